@@ -1,0 +1,78 @@
+//! `etcdops`: parses flags, calls the etcd-core libraries, prints the result. Nothing else.
+
+mod commands;
+mod flags;
+mod output;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+
+use commands::ExitStatus;
+use flags::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("etcdops: error: cannot start the async runtime: {err}");
+            return ExitStatus::Error.into();
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // Connections may still be open; do not wait for them.
+    runtime.shutdown_background();
+    match result {
+        Ok(status) => status.into(),
+        Err(err) if is_broken_pipe(&err) => ExitStatus::Success.into(),
+        Err(err) => {
+            eprintln!("etcdops: error: {}", one_line(&err));
+            ExitStatus::Error.into()
+        }
+    }
+}
+
+/// The error and its causes on one line, each cause once (library errors already include
+/// their cause in their message).
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line.replace('\n', " ")
+}
+
+/// `etcdops ... | head` closing the pipe early is not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+async fn run(cli: Cli) -> Result<ExitStatus> {
+    let config = cli.global.connection_options().or_env()?.build()?;
+    if config.tls.insecure_skip_verify {
+        eprintln!(
+            "etcdops: warning: --insecure-skip-tls-verify: server certificates are not verified; anyone on the network path can impersonate etcd"
+        );
+    }
+    let format = cli.global.write_out;
+    match &cli.command {
+        Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
+        Command::Member(command) => commands::member::run(&config, command, format).await,
+    }
+}

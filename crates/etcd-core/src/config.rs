@@ -1,0 +1,695 @@
+//! Connection settings: one type, built in one place from flags, the `ETCDCTL_*` environment
+//! or module arguments.
+//!
+//! Front-ends fill a [`ConnectionOptions`] (every field optional, as given by the user), call
+//! [`ConnectionOptions::or_env`] to fill what is still unset from etcdctl's environment
+//! variables, then [`ConnectionOptions::build`] to validate everything into a [`ClusterConfig`].
+//! So the precedence is always: explicit value, then environment, then etcdctl's default.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::duration::parse_duration;
+use crate::error::{Error, Result};
+
+/// etcdctl's default endpoint when none is given.
+pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:2379";
+/// etcdctl's default dial timeout.
+pub const DEFAULT_DIAL_TIMEOUT: Duration = Duration::from_secs(2);
+/// etcdctl's default command timeout.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A password or other secret: never printed by `Debug`, never serialized.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self::new(value)
+    }
+}
+
+/// Connection settings as the user gave them, before the environment and validation.
+///
+/// Every field is optional so that "not given" can fall back to the environment.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionOptions {
+    /// Client URLs (`https://10.0.0.1:2379`) or `host:port` pairs.
+    pub endpoints: Option<Vec<String>>,
+    /// PEM file with the CA bundle that signs the servers' certificates.
+    pub cacert: Option<PathBuf>,
+    /// PEM file with the client certificate.
+    pub cert: Option<PathBuf>,
+    /// PEM file with the client certificate's private key.
+    pub key: Option<PathBuf>,
+    /// PEM data of the CA bundle, for credentials held in a vault rather than a file.
+    pub cacert_pem: Option<String>,
+    /// PEM data of the client certificate.
+    pub cert_pem: Option<String>,
+    /// PEM data of the client key.
+    pub key_pem: Option<Secret>,
+    /// Accept any server certificate (never the default; warn when used).
+    pub insecure_skip_tls_verify: Option<bool>,
+    /// Name to verify the server certificate against instead of the endpoint's host.
+    pub server_name: Option<String>,
+    /// `user` or `user:password`.
+    pub user: Option<String>,
+    /// Password for `user` (when not given as `user:password`).
+    pub password: Option<Secret>,
+    /// Time allowed to establish a connection.
+    pub dial_timeout: Option<Duration>,
+    /// Time allowed for one request.
+    pub command_timeout: Option<Duration>,
+    /// Domain whose DNS SRV records list the cluster's client endpoints.
+    pub discovery_srv: Option<String>,
+    /// Service name suffix of the SRV records (`_etcd-client-ssl-NAME._tcp`).
+    pub discovery_srv_name: Option<String>,
+    /// Accept `_etcd-client._tcp` (plain http) SRV records; etcdctl's default is yes.
+    pub insecure_discovery: Option<bool>,
+    /// DNS server (`IP` or `IP:PORT`) for SRV lookups instead of the system resolver.
+    pub dns_server: Option<String>,
+}
+
+/// The environment variable each setting falls back to, as etcdctl names them.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("endpoints", "ETCDCTL_ENDPOINTS"),
+    ("cacert", "ETCDCTL_CACERT"),
+    ("cert", "ETCDCTL_CERT"),
+    ("key", "ETCDCTL_KEY"),
+    (
+        "insecure_skip_tls_verify",
+        "ETCDCTL_INSECURE_SKIP_TLS_VERIFY",
+    ),
+    ("user", "ETCDCTL_USER"),
+    ("password", "ETCDCTL_PASSWORD"),
+    ("dial_timeout", "ETCDCTL_DIAL_TIMEOUT"),
+    ("command_timeout", "ETCDCTL_COMMAND_TIMEOUT"),
+    ("discovery_srv", "ETCDCTL_DISCOVERY_SRV"),
+    ("discovery_srv_name", "ETCDCTL_DISCOVERY_SRV_NAME"),
+    ("insecure_discovery", "ETCDCTL_INSECURE_DISCOVERY"),
+    ("dns_server", "ETCDOPS_DNS_SERVER"),
+];
+
+fn env_name(field: &str) -> &'static str {
+    ENV_VARS
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map(|(_, v)| *v)
+        .unwrap_or("")
+}
+
+impl ConnectionOptions {
+    /// Fills every unset field from the process environment (`ETCDCTL_*`).
+    pub fn or_env(self) -> Result<Self> {
+        self.or_env_from(|name| std::env::var(name).ok())
+    }
+
+    /// Fills every unset field from `lookup(VARIABLE)`; values already set win.
+    pub fn or_env_from(mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let get = |field: &str| lookup(env_name(field)).filter(|v| !v.is_empty());
+        if self.endpoints.is_none() {
+            self.endpoints = get("endpoints").map(|v| split_list(&v));
+        }
+        if self.cacert.is_none() {
+            self.cacert = get("cacert").map(PathBuf::from);
+        }
+        if self.cert.is_none() {
+            self.cert = get("cert").map(PathBuf::from);
+        }
+        if self.key.is_none() {
+            self.key = get("key").map(PathBuf::from);
+        }
+        if self.insecure_skip_tls_verify.is_none() {
+            let name = env_name("insecure_skip_tls_verify");
+            self.insecure_skip_tls_verify = get("insecure_skip_tls_verify")
+                .map(|v| parse_bool(name, &v))
+                .transpose()?;
+        }
+        if self.user.is_none() {
+            self.user = get("user");
+        }
+        if self.password.is_none() {
+            self.password = get("password").map(Secret::new);
+        }
+        if self.dial_timeout.is_none() {
+            self.dial_timeout = get("dial_timeout")
+                .map(|v| parse_duration_setting(env_name("dial_timeout"), &v))
+                .transpose()?;
+        }
+        if self.command_timeout.is_none() {
+            self.command_timeout = get("command_timeout")
+                .map(|v| parse_duration_setting(env_name("command_timeout"), &v))
+                .transpose()?;
+        }
+        if self.discovery_srv.is_none() {
+            self.discovery_srv = get("discovery_srv");
+        }
+        if self.discovery_srv_name.is_none() {
+            self.discovery_srv_name = get("discovery_srv_name");
+        }
+        if self.insecure_discovery.is_none() {
+            let name = env_name("insecure_discovery");
+            self.insecure_discovery = get("insecure_discovery")
+                .map(|v| parse_bool(name, &v))
+                .transpose()?;
+        }
+        if self.dns_server.is_none() {
+            self.dns_server = get("dns_server");
+        }
+        Ok(self)
+    }
+
+    /// Validates the options into a [`ClusterConfig`], applying etcdctl's defaults.
+    ///
+    /// Files are not read here (that happens when connecting), but contradictory settings
+    /// (a key without a certificate, a user without a password, both endpoints and
+    /// discovery) are refused with a message that says what to change.
+    pub fn build(self) -> Result<ClusterConfig> {
+        let (user, password) = match (self.user, self.password) {
+            (None, None) => (None, None),
+            (None, Some(_)) => {
+                return Err(Error::InvalidOption {
+                    option: "password",
+                    reason: "a password was given without a user; add --user".into(),
+                });
+            }
+            (Some(user), password) => match (user.split_once(':'), password) {
+                (Some((name, pass)), None) => (Some(name.to_string()), Some(Secret::new(pass))),
+                (Some(_), Some(_)) => {
+                    return Err(Error::InvalidOption {
+                        option: "user",
+                        reason: "give the password either as --user NAME:PASSWORD or with --password, not both".into(),
+                    });
+                }
+                (None, Some(p)) => (Some(user), Some(p)),
+                (None, None) => {
+                    return Err(Error::InvalidOption {
+                        option: "password",
+                        reason: format!(
+                            "user '{user}' has no password; give --password (or ETCDCTL_PASSWORD) or --user {user}:PASSWORD"
+                        ),
+                    });
+                }
+            },
+        };
+        let auth = match (user, password) {
+            (Some(user), Some(password)) => {
+                if user.is_empty() {
+                    return Err(Error::InvalidOption {
+                        option: "user",
+                        reason: "the user name is empty".into(),
+                    });
+                }
+                Some(Credentials { user, password })
+            }
+            _ => None,
+        };
+
+        let cert = pem_source(self.cert, self.cert_pem);
+        let key = pem_source(self.key, self.key_pem.map(|s| s.0));
+        match (&cert, &key) {
+            (Some(_), None) => {
+                return Err(Error::InvalidOption {
+                    option: "key",
+                    reason: "a client certificate was given without its key; add --key".into(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(Error::InvalidOption {
+                    option: "cert",
+                    reason: "a client key was given without its certificate; add --cert".into(),
+                });
+            }
+            _ => {}
+        }
+        let identity = cert
+            .zip(key)
+            .map(|(cert, key)| ClientIdentity { cert, key });
+        let tls = TlsSettings {
+            ca: pem_source(self.cacert, self.cacert_pem),
+            identity,
+            insecure_skip_verify: self.insecure_skip_tls_verify.unwrap_or(false),
+            server_name: self.server_name.filter(|s| !s.is_empty()),
+        };
+
+        let discovery = match self.discovery_srv.filter(|d| !d.is_empty()) {
+            Some(domain) => {
+                if self.endpoints.as_ref().is_some_and(|e| !e.is_empty()) {
+                    return Err(Error::InvalidOption {
+                        option: "discovery-srv",
+                        reason: "give either --endpoints or --discovery-srv, not both".into(),
+                    });
+                }
+                Some(SrvDiscovery {
+                    domain,
+                    service_name: self.discovery_srv_name.filter(|s| !s.is_empty()),
+                    insecure: self.insecure_discovery.unwrap_or(true),
+                    dns_server: self.dns_server.filter(|s| !s.is_empty()),
+                })
+            }
+            None => None,
+        };
+
+        let endpoints = match self.endpoints {
+            Some(list) if !list.is_empty() => list,
+            _ => vec![DEFAULT_ENDPOINT.to_string()],
+        };
+        let config = ClusterConfig {
+            endpoints,
+            discovery,
+            tls,
+            auth,
+            dial_timeout: positive(self.dial_timeout, DEFAULT_DIAL_TIMEOUT, "dial-timeout")?,
+            command_timeout: positive(
+                self.command_timeout,
+                DEFAULT_COMMAND_TIMEOUT,
+                "command-timeout",
+            )?,
+        };
+        // Endpoints given explicitly are checked now, so a typo fails before any connection.
+        if config.discovery.is_none() {
+            for endpoint in &config.endpoints {
+                config.normalize_endpoint(endpoint)?;
+            }
+        }
+        Ok(config)
+    }
+}
+
+fn pem_source(path: Option<PathBuf>, pem: Option<String>) -> Option<PemSource> {
+    match (pem.filter(|p| !p.is_empty()), path) {
+        (Some(pem), _) => Some(PemSource::Inline(Secret::new(pem))),
+        (None, Some(path)) if !path.as_os_str().is_empty() => Some(PemSource::File(path)),
+        _ => None,
+    }
+}
+
+fn positive(value: Option<Duration>, default: Duration, option: &'static str) -> Result<Duration> {
+    match value {
+        Some(d) if d.is_zero() => Err(Error::InvalidOption {
+            option,
+            reason: "must be greater than zero (for example 5s)".into(),
+        }),
+        Some(d) => Ok(d),
+        None => Ok(default),
+    }
+}
+
+/// Splits a comma-separated list as etcdctl does, dropping empty items.
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn parse_bool(name: &'static str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "t" | "true" | "yes" => Ok(true),
+        "0" | "f" | "false" | "no" => Ok(false),
+        _ => Err(Error::InvalidOption {
+            option: name,
+            reason: format!("'{value}' is not a boolean; use true or false"),
+        }),
+    }
+}
+
+fn parse_duration_setting(name: &'static str, value: &str) -> Result<Duration> {
+    parse_duration(value).map_err(|reason| Error::InvalidOption {
+        option: name,
+        reason,
+    })
+}
+
+/// Where a PEM document comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PemSource {
+    /// A file on disk.
+    File(PathBuf),
+    /// PEM text given directly (a vault, an Ansible credential). Treated as secret.
+    Inline(Secret),
+}
+
+impl PemSource {
+    /// What to call this source in a message: the path, or "inline PEM".
+    pub fn describe(&self) -> String {
+        match self {
+            PemSource::File(path) => path.display().to_string(),
+            PemSource::Inline(_) => "inline PEM data".to_string(),
+        }
+    }
+}
+
+/// A client certificate and its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// The certificate (chain) in PEM.
+    pub cert: PemSource,
+    /// The private key in PEM.
+    pub key: PemSource,
+}
+
+/// TLS settings for client connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// CA bundle; the system roots when absent.
+    pub ca: Option<PemSource>,
+    /// Client certificate for servers that require one (`--client-cert-auth`).
+    pub identity: Option<ClientIdentity>,
+    /// Skip server certificate verification.
+    pub insecure_skip_verify: bool,
+    /// Name to verify the server certificate against.
+    pub server_name: Option<String>,
+}
+
+impl TlsSettings {
+    /// Whether any TLS setting was given, which makes scheme-less endpoints use https.
+    pub fn is_configured(&self) -> bool {
+        self.ca.is_some() || self.identity.is_some() || self.insecure_skip_verify
+    }
+}
+
+/// User name and password for etcd's auth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// The etcd user.
+    pub user: String,
+    /// Its password.
+    pub password: Secret,
+}
+
+/// DNS SRV discovery of the client endpoints, as etcdctl's `--discovery-srv`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SrvDiscovery {
+    /// The domain, e.g. `example.com` for `_etcd-client-ssl._tcp.example.com`.
+    pub domain: String,
+    /// Optional service name suffix (`--discovery-srv-name`).
+    pub service_name: Option<String>,
+    /// Whether plain-http `_etcd-client` records are accepted.
+    pub insecure: bool,
+    /// DNS server to ask instead of the system resolver (`IP` or `IP:PORT`).
+    pub dns_server: Option<String>,
+}
+
+/// Validated settings for talking to one etcd cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// Endpoints as given (used when `discovery` is `None`).
+    pub endpoints: Vec<String>,
+    /// DNS SRV discovery, replacing `endpoints`.
+    pub discovery: Option<SrvDiscovery>,
+    /// TLS settings.
+    pub tls: TlsSettings,
+    /// User and password, when auth is used.
+    pub auth: Option<Credentials>,
+    /// Time allowed to connect (and authenticate) to one endpoint.
+    pub dial_timeout: Duration,
+    /// Time allowed for one request.
+    pub command_timeout: Duration,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ConnectionOptions::default()
+            .build()
+            .expect("default options are valid")
+    }
+}
+
+impl ClusterConfig {
+    /// Config for the given endpoints with every other setting at etcdctl's default.
+    pub fn for_endpoints<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Result<Self> {
+        ConnectionOptions {
+            endpoints: Some(endpoints.into_iter().map(Into::into).collect()),
+            ..Default::default()
+        }
+        .build()
+    }
+
+    /// Checks an endpoint and gives it a scheme: `https://` when TLS is configured, else
+    /// `http://`, as etcdctl does for `host:port` endpoints.
+    pub fn normalize_endpoint(&self, endpoint: &str) -> Result<String> {
+        let trimmed = endpoint.trim().trim_end_matches('/');
+        let invalid = |reason: String| Error::InvalidEndpoint {
+            endpoint: endpoint.to_string(),
+            reason,
+        };
+        let with_scheme = if trimmed.contains("://") {
+            trimmed.to_string()
+        } else if self.tls.is_configured() {
+            format!("https://{trimmed}")
+        } else {
+            format!("http://{trimmed}")
+        };
+        let url = url::Url::parse(&with_scheme).map_err(|e| {
+            invalid(format!(
+                "{e}; write it as http://HOST:PORT or https://HOST:PORT"
+            ))
+        })?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(invalid(format!(
+                "scheme '{}' is not supported; use http:// or https://",
+                url.scheme()
+            )));
+        }
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| invalid("it has no host; write it as https://HOST:PORT".into()))?;
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid(
+                "credentials in the URL are not accepted; use --user and --password".into(),
+            ));
+        }
+        if url.path() != "/" && !url.path().is_empty() {
+            return Err(invalid(format!(
+                "it has a path '{}'; an endpoint is only scheme, host and port",
+                url.path()
+            )));
+        }
+        let port = url
+            .port()
+            .ok_or_else(|| invalid("it has no port; etcd clients usually use :2379".into()))?;
+        Ok(format!("{}://{}:{}", url.scheme(), host, port))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn explicit_values_win_over_environment() {
+        let opts = ConnectionOptions {
+            endpoints: Some(vec!["http://10.0.0.1:2379".into()]),
+            dial_timeout: Some(Duration::from_secs(9)),
+            ..Default::default()
+        }
+        .or_env_from(env(&[
+            (
+                "ETCDCTL_ENDPOINTS",
+                "http://10.0.0.2:2379,http://10.0.0.3:2379",
+            ),
+            ("ETCDCTL_DIAL_TIMEOUT", "1s"),
+            ("ETCDCTL_COMMAND_TIMEOUT", "1m30s"),
+        ]))
+        .unwrap();
+        let config = opts.build().unwrap();
+        assert_eq!(config.endpoints, vec!["http://10.0.0.1:2379"]);
+        assert_eq!(config.dial_timeout, Duration::from_secs(9));
+        assert_eq!(config.command_timeout, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn every_setting_reads_its_etcdctl_variable() {
+        let config = ConnectionOptions::default()
+            .or_env_from(env(&[
+                ("ETCDCTL_ENDPOINTS", "a:1, b:2"),
+                ("ETCDCTL_CACERT", "/ca.pem"),
+                ("ETCDCTL_CERT", "/c.pem"),
+                ("ETCDCTL_KEY", "/k.pem"),
+                ("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true"),
+                ("ETCDCTL_USER", "root"),
+                ("ETCDCTL_PASSWORD", "pw"),
+                ("ETCDCTL_DIAL_TIMEOUT", "500ms"),
+                ("ETCDCTL_COMMAND_TIMEOUT", "7s"),
+            ]))
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(config.endpoints, vec!["a:1", "b:2"]);
+        assert_eq!(config.tls.ca, Some(PemSource::File("/ca.pem".into())));
+        assert!(config.tls.identity.is_some());
+        assert!(config.tls.insecure_skip_verify);
+        let auth = config.auth.unwrap();
+        assert_eq!(auth.user, "root");
+        assert_eq!(auth.password.expose(), "pw");
+        assert_eq!(config.dial_timeout, Duration::from_millis(500));
+        assert_eq!(config.command_timeout, Duration::from_secs(7));
+
+        let srv = ConnectionOptions::default()
+            .or_env_from(env(&[
+                ("ETCDCTL_DISCOVERY_SRV", "example.com"),
+                ("ETCDCTL_DISCOVERY_SRV_NAME", "prod"),
+            ]))
+            .unwrap()
+            .build()
+            .unwrap();
+        let discovery = srv.discovery.unwrap();
+        assert_eq!(discovery.domain, "example.com");
+        assert_eq!(discovery.service_name.as_deref(), Some("prod"));
+        assert!(discovery.insecure);
+    }
+
+    #[test]
+    fn defaults_match_etcdctl() {
+        let config = ClusterConfig::default();
+        assert_eq!(config.endpoints, vec![DEFAULT_ENDPOINT]);
+        assert_eq!(config.dial_timeout, Duration::from_secs(2));
+        assert_eq!(config.command_timeout, Duration::from_secs(5));
+        assert!(!config.tls.insecure_skip_verify);
+    }
+
+    #[test]
+    fn user_with_colon_carries_password() {
+        let config = ConnectionOptions {
+            user: Some("root:s3:cret".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let auth = config.auth.unwrap();
+        assert_eq!(auth.user, "root");
+        assert_eq!(auth.password.expose(), "s3:cret");
+    }
+
+    #[test]
+    fn user_without_password_is_refused() {
+        let err = ConnectionOptions {
+            user: Some("root".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap_err();
+        assert!(err.to_string().contains("--password"), "{err}");
+    }
+
+    #[test]
+    fn cert_without_key_is_refused() {
+        let err = ConnectionOptions {
+            cert: Some("/c.pem".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap_err();
+        assert!(err.to_string().contains("--key"), "{err}");
+    }
+
+    #[test]
+    fn bad_environment_values_name_the_variable() {
+        let err = ConnectionOptions::default()
+            .or_env_from(env(&[("ETCDCTL_DIAL_TIMEOUT", "soon")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("ETCDCTL_DIAL_TIMEOUT"), "{err}");
+        let err = ConnectionOptions::default()
+            .or_env_from(env(&[("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "maybe")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("ETCDCTL_INSECURE_SKIP_TLS_VERIFY"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn endpoints_get_a_scheme_and_bad_ones_are_refused() {
+        let plain = ClusterConfig::default();
+        assert_eq!(
+            plain.normalize_endpoint("127.0.0.1:2379").unwrap(),
+            "http://127.0.0.1:2379"
+        );
+        assert_eq!(
+            plain.normalize_endpoint("https://etcd-0:2379/").unwrap(),
+            "https://etcd-0:2379"
+        );
+        let tls = ConnectionOptions {
+            cacert: Some("/ca.pem".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        assert_eq!(
+            tls.normalize_endpoint("10.0.0.1:2379").unwrap(),
+            "https://10.0.0.1:2379"
+        );
+        for bad in [
+            "ftp://h:1",
+            "http://",
+            "http://h",
+            "http://h:1/v3",
+            "http://u:p@h:1",
+            "h:99999",
+            "http://[::1:2379",
+        ] {
+            let err = plain.normalize_endpoint(bad).unwrap_err();
+            assert!(matches!(err, Error::InvalidEndpoint { .. }), "{bad}: {err}");
+        }
+        assert!(ClusterConfig::for_endpoints(["http://h:1", "not a url:x"]).is_err());
+    }
+
+    #[test]
+    fn endpoints_and_discovery_are_exclusive() {
+        let err = ConnectionOptions {
+            endpoints: Some(vec!["h:1".into()]),
+            discovery_srv: Some("example.com".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap_err();
+        assert!(err.to_string().contains("--discovery-srv"), "{err}");
+    }
+
+    #[test]
+    fn secrets_do_not_show_in_debug_output() {
+        let config = ConnectionOptions {
+            user: Some("root:hunter2".into()),
+            key_pem: Some(Secret::new("-----BEGIN PRIVATE KEY-----abc")),
+            cert_pem: Some("cert".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(!debug.contains("PRIVATE KEY"), "{debug}");
+    }
+}

@@ -1,0 +1,366 @@
+//! Connections: one [`EndpointClient`] per endpoint, so that an operation aimed at one member
+//! reaches exactly that member (etcdctl's balanced client may answer from any of them).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{Client, ConnectOptions};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::ClientConfig;
+use tonic::transport::Endpoint;
+
+use crate::config::{ClusterConfig, TlsSettings};
+use crate::discovery::discover_endpoints;
+use crate::error::{Error, Result};
+use crate::tls;
+
+/// A connected, authenticated client bound to exactly one endpoint.
+#[derive(Clone)]
+pub struct EndpointClient {
+    endpoint: String,
+    client: Client,
+    command_timeout: Duration,
+    user: Option<String>,
+    tls: TlsSettings,
+}
+
+impl std::fmt::Debug for EndpointClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointClient")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EndpointClient {
+    /// The endpoint URL this client talks to (`https://10.0.0.1:2379`).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The underlying etcd-client, for operations this crate wraps.
+    pub fn raw(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// Runs one request under the command timeout, turning failures into [`Error`]s that
+    /// name this endpoint and the operation.
+    pub async fn call<T, F, Fut>(&self, operation: &'static str, request: F) -> Result<T>
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        match tokio::time::timeout(self.command_timeout, request(self.client.clone())).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => Err(classify(
+                &err,
+                &ErrorContext {
+                    endpoint: &self.endpoint,
+                    operation,
+                    user: self.user.as_deref(),
+                    tls: &self.tls,
+                    timeout: self.command_timeout,
+                },
+            )),
+            Err(_) => Err(Error::Timeout {
+                operation,
+                endpoint: self.endpoint.clone(),
+                timeout: self.command_timeout,
+                hint: missing_cert_hint(&self.endpoint, &self.tls),
+            }),
+        }
+    }
+}
+
+fn missing_cert_hint(endpoint: &str, tls: &TlsSettings) -> String {
+    if endpoint.starts_with("https://") && tls.identity.is_none() {
+        "; etcd may require a client certificate (--cert and --key): it answers a missing one only by not answering".into()
+    } else {
+        String::new()
+    }
+}
+
+impl ClusterConfig {
+    /// The endpoints to use, normalized: from DNS SRV discovery when configured, else as given.
+    pub async fn resolve_endpoints(&self) -> Result<Vec<String>> {
+        let raw = match &self.discovery {
+            Some(discovery) => discover_endpoints(discovery).await?,
+            None => self.endpoints.clone(),
+        };
+        let mut out = Vec::with_capacity(raw.len());
+        for endpoint in raw {
+            let normalized = self.normalize_endpoint(&endpoint)?;
+            if !out.contains(&normalized) {
+                out.push(normalized);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Connects (and authenticates) to exactly one endpoint within the dial timeout.
+    pub async fn connect_endpoint(&self, endpoint: &str) -> Result<EndpointClient> {
+        let endpoint = self.normalize_endpoint(endpoint)?;
+        let tls_config = if endpoint.starts_with("https://") {
+            Some(tls::client_config(&self.tls)?)
+        } else {
+            None
+        };
+        self.connect_with(&endpoint, tls_config).await
+    }
+
+    /// Connects to every endpoint concurrently; one result per endpoint, in order.
+    pub async fn connect_each(&self, endpoints: &[String]) -> Vec<Result<EndpointClient>> {
+        futures::future::join_all(endpoints.iter().map(|e| self.connect_endpoint(e))).await
+    }
+
+    /// Connects to the first endpoint (in the order given) that answers. For cluster-wide
+    /// reads such as the member list, where any healthy member will do.
+    pub async fn connect_any(&self) -> Result<EndpointClient> {
+        let endpoints = self.resolve_endpoints().await?;
+        let mut errors = Vec::new();
+        for endpoint in &endpoints {
+            match self.connect_endpoint(endpoint).await {
+                Ok(client) => return Ok(client),
+                // A bad file or option fails the same way everywhere: say it once.
+                Err(
+                    err @ (Error::ReadFile { .. }
+                    | Error::InvalidPem { .. }
+                    | Error::InvalidOption { .. }
+                    | Error::AuthFailed { .. }),
+                ) => return Err(err),
+                Err(err) => errors.push(err),
+            }
+        }
+        match errors.len() {
+            1 => Err(errors.remove(0)),
+            _ => Err(Error::NoEndpointAvailable {
+                errors: errors.iter().map(ToString::to_string).collect(),
+            }),
+        }
+    }
+
+    async fn connect_with(
+        &self,
+        endpoint: &str,
+        tls_config: Option<Arc<ClientConfig>>,
+    ) -> Result<EndpointClient> {
+        let url = url::Url::parse(endpoint).map_err(|e| Error::InvalidEndpoint {
+            endpoint: endpoint.to_string(),
+            reason: e.to_string(),
+        })?;
+        let host = url.host_str().unwrap_or_default().to_string();
+        let port = url.port_or_known_default().unwrap_or(2379);
+        let host_port = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        // tonic only sees plain http; TLS, when wanted, is done by our own connector below.
+        let transport = Endpoint::from_shared(format!("http://{host_port}"))
+            .map_err(|e| Error::InvalidEndpoint {
+                endpoint: endpoint.to_string(),
+                reason: e.to_string(),
+            })?
+            .connect_timeout(self.dial_timeout)
+            .tcp_nodelay(true)
+            .keep_alive_while_idle(true)
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_timeout(Duration::from_secs(10));
+        let context = ErrorContext {
+            endpoint,
+            operation: "connect",
+            user: self.auth.as_ref().map(|a| a.user.as_str()),
+            tls: &self.tls,
+            timeout: self.dial_timeout,
+        };
+        let unreachable = |reason: String| Error::Unreachable {
+            endpoint: endpoint.to_string(),
+            timeout: self.dial_timeout,
+            reason,
+        };
+
+        let connecting = async {
+            match tls_config {
+                Some(config) => {
+                    let name = tls::server_name(&self.tls, &host)?;
+                    let connector = tower::service_fn(move |_uri: http::Uri| {
+                        let config = config.clone();
+                        let name = name.clone();
+                        let host_port = host_port.clone();
+                        async move {
+                            let tcp = TcpStream::connect(&host_port).await?;
+                            tcp.set_nodelay(true)?;
+                            let stream = TlsConnector::from(config).connect(name, tcp).await?;
+                            Ok::<_, std::io::Error>(TokioIo::new(stream))
+                        }
+                    });
+                    transport.connect_with_connector(connector).await
+                }
+                None => transport.connect().await,
+            }
+            .map_err(|e| classify(&etcd_client::Error::TransportError(e), &context))
+        };
+        let channel = tokio::time::timeout(self.dial_timeout, connecting)
+            .await
+            .map_err(|_| unreachable("no connection established in time".into()))??;
+
+        let options = ConnectOptions::new().with_timeout(self.command_timeout);
+        let with_user = match &self.auth {
+            Some(auth) => options
+                .clone()
+                .with_user(auth.user.clone(), auth.password.expose().to_string()),
+            None => options.clone(),
+        };
+        // from_channel authenticates when a user is set: bound it by the dial timeout too.
+        // As etcdctl, credentials for a cluster without auth are not an error.
+        let client = tokio::time::timeout(self.dial_timeout, async {
+            let channel = etcd_client::Channel::Tonic(channel);
+            match Client::from_channel(channel.clone(), Some(with_user)).await {
+                Err(etcd_client::Error::GRpcStatus(status))
+                    if self.auth.is_some()
+                        && status.message().contains("authentication is not enabled") =>
+                {
+                    Client::from_channel(channel, Some(options)).await
+                }
+                other => other,
+            }
+        })
+        .await
+        .map_err(|_| Error::Timeout {
+            operation: "authenticate",
+            endpoint: endpoint.to_string(),
+            timeout: self.dial_timeout,
+            hint: missing_cert_hint(endpoint, &self.tls),
+        })?
+        .map_err(|e| {
+            classify(
+                &e,
+                &ErrorContext {
+                    operation: "authenticate",
+                    ..context
+                },
+            )
+        })?;
+        Ok(EndpointClient {
+            endpoint: endpoint.to_string(),
+            client,
+            command_timeout: self.command_timeout,
+            user: self.auth.as_ref().map(|a| a.user.clone()),
+            tls: self.tls.clone(),
+        })
+    }
+}
+
+/// What an error is about, for [`classify`].
+#[derive(Clone, Copy)]
+struct ErrorContext<'a> {
+    endpoint: &'a str,
+    operation: &'static str,
+    user: Option<&'a str>,
+    tls: &'a TlsSettings,
+    timeout: Duration,
+}
+
+/// The error and all its sources, joined, as one line.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
+}
+
+/// Turns an etcd-client error into one of ours, with a message that says what to do.
+fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Error {
+    let (chain, status_message) = match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            let mut chain = status.message().to_string();
+            if let Some(source) = std::error::Error::source(status) {
+                chain = format!("{chain}: {}", error_chain(source));
+            }
+            (chain, Some(status.message().to_string()))
+        }
+        etcd_client::Error::TransportError(e) => (error_chain(e), None),
+        etcd_client::Error::IoError(e) => (error_chain(e), None),
+        other => (error_chain(other), None),
+    };
+    let lower = chain.to_ascii_lowercase();
+    let endpoint = ctx.endpoint.to_string();
+
+    if lower.contains("authentication failed") || lower.contains("invalid user id or password") {
+        return Error::AuthFailed {
+            endpoint,
+            user: ctx.user.unwrap_or("").to_string(),
+            detail: status_message.unwrap_or(chain),
+        };
+    }
+    if lower.contains("certificate")
+        || lower.contains("tls")
+        || lower.contains("handshake")
+        || lower.contains("alert")
+        || lower.contains("corrupt message")
+    {
+        return Error::Tls {
+            endpoint,
+            reason: tls::explain_handshake_error(&chain, ctx.tls),
+        };
+    }
+    let connection_problem = [
+        "connection refused",
+        "tcp connect error",
+        "error trying to connect",
+        "no route to host",
+        "network is unreachable",
+        "failed to lookup address",
+        "name or service not known",
+        "dns error",
+        "connection reset",
+        "broken pipe",
+        "operation timed out",
+        "timed out",
+    ];
+    if let Some(hit) = connection_problem.iter().find(|p| lower.contains(*p)) {
+        let reason = match *hit {
+            "connection refused" | "tcp connect error" | "error trying to connect"
+                if lower.contains("refused") =>
+            {
+                "connection refused".to_string()
+            }
+            "operation timed out" | "timed out" => "no connection established in time".to_string(),
+            _ => chain.clone(),
+        };
+        return Error::Unreachable {
+            endpoint,
+            timeout: ctx.timeout,
+            reason,
+        };
+    }
+    if ctx.operation == "connect" && (lower.contains("deadline") || lower.contains("elapsed")) {
+        return Error::Unreachable {
+            endpoint,
+            timeout: ctx.timeout,
+            reason: "no connection established in time".into(),
+        };
+    }
+    if lower.contains("deadline") {
+        return Error::Timeout {
+            operation: ctx.operation,
+            endpoint: endpoint.clone(),
+            timeout: ctx.timeout,
+            hint: missing_cert_hint(&endpoint, ctx.tls),
+        };
+    }
+    Error::Request {
+        operation: ctx.operation,
+        endpoint,
+        message: status_message.unwrap_or(chain),
+    }
+}

@@ -1,0 +1,317 @@
+//! Per-endpoint checks: health, status and KV hash. Each endpoint is asked over its own
+//! connection, concurrently, and each gets its own row: one member down never hides the
+//! others' answers.
+
+use std::time::Instant;
+
+use etcd_client::GetOptions;
+use serde::Serialize;
+
+use crate::config::ClusterConfig;
+use crate::connect::EndpointClient;
+use crate::error::{Error, Result};
+use crate::id::MemberId;
+use crate::member::{Targets, target_endpoints};
+
+/// Health of one endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndpointHealth {
+    /// The endpoint URL.
+    pub endpoint: String,
+    /// True when a linearizable read succeeded and no alarm is raised.
+    pub health: bool,
+    /// Milliseconds the check took.
+    pub took_ms: f64,
+    /// Why it is unhealthy.
+    pub error: Option<String>,
+}
+
+/// Health of every addressed endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealthReport {
+    /// One row per endpoint, in the order addressed.
+    pub endpoints: Vec<EndpointHealth>,
+    /// True when every endpoint is healthy.
+    pub all_healthy: bool,
+}
+
+/// Checks the health of each endpoint as etcdctl does: a linearizable read of the key
+/// `health` must succeed (permission denied counts as success: the read went through raft),
+/// and the member must report no alarm.
+pub async fn endpoint_health(config: &ClusterConfig, targets: Targets) -> Result<HealthReport> {
+    let endpoints = target_endpoints(config, targets).await?;
+    let rows = futures::future::join_all(endpoints.iter().map(|e| check_health(config, e))).await;
+    Ok(HealthReport {
+        all_healthy: !rows.is_empty() && rows.iter().all(|r| r.health),
+        endpoints: rows,
+    })
+}
+
+async fn check_health(config: &ClusterConfig, endpoint: &str) -> EndpointHealth {
+    let started = Instant::now();
+    let verdict = async {
+        let client = config.connect_endpoint(endpoint).await?;
+        let read = client
+            .call("health read", |mut c| async move {
+                c.get("health", Some(GetOptions::new().with_count_only()))
+                    .await
+            })
+            .await;
+        match read {
+            Ok(_) => {}
+            Err(Error::Request { message, .. }) if message.contains("permission denied") => {}
+            Err(e) => return Err(e),
+        }
+        let alarms = client
+            .call("alarm list", |mut c| async move {
+                c.alarm(
+                    etcd_client::AlarmAction::Get,
+                    etcd_client::AlarmType::None,
+                    None,
+                )
+                .await
+            })
+            .await
+            .map_err(|e| format!("unable to fetch the alarm list: {e}"))
+            .map_err(|reason| Error::Request {
+                operation: "alarm list",
+                endpoint: endpoint.to_string(),
+                message: reason,
+            })?;
+        if alarms.alarms().is_empty() {
+            Ok(())
+        } else {
+            let names: Vec<String> = alarms
+                .alarms()
+                .iter()
+                .map(|a| alarm_name(a.alarm()))
+                .collect();
+            Err(Error::Request {
+                operation: "alarm list",
+                endpoint: endpoint.to_string(),
+                message: format!("active alarm(s): {}", names.join(", ")),
+            })
+        }
+    }
+    .await;
+    EndpointHealth {
+        endpoint: endpoint.to_string(),
+        health: verdict.is_ok(),
+        took_ms: started.elapsed().as_secs_f64() * 1000.0,
+        error: verdict.err().map(|e| e.to_string()),
+    }
+}
+
+fn alarm_name(alarm: etcd_client::AlarmType) -> String {
+    match alarm {
+        etcd_client::AlarmType::Nospace => "NOSPACE".into(),
+        etcd_client::AlarmType::Corrupt => "CORRUPT".into(),
+        etcd_client::AlarmType::None => "NONE".into(),
+    }
+}
+
+/// Status of one endpoint (etcd's Maintenance.Status).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndpointStatus {
+    /// The endpoint URL.
+    pub endpoint: String,
+    /// The member behind it; `None` when it did not answer.
+    pub member_id: Option<MemberId>,
+    /// etcd server version.
+    pub version: Option<String>,
+    /// Size of the db file in bytes.
+    pub db_size: Option<i64>,
+    /// Bytes of the db file in use (the rest is free pages a defrag would reclaim).
+    pub db_size_in_use: Option<i64>,
+    /// The leader this member knows of.
+    pub leader: Option<MemberId>,
+    /// Whether this member is the leader.
+    pub is_leader: Option<bool>,
+    /// Whether this member is a learner.
+    pub is_learner: Option<bool>,
+    /// Current raft term.
+    pub raft_term: Option<u64>,
+    /// Last raft index in the log.
+    pub raft_index: Option<u64>,
+    /// Last raft index applied.
+    pub raft_applied_index: Option<u64>,
+    /// Errors the member reports about itself (such as alarms).
+    pub errors: Vec<String>,
+    /// Why the status could not be read.
+    pub error: Option<String>,
+}
+
+/// Status of every addressed endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusReport {
+    /// One row per endpoint.
+    pub endpoints: Vec<EndpointStatus>,
+    /// True when every endpoint answered.
+    pub all_answered: bool,
+}
+
+/// Reads the status of each endpoint.
+pub async fn endpoint_status(config: &ClusterConfig, targets: Targets) -> Result<StatusReport> {
+    let endpoints = target_endpoints(config, targets).await?;
+    let rows = futures::future::join_all(endpoints.iter().map(|e| read_status(config, e))).await;
+    Ok(StatusReport {
+        all_answered: !rows.is_empty() && rows.iter().all(|r| r.error.is_none()),
+        endpoints: rows,
+    })
+}
+
+async fn read_status(config: &ClusterConfig, endpoint: &str) -> EndpointStatus {
+    let answer = async {
+        let client: EndpointClient = config.connect_endpoint(endpoint).await?;
+        client
+            .call("status", |mut c| async move { c.status().await })
+            .await
+    }
+    .await;
+    match answer {
+        Ok(s) => {
+            let member = s.header().map(|h| h.member_id()).unwrap_or_default();
+            EndpointStatus {
+                endpoint: endpoint.to_string(),
+                member_id: Some(MemberId(member)),
+                version: Some(s.version().to_string()),
+                db_size: Some(s.db_size()),
+                db_size_in_use: Some(s.raft_used_db_size()),
+                leader: Some(MemberId(s.leader())),
+                is_leader: Some(s.leader() != 0 && s.leader() == member),
+                is_learner: Some(s.is_learner()),
+                raft_term: Some(s.raft_term()),
+                raft_index: Some(s.raft_index()),
+                raft_applied_index: Some(s.raft_applied_index()),
+                errors: s.errors().to_vec(),
+                error: None,
+            }
+        }
+        Err(e) => EndpointStatus {
+            endpoint: endpoint.to_string(),
+            member_id: None,
+            version: None,
+            db_size: None,
+            db_size_in_use: None,
+            leader: None,
+            is_leader: None,
+            is_learner: None,
+            raft_term: None,
+            raft_index: None,
+            raft_applied_index: None,
+            errors: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// KV hash of one endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndpointHashKv {
+    /// The endpoint URL.
+    pub endpoint: String,
+    /// The member behind it.
+    pub member_id: Option<MemberId>,
+    /// Hash of the MVCC key space up to `hash_revision`.
+    pub hash: Option<u32>,
+    /// The revision the hash covers.
+    pub hash_revision: Option<i64>,
+    /// The member's compacted revision at the time.
+    pub compact_revision: Option<i64>,
+    /// Why the hash could not be read.
+    pub error: Option<String>,
+}
+
+/// KV hashes of every addressed endpoint at one revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HashKvReport {
+    /// The revision every member was asked to hash.
+    pub revision: i64,
+    /// One row per endpoint.
+    pub endpoints: Vec<EndpointHashKv>,
+    /// True when every endpoint answered and all hashes are equal.
+    pub all_agree: bool,
+}
+
+/// Hashes each member's key space at one revision and says whether they agree.
+///
+/// With `revision` 0 the revision is the lowest current revision among the endpoints that
+/// answer, so that every member hashes the same history even while writes go on (etcdctl
+/// would let each member hash up to its own latest revision, which differ under load).
+pub async fn endpoint_hashkv(
+    config: &ClusterConfig,
+    targets: Targets,
+    revision: i64,
+) -> Result<HashKvReport> {
+    if revision < 0 {
+        return Err(Error::InvalidOption {
+            option: "rev",
+            reason: format!("{revision} is negative; give a revision of 0 (latest) or more"),
+        });
+    }
+    let endpoints = target_endpoints(config, targets).await?;
+    let clients = config.connect_each(&endpoints).await;
+    let revision = if revision > 0 {
+        revision
+    } else {
+        let mut lowest: Option<i64> = None;
+        for client in clients.iter().flatten() {
+            let current = client
+                .call("read revision", |mut c| async move {
+                    c.get("health", Some(GetOptions::new().with_count_only()))
+                        .await
+                })
+                .await;
+            if let Ok(response) = current {
+                let rev = response.header().map(|h| h.revision()).unwrap_or(0);
+                lowest = Some(lowest.map_or(rev, |l| l.min(rev)));
+            }
+        }
+        lowest.unwrap_or(0)
+    };
+    let rows = futures::future::join_all(endpoints.iter().zip(clients).map(
+        |(endpoint, client)| async move {
+            let answer = match client {
+                Ok(client) => {
+                    client
+                        .call("hashkv", |mut c| async move { c.hash_kv(revision).await })
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(h) => EndpointHashKv {
+                    endpoint: endpoint.clone(),
+                    member_id: h.header().map(|hd| MemberId(hd.member_id())),
+                    hash: Some(h.hash()),
+                    hash_revision: Some(if revision > 0 {
+                        revision
+                    } else {
+                        h.header().map(|hd| hd.revision()).unwrap_or(0)
+                    }),
+                    compact_revision: Some(h.compact_version()),
+                    error: None,
+                },
+                Err(e) => EndpointHashKv {
+                    endpoint: endpoint.clone(),
+                    member_id: None,
+                    hash: None,
+                    hash_revision: None,
+                    compact_revision: None,
+                    error: Some(e.to_string()),
+                },
+            }
+        },
+    ))
+    .await;
+    let first = rows.first().and_then(|r| r.hash);
+    let all_agree = !rows.is_empty()
+        && rows
+            .iter()
+            .all(|r| r.error.is_none() && r.hash.is_some() && r.hash == first);
+    Ok(HashKvReport {
+        revision,
+        endpoints: rows,
+        all_agree,
+    })
+}

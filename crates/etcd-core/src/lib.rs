@@ -1,0 +1,54 @@
+//! Connecting to etcd and every cluster operation, for the `etcdops` CLI, the `etcd.core`
+//! Ansible modules and any Rust tool that operates etcd.
+//!
+//! Connection settings are one type, [`ClusterConfig`], built in one place from
+//! [`ConnectionOptions`] (flags, module arguments) with etcdctl's `ETCDCTL_*` environment
+//! variables as the fallback. Each operation is one async function that takes the config and
+//! a typed request and returns a serde-serializable result, so every front-end prints the same
+//! data. Operations aimed at a member connect to exactly that member ([`EndpointClient`]).
+//!
+//! ```no_run
+//! use etcd_core::{ConnectionOptions, Targets, endpoint_health};
+//!
+//! # async fn example() -> Result<(), etcd_core::Error> {
+//! let config = ConnectionOptions {
+//!     endpoints: Some(vec!["https://10.0.0.1:2379".into()]),
+//!     cacert: Some("/etc/kubernetes/pki/etcd/ca.crt".into()),
+//!     ..Default::default()
+//! }
+//! .or_env()?
+//! .build()?;
+//! let report = endpoint_health(&config, Targets::Cluster).await?;
+//! for row in &report.endpoints {
+//!     println!("{} healthy={}", row.endpoint, row.health);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod config;
+mod connect;
+mod discovery;
+mod duration;
+mod endpoint;
+mod error;
+mod id;
+mod member;
+mod tls;
+
+pub use config::{
+    ClientIdentity, ClusterConfig, ConnectionOptions, Credentials, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_DIAL_TIMEOUT, DEFAULT_ENDPOINT, ENV_VARS, PemSource, Secret, SrvDiscovery, TlsSettings,
+    split_list,
+};
+pub use connect::EndpointClient;
+pub use discovery::{discover_endpoints, srv_record_names};
+pub use duration::parse_duration;
+pub use endpoint::{
+    EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
+    endpoint_hashkv, endpoint_health, endpoint_status,
+};
+pub use error::{Error, Result};
+pub use id::MemberId;
+pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};

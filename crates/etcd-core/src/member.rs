@@ -1,0 +1,94 @@
+//! Cluster membership: listing members (adding and removing come with the cluster-operations
+//! issue).
+
+use serde::Serialize;
+
+use crate::config::ClusterConfig;
+use crate::error::Result;
+use crate::id::MemberId;
+
+/// One member as the cluster records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Member {
+    /// Member ID.
+    pub id: MemberId,
+    /// Name; empty for a member added but never started.
+    pub name: String,
+    /// URLs its peers reach it on.
+    pub peer_urls: Vec<String>,
+    /// URLs clients reach it on; empty until it starts.
+    pub client_urls: Vec<String>,
+    /// Whether it is a non-voting learner.
+    pub is_learner: bool,
+    /// Whether it has started (etcd learns its name when it first starts).
+    pub started: bool,
+}
+
+/// The member list with the cluster it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberList {
+    /// Cluster ID.
+    pub cluster_id: MemberId,
+    /// The member that answered.
+    pub answered_by: MemberId,
+    /// Members in ID order.
+    pub members: Vec<Member>,
+}
+
+/// Lists the cluster's members, asking the first endpoint that answers.
+pub async fn member_list(config: &ClusterConfig) -> Result<MemberList> {
+    let client = config.connect_any().await?;
+    let response = client
+        .call("member list", |mut c| async move { c.member_list().await })
+        .await?;
+    let header = response.header();
+    let mut members: Vec<Member> = response
+        .members()
+        .iter()
+        .map(|m| Member {
+            id: MemberId(m.id()),
+            name: m.name().to_string(),
+            peer_urls: m.peer_urls().to_vec(),
+            client_urls: m.client_urls().to_vec(),
+            is_learner: m.is_learner(),
+            started: !m.name().is_empty(),
+        })
+        .collect();
+    members.sort_by_key(|m| m.id);
+    Ok(MemberList {
+        cluster_id: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
+        answered_by: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
+        members,
+    })
+}
+
+/// The client URLs of every started member, each once, in member order: what `--cluster`
+/// expands to.
+pub async fn cluster_client_urls(config: &ClusterConfig) -> Result<Vec<String>> {
+    let list = member_list(config).await?;
+    let mut urls = Vec::new();
+    for url in list.members.iter().flat_map(|m| m.client_urls.iter()) {
+        if !urls.contains(url) {
+            urls.push(url.clone());
+        }
+    }
+    Ok(urls)
+}
+
+/// Which endpoints an endpoint command addresses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Targets {
+    /// The configured (or discovered) endpoints.
+    #[default]
+    Configured,
+    /// Every member's client URLs, from the member list.
+    Cluster,
+}
+
+/// Resolves [`Targets`] to endpoint URLs.
+pub async fn target_endpoints(config: &ClusterConfig, targets: Targets) -> Result<Vec<String>> {
+    match targets {
+        Targets::Configured => config.resolve_endpoints().await,
+        Targets::Cluster => cluster_client_urls(config).await,
+    }
+}

@@ -1,0 +1,214 @@
+//! Client TLS, built with rustls directly so that we control what tonic cannot express:
+//! `--insecure-skip-tls-verify`, a server-name override, and errors that say which file is bad.
+
+use std::sync::Arc;
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use tokio_rustls::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
+use tokio_rustls::rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::config::{PemSource, TlsSettings};
+use crate::error::{Error, Result};
+
+/// Reads a PEM source into bytes, naming the file in the error.
+fn read_pem(source: &PemSource, what: &'static str) -> Result<Vec<u8>> {
+    match source {
+        PemSource::File(path) => std::fs::read(path).map_err(|source| Error::ReadFile {
+            what,
+            path: path.clone(),
+            source,
+        }),
+        PemSource::Inline(secret) => Ok(secret.expose().as_bytes().to_vec()),
+    }
+}
+
+fn invalid_pem(source: &PemSource, what: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidPem {
+        what,
+        source_name: source.describe(),
+        reason: reason.into(),
+    }
+}
+
+fn load_certs(source: &PemSource, what: &'static str) -> Result<Vec<CertificateDer<'static>>> {
+    let pem = read_pem(source, what)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| invalid_pem(source, what, e.to_string()))?;
+    if certs.is_empty() {
+        return Err(invalid_pem(
+            source,
+            what,
+            "no 'BEGIN CERTIFICATE' block found; give a PEM certificate file",
+        ));
+    }
+    Ok(certs)
+}
+
+fn load_key(source: &PemSource) -> Result<PrivateKeyDer<'static>> {
+    const WHAT: &str = "client key";
+    let pem = read_pem(source, WHAT)?;
+    // Never echo key material: the reason names only the problem.
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|_| {
+        invalid_pem(
+            source,
+            WHAT,
+            "no PEM private key found (PKCS#8, PKCS#1 or SEC1); give the key that matches --cert",
+        )
+    })
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(ring::default_provider())
+}
+
+/// Builds the rustls client configuration for the given settings, reading every file now so
+/// that a bad path fails before any connection is tried.
+pub fn client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Tls {
+            endpoint: "(all)".into(),
+            reason: e.to_string(),
+        })?;
+    let builder = if settings.insecure_skip_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert(provider())))
+    } else {
+        let mut roots = RootCertStore::empty();
+        match &settings.ca {
+            Some(ca) => {
+                for cert in load_certs(ca, "CA certificate")? {
+                    roots.add(cert).map_err(|e| {
+                        invalid_pem(ca, "CA certificate", format!("unusable certificate: {e}"))
+                    })?;
+                }
+            }
+            None => {
+                // As etcdctl: without --cacert the system's trusted roots are used.
+                let native = rustls_native_certs::load_native_certs();
+                roots.add_parsable_certificates(native.certs);
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match &settings.identity {
+        Some(identity) => {
+            let certs = load_certs(&identity.cert, "client certificate")?;
+            let key = load_key(&identity.key)?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| Error::InvalidPem {
+                    what: "client key",
+                    source_name: identity.key.describe(),
+                    reason: format!("it does not fit the client certificate: {e}"),
+                })?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The name to check the server certificate against: the override, else the endpoint host.
+pub fn server_name(settings: &TlsSettings, host: &str) -> Result<ServerName<'static>> {
+    let name = settings.server_name.as_deref().unwrap_or(host);
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(name.to_string()).map_err(|_| Error::InvalidOption {
+        option: "server-name",
+        reason: format!("'{name}' is not a valid DNS name or IP address"),
+    })
+}
+
+/// Explains a rustls or I/O error from a handshake in words an operator can act on.
+pub fn explain_handshake_error(message: &str, settings: &TlsSettings) -> String {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+        let ca = settings
+            .ca
+            .as_ref()
+            .map(|c| format!("the CA in {}", c.describe()))
+            .unwrap_or_else(|| "the system's trusted roots (no --cacert given)".into());
+        format!(
+            "the server's certificate is not signed by {ca}; give the CA that signed etcd's certificate with --cacert"
+        )
+    } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
+        "the server's certificate is not valid for this host name or IP; connect by a name in its subjectAltName or set the expected name".into()
+    } else if lower.contains("expired") {
+        "the server's certificate has expired (or the clock is wrong)".into()
+    } else if lower.contains("certificaterequired")
+        || lower.contains("certificate required")
+        || lower.contains("badcertificate")
+        || lower.contains("bad certificate")
+        || lower.contains("unknownca")
+        || lower.contains("unknown ca")
+    {
+        if settings.identity.is_some() {
+            "etcd rejected the client certificate: it is not signed by a CA etcd trusts (--trusted-ca-file); check --cert and --key".into()
+        } else {
+            "etcd requires a client certificate; give --cert and --key".into()
+        }
+    } else if lower.contains("corrupt message") || lower.contains("invalidcontenttype") {
+        "the server did not answer with TLS; use an http:// endpoint if etcd serves plain HTTP"
+            .into()
+    } else if lower.contains("handshake eof") {
+        "the server closed the connection during the TLS handshake; if etcd serves plain HTTP there, use an http:// endpoint".into()
+    } else {
+        message.to_string()
+    }
+}
+
+/// Verifier for `--insecure-skip-tls-verify`: accepts any certificate but still checks that
+/// the server holds its key, so the connection is encrypted, only not authenticated.
+#[derive(Debug)]
+struct AcceptAnyServerCert(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyServerCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, tokio_rustls::rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        tokio_rustls::rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        tokio_rustls::rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,26 @@
+//! The end-to-end test harness: real etcd clusters (3.4.23 or 3.5.1, chosen by
+//! `ETCDOPS_TEST_ETCD`), generated certificates, a real DNS server for SRV discovery, and a
+//! runner for the `etcdops` binary. The tests themselves live in `tests/e2e/`.
+//!
+//! ```no_run
+//! use etcdops_tests::{Cluster, Security, etcdops};
+//!
+//! let cluster = Cluster::start(3, Security::Tls);
+//! let mut args = cluster.client_flags();
+//! args.extend(["endpoint".into(), "health".into(), "-w".into(), "json".into()]);
+//! let run = etcdops(&args, &[]);
+//! assert_eq!(run.code, 0, "{run}");
+//! ```
+#![deny(missing_docs)]
+
+mod certs;
+mod cli;
+mod dns;
+mod etcd;
+mod ports;
+
+pub use certs::Certs;
+pub use cli::{Run, args, etcdops, etcdops_path};
+pub use dns::{DnsServer, SrvRecord};
+pub use etcd::{Cluster, EtcdVersion, Member, ROOT_PASSWORD, Security, block_on, spawn_logged};
+pub use ports::free_port;

@@ -1,0 +1,111 @@
+use std::net::TcpListener;
+
+use etcdops_tests::{DnsServer, args, etcdops, free_port};
+
+use crate::assert_clear_error;
+
+#[test]
+fn unreachable_endpoint_is_named_with_its_timeout() {
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let run = etcdops(&args(&["--endpoints", &endpoint, "member", "list"]), &[]);
+    assert_clear_error(&run, &endpoint);
+    assert!(run.stderr.contains("within 2s (dial timeout)"), "{run}");
+    assert!(run.stderr.contains("connection refused"), "{run}");
+
+    // endpoint health reports it as an unhealthy row, exit code 1.
+    let health = etcdops(
+        &args(&["--endpoints", &endpoint, "endpoint", "health", "-w", "json"]),
+        &[],
+    );
+    health.expect_code(1);
+    assert_eq!(health.json()["endpoints"][0]["health"], false);
+}
+
+#[test]
+fn a_server_that_never_answers_hits_the_timeouts() {
+    // Accepts TCP connections and never speaks: neither HTTP/2 nor TLS gets an answer.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let plain = etcdops(
+        &args(&[
+            "--endpoints",
+            &format!("http://127.0.0.1:{port}"),
+            "--dial-timeout",
+            "500ms",
+            "--command-timeout",
+            "1s",
+            "member",
+            "list",
+        ]),
+        &[],
+    );
+    assert_clear_error(&plain, "timed out");
+    let tls = etcdops(
+        &args(&[
+            "--endpoints",
+            &format!("https://127.0.0.1:{port}"),
+            "--insecure-skip-tls-verify",
+            "--dial-timeout",
+            "500ms",
+            "member",
+            "list",
+        ]),
+        &[],
+    );
+    assert_clear_error(&tls, "within 500ms");
+    drop(listener);
+}
+
+#[test]
+fn malformed_endpoints_are_refused_before_connecting() {
+    for (endpoint, needle) in [
+        ("http://127.0.0.1:notaport", "invalid endpoint"),
+        ("ftp://127.0.0.1:2379", "scheme 'ftp'"),
+        ("http://127.0.0.1", "no port"),
+        ("http://127.0.0.1:2379/v3", "path"),
+    ] {
+        let run = etcdops(&args(&["--endpoints", endpoint, "member", "list"]), &[]);
+        assert_clear_error(&run, needle);
+    }
+    let bad_flag = etcdops(&args(&["--dial-timeout", "soon", "member", "list"]), &[]);
+    assert_eq!(bad_flag.code, 2, "{bad_flag}");
+    assert!(bad_flag.stderr.contains("not a duration"), "{bad_flag}");
+}
+
+#[test]
+fn srv_lookup_without_records_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let dns = DnsServer::start(dir.path(), &[]);
+    let run = etcdops(
+        &args(&[
+            "--discovery-srv",
+            "nothing.example.test",
+            "--dns-server",
+            &dns.address,
+            "member",
+            "list",
+        ]),
+        &[],
+    );
+    assert_clear_error(&run, "found no etcd client endpoints");
+    assert!(
+        run.stderr
+            .contains("_etcd-client-ssl._tcp.nothing.example.test"),
+        "{run}"
+    );
+    assert!(
+        run.stderr
+            .contains("_etcd-client._tcp.nothing.example.test"),
+        "{run}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_without_panicking() {
+    let run = etcdops(&args(&["endpoint", "frobnicate"]), &[]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(!run.stderr.contains("panicked"), "{run}");
+    let run = etcdops(&args(&["--password", "x", "member", "list"]), &[]);
+    assert_clear_error(&run, "without a user");
+    assert!(!run.stderr.contains(" x "), "{run}");
+}

@@ -1,0 +1,55 @@
+//! End-to-end tests of `etcdops` against real etcd (version from `ETCDOPS_TEST_ETCD`), with
+//! etcdctl of the same release as the oracle where it gives an answer.
+#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+
+mod auth;
+mod discovery;
+mod endpoint;
+mod env;
+mod errors;
+mod member;
+mod tls;
+
+use etcdops_tests::{Cluster, Run, etcdops};
+
+/// Runs etcdops with the cluster's connection flags followed by `rest`.
+pub fn run(cluster: &Cluster, rest: &[&str]) -> Run {
+    let mut args = cluster.client_flags();
+    args.extend(rest.iter().map(|s| s.to_string()));
+    etcdops(&args, &[])
+}
+
+/// Runs the cluster's etcdctl and parses its JSON output.
+pub fn etcdctl_json(cluster: &Cluster, args: &[&str]) -> (i32, serde_json::Value) {
+    let out = cluster.etcdctl(args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "etcdctl {args:?} printed no JSON ({e}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), value)
+}
+
+/// Asserts that stderr is one clear line: no panic, no backtrace, and it contains `needle`.
+pub fn assert_clear_error(run: &Run, needle: &str) {
+    assert_eq!(run.code, 2, "expected exit code 2:\n{run}");
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| !l.contains("warning:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "expected a one-line error:\n{run}");
+    assert!(lines[0].starts_with("etcdops: error: "), "{run}");
+    assert!(!run.stderr.contains("panicked"), "{run}");
+    assert!(
+        run.stderr.to_lowercase().contains(&needle.to_lowercase()),
+        "stderr should mention {needle:?}:\n{run}"
+    );
+}
+
+/// Hex as etcd prints IDs, from etcdctl's decimal JSON numbers.
+pub fn hex(value: &serde_json::Value) -> String {
+    format!("{:x}", value.as_u64().expect("ID is a u64"))
+}

@@ -1,0 +1,227 @@
+use etcdops_tests::{Cluster, Security, args, etcdops};
+
+use crate::{assert_clear_error, etcdctl_json, run};
+
+#[test]
+fn tls_cluster_with_client_certificates_works_like_etcdctl() {
+    let cluster = Cluster::start(3, Security::Tls);
+    let ours = run(&cluster, &["endpoint", "health", "--cluster", "-w", "json"]);
+    ours.expect_code(0);
+    let ours = ours.json();
+    let endpoints = cluster.endpoints();
+    let (code, theirs) = etcdctl_json(
+        &cluster,
+        &[
+            "--endpoints",
+            &endpoints,
+            "endpoint",
+            "health",
+            "--cluster",
+            "-w",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        ours["endpoints"].as_array().unwrap().len(),
+        theirs.as_array().unwrap().len()
+    );
+    for row in ours["endpoints"].as_array().unwrap() {
+        assert!(row["endpoint"].as_str().unwrap().starts_with("https://"));
+        assert_eq!(row["health"], true, "{row}");
+    }
+    let members = run(&cluster, &["member", "list", "-w", "json"]);
+    members.expect_code(0);
+    assert_eq!(members.json()["members"].as_array().unwrap().len(), 3);
+
+    // host:port endpoints become https when TLS files are given.
+    let certs = cluster.certs.as_ref().unwrap();
+    let bare = cluster.members[0]
+        .client_url
+        .trim_start_matches("https://")
+        .to_string();
+    let status = etcdops(
+        &args(&[
+            "--endpoints",
+            &bare,
+            "--cacert",
+            &certs.ca.display().to_string(),
+            "--cert",
+            &certs.client_cert.display().to_string(),
+            "--key",
+            &certs.client_key.display().to_string(),
+            "endpoint",
+            "status",
+            "-w",
+            "json",
+        ]),
+        &[],
+    );
+    status.expect_code(0);
+    assert_eq!(
+        status.json()["endpoints"][0]["endpoint"],
+        cluster.members[0].client_url
+    );
+}
+
+#[test]
+fn tls_failures_say_what_to_fix() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.as_ref().unwrap();
+    let endpoint = cluster.members[0].client_url.clone();
+    let path = |p: &std::path::Path| p.display().to_string();
+    let with = |extra: &[&str]| {
+        let mut a = args(&[
+            "--endpoints",
+            &endpoint,
+            "--dial-timeout",
+            "2s",
+            "--command-timeout",
+            "3s",
+        ]);
+        a.extend(args(extra));
+        a.extend(args(&["member", "list"]));
+        etcdops(&a, &[])
+    };
+
+    // A CA that did not sign etcd's certificate.
+    let bad_ca = with(&[
+        "--cacert",
+        &path(&certs.other_ca),
+        "--cert",
+        &path(&certs.client_cert),
+        "--key",
+        &path(&certs.client_key),
+    ]);
+    assert_clear_error(&bad_ca, "not signed by the CA in");
+
+    // No client certificate: etcd only stops answering, so the message must suggest one.
+    let no_cert = with(&["--cacert", &path(&certs.ca)]);
+    assert_clear_error(&no_cert, "client certificate");
+
+    // A client certificate from a CA etcd does not trust.
+    let rogue = with(&[
+        "--cacert",
+        &path(&certs.ca),
+        "--cert",
+        &path(&certs.rogue_client_cert),
+        "--key",
+        &path(&certs.rogue_client_key),
+    ]);
+    assert_clear_error(&rogue, "client certificate");
+
+    // A name the certificate does not carry.
+    let wrong_name = with(&[
+        "--cacert",
+        &path(&certs.ca),
+        "--cert",
+        &path(&certs.client_cert),
+        "--key",
+        &path(&certs.client_key),
+        "--server-name",
+        "etcd.example.invalid",
+    ]);
+    assert_clear_error(&wrong_name, "not valid for this host name");
+
+    // The right name, given explicitly, works.
+    let right_name = with(&[
+        "--cacert",
+        &path(&certs.ca),
+        "--cert",
+        &path(&certs.client_cert),
+        "--key",
+        &path(&certs.client_key),
+        "--server-name",
+        "localhost",
+    ]);
+    right_name.expect_code(0);
+
+    // Unreadable and unusable files name the file.
+    let missing = with(&[
+        "--cacert",
+        &path(&certs.ca),
+        "--cert",
+        "/nonexistent/client.pem",
+        "--key",
+        &path(&certs.client_key),
+    ]);
+    assert_clear_error(
+        &missing,
+        "cannot read client certificate '/nonexistent/client.pem'",
+    );
+    let garbage = cluster.dir().join("garbage.pem");
+    std::fs::write(&garbage, "not a certificate\n").unwrap();
+    let not_pem = with(&["--cacert", &path(&garbage)]);
+    assert_clear_error(&not_pem, "invalid CA certificate");
+    let key_is_cert = with(&[
+        "--cacert",
+        &path(&certs.ca),
+        "--cert",
+        &path(&certs.client_cert),
+        "--key",
+        &path(&certs.client_cert),
+    ]);
+    assert_clear_error(&key_is_cert, "client key");
+
+    // https to a plain-http server.
+    let plain = Cluster::start(1, Security::Plain);
+    let https_to_plain = etcdops(
+        &args(&[
+            "--endpoints",
+            &plain.members[0].client_url.replace("http://", "https://"),
+            "--cacert",
+            &path(&certs.ca),
+            "member",
+            "list",
+        ]),
+        &[],
+    );
+    assert_clear_error(&https_to_plain, "http://");
+}
+
+#[test]
+fn insecure_skip_tls_verify_connects_without_a_ca_and_warns() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.as_ref().unwrap();
+    let a = args(&[
+        "--endpoints",
+        &cluster.members[0].client_url,
+        "--cert",
+        &certs.client_cert.display().to_string(),
+        "--key",
+        &certs.client_key.display().to_string(),
+        "--insecure-skip-tls-verify",
+        "endpoint",
+        "health",
+        "-w",
+        "json",
+    ]);
+    let run = etcdops(&a, &[]);
+    run.expect_code(0);
+    assert_eq!(run.json()["all_healthy"], true);
+    assert!(
+        run.stderr.contains("warning: --insecure-skip-tls-verify"),
+        "{run}"
+    );
+
+    // Without the flag the same call fails: there is no CA to verify with.
+    let verified = etcdops(
+        &a.iter()
+            .filter(|s| *s != "--insecure-skip-tls-verify")
+            .cloned()
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    verified.expect_code(1);
+    assert!(verified.stdout.contains("not signed by"), "{verified}");
+
+    // And the variable works as the flag does.
+    let by_env = etcdops(
+        &a.iter()
+            .filter(|s| *s != "--insecure-skip-tls-verify")
+            .cloned()
+            .collect::<Vec<_>>(),
+        &[("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true")],
+    );
+    by_env.expect_code(0);
+}
