@@ -109,3 +109,21 @@ fn usage_errors_exit_2_without_panicking() {
     assert_clear_error(&run, "without a user");
     assert!(!run.stderr.contains(" x "), "{run}");
 }
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    use std::process::{Command, Stdio};
+    let cluster = etcdops_tests::Cluster::start(1, etcdops_tests::Security::Plain);
+    let mut child = Command::new(etcdops_tests::etcdops_path())
+        .args(["--endpoints", &cluster.members[0].client_url, "member", "list", "-w", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before etcdops writes, as `| head -0` would.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
