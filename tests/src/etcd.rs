@@ -75,6 +75,28 @@ impl EtcdVersion {
     pub fn etcdctl(self) -> PathBuf {
         self.bin_dir().join("etcdctl")
     }
+
+    /// `snapshot status FILE -w json` by this release's own tool: etcdutl in 3.5, etcdctl in
+    /// 3.4 (which has no etcdutl). Returns the parsed JSON, or the tool's stderr on failure.
+    pub fn snapshot_status(self, file: &Path) -> Result<serde_json::Value, String> {
+        let mut cmd = match self {
+            EtcdVersion::V3_4 => {
+                let mut c = Command::new(self.etcdctl());
+                c.env("ETCDCTL_API", "3");
+                c
+            }
+            EtcdVersion::V3_5 => Command::new(self.bin_dir().join("etcdutl")),
+        };
+        let out = cmd
+            .args(["snapshot", "status", "-w", "json"])
+            .arg(file)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+    }
 }
 
 /// How clients reach the cluster.

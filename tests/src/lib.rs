@@ -18,9 +18,14 @@ mod cli;
 mod dns;
 mod etcd;
 mod ports;
+mod stores;
 
 pub use certs::Certs;
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use dns::{DnsServer, SrvRecord};
 pub use etcd::{Cluster, EtcdVersion, Member, ROOT_PASSWORD, Security, block_on, spawn_logged};
 pub use ports::free_port;
+pub use stores::{
+    AZURITE_ACCOUNT, AZURITE_KEY, AzuriteServer, FakeGcsServer, HttpResponse, S3Server,
+    azurite_blob_path, fake_gcs_server_path, http_request, moto_server_path, xml_values,
+};

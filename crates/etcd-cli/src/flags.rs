@@ -123,6 +123,9 @@ pub enum Command {
     /// Cluster membership.
     #[command(subcommand)]
     Member(MemberCommand),
+    /// Snapshot backups: save, list, verify, delete, prune.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
 }
 
 /// `etcdops endpoint ...`
@@ -160,6 +163,198 @@ pub struct HashKvArgs {
 pub enum MemberCommand {
     /// List the cluster's members.
     List,
+}
+
+/// `etcdops snapshot ...`
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Stream a snapshot from a healthy follower (or --endpoint) into a store, with a manifest.
+    ///
+    /// The member is chosen cluster-wide: a healthy follower with the highest raft index, ties
+    /// broken by the lowest member ID, so the same command run on every control-plane host
+    /// backs up the same member each time. Run it from one place, or give --endpoint to back
+    /// up one particular member.
+    Save(Box<SaveArgs>),
+    /// List the backups in a store, newest first (from their manifests).
+    List(ListArgs),
+    /// Download a backup and check its SHA-256s, etcd's trailer and the bbolt meta pages.
+    /// Exit code 1 when it fails the check.
+    Verify(BackupArgs),
+    /// Delete one backup (manifest first, then its object).
+    Delete(BackupArgs),
+    /// Delete the backups no --keep-* or --max-age rule keeps, and old orphans.
+    Prune(PruneArgs),
+}
+
+/// Where backups go and how to reach it. Each option also reads an environment variable;
+/// credentials come only from the environment (AWS_*, AZURE_STORAGE_*, GOOGLE_*).
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreFlags {
+    /// S3-compatible endpoint URL (MinIO, Ceph, ...) [env: AWS_ENDPOINT_URL]
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region [env: AWS_REGION]
+    #[arg(long, value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// Path-style S3 requests (endpoint/bucket/key) [env: ETCDOPS_S3_PATH_STYLE]
+    #[arg(long)]
+    pub s3_path_style: bool,
+    /// Allow plain-http store endpoints [env: ETCDOPS_ALLOW_HTTP]
+    #[arg(long)]
+    pub allow_http: bool,
+    /// Azure: use the Azurite emulator account [env: ETCDOPS_AZURE_USE_EMULATOR]
+    #[arg(long)]
+    pub azure_emulator: bool,
+    /// Azure or GCS endpoint override [env: ETCDOPS_STORE_ENDPOINT]
+    #[arg(long, value_name = "URL")]
+    pub store_endpoint: Option<String>,
+    /// Multipart part size for object stores, e.g. 8MiB (at least 5MiB for S3)
+    /// [env: ETCDOPS_PART_SIZE]
+    #[arg(long, value_parser = byte_size, value_name = "SIZE")]
+    pub part_size: Option<usize>,
+}
+
+/// Parses `8MiB`, `5MB`, `1048576`.
+pub fn byte_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size; write it like 8MiB or 5242880"))?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        _ => return Err(format!("'{text}' has an unknown unit; use KiB, MiB or GiB")),
+    };
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// Retention rules: a backup is kept when any rule keeps it; the newest complete backup is
+/// always kept.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RetentionFlags {
+    /// Keep the N newest backups
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<u32>,
+    /// Keep the newest backup of each of the last N hours
+    #[arg(long, value_name = "N")]
+    pub keep_hourly: Option<u32>,
+    /// Keep the newest backup of each of the last N days
+    #[arg(long, value_name = "N")]
+    pub keep_daily: Option<u32>,
+    /// Keep the newest backup of each of the last N weeks
+    #[arg(long, value_name = "N")]
+    pub keep_weekly: Option<u32>,
+    /// Keep the newest backup of each of the last N months
+    #[arg(long, value_name = "N")]
+    pub keep_monthly: Option<u32>,
+    /// Keep every backup younger than this, e.g. 36h or 7d
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub max_age: Option<Duration>,
+    /// Remove backup objects without a manifest once older than this
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "1h")]
+    pub orphan_grace: Duration,
+}
+
+/// Compression of stored backups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum CompressionArg {
+    /// zstd
+    #[default]
+    Zstd,
+    /// none: stored exactly as etcd sends it
+    None,
+}
+
+/// Arguments of `snapshot save`.
+#[derive(Debug, Args)]
+pub struct SaveArgs {
+    /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix
+    pub store: String,
+    /// Stream from this member only, instead of choosing a healthy follower
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Compression of the stored object
+    #[arg(long, value_enum, default_value_t)]
+    pub compression: CompressionArg,
+    /// zstd level, 1 (fast) to 19 (small)
+    #[arg(long, default_value_t = etcd_snapshot::DEFAULT_ZSTD_LEVEL, value_name = "N")]
+    pub compression_level: i32,
+    /// A label recorded in the manifest, KEY=VALUE (repeatable)
+    #[arg(long = "label", value_parser = label, value_name = "KEY=VALUE")]
+    pub labels: Vec<(String, String)>,
+    /// Read the stored object back and check it before writing the manifest
+    #[arg(long)]
+    pub verify_after_upload: bool,
+    /// After a successful save, prune with these rules
+    #[command(flatten)]
+    pub retention: RetentionFlags,
+    /// Write Prometheus metrics here (node_exporter textfile collector), atomically
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}
+
+fn label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{text}' is not KEY=VALUE")),
+    }
+}
+
+/// Arguments of `snapshot list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The store to list
+    pub store: String,
+    /// Show backup objects that have no manifest (crashed or unfinished saves) instead
+    #[arg(long)]
+    pub orphans: bool,
+    /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}
+
+/// Arguments naming one backup.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The backup's URL: the store URL followed by the object name `snapshot list` shows
+    pub url: String,
+    /// No progress bar
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}
+
+/// Arguments of `snapshot prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// The store to prune
+    pub store: String,
+    /// Show what would be deleted, delete nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Retention rules
+    #[command(flatten)]
+    pub retention: RetentionFlags,
+    /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }
 
 #[cfg(test)]
@@ -254,6 +449,47 @@ mod tests {
             }
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn snapshot_save_takes_labels_sizes_and_retention() {
+        let cli = parse(&[
+            "snapshot",
+            "save",
+            "s3://b/p",
+            "--label",
+            "env=prod",
+            "--label",
+            "team=sre",
+            "--part-size",
+            "16MiB",
+            "--keep-last",
+            "3",
+            "--max-age",
+            "7d",
+            "--compression",
+            "none",
+        ]);
+        let Command::Snapshot(SnapshotCommand::Save(args)) = cli.command else {
+            panic!("not a save");
+        };
+        assert_eq!(
+            args.labels,
+            vec![("env".into(), "prod".into()), ("team".into(), "sre".into())]
+        );
+        assert_eq!(args.store_flags.part_size, Some(16 << 20));
+        assert_eq!(args.retention.keep_last, Some(3));
+        assert_eq!(args.retention.max_age, Some(Duration::from_secs(7 * 86400)));
+        assert_eq!(args.retention.orphan_grace, Duration::from_secs(3600));
+        assert_eq!(args.compression, CompressionArg::None);
+        assert!(
+            Cli::try_parse_from(["etcdops", "snapshot", "save", "x", "--label", "novalue"])
+                .is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["etcdops", "snapshot", "save", "x", "--part-size", "5XB"])
+                .is_err()
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod commands;
 mod flags;
 mod output;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -74,5 +75,6 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     match &cli.command {
         Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
         Command::Member(command) => commands::member::run(&config, command, format).await,
+        Command::Snapshot(command) => commands::snapshot::run(&config, command, format).await,
     }
 }

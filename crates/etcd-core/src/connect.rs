@@ -36,6 +36,17 @@ impl std::fmt::Debug for EndpointClient {
 }
 
 impl EndpointClient {
+    /// Context for classifying an error of `operation` on this endpoint.
+    pub(crate) fn error_context(&self, operation: &'static str) -> ErrorContext<'_> {
+        ErrorContext {
+            endpoint: &self.endpoint,
+            operation,
+            user: self.user.as_deref(),
+            tls: &self.tls,
+            timeout: self.command_timeout,
+        }
+    }
+
     /// The endpoint URL this client talks to (`https://10.0.0.1:2379`).
     pub fn endpoint(&self) -> &str {
         &self.endpoint
@@ -256,12 +267,12 @@ impl ClusterConfig {
 
 /// What an error is about, for [`classify`].
 #[derive(Clone, Copy)]
-struct ErrorContext<'a> {
-    endpoint: &'a str,
-    operation: &'static str,
-    user: Option<&'a str>,
-    tls: &'a TlsSettings,
-    timeout: Duration,
+pub(crate) struct ErrorContext<'a> {
+    pub(crate) endpoint: &'a str,
+    pub(crate) operation: &'static str,
+    pub(crate) user: Option<&'a str>,
+    pub(crate) tls: &'a TlsSettings,
+    pub(crate) timeout: Duration,
 }
 
 /// The error and all its sources, joined, as one line.
@@ -279,7 +290,7 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// Turns an etcd-client error into one of ours, with a message that says what to do.
-fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Error {
+pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Error {
     let (chain, status_message) = match err {
         etcd_client::Error::GRpcStatus(status) => {
             let mut chain = status.message().to_string();
@@ -313,6 +324,35 @@ fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Error {
             reason: tls::explain_handshake_error(&chain, ctx.tls),
         };
     }
+    // After a TLS 1.3 handshake, etcd checks the client certificate and, when it is missing
+    // or untrusted, just drops the connection: the client sees a broken pipe or a reset.
+    let dropped = [
+        "broken pipe",
+        "connection reset",
+        "stream closed",
+        "connection error",
+        "operation was canceled",
+    ];
+    if ctx.operation == "connect"
+        && ctx.endpoint.starts_with("https://")
+        && (lower.contains("connection reset") || lower.contains("handshake eof"))
+    {
+        return Error::Tls {
+            endpoint,
+            reason: "the server closed the connection during the TLS handshake; if etcd serves plain HTTP there, use an http:// endpoint".into(),
+        };
+    }
+    if ctx.operation != "connect"
+        && ctx.endpoint.starts_with("https://")
+        && dropped.iter().any(|p| lower.contains(p))
+    {
+        let reason = if ctx.tls.identity.is_none() {
+            "etcd closed the connection after the TLS handshake: it requires a client certificate; give --cert and --key".to_string()
+        } else {
+            "etcd closed the connection after the TLS handshake: it may not trust the client certificate; check --cert and --key against etcd's --trusted-ca-file".to_string()
+        };
+        return Error::Tls { endpoint, reason };
+    }
     let connection_problem = [
         "connection refused",
         "tcp connect error",
@@ -327,7 +367,9 @@ fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Error {
         "operation timed out",
         "timed out",
     ];
-    if let Some(hit) = connection_problem.iter().find(|p| lower.contains(*p)) {
+    if let Some(hit) = connection_problem.iter().find(|p| lower.contains(*p))
+        && ctx.operation == "connect"
+    {
         let reason = match *hit {
             "connection refused" | "tcp connect error" | "error trying to connect"
                 if lower.contains("refused") =>
@@ -348,6 +390,13 @@ fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Error {
             endpoint,
             timeout: ctx.timeout,
             reason: "no connection established in time".into(),
+        };
+    }
+    if connection_problem.iter().any(|p| lower.contains(p)) {
+        return Error::Request {
+            operation: ctx.operation,
+            endpoint,
+            message: format!("the connection failed: {chain}"),
         };
     }
     if lower.contains("deadline") {

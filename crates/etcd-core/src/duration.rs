@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// Parses a Go duration string. A bare number is taken as seconds, which is what people mean
+/// Parses a Go duration string (plus `d` for days and `w` for weeks). A bare number is taken as seconds, which is what people mean
 /// when they write `--dial-timeout 5`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -34,6 +34,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
+            // Beyond Go: days and weeks, for retention ages.
+            "d" => 86400.0,
+            "w" => 604_800.0,
             _ => return Err(bad()),
         };
         total += value * scale;
@@ -54,6 +57,8 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86400)));
+        assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(14 * 86400)));
     }
 
     #[test]

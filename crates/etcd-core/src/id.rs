@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A member or cluster ID. Displays and serializes as lowercase hex without padding
 /// (`5f62a924ac85910`), so IDs survive JSON tools that lose precision on 64-bit numbers.
@@ -19,6 +19,13 @@ impl fmt::Display for MemberId {
 impl Serialize for MemberId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemberId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -45,5 +52,7 @@ mod tests {
         assert_eq!(serde_json::to_string(&id).unwrap(), "\"5f62a924ac85910\"");
         assert_eq!("5f62a924ac85910".parse::<MemberId>(), Ok(id));
         assert!("zz".parse::<MemberId>().is_err());
+        let back: MemberId = serde_json::from_str("\"5f62a924ac85910\"").unwrap();
+        assert_eq!(back, id);
     }
 }

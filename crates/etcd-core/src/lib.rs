@@ -35,6 +35,7 @@ mod endpoint;
 mod error;
 mod id;
 mod member;
+mod snapshot;
 mod tls;
 
 pub use config::{
@@ -52,3 +53,4 @@ pub use endpoint::{
 pub use error::{Error, Result};
 pub use id::MemberId;
 pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+pub use snapshot::{SnapshotChunk, SnapshotStream};

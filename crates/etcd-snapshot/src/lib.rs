@@ -1,10 +1,48 @@
 //! etcd snapshot streams and files: the save pipeline, the manifest type, the backup catalog
-//! over `etcd-store`, the bbolt reader, snapshot status and the native restore.
+//! (list, verify, delete, prune) over `etcd-store`, and the bbolt checks. Native status and
+//! restore build on this crate.
 //!
-//! This crate is a placeholder in the workspace until the backup and restore issues fill it;
-//! it already depends on `etcd-core` (connections) and `etcd-store` (destinations), as the
-//! architecture requires.
+//! ```no_run
+//! use etcd_core::ConnectionOptions;
+//! use etcd_snapshot::{NoProgress, SaveRequest, list_backups, save_snapshot};
+//! use etcd_store::{Store, StoreOptions};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = ConnectionOptions::default().or_env()?.build()?;
+//! let store = Store::open("s3://backups/etcd", &StoreOptions::from_env())?;
+//! let saved = save_snapshot(&config, &store, &SaveRequest::default(), &NoProgress).await?;
+//! println!("saved {} at revision {}", saved.manifest.object, saved.manifest.revision);
+//! for backup in list_backups(&store).await?.backups {
+//!     println!("{} {}", backup.manifest.created_at, backup.object);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 
-pub use etcd_core;
-pub use etcd_store;
+mod bbolt;
+mod catalog;
+mod error;
+mod manifest;
+mod metrics;
+mod progress;
+mod retention;
+mod save;
+mod source;
+mod verify;
+
+pub use bbolt::{MetaSummary, check_meta_pages, fnv1a64};
+pub use catalog::{
+    BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, PruneEntry,
+    PruneReport, delete_backup, list_backups, object_name, prune_backups, verify_backup,
+};
+pub use error::{Result, SnapshotError};
+pub use manifest::{
+    Compression, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest, backup_object_name,
+};
+pub use metrics::write_save_metrics;
+pub use progress::{NoProgress, Progress};
+pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
+pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
+pub use source::{SnapshotSource, choose_source};
+pub use verify::{VerifyExpectation, VerifyReport, verify_object};

@@ -6,6 +6,16 @@
 //! `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`) and [`StoreOptions`]
 //! (flags, then environment). Names inside a store are relative, `/`-separated paths.
 //!
+//! | URL | backend |
+//! |---|---|
+//! | `/var/backups/etcd`, `file:///mnt/nfs/etcd` | local or NFS-mounted directory |
+//! | `s3://bucket/prefix` | Amazon S3 or S3-compatible (endpoint from options) |
+//! | `gs://bucket/prefix` | Google Cloud Storage |
+//! | `az://container/prefix`, `azure://container/prefix` | Azure Blob Storage |
+//!
+//! Credentials never go in the URL (such URLs are refused); they come from
+//! [`StoreOptions`], usually [`StoreOptions::from_env`].
+//!
 //! Nothing half-written ever looks complete: an [`Upload`] becomes visible under its final
 //! name only in [`Upload::complete`] (local: written under a temporary name, fsynced, renamed,
 //! directory fsynced; object stores: multipart upload completed). A dropped or aborted upload
@@ -26,134 +36,30 @@
 //! ```
 #![deny(missing_docs)]
 
-// The helper implementing this crate fills in the modules; the public API below is the
-// contract etcd-snapshot codes against. Keep signatures stable; add, don't change.
+mod error;
+mod local;
+mod object;
+mod options;
+mod parse;
+mod upload;
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::Stream;
 use serde::Serialize;
 
+pub use error::{Result, StoreError, scrub};
+pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
+pub use parse::{StoreKind, StoreLocation, parse_store_url};
+pub use upload::Upload;
+
+use local::LocalStore;
+use object::ObjectBackend;
+
 /// A stream of an object's bytes, read in chunks (bounded memory).
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, StoreError>> + Send>>;
-
-/// Everything that can go wrong with a store. Messages never contain credentials.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The URL could not be understood.
-    #[error("invalid store URL '{url}': {reason}")]
-    InvalidUrl {
-        /// The URL (credentials removed).
-        url: String,
-        /// What was wrong and what to do.
-        reason: String,
-    },
-    /// An option is missing or has a bad value.
-    #[error("invalid store option {option}: {reason}")]
-    InvalidOption {
-        /// The flag or variable.
-        option: &'static str,
-        /// What was wrong and what to do.
-        reason: String,
-    },
-    /// No object of that name.
-    #[error("no object '{name}' in {store}")]
-    NotFound {
-        /// The store URL.
-        store: String,
-        /// The object name.
-        name: String,
-    },
-    /// The bucket or container does not exist.
-    #[error("bucket or container '{bucket}' does not exist at {store}; create it first")]
-    MissingBucket {
-        /// The store URL.
-        store: String,
-        /// Bucket or container name.
-        bucket: String,
-    },
-    /// The store refused the credentials.
-    #[error("{store} refused the credentials: {reason}")]
-    Auth {
-        /// The store URL.
-        store: String,
-        /// What the store said (credentials removed).
-        reason: String,
-    },
-    /// The store could not be reached.
-    #[error("cannot reach {store}: {reason}")]
-    Unreachable {
-        /// The store URL.
-        store: String,
-        /// The cause.
-        reason: String,
-    },
-    /// The local disk is full.
-    #[error("no space left on the device holding '{path}'; free space or choose another destination")]
-    NoSpace {
-        /// The file being written.
-        path: String,
-    },
-    /// Any other failure of an operation.
-    #[error("{operation} '{name}' in {store} failed: {reason}")]
-    Operation {
-        /// "upload", "download", "list", "delete", ...
-        operation: &'static str,
-        /// The store URL.
-        store: String,
-        /// The object name.
-        name: String,
-        /// The cause.
-        reason: String,
-    },
-}
-
-/// Result with [`StoreError`].
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-/// Settings for opening stores: credentials and endpoints per backend, and upload tuning.
-/// `Debug` never shows secrets.
-#[derive(Clone, Default)]
-pub struct StoreOptions {
-    /// S3 endpoint URL for S3-compatible servers (MinIO, Ceph, moto); AWS when unset.
-    pub s3_endpoint: Option<String>,
-    /// S3 region.
-    pub s3_region: Option<String>,
-    /// Allow plain-http endpoints.
-    pub allow_http: bool,
-    /// Use path-style requests (`endpoint/bucket/key`) instead of virtual-hosted style.
-    pub s3_path_style: bool,
-    /// Azure: use the Azurite emulator's well-known account.
-    pub azure_use_emulator: bool,
-    /// Azure/GCS endpoint override (emulators).
-    pub endpoint_override: Option<String>,
-    /// Multipart part size in bytes (object stores); at least 5 MiB for S3.
-    pub part_size: usize,
-    /// Credentials and other settings as `(key, value)` pairs in object_store's config-key
-    /// spelling (e.g. `aws_access_key_id`, `azure_storage_account_key`), from flags or env.
-    pub extra: Vec<(String, String)>,
-}
-
-impl std::fmt::Debug for StoreOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreOptions")
-            .field("s3_endpoint", &self.s3_endpoint)
-            .field("s3_region", &self.s3_region)
-            .field("allow_http", &self.allow_http)
-            .field("part_size", &self.part_size)
-            .finish_non_exhaustive()
-    }
-}
-
-impl StoreOptions {
-    /// Options from the standard environment variables of each backend (AWS_*, AZURE_*,
-    /// GOOGLE_*) and `ETCDOPS_*` overrides.
-    pub fn from_env() -> StoreOptions {
-        todo!("etcd-store helper implements")
-    }
-}
 
 /// An object in a store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -162,94 +68,296 @@ pub struct ObjectInfo {
     pub name: String,
     /// Size in bytes.
     pub size: u64,
-    /// Last modification time, UTC, RFC 3339.
+    /// Last modification time, UTC, RFC 3339 (`2024-05-01T12:00:00Z`).
     pub last_modified: String,
 }
 
-/// A backup destination opened from a URL.
+/// A backup destination opened from a URL. Cheap to clone (clones share connections).
 #[derive(Debug, Clone)]
 pub struct Store {
-    _private: (),
+    url: String,
+    kind: StoreKind,
+    backend: Arc<Backend>,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Local(LocalStore),
+    Object(ObjectBackend),
+}
+
+/// Checks an object name: a relative, `/`-separated path without empty, `.` or `..`
+/// segments, control characters, or the temporary-upload pattern `.NAME.partial-*`.
+pub(crate) fn validate_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty".into());
+    }
+    if name.starts_with('/') {
+        return Err("names are relative to the store; remove the leading '/'".into());
+    }
+    if name.chars().any(|c| c.is_control() || c == '\\') {
+        return Err("names may not contain control characters or '\\'".into());
+    }
+    for segment in name.split('/') {
+        match segment {
+            "" => return Err("empty path segment ('//' or a trailing '/')".into()),
+            "." | ".." => return Err(format!("'{segment}' segments are not allowed")),
+            s if local::is_partial_name(s) => {
+                return Err("names like '.NAME.partial-*' are reserved for uploads".into());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 impl Store {
-    /// Opens the store a URL names. Fails on an unknown scheme or a backend compiled out.
+    /// Opens the store a URL names. Fails on an unknown scheme, credentials in the URL, or
+    /// bad options (e.g. a part size below 5 MiB for S3). No network access happens here:
+    /// a missing bucket or refused credentials show on the first operation.
     pub fn open(url: &str, options: &StoreOptions) -> Result<Store> {
-        let _ = (url, options);
-        todo!("etcd-store helper implements")
+        if let Some((option, reason)) = options.env_errors.first() {
+            return Err(StoreError::InvalidOption {
+                option,
+                reason: reason.clone(),
+            });
+        }
+        let location = parse_store_url(url)?;
+        let canonical = location.canonical_url();
+        let kind = location.kind();
+        let backend = match location {
+            StoreLocation::Local { dir } => Backend::Local(LocalStore {
+                root: dir,
+                url: canonical.clone(),
+            }),
+            StoreLocation::Object {
+                kind,
+                bucket,
+                prefix,
+            } => Backend::Object(ObjectBackend::open(
+                kind, &bucket, &prefix, &canonical, options,
+            )?),
+        };
+        Ok(Store {
+            url: canonical,
+            kind,
+            backend: Arc::new(backend),
+        })
     }
 
-    /// The store's URL, without credentials, for messages and manifests.
+    /// The store's URL, without credentials, for messages and manifests: the absolute
+    /// directory for local stores, `s3://bucket/prefix` (`gs://`, `az://`) otherwise.
     pub fn url(&self) -> &str {
-        todo!("etcd-store helper implements")
+        &self.url
+    }
+
+    /// The backend.
+    pub fn kind(&self) -> StoreKind {
+        self.kind
+    }
+
+    fn check(&self, name: &str) -> Result<()> {
+        validate_name(name).map_err(|reason| StoreError::InvalidName {
+            name: name.to_string(),
+            reason,
+        })
     }
 
     /// Starts a streaming upload to `name`; nothing is visible under `name` until
-    /// [`Upload::complete`].
+    /// [`Upload::complete`]. Local: creates missing directories (0700) and a temporary
+    /// file (0600) beside the final one. Object stores: starts a multipart upload, so a
+    /// missing bucket or refused credentials show here.
     pub async fn begin_upload(&self, name: &str) -> Result<Upload> {
-        let _ = name;
-        todo!("etcd-store helper implements")
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(s) => s.begin_upload(name).await.map(Upload::local),
+            Backend::Object(s) => s.begin_upload(name).await.map(Upload::object),
+        }
     }
 
     /// Writes a small object (a manifest) atomically: it is either absent or complete.
+    /// Local: temporary file, fsync, rename, directory fsync. Object stores: a single PUT.
+    /// An existing object of that name is replaced.
     pub async fn put_small(&self, name: &str, bytes: Bytes) -> Result<ObjectInfo> {
-        let _ = (name, bytes);
-        todo!("etcd-store helper implements")
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(s) => s.put_small(name, bytes).await,
+            Backend::Object(s) => s.put_small(name, bytes).await,
+        }
     }
 
     /// Reads a whole small object (a manifest) into memory.
     pub async fn get_small(&self, name: &str) -> Result<Bytes> {
-        let _ = name;
-        todo!("etcd-store helper implements")
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(s) => s.get_small(name).await,
+            Backend::Object(s) => s.get_small(name).await,
+        }
     }
 
     /// Streams an object's bytes.
     pub async fn get(&self, name: &str) -> Result<(ObjectInfo, ByteStream)> {
-        let _ = name;
-        todo!("etcd-store helper implements")
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(s) => s.get(name).await,
+            Backend::Object(s) => s.get(name).await,
+        }
     }
 
     /// Metadata of an object, or `None` when absent.
     pub async fn head(&self, name: &str) -> Result<Option<ObjectInfo>> {
-        let _ = name;
-        todo!("etcd-store helper implements")
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(s) => s.head(name).await,
+            Backend::Object(s) => s.head(name).await,
+        }
     }
 
     /// Every complete object whose name starts with `prefix` (`""` for all), in name order.
-    /// Uploads still in progress (temporary names) are not listed.
+    /// Uploads still in progress (temporary names) are not listed. The prefix is a string
+    /// prefix: `"cluster-1/snap"` matches `cluster-1/snapshot.db`.
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        let _ = prefix;
-        todo!("etcd-store helper implements")
+        match &*self.backend {
+            Backend::Local(s) => s.list(prefix).await,
+            Backend::Object(s) => s.list(prefix).await,
+        }
     }
 
     /// Deletes an object; deleting an absent object is not an error.
     pub async fn delete(&self, name: &str) -> Result<()> {
-        let _ = name;
-        todo!("etcd-store helper implements")
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(s) => s.delete(name).await,
+            Backend::Object(s) => s.delete(name).await,
+        }
     }
 }
 
-/// A streaming upload in progress. Memory is bounded by a few part sizes.
-#[derive(Debug)]
-pub struct Upload {
-    _private: (),
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Upload {
-    /// Appends bytes.
-    pub async fn write(&mut self, chunk: Bytes) -> Result<()> {
-        let _ = chunk;
-        todo!("etcd-store helper implements")
+    #[test]
+    fn names_are_validated() {
+        for good in [
+            "a",
+            "cluster-1/snapshot.db.zst",
+            "a/b/c.json",
+            ".hidden",
+            "x.partial-1",
+        ] {
+            assert_eq!(validate_name(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "a/",
+            "./a",
+            "a/../b",
+            "a\\b",
+            "a\nb",
+            "d/.snap.db.partial-1a2b",
+        ] {
+            assert!(validate_name(bad).is_err(), "{bad:?} accepted");
+        }
     }
 
-    /// Makes the object visible under its final name, durably (local: fsync file, rename,
-    /// fsync directory; object stores: complete the multipart upload).
-    pub async fn complete(self) -> Result<ObjectInfo> {
-        todo!("etcd-store helper implements")
+    #[test]
+    fn open_refuses_small_s3_parts_and_env_errors() {
+        let options = StoreOptions {
+            part_size: 1024 * 1024,
+            ..StoreOptions::default()
+        };
+        let err = Store::open("s3://bucket/x", &options).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::InvalidOption {
+                    option: "part_size",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("5 MiB"), "{err}");
+        // Azure has no minimum part size.
+        let store = Store::open(
+            "az://container/x",
+            &StoreOptions {
+                azure_use_emulator: true,
+                ..options
+            },
+        )
+        .unwrap();
+        assert_eq!(store.kind(), StoreKind::Azure);
+
+        let options =
+            StoreOptions::from_lookup(|v| (v == "ETCDOPS_PART_SIZE").then(|| "big".into()));
+        let err = Store::open("/tmp/x", &options).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::InvalidOption {
+                    option: "ETCDOPS_PART_SIZE",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
-    /// Abandons the upload, removing what was written (local temp file, multipart parts).
-    pub async fn abort(self) -> Result<()> {
-        todo!("etcd-store helper implements")
+    #[test]
+    fn open_refuses_plain_http_endpoints_unless_allowed() {
+        let mut options = StoreOptions {
+            s3_endpoint: Some("http://127.0.0.1:9000".into()),
+            s3_path_style: true,
+            ..StoreOptions::default()
+        };
+        let err = Store::open("s3://b", &options).unwrap_err();
+        assert!(err.to_string().contains("ETCDOPS_ALLOW_HTTP"), "{err}");
+        options.allow_http = true;
+        let store = Store::open("s3://b/p/", &options).unwrap();
+        assert_eq!(store.url(), "s3://b/p");
+    }
+
+    #[test]
+    fn store_debug_shows_no_credentials() {
+        let options = StoreOptions {
+            extra: vec![
+                ("aws_access_key_id".into(), "AKIADEBUGTEST".into()),
+                ("aws_secret_access_key".into(), "debug-secret-value".into()),
+            ],
+            ..StoreOptions::default()
+        };
+        let store = Store::open("s3://bucket/p", &options).unwrap();
+        let debug = format!("{store:?}");
+        assert!(!debug.contains("debug-secret-value"), "{debug}");
+        assert!(!debug.contains("AKIADEBUGTEST"), "{debug}");
+        assert!(debug.contains("s3://bucket/p"), "{debug}");
+    }
+
+    #[test]
+    fn store_futures_are_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let store = Store::open("/tmp/etcd-store-send-check", &StoreOptions::default()).unwrap();
+        assert_send(&store.begin_upload("a"));
+        assert_send(&store.put_small("a", Bytes::new()));
+        assert_send(&store.get_small("a"));
+        assert_send(&store.get("a"));
+        assert_send(&store.head("a"));
+        assert_send(&store.list(""));
+        assert_send(&store.delete("a"));
+    }
+
+    #[tokio::test]
+    async fn upload_futures_are_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let dir = std::env::temp_dir().join(format!("etcd-store-send-{}", std::process::id()));
+        let store = Store::open(dir.to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let mut upload = store.begin_upload("x").await.unwrap();
+        assert_send(&upload.write(Bytes::new()));
+        upload.abort().await.unwrap();
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -115,7 +115,14 @@ fn a_closed_stdout_is_not_an_error() {
     use std::process::{Command, Stdio};
     let cluster = etcdops_tests::Cluster::start(1, etcdops_tests::Security::Plain);
     let mut child = Command::new(etcdops_tests::etcdops_path())
-        .args(["--endpoints", &cluster.members[0].client_url, "member", "list", "-w", "json"])
+        .args([
+            "--endpoints",
+            &cluster.members[0].client_url,
+            "member",
+            "list",
+            "-w",
+            "json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -8,6 +8,7 @@ mod endpoint;
 mod env;
 mod errors;
 mod member;
+mod snapshot;
 mod tls;
 
 use etcdops_tests::{Cluster, Run, etcdops};

@@ -3,6 +3,7 @@
 
 pub mod endpoint;
 pub mod member;
+pub mod snapshot;
 
 use std::process::ExitCode;
 

