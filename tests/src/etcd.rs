@@ -322,6 +322,38 @@ impl Cluster {
         .expect("write sample keys");
     }
 
+    /// Writes `count` keys with `size` bytes of incompressible data each (test setup only),
+    /// to make a db of a known, large size.
+    pub fn put_random(&self, prefix: &str, count: usize, size: usize) {
+        block_on(async {
+            let mut client = self.client().await;
+            let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ (count as u64) ^ ((size as u64) << 32);
+            for i in 0..count {
+                let mut value = Vec::with_capacity(size);
+                while value.len() < size {
+                    // xorshift64*: fast, and zstd cannot shrink it.
+                    state ^= state >> 12;
+                    state ^= state << 25;
+                    state ^= state >> 27;
+                    value.extend_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+                }
+                value.truncate(size);
+                client.put(format!("{prefix}{i:06}"), value, None).await?;
+            }
+            Ok::<_, etcd_client::Error>(())
+        })
+        .expect("write random keys");
+    }
+
+    /// Kills member `index` without waiting for the rest of the cluster (for tests that
+    /// kill a member in the middle of an operation).
+    pub fn kill_member_now(&mut self, index: usize) {
+        if let Some(mut child) = self.members[index].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     fn enable_auth(&self) {
         block_on(async {
             let mut client = self.client().await;

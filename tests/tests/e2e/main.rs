@@ -9,6 +9,7 @@ mod env;
 mod errors;
 mod member;
 mod snapshot;
+mod snapshot_failures;
 mod tls;
 
 use etcdops_tests::{Cluster, Run, etcdops};
