@@ -335,7 +335,9 @@ impl Cluster {
                     state ^= state >> 12;
                     state ^= state << 25;
                     state ^= state >> 27;
-                    value.extend_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+                    value.extend_from_slice(
+                        &state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes(),
+                    );
                 }
                 value.truncate(size);
                 client.put(format!("{prefix}{i:06}"), value, None).await?;

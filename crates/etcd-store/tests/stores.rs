@@ -299,6 +299,69 @@ async fn local_put_small_is_atomic_under_concurrent_readers() {
     assert_eq!(files_under(dir.path()), ["m.json"]);
 }
 
+/// A small tmpfs, unmounted on drop (mounting needs root, as on CI).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mounting a tmpfs needs root");
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn local_full_disk_is_no_space_and_leaves_nothing_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let _tmpfs = Tmpfs::mount(&dir.path().join("small"), "1m");
+    let store = local_store(&dir.path().join("small"));
+    store
+        .put_small("kept.json", Bytes::from_static(b"{}"))
+        .await
+        .unwrap();
+
+    let mut upload = store.begin_upload("big.db").await.unwrap();
+    let mut failure = None;
+    for _ in 0..8 {
+        // 8 x 256 KiB = 2 MiB into a 1 MiB file system.
+        if let Err(e) = upload.write(Bytes::from(data(256 * 1024, 7))).await {
+            failure = Some(e);
+            break;
+        }
+    }
+    let err = match failure {
+        Some(e) => {
+            drop(upload);
+            e
+        }
+        None => upload.complete().await.unwrap_err(),
+    };
+    assert!(matches!(err, StoreError::NoSpace { .. }), "{err:?}");
+    assert!(err.to_string().contains("no space left"), "{err}");
+    assert_eq!(files_under(&dir.path().join("small")), ["kept.json"]);
+
+    let err = store
+        .put_small("big.json", Bytes::from(data(2 * MIB, 8)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NoSpace { .. }), "{err:?}");
+    assert_eq!(files_under(&dir.path().join("small")), ["kept.json"]);
+}
+
 #[tokio::test]
 async fn local_bad_names_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -37,7 +37,10 @@ impl Tmpfs {
             .arg(dir)
             .status()
             .expect("run mount");
-        assert!(status.success(), "mounting a tmpfs needs root (the disk-full test needs it)");
+        assert!(
+            status.success(),
+            "mounting a tmpfs needs root (the disk-full test needs it)"
+        );
         Tmpfs(dir.to_path_buf())
     }
 }
@@ -60,9 +63,16 @@ fn a_full_disk_fails_the_save_cleanly_and_keeps_earlier_backups() {
     assert_eq!(before.len(), 2, "{before:?}");
 
     cluster.put_random("/big/", 30, 100_000);
-    let full = run(&cluster, &["snapshot", "save", &store, "--compression", "none"]);
+    let full = run(
+        &cluster,
+        &["snapshot", "save", &store, "--compression", "none"],
+    );
     assert_clear_error(&full, "no space left");
-    assert_eq!(all_files(&mount), before, "nothing new, nothing partial, nothing lost");
+    assert_eq!(
+        all_files(&mount),
+        before,
+        "nothing new, nothing partial, nothing lost"
+    );
     let list = run(&cluster, &["snapshot", "list", &store, "-w", "json"]).json();
     assert_eq!(list["backups"].as_array().unwrap().len(), 1);
 }
@@ -86,14 +96,24 @@ fn killing_the_member_mid_stream_fails_the_save_and_stores_nothing() {
     let deadline = Instant::now() + Duration::from_secs(30);
     while all_files(&store).is_empty() {
         assert!(Instant::now() < deadline, "the save never started writing");
-        assert!(child.try_wait().unwrap().is_none(), "the save ended before the kill");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the save ended before the kill"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     cluster.kill_member_now(2);
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
-    assert!(stderr.contains(&victim), "the error names the member: {stderr}");
+    assert!(
+        stderr.contains(&victim),
+        "the error names the member: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(all_files(&store), Vec::<String>::new(), "no object, no manifest, no partial file");
+    assert_eq!(
+        all_files(&store),
+        Vec::<String>::new(),
+        "no object, no manifest, no partial file"
+    );
 }
