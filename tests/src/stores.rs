@@ -206,6 +206,12 @@ impl S3Server {
         }
     }
 
+    /// Kills the server (SIGKILL), as a store that goes away mid-upload.
+    pub fn kill(&mut self) {
+        let _ = self._server.child.kill();
+        let _ = self._server.child.wait();
+    }
+
     /// Creates a bucket (moto needs no signature for that).
     pub fn create_bucket(&self, bucket: &str) {
         let response = http_request(self.port, "PUT", &format!("/{bucket}"), &[], b"")

@@ -10,6 +10,7 @@ mod errors;
 mod member;
 mod snapshot;
 mod snapshot_failures;
+mod snapshot_stores;
 mod tls;
 
 use etcdops_tests::{Cluster, Run, etcdops};
