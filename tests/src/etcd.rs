@@ -148,6 +148,7 @@ pub struct Cluster {
     /// Certificates, for TLS clusters.
     pub certs: Option<Certs>,
     auth_enabled: std::cell::Cell<bool>,
+    token: String,
     dir: tempfile::TempDir,
 }
 
@@ -157,8 +158,22 @@ impl Cluster {
         Self::start_version(EtcdVersion::from_env(), size, security)
     }
 
+    /// As [`Cluster::start`], with extra etcd flags for every member.
+    pub fn start_with(size: usize, security: Security, extra: &[&str]) -> Cluster {
+        Self::start_full(EtcdVersion::from_env(), size, security, extra)
+    }
+
     /// As [`Cluster::start`], with an explicit version.
     pub fn start_version(version: EtcdVersion, size: usize, security: Security) -> Cluster {
+        Self::start_full(version, size, security, &[])
+    }
+
+    fn start_full(
+        version: EtcdVersion,
+        size: usize,
+        security: Security,
+        extra: &[&str],
+    ) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("etcdops-test-")
             .tempdir()
@@ -211,6 +226,7 @@ impl Cluster {
                 "--election-timeout",
                 "500",
             ]);
+            cmd.args(extra);
             if let Some(certs) = &certs {
                 cmd.arg("--client-cert-auth")
                     .arg("--trusted-ca-file")
@@ -228,6 +244,7 @@ impl Cluster {
             members,
             certs,
             auth_enabled: std::cell::Cell::new(false),
+            token,
             dir,
         };
         cluster.wait_healthy(Duration::from_secs(30));
@@ -325,6 +342,13 @@ impl Cluster {
     /// Writes `count` keys with `size` bytes of incompressible data each (test setup only),
     /// to make a db of a known, large size.
     pub fn put_random(&self, prefix: &str, count: usize, size: usize) {
+        self.try_put_random(prefix, count, size)
+            .expect("write random keys");
+    }
+
+    /// As [`Cluster::put_random`], returning etcd's refusal (such as "database space
+    /// exceeded") instead of panicking.
+    pub fn try_put_random(&self, prefix: &str, count: usize, size: usize) -> Result<(), String> {
         block_on(async {
             let mut client = self.client().await;
             let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ (count as u64) ^ ((size as u64) << 32);
@@ -344,7 +368,56 @@ impl Cluster {
             }
             Ok::<_, etcd_client::Error>(())
         })
-        .expect("write random keys");
+        .map_err(|e| e.to_string())
+    }
+
+    /// A peer URL and a client URL on free ports, for a member to add.
+    pub fn new_member_urls(&self) -> (String, String) {
+        let scheme = if self.security == Security::Tls {
+            "https"
+        } else {
+            "http"
+        };
+        (
+            format!("http://127.0.0.1:{}", free_port()),
+            format!("{scheme}://127.0.0.1:{}", free_port()),
+        )
+    }
+
+    /// Starts an etcd process that joins the running cluster (`--initial-cluster-state
+    /// existing`) as `name`, with the `initial_cluster` that `member add` printed. Returns its
+    /// index in `members`; it is killed on drop like the others.
+    pub fn join_member(
+        &mut self,
+        name: &str,
+        peer_url: &str,
+        client_url: &str,
+        initial_cluster: &str,
+    ) -> usize {
+        let index = self.members.len();
+        let data_dir = self.dir.path().join(name);
+        let log = self.dir.path().join(format!("{name}.log"));
+        let mut cmd = Command::new(self.version.etcd());
+        cmd.args(["--name", name, "--data-dir"])
+            .arg(&data_dir)
+            .args(["--listen-client-urls", client_url])
+            .args(["--advertise-client-urls", client_url])
+            .args(["--listen-peer-urls", peer_url])
+            .args(["--initial-advertise-peer-urls", peer_url])
+            .args(["--initial-cluster", initial_cluster])
+            .args(["--initial-cluster-token", &self.token])
+            .args(["--initial-cluster-state", "existing"])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
+        let child = spawn_logged(cmd, &log);
+        self.members.push(Member {
+            name: name.to_string(),
+            client_url: client_url.to_string(),
+            peer_url: peer_url.to_string(),
+            data_dir,
+            log,
+            child: Some(child),
+        });
+        index
     }
 
     /// Kills member `index` without waiting for the rest of the cluster (for tests that

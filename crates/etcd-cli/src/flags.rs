@@ -126,6 +126,48 @@ pub enum Command {
     /// Snapshot backups: save, list, verify, delete, prune.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
+    /// Move leadership to another member (ID, name or peer URL).
+    MoveLeader(MoveLeaderArgs),
+    /// Cluster alarms (NOSPACE, CORRUPT).
+    #[command(subcommand)]
+    Alarm(AlarmCommand),
+    /// Defragment members one at a time: followers first, the leader last, checking health
+    /// after each and stopping at the first failure. Exit code 1 when it stopped early.
+    Defrag(ClusterFlag),
+    /// Compact the key history up to a revision, or keep the last N revisions.
+    Compact(CompactArgs),
+    /// Versions of etcdops and of every member.
+    Version,
+}
+
+/// `etcdops move-leader`.
+#[derive(Debug, Args)]
+pub struct MoveLeaderArgs {
+    /// The member to lead: ID (hex), name or peer URL
+    pub member: String,
+}
+
+/// `etcdops alarm ...`
+#[derive(Debug, Subcommand)]
+pub enum AlarmCommand {
+    /// List active alarms.
+    List,
+    /// Clear every active alarm (after freeing space: compact and defrag first for NOSPACE).
+    Disarm,
+}
+
+/// `etcdops compact`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("how").required(true).args(["revision", "keep_revisions"])))]
+pub struct CompactArgs {
+    /// Compact up to this revision
+    pub revision: Option<i64>,
+    /// Keep this many revisions before the current one
+    #[arg(long, value_name = "N")]
+    pub keep_revisions: Option<i64>,
+    /// Wait until the compaction is applied to the backend
+    #[arg(long)]
+    pub physical: bool,
 }
 
 /// `etcdops endpoint ...`
@@ -163,6 +205,51 @@ pub struct HashKvArgs {
 pub enum MemberCommand {
     /// List the cluster's members.
     List,
+    /// Add a member (idempotent) and print what it needs to start: ETCD_NAME,
+    /// ETCD_INITIAL_CLUSTER, ETCD_INITIAL_CLUSTER_STATE=existing (`-w simple`: shell variables).
+    Add(MemberAddArgs),
+    /// Remove a member (ID, name or peer URL); refuses to break quorum, moves leadership first.
+    Remove(MemberSelectArgs),
+    /// Change a member's peer URLs.
+    Update(MemberUpdateArgs),
+    /// Promote a learner to a voting member; refuses one that is not in sync.
+    Promote(MemberSelectArgs),
+}
+
+/// Arguments of `member add`.
+#[derive(Debug, Args)]
+pub struct MemberAddArgs {
+    /// The new member's name (its etcd --name)
+    pub name: String,
+    /// Its peer URLs, comma-separated
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    pub peer_urls: Vec<String>,
+    /// Add it as a non-voting learner (promote it once in sync)
+    #[arg(long)]
+    pub learner: bool,
+    /// Add a voting member even while members are unhealthy
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A member named by ID (hex), name or peer URL.
+#[derive(Debug, Args)]
+pub struct MemberSelectArgs {
+    /// The member: ID (hex), name or peer URL
+    pub member: String,
+    /// Override the safety guard
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Arguments of `member update`.
+#[derive(Debug, Args)]
+pub struct MemberUpdateArgs {
+    /// The member: ID (hex), name or peer URL
+    pub member: String,
+    /// Its new peer URLs, comma-separated
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    pub peer_urls: Vec<String>,
 }
 
 /// `etcdops snapshot ...`
@@ -184,6 +271,12 @@ pub enum SnapshotCommand {
     Delete(BackupArgs),
     /// Delete the backups no --keep-* or --max-age rule keeps, and old orphans.
     Prune(PruneArgs),
+    /// Read a snapshot natively (no etcd, no etcdutl) and show what `etcdutl snapshot status`
+    /// shows (hash, revision, total keys, total size), then members, consistent index and
+    /// term, compaction, live keys, leases and auth recorded in it.
+    ///
+    /// The whole db is read into memory (decompressed when zstd).
+    Status(StatusArgs),
 }
 
 /// Where backups go and how to reach it. Each option also reads an environment variable;
@@ -341,6 +434,21 @@ pub struct BackupArgs {
     pub store_flags: StoreFlags,
 }
 
+/// Arguments of `snapshot status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A local file (plain or zstd; `etcdctl snapshot save` output, an `etcdops` backup or a
+    /// raw member/snap/db), or a backup URL: STORE/OBJECT with s3://, gs://, az:// or file://
+    #[arg(value_name = "FILE|URL")]
+    pub source: String,
+    /// Read the snapshot even when etcd's SHA-256 trailer does not match its db
+    #[arg(long)]
+    pub skip_hash_check: bool,
+    /// Store settings (for a backup URL)
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}
+
 /// Arguments of `snapshot prune`.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -490,6 +598,29 @@ mod tests {
             Cli::try_parse_from(["etcdops", "snapshot", "save", "x", "--part-size", "5XB"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn snapshot_status_takes_a_file_or_url_and_skip_hash_check() {
+        let cli = parse(&["snapshot", "status", "/tmp/x.db", "-w", "json"]);
+        let Command::Snapshot(SnapshotCommand::Status(args)) = cli.command else {
+            panic!("not a status");
+        };
+        assert_eq!(args.source, "/tmp/x.db");
+        assert!(!args.skip_hash_check);
+        assert_eq!(cli.global.write_out, OutputFormat::Json);
+        let cli = parse(&[
+            "snapshot",
+            "status",
+            "s3://b/p/x.db.zst",
+            "--skip-hash-check",
+            "--s3-path-style",
+        ]);
+        let Command::Snapshot(SnapshotCommand::Status(args)) = cli.command else {
+            panic!("not a status");
+        };
+        assert!(args.skip_hash_check && args.store_flags.s3_path_style);
+        assert!(Cli::try_parse_from(["etcdops", "snapshot", "status"]).is_err());
     }
 
     #[test]

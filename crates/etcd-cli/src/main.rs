@@ -76,5 +76,12 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
         Command::Member(command) => commands::member::run(&config, command, format).await,
         Command::Snapshot(command) => commands::snapshot::run(&config, command, format).await,
+        Command::MoveLeader(args) => {
+            commands::maintenance::run_move_leader(&config, &args.member, format).await
+        }
+        Command::Alarm(command) => commands::maintenance::run_alarm(&config, command, format).await,
+        Command::Defrag(flag) => commands::maintenance::run_defrag(&config, flag, format).await,
+        Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
+        Command::Version => commands::maintenance::run_version(&config, format).await,
     }
 }

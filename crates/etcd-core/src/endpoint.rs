@@ -7,6 +7,7 @@ use std::time::Instant;
 use etcd_client::GetOptions;
 use serde::Serialize;
 
+use crate::cluster::linearizable_read;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
@@ -51,17 +52,7 @@ async fn check_health(config: &ClusterConfig, endpoint: &str) -> EndpointHealth 
     let started = Instant::now();
     let verdict = async {
         let client = config.connect_endpoint(endpoint).await?;
-        let read = client
-            .call("health read", |mut c| async move {
-                c.get("health", Some(GetOptions::new().with_count_only()))
-                    .await
-            })
-            .await;
-        match read {
-            Ok(_) => {}
-            Err(Error::Request { message, .. }) if message.contains("permission denied") => {}
-            Err(e) => return Err(e),
-        }
+        linearizable_read(&client).await?;
         let alarms = client
             .call("alarm list", |mut c| async move {
                 c.alarm(

@@ -123,6 +123,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// A safety guard refused the operation; `--force` overrides where that is sane.
+    #[error("refused: {reason}")]
+    Refused {
+        /// Why, and what to do instead.
+        reason: String,
+    },
+
     /// None of the endpoints could be reached.
     #[error("no endpoint answered: {}", .errors.join("; "))]
     NoEndpointAvailable {

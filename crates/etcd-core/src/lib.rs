@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cluster;
 mod config;
 mod connect;
 mod discovery;
@@ -34,10 +35,13 @@ mod duration;
 mod endpoint;
 mod error;
 mod id;
+mod maintenance;
 mod member;
+mod membership;
 mod snapshot;
 mod tls;
 
+pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
 pub use config::{
     ClientIdentity, ClusterConfig, ConnectionOptions, Credentials, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_DIAL_TIMEOUT, DEFAULT_ENDPOINT, ENV_VARS, PemSource, Secret, SrvDiscovery, TlsSettings,
@@ -52,5 +56,14 @@ pub use endpoint::{
 };
 pub use error::{Error, Result};
 pub use id::MemberId;
+pub use maintenance::{
+    Alarm, AlarmDisarmResult, CompactResult, CompactTarget, DefragReport, DefragStep,
+    MemberVersion, MoveLeaderResult, VersionReport, alarm_disarm, alarm_list, compact, defrag,
+    move_leader, version, versions,
+};
 pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+pub use membership::{
+    LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, find_member,
+    member_add, member_promote, member_remove, member_update,
+};
 pub use snapshot::{SnapshotChunk, SnapshotStream};

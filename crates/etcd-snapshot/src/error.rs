@@ -75,6 +75,42 @@ pub enum SnapshotError {
         /// The cause.
         reason: String,
     },
+    /// A snapshot's SHA-256 trailer does not match its db.
+    #[error(
+        "'{name}' is damaged: etcd's SHA-256 trailer {expected} does not match the db ({actual}); use another copy, or --skip-hash-check to read it anyway"
+    )]
+    HashMismatch {
+        /// The file or object.
+        name: String,
+        /// The trailer.
+        expected: String,
+        /// SHA-256 of the db bytes.
+        actual: String,
+    },
+    /// The db inside a snapshot cannot be read as bbolt.
+    #[error("'{name}' is not a readable etcd db: {source}")]
+    BadDb {
+        /// The file or object.
+        name: String,
+        /// What the bbolt reader found.
+        source: crate::bbolt::BoltError,
+    },
+    /// The db is sound bbolt but does not hold what etcd writes.
+    #[error("'{name}' does not hold etcd data: {reason}")]
+    NotEtcdData {
+        /// The file or object.
+        name: String,
+        /// What was unexpected.
+        reason: String,
+    },
+    /// A local snapshot file could not be read.
+    #[error("cannot read '{path}': {source}")]
+    ReadFile {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A local file (metrics) could not be written.
     #[error("cannot write '{path}': {source}")]
     WriteFile {

@@ -1,6 +1,6 @@
 //! etcd snapshot streams and files: the save pipeline, the manifest type, the backup catalog
-//! (list, verify, delete, prune) over `etcd-store`, and the bbolt checks. Native status and
-//! restore build on this crate.
+//! (list, verify, delete, prune) over `etcd-store`, a bbolt reader, and a native `snapshot
+//! status`. Native restore builds on this crate.
 //!
 //! ```no_run
 //! use etcd_core::ConnectionOptions;
@@ -29,9 +29,13 @@ mod progress;
 mod retention;
 mod save;
 mod source;
+mod status;
 mod verify;
 
-pub use bbolt::{MetaSummary, check_meta_pages, fnv1a64};
+pub use bbolt::{
+    BoltDb, BoltError, BranchElement, Bucket, Cursor, Entry, LeafElement, MetaSummary, Page,
+    PageError, check_meta_pages, fnv1a64,
+};
 pub use catalog::{
     BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, PruneEntry,
     PruneReport, delete_backup, list_backups, object_name, prune_backups, verify_backup,
@@ -45,4 +49,8 @@ pub use progress::{NoProgress, Progress};
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
 pub use source::{SnapshotSource, choose_source};
+pub use status::{
+    BucketCount, DbMember, LoadedSnapshot, SnapshotStatus, StatusOptions, TrailerCheck,
+    read_snapshot_file, read_snapshot_object, snapshot_status, split_trailer,
+};
 pub use verify::{VerifyExpectation, VerifyReport, verify_object};

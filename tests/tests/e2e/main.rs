@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
 mod auth;
+mod cluster_ops;
 mod discovery;
 mod endpoint;
 mod env;
@@ -10,6 +11,7 @@ mod errors;
 mod member;
 mod snapshot;
 mod snapshot_failures;
+mod snapshot_status;
 mod snapshot_stores;
 mod tls;
 

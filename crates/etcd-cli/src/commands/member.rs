@@ -1,7 +1,10 @@
 //! `etcdops member ...`
 
 use anyhow::Result;
-use etcd_core::{ClusterConfig, MemberList, member_list};
+use etcd_core::{
+    ClusterConfig, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberList, member_add,
+    member_list, member_promote, member_remove, member_update,
+};
 
 use super::ExitStatus;
 use crate::flags::{MemberCommand, OutputFormat};
@@ -19,6 +22,97 @@ pub async fn run(
             print(format, &list)?;
             Ok(ExitStatus::Success)
         }
+        MemberCommand::Add(args) => {
+            let request = MemberAddRequest {
+                name: args.name.clone(),
+                peer_urls: args.peer_urls.clone(),
+                learner: args.learner,
+                force: args.force,
+            };
+            let result = member_add(config, &request).await?;
+            eprintln!("etcdops: {}", result.message);
+            print(format, &AddView(result))?;
+            Ok(ExitStatus::Success)
+        }
+        MemberCommand::Remove(args) => change(
+            member_remove(config, &args.member, args.force).await?,
+            format,
+        ),
+        MemberCommand::Update(args) => change(
+            member_update(config, &args.member, &args.peer_urls).await?,
+            format,
+        ),
+        MemberCommand::Promote(args) => change(
+            member_promote(config, &args.member, args.force).await?,
+            format,
+        ),
+    }
+}
+
+fn change(result: MemberChangeResult, format: OutputFormat) -> Result<ExitStatus> {
+    print(format, &ChangeView(result))?;
+    Ok(ExitStatus::Success)
+}
+
+/// Shell-quotes a value for `KEY='value'` lines.
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct AddView(MemberAddResult);
+
+impl Render for AddView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows = vec![
+            vec!["changed".into(), self.0.changed.to_string()],
+            vec!["member id".into(), self.0.member.id.to_string()],
+            vec!["learner".into(), self.0.member.is_learner.to_string()],
+        ];
+        for (key, value) in &self.0.env {
+            rows.push(vec![key.clone(), value.clone()]);
+        }
+        rows
+    }
+
+    /// Shell variables, ready for `eval` or an environment file.
+    fn simple_lines(&self) -> Vec<String> {
+        self.0
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+            .collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct ChangeView(MemberChangeResult);
+
+impl Render for ChangeView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["CHANGED", "MEMBER", "MESSAGE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        vec![vec![
+            self.0.changed.to_string(),
+            self.0
+                .member
+                .as_ref()
+                .map(|m| m.id.to_string())
+                .unwrap_or_default(),
+            self.0.message.clone(),
+        ]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![self.0.message.clone()]
     }
 }
 

@@ -2,6 +2,7 @@
 //! which exit status the result deserves.
 
 pub mod endpoint;
+pub mod maintenance;
 pub mod member;
 pub mod snapshot;
 

@@ -1,5 +1,4 @@
-//! The part of bbolt's format a backup check needs: the two meta pages at the start of the
-//! db. (The full reader arrives with native status and restore.)
+//! bbolt's two meta pages at the start of the db, and how bbolt chooses between them.
 //!
 //! Meta page layout after the 16-byte page header, little-endian: magic u32 (0xED0CDAED),
 //! version u32 (2), page size u32, flags u32, root bucket {pgid u64, sequence u64}, freelist
@@ -7,7 +6,8 @@
 
 use serde::Serialize;
 
-const PAGE_HEADER: usize = 16;
+use super::page::{PAGE_HEADER, u32_at, u64_at};
+
 const META_LEN: usize = 64;
 const MAGIC: u32 = 0xED0C_DAED;
 const VERSION: u32 = 2;
@@ -25,14 +25,6 @@ pub struct MetaSummary {
     pub root_pgid: u64,
     /// High-water mark: pages in use are below it.
     pub high_water_pgid: u64,
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
 /// FNV-1a 64, as bbolt checksums its meta pages.
@@ -67,6 +59,17 @@ fn parse_meta(page: &[u8]) -> Result<MetaSummary, String> {
         high_water_pgid: u64_at(meta, 40).unwrap_or(0),
         txid: u64_at(meta, 48).unwrap_or(0),
     })
+}
+
+/// The freelist page ID recorded in the meta page `check_meta_pages` chose (`u64::MAX` when
+/// the freelist is not synced, as etcd runs bbolt).
+pub(crate) fn chosen_freelist(head: &[u8], best: &MetaSummary) -> u64 {
+    [0, best.page_size as usize]
+        .into_iter()
+        .filter_map(|at| head.get(at..))
+        .filter(|page| parse_meta(page).is_ok_and(|m| m == *best))
+        .find_map(|page| u64_at(page, PAGE_HEADER + 32))
+        .unwrap_or(u64::MAX)
 }
 
 /// Checks the meta pages at the start of a db (`head` holds at least its first two pages) and

@@ -1,0 +1,282 @@
+//! `etcdops move-leader | alarm | defrag | compact | version`
+
+use anyhow::Result;
+use etcd_core::{
+    Alarm, AlarmDisarmResult, ClusterConfig, CompactResult, CompactTarget, DefragReport,
+    MoveLeaderResult, Targets, VersionReport, alarm_disarm, alarm_list, compact, defrag,
+    move_leader, version,
+};
+
+use super::ExitStatus;
+use crate::flags::{AlarmCommand, ClusterFlag, CompactArgs, OutputFormat};
+use crate::output::{Render, cell, human_bytes, print};
+
+/// `move-leader MEMBER`
+pub async fn run_move_leader(
+    config: &ClusterConfig,
+    member: &str,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    print(format, &MoveView(move_leader(config, member).await?))?;
+    Ok(ExitStatus::Success)
+}
+
+/// `alarm list|disarm`
+pub async fn run_alarm(
+    config: &ClusterConfig,
+    command: &AlarmCommand,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    match command {
+        AlarmCommand::List => print(format, &AlarmsView(alarm_list(config).await?))?,
+        AlarmCommand::Disarm => {
+            let result = alarm_disarm(config).await?;
+            let clear = result.still_active.is_empty();
+            print(format, &DisarmView(result))?;
+            if !clear {
+                eprintln!(
+                    "etcdops: alarms are still active: free space (compact, defrag) and disarm again"
+                );
+                return Ok(ExitStatus::Failure);
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `defrag [--cluster]`
+pub async fn run_defrag(
+    config: &ClusterConfig,
+    flag: &ClusterFlag,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let targets = if flag.cluster {
+        Targets::Cluster
+    } else {
+        Targets::Configured
+    };
+    let report = defrag(config, targets).await?;
+    let completed = report.completed;
+    print(format, &DefragView(report))?;
+    Ok(ExitStatus::from_ok(completed))
+}
+
+/// `compact REV | --keep-revisions N`
+pub async fn run_compact(
+    config: &ClusterConfig,
+    args: &CompactArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let target = match (args.revision, args.keep_revisions) {
+        (Some(rev), _) => CompactTarget::Revision(rev),
+        (None, Some(n)) => CompactTarget::KeepRevisions(n),
+        (None, None) => unreachable_target()?,
+    };
+    print(
+        format,
+        &CompactView(compact(config, target, args.physical).await?),
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+fn unreachable_target() -> Result<CompactTarget> {
+    anyhow::bail!("give a revision or --keep-revisions N")
+}
+
+/// `version`
+pub async fn run_version(config: &ClusterConfig, format: OutputFormat) -> Result<ExitStatus> {
+    print(format, &VersionView(version(config).await?))?;
+    Ok(ExitStatus::Success)
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct MoveView(MoveLeaderResult);
+
+impl Render for MoveView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["CHANGED", "FROM", "TO"]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        vec![vec![
+            self.0.changed.to_string(),
+            self.0.from.to_string(),
+            self.0.to.to_string(),
+        ]]
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        vec![if self.0.changed {
+            format!(
+                "Leadership transferred from {} to {}",
+                self.0.from, self.0.to
+            )
+        } else {
+            format!("{} already leads; nothing changed", self.0.to)
+        }]
+    }
+}
+
+fn alarm_rows(alarms: &[Alarm]) -> Vec<Vec<String>> {
+    alarms
+        .iter()
+        .map(|a| vec![a.member_id.to_string(), a.alarm.clone()])
+        .collect()
+}
+
+#[derive(serde::Serialize)]
+struct AlarmsView(Vec<Alarm>);
+
+impl Render for AlarmsView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["MEMBER", "ALARM"]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        alarm_rows(&self.0)
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|a| format!("memberID:{} alarm:{}", a.member_id, a.alarm))
+            .collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct DisarmView(AlarmDisarmResult);
+
+impl Render for DisarmView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["MEMBER", "ALARM", "STATE"]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows: Vec<Vec<String>> = self
+            .0
+            .disarmed
+            .iter()
+            .map(|a| vec![a.member_id.to_string(), a.alarm.clone(), "disarmed".into()])
+            .collect();
+        rows.extend(self.0.still_active.iter().map(|a| {
+            vec![
+                a.member_id.to_string(),
+                a.alarm.clone(),
+                "still active".into(),
+            ]
+        }));
+        rows
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        self.rows().into_iter().map(|r| r.join(" ")).collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct DefragView(DefragReport);
+
+impl Render for DefragView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec![
+            "ORDER",
+            "ENDPOINT",
+            "MEMBER",
+            "LEADER",
+            "DB BEFORE",
+            "DB AFTER",
+            "TOOK",
+            "ERROR",
+        ]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows: Vec<Vec<String>> = self
+            .0
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                vec![
+                    (i + 1).to_string(),
+                    s.endpoint.clone(),
+                    cell(&s.member_id),
+                    s.was_leader.to_string(),
+                    s.db_size_before.map(human_bytes).unwrap_or_default(),
+                    s.db_size_after.map(human_bytes).unwrap_or_default(),
+                    format!("{:.1}s", s.took_seconds),
+                    cell(&s.error),
+                ]
+            })
+            .collect();
+        for skipped in &self.0.skipped {
+            rows.push(vec![
+                "-".into(),
+                skipped.clone(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                "skipped: an earlier member failed".into(),
+            ]);
+        }
+        rows
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        self.0
+            .steps
+            .iter()
+            .map(|s| match &s.error {
+                None => format!("Finished defragmenting etcd member[{}]", s.endpoint),
+                Some(e) => format!("Failed to defragment etcd member[{}] ({e})", s.endpoint),
+            })
+            .collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct CompactView(CompactResult);
+
+impl Render for CompactView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["CHANGED", "COMPACTED TO", "CURRENT REVISION", "PHYSICAL"]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        vec![vec![
+            self.0.changed.to_string(),
+            self.0.revision.to_string(),
+            self.0.current_revision.to_string(),
+            self.0.physical.to_string(),
+        ]]
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        vec![format!("compacted revision {}", self.0.revision)]
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct VersionView(VersionReport);
+
+impl Render for VersionView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["MEMBER", "NAME", "VERSION"]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows = vec![vec![
+            "etcdops".into(),
+            String::new(),
+            self.0.client_version.clone(),
+        ]];
+        rows.extend(self.0.members.iter().map(|m| {
+            vec![
+                m.member_id.to_string(),
+                m.name.clone(),
+                m.version.clone().unwrap_or_else(|| "(no answer)".into()),
+            ]
+        }));
+        rows
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        self.rows().into_iter().map(|r| r.join(" ")).collect()
+    }
+}

@@ -1,0 +1,596 @@
+//! Changing membership safely: add, remove, update, promote. Each is idempotent (asking for
+//! what is already true changes nothing and says so) and guarded; every guard can be
+//! overridden only with `force`.
+//!
+//! Members are matched by peer URLs first, then by ID, then by name: a member added but not
+//! yet started has no name, and peer URLs are what the operator actually knows.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cluster::{ClusterView, MemberState, cluster_view};
+use crate::config::ClusterConfig;
+use crate::connect::EndpointClient;
+use crate::error::{Error, Result};
+use crate::id::MemberId;
+use crate::member::Member;
+
+/// Which member an operation is about: a peer URL, a hex ID or a name.
+pub fn find_member<'a>(view: &'a ClusterView, selector: &str) -> Option<&'a MemberState> {
+    let selector = selector.trim();
+    let by_url = view.members.iter().find(|m| {
+        m.member
+            .peer_urls
+            .iter()
+            .any(|u| normalize_url(u) == normalize_url(selector))
+    });
+    let by_id = || {
+        selector
+            .parse::<MemberId>()
+            .ok()
+            .and_then(|id| view.members.iter().find(|m| m.member.id == id))
+    };
+    let by_name = || {
+        view.members
+            .iter()
+            .find(|m| !m.member.name.is_empty() && m.member.name == selector)
+    };
+    by_url.or_else(by_id).or_else(by_name)
+}
+
+fn normalize_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+fn same_urls(a: &[String], b: &[String]) -> bool {
+    let mut a: Vec<String> = a.iter().map(|u| normalize_url(u)).collect();
+    let mut b: Vec<String> = b.iter().map(|u| normalize_url(u)).collect();
+    a.sort();
+    b.sort();
+    a == b
+}
+
+fn refused(reason: String) -> Error {
+    Error::Refused { reason }
+}
+
+fn unhealthy_summary(view: &ClusterView) -> String {
+    view.unhealthy()
+        .iter()
+        .map(|m| {
+            format!(
+                "{} ({}): {}",
+                m.member.id,
+                if m.member.name.is_empty() {
+                    "unstarted"
+                } else {
+                    &m.member.name
+                },
+                m.error.as_deref().unwrap_or("unhealthy")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A client to a healthy member other than `avoid`, preferring the leader (membership
+/// changes are proposals; any healthy voter forwards them).
+async fn client_for_change(
+    config: &ClusterConfig,
+    view: &ClusterView,
+    avoid: Option<MemberId>,
+) -> Result<EndpointClient> {
+    let mut candidates: Vec<&MemberState> = view
+        .members
+        .iter()
+        .filter(|m| m.healthy && Some(m.member.id) != avoid && m.endpoint.is_some())
+        .collect();
+    candidates.sort_by_key(|m| !m.status.as_ref().is_some_and(|s| s.is_leader));
+    let mut errors = Vec::new();
+    for m in candidates {
+        if let Some(endpoint) = &m.endpoint {
+            match config.connect_endpoint(endpoint).await {
+                Ok(client) => return Ok(client),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+    }
+    Err(Error::NoEndpointAvailable {
+        errors: if errors.is_empty() {
+            vec!["no healthy member to send the change to".into()]
+        } else {
+            errors
+        },
+    })
+}
+
+/// How long a membership change waits out etcd's "unhealthy cluster" answer. etcd refuses
+/// reconfiguration until the leader has been connected to enough members for 5 seconds: just
+/// after a start, a restart or a leadership move.
+pub const RECONFIG_SETTLE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Sends a membership change, retrying while etcd answers "unhealthy cluster" (its own
+/// connectivity check that settles within seconds), up to [`RECONFIG_SETTLE`].
+async fn reconfigure<T, F, Fut>(
+    client: &EndpointClient,
+    operation: &'static str,
+    request: F,
+) -> Result<T>
+where
+    F: Fn(etcd_client::Client) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + RECONFIG_SETTLE;
+    loop {
+        match client.call(operation, &request).await {
+            Err(Error::Request { message, .. })
+                if message.contains("unhealthy cluster")
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            Err(Error::Request {
+                message, endpoint, ..
+            }) if message.contains("unhealthy cluster") => {
+                return Err(Error::Request {
+                    operation,
+                    endpoint,
+                    message: format!(
+                        "{message}: etcd still refuses membership changes after {RECONFIG_SETTLE:?}; it allows them only when the leader has been connected to a quorum for 5 seconds"
+                    ),
+                });
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A request to add a member.
+#[derive(Debug, Clone, Default)]
+pub struct MemberAddRequest {
+    /// Name the new member will start with (`--name` of etcd).
+    pub name: String,
+    /// Its peer URLs.
+    pub peer_urls: Vec<String>,
+    /// Add as a non-voting learner.
+    pub learner: bool,
+    /// Skip the guards.
+    pub force: bool,
+}
+
+/// What `member add` did, and what the new member needs to start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberAddResult {
+    /// Whether the cluster changed (false when the member was already there).
+    pub changed: bool,
+    /// What happened, in words.
+    pub message: String,
+    /// The member.
+    pub member: Member,
+    /// Settings for the new member's etcd: ETCD_NAME, ETCD_INITIAL_CLUSTER,
+    /// ETCD_INITIAL_ADVERTISE_PEER_URLS, ETCD_INITIAL_CLUSTER_STATE.
+    pub env: BTreeMap<String, String>,
+}
+
+fn initial_cluster(members: &[Member], new_id: MemberId, new_name: &str) -> String {
+    let mut parts = Vec::new();
+    for m in members {
+        let name = if m.id == new_id { new_name } else { &m.name };
+        for url in &m.peer_urls {
+            parts.push(format!("{name}={url}"));
+        }
+    }
+    parts.join(",")
+}
+
+fn start_env(members: &[Member], member: &Member, name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("ETCD_NAME".to_string(), name.to_string()),
+        (
+            "ETCD_INITIAL_CLUSTER".to_string(),
+            initial_cluster(members, member.id, name),
+        ),
+        (
+            "ETCD_INITIAL_ADVERTISE_PEER_URLS".to_string(),
+            member.peer_urls.join(","),
+        ),
+        (
+            "ETCD_INITIAL_CLUSTER_STATE".to_string(),
+            "existing".to_string(),
+        ),
+    ])
+}
+
+fn validate_peer_urls(urls: &[String]) -> Result<()> {
+    if urls.is_empty() {
+        return Err(Error::InvalidOption {
+            option: "peer-urls",
+            reason: "give at least one peer URL, e.g. https://10.0.0.4:2380".into(),
+        });
+    }
+    for u in urls {
+        let parsed = url::Url::parse(u).map_err(|e| Error::InvalidOption {
+            option: "peer-urls",
+            reason: format!("'{u}' is not a URL ({e}); write it as https://HOST:2380"),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.port().is_none() {
+            return Err(Error::InvalidOption {
+                option: "peer-urls",
+                reason: format!("'{u}' must be http(s)://HOST:PORT"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Adds a member, or confirms it is there. Refuses (unless forced) to add a voter while any
+/// member is unhealthy: a new voter raises the quorum before it can vote.
+pub async fn member_add(
+    config: &ClusterConfig,
+    request: &MemberAddRequest,
+) -> Result<MemberAddResult> {
+    validate_peer_urls(&request.peer_urls)?;
+    if request.name.trim().is_empty() {
+        return Err(Error::InvalidOption {
+            option: "name",
+            reason: "give the new member's name (its etcd --name)".into(),
+        });
+    }
+    let view = cluster_view(config).await?;
+    let members: Vec<Member> = view.members.iter().map(|m| m.member.clone()).collect();
+    if let Some(existing) = view
+        .members
+        .iter()
+        .find(|m| same_urls(&m.member.peer_urls, &request.peer_urls))
+    {
+        let member = existing.member.clone();
+        if member.is_learner && !request.learner {
+            return Err(refused(format!(
+                "member {} with these peer URLs exists as a learner; promote it with `member promote {}`",
+                member.id, member.id
+            )));
+        }
+        return Ok(MemberAddResult {
+            changed: false,
+            message: format!(
+                "member {} already has these peer URLs; nothing changed",
+                member.id
+            ),
+            env: start_env(&members, &member, &request.name),
+            member,
+        });
+    }
+    if let Some(clash) = view.members.iter().find(|m| m.member.name == request.name) {
+        return Err(refused(format!(
+            "a member named '{}' ({}) exists with peer URLs {}; use `member update` to change them or pick another name",
+            request.name,
+            clash.member.id,
+            clash.member.peer_urls.join(",")
+        )));
+    }
+    if let Some(overlap) = view.members.iter().find(|m| {
+        m.member.peer_urls.iter().any(|u| {
+            request
+                .peer_urls
+                .iter()
+                .any(|r| normalize_url(r) == normalize_url(u))
+        })
+    }) {
+        return Err(refused(format!(
+            "member {} already uses some of these peer URLs ({}); give all of its URLs or remove it first",
+            overlap.member.id,
+            overlap.member.peer_urls.join(",")
+        )));
+    }
+    if !request.learner && !request.force && !view.unhealthy().is_empty() {
+        return Err(refused(format!(
+            "not adding a voting member while members are unhealthy ({}): the new member raises the quorum before it can vote; add it with --learner and promote it once in sync, or use --force",
+            unhealthy_summary(&view)
+        )));
+    }
+    let client = client_for_change(config, &view, None).await?;
+    let urls = request.peer_urls.clone();
+    let learner = request.learner;
+    let response = reconfigure(&client, "member add", |mut c| {
+        let urls = urls.clone();
+        async move {
+            let options = etcd_client::MemberAddOptions::new();
+            let options = if learner {
+                options.with_is_learner()
+            } else {
+                options
+            };
+            c.member_add(urls, Some(options)).await
+        }
+    })
+    .await?;
+    let added = response.member().ok_or_else(|| Error::Request {
+        operation: "member add",
+        endpoint: client.endpoint().to_string(),
+        message: "etcd did not return the new member".into(),
+    })?;
+    let member = Member {
+        id: MemberId(added.id()),
+        name: String::new(),
+        peer_urls: added.peer_urls().to_vec(),
+        client_urls: Vec::new(),
+        is_learner: added.is_learner(),
+        started: false,
+    };
+    let all: Vec<Member> = response
+        .member_list()
+        .iter()
+        .map(|m| Member {
+            id: MemberId(m.id()),
+            name: m.name().to_string(),
+            peer_urls: m.peer_urls().to_vec(),
+            client_urls: m.client_urls().to_vec(),
+            is_learner: m.is_learner(),
+            started: !m.name().is_empty(),
+        })
+        .collect();
+    Ok(MemberAddResult {
+        changed: true,
+        message: format!(
+            "added {} {} ; start it with ETCD_INITIAL_CLUSTER_STATE=existing",
+            if member.is_learner {
+                "learner"
+            } else {
+                "member"
+            },
+            member.id
+        ),
+        env: start_env(&all, &member, &request.name),
+        member,
+    })
+}
+
+/// What a removal, update or promotion did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberChangeResult {
+    /// Whether the cluster changed.
+    pub changed: bool,
+    /// What happened, in words.
+    pub message: String,
+    /// The member concerned (`None` when it was not a member).
+    pub member: Option<Member>,
+    /// Where leadership moved first, when the leader was removed.
+    pub leadership_moved_to: Option<MemberId>,
+}
+
+/// Removes a member, or confirms it is gone. Guards: the removal must leave a quorum of
+/// healthy voters; a leader hands leadership to a healthy follower first.
+pub async fn member_remove(
+    config: &ClusterConfig,
+    selector: &str,
+    force: bool,
+) -> Result<MemberChangeResult> {
+    let view = cluster_view(config).await?;
+    let Some(target) = find_member(&view, selector) else {
+        return Ok(MemberChangeResult {
+            changed: false,
+            message: format!("no member matches '{selector}'; nothing to remove"),
+            member: None,
+            leadership_moved_to: None,
+        });
+    };
+    let target = target.clone();
+    if !target.member.is_learner && !force {
+        let voters_after = view.voters().count() - 1;
+        let quorum_after = voters_after / 2 + 1;
+        let healthy_after = view.healthy_voters() - usize::from(target.healthy);
+        if voters_after == 0 {
+            return Err(refused(
+                "this is the last voting member; removing it would destroy the cluster".into(),
+            ));
+        }
+        if healthy_after < quorum_after {
+            return Err(refused(format!(
+                "removing {} would leave {healthy_after} healthy voting member(s) of {voters_after}, below the quorum of {quorum_after}; fix the unhealthy members first ({}), or use --force",
+                target.member.id,
+                unhealthy_summary(&view)
+            )));
+        }
+    }
+    let mut moved_to = None;
+    let is_leader = view.leader == Some(target.member.id);
+    if is_leader && view.voters().count() > 1 {
+        let successor = view
+            .voters()
+            .filter(|m| m.healthy && m.member.id != target.member.id)
+            .max_by_key(|m| m.status.as_ref().map(|s| s.raft_index).unwrap_or(0))
+            .ok_or_else(|| {
+                refused("the leader has no healthy follower to hand leadership to".into())
+            })?;
+        let successor_id = successor.member.id;
+        let endpoint = target
+            .endpoint
+            .clone()
+            .ok_or_else(|| refused("the leader has no client URL".into()))?;
+        let leader_client = config.connect_endpoint(&endpoint).await?;
+        leader_client
+            .call("move leader", |mut c| async move {
+                c.move_leader(successor_id.0).await
+            })
+            .await?;
+        moved_to = Some(successor_id);
+    }
+    // Send the removal through another member: the removed one stops serving.
+    let client = client_for_change(config, &view, Some(target.member.id)).await?;
+    let id = target.member.id.0;
+    reconfigure(&client, "member remove", |mut c| async move {
+        c.member_remove(id).await
+    })
+    .await?;
+    Ok(MemberChangeResult {
+        changed: true,
+        message: format!(
+            "removed member {}{}; stop its etcd and drop it from clients' endpoints and DNS",
+            target.member.id,
+            moved_to
+                .map(|m| format!(" after moving leadership to {m}"))
+                .unwrap_or_default()
+        ),
+        member: Some(target.member),
+        leadership_moved_to: moved_to,
+    })
+}
+
+/// Changes a member's peer URLs, or confirms they are already these.
+pub async fn member_update(
+    config: &ClusterConfig,
+    selector: &str,
+    peer_urls: &[String],
+) -> Result<MemberChangeResult> {
+    validate_peer_urls(peer_urls)?;
+    let view = cluster_view(config).await?;
+    let target = find_member(&view, selector)
+        .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
+        .clone();
+    if same_urls(&target.member.peer_urls, peer_urls) {
+        return Ok(MemberChangeResult {
+            changed: false,
+            message: format!(
+                "member {} already has these peer URLs; nothing changed",
+                target.member.id
+            ),
+            member: Some(target.member),
+            leadership_moved_to: None,
+        });
+    }
+    let client = client_for_change(config, &view, None).await?;
+    let id = target.member.id.0;
+    let urls = peer_urls.to_vec();
+    reconfigure(&client, "member update", |mut c| {
+        let urls = urls.clone();
+        async move { c.member_update(id, urls).await }
+    })
+    .await?;
+    let mut member = target.member;
+    member.peer_urls = peer_urls.to_vec();
+    Ok(MemberChangeResult {
+        changed: true,
+        message: format!(
+            "updated the peer URLs of member {}; restart it with the new --initial-advertise-peer-urls",
+            member.id
+        ),
+        member: Some(member),
+        leadership_moved_to: None,
+    })
+}
+
+/// How close a learner must be to the leader's raft index to be promoted, as etcd checks.
+pub const LEARNER_READY_PERCENT: u64 = 90;
+
+/// Promotes a learner to a voter, or confirms it is one. Refuses (unless forced) a learner
+/// that is unreachable or behind the leader.
+pub async fn member_promote(
+    config: &ClusterConfig,
+    selector: &str,
+    force: bool,
+) -> Result<MemberChangeResult> {
+    let view = cluster_view(config).await?;
+    let target = find_member(&view, selector)
+        .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
+        .clone();
+    if !target.member.is_learner {
+        return Ok(MemberChangeResult {
+            changed: false,
+            message: format!(
+                "member {} is already a voting member; nothing changed",
+                target.member.id
+            ),
+            member: Some(target.member),
+            leadership_moved_to: None,
+        });
+    }
+    if !force {
+        let leader_index = view
+            .leader_state()
+            .and_then(|l| l.status.as_ref())
+            .map(|s| s.raft_index)
+            .ok_or_else(|| {
+                refused("the cluster has no reachable leader; promotion needs one".into())
+            })?;
+        let learner_index = target
+            .status
+            .as_ref()
+            .map(|s| s.raft_applied_index)
+            .ok_or_else(|| {
+                refused(format!(
+                    "learner {} does not answer ({}); start it and let it catch up first",
+                    target.member.id,
+                    target.error.as_deref().unwrap_or("unreachable")
+                ))
+            })?;
+        if learner_index * 100 < leader_index * LEARNER_READY_PERCENT {
+            return Err(refused(format!(
+                "learner {} is not in sync: applied index {learner_index} against the leader's {leader_index}; wait and retry, or use --force",
+                target.member.id
+            )));
+        }
+    }
+    let client = client_for_change(config, &view, Some(target.member.id)).await?;
+    let id = target.member.id.0;
+    reconfigure(&client, "member promote", |mut c| async move {
+        c.member_promote(id).await
+    })
+    .await?;
+    let mut member = target.member;
+    member.is_learner = false;
+    Ok(MemberChangeResult {
+        changed: true,
+        message: format!("promoted learner {} to a voting member", member.id),
+        member: Some(member),
+        leadership_moved_to: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: u64, name: &str, peer: &str) -> Member {
+        Member {
+            id: MemberId(id),
+            name: name.into(),
+            peer_urls: vec![peer.into()],
+            client_urls: vec![],
+            is_learner: false,
+            started: !name.is_empty(),
+        }
+    }
+
+    #[test]
+    fn initial_cluster_names_the_new_member() {
+        let members = vec![
+            member(1, "a", "https://10.0.0.1:2380"),
+            member(2, "", "https://10.0.0.2:2380"),
+        ];
+        assert_eq!(
+            initial_cluster(&members, MemberId(2), "b"),
+            "a=https://10.0.0.1:2380,b=https://10.0.0.2:2380"
+        );
+    }
+
+    #[test]
+    fn peer_urls_compare_as_sets() {
+        assert!(same_urls(
+            &["https://a:2380/".into(), "https://B:2380".into()],
+            &["https://b:2380".into(), "https://a:2380".into()]
+        ));
+        assert!(!same_urls(
+            &["https://a:2380".into()],
+            &["https://a:2381".into()]
+        ));
+    }
+
+    #[test]
+    fn bad_peer_urls_are_refused() {
+        assert!(validate_peer_urls(&[]).is_err());
+        assert!(validate_peer_urls(&["10.0.0.1:2380".into()]).is_err());
+        assert!(validate_peer_urls(&["https://10.0.0.1".into()]).is_err());
+        assert!(validate_peer_urls(&["https://10.0.0.1:2380".into()]).is_ok());
+    }
+}
