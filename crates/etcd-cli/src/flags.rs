@@ -138,6 +138,21 @@ pub enum Command {
     Compact(CompactArgs),
     /// Versions of etcdops and of every member.
     Version,
+    /// One report: quorum, leader, unhealthy members, alarms, KV hash agreement, db size
+    /// against quota, fragmentation, version skew, learners. Exit code 0 healthy, 1 warnings,
+    /// 2 critical.
+    Check(CheckArgs),
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The members' --quota-backend-bytes, e.g. 8GiB [default: etcd's 2GiB]
+    #[arg(long, value_parser = byte_size, value_name = "SIZE")]
+    pub quota_bytes: Option<usize>,
+    /// Report a defrag as worthwhile when at least this many bytes would be reclaimed
+    #[arg(long, value_parser = byte_size, value_name = "SIZE", default_value = "64MiB")]
+    pub defrag_min_bytes: usize,
 }
 
 /// `etcdops move-leader`.

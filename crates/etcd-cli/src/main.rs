@@ -83,5 +83,6 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Defrag(flag) => commands::maintenance::run_defrag(&config, flag, format).await,
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
         Command::Version => commands::maintenance::run_version(&config, format).await,
+        Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
     }
 }

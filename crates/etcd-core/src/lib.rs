@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod check;
 mod cluster;
 mod config;
 mod connect;
@@ -41,6 +42,7 @@ mod membership;
 mod snapshot;
 mod tls;
 
+pub use check::{CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding, Severity, check};
 pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
 pub use config::{
     ClientIdentity, ClusterConfig, ConnectionOptions, Credentials, DEFAULT_COMMAND_TIMEOUT,

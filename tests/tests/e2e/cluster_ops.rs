@@ -229,6 +229,9 @@ fn nospace_alarm_is_raised_then_cleared_by_compact_defrag_and_disarm() {
     let health = run(&cluster, &["endpoint", "health", "-w", "json"]);
     health.expect_code(1);
     assert!(health.stdout.contains("NOSPACE"), "{health}");
+    let report = run(&cluster, &["check", "-w", "json"]);
+    report.expect_code(2);
+    assert_eq!(findings(&report.json())["alarms"], "critical");
 
     // Disarming before space is freed does not stick... so free it first.
     run(
@@ -271,4 +274,62 @@ fn compact_by_revision_or_keep_count_and_refuse_the_future() {
         version["members"][0]["version"],
         cluster.version.version_string()
     );
+}
+
+fn findings(report: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["check"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn check_says_ok_then_warning_then_critical_as_members_die() {
+    let mut cluster = Cluster::start(3, Security::Plain);
+    cluster.put_keys("/k/", 10);
+    let healthy = run(&cluster, &["check", "-w", "json"]);
+    healthy.expect_code(0);
+    let report = healthy.json();
+    assert_eq!(report["verdict"], "ok", "{report}");
+    let all = findings(&report);
+    for check in [
+        "quorum",
+        "leader",
+        "members",
+        "alarms",
+        "hashkv",
+        "db_quota",
+        "fragmentation",
+        "versions",
+        "learners",
+    ] {
+        assert_eq!(all[check], "ok", "{check}: {report}");
+    }
+
+    cluster.kill_member(2);
+    let degraded = run(&cluster, &["check", "-w", "json"]);
+    degraded.expect_code(1);
+    let report = degraded.json();
+    assert_eq!(report["verdict"], "warning");
+    assert_eq!(findings(&report)["members"], "warning");
+    assert_eq!(findings(&report)["quorum"], "ok");
+
+    cluster.kill_member_now(1);
+    let down = run(&cluster, &["check", "-w", "json"]);
+    down.expect_code(2);
+    let report = down.json();
+    assert_eq!(report["verdict"], "critical");
+    assert_eq!(findings(&report)["quorum"], "critical");
+
+    // A tiny quota turns the db size into a finding.
+    let table = run(&cluster, &["check", "--quota-bytes", "16KiB"]);
+    assert!(table.stdout.contains("db_quota"), "{table}");
+    assert!(table.stdout.contains("CRITICAL"), "{table}");
 }

@@ -2,13 +2,13 @@
 
 use anyhow::Result;
 use etcd_core::{
-    Alarm, AlarmDisarmResult, ClusterConfig, CompactResult, CompactTarget, DefragReport,
-    MoveLeaderResult, Targets, VersionReport, alarm_disarm, alarm_list, compact, defrag,
-    move_leader, version,
+    Alarm, AlarmDisarmResult, CheckOptions, CheckReport, ClusterConfig, CompactResult,
+    CompactTarget, DefragReport, MoveLeaderResult, Severity, Targets, VersionReport, alarm_disarm,
+    alarm_list, check, compact, defrag, move_leader, version,
 };
 
 use super::ExitStatus;
-use crate::flags::{AlarmCommand, ClusterFlag, CompactArgs, OutputFormat};
+use crate::flags::{AlarmCommand, CheckArgs, ClusterFlag, CompactArgs, OutputFormat};
 use crate::output::{Render, cell, human_bytes, print};
 
 /// `move-leader MEMBER`
@@ -70,7 +70,7 @@ pub async fn run_compact(
     let target = match (args.revision, args.keep_revisions) {
         (Some(rev), _) => CompactTarget::Revision(rev),
         (None, Some(n)) => CompactTarget::KeepRevisions(n),
-        (None, None) => unreachable_target()?,
+        (None, None) => anyhow::bail!("give a revision or --keep-revisions N"),
     };
     print(
         format,
@@ -79,8 +79,66 @@ pub async fn run_compact(
     Ok(ExitStatus::Success)
 }
 
-fn unreachable_target() -> Result<CompactTarget> {
-    anyhow::bail!("give a revision or --keep-revisions N")
+/// `check`: exit code 0 ok, 1 warnings, 2 critical.
+pub async fn run_check(
+    config: &ClusterConfig,
+    args: &CheckArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let options = CheckOptions {
+        quota_bytes: args.quota_bytes.map(|b| b as i64),
+        defrag_min_bytes: args.defrag_min_bytes as i64,
+        ..CheckOptions::default()
+    };
+    let report = check(config, &options).await?;
+    let verdict = report.verdict;
+    print(format, &CheckView(report))?;
+    Ok(match verdict {
+        Severity::Ok => ExitStatus::Success,
+        Severity::Warning => ExitStatus::Failure,
+        Severity::Critical => ExitStatus::Error,
+    })
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct CheckView(CheckReport);
+
+impl Render for CheckView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["CHECK", "RESULT", "DETAIL"]
+    }
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.0
+            .findings
+            .iter()
+            .map(|f| {
+                vec![
+                    f.check.to_string(),
+                    severity_name(f.severity).into(),
+                    f.message.clone(),
+                ]
+            })
+            .collect()
+    }
+    fn simple_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .0
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}: {}", severity_name(f.severity), f.check, f.message))
+            .collect();
+        lines.push(format!("verdict: {}", severity_name(self.0.verdict)));
+        lines
+    }
+}
+
+fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Ok => "ok",
+        Severity::Warning => "WARNING",
+        Severity::Critical => "CRITICAL",
+    }
 }
 
 /// `version`

@@ -1,0 +1,309 @@
+//! `check`: one report of everything an SRE looks at before and after touching a cluster,
+//! with a verdict: ok, warning or critical.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::cluster::{ClusterView, cluster_view};
+use crate::config::ClusterConfig;
+use crate::endpoint::{HashKvReport, endpoint_hashkv};
+use crate::error::Result;
+use crate::id::MemberId;
+use crate::maintenance::{Alarm, alarm_list};
+use crate::member::Targets;
+
+/// etcd's default backend quota (`--quota-backend-bytes`), assumed when not given.
+pub const DEFAULT_QUOTA_BYTES: i64 = 2 * 1024 * 1024 * 1024;
+
+/// How bad a finding is. Ordered: the report's verdict is the worst finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Fine.
+    Ok,
+    /// Needs attention, not urgent.
+    Warning,
+    /// The cluster is down or at risk of losing data or writes.
+    Critical,
+}
+
+/// One checked aspect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// What was checked (`quorum`, `leader`, `members`, `alarms`, `hashkv`, `db_quota`,
+    /// `fragmentation`, `versions`, `learners`).
+    pub check: &'static str,
+    /// How bad.
+    pub severity: Severity,
+    /// What was found and what to do.
+    pub message: String,
+}
+
+/// Thresholds of `check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// The backend quota; `None` uses the member's report (etcd 3.6) or etcd's 2 GiB default.
+    pub quota_bytes: Option<i64>,
+    /// A defrag pays when at least this share of the db (percent) is free...
+    pub defrag_min_percent: i64,
+    /// ...and at least this many bytes would be reclaimed.
+    pub defrag_min_bytes: i64,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            quota_bytes: None,
+            defrag_min_percent: 50,
+            defrag_min_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckReport {
+    /// The worst finding.
+    pub verdict: Severity,
+    /// Every finding, in the order checked.
+    pub findings: Vec<Finding>,
+    /// Cluster ID.
+    pub cluster_id: MemberId,
+    /// The leader, when there is one.
+    pub leader: Option<MemberId>,
+    /// Every member's state.
+    pub cluster: ClusterView,
+    /// Active alarms.
+    pub alarms: Vec<Alarm>,
+    /// KV hashes of the healthy members at one revision.
+    pub hashkv: Option<HashKvReport>,
+}
+
+fn finding(check: &'static str, severity: Severity, message: String) -> Finding {
+    Finding {
+        check,
+        severity,
+        message,
+    }
+}
+
+fn mib(bytes: i64) -> String {
+    format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
+}
+
+/// Looks at the cluster and judges it.
+pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<CheckReport> {
+    let view = cluster_view(config).await?;
+    let alarms = alarm_list(config).await.unwrap_or_default();
+    let hashkv = endpoint_hashkv(config, Targets::Cluster, 0).await.ok();
+    let mut findings = Vec::new();
+
+    let voters = view.voters().count();
+    let healthy = view.healthy_voters();
+    findings.push(if healthy >= view.quorum() {
+        finding("quorum", Severity::Ok, format!("{healthy} of {voters} voting members healthy; quorum is {}", view.quorum()))
+    } else {
+        finding("quorum", Severity::Critical, format!("only {healthy} of {voters} voting members healthy, quorum needs {}: the cluster cannot accept writes; bring members back or restore", view.quorum()))
+    });
+
+    let leaders: BTreeSet<MemberId> = view
+        .members
+        .iter()
+        .filter(|m| m.healthy)
+        .filter_map(|m| m.status.as_ref().map(|s| s.leader))
+        .filter(|l| l.0 != 0)
+        .collect();
+    findings.push(match (view.leader, leaders.len()) {
+        (Some(leader), 1) => finding("leader", Severity::Ok, format!("member {leader} leads")),
+        (Some(leader), _) => finding(
+            "leader",
+            Severity::Warning,
+            format!(
+                "members disagree on the leader ({}); {leader} claims it",
+                leaders
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        (None, _) => finding(
+            "leader",
+            Severity::Critical,
+            "no member knows a leader".into(),
+        ),
+    });
+
+    let unhealthy = view.unhealthy();
+    findings.push(if unhealthy.is_empty() {
+        finding(
+            "members",
+            Severity::Ok,
+            format!("all {} members healthy", view.members.len()),
+        )
+    } else {
+        let list = unhealthy
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} ({}): {}",
+                    m.member.id,
+                    if m.member.started {
+                        m.member.name.as_str()
+                    } else {
+                        "not started"
+                    },
+                    m.error.as_deref().unwrap_or("unhealthy")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        finding(
+            "members",
+            Severity::Warning,
+            format!(
+                "{} member(s) unhealthy or not started: {list}",
+                unhealthy.len()
+            ),
+        )
+    });
+
+    findings.push(if alarms.is_empty() {
+        finding("alarms", Severity::Ok, "no alarm".into())
+    } else {
+        let list = alarms.iter().map(|a| format!("{} on {}", a.alarm, a.member_id)).collect::<Vec<_>>().join(", ");
+        finding("alarms", Severity::Critical, format!("active alarms: {list}; NOSPACE: compact, defrag, then `alarm disarm`; CORRUPT: replace the member"))
+    });
+
+    findings.push(match &hashkv {
+        Some(h) if h.all_agree => finding("hashkv", Severity::Ok, format!("all members hash the same key space at revision {}", h.revision)),
+        Some(h) => {
+            let answered: BTreeSet<Option<u32>> = h.endpoints.iter().filter(|e| e.error.is_none()).map(|e| e.hash).collect();
+            if answered.len() > 1 {
+                finding("hashkv", Severity::Critical, format!("members hold DIFFERENT data at revision {}: data inconsistency; stop writes and investigate (etcd 3.5.0-3.5.2 have a known bug)", h.revision))
+            } else {
+                finding("hashkv", Severity::Warning, format!("not every member could be hashed at revision {}", h.revision))
+            }
+        }
+        None => finding("hashkv", Severity::Warning, "could not compare KV hashes".into()),
+    });
+
+    let mut quota_notes = Vec::new();
+    let mut quota_severity = Severity::Ok;
+    let mut frag_notes = Vec::new();
+    for m in view.members.iter() {
+        let Some(s) = &m.status else { continue };
+        let quota = options.quota_bytes.unwrap_or(DEFAULT_QUOTA_BYTES);
+        let used = s.db_size * 100 / quota.max(1);
+        let severity = if used >= 95 {
+            Severity::Critical
+        } else if used >= 80 {
+            Severity::Warning
+        } else {
+            Severity::Ok
+        };
+        quota_severity = quota_severity.max(severity);
+        quota_notes.push(format!("{} {}% of {}", m.member.id, used, mib(quota)));
+        let free = s.db_size - s.db_size_in_use;
+        if s.db_size > 0
+            && free * 100 / s.db_size >= options.defrag_min_percent
+            && free >= options.defrag_min_bytes
+        {
+            frag_notes.push(format!(
+                "{}: {} of {} free",
+                m.member.id,
+                mib(free),
+                mib(s.db_size)
+            ));
+        }
+    }
+    findings.push(finding(
+        "db_quota",
+        quota_severity,
+        format!(
+            "db size against quota{}: {}",
+            if options.quota_bytes.is_none() {
+                " (etcd's default 2 GiB assumed; give --quota-bytes)"
+            } else {
+                ""
+            },
+            quota_notes.join(", ")
+        ),
+    ));
+    findings.push(if frag_notes.is_empty() {
+        finding(
+            "fragmentation",
+            Severity::Ok,
+            "no member would gain much from a defrag".into(),
+        )
+    } else {
+        finding(
+            "fragmentation",
+            Severity::Warning,
+            format!(
+                "a defrag pays: {}; run `etcdops defrag --cluster`",
+                frag_notes.join("; ")
+            ),
+        )
+    });
+
+    let versions: BTreeSet<&str> = view
+        .members
+        .iter()
+        .filter_map(|m| m.status.as_ref().map(|s| s.version.as_str()))
+        .collect();
+    findings.push(if versions.len() <= 1 {
+        finding(
+            "versions",
+            Severity::Ok,
+            format!(
+                "all members run {}",
+                versions.iter().next().copied().unwrap_or("unknown")
+            ),
+        )
+    } else {
+        finding(
+            "versions",
+            Severity::Warning,
+            format!(
+                "members run different versions ({}); finish the upgrade",
+                versions.iter().copied().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    });
+
+    let learners: Vec<String> = view
+        .members
+        .iter()
+        .filter(|m| m.member.is_learner)
+        .map(|m| m.member.id.to_string())
+        .collect();
+    findings.push(if learners.is_empty() {
+        finding("learners", Severity::Ok, "no learner waiting".into())
+    } else {
+        finding(
+            "learners",
+            Severity::Warning,
+            format!(
+                "learners not promoted: {}; `etcdops member promote ID` once in sync",
+                learners.join(", ")
+            ),
+        )
+    });
+
+    let verdict = findings
+        .iter()
+        .map(|f| f.severity)
+        .max()
+        .unwrap_or(Severity::Ok);
+    Ok(CheckReport {
+        verdict,
+        findings,
+        cluster_id: view.cluster_id,
+        leader: view.leader,
+        cluster: view,
+        alarms,
+        hashkv,
+    })
+}
