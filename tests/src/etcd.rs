@@ -339,6 +339,27 @@ impl Cluster {
         .expect("write sample keys");
     }
 
+    /// Writes one key (test setup only) and returns the revision of the write.
+    pub fn put(&self, key: &str, value: impl Into<Vec<u8>>) -> i64 {
+        let value = value.into();
+        block_on(async {
+            let mut client = self.client().await;
+            let response = client.put(key, value, None).await?;
+            Ok::<_, etcd_client::Error>(response.header().map(|h| h.revision()).unwrap_or(0))
+        })
+        .expect("put")
+    }
+
+    /// Deletes one key (test setup only) and returns the revision of the deletion.
+    pub fn delete(&self, key: &str) -> i64 {
+        block_on(async {
+            let mut client = self.client().await;
+            let response = client.delete(key, None).await?;
+            Ok::<_, etcd_client::Error>(response.header().map(|h| h.revision()).unwrap_or(0))
+        })
+        .expect("delete")
+    }
+
     /// Writes `count` keys with `size` bytes of incompressible data each (test setup only),
     /// to make a db of a known, large size.
     pub fn put_random(&self, prefix: &str, count: usize, size: usize) {

@@ -138,10 +138,129 @@ pub enum Command {
     Compact(CompactArgs),
     /// Versions of etcdops and of every member.
     Version,
+    /// Read keys (read-only; paged, Kubernetes Secrets redacted unless --show-secrets).
+    Get(GetArgs),
+    /// Every retained version of a key, newest first, down to the compacted revision.
+    History(HistoryArgs),
+    /// Past and live events from a revision until --until-rev or --timeout.
+    Watch(WatchArgs),
     /// One report: quorum, leader, unhealthy members, alarms, KV hash agreement, db size
     /// against quota, fragmentation, version skew, learners. Exit code 0 healthy, 1 warnings,
     /// 2 critical.
     Check(CheckArgs),
+    /// Leases, read-only: list them with TTLs and key counts, or one lease's TTL and keys.
+    #[command(subcommand)]
+    Lease(LeaseCommand),
+    /// Authentication: status, enable (guarded: refuses on a Kubernetes cluster unless
+    /// --force), disable.
+    #[command(subcommand)]
+    Auth(AuthCommand),
+    /// etcd users: list, get, add, delete, passwd, grant-role, revoke-role (idempotent).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// etcd roles and their key permissions (idempotent).
+    #[command(subcommand)]
+    Role(RoleCommand),
+}
+
+/// Sort keys by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum SortByArg {
+    /// Key
+    Key,
+    /// Creation revision
+    Create,
+    /// Modification revision
+    Modify,
+    /// Version
+    Version,
+    /// Value
+    Value,
+}
+
+/// Sort order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum OrderArg {
+    /// Ascending
+    Ascend,
+    /// Descending
+    Descend,
+}
+
+/// Arguments of `get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The key, or the start of a range
+    #[arg(id = "key_name", value_name = "KEY")]
+    pub key: String,
+    /// End of the range (exclusive)
+    pub range_end: Option<String>,
+    /// Every key starting with KEY
+    #[arg(long, conflicts_with_all = ["from_key", "range_end"])]
+    pub prefix: bool,
+    /// Every key from KEY on
+    #[arg(long, conflicts_with = "range_end")]
+    pub from_key: bool,
+    /// Read at this revision (0: latest)
+    #[arg(long, default_value_t = 0)]
+    pub rev: i64,
+    /// Keys only
+    #[arg(long)]
+    pub keys_only: bool,
+    /// Only the number of keys
+    #[arg(long)]
+    pub count_only: bool,
+    /// At most N keys (0: all)
+    #[arg(long, default_value_t = 0)]
+    pub limit: i64,
+    /// Sort by (anything but KEY is sorted by etcd in one request, not paged)
+    #[arg(long, value_enum, ignore_case = true)]
+    pub sort_by: Option<SortByArg>,
+    /// Sort order
+    #[arg(long, value_enum, ignore_case = true)]
+    pub order: Option<OrderArg>,
+    /// Print values only
+    #[arg(long)]
+    pub print_value_only: bool,
+    /// Show the values of Kubernetes Secrets (/registry/secrets/, /kubernetes.io/secrets/)
+    #[arg(long)]
+    pub show_secrets: bool,
+}
+
+/// Arguments of `history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The key
+    #[arg(id = "key_name", value_name = "KEY")]
+    pub key: String,
+    /// Show the values of Kubernetes Secrets
+    #[arg(long)]
+    pub show_secrets: bool,
+}
+
+/// Arguments of `watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The key, or the prefix with --prefix
+    #[arg(id = "key_name", value_name = "KEY")]
+    pub key: String,
+    /// Watch every key starting with KEY
+    #[arg(long)]
+    pub prefix: bool,
+    /// First revision to show (0: from now on)
+    #[arg(long, default_value_t = 0)]
+    pub rev: i64,
+    /// Stop once every event up to this revision was shown
+    #[arg(long, value_name = "REV")]
+    pub until_rev: Option<i64>,
+    /// Stop after this long, e.g. 30s
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Show the values of Kubernetes Secrets
+    #[arg(long)]
+    pub show_secrets: bool,
 }
 
 /// Arguments of `check`.
@@ -480,6 +599,181 @@ pub struct PruneArgs {
     pub store_flags: StoreFlags,
 }
 
+/// `etcdops lease ...` (no revoke: revoking a lease deletes its keys).
+#[derive(Debug, Subcommand)]
+pub enum LeaseCommand {
+    /// Every lease: ID (hex, as etcdctl prints it), granted TTL, remaining TTL, keys attached.
+    List,
+    /// One lease's granted and remaining TTL; with --keys, the keys attached. Exit code 1
+    /// when the lease does not exist (expired or revoked).
+    Timetolive(LeaseTimeToLiveArgs),
+}
+
+/// Arguments of `lease timetolive`.
+#[derive(Debug, Args)]
+pub struct LeaseTimeToLiveArgs {
+    /// The lease ID in hex, as `lease list` prints it
+    #[arg(value_name = "ID")]
+    pub id: etcd_core::LeaseId,
+    /// Also list the keys attached to the lease
+    #[arg(long)]
+    pub keys: bool,
+}
+
+/// `etcdops auth ...`
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Whether authentication is enabled, and whether the root user is ready for it.
+    Status,
+    /// Enable authentication. Refuses without a root user holding the root role, and on a
+    /// cluster holding Kubernetes data (keys under /registry/ or /kubernetes.io/) unless
+    /// --force: kube-apiserver's certificate user needs a role first.
+    Enable(AuthEnableArgs),
+    /// Disable authentication (needs the root role: --user root).
+    Disable,
+}
+
+/// Arguments of `auth enable`.
+#[derive(Debug, Args)]
+pub struct AuthEnableArgs {
+    /// Enable even though the cluster holds Kubernetes data (after giving kube-apiserver's
+    /// certificate user a role with readwrite on its prefix)
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `etcdops user ...`
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// List users.
+    List,
+    /// Show a user and its roles.
+    Get(NameArg),
+    /// Add a user (an existing one is left unchanged). The password comes from
+    /// --password-file, --password-env or a prompt on a terminal, never the command line
+    /// (the global --password is the password of --user, the connection).
+    Add(UserAddArgs),
+    /// Delete a user (one that does not exist is not an error).
+    Delete(NameArg),
+    /// Change a user's password (from --password-file, --password-env or a prompt).
+    Passwd(UserPasswdArgs),
+    /// Grant a role to a user.
+    GrantRole(UserRoleArgs),
+    /// Revoke a role from a user.
+    RevokeRole(UserRoleArgs),
+}
+
+/// A user or role name.
+#[derive(Debug, Args)]
+pub struct NameArg {
+    /// The name
+    pub name: String,
+}
+
+/// Where a new password comes from: never the command line.
+#[derive(Debug, Args)]
+pub struct PasswordFlags {
+    /// Read the new password from this file (one trailing newline is dropped)
+    #[arg(long, value_name = "FILE", conflicts_with = "password_env")]
+    pub password_file: Option<PathBuf>,
+    /// Read the new password from this environment variable (give its name)
+    #[arg(long, value_name = "VARIABLE")]
+    pub password_env: Option<String>,
+}
+
+/// Arguments of `user add`.
+#[derive(Debug, Args)]
+pub struct UserAddArgs {
+    /// The user name
+    pub name: String,
+    /// Where the password comes from
+    #[command(flatten)]
+    pub password: PasswordFlags,
+    /// No password: the user authenticates with a client certificate whose CN is its name
+    #[arg(long, conflicts_with_all = ["password_file", "password_env"])]
+    pub no_password: bool,
+}
+
+/// Arguments of `user passwd`.
+#[derive(Debug, Args)]
+pub struct UserPasswdArgs {
+    /// The user name
+    pub name: String,
+    /// Where the password comes from
+    #[command(flatten)]
+    pub password: PasswordFlags,
+}
+
+/// Arguments of `user grant-role` and `user revoke-role`.
+#[derive(Debug, Args)]
+pub struct UserRoleArgs {
+    /// The user name
+    pub name: String,
+    /// The role
+    pub role: String,
+}
+
+/// `etcdops role ...`
+#[derive(Debug, Subcommand)]
+pub enum RoleCommand {
+    /// List roles.
+    List,
+    /// Show a role and its permissions.
+    Get(NameArg),
+    /// Add a role (an existing one is left unchanged).
+    Add(NameArg),
+    /// Delete a role (one that does not exist is not an error).
+    Delete(NameArg),
+    /// Grant a role read, write or readwrite on a key, a range [KEY, RANGE_END) or a prefix.
+    GrantPermission(GrantPermissionArgs),
+    /// Revoke a role's permission on exactly this key, range or prefix.
+    RevokePermission(KeyRangeArgs),
+}
+
+/// Kind of permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PermissionArg {
+    /// Read
+    Read,
+    /// Write
+    Write,
+    /// Read and write
+    Readwrite,
+}
+
+/// Arguments of `role grant-permission`.
+#[derive(Debug, Args)]
+pub struct GrantPermissionArgs {
+    /// The role
+    pub role: String,
+    /// read, write or readwrite
+    #[arg(value_enum)]
+    pub permission: PermissionArg,
+    /// The key, or the start of the range ("" with --prefix: every key)
+    #[arg(id = "permission_key", value_name = "KEY")]
+    pub key: String,
+    /// End of the range (exclusive)
+    pub range_end: Option<String>,
+    /// Every key starting with KEY
+    #[arg(long, conflicts_with = "range_end")]
+    pub prefix: bool,
+}
+
+/// Arguments of `role revoke-permission`.
+#[derive(Debug, Args)]
+pub struct KeyRangeArgs {
+    /// The role
+    pub role: String,
+    /// The key, or the start of the range
+    #[arg(id = "permission_key", value_name = "KEY")]
+    pub key: String,
+    /// End of the range (exclusive)
+    pub range_end: Option<String>,
+    /// Every key starting with KEY
+    #[arg(long, conflicts_with = "range_end")]
+    pub prefix: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,6 +930,18 @@ mod tests {
         };
         assert!(args.skip_hash_check && args.store_flags.s3_path_style);
         assert!(Cli::try_parse_from(["etcdops", "snapshot", "status"]).is_err());
+    }
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let get = parse(&["get", "/a", "--key", "/k.pem", "--prefix"]);
+        let Command::Get(args) = get.command else {
+            panic!("not get")
+        };
+        assert_eq!(args.key, "/a");
+        assert_eq!(get.global.key, Some(PathBuf::from("/k.pem")));
     }
 
     #[test]

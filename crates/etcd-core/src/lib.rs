@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod auth;
 mod check;
 mod cluster;
 mod config;
@@ -35,13 +36,23 @@ mod discovery;
 mod duration;
 mod endpoint;
 mod error;
+mod history;
 mod id;
+mod kv;
+mod lease;
 mod maintenance;
 mod member;
 mod membership;
 mod snapshot;
 mod tls;
 
+pub use auth::{
+    AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
+    PermissionInfo, PermissionKind, RoleInfo, RoleList, UserInfo, UserList, auth_disable,
+    auth_enable, auth_status, role_add, role_delete, role_get, role_grant_permission, role_list,
+    role_revoke_permission, user_add, user_delete, user_get, user_grant_role, user_list,
+    user_passwd, user_revoke_role,
+};
 pub use check::{CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding, Severity, check};
 pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
 pub use config::{
@@ -57,7 +68,15 @@ pub use endpoint::{
     endpoint_hashkv, endpoint_health, endpoint_status,
 };
 pub use error::{Error, Result};
+pub use history::{
+    EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
+};
 pub use id::MemberId;
+pub use kv::{
+    Encoding, GetRequest, GetSummary, KeyValueView, SECRET_PREFIXES, SortBy, encode_bytes,
+    get_pages, is_kubernetes_secret, prefix_end, show_value,
+};
+pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 pub use maintenance::{
     Alarm, AlarmDisarmResult, CompactResult, CompactTarget, DefragReport, DefragStep,
     MemberVersion, MoveLeaderResult, VersionReport, alarm_disarm, alarm_list, compact, defrag,

@@ -2,12 +2,14 @@
 //! etcdctl of the same release as the oracle where it gives an answer.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
+mod access;
 mod auth;
 mod cluster_ops;
 mod discovery;
 mod endpoint;
 mod env;
 mod errors;
+mod keys;
 mod member;
 mod snapshot;
 mod snapshot_failures;

@@ -1,7 +1,9 @@
 //! One function per command: build the config, call the library, print the result, and say
 //! which exit status the result deserves.
 
+pub mod access;
 pub mod endpoint;
+pub mod kv;
 pub mod maintenance;
 pub mod member;
 pub mod snapshot;

@@ -1,0 +1,220 @@
+//! `etcdops get | history | watch`: read-only, streamed, Secrets redacted by default.
+
+use std::io::{self, BufWriter, Write};
+
+use anyhow::Result;
+use etcd_core::{
+    ClusterConfig, Encoding, GetRequest, KeyEvent, KeyHistory, SortBy, WatchBound, WatchRequest,
+    get_pages, history, watch,
+};
+
+use super::ExitStatus;
+use crate::flags::{GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg, WatchArgs};
+use crate::output::{Render, print};
+
+/// The output closed under us: remember the I/O error and stop the library's loop.
+fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
+    *slot = Some(err);
+    etcd_core::Error::Refused {
+        reason: "output closed".into(),
+    }
+}
+
+/// `get`
+pub async fn run_get(
+    config: &ClusterConfig,
+    args: &GetArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let request = GetRequest {
+        key: args.key.as_bytes().to_vec(),
+        range_end: args.range_end.as_ref().map(|e| e.as_bytes().to_vec()),
+        prefix: args.prefix,
+        from_key: args.from_key,
+        revision: args.rev,
+        keys_only: args.keys_only,
+        count_only: args.count_only,
+        limit: args.limit,
+        sort: match (args.sort_by, args.order) {
+            (None, None) => None,
+            (by, order) => Some((
+                match by.unwrap_or(SortByArg::Key) {
+                    SortByArg::Key => SortBy::Key,
+                    SortByArg::Create => SortBy::Create,
+                    SortByArg::Modify => SortBy::Modify,
+                    SortByArg::Version => SortBy::Version,
+                    SortByArg::Value => SortBy::Value,
+                },
+                order != Some(OrderArg::Descend),
+            )),
+        },
+        show_secrets: args.show_secrets,
+        page_size: 0,
+    };
+    let mut out = BufWriter::new(io::stdout());
+    let mut io_error: Option<io::Error> = None;
+    let mut first = true;
+    if format == OutputFormat::Json {
+        write!(out, "{{\"kvs\":[")?;
+    }
+    let result = get_pages(config, &request, |page| {
+        for kv in page {
+            let written = match format {
+                OutputFormat::Json => {
+                    let sep = if first { "" } else { "," };
+                    first = false;
+                    serde_json::to_string(&kv)
+                        .map_err(io::Error::other)
+                        .and_then(|json| write!(out, "{sep}\n{json}"))
+                }
+                _ if args.print_value_only => match &kv.value {
+                    Some(v) => writeln!(out, "{v}"),
+                    None => Ok(()),
+                },
+                _ => match &kv.value {
+                    Some(v) => writeln!(out, "{}\n{v}", kv.key),
+                    None => writeln!(out, "{}", kv.key),
+                },
+            };
+            written.map_err(|e| stop(&mut io_error, e))?;
+        }
+        Ok(())
+    })
+    .await;
+    if let Some(e) = io_error {
+        return Err(e.into());
+    }
+    let summary = result?;
+    match format {
+        OutputFormat::Json => {
+            let tail = serde_json::to_string(&summary)?;
+            // Merge the summary's fields into the document.
+            writeln!(out, "\n],{}", &tail[1..])?;
+        }
+        _ if args.count_only => writeln!(out, "{}", summary.count)?,
+        _ => {}
+    }
+    out.flush()?;
+    Ok(ExitStatus::Success)
+}
+
+/// `history`
+pub async fn run_history(
+    config: &ClusterConfig,
+    args: &HistoryArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let report = history(config, args.key.as_bytes(), args.show_secrets).await?;
+    print(format, &HistoryView(report))?;
+    Ok(ExitStatus::Success)
+}
+
+fn event_line(e: &KeyEvent) -> String {
+    match &e.value {
+        Some(v) => format!("PUT {}\n{v}", e.key),
+        None => format!("DELETE {}", e.key),
+    }
+}
+
+/// `watch`
+pub async fn run_watch(
+    config: &ClusterConfig,
+    args: &WatchArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let request = WatchRequest {
+        key: args.key.as_bytes().to_vec(),
+        prefix: args.prefix,
+        start_revision: args.rev,
+        bound: WatchBound {
+            until_revision: args.until_rev,
+            timeout: args.timeout,
+        },
+        show_secrets: args.show_secrets,
+    };
+    let mut out = BufWriter::new(io::stdout());
+    let mut io_error: Option<io::Error> = None;
+    let mut first = true;
+    if format == OutputFormat::Json {
+        write!(out, "{{\"events\":[")?;
+    }
+    let result = watch(config, &request, &mut |event| {
+        let written = match format {
+            OutputFormat::Json => {
+                let sep = if first { "" } else { "," };
+                first = false;
+                serde_json::to_string(&event)
+                    .map_err(io::Error::other)
+                    .and_then(|json| write!(out, "{sep}\n{json}"))
+            }
+            _ => writeln!(out, "{}", event_line(&event)),
+        }
+        .and_then(|_| out.flush());
+        written.map_err(|e| stop(&mut io_error, e))
+    })
+    .await;
+    if let Some(e) = io_error {
+        return Err(e.into());
+    }
+    let summary = result?;
+    if format == OutputFormat::Json {
+        writeln!(
+            out,
+            "\n],\"summary\":{}}}",
+            serde_json::to_string(&summary)?
+        )?;
+    }
+    out.flush()?;
+    Ok(ExitStatus::Success)
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct HistoryView(KeyHistory);
+
+impl Render for HistoryView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["REVISION", "EVENT", "VERSION", "CREATED", "LEASE", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows: Vec<Vec<String>> = self
+            .0
+            .events
+            .iter()
+            .map(|e| {
+                vec![
+                    e.revision.to_string(),
+                    format!("{:?}", e.kind).to_uppercase(),
+                    e.version.to_string(),
+                    e.create_revision.to_string(),
+                    e.lease.clone().unwrap_or_default(),
+                    match (&e.value, e.value_encoding) {
+                        (Some(v), Some(Encoding::Base64)) => format!("(base64) {v}"),
+                        (Some(v), _) => v.clone(),
+                        (None, _) => String::new(),
+                    },
+                ]
+            })
+            .collect();
+        if let Some(first) = self.0.compacted_before {
+            rows.push(vec![
+                first.to_string(),
+                "COMPACTED".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                "older versions were compacted away".into(),
+            ]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.0
+            .events
+            .iter()
+            .map(|e| format!("{} {}", e.revision, event_line(e)))
+            .collect()
+    }
+}

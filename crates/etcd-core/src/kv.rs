@@ -1,0 +1,351 @@
+//! Read-only key access for diagnostics: `get` in pages (bounded memory, one pinned revision),
+//! values as text or base64, Kubernetes Secrets redacted unless asked for.
+//!
+//! Writing or deleting keys is out of scope on purpose: it is how Kubernetes datastores get
+//! broken.
+
+use etcd_client::{GetOptions, SortOrder, SortTarget};
+use serde::Serialize;
+
+use crate::config::ClusterConfig;
+use crate::connect::EndpointClient;
+use crate::error::{Error, Result};
+
+/// Key prefixes whose values are Kubernetes Secrets (kubeadm and most distributions, OpenShift).
+pub const SECRET_PREFIXES: &[&str] = &["/registry/secrets/", "/kubernetes.io/secrets/"];
+
+/// Whether a key holds a Kubernetes Secret.
+pub fn is_kubernetes_secret(key: &[u8]) -> bool {
+    SECRET_PREFIXES
+        .iter()
+        .any(|p| key.starts_with(p.as_bytes()))
+}
+
+/// How a key or value is written in output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// Valid UTF-8, shown as is.
+    Text,
+    /// Binary (Kubernetes protobuf, encrypted data), shown as base64.
+    Base64,
+    /// Hidden: a Kubernetes Secret (`--show-secrets` to show it).
+    Redacted,
+}
+
+/// Bytes as text when they are UTF-8, else base64.
+pub fn encode_bytes(bytes: &[u8]) -> (String, Encoding) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_string(), Encoding::Text),
+        Err(_) => (base64_encode(bytes), Encoding::Base64),
+    }
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A value as shown: text, base64, or redacted.
+pub fn show_value(key: &[u8], value: &[u8], show_secrets: bool) -> (String, Encoding) {
+    if !show_secrets && is_kubernetes_secret(key) {
+        (
+            format!(
+                "<redacted Kubernetes Secret, {} bytes; --show-secrets shows it>",
+                value.len()
+            ),
+            Encoding::Redacted,
+        )
+    } else {
+        encode_bytes(value)
+    }
+}
+
+/// One key-value pair as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyValueView {
+    /// The key.
+    pub key: String,
+    /// How `key` is written.
+    pub key_encoding: Encoding,
+    /// The value (absent with `keys_only`).
+    pub value: Option<String>,
+    /// How `value` is written.
+    pub value_encoding: Option<Encoding>,
+    /// Size of the value in bytes.
+    pub value_size: usize,
+    /// Revision of the key's creation.
+    pub create_revision: i64,
+    /// Revision of its last modification.
+    pub mod_revision: i64,
+    /// Number of modifications since creation.
+    pub version: i64,
+    /// Lease ID (hex), or `None`.
+    pub lease: Option<String>,
+}
+
+impl KeyValueView {
+    fn from_kv(kv: &etcd_client::KeyValue, keys_only: bool, show_secrets: bool) -> Self {
+        let (key, key_encoding) = encode_bytes(kv.key());
+        let (value, value_encoding) = if keys_only {
+            (None, None)
+        } else {
+            let (v, e) = show_value(kv.key(), kv.value(), show_secrets);
+            (Some(v), Some(e))
+        };
+        KeyValueView {
+            key,
+            key_encoding,
+            value,
+            value_encoding,
+            value_size: kv.value().len(),
+            create_revision: kv.create_revision(),
+            mod_revision: kv.mod_revision(),
+            version: kv.version(),
+            lease: (kv.lease() != 0).then(|| format!("{:x}", kv.lease())),
+        }
+    }
+}
+
+/// What to sort by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    /// Key (the natural order; paged).
+    #[default]
+    Key,
+    /// Creation revision.
+    Create,
+    /// Last modification revision.
+    Modify,
+    /// Version.
+    Version,
+    /// Value.
+    Value,
+}
+
+/// A `get` request.
+#[derive(Debug, Clone, Default)]
+pub struct GetRequest {
+    /// The key, or the start of the range.
+    pub key: Vec<u8>,
+    /// End of the range (exclusive).
+    pub range_end: Option<Vec<u8>>,
+    /// Every key starting with `key`.
+    pub prefix: bool,
+    /// Every key from `key` on.
+    pub from_key: bool,
+    /// Read at this revision (0: latest).
+    pub revision: i64,
+    /// Keys only.
+    pub keys_only: bool,
+    /// Only count.
+    pub count_only: bool,
+    /// At most this many keys (0: all).
+    pub limit: i64,
+    /// Sort order; anything but key ascending is one request sorted by etcd (not paged).
+    pub sort: Option<(SortBy, bool)>,
+    /// Show Kubernetes Secrets' values.
+    pub show_secrets: bool,
+    /// Keys per page (default 1000).
+    pub page_size: i64,
+}
+
+/// What a `get` returned overall.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GetSummary {
+    /// The revision every page was read at.
+    pub revision: i64,
+    /// Keys in the range at that revision.
+    pub count: i64,
+    /// Keys returned.
+    pub returned: u64,
+    /// Whether keys were left out because of `limit`.
+    pub more: bool,
+}
+
+/// The end of the range of keys starting with `prefix`.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+fn sort_target(by: SortBy) -> SortTarget {
+    match by {
+        SortBy::Key => SortTarget::Key,
+        SortBy::Create => SortTarget::Create,
+        SortBy::Modify => SortTarget::Mod,
+        SortBy::Version => SortTarget::Version,
+        SortBy::Value => SortTarget::Value,
+    }
+}
+
+/// Reads keys page by page at one revision, handing each page to `on_page`, so a prefix of
+/// millions of keys never sits in memory at once.
+pub async fn get_pages(
+    config: &ClusterConfig,
+    request: &GetRequest,
+    mut on_page: impl FnMut(Vec<KeyValueView>) -> Result<()>,
+) -> Result<GetSummary> {
+    if request.key.is_empty() && !request.from_key {
+        return Err(Error::InvalidOption {
+            option: "key",
+            reason: "give a key (use --from-key with an empty key for every key)".into(),
+        });
+    }
+    let client = config.connect_any().await?;
+    let range_end: Option<Vec<u8>> = if request.prefix {
+        Some(prefix_end(&request.key))
+    } else if request.from_key {
+        Some(vec![0])
+    } else {
+        request.range_end.clone()
+    };
+    let base = |revision: i64| {
+        let mut options = GetOptions::new().with_revision(revision);
+        if let Some(end) = &range_end {
+            options = options.with_range(end.clone());
+        }
+        if request.keys_only {
+            options = options.with_keys_only();
+        }
+        options
+    };
+
+    if request.count_only {
+        let options = base(request.revision).with_count_only();
+        let response = fetch(&client, request.key.clone(), options).await?;
+        return Ok(GetSummary {
+            revision: response.header().map(|h| h.revision()).unwrap_or_default(),
+            count: response.count(),
+            returned: 0,
+            more: false,
+        });
+    }
+
+    let natural = matches!(request.sort, None | Some((SortBy::Key, true)));
+    if !natural || range_end.is_none() {
+        let mut options = base(request.revision);
+        if let Some((by, ascending)) = request.sort {
+            let order = if ascending {
+                SortOrder::Ascend
+            } else {
+                SortOrder::Descend
+            };
+            options = options.with_sort(sort_target(by), order);
+        }
+        if request.limit > 0 {
+            options = options.with_limit(request.limit);
+        }
+        let response = fetch(&client, request.key.clone(), options).await?;
+        let page: Vec<KeyValueView> = response
+            .kvs()
+            .iter()
+            .map(|kv| KeyValueView::from_kv(kv, request.keys_only, request.show_secrets))
+            .collect();
+        let returned = page.len() as u64;
+        on_page(page)?;
+        return Ok(GetSummary {
+            revision: response.header().map(|h| h.revision()).unwrap_or_default(),
+            count: response.count(),
+            returned,
+            more: response.more(),
+        });
+    }
+
+    let page_size = if request.page_size > 0 {
+        request.page_size
+    } else {
+        1000
+    };
+    let mut revision = request.revision;
+    let mut start = request.key.clone();
+    let mut returned: u64 = 0;
+    let mut count: Option<i64> = None;
+    loop {
+        let remaining = if request.limit > 0 {
+            request.limit - returned as i64
+        } else {
+            i64::MAX
+        };
+        let options = base(revision).with_limit(page_size.min(remaining));
+        let response = fetch(&client, start.clone(), options).await?;
+        if revision == 0 {
+            // Pin every later page to the first page's revision: one consistent view.
+            revision = response.header().map(|h| h.revision()).unwrap_or_default();
+        }
+        count.get_or_insert(response.count());
+        let kvs = response.kvs();
+        if let Some(last) = kvs.last() {
+            start = last.key().to_vec();
+            start.push(0);
+        }
+        let page: Vec<KeyValueView> = kvs
+            .iter()
+            .map(|kv| KeyValueView::from_kv(kv, request.keys_only, request.show_secrets))
+            .collect();
+        returned += page.len() as u64;
+        let more = response.more();
+        let empty = page.is_empty();
+        on_page(page)?;
+        let limit_reached = request.limit > 0 && returned as i64 >= request.limit;
+        if !more || empty || limit_reached {
+            return Ok(GetSummary {
+                revision,
+                count: count.unwrap_or_default(),
+                returned,
+                more: more && limit_reached,
+            });
+        }
+    }
+}
+
+async fn fetch(
+    client: &EndpointClient,
+    key: Vec<u8>,
+    options: GetOptions,
+) -> Result<etcd_client::GetResponse> {
+    client
+        .call(
+            "get",
+            |mut c| async move { c.get(key, Some(options)).await },
+        )
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_follow_etcd() {
+        assert_eq!(prefix_end(b"/registry/"), b"/registry0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn secrets_are_redacted_unless_asked_for() {
+        let (shown, enc) = show_value(b"/registry/secrets/default/db", b"hunter2", false);
+        assert_eq!(enc, Encoding::Redacted);
+        assert!(!shown.contains("hunter2"));
+        let (shown, enc) = show_value(b"/kubernetes.io/secrets/ns/x", b"hunter2", true);
+        assert_eq!((shown.as_str(), enc), ("hunter2", Encoding::Text));
+        let (_, enc) = show_value(b"/registry/configmaps/x", b"\x00k8s\xff", false);
+        assert_eq!(enc, Encoding::Base64);
+    }
+
+    #[test]
+    fn base64_matches_the_standard_alphabet() {
+        assert_eq!(base64_encode(b""), "");
+        assert_eq!(base64_encode(b"f"), "Zg==");
+        assert_eq!(base64_encode(b"fo"), "Zm8=");
+        assert_eq!(base64_encode(b"foo"), "Zm9v");
+        assert_eq!(base64_encode(&[0xff, 0x00, 0x80]), "/wCA");
+    }
+}
