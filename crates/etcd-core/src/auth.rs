@@ -791,11 +791,7 @@ async fn role_permissions(
         .await
     {
         Ok(response) => Ok(Some(
-            response
-                .permissions()
-                .iter()
-                .map(|p| permission_info(p))
-                .collect(),
+            response.permissions().iter().map(permission_info).collect(),
         )),
         Err(err) if says(&err, "role name not found") => Ok(None),
         Err(err) => Err(with_admin_hint(err)),

@@ -448,6 +448,12 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_has_no_clashing_argument_ids() {
+        // A positional named like a global flag (`key` and `--key`) only fails at run time.
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    #[test]
     fn auth_enable_takes_force() {
         let cli = parse(&["auth", "enable", "--force"]).unwrap();
         let Command::Auth(crate::flags::AuthCommand::Enable(args)) = cli.command else {
