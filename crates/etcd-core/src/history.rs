@@ -136,10 +136,12 @@ async fn watch_until(
         options = options.with_range(end);
     }
     let mut stream = client
-        .call(
-            "watch",
-            |mut c| async move { c.watch(key, Some(options)).await },
-        )
+        .call("watch", |c| async move {
+            c.watch_client()
+                .max_decoding_message_size(crate::kv::MAX_RESPONSE_BYTES)
+                .watch(key, Some(options))
+                .await
+        })
         .await?;
     let deadline = stop.bound.timeout.map(|t| Instant::now() + t);
     let stream_error = |e: etcd_client::Error| Error::Request {

@@ -146,7 +146,7 @@ pub struct GetRequest {
     pub sort: Option<(SortBy, bool)>,
     /// Show Kubernetes Secrets' values.
     pub show_secrets: bool,
-    /// Keys per page (default 1000).
+    /// Keys per page; 0 adapts the page size to the data (about 4 MiB per page).
     pub page_size: i64,
 }
 
@@ -258,11 +258,17 @@ pub async fn get_pages(
         });
     }
 
-    let page_size = if request.page_size > 0 {
+    // Pages adapt to the data: etcd counts the whole remaining range on every page (O(n) per
+    // request), so few large pages are much faster than many small ones, while the bytes per
+    // page stay near PAGE_BYTES whatever the value sizes.
+    let mut page_size = if request.page_size > 0 {
         request.page_size
-    } else {
+    } else if request.keys_only {
         1000
+    } else {
+        256
     };
+    let adaptive = request.page_size <= 0;
     let mut revision = request.revision;
     let mut start = request.key.clone();
     let mut returned: u64 = 0;
@@ -285,6 +291,15 @@ pub async fn get_pages(
             start = last.key().to_vec();
             start.push(0);
         }
+        let page_bytes: usize = kvs.iter().map(|kv| kv.key().len() + kv.value().len()).sum();
+        if adaptive {
+            let full = kvs.len() as i64 >= page_size;
+            if full && page_bytes < PAGE_BYTES / 2 {
+                page_size = (page_size * 2).min(MAX_PAGE_KEYS);
+            } else if page_bytes > PAGE_BYTES * 2 {
+                page_size = (page_size / 2).max(16);
+            }
+        }
         let page: Vec<KeyValueView> = kvs
             .iter()
             .map(|kv| KeyValueView::from_kv(kv, request.keys_only, request.show_secrets))
@@ -305,16 +320,26 @@ pub async fn get_pages(
     }
 }
 
+/// Bytes of keys and values a page aims at.
+const PAGE_BYTES: usize = 4 << 20;
+/// Most keys asked for in one page.
+const MAX_PAGE_KEYS: i64 = 65_536;
+/// Largest response accepted: etcdctl accepts any size; tonic's default is 4 MiB, too small
+/// for one page of large Kubernetes objects.
+pub(crate) const MAX_RESPONSE_BYTES: usize = 1 << 30;
+
 async fn fetch(
     client: &EndpointClient,
     key: Vec<u8>,
     options: GetOptions,
 ) -> Result<etcd_client::GetResponse> {
     client
-        .call(
-            "get",
-            |mut c| async move { c.get(key, Some(options)).await },
-        )
+        .call("get", |c| async move {
+            c.kv_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES)
+                .get(key, Some(options))
+                .await
+        })
         .await
 }
 

@@ -24,6 +24,19 @@ pub struct Member {
     pub started: bool,
 }
 
+impl From<&etcd_client::Member> for Member {
+    fn from(m: &etcd_client::Member) -> Self {
+        Member {
+            id: MemberId(m.id()),
+            name: m.name().to_string(),
+            peer_urls: m.peer_urls().to_vec(),
+            client_urls: m.client_urls().to_vec(),
+            is_learner: m.is_learner(),
+            started: !m.name().is_empty(),
+        }
+    }
+}
+
 /// The member list with the cluster it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemberList {
@@ -45,14 +58,7 @@ pub async fn member_list(config: &ClusterConfig) -> Result<MemberList> {
     let mut members: Vec<Member> = response
         .members()
         .iter()
-        .map(|m| Member {
-            id: MemberId(m.id()),
-            name: m.name().to_string(),
-            peer_urls: m.peer_urls().to_vec(),
-            client_urls: m.client_urls().to_vec(),
-            is_learner: m.is_learner(),
-            started: !m.name().is_empty(),
-        })
+        .map(Member::from)
         .collect();
     members.sort_by_key(|m| m.id);
     Ok(MemberList {

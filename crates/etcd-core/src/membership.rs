@@ -321,14 +321,7 @@ pub async fn member_add(
     let all: Vec<Member> = response
         .member_list()
         .iter()
-        .map(|m| Member {
-            id: MemberId(m.id()),
-            name: m.name().to_string(),
-            peer_urls: m.peer_urls().to_vec(),
-            client_urls: m.client_urls().to_vec(),
-            is_learner: m.is_learner(),
-            started: !m.name().is_empty(),
-        })
+        .map(Member::from)
         .collect();
     Ok(MemberAddResult {
         changed: true,
