@@ -260,56 +260,81 @@ pub async fn get_pages(
 
     // Pages adapt to the data: etcd counts the whole remaining range on every page (O(n) per
     // request), so few large pages are much faster than many small ones, while the bytes per
-    // page stay near PAGE_BYTES whatever the value sizes.
-    let mut page_size = if request.page_size > 0 {
+    // page stay near PAGE_BYTES whatever the value sizes. The next page is requested before the
+    // current one is handed over, so etcd's work overlaps ours.
+    let adaptive = request.page_size <= 0;
+    let mut page_size = if !adaptive {
         request.page_size
     } else if request.keys_only {
-        1000
+        FIRST_PAGE_KEYS_ONLY
     } else {
-        256
+        FIRST_PAGE_WITH_VALUES
     };
-    let adaptive = request.page_size <= 0;
+    let limit_for = |returned: u64, page_size: i64| {
+        if request.limit > 0 {
+            page_size.min(request.limit - returned as i64)
+        } else {
+            page_size
+        }
+    };
+    let spawn_fetch = |key: Vec<u8>, options: GetOptions| {
+        let client = client.clone();
+        tokio::spawn(async move { fetch(&client, key, options).await })
+    };
+    let joined =
+        |r: std::result::Result<Result<etcd_client::GetResponse>, tokio::task::JoinError>| {
+            r.map_err(|e| Error::Request {
+                operation: "get",
+                endpoint: client.endpoint().to_string(),
+                message: e.to_string(),
+            })?
+        };
     let mut revision = request.revision;
-    let mut start = request.key.clone();
     let mut returned: u64 = 0;
     let mut count: Option<i64> = None;
-    loop {
-        let remaining = if request.limit > 0 {
-            request.limit - returned as i64
-        } else {
-            i64::MAX
-        };
-        let options = base(revision).with_limit(page_size.min(remaining));
-        let response = fetch(&client, start.clone(), options).await?;
+    let mut pending = Some(spawn_fetch(
+        request.key.clone(),
+        base(revision).with_limit(limit_for(0, page_size)),
+    ));
+    while let Some(next) = pending.take() {
+        let response = joined(next.await)?;
         if revision == 0 {
             // Pin every later page to the first page's revision: one consistent view.
             revision = response.header().map(|h| h.revision()).unwrap_or_default();
         }
         count.get_or_insert(response.count());
         let kvs = response.kvs();
-        if let Some(last) = kvs.last() {
-            start = last.key().to_vec();
-            start.push(0);
-        }
         let page_bytes: usize = kvs.iter().map(|kv| kv.key().len() + kv.value().len()).sum();
         if adaptive {
             let full = kvs.len() as i64 >= page_size;
-            if full && page_bytes < PAGE_BYTES / 2 {
+            if full && page_bytes < PAGE_BYTES / 4 {
+                page_size = (page_size * 4).min(MAX_PAGE_KEYS);
+            } else if full && page_bytes < PAGE_BYTES / 2 {
                 page_size = (page_size * 2).min(MAX_PAGE_KEYS);
             } else if page_bytes > PAGE_BYTES * 2 {
                 page_size = (page_size / 2).max(16);
             }
         }
+        returned += kvs.len() as u64;
+        let limit_reached = request.limit > 0 && returned as i64 >= request.limit;
+        let more = response.more();
+        if let Some(last) = kvs.last()
+            && more
+            && !limit_reached
+        {
+            let mut start = last.key().to_vec();
+            start.push(0);
+            pending = Some(spawn_fetch(
+                start,
+                base(revision).with_limit(limit_for(returned, page_size)),
+            ));
+        }
         let page: Vec<KeyValueView> = kvs
             .iter()
             .map(|kv| KeyValueView::from_kv(kv, request.keys_only, request.show_secrets))
             .collect();
-        returned += page.len() as u64;
-        let more = response.more();
-        let empty = page.is_empty();
         on_page(page)?;
-        let limit_reached = request.limit > 0 && returned as i64 >= request.limit;
-        if !more || empty || limit_reached {
+        if pending.is_none() {
             return Ok(GetSummary {
                 revision,
                 count: count.unwrap_or_default(),
@@ -318,8 +343,18 @@ pub async fn get_pages(
             });
         }
     }
+    Ok(GetSummary {
+        revision,
+        count: count.unwrap_or_default(),
+        returned,
+        more: false,
+    })
 }
 
+/// First page size for keys-only reads (keys are small).
+const FIRST_PAGE_KEYS_ONLY: i64 = 16_384;
+/// First page size when values are read (they may be large).
+const FIRST_PAGE_WITH_VALUES: i64 = 256;
 /// Bytes of keys and values a page aims at.
 const PAGE_BYTES: usize = 4 << 20;
 /// Most keys asked for in one page.

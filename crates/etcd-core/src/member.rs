@@ -55,11 +55,7 @@ pub async fn member_list(config: &ClusterConfig) -> Result<MemberList> {
         .call("member list", |mut c| async move { c.member_list().await })
         .await?;
     let header = response.header();
-    let mut members: Vec<Member> = response
-        .members()
-        .iter()
-        .map(Member::from)
-        .collect();
+    let mut members: Vec<Member> = response.members().iter().map(Member::from).collect();
     members.sort_by_key(|m| m.id);
     Ok(MemberList {
         cluster_id: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),

@@ -318,11 +318,7 @@ pub async fn member_add(
         is_learner: added.is_learner(),
         started: false,
     };
-    let all: Vec<Member> = response
-        .member_list()
-        .iter()
-        .map(Member::from)
-        .collect();
+    let all: Vec<Member> = response.member_list().iter().map(Member::from).collect();
     Ok(MemberAddResult {
         changed: true,
         message: format!(

@@ -127,7 +127,13 @@ fn get_pages_through_a_prefix_at_one_revision_and_agrees_with_etcdctl() {
     big.expect_code(0);
     let big = big.json();
     assert_eq!(big["kvs"].as_array().unwrap().len(), 12);
-    assert!(big["kvs"].as_array().unwrap().iter().all(|k| k["value_size"] == 1_000_000));
+    assert!(
+        big["kvs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["value_size"] == 1_000_000)
+    );
 }
 
 #[test]
