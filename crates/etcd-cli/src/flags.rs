@@ -411,6 +411,56 @@ pub enum SnapshotCommand {
     ///
     /// The whole db is read into memory (decompressed when zstd).
     Status(StatusArgs),
+    /// Restore a snapshot natively (no etcdutl) into a new data dir for one member of a new
+    /// cluster: checks etcd's SHA-256 trailer and the db, writes the new membership,
+    /// consistent index and term into the db, and writes the WAL and the raft snap file.
+    ///
+    /// Run it once per member with the same --initial-cluster and --initial-cluster-token,
+    /// then start each etcd with those same flags. Written in a temporary dir beside the
+    /// target and renamed into place; a non-empty data dir or WAL dir is refused.
+    Restore(Box<RestoreArgs>),
+}
+
+/// Arguments of `snapshot restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A local file (plain or zstd; `etcdctl snapshot save` output, an `etcdops` backup or a
+    /// raw member/snap/db with --skip-hash-check), or a backup URL: STORE/OBJECT
+    #[arg(value_name = "FILE|URL")]
+    pub source: String,
+    /// The data dir to create (absent or empty)
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: std::path::PathBuf,
+    /// A separate WAL dir to create (absent or empty) [default: DIR/member/wal]
+    #[arg(long, value_name = "DIR")]
+    pub wal_dir: Option<std::path::PathBuf>,
+    /// This member's name, as in --initial-cluster
+    #[arg(long)]
+    pub name: String,
+    /// Every member of the new cluster: name=peer-url,...
+    #[arg(long, value_name = "NAME=URL,...")]
+    pub initial_cluster: String,
+    /// The new cluster's token (member IDs derive from it)
+    #[arg(long, value_name = "TOKEN")]
+    pub initial_cluster_token: String,
+    /// This member's peer URLs; must match its entry in --initial-cluster
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    pub initial_advertise_peer_urls: Vec<String>,
+    /// Restore even when etcd's SHA-256 trailer does not match the db (needed for a raw
+    /// member/snap/db, which has no trailer, only when it is damaged)
+    #[arg(long)]
+    pub skip_hash_check: bool,
+    /// Raise the latest revision by N, so revisions clients saw before stay in the past
+    /// (needs --mark-compacted)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub bump_revision: u64,
+    /// Mark the bumped revision compacted, so watchers of older revisions resync (only with
+    /// --bump-revision)
+    #[arg(long)]
+    pub mark_compacted: bool,
+    /// Store settings (for a backup URL)
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }
 
 /// Where backups go and how to reach it. Each option also reads an environment variable;
@@ -950,6 +1000,77 @@ mod tests {
         assert_eq!(
             parse(&["-w", "simple", "member", "list"]).global.write_out,
             OutputFormat::Simple
+        );
+    }
+
+    #[test]
+    fn snapshot_restore_takes_cluster_flags_urls_and_revision_bump() {
+        let cli = parse(&[
+            "snapshot",
+            "restore",
+            "/tmp/x.db",
+            "--data-dir",
+            "/var/lib/etcd",
+            "--name",
+            "a",
+            "--initial-cluster",
+            "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380",
+            "--initial-cluster-token",
+            "tok",
+            "--initial-advertise-peer-urls",
+            "http://10.0.0.1:2380,http://10.0.1.1:2380",
+        ]);
+        let Command::Snapshot(SnapshotCommand::Restore(args)) = cli.command else {
+            panic!("not a restore");
+        };
+        assert_eq!(args.source, "/tmp/x.db");
+        assert_eq!(args.data_dir, std::path::PathBuf::from("/var/lib/etcd"));
+        assert_eq!(args.wal_dir, None);
+        assert_eq!(args.initial_advertise_peer_urls.len(), 2);
+        assert_eq!((args.bump_revision, args.mark_compacted), (0, false));
+        assert!(!args.skip_hash_check);
+        let cli = parse(&[
+            "snapshot",
+            "restore",
+            "file:///b/x.db",
+            "--data-dir",
+            "d",
+            "--wal-dir",
+            "w",
+            "--name",
+            "a",
+            "--initial-cluster",
+            "a=http://h:1",
+            "--initial-cluster-token",
+            "t",
+            "--initial-advertise-peer-urls",
+            "http://h:1",
+            "--bump-revision",
+            "1000000",
+            "--mark-compacted",
+        ]);
+        let Command::Snapshot(SnapshotCommand::Restore(args)) = cli.command else {
+            panic!("not a restore");
+        };
+        assert_eq!(args.wal_dir, Some(std::path::PathBuf::from("w")));
+        assert_eq!((args.bump_revision, args.mark_compacted), (1_000_000, true));
+        // The peer URLs are required.
+        assert!(
+            Cli::try_parse_from([
+                "etcdops",
+                "snapshot",
+                "restore",
+                "x",
+                "--data-dir",
+                "d",
+                "--name",
+                "a",
+                "--initial-cluster",
+                "a=http://h:1",
+                "--initial-cluster-token",
+                "t",
+            ])
+            .is_err()
         );
     }
 }

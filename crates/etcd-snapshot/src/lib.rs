@@ -26,6 +26,7 @@ mod error;
 mod manifest;
 mod metrics;
 mod progress;
+mod restore;
 mod retention;
 mod save;
 mod source;
@@ -46,6 +47,10 @@ pub use manifest::{
 };
 pub use metrics::write_save_metrics;
 pub use progress::{NoProgress, Progress};
+pub use restore::{
+    RestoreError, RestoreRequest, RestoreResult, RestoredMember, cluster_id, member_id,
+    parse_initial_cluster, restore_snapshot,
+};
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
 pub use source::{SnapshotSource, choose_source};

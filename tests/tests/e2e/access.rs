@@ -52,7 +52,7 @@ fn etcdctl_needs_credentials(cluster: &Cluster) -> bool {
 
 #[test]
 fn leases_are_listed_with_ttls_and_attached_keys_and_ids_as_etcdctl_prints_them() {
-    let cluster = Cluster::start(1, Security::Plain);
+    let cluster = Cluster::start(3, Security::Plain);
     let (with_keys, without_keys) = block_on(async {
         let mut client = cluster.client().await;
         let a = client.lease_grant(600, None).await?.id();
@@ -165,7 +165,7 @@ fn leases_are_listed_with_ttls_and_attached_keys_and_ids_as_etcdctl_prints_them(
 
 #[test]
 fn users_and_roles_are_managed_idempotently_and_passwords_never_show() {
-    let cluster = Cluster::start(1, Security::Auth);
+    let cluster = Cluster::start(3, Security::Auth);
     let alice_pw = "Alice-Pw-7f3c9";
     let alice_new_pw = "Alice-New-Pw-99";
     let bob_pw = "Bob-Pw-from-env-42";

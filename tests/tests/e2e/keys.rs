@@ -6,7 +6,7 @@ use crate::{assert_clear_error, etcdctl_json, run};
 
 #[test]
 fn get_pages_through_a_prefix_at_one_revision_and_agrees_with_etcdctl() {
-    let cluster = Cluster::start(1, Security::Plain);
+    let cluster = Cluster::start(3, Security::Plain);
     cluster.put_keys("/registry/configmaps/ns/cm-", 2500);
     cluster.put("/other", "x");
 
@@ -138,7 +138,7 @@ fn get_pages_through_a_prefix_at_one_revision_and_agrees_with_etcdctl() {
 
 #[test]
 fn secrets_stay_hidden_unless_asked_and_binary_values_are_base64() {
-    let cluster = Cluster::start(1, Security::Plain);
+    let cluster = Cluster::start(3, Security::Plain);
     cluster.put(
         "/registry/secrets/default/db-password",
         "hunter2-Secret-Value",
@@ -182,7 +182,7 @@ fn secrets_stay_hidden_unless_asked_and_binary_values_are_base64() {
 
 #[test]
 fn history_shows_every_version_until_compaction_newest_first() {
-    let cluster = Cluster::start(1, Security::Plain);
+    let cluster = Cluster::start(3, Security::Plain);
     let revisions: Vec<i64> = (1..=10)
         .map(|i| cluster.put("/app/config", format!("v{i}")))
         .collect();
@@ -214,7 +214,7 @@ fn history_shows_every_version_until_compaction_newest_first() {
 
 #[test]
 fn watch_ends_on_its_revision_or_time_bound() {
-    let cluster = Cluster::start(1, Security::Plain);
+    let cluster = Cluster::start(3, Security::Plain);
     let first = cluster.put("/w/a", "1");
     cluster.put("/w/b", "2");
     cluster.delete("/w/a");

@@ -13,6 +13,7 @@ mod keys;
 mod member;
 mod snapshot;
 mod snapshot_failures;
+mod snapshot_restore;
 mod snapshot_status;
 mod snapshot_stores;
 mod tls;

@@ -1,0 +1,409 @@
+//! Native `snapshot restore`: turns a snapshot into the data dir of a member of a new cluster,
+//! as `etcdutl snapshot restore` does, without etcd's tools.
+//!
+//! The db (trailer checked and stripped, then checked as bbolt) gets the new membership, a
+//! consistent index equal to the number of members and term 1, written copy-on-write. Beside
+//! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
+//! snap file (v2 store with the members). Everything is written to a temporary dir beside the
+//! target, fsynced, and renamed into place; a non-empty data dir or WAL dir is refused.
+
+mod bbolt_write;
+mod ids;
+mod pb;
+mod snap;
+mod v2store;
+mod wal;
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::bbolt::BoltError;
+use crate::error::SnapshotError;
+use crate::status::{StatusOptions, TrailerCheck, snapshot_status, split_trailer};
+
+pub use bbolt_write::{Append, BucketContents, replace_buckets};
+pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
+
+/// What to restore, and as which member of which new cluster.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreRequest {
+    /// This member's name; must appear in `initial_cluster`.
+    pub name: String,
+    /// `name=peer-url,...` for every member of the new cluster.
+    pub initial_cluster: String,
+    /// The new cluster's token (member IDs derive from it).
+    pub initial_cluster_token: String,
+    /// This member's peer URLs; must equal its URLs in `initial_cluster`.
+    pub initial_advertise_peer_urls: Vec<String>,
+    /// The data dir to create (absent or empty).
+    pub data_dir: PathBuf,
+    /// A separate WAL dir (absent or empty); default `<data dir>/member/wal`.
+    pub wal_dir: Option<PathBuf>,
+    /// Restore even when etcd's SHA-256 trailer does not match the db.
+    pub skip_hash_check: bool,
+    /// Raise the latest revision by this much (etcdutl's `--bump-revision`): a key with an
+    /// empty value is put at (latest + N, 0). Needs `mark_compacted`.
+    pub bump_revision: u64,
+    /// Mark the (bumped) latest revision as scheduled for compaction, so clients watching
+    /// older revisions are told to resync (etcdutl's `--mark-compacted`).
+    pub mark_compacted: bool,
+}
+
+/// What a restore wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreResult {
+    /// The data dir written.
+    pub data_dir: PathBuf,
+    /// The WAL dir written.
+    pub wal_dir: PathBuf,
+    /// This member's name.
+    pub name: String,
+    /// This member's ID, hex.
+    pub member_id: String,
+    /// The new cluster's ID, hex.
+    pub cluster_id: String,
+    /// Members of the new cluster, by ID.
+    pub members: Vec<RestoredMember>,
+    /// MVCC revision of the snapshot (after --bump-revision).
+    pub revision: i64,
+    /// Consistent index and raft commit index written (the number of members).
+    pub consistent_index: u64,
+    /// Bytes of the db written.
+    pub db_size: u64,
+    /// What etcd's SHA-256 trailer said.
+    pub trailer: TrailerCheck,
+}
+
+/// Why a restore failed. Nothing is left behind at the target when it does.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// Bad input from the user.
+    #[error("invalid {option}: {reason}")]
+    InvalidOption {
+        /// The option.
+        option: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The data dir or WAL dir already holds something.
+    #[error("'{path}' is not empty; restore only into a new or empty directory")]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The snapshot is damaged or not etcd's.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// Rewriting the db failed.
+    #[error("cannot rewrite the db of '{name}': {source}")]
+    Rewrite {
+        /// The snapshot.
+        name: String,
+        /// What the bbolt layer found.
+        source: BoltError,
+    },
+    /// A file or directory could not be written.
+    #[error("cannot write '{path}': {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RestoreError + '_ {
+    move |source| RestoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Whether `dir` is absent or an empty directory.
+fn ensure_empty(dir: &Path) -> Result<(), RestoreError> {
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(RestoreError::NotEmpty {
+                    path: dir.to_path_buf(),
+                });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(RestoreError::NotEmpty {
+            path: dir.to_path_buf(),
+        }),
+        Err(e) => Err(io_err(dir)(e)),
+    }
+}
+
+fn make_dir(path: &Path) -> Result<(), RestoreError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(io_err(path))
+}
+
+fn write_file(path: &Path, bytes: &[u8], size: Option<u64>) -> Result<(), RestoreError> {
+    let err = io_err(path);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(&err)?;
+    file.write_all(bytes).map_err(&err)?;
+    if let Some(size) = size {
+        file.set_len(size.max(bytes.len() as u64)).map_err(&err)?;
+    }
+    file.sync_all().map_err(&err)
+}
+
+fn sync_dir(path: &Path) -> Result<(), RestoreError> {
+    File::open(path)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(path))
+}
+
+/// A temporary directory beside `target` (same filesystem), removed on drop unless renamed.
+struct Staging {
+    path: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    fn beside(target: &Path) -> Result<Staging, RestoreError> {
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        make_dir(parent)?;
+        let base = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "data".into());
+        let path = parent.join(format!(".{base}.restore-{}", std::process::id()));
+        if path.exists() {
+            fs::remove_dir_all(&path).map_err(io_err(&path))?;
+        }
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(io_err(&path))?;
+        Ok(Staging { path, done: false })
+    }
+
+    /// Renames the staged dir onto `target` (absent or empty) and syncs the parent.
+    fn commit(mut self, target: &Path) -> Result<(), RestoreError> {
+        sync_dir(&self.path)?;
+        fs::rename(&self.path, target).map_err(io_err(target))?;
+        self.done = true;
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+fn invalid(option: &'static str) -> impl Fn(String) -> RestoreError {
+    move |reason| RestoreError::InvalidOption { option, reason }
+}
+
+/// Restores the snapshot `bytes` (decompressed; `name` is for messages) into a new data dir.
+pub fn restore_snapshot(
+    name: &str,
+    bytes: &[u8],
+    request: &RestoreRequest,
+) -> Result<RestoreResult, RestoreError> {
+    if request.initial_cluster_token.is_empty() {
+        return Err(invalid("--initial-cluster-token")(
+            "must not be empty".into(),
+        ));
+    }
+    let members = parse_initial_cluster(&request.initial_cluster, &request.initial_cluster_token)
+        .map_err(invalid("--initial-cluster"))?;
+    let me = members
+        .iter()
+        .find(|m| m.name == request.name)
+        .ok_or_else(|| {
+            invalid("--name")(format!(
+                "{:?} is not in --initial-cluster {:?}",
+                request.name, request.initial_cluster
+            ))
+        })?;
+    let mut advertised = request.initial_advertise_peer_urls.clone();
+    advertised.sort();
+    advertised.dedup();
+    if advertised != me.peer_urls {
+        return Err(invalid("--initial-advertise-peer-urls")(format!(
+            "{} does not match {}'s peer URLs in --initial-cluster ({})",
+            advertised.join(","),
+            me.name,
+            me.peer_urls.join(",")
+        )));
+    }
+    if (request.bump_revision > 0) != request.mark_compacted {
+        return Err(invalid("--mark-compacted")(
+            "--mark-compacted is required with --bump-revision > 0, and allowed only with it"
+                .into(),
+        ));
+    }
+    let member_ids: Vec<u64> = members.iter().map(|m| m.id).collect();
+    let cluster = cluster_id(&member_ids);
+    let node_id = me.id;
+
+    let data_dir = request.data_dir.clone();
+    let wal_target = request.wal_dir.clone();
+    ensure_empty(&data_dir)?;
+    if let Some(wal) = &wal_target {
+        ensure_empty(wal)?;
+    }
+
+    // Check the trailer and the db; read the revision.
+    let status = snapshot_status(
+        name,
+        bytes,
+        &StatusOptions {
+            skip_hash_check: request.skip_hash_check,
+        },
+    )?;
+    let (db, _) = split_trailer(bytes);
+
+    // Rewrite membership, consistent index and term.
+    let commit = members.len() as u64;
+    let term = 1u64;
+    let mut replace: BTreeMap<Vec<u8>, BucketContents> = BTreeMap::new();
+    let mut members_bucket = BucketContents::new();
+    for member in &members {
+        members_bucket.insert(
+            format!("{:x}", member.id).into_bytes(),
+            wal::member_json(member),
+        );
+    }
+    replace.insert(b"members".to_vec(), members_bucket);
+    replace.insert(b"members_removed".to_vec(), BucketContents::new());
+    let mut meta = current_bucket(db, b"meta").map_err(|source| RestoreError::Rewrite {
+        name: name.to_string(),
+        source,
+    })?;
+    meta.insert(b"consistent_index".to_vec(), commit.to_be_bytes().to_vec());
+    meta.insert(b"term".to_vec(), term.to_be_bytes().to_vec());
+    let mut revision = status.revision;
+    let append = if request.bump_revision > 0 {
+        let bumped = i64::try_from(request.bump_revision)
+            .ok()
+            .and_then(|n| revision.checked_add(n))
+            .ok_or_else(|| {
+                invalid("--bump-revision")(format!(
+                    "{} overflows the revision {revision}",
+                    request.bump_revision
+                ))
+            })?;
+        revision = bumped;
+        let mut key = bumped.to_be_bytes().to_vec();
+        key.push(b'_');
+        key.extend_from_slice(&0i64.to_be_bytes());
+        meta.insert(b"scheduledCompactRev".to_vec(), key.clone());
+        Some(Append {
+            bucket: b"key".to_vec(),
+            key,
+            value: Vec::new(),
+        })
+    } else {
+        None
+    };
+    replace.insert(b"meta".to_vec(), meta);
+    let new_db =
+        replace_buckets(db, &replace, append.as_ref()).map_err(|source| RestoreError::Rewrite {
+            name: name.to_string(),
+            source,
+        })?;
+
+    let store = v2store::store_json(&members)
+        .map_err(|e| invalid("--initial-cluster")(format!("cannot encode the v2 store: {e}")))?;
+    let snap_bytes = snap::file_bytes(&store, &member_ids, commit, term);
+    let wal_bytes = wal::first_segment(&members, node_id, cluster);
+
+    // Stage everything beside the targets, then rename into place.
+    let data_stage = Staging::beside(&data_dir)?;
+    let snap_dir = data_stage.path.join("member").join("snap");
+    make_dir(&snap_dir)?;
+    write_file(&snap_dir.join("db"), &new_db, None)?;
+    write_file(
+        &snap_dir.join(snap::file_name(term, commit)),
+        &snap_bytes,
+        None,
+    )?;
+    sync_dir(&snap_dir)?;
+    let wal_stage = match &wal_target {
+        Some(wal) => Some(Staging::beside(wal)?),
+        None => None,
+    };
+    let wal_dir_staged = match &wal_stage {
+        Some(stage) => stage.path.clone(),
+        None => data_stage.path.join("member").join("wal"),
+    };
+    make_dir(&wal_dir_staged)?;
+    write_file(
+        &wal_dir_staged.join(wal::FIRST_SEGMENT),
+        &wal_bytes,
+        Some(wal::SEGMENT_SIZE),
+    )?;
+    sync_dir(&wal_dir_staged)?;
+    sync_dir(&data_stage.path.join("member"))?;
+    if let (Some(stage), Some(target)) = (wal_stage, &wal_target) {
+        stage.commit(target)?;
+    }
+    data_stage.commit(&data_dir)?;
+
+    Ok(RestoreResult {
+        wal_dir: wal_target.unwrap_or_else(|| data_dir.join("member").join("wal")),
+        data_dir,
+        name: me.name.clone(),
+        member_id: format!("{node_id:x}"),
+        cluster_id: format!("{cluster:x}"),
+        members,
+        revision,
+        consistent_index: commit,
+        db_size: new_db.len() as u64,
+        trailer: status.trailer,
+    })
+}
+
+/// The key/value pairs of the top-level bucket `name` (empty when it is missing).
+fn current_bucket(db: &[u8], name: &[u8]) -> Result<BucketContents, BoltError> {
+    let bolt = crate::bbolt::BoltDb::new(db)?;
+    let mut contents = BucketContents::new();
+    if let Some(bucket) = bolt.root().bucket(name)? {
+        for entry in bucket.iter() {
+            let entry = entry?;
+            if entry.is_bucket {
+                return Err(BoltError::Page {
+                    pgid: 0,
+                    reason: format!(
+                        "bucket {:?} holds a nested bucket",
+                        String::from_utf8_lossy(name)
+                    ),
+                });
+            }
+            contents.insert(entry.key.to_vec(), entry.value.to_vec());
+        }
+    }
+    Ok(contents)
+}
