@@ -417,7 +417,8 @@ pub enum SnapshotCommand {
     ///
     /// Run it once per member with the same --initial-cluster and --initial-cluster-token,
     /// then start each etcd with those same flags. Written in a temporary dir beside the
-    /// target and renamed into place; a non-empty data dir or WAL dir is refused.
+    /// target and renamed into place; a non-empty data dir or WAL dir is refused (or moved
+    /// aside with --move-aside). The same restore again changes nothing ("already restored").
     Restore(Box<RestoreArgs>),
 }
 
@@ -426,8 +427,16 @@ pub enum SnapshotCommand {
 pub struct RestoreArgs {
     /// A local file (plain or zstd; `etcdctl snapshot save` output, an `etcdops` backup or a
     /// raw member/snap/db with --skip-hash-check), or a backup URL: STORE/OBJECT
-    #[arg(value_name = "FILE|URL")]
-    pub source: String,
+    #[arg(
+        value_name = "FILE|URL",
+        required_unless_present = "from_data_dir",
+        conflicts_with = "from_data_dir"
+    )]
+    pub source: Option<String>,
+    /// Restore from a surviving member's own data dir (DIR/member/snap/db, etcd stopped)
+    /// instead of a snapshot; DIR is only read. The hash check is skipped (no trailer).
+    #[arg(long, value_name = "DIR")]
+    pub from_data_dir: Option<std::path::PathBuf>,
     /// The data dir to create (absent or empty)
     #[arg(long, value_name = "DIR")]
     pub data_dir: std::path::PathBuf,
@@ -458,6 +467,17 @@ pub struct RestoreArgs {
     /// --bump-revision)
     #[arg(long)]
     pub mark_compacted: bool,
+    /// Rename a non-empty data dir (and WAL dir) to DIR.bak-<UTC time> before restoring
+    /// (never deletes); refused for a restored dir a member has run on since, unless --force
+    #[arg(long)]
+    pub move_aside: bool,
+    /// With --move-aside: move the dir aside even when a member has run on it since it was
+    /// restored
+    #[arg(long, requires = "move_aside")]
+    pub force: bool,
+    /// Owner of the restored tree: USER[:GROUP] (names or numeric ids)
+    #[arg(long, value_name = "USER[:GROUP]")]
+    pub owner: Option<String>,
     /// Store settings (for a backup URL)
     #[command(flatten)]
     pub store_flags: StoreFlags,
@@ -1023,7 +1043,7 @@ mod tests {
         let Command::Snapshot(SnapshotCommand::Restore(args)) = cli.command else {
             panic!("not a restore");
         };
-        assert_eq!(args.source, "/tmp/x.db");
+        assert_eq!(args.source.as_deref(), Some("/tmp/x.db"));
         assert_eq!(args.data_dir, std::path::PathBuf::from("/var/lib/etcd"));
         assert_eq!(args.wal_dir, None);
         assert_eq!(args.initial_advertise_peer_urls.len(), 2);

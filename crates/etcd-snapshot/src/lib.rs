@@ -48,8 +48,8 @@ pub use manifest::{
 pub use metrics::write_save_metrics;
 pub use progress::{NoProgress, Progress};
 pub use restore::{
-    RestoreError, RestoreRequest, RestoreResult, RestoredMember, cluster_id, member_id,
-    parse_initial_cluster, restore_snapshot,
+    MARKER_FILE, RestoreError, RestoreMarker, RestoreRequest, RestoreResult, RestoredMember,
+    cluster_id, member_id, parse_initial_cluster, read_marker, restore_snapshot, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};

@@ -321,3 +321,289 @@ fn bump_revision_moves_revisions_past_the_snapshot_and_marks_them_compacted() {
         String::from_utf8_lossy(&old.stderr)
     );
 }
+
+#[test]
+fn restore_writes_a_marker_and_repeating_it_changes_nothing() {
+    let source = Cluster::start(1, Security::Plain);
+    write_keys(&source);
+    let expected = all_keys(&source);
+    let store = source.dir().join("store");
+    let file = save(&source, &store, "none");
+    let mut restored = Cluster::plan_restore(1, "m");
+    let data_dir = restored.members[0].data_dir.clone();
+
+    let done = restore(&file, &restored, 0, &[]);
+    done.expect_code(0);
+    assert_eq!(done.json()["changed"], true, "{done}");
+    let snapshot_revision = done.json()["revision"].as_i64().unwrap();
+    let marker_path = data_dir.join("member/etcdops-restore.json");
+    let marker_meta = std::fs::metadata(&marker_path).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&marker_meta.permissions()) & 0o777,
+        0o600
+    );
+    let marker: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&marker_path).unwrap()).unwrap();
+    assert_eq!(marker["db_sha256"], done.json()["db_sha256"]);
+    assert_eq!(marker["name"], restored.members[0].name.as_str());
+    assert_eq!(marker["initial_cluster"], restored.initial_cluster());
+    assert_eq!(marker["initial_cluster_token"], restored.token());
+    assert!(marker["wal_size"].as_u64().unwrap() > 0, "{marker}");
+
+    let db = data_dir.join("member/snap/db");
+    let before = (
+        std::fs::metadata(&db).unwrap().modified().unwrap(),
+        std::fs::read(&db).unwrap(),
+        std::fs::read(&marker_path).unwrap(),
+    );
+    // The same call again: nothing changes.
+    let again = restore(&file, &restored, 0, &[]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], false, "{again}");
+    let mut args: Vec<String> = again.args.clone();
+    let w = args.iter().position(|a| a == "-w").unwrap();
+    args[w + 1] = "simple".into();
+    let simple = etcdops(&args, &[]);
+    simple.expect_code(0);
+    assert!(simple.stdout.contains("already restored"), "{simple}");
+    let after = (
+        std::fs::metadata(&db).unwrap().modified().unwrap(),
+        std::fs::read(&db).unwrap(),
+        std::fs::read(&marker_path).unwrap(),
+    );
+    assert!(before == after, "the data dir was touched");
+
+    // A different request on that data dir is still refused.
+    let mut other = Cluster::plan_restore(1, "m");
+    other.members[0].data_dir = data_dir.clone();
+    let refused = restore(&file, &other, 0, &[]);
+    crate::assert_clear_error(&refused, "not empty");
+
+    restored.start_restored();
+    assert_serves(&restored, &expected, snapshot_revision);
+}
+
+#[test]
+fn restore_from_a_surviving_members_data_dir_after_quorum_loss() {
+    let mut source = Cluster::start(3, Security::Plain);
+    write_keys(&source);
+    let expected = all_keys(&source);
+    // etcd commits its db file in batches (every 100 ms): wait until the survivor's db on disk
+    // holds the last write, read with our own status reader (a torn read just retries).
+    let target = run(
+        &source,
+        &["get", "/", "--prefix", "--count-only", "-w", "json"],
+    )
+    .json()["revision"]
+        .as_i64()
+        .unwrap();
+    let db_path = source.members[0].data_dir.join("member/snap/db");
+    let db_arg = db_path.display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let status = run(
+            &source,
+            &[
+                "snapshot",
+                "status",
+                &db_arg,
+                "--skip-hash-check",
+                "-w",
+                "json",
+            ],
+        );
+        if status.code == 0 && status.json()["revision"].as_i64().unwrap_or(0) >= target {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the db never caught up:\n{status}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    source.kill_member_now(1);
+    source.kill_member_now(2);
+    source.kill_member_now(0);
+    let survivor = source.members[0].data_dir.clone();
+    let survivor_db = survivor.join("member/snap/db");
+    let before = std::fs::read(&survivor_db).unwrap();
+    let before_names = only_entry_names(&survivor.join("member"));
+
+    let mut restored = Cluster::plan_restore(1, "q");
+    let member = &restored.members[0];
+    let args: Vec<String> = [
+        "snapshot",
+        "restore",
+        "--from-data-dir",
+        &survivor.display().to_string(),
+        "--data-dir",
+        &member.data_dir.display().to_string(),
+        "--name",
+        &member.name,
+        "--initial-cluster",
+        &restored.initial_cluster(),
+        "--initial-cluster-token",
+        restored.token(),
+        "--initial-advertise-peer-urls",
+        &member.peer_url,
+        "-w",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let done = etcdops(&args, &[]);
+    done.expect_code(0);
+    assert_eq!(done.json()["trailer"], "absent", "{done}");
+    let snapshot_revision = done.json()["revision"].as_i64().unwrap();
+    assert_eq!(
+        std::fs::read(&survivor_db).unwrap(),
+        before,
+        "source db untouched"
+    );
+    assert_eq!(only_entry_names(&survivor.join("member")), before_names);
+
+    restored.start_restored();
+    assert_serves(&restored, &expected, snapshot_revision);
+
+    // The survivor's dir restored onto itself: read first, then moved aside.
+    let mut in_place = args.clone();
+    let d = in_place.iter().position(|a| a == "--data-dir").unwrap();
+    in_place[d + 1] = survivor.display().to_string();
+    in_place.push("--move-aside".into());
+    let done = etcdops(&in_place, &[]);
+    done.expect_code(0);
+    let aside = moved_aside(&survivor);
+    assert_eq!(aside.len(), 1, "{done}");
+    assert_eq!(
+        std::fs::read(aside[0].join("member/snap/db")).unwrap(),
+        before
+    );
+    assert!(survivor.join("member/etcdops-restore.json").exists());
+}
+
+/// The `DIR.bak-*` siblings of `dir`.
+fn moved_aside(dir: &Path) -> Vec<PathBuf> {
+    let prefix = format!("{}.bak-", dir.file_name().unwrap().to_string_lossy());
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&prefix)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn move_aside_keeps_the_old_data_dir_and_guards_a_dir_a_member_ran_on() {
+    let source = Cluster::start(1, Security::Plain);
+    write_keys(&source);
+    let expected = all_keys(&source);
+    let store = source.dir().join("store");
+    let file = save(&source, &store, "none");
+    let mut restored = Cluster::plan_restore(1, "a");
+    let data_dir = restored.members[0].data_dir.clone();
+
+    // An old, non-empty data dir is renamed, never deleted.
+    std::fs::create_dir_all(data_dir.join("member")).unwrap();
+    std::fs::write(data_dir.join("member/precious"), "keep me").unwrap();
+    let done = restore(&file, &restored, 0, &["--move-aside"]);
+    done.expect_code(0);
+    let aside = moved_aside(&data_dir);
+    assert_eq!(aside.len(), 1, "{done}");
+    let stamp = aside[0]
+        .to_string_lossy()
+        .rsplit(".bak-")
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(stamp.len(), "20261129T190500Z".len(), "{stamp}");
+    assert!(
+        stamp.ends_with('Z') && stamp.as_bytes()[8] == b'T',
+        "{stamp}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(aside[0].join("member/precious")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(
+        done.json()["moved_aside"][0],
+        aside[0].display().to_string()
+    );
+    let snapshot_revision = done.json()["revision"].as_i64().unwrap();
+
+    // A member runs on the restored dir: moving it aside again needs --force.
+    restored.start_restored();
+    assert_serves(&restored, &expected, snapshot_revision);
+    restored.kill_member(0);
+    let mut other = Cluster::plan_restore(1, "a");
+    other.members[0].data_dir = data_dir.clone();
+    let refused = restore(&file, &other, 0, &["--move-aside"]);
+    crate::assert_clear_error(&refused, "--force");
+    assert_eq!(moved_aside(&data_dir).len(), 1, "nothing moved:\n{refused}");
+    let forced = restore(&file, &other, 0, &["--move-aside", "--force"]);
+    forced.expect_code(0);
+    let aside = moved_aside(&data_dir);
+    assert_eq!(aside.len(), 2, "{forced}");
+    assert!(aside[1].join("member/etcdops-restore.json").exists());
+    assert!(aside[1].join("member/snap/db").exists());
+    other.start_restored();
+    let kvs = all_keys(&other);
+    assert_eq!(kvs.as_array().unwrap().len(), 220, "every live key");
+}
+
+#[test]
+fn owner_chowns_the_restored_tree() {
+    use std::os::unix::fs::MetadataExt;
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let Some(nobody) = passwd
+        .lines()
+        .find(|l| l.starts_with("nobody:"))
+        .and_then(|l| l.split(':').nth(2))
+        .and_then(|id| id.parse::<u32>().ok())
+    else {
+        eprintln!("no user nobody: skipped");
+        return;
+    };
+    let source = Cluster::start(1, Security::Plain);
+    source.put_keys("/restore/small/", 20);
+    let store = source.dir().join("store");
+    let file = save(&source, &store, "none");
+    let target = Cluster::plan_restore(1, "o");
+    let data_dir = target.members[0].data_dir.clone();
+
+    let refused = restore(&file, &target, 0, &["--owner", "no-such-user-etcdops"]);
+    crate::assert_clear_error(&refused, "--owner");
+    assert!(!data_dir.exists());
+
+    let done = restore(&file, &target, 0, &["--owner", "nobody"]);
+    if done.code != 0 && done.stderr.contains("Operation not permitted") {
+        eprintln!("not allowed to chown here: skipped");
+        return;
+    }
+    done.expect_code(0);
+    let mut paths = vec![data_dir.clone()];
+    let mut i = 0;
+    while i < paths.len() {
+        if paths[i].is_dir() {
+            for entry in std::fs::read_dir(&paths[i]).unwrap() {
+                paths.push(entry.unwrap().path());
+            }
+        }
+        i += 1;
+    }
+    assert!(paths.len() >= 7, "{paths:?}");
+    for path in &paths {
+        assert_eq!(
+            std::fs::metadata(path).unwrap().uid(),
+            nobody,
+            "{}",
+            path.display()
+        );
+    }
+}

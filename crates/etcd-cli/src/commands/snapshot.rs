@@ -87,12 +87,25 @@ pub async fn run(
 
 /// `snapshot restore`: a backup URL when the argument has a scheme, else a local file.
 async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus> {
-    let loaded = if args.source.contains("://") {
-        let (store_url, name) = split_backup_url(&args.source);
-        let store = open_store(&store_url, &args.store_flags)?;
-        read_snapshot_object(&store, &name).await?
-    } else {
-        read_snapshot_file(std::path::Path::new(&args.source))?
+    let (source, bytes, from_data_dir) = match (&args.from_data_dir, &args.source) {
+        (Some(dir), _) => {
+            // A surviving member's own db: only read, never modified; it has no trailer.
+            let db = dir.join("member").join("snap").join("db");
+            let bytes = std::fs::read(&db)
+                .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", db.display()))?;
+            (db.display().to_string(), bytes, true)
+        }
+        (None, Some(source)) if source.contains("://") => {
+            let (store_url, name) = split_backup_url(source);
+            let store = open_store(&store_url, &args.store_flags)?;
+            let loaded = read_snapshot_object(&store, &name).await?;
+            (source.clone(), loaded.bytes, false)
+        }
+        (None, Some(source)) => {
+            let loaded = read_snapshot_file(std::path::Path::new(source))?;
+            (source.clone(), loaded.bytes, false)
+        }
+        (None, None) => anyhow::bail!("give a snapshot FILE|URL or --from-data-dir DIR"),
     };
     let request = RestoreRequest {
         name: args.name.clone(),
@@ -101,14 +114,23 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
         initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
         data_dir: args.data_dir.clone(),
         wal_dir: args.wal_dir.clone(),
-        skip_hash_check: args.skip_hash_check,
+        skip_hash_check: args.skip_hash_check || from_data_dir,
         bump_revision: args.bump_revision,
         mark_compacted: args.mark_compacted,
+        move_aside: args.move_aside,
+        force: args.force,
+        owner: args.owner.clone(),
     };
-    let result = restore_snapshot(&args.source, &loaded.bytes, &request)?;
+    let result = restore_snapshot(&source, &bytes, &request)?;
     if result.trailer == TrailerCheck::MismatchIgnored {
         eprintln!(
             "etcdops: warning: etcd's SHA-256 trailer does not match the db (--skip-hash-check)"
+        );
+    }
+    for aside in &result.moved_aside {
+        eprintln!(
+            "etcdops: moved the previous dir aside to {}",
+            aside.display()
         );
     }
     print(format, &RestoreView(result))?;
@@ -148,6 +170,16 @@ impl Render for RestoreView {
     }
 
     fn simple_lines(&self) -> Vec<String> {
+        if !self.0.changed {
+            return vec![format!(
+                "already restored: {} is member {} ({}) of cluster {} at revision {}; nothing changed",
+                self.0.data_dir.display(),
+                self.0.name,
+                self.0.member_id,
+                self.0.cluster_id,
+                self.0.revision
+            )];
+        }
         vec![format!(
             "restored {} as member {} ({}) of cluster {} at revision {}",
             self.0.data_dir.display(),

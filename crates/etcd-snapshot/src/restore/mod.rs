@@ -5,7 +5,9 @@
 //! consistent index equal to the number of members and term 1, written copy-on-write. Beside
 //! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
 //! snap file (v2 store with the members). Everything is written to a temporary dir beside the
-//! target, fsynced, and renamed into place; a non-empty data dir or WAL dir is refused.
+//! target, fsynced, and renamed into place; a non-empty data dir or WAL dir is refused, or with
+//! `move_aside` renamed to `DIR.bak-<UTC time>` (never deleted). A marker,
+//! `member/etcdops-restore.json`, makes repeating the same restore a no-op.
 
 mod bbolt_write;
 mod ids;
@@ -20,7 +22,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bbolt::BoltError;
 use crate::error::SnapshotError;
@@ -52,6 +54,13 @@ pub struct RestoreRequest {
     /// Mark the (bumped) latest revision as scheduled for compaction, so clients watching
     /// older revisions are told to resync (etcdutl's `--mark-compacted`).
     pub mark_compacted: bool,
+    /// Rename a non-empty data dir (and WAL dir) to `DIR.bak-<UTC time>` instead of refusing
+    /// it; nothing is ever deleted.
+    pub move_aside: bool,
+    /// With `move_aside`: move it aside even when a member has run on a restored dir since.
+    pub force: bool,
+    /// `USER[:GROUP]` (names or numeric ids) to own the restored tree.
+    pub owner: Option<String>,
 }
 
 /// What a restore wrote.
@@ -77,6 +86,157 @@ pub struct RestoreResult {
     pub db_size: u64,
     /// What etcd's SHA-256 trailer said.
     pub trailer: TrailerCheck,
+    /// SHA-256 of the snapshot's db (before the rewrite), hex.
+    pub db_sha256: String,
+    /// False when the data dir already held this very restore (nothing was touched).
+    pub changed: bool,
+    /// Where the previous data dir (and WAL dir) were moved with `move_aside`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved_aside: Vec<PathBuf>,
+}
+
+/// The marker a restore leaves in `<data dir>/member/`, so that repeating the same restore is
+/// a no-op.
+pub const MARKER_FILE: &str = "etcdops-restore.json";
+
+/// What `<data dir>/member/etcdops-restore.json` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoreMarker {
+    /// SHA-256 of the snapshot's db (before the rewrite), hex.
+    pub db_sha256: String,
+    /// The member's name.
+    pub name: String,
+    /// `--initial-cluster` as given.
+    pub initial_cluster: String,
+    /// `--initial-cluster-token`.
+    pub initial_cluster_token: String,
+    /// The WAL dir written.
+    pub wal_dir: PathBuf,
+    /// Total bytes of the WAL files at restore time.
+    pub wal_size: u64,
+    /// Number of WAL files at restore time.
+    pub wal_files: u64,
+    /// Newest modification time of the WAL files at restore time (ns since the epoch).
+    #[serde(default)]
+    pub wal_modified_ns: u128,
+    /// `--bump-revision`.
+    #[serde(default)]
+    pub bump_revision: u64,
+    /// The member's ID, hex.
+    pub member_id: String,
+    /// The new cluster's ID, hex.
+    pub cluster_id: String,
+    /// MVCC revision restored (after --bump-revision).
+    pub revision: i64,
+    /// When the restore was done (UTC, RFC 3339).
+    pub restored_at: String,
+}
+
+/// Reads the restore marker of `data_dir`, if there is a readable one.
+pub fn read_marker(data_dir: &Path) -> Option<RestoreMarker> {
+    let bytes = fs::read(data_dir.join("member").join(MARKER_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Bytes and number of the files in `dir` (0, 0 when it is missing).
+pub fn wal_usage(dir: &Path) -> (u64, u64) {
+    let (size, files, _) = wal_state(dir);
+    (size, files)
+}
+
+/// Bytes, number and newest modification time (ns) of the files in `dir`.
+fn wal_state(dir: &Path) -> (u64, u64, u128) {
+    let mut size = 0;
+    let mut files = 0;
+    let mut newest = 0;
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if let Ok(meta) = entry.metadata() {
+                if meta.is_file() {
+                    size += meta.len();
+                    files += 1;
+                    let modified = meta
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map(|d| d.as_nanos())
+                        .unwrap_or(0);
+                    newest = newest.max(modified);
+                }
+            }
+        }
+    }
+    (size, files, newest)
+}
+
+/// Whether a member has run on a restored data dir since the restore (its WAL changed).
+fn ran_since_restore(marker: &RestoreMarker) -> bool {
+    let (size, files, newest) = wal_state(&marker.wal_dir);
+    size > marker.wal_size
+        || files != marker.wal_files
+        || (marker.wal_modified_ns > 0 && newest > marker.wal_modified_ns)
+}
+
+/// The id of `name` (or a number) in an `/etc/passwd`-like file (`name:x:id:...`).
+fn lookup_id(file: &str, name: &str) -> Option<u32> {
+    if let Ok(id) = name.parse::<u32>() {
+        return Some(id);
+    }
+    let text = fs::read_to_string(file).ok()?;
+    text.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        (fields.next()? == name)
+            .then(|| fields.nth(1)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// Resolves `USER[:GROUP]` to ids via /etc/passwd and /etc/group (numbers accepted).
+pub fn resolve_owner(spec: &str) -> Result<(u32, Option<u32>), RestoreError> {
+    let (user, group) = match spec.split_once(':') {
+        Some((u, g)) => (u, Some(g)),
+        None => (spec, None),
+    };
+    if user.is_empty() {
+        return Err(invalid("--owner")("USER must not be empty".into()));
+    }
+    let uid = lookup_id("/etc/passwd", user)
+        .ok_or_else(|| invalid("--owner")(format!("no user {user:?}")))?;
+    let gid = match group.filter(|g| !g.is_empty()) {
+        Some(g) => Some(
+            lookup_id("/etc/group", g)
+                .ok_or_else(|| invalid("--owner")(format!("no group {g:?}")))?,
+        ),
+        None => None,
+    };
+    Ok((uid, gid))
+}
+
+/// Changes the owner of `path` and everything under it.
+fn chown_tree(path: &Path, uid: u32, gid: Option<u32>) -> Result<(), RestoreError> {
+    std::os::unix::fs::lchown(path, Some(uid), gid).map_err(io_err(path))?;
+    let meta = fs::symlink_metadata(path).map_err(io_err(path))?;
+    if meta.is_dir() {
+        for entry in fs::read_dir(path).map_err(io_err(path))? {
+            let entry = entry.map_err(io_err(path))?;
+            chown_tree(&entry.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `dir` exists and holds something.
+fn non_empty(dir: &Path) -> bool {
+    fs::read_dir(dir)
+        .map(|mut e| e.next().is_some())
+        .unwrap_or(false)
+}
+
+/// `DIR.bak-<UTC time>` beside `dir`.
+fn aside_path(dir: &Path, stamp: &str) -> PathBuf {
+    let mut name = dir.as_os_str().to_os_string();
+    name.push(format!(".bak-{stamp}"));
+    PathBuf::from(name)
 }
 
 /// Why a restore failed. Nothing is left behind at the target when it does.
@@ -95,6 +255,15 @@ pub enum RestoreError {
     #[error("'{path}' is not empty; restore only into a new or empty directory")]
     NotEmpty {
         /// The directory.
+        path: PathBuf,
+    },
+    /// `--move-aside` of a restored data dir a member has run on since.
+    #[error(
+        "'{path}' was restored by etcdops and a member has run on it since (its WAL changed); \
+         pass --force to move it aside anyway"
+    )]
+    RanSinceRestore {
+        /// The data dir.
         path: PathBuf,
     },
     /// The snapshot is damaged or not etcd's.
@@ -264,16 +433,16 @@ pub fn restore_snapshot(
                 .into(),
         ));
     }
+    let owner = request.owner.as_deref().map(resolve_owner).transpose()?;
     let member_ids: Vec<u64> = members.iter().map(|m| m.id).collect();
     let cluster = cluster_id(&member_ids);
     let node_id = me.id;
 
     let data_dir = request.data_dir.clone();
     let wal_target = request.wal_dir.clone();
-    ensure_empty(&data_dir)?;
-    if let Some(wal) = &wal_target {
-        ensure_empty(wal)?;
-    }
+    let wal_final = wal_target
+        .clone()
+        .unwrap_or_else(|| data_dir.join("member").join("wal"));
 
     // Check the trailer and the db; read the revision.
     let status = snapshot_status(
@@ -283,6 +452,77 @@ pub fn restore_snapshot(
             skip_hash_check: request.skip_hash_check,
         },
     )?;
+
+    // The very same restore already done: report it and touch nothing.
+    if let Some(marker) = read_marker(&data_dir) {
+        let same_cluster =
+            parse_initial_cluster(&marker.initial_cluster, &marker.initial_cluster_token)
+                .map(|m| m == members)
+                .unwrap_or(false);
+        if marker.db_sha256 == status.db_sha256
+            && marker.name == request.name
+            && marker.initial_cluster_token == request.initial_cluster_token
+            && same_cluster
+            && marker.bump_revision == request.bump_revision
+            && marker.wal_dir == wal_final
+        {
+            let db_size = fs::metadata(data_dir.join("member").join("snap").join("db"))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            return Ok(RestoreResult {
+                wal_dir: wal_final,
+                data_dir,
+                name: me.name.clone(),
+                member_id: format!("{node_id:x}"),
+                cluster_id: format!("{cluster:x}"),
+                members: members.clone(),
+                revision: marker.revision,
+                consistent_index: members.len() as u64,
+                db_size,
+                trailer: status.trailer,
+                db_sha256: status.db_sha256,
+                changed: false,
+                moved_aside: Vec::new(),
+            });
+        }
+    }
+    let mut to_move: Vec<PathBuf> = Vec::new();
+    let mut targets = vec![data_dir.clone()];
+    targets.extend(wal_target.clone());
+    for target in targets {
+        if request.move_aside && non_empty(&target) {
+            to_move.push(target);
+        } else {
+            ensure_empty(&target)?;
+        }
+    }
+    if to_move.contains(&data_dir) && !request.force {
+        if let Some(marker) = read_marker(&data_dir) {
+            if ran_since_restore(&marker) {
+                return Err(RestoreError::RanSinceRestore {
+                    path: data_dir.clone(),
+                });
+            }
+        }
+    }
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    // A name already taken (two restores in one second) gets a counter: never overwrite.
+    let mut moves: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for dir in &to_move {
+        let aside = (0..1000)
+            .map(|n| {
+                if n == 0 {
+                    aside_path(dir, &stamp)
+                } else {
+                    aside_path(dir, &format!("{stamp}-{n}"))
+                }
+            })
+            .find(|candidate| fs::symlink_metadata(candidate).is_err())
+            .ok_or_else(|| RestoreError::NotEmpty {
+                path: aside_path(dir, &stamp),
+            })?;
+        moves.push((dir.clone(), aside));
+    }
     let (db, _) = split_trailer(bytes);
 
     // Rewrite membership, consistent index and term.
@@ -366,14 +606,46 @@ pub fn restore_snapshot(
         Some(wal::SEGMENT_SIZE),
     )?;
     sync_dir(&wal_dir_staged)?;
+    let (wal_size, wal_files, wal_modified_ns) = wal_state(&wal_dir_staged);
+    let marker = RestoreMarker {
+        db_sha256: status.db_sha256.clone(),
+        name: me.name.clone(),
+        initial_cluster: request.initial_cluster.clone(),
+        initial_cluster_token: request.initial_cluster_token.clone(),
+        wal_dir: wal_final.clone(),
+        wal_size,
+        wal_files,
+        wal_modified_ns,
+        bump_revision: request.bump_revision,
+        member_id: format!("{node_id:x}"),
+        cluster_id: format!("{cluster:x}"),
+        revision,
+        restored_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    };
+    let marker_json = serde_json::to_vec_pretty(&marker)
+        .map_err(|e| invalid("--data-dir")(format!("cannot encode the restore marker: {e}")))?;
+    write_file(
+        &data_stage.path.join("member").join(MARKER_FILE),
+        &marker_json,
+        None,
+    )?;
     sync_dir(&data_stage.path.join("member"))?;
+    if let Some((uid, gid)) = owner {
+        chown_tree(&data_stage.path, uid, gid)?;
+        if let Some(stage) = &wal_stage {
+            chown_tree(&stage.path, uid, gid)?;
+        }
+    }
+    for (dir, aside) in &moves {
+        fs::rename(dir, aside).map_err(io_err(dir))?;
+    }
     if let (Some(stage), Some(target)) = (wal_stage, &wal_target) {
         stage.commit(target)?;
     }
     data_stage.commit(&data_dir)?;
 
     Ok(RestoreResult {
-        wal_dir: wal_target.unwrap_or_else(|| data_dir.join("member").join("wal")),
+        wal_dir: wal_final,
         data_dir,
         name: me.name.clone(),
         member_id: format!("{node_id:x}"),
@@ -383,6 +655,9 @@ pub fn restore_snapshot(
         consistent_index: commit,
         db_size: new_db.len() as u64,
         trailer: status.trailer,
+        db_sha256: status.db_sha256,
+        changed: true,
+        moved_aside: moves.into_iter().map(|(_, aside)| aside).collect(),
     })
 }
 
