@@ -370,10 +370,12 @@ fn s3_hint(options: &StoreOptions) -> String {
                     identity needs s3:PutObject, s3:GetObject, s3:ListBucket, s3:DeleteObject \
                     and s3:AbortMultipartUpload on the bucket"
         .to_string();
-    if let Some(profile) = &options.aws_profile {
+    if let Some(profile) = &options.aws_profile
+        && !options.profile_has_keys()
+    {
         hint.push_str(&format!(
-            "; note: AWS_PROFILE={profile} is not supported (profiles in ~/.aws are not \
-             read): export that profile's credentials, e.g. \
+            "; note: AWS_PROFILE={profile} has no static keys in ~/.aws/credentials (SSO, role \
+             and credential_process profiles are not supported): export its credentials, e.g. \
              `eval \"$(aws configure export-credentials --profile {profile} --format env)\"`"
         ));
     }

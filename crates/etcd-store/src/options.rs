@@ -77,10 +77,12 @@ pub struct StoreOptions {
     /// Keys prefixed `aws_`, `azure_` or `google_` go to that backend only; a key a backend
     /// does not know is ignored by it.
     pub extra: Vec<(String, String)>,
-    /// `AWS_PROFILE`, kept only to explain failures: object_store reads neither
-    /// `~/.aws/config` nor `~/.aws/credentials`, so named profiles (and SSO) do not work;
-    /// export `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` (e.g. from
-    /// `aws configure export-credentials --format env`) instead.
+    /// `AWS_PROFILE`: the shared-config profile whose static keys (`aws_access_key_id`,
+    /// `aws_secret_access_key`, `aws_session_token` in `~/.aws/credentials` or
+    /// `AWS_SHARED_CREDENTIALS_FILE`) and region (`~/.aws/config` or `AWS_CONFIG_FILE`) are used
+    /// when no key is in the environment (the `default` profile when unset). Profiles that
+    /// only name an SSO session, a role or a `credential_process` are not supported: export
+    /// their credentials (`aws configure export-credentials --format env`).
     pub aws_profile: Option<String>,
     /// Retries of a failed request (object stores); object_store's default (10) when unset
     /// (`ETCDOPS_STORE_MAX_RETRIES`).
@@ -131,7 +133,7 @@ impl StoreOptions {
     /// | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` | `extra` (`aws_access_key_id`, ...) |
     /// | `AWS_REGION`, else `AWS_DEFAULT_REGION` | [`s3_region`](Self::s3_region) |
     /// | `ETCDOPS_S3_ENDPOINT`, else `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL` | [`s3_endpoint`](Self::s3_endpoint) |
-    /// | `AWS_PROFILE` | [`aws_profile`](Self::aws_profile): **not supported** by object_store, only used in messages |
+    /// | `AWS_PROFILE`, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE` | [`aws_profile`](Self::aws_profile): static keys and region of a shared-config profile, when no key is in the environment |
     /// | `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_ROLE_SESSION_NAME`, `AWS_ENDPOINT_URL_STS` | `extra` (EKS IRSA / web identity) |
     /// | `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`, `AWS_CONTAINER_CREDENTIALS_FULL_URI`, `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` | `extra` (ECS / EKS pod identity) |
     /// | `AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`, `AZURE_STORAGE_SAS_TOKEN` | `extra` |
@@ -166,6 +168,34 @@ impl StoreOptions {
             .or_else(|| get("AWS_ENDPOINT_URL_S3"))
             .or_else(|| get("AWS_ENDPOINT_URL"));
         options.aws_profile = get("AWS_PROFILE");
+        if get("AWS_ACCESS_KEY_ID").is_none() {
+            let profile = options
+                .aws_profile
+                .clone()
+                .unwrap_or_else(|| "default".into());
+            let home = get("HOME").unwrap_or_default();
+            let credentials = get("AWS_SHARED_CREDENTIALS_FILE")
+                .unwrap_or_else(|| format!("{home}/.aws/credentials"));
+            let config = get("AWS_CONFIG_FILE").unwrap_or_else(|| format!("{home}/.aws/config"));
+            let keys = ini_section(&credentials, &profile);
+            for key in [
+                "aws_access_key_id",
+                "aws_secret_access_key",
+                "aws_session_token",
+            ] {
+                if let Some(value) = keys.get(key) {
+                    options.extra.push((key.to_string(), value.clone()));
+                }
+            }
+            if options.s3_region.is_none() {
+                let section = if profile == "default" {
+                    "default".to_string()
+                } else {
+                    format!("profile {profile}")
+                };
+                options.s3_region = ini_section(&config, &section).get("region").cloned();
+            }
+        }
         options.endpoint_override = get("ETCDOPS_STORE_ENDPOINT");
 
         let mut bool_var = |name: &'static str, field: &mut bool| {
@@ -206,6 +236,11 @@ impl StoreOptions {
             }
         }
         options
+    }
+
+    /// Whether the AWS profile supplied static keys (for messages).
+    pub(crate) fn profile_has_keys(&self) -> bool {
+        self.aws_profile.is_some() && self.extra.iter().any(|(k, _)| k == "aws_access_key_id")
     }
 
     /// The part size in effect: [`part_size`](Self::part_size), or [`DEFAULT_PART_SIZE`]
@@ -263,6 +298,30 @@ pub(crate) fn parse_size(value: &str) -> Option<usize> {
         _ => return None,
     };
     number.checked_mul(unit)
+}
+
+/// The `key = value` pairs of `[section]` in an INI file such as `~/.aws/credentials`; empty
+/// when the file or section is missing.
+fn ini_section(path: &str, section: &str) -> std::collections::HashMap<String, String> {
+    let mut values = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return values;
+    };
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = name.trim() == section;
+            continue;
+        }
+        if inside && let Some((key, value)) = line.split_once('=') {
+            values.insert(key.trim().to_ascii_lowercase(), value.trim().to_string());
+        }
+    }
+    values
 }
 
 #[cfg(test)]
@@ -460,5 +519,70 @@ mod tests {
         ] {
             assert!(!is_secret_key(k), "{k}");
         }
+    }
+
+    #[test]
+    fn aws_profiles_supply_keys_and_region_unless_the_environment_has_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let credentials = dir.path().join("credentials");
+        let config = dir.path().join("config");
+        std::fs::write(
+            &credentials,
+            "[default]\naws_access_key_id = DEFAULTID\naws_secret_access_key = defaultsecret\n\n[prod]\naws_access_key_id=PRODID\naws_secret_access_key=prodsecret\naws_session_token = tok\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &config,
+            "[default]\nregion = us-east-1\n[profile prod]\nregion = eu-west-3\n",
+        )
+        .unwrap();
+        let files = [
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+            ("AWS_CONFIG_FILE", config.display().to_string()),
+        ];
+        let lookup = |extra: Vec<(&'static str, String)>| {
+            let mut all: Vec<(&str, String)> = files.iter().map(|(k, v)| (*k, v.clone())).collect();
+            all.extend(extra);
+            move |name: &str| all.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())
+        };
+        let prod = StoreOptions::from_lookup(lookup(vec![("AWS_PROFILE", "prod".into())]));
+        let get = |o: &StoreOptions, key: &str| {
+            o.extra
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(get(&prod, "aws_access_key_id").as_deref(), Some("PRODID"));
+        assert_eq!(get(&prod, "aws_session_token").as_deref(), Some("tok"));
+        assert_eq!(prod.s3_region.as_deref(), Some("eu-west-3"));
+        assert!(!format!("{prod:?}").contains("prodsecret"));
+
+        let default = StoreOptions::from_lookup(lookup(vec![]));
+        assert_eq!(
+            get(&default, "aws_access_key_id").as_deref(),
+            Some("DEFAULTID")
+        );
+        assert_eq!(default.s3_region.as_deref(), Some("us-east-1"));
+
+        let env_wins = StoreOptions::from_lookup(lookup(vec![
+            ("AWS_PROFILE", "prod".into()),
+            ("AWS_ACCESS_KEY_ID", "ENVID".into()),
+            ("AWS_SECRET_ACCESS_KEY", "envsecret".into()),
+        ]));
+        assert_eq!(
+            get(&env_wins, "aws_access_key_id").as_deref(),
+            Some("ENVID")
+        );
+        assert_eq!(
+            env_wins
+                .extra
+                .iter()
+                .filter(|(k, _)| k == "aws_access_key_id")
+                .count(),
+            1
+        );
     }
 }
