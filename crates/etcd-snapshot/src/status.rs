@@ -24,7 +24,10 @@ use crate::save::TRAILER_LEN;
 /// zstd frames start with these bytes.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// CRC-32C, as Go's `crc32.MakeTable(crc32.Castagnoli)`.
-const CASTAGNOLI: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+/// CRC-32C with slice-by-16 tables: several times faster than the bytewise default on a
+/// whole db.
+const CASTAGNOLI: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 /// Length of an MVCC revision key: 8-byte main revision, `_`, 8-byte sub revision.
 const REVISION_KEY_LEN: usize = 17;
 

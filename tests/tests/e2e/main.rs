@@ -14,6 +14,7 @@ mod member;
 mod snapshot;
 mod snapshot_failures;
 mod snapshot_restore;
+mod snapshot_restore_parity;
 mod snapshot_status;
 mod snapshot_stores;
 mod tls;
