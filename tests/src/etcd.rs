@@ -76,18 +76,24 @@ impl EtcdVersion {
         self.bin_dir().join("etcdctl")
     }
 
-    /// `snapshot status FILE -w json` by this release's own tool: etcdutl in 3.5, etcdctl in
-    /// 3.4 (which has no etcdutl). Returns the parsed JSON, or the tool's stderr on failure.
-    pub fn snapshot_status(self, file: &Path) -> Result<serde_json::Value, String> {
-        let mut cmd = match self {
+    /// This release's own tool for `snapshot status|restore`: etcdutl in 3.5, etcdctl (API 3)
+    /// in 3.4, which has no etcdutl.
+    pub fn snapshot_tool(self) -> Command {
+        match self {
             EtcdVersion::V3_4 => {
                 let mut c = Command::new(self.etcdctl());
                 c.env("ETCDCTL_API", "3");
                 c
             }
             EtcdVersion::V3_5 => Command::new(self.bin_dir().join("etcdutl")),
-        };
-        let out = cmd
+        }
+    }
+
+    /// `snapshot status FILE -w json` by this release's own tool: etcdutl in 3.5, etcdctl in
+    /// 3.4 (which has no etcdutl). Returns the parsed JSON, or the tool's stderr on failure.
+    pub fn snapshot_status(self, file: &Path) -> Result<serde_json::Value, String> {
+        let out = self
+            .snapshot_tool()
             .args(["snapshot", "status", "-w", "json"])
             .arg(file)
             .output()

@@ -28,6 +28,29 @@ pub fn run(cluster: &Cluster, rest: &[&str]) -> Run {
     etcdops(&args, &[])
 }
 
+/// Saves with etcdops into `store` (`--compression none|zstd`) and returns the stored file.
+pub fn save_snapshot(
+    cluster: &Cluster,
+    store: &std::path::Path,
+    compression: &str,
+) -> std::path::PathBuf {
+    let store_arg = store.display().to_string();
+    let saved = run(
+        cluster,
+        &[
+            "snapshot",
+            "save",
+            &store_arg,
+            "--compression",
+            compression,
+            "-w",
+            "json",
+        ],
+    );
+    saved.expect_code(0);
+    store.join(saved.json()["manifest"]["object"].as_str().unwrap())
+}
+
 /// Runs the cluster's etcdctl and parses its JSON output.
 pub fn etcdctl_json(cluster: &Cluster, args: &[&str]) -> (i32, serde_json::Value) {
     let out = cluster.etcdctl(args);

@@ -24,26 +24,8 @@ fn write_keys(cluster: &Cluster) {
     }
 }
 
-/// Saves with etcdops into `store` and returns the stored file.
-fn save(cluster: &Cluster, store: &Path, compression: &str) -> PathBuf {
-    let saved = run(
-        cluster,
-        &[
-            "snapshot",
-            "save",
-            &store.display().to_string(),
-            "--compression",
-            compression,
-            "-w",
-            "json",
-        ],
-    );
-    saved.expect_code(0);
-    store.join(saved.json()["manifest"]["object"].as_str().unwrap())
-}
-
 /// `etcdops snapshot restore FILE` as member `index` of `target`, with `extra` flags.
-fn restore(file: &Path, target: &Cluster, index: usize, extra: &[&str]) -> Run {
+pub(crate) fn restore(file: &Path, target: &Cluster, index: usize, extra: &[&str]) -> Run {
     let member = &target.members[index];
     let mut args: Vec<String> = [
         "snapshot",
@@ -121,7 +103,7 @@ fn restore_into_three_new_members_serves_every_key() {
     write_keys(&source);
     let expected = all_keys(&source);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "none");
+    let file = crate::save_snapshot(&source, &store, "none");
 
     let mut restored = Cluster::plan_restore(3, "r");
     let mut snapshot_revision = 0;
@@ -154,7 +136,7 @@ fn restore_of_a_zstd_snapshot_into_one_member_with_a_wal_dir() {
     write_keys(&source);
     let expected = all_keys(&source);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "zstd");
+    let file = crate::save_snapshot(&source, &store, "zstd");
 
     let mut restored = Cluster::plan_restore(1, "solo");
     let wal_dir = restored.dir().join("wal-elsewhere");
@@ -194,7 +176,7 @@ fn restore_refuses_a_non_empty_data_dir_and_a_corrupted_snapshot() {
     let source = Cluster::start(1, Security::Plain);
     source.put_keys("/restore/small/", 50);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "none");
+    let file = crate::save_snapshot(&source, &store, "none");
     let target = Cluster::plan_restore(1, "t");
     let data_dir = target.members[0].data_dir.clone();
 
@@ -265,7 +247,7 @@ fn bump_revision_moves_revisions_past_the_snapshot_and_marks_them_compacted() {
     write_keys(&source);
     let expected = all_keys(&source);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "none");
+    let file = crate::save_snapshot(&source, &store, "none");
     let mut restored = Cluster::plan_restore(1, "b");
 
     let refused = restore(&file, &restored, 0, &["--bump-revision", "1000"]);
@@ -328,7 +310,7 @@ fn restore_writes_a_marker_and_repeating_it_changes_nothing() {
     write_keys(&source);
     let expected = all_keys(&source);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "none");
+    let file = crate::save_snapshot(&source, &store, "none");
     let mut restored = Cluster::plan_restore(1, "m");
     let data_dir = restored.members[0].data_dir.clone();
 
@@ -505,7 +487,7 @@ fn move_aside_keeps_the_old_data_dir_and_guards_a_dir_a_member_ran_on() {
     write_keys(&source);
     let expected = all_keys(&source);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "none");
+    let file = crate::save_snapshot(&source, &store, "none");
     let mut restored = Cluster::plan_restore(1, "a");
     let data_dir = restored.members[0].data_dir.clone();
 
@@ -573,7 +555,7 @@ fn owner_chowns_the_restored_tree() {
     let source = Cluster::start(1, Security::Plain);
     source.put_keys("/restore/small/", 20);
     let store = source.dir().join("store");
-    let file = save(&source, &store, "none");
+    let file = crate::save_snapshot(&source, &store, "none");
     let target = Cluster::plan_restore(1, "o");
     let data_dir = target.members[0].data_dir.clone();
 

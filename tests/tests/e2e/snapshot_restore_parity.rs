@@ -5,28 +5,17 @@
 //! same values and revisions.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use etcdops_tests::{Cluster, EtcdVersion, Security, etcdops};
+use etcdops_tests::{Cluster, Security};
 
 use crate::run;
-
-/// etcd's own restore tool for this release, ready for `snapshot restore`.
-fn etcd_restore_tool(version: EtcdVersion) -> Command {
-    match version {
-        EtcdVersion::V3_4 => {
-            let mut cmd = Command::new(version.etcdctl());
-            cmd.env("ETCDCTL_API", "3");
-            cmd
-        }
-        EtcdVersion::V3_5 => Command::new(version.bin_dir().join("etcdutl")),
-    }
-}
 
 /// Restores `file` as member `index` of `target` into `data_dir` with etcd's own tool.
 fn etcd_restore(file: &Path, target: &Cluster, index: usize, data_dir: &Path) {
     let member = &target.members[index];
-    let out = etcd_restore_tool(target.version)
+    let out = target
+        .version
+        .snapshot_tool()
         .args(["snapshot", "restore"])
         .arg(file)
         .arg("--data-dir")
@@ -47,28 +36,7 @@ fn etcd_restore(file: &Path, target: &Cluster, index: usize, data_dir: &Path) {
 
 /// Restores `file` as member `index` of `target` into its `data_dir` with etcdops.
 fn native_restore(file: &Path, target: &Cluster, index: usize) {
-    let member = &target.members[index];
-    let args: Vec<String> = [
-        "snapshot",
-        "restore",
-        &file.display().to_string(),
-        "--data-dir",
-        &member.data_dir.display().to_string(),
-        "--name",
-        &member.name,
-        "--initial-cluster",
-        &target.initial_cluster(),
-        "--initial-cluster-token",
-        target.token(),
-        "--initial-advertise-peer-urls",
-        &member.peer_url,
-        "-w",
-        "json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    etcdops(&args, &[]).expect_code(0);
+    crate::snapshot_restore::restore(file, target, index, &[]).expect_code(0);
 }
 
 /// What a started cluster shows: cluster ID, sorted (id, name, peer URL) per member, and every

@@ -3,12 +3,12 @@
 //! etcdctl, and a raw `member/snap/db` copy. Hash, revision, total keys and total size must be
 //! equal; the extras are checked against what the test wrote.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use etcd_client::{CompactionOptions, PutOptions};
 use etcdops_tests::{Cluster, Security, args, block_on, etcdops};
 
-use crate::{assert_clear_error, etcdctl_json, hex, run};
+use crate::{assert_clear_error, etcdctl_json, hex};
 
 /// What `write_history` left in the cluster.
 struct History {
@@ -105,24 +105,6 @@ fn status_agrees(cluster: &Cluster, arg: &str, oracle_file: &Path) -> serde_json
     ours
 }
 
-/// Saves with etcdops into `store` and returns the stored file.
-fn etcdops_save(cluster: &Cluster, store: &Path, compression: &str) -> PathBuf {
-    let saved = run(
-        cluster,
-        &[
-            "snapshot",
-            "save",
-            &store.display().to_string(),
-            "--compression",
-            compression,
-            "-w",
-            "json",
-        ],
-    );
-    saved.expect_code(0);
-    store.join(saved.json()["manifest"]["object"].as_str().unwrap())
-}
-
 #[test]
 fn status_equals_etcds_own_on_etcdops_and_etcdctl_snapshots() {
     let cluster = Cluster::start(3, Security::Plain);
@@ -130,7 +112,7 @@ fn status_equals_etcds_own_on_etcdops_and_etcdctl_snapshots() {
     let store = cluster.dir().join("backups");
 
     // etcdops, uncompressed: the file is what etcd streamed, trailer included.
-    let plain = etcdops_save(&cluster, &store, "none");
+    let plain = crate::save_snapshot(&cluster, &store, "none");
     let ours = status_agrees(&cluster, &plain.display().to_string(), &plain);
     assert_eq!(ours["revision"], history.last_revision);
     assert_eq!(ours["compact_revision"], history.compacted);
@@ -195,7 +177,7 @@ fn status_equals_etcds_own_on_etcdops_and_etcdctl_snapshots() {
 
     // etcdops, zstd: read from the file and from a store URL; etcd's tool gets the
     // decompressed bytes.
-    let packed = etcdops_save(&cluster, &store, "zstd");
+    let packed = crate::save_snapshot(&cluster, &store, "zstd");
     let unpacked = cluster.dir().join("unpacked.db");
     std::fs::write(
         &unpacked,
@@ -247,7 +229,7 @@ fn raw_db_copies_damaged_trailers_and_truncated_files() {
     let mut cluster = Cluster::start(1, Security::Auth);
     let history = write_history(&cluster);
     let store = cluster.dir().join("backups");
-    let saved = etcdops_save(&cluster, &store, "none");
+    let saved = crate::save_snapshot(&cluster, &store, "none");
     let ours = status_agrees(&cluster, &saved.display().to_string(), &saved);
     assert_eq!(ours["auth_enabled"], true);
     assert_eq!(ours["live_keys"], history.live_keys);

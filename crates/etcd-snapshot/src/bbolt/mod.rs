@@ -7,7 +7,7 @@
 //! sequence u64}`, with `root == 0` meaning an inline bucket whose leaf page follows.
 
 mod meta;
-mod page;
+pub(crate) mod page;
 mod reader;
 
 pub(crate) use meta::META_REGION;

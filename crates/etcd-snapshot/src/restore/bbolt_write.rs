@@ -8,14 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::bbolt::page::{
+    BRANCH_PAGE, BUCKET_LEAF_FLAG, ELEMENT_LEN, LEAF_PAGE, META_PAGE, PAGE_HEADER,
+};
 use crate::bbolt::{BoltDb, BoltError, fnv1a64};
 
-const PAGE_HEADER: usize = 16;
-const ELEMENT_LEN: usize = 16;
-const BRANCH_PAGE: u16 = 0x01;
-const LEAF_PAGE: u16 = 0x02;
-const META_PAGE: u16 = 0x04;
-const BUCKET_LEAF_FLAG: u32 = 0x01;
 /// Offset of the meta fields after the page header, and their length before the checksum.
 const META_FIELDS: usize = 56;
 /// Recorded as the freelist page when the freelist is not synced.
@@ -70,18 +67,7 @@ fn leaf_page(
         data.extend_from_slice(key);
         data.extend_from_slice(value);
     }
-    let len = elements_end + data.len();
-    let span = len.div_ceil(page_size).max(1);
-    let overflow = u32::try_from(span - 1).map_err(|_| too_big())?;
-    let mut page = Vec::with_capacity(span * page_size);
-    page.extend_from_slice(&pgid.to_le_bytes());
-    page.extend_from_slice(&LEAF_PAGE.to_le_bytes());
-    page.extend_from_slice(&count.to_le_bytes());
-    page.extend_from_slice(&overflow.to_le_bytes());
-    page.extend(elements);
-    page.extend(data);
-    page.resize(span * page_size, 0);
-    Ok(page)
+    assemble_page(pgid, LEAF_PAGE, count, &elements, &data, page_size).ok_or_else(too_big)
 }
 
 /// A branch page holding `items` (first key of the child, child pgid) in order.
@@ -103,18 +89,31 @@ fn branch_page(pgid: u64, items: &[(&[u8], u64)], page_size: usize) -> Result<Ve
         elements.extend_from_slice(&child.to_le_bytes());
         data.extend_from_slice(key);
     }
-    let len = elements_end + data.len();
+    assemble_page(pgid, BRANCH_PAGE, count, &elements, &data, page_size).ok_or_else(too_big)
+}
+
+/// Header, elements and data laid out on as many contiguous pages as they need (the extra
+/// ones are the header's overflow count); `None` when the overflow count does not fit.
+fn assemble_page(
+    pgid: u64,
+    flags: u16,
+    count: u16,
+    elements: &[u8],
+    data: &[u8],
+    page_size: usize,
+) -> Option<Vec<u8>> {
+    let len = PAGE_HEADER + elements.len() + data.len();
     let span = len.div_ceil(page_size).max(1);
-    let overflow = u32::try_from(span - 1).map_err(|_| too_big())?;
+    let overflow = u32::try_from(span - 1).ok()?;
     let mut page = Vec::with_capacity(span * page_size);
     page.extend_from_slice(&pgid.to_le_bytes());
-    page.extend_from_slice(&BRANCH_PAGE.to_le_bytes());
+    page.extend_from_slice(&flags.to_le_bytes());
     page.extend_from_slice(&count.to_le_bytes());
     page.extend_from_slice(&overflow.to_le_bytes());
-    page.extend(elements);
-    page.extend(data);
+    page.extend_from_slice(elements);
+    page.extend_from_slice(data);
     page.resize(span * page_size, 0);
-    Ok(page)
+    Some(page)
 }
 
 /// A key to append to a page-rooted top-level bucket: it must sort after every key in it.
