@@ -13,6 +13,10 @@ ETCD35_VERSION="3.5.1"
 MOTO_VENV="$DEPS_DIR/moto"
 NODE_DEPS_DIR="$DEPS_DIR/node"
 FAKE_GCS_VENV="$DEPS_DIR/fake-gcs"
+# ansible-core for the etcd.core collection's sanity and integration tests, pinned so that
+# `tests/sanity/ignore-2.NN.txt` matches. 2.19 is the newest release that runs on Python 3.11.
+ANSIBLE_VENV="$DEPS_DIR/ansible"
+ANSIBLE_CORE_VERSION="2.19.14"
 
 log() { printf '==> %s\n' "$*" >&2; }
 

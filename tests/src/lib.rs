@@ -13,6 +13,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod ansible;
 mod certs;
 mod cli;
 mod dns;
@@ -20,6 +21,7 @@ mod etcd;
 mod ports;
 mod stores;
 
+pub use ansible::{Collection, PlaybookRun, ansible_venv, shim_path};
 pub use certs::Certs;
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use dns::{DnsServer, SrvRecord};

@@ -29,7 +29,13 @@ pub struct MoveLeaderResult {
 
 /// Moves leadership to the member `selector` names (peer URL, ID or name). The request goes
 /// to the current leader, as etcd requires.
-pub async fn move_leader(config: &ClusterConfig, selector: &str) -> Result<MoveLeaderResult> {
+///
+/// With `dry_run` every check runs and nothing moves.
+pub async fn move_leader(
+    config: &ClusterConfig,
+    selector: &str,
+    dry_run: bool,
+) -> Result<MoveLeaderResult> {
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
         .ok_or_else(|| refused(format!("no member matches '{selector}'")))?;
@@ -55,6 +61,13 @@ pub async fn move_leader(config: &ClusterConfig, selector: &str) -> Result<MoveL
             target.member.id,
             target.error.as_deref().unwrap_or("unreachable")
         )));
+    }
+    if dry_run {
+        return Ok(MoveLeaderResult {
+            changed: true,
+            from: leader.member.id,
+            to: target.member.id,
+        });
     }
     let endpoint = leader
         .endpoint
@@ -122,8 +135,17 @@ pub struct AlarmDisarmResult {
 }
 
 /// Clears every active alarm.
-pub async fn alarm_disarm(config: &ClusterConfig) -> Result<AlarmDisarmResult> {
+///
+/// With `dry_run` it lists what it would clear and clears nothing.
+pub async fn alarm_disarm(config: &ClusterConfig, dry_run: bool) -> Result<AlarmDisarmResult> {
     let active = alarm_list(config).await?;
+    if dry_run {
+        return Ok(AlarmDisarmResult {
+            changed: !active.is_empty(),
+            still_active: active.clone(),
+            disarmed: active,
+        });
+    }
     let client = config.connect_any().await?;
     for alarm in &active {
         let member = alarm.member_id.0;
@@ -267,10 +289,14 @@ pub struct CompactResult {
 
 /// Compacts the key history. Refuses a revision in the future; compacting again to an
 /// already compacted revision changes nothing.
+///
+/// With `dry_run` it says whether compacting would change anything (reading one revision
+/// below the target answers "compacted" when it already was) and compacts nothing.
 pub async fn compact(
     config: &ClusterConfig,
     target: CompactTarget,
     physical: bool,
+    dry_run: bool,
 ) -> Result<CompactResult> {
     let client = config.connect_any().await?;
     let current = client
@@ -302,6 +328,34 @@ pub async fn compact(
         return Err(Error::InvalidOption {
             option: "revision",
             reason: format!("{revision} is in the future; the current revision is {current}"),
+        });
+    }
+    if dry_run {
+        let below = revision - 1;
+        let probe = if below == 0 {
+            Ok(())
+        } else {
+            client
+                .call("read revision", |mut c| async move {
+                    c.get(
+                        "health",
+                        Some(GetOptions::new().with_count_only().with_revision(below)),
+                    )
+                    .await
+                })
+                .await
+                .map(|_| ())
+        };
+        let changed = match probe {
+            Ok(()) => true,
+            Err(Error::Request { message, .. }) if message.contains("has been compacted") => false,
+            Err(e) => return Err(e),
+        };
+        return Ok(CompactResult {
+            changed,
+            revision,
+            current_revision: current,
+            physical,
         });
     }
     let result = client

@@ -157,6 +157,8 @@ pub struct MemberAddRequest {
     pub learner: bool,
     /// Skip the guards.
     pub force: bool,
+    /// Run every check and report what would change, but change nothing (check mode).
+    pub dry_run: bool,
 }
 
 /// What `member add` did, and what the new member needs to start.
@@ -289,6 +291,28 @@ pub async fn member_add(
             unhealthy_summary(&view)
         )));
     }
+    if request.dry_run {
+        let member = Member {
+            id: MemberId(0),
+            name: request.name.clone(),
+            peer_urls: request.peer_urls.clone(),
+            client_urls: Vec::new(),
+            is_learner: request.learner,
+            started: false,
+        };
+        let mut all = members;
+        all.push(member.clone());
+        return Ok(MemberAddResult {
+            changed: true,
+            message: format!(
+                "would add {} '{}' (dry run: nothing changed; etcd assigns the ID when it is added)",
+                if request.learner { "learner" } else { "member" },
+                request.name
+            ),
+            env: start_env(&all, &member, &request.name),
+            member,
+        });
+    }
     let client = client_for_change(config, &view, None).await?;
     let urls = request.peer_urls.clone();
     let learner = request.learner;
@@ -349,11 +373,13 @@ pub struct MemberChangeResult {
 }
 
 /// Removes a member, or confirms it is gone. Guards: the removal must leave a quorum of
-/// healthy voters; a leader hands leadership to a healthy follower first.
+/// healthy voters; a leader hands leadership to a healthy follower first. With `dry_run`
+/// the guards run and nothing changes.
 pub async fn member_remove(
     config: &ClusterConfig,
     selector: &str,
     force: bool,
+    dry_run: bool,
 ) -> Result<MemberChangeResult> {
     let view = cluster_view(config).await?;
     let Some(target) = find_member(&view, selector) else {
@@ -382,8 +408,24 @@ pub async fn member_remove(
             )));
         }
     }
-    let mut moved_to = None;
     let is_leader = view.leader == Some(target.member.id);
+    if dry_run {
+        return Ok(MemberChangeResult {
+            changed: true,
+            message: format!(
+                "would remove member {}{} (dry run: nothing changed)",
+                target.member.id,
+                if is_leader {
+                    " after moving leadership to a healthy follower"
+                } else {
+                    ""
+                }
+            ),
+            member: Some(target.member),
+            leadership_moved_to: None,
+        });
+    }
+    let mut moved_to = None;
     if is_leader && view.voters().count() > 1 {
         let successor = view
             .voters()
@@ -426,11 +468,12 @@ pub async fn member_remove(
     })
 }
 
-/// Changes a member's peer URLs, or confirms they are already these.
+/// Changes a member's peer URLs, or confirms they are already these (`dry_run`: only says).
 pub async fn member_update(
     config: &ClusterConfig,
     selector: &str,
     peer_urls: &[String],
+    dry_run: bool,
 ) -> Result<MemberChangeResult> {
     validate_peer_urls(peer_urls)?;
     let view = cluster_view(config).await?;
@@ -442,6 +485,17 @@ pub async fn member_update(
             changed: false,
             message: format!(
                 "member {} already has these peer URLs; nothing changed",
+                target.member.id
+            ),
+            member: Some(target.member),
+            leadership_moved_to: None,
+        });
+    }
+    if dry_run {
+        return Ok(MemberChangeResult {
+            changed: true,
+            message: format!(
+                "would update the peer URLs of member {} (dry run: nothing changed)",
                 target.member.id
             ),
             member: Some(target.member),
@@ -473,11 +527,12 @@ pub async fn member_update(
 pub const LEARNER_READY_PERCENT: u64 = 90;
 
 /// Promotes a learner to a voter, or confirms it is one. Refuses (unless forced) a learner
-/// that is unreachable or behind the leader.
+/// that is unreachable or behind the leader. With `dry_run` the guards run, nothing changes.
 pub async fn member_promote(
     config: &ClusterConfig,
     selector: &str,
     force: bool,
+    dry_run: bool,
 ) -> Result<MemberChangeResult> {
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
@@ -519,6 +574,17 @@ pub async fn member_promote(
                 target.member.id
             )));
         }
+    }
+    if dry_run {
+        return Ok(MemberChangeResult {
+            changed: true,
+            message: format!(
+                "would promote learner {} (dry run: nothing changed)",
+                target.member.id
+            ),
+            member: Some(target.member),
+            leadership_moved_to: None,
+        });
     }
     let client = client_for_change(config, &view, Some(target.member.id)).await?;
     let id = target.member.id.0;

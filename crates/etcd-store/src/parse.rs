@@ -410,3 +410,45 @@ mod tests {
         assert_eq!(redact_input("/plain/path"), "/plain/path");
     }
 }
+
+/// Splits the URL of one object (`s3://bucket/prefix/name`, `/var/backups/etcd/name`) at the
+/// last `/` into the store holding it and its name there, so one argument can name a backup.
+pub fn split_object_url(url: &str) -> (String, String) {
+    let trimmed = url.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((store, name)) if !store.is_empty() && !store.ends_with(':') => {
+            (store.to_string(), name.to_string())
+        }
+        Some((_, name)) => ("/".to_string(), name.to_string()),
+        None => (".".to_string(), trimmed.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_object_url;
+
+    #[test]
+    fn object_urls_split_into_store_and_name() {
+        let cases = [
+            (
+                "s3://b/p/etcd-abc/x.db.zst",
+                ("s3://b/p/etcd-abc", "x.db.zst"),
+            ),
+            ("s3://b/x.db.zst", ("s3://b", "x.db.zst")),
+            (
+                "/var/backups/etcd-abc/x.db",
+                ("/var/backups/etcd-abc", "x.db"),
+            ),
+            ("/x.db", ("/", "x.db")),
+            ("x.db", (".", "x.db")),
+        ];
+        for (url, (store, name)) in cases {
+            assert_eq!(
+                split_object_url(url),
+                (store.to_string(), name.to_string()),
+                "{url}"
+            );
+        }
+    }
+}

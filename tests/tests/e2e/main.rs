@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
 mod access;
+mod ansible;
 mod auth;
 mod cluster_ops;
 mod discovery;

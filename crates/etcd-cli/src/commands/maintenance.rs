@@ -17,7 +17,7 @@ pub async fn run_move_leader(
     member: &str,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    print(format, &MoveView(move_leader(config, member).await?))?;
+    print(format, &MoveView(move_leader(config, member, false).await?))?;
     Ok(ExitStatus::Success)
 }
 
@@ -30,7 +30,7 @@ pub async fn run_alarm(
     match command {
         AlarmCommand::List => print(format, &AlarmsView(alarm_list(config).await?))?,
         AlarmCommand::Disarm => {
-            let result = alarm_disarm(config).await?;
+            let result = alarm_disarm(config, false).await?;
             let clear = result.still_active.is_empty();
             print(format, &DisarmView(result))?;
             if !clear {
@@ -74,7 +74,7 @@ pub async fn run_compact(
     };
     print(
         format,
-        &CompactView(compact(config, target, args.physical).await?),
+        &CompactView(compact(config, target, args.physical, false).await?),
     )?;
     Ok(ExitStatus::Success)
 }

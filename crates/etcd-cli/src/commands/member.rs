@@ -28,6 +28,7 @@ pub async fn run(
                 peer_urls: args.peer_urls.clone(),
                 learner: args.learner,
                 force: args.force,
+                dry_run: false,
             };
             let result = member_add(config, &request).await?;
             eprintln!("etcdops: {}", result.message);
@@ -35,15 +36,15 @@ pub async fn run(
             Ok(ExitStatus::Success)
         }
         MemberCommand::Remove(args) => change(
-            member_remove(config, &args.member, args.force).await?,
+            member_remove(config, &args.member, args.force, false).await?,
             format,
         ),
         MemberCommand::Update(args) => change(
-            member_update(config, &args.member, &args.peer_urls).await?,
+            member_update(config, &args.member, &args.peer_urls, false).await?,
             format,
         ),
         MemberCommand::Promote(args) => change(
-            member_promote(config, &args.member, args.force).await?,
+            member_promote(config, &args.member, args.force, false).await?,
             format,
         ),
     }

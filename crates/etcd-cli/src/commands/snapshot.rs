@@ -120,6 +120,7 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
         move_aside: args.move_aside,
         force: args.force,
         owner: args.owner.clone(),
+        dry_run: false,
     };
     let result = restore_snapshot(&source, &bytes, &request)?;
     if result.trailer == TrailerCheck::MismatchIgnored {

@@ -61,6 +61,9 @@ pub struct RestoreRequest {
     pub force: bool,
     /// `USER[:GROUP]` (names or numeric ids) to own the restored tree.
     pub owner: Option<String>,
+    /// Run every check (source, options, target dirs) and report what would be written, but
+    /// write nothing (check mode).
+    pub dry_run: bool,
 }
 
 /// What a restore wrote.
@@ -504,6 +507,23 @@ pub fn restore_snapshot(
                 });
             }
         }
+    }
+    if request.dry_run {
+        return Ok(RestoreResult {
+            wal_dir: wal_final,
+            data_dir,
+            name: me.name.clone(),
+            member_id: format!("{node_id:x}"),
+            cluster_id: format!("{cluster:x}"),
+            members: members.clone(),
+            revision: status.revision + i64::try_from(request.bump_revision).unwrap_or(0),
+            consistent_index: members.len() as u64,
+            db_size: 0,
+            trailer: status.trailer,
+            db_sha256: status.db_sha256,
+            changed: true,
+            moved_aside: Vec::new(),
+        });
     }
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     // A name already taken (two restores in one second) gets a counter: never overwrite.

@@ -1,0 +1,113 @@
+//! The connection options every module shares, defined once (documented once in the
+//! collection's doc fragment `etcd.core.connection`).
+//!
+//! They become etcd-core's [`ConnectionOptions`]; what a task leaves unset falls back to the
+//! `ETCDCTL_*` variables (the action plugin has already filled them from the controller's
+//! environment, so credentials injected there reach the module as arguments).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use etcd_core::{ClusterConfig, ConnectionOptions, Secret, parse_duration};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::spec::{Kind, OptionSpec, opt, secret};
+
+/// The shared options, as modules accept them.
+pub const CONNECTION_OPTIONS: &[OptionSpec] = &[
+    opt("endpoints", Kind::List),
+    opt("cacert", Kind::Str),
+    opt("cert", Kind::Str),
+    opt("key", Kind::Str),
+    opt("cacert_content", Kind::Str),
+    opt("cert_content", Kind::Str),
+    secret("key_content", Kind::Str),
+    opt("user", Kind::Str),
+    secret("password", Kind::Str),
+    opt("insecure_skip_tls_verify", Kind::Bool),
+    opt("server_name", Kind::Str),
+    opt("discovery_srv", Kind::Str),
+    opt("discovery_srv_name", Kind::Str),
+    opt("insecure_discovery", Kind::Bool),
+    opt("dns_server", Kind::Str),
+    opt("dial_timeout", Kind::Str),
+    opt("command_timeout", Kind::Str),
+];
+
+/// The shared options after normalization.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionArgs {
+    endpoints: Option<Vec<String>>,
+    cacert: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    cacert_content: Option<String>,
+    cert_content: Option<String>,
+    key_content: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    insecure_skip_tls_verify: Option<bool>,
+    server_name: Option<String>,
+    discovery_srv: Option<String>,
+    discovery_srv_name: Option<String>,
+    insecure_discovery: Option<bool>,
+    dns_server: Option<String>,
+    dial_timeout: Option<String>,
+    command_timeout: Option<String>,
+}
+
+fn duration(option: &str, text: Option<String>) -> Result<Option<Duration>, String> {
+    text.map(|t| {
+        // A bare number is seconds, as Ansible users write timeouts.
+        let spelled = if t.trim().chars().all(|c| c.is_ascii_digit()) {
+            format!("{}s", t.trim())
+        } else {
+            t
+        };
+        parse_duration(&spelled).map_err(|e| format!("option '{option}': {e}"))
+    })
+    .transpose()
+}
+
+impl ConnectionArgs {
+    /// Takes the shared options out of a module's normalized parameters.
+    pub fn take(params: &mut Map<String, Value>) -> Result<ConnectionArgs, String> {
+        let mut mine = Map::new();
+        for spec in CONNECTION_OPTIONS {
+            if let Some(value) = params.remove(spec.name) {
+                mine.insert(spec.name.to_string(), value);
+            }
+        }
+        serde_json::from_value(Value::Object(mine)).map_err(|e| e.to_string())
+    }
+
+    /// Validates the options into a cluster configuration: task values first, then the
+    /// `ETCDCTL_*` environment, then etcdctl's defaults.
+    pub fn build(self) -> Result<ClusterConfig, String> {
+        let options = ConnectionOptions {
+            endpoints: self.endpoints,
+            cacert: self.cacert,
+            cert: self.cert,
+            key: self.key,
+            cacert_pem: self.cacert_content,
+            cert_pem: self.cert_content,
+            key_pem: self.key_content.map(Secret::new),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            server_name: self.server_name,
+            user: self.user,
+            password: self.password.map(Secret::new),
+            dial_timeout: duration("dial_timeout", self.dial_timeout)?,
+            command_timeout: duration("command_timeout", self.command_timeout)?,
+            discovery_srv: self.discovery_srv,
+            discovery_srv_name: self.discovery_srv_name,
+            insecure_discovery: self.insecure_discovery,
+            dns_server: self.dns_server,
+        };
+        options
+            .or_env()
+            .and_then(ConnectionOptions::build)
+            .map_err(|e| e.to_string())
+    }
+}

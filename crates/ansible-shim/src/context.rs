@@ -1,0 +1,103 @@
+//! One module invocation: its name, Ansible's flags and the task's options.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use etcd_core::ClusterConfig;
+
+use crate::connection::{CONNECTION_OPTIONS, ConnectionArgs};
+use crate::modules::{ModuleDef, lookup};
+use crate::outcome::ModuleError;
+use crate::spec::{OptionSpec, normalize, parse};
+
+/// One module invocation.
+#[derive(Debug)]
+pub struct Context {
+    /// The module's short name (`etcd_member`).
+    pub module: String,
+    /// Check mode: report what would change, change nothing.
+    pub check_mode: bool,
+    /// Diff mode: return before/after of what changes.
+    pub diff: bool,
+    params: Map<String, Value>,
+    def: Option<&'static ModuleDef>,
+}
+
+impl Context {
+    /// Splits Ansible's `_ansible_*` keys from the task's options and names the module: the
+    /// action plugin's `_etcd_module` first, else Ansible's module name, else the file the
+    /// binary runs as (`AnsiballZ_etcd_member`).
+    pub fn new(raw: Map<String, Value>, argv0: Option<&str>) -> Context {
+        let flag = |key: &str| raw.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let from_argv = argv0
+            .and_then(|a| std::path::Path::new(a).file_name())
+            .map(|n| {
+                n.to_string_lossy()
+                    .trim_start_matches("AnsiballZ_")
+                    .to_string()
+            });
+        let module = raw
+            .get(crate::MODULE_KEY)
+            .or_else(|| raw.get("_ansible_module_name"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or(from_argv)
+            .unwrap_or_default();
+        // `etcd.core.etcd_member` -> `etcd_member`
+        let module = module.rsplit('.').next().unwrap_or_default().to_string();
+        let params: Map<String, Value> = raw
+            .iter()
+            .filter(|(k, _)| !k.starts_with("_ansible_") && k.as_str() != crate::MODULE_KEY)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Context {
+            check_mode: flag("_ansible_check_mode"),
+            diff: flag("_ansible_diff"),
+            def: lookup(&module),
+            module,
+            params,
+        }
+    }
+
+    /// The module's definition, when the name is known.
+    pub fn def(&self) -> Option<&'static ModuleDef> {
+        self.def
+    }
+
+    /// The task's options as given (no `_ansible_*` keys).
+    pub fn params(&self) -> &Map<String, Value> {
+        &self.params
+    }
+
+    /// Every option this module accepts: the shared connection options and its own.
+    pub fn specs(&self) -> Vec<&'static [OptionSpec]> {
+        // Modules that do not talk to a cluster still accept (and ignore) the connection
+        // options, so that `module_defaults: {group/etcd.core.etcd: ...}` can set them for all.
+        let mut specs = vec![CONNECTION_OPTIONS];
+        if let Some(def) = self.def {
+            specs.extend_from_slice(def.options);
+        }
+        specs
+    }
+
+    fn normalized(&self) -> Result<Map<String, Value>, ModuleError> {
+        normalize(&self.module, &self.params, &self.specs()).map_err(ModuleError::new)
+    }
+
+    /// The module's own options, typed.
+    pub fn args<T: DeserializeOwned>(&self) -> Result<T, ModuleError> {
+        let mut normalized = self.normalized()?;
+        for spec in CONNECTION_OPTIONS {
+            normalized.remove(spec.name);
+        }
+        parse(&self.module, normalized).map_err(ModuleError::new)
+    }
+
+    /// The cluster to talk to, from the shared connection options.
+    pub fn cluster(&self) -> Result<ClusterConfig, ModuleError> {
+        let mut normalized = self.normalized()?;
+        ConnectionArgs::take(&mut normalized)
+            .and_then(ConnectionArgs::build)
+            .map_err(ModuleError::new)
+    }
+}

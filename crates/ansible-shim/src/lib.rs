@@ -1,0 +1,91 @@
+//! The `etcd.core` Ansible modules as one binary: module arguments (JSON) in, one result
+//! (JSON) out. Each module is a thin layer over the same library functions as `etcdops`:
+//! it parses its options ([`spec`]), builds the shared connection settings once
+//! ([`connection`]), calls the library and returns the library's serializable result.
+//!
+//! Ansible does not mask secrets for binary modules, so [`secrets`] scrubs every secret
+//! option's value from the whole output (`invocation`, messages, return values).
+//!
+//! ```
+//! let args = r#"{"_ansible_module_name": "etcd_nonexistent", "_ansible_check_mode": true}"#;
+//! let output = ansible_shim::run_module_json(args, None);
+//! assert!(output.failed);
+//! assert!(output.json.contains("unknown module"));
+//! ```
+#![deny(missing_docs)]
+
+pub mod connection;
+mod context;
+pub mod modules;
+mod outcome;
+pub mod secrets;
+pub mod spec;
+mod store;
+
+pub use context::Context;
+pub use outcome::{ModuleError, Outcome};
+
+use serde_json::{Map, Value};
+
+/// The key the action plugin uses to name the module it resolved (the binary itself runs
+/// under an architecture-specific name).
+pub const MODULE_KEY: &str = "_etcd_module";
+
+/// What the binary prints and how it exits.
+#[derive(Debug, Clone)]
+pub struct ShimOutput {
+    /// The result document, secrets scrubbed.
+    pub json: String,
+    /// Whether the module failed (exit status 1).
+    pub failed: bool,
+}
+
+/// Runs the module named in the arguments file `argv[1]`.
+pub fn run_from_argv(argv: &[String]) -> ShimOutput {
+    let Some(path) = argv.get(1) else {
+        return failure(
+            "usage: etcd-ansible-shim ARGS_FILE (Ansible passes the file; run modules through ansible)",
+        );
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => run_module_json(&text, argv.first().map(String::as_str)),
+        Err(e) => failure(&format!("cannot read module arguments '{path}': {e}")),
+    }
+}
+
+/// Runs a module from the JSON text of its arguments. `argv0` is the path the binary was run
+/// as (`AnsiballZ_<name>`), the fallback for the module's name.
+pub fn run_module_json(text: &str, argv0: Option<&str>) -> ShimOutput {
+    let params: Map<String, Value> = match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return failure("module arguments must be a JSON object"),
+        Err(e) => return failure(&format!("module arguments are not JSON: {e}")),
+    };
+    let context = Context::new(params, argv0);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return failure(&format!("cannot start the async runtime: {e}")),
+    };
+    let outcome = runtime.block_on(modules::run(&context));
+    // Connections may still be open; do not wait for them.
+    runtime.shutdown_background();
+    let failed = outcome.failed;
+    ShimOutput {
+        json: outcome.into_json(&context),
+        failed,
+    }
+}
+
+fn failure(msg: &str) -> ShimOutput {
+    let mut doc = Map::new();
+    doc.insert("failed".into(), Value::Bool(true));
+    doc.insert("changed".into(), Value::Bool(false));
+    doc.insert("msg".into(), Value::String(msg.to_string()));
+    ShimOutput {
+        json: Value::Object(doc).to_string(),
+        failed: true,
+    }
+}

@@ -1,0 +1,40 @@
+//! `etcd_lease_info`: every lease with its TTLs, or one lease with the keys attached to it.
+
+use etcd_core::{LeaseId, lease_list, lease_time_to_live};
+use serde::Deserialize;
+
+use crate::context::Context;
+use crate::outcome::{ModuleError, Outcome};
+use crate::spec::{Kind, OptionSpec, opt};
+
+pub const OPTIONS: &[&[OptionSpec]] = &[&[opt("id", Kind::Str), opt("keys", Kind::Bool)]];
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    id: Option<String>,
+    #[serde(default)]
+    keys: bool,
+}
+
+pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
+    let args: Args = context.args()?;
+    let config = context.cluster()?;
+    match args.id {
+        Some(id) => {
+            let id: LeaseId = id
+                .parse()
+                .map_err(|e| ModuleError::new(format!("etcd_lease_info: option 'id': {e}")))?;
+            let lease = lease_time_to_live(&config, id, args.keys).await?;
+            let msg = if lease.found {
+                format!("lease {} has {}s left", lease.id, lease.remaining_ttl)
+            } else {
+                format!("lease {} does not exist (expired or revoked)", lease.id)
+            };
+            Ok(Outcome::unchanged(msg).with("lease", &lease))
+        }
+        None => {
+            let list = lease_list(&config).await?;
+            Ok(Outcome::unchanged(format!("{} lease(s)", list.leases.len())).with_fields(&list))
+        }
+    }
+}

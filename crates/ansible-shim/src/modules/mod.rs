@@ -1,0 +1,150 @@
+//! Every module of `etcd.core`, by name.
+
+mod cluster_info;
+mod kv_info;
+mod lease_info;
+mod maintenance;
+mod member;
+mod snapshot;
+mod snapshot_info;
+mod snapshot_restore;
+
+use crate::context::Context;
+use crate::outcome::Outcome;
+use crate::spec::OptionSpec;
+
+/// A module: its name, its own options, and whether it takes the connection options.
+#[derive(Debug)]
+pub struct ModuleDef {
+    /// Short name (`etcd_member`).
+    pub name: &'static str,
+    /// Its own option groups (the connection options come on top when `connection`).
+    pub options: &'static [&'static [OptionSpec]],
+    /// Whether it talks to a cluster.
+    pub connection: bool,
+}
+
+/// Every module.
+pub const MODULES: &[ModuleDef] = &[
+    ModuleDef {
+        name: "etcd_cluster_info",
+        options: cluster_info::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_member",
+        options: member::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_snapshot",
+        options: snapshot::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_snapshot_info",
+        options: snapshot_info::OPTIONS,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_snapshot_restore",
+        options: snapshot_restore::OPTIONS,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_maintenance",
+        options: maintenance::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_kv_info",
+        options: kv_info::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_lease_info",
+        options: lease_info::OPTIONS,
+        connection: true,
+    },
+];
+
+/// The module called `name`.
+pub fn lookup(name: &str) -> Option<&'static ModuleDef> {
+    MODULES.iter().find(|m| m.name == name)
+}
+
+/// Runs the module the context names.
+pub async fn run(context: &Context) -> Outcome {
+    let result = match context.module.as_str() {
+        "etcd_cluster_info" => cluster_info::run(context).await,
+        "etcd_member" => member::run(context).await,
+        "etcd_snapshot" => snapshot::run(context).await,
+        "etcd_snapshot_info" => snapshot_info::run(context).await,
+        "etcd_snapshot_restore" => snapshot_restore::run(context).await,
+        "etcd_maintenance" => maintenance::run(context).await,
+        "etcd_kv_info" => kv_info::run(context).await,
+        "etcd_lease_info" => lease_info::run(context).await,
+        other => {
+            let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
+            return Outcome::failure(format!(
+                "unknown module '{other}' in this build of etcd.core; known: {}",
+                known.join(", ")
+            ));
+        }
+    };
+    result.unwrap_or_else(|e| Outcome::failure(e.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MODULES;
+    use crate::connection::CONNECTION_OPTIONS;
+
+    #[test]
+    fn no_module_option_shadows_a_connection_option() {
+        for module in MODULES {
+            for spec in module.options.iter().flat_map(|s| s.iter()) {
+                assert!(
+                    !CONNECTION_OPTIONS.iter().any(|c| c.name == spec.name),
+                    "{}: option '{}' clashes with a connection option",
+                    module.name,
+                    spec.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_module_has_docs_and_an_action_plugin() {
+        let collection = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../ansible_collections/etcd/core");
+        let runtime = std::fs::read_to_string(collection.join("meta/runtime.yml")).unwrap();
+        for module in MODULES {
+            let docs = collection.join(format!("plugins/modules/{}.yml", module.name));
+            let text = std::fs::read_to_string(&docs).unwrap();
+            for spec in module.options.iter().flat_map(|s| s.iter()) {
+                let documented = text.contains(&format!("\n    {}:\n", spec.name))
+                    || crate::store::STORE_OPTIONS
+                        .iter()
+                        .any(|s| s.name == spec.name);
+                assert!(
+                    documented,
+                    "{}: option '{}' is not documented",
+                    module.name, spec.name
+                );
+            }
+            assert!(
+                collection
+                    .join(format!("plugins/action/{}.py", module.name))
+                    .exists(),
+                "{} has no action plugin",
+                module.name
+            );
+            assert!(
+                runtime.contains(&format!("- {}\n", module.name)),
+                "{} is not in the action group",
+                module.name
+            );
+        }
+    }
+}

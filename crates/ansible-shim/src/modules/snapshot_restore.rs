@@ -1,0 +1,140 @@
+//! `etcd_snapshot_restore`: restores a snapshot (file or object URL), or a surviving member's
+//! own db (`from_data_dir`, the quorum-loss fix), into a new data dir. Repeating the same
+//! restore changes nothing (the library's marker file); check mode runs every check and
+//! writes nothing.
+
+use std::path::PathBuf;
+
+use etcd_snapshot::{RestoreRequest, read_snapshot_file, read_snapshot_object, restore_snapshot};
+use etcd_store::split_object_url;
+use serde::Deserialize;
+
+use crate::context::Context;
+use crate::outcome::{ModuleError, Outcome};
+use crate::spec::{Kind, OptionSpec, opt};
+use crate::store::{STORE_OPTIONS, StoreArgs};
+
+pub const OPTIONS: &[&[OptionSpec]] = &[
+    &[
+        opt("snapshot", Kind::Str),
+        opt("from_data_dir", Kind::Str),
+        opt("data_dir", Kind::Str),
+        opt("wal_dir", Kind::Str),
+        opt("name", Kind::Str),
+        opt("initial_cluster", Kind::Str),
+        opt("initial_cluster_token", Kind::Str),
+        opt("initial_advertise_peer_urls", Kind::List),
+        opt("skip_hash_check", Kind::Bool),
+        opt("bump_revision", Kind::Int),
+        opt("mark_compacted", Kind::Bool),
+        opt("move_aside", Kind::Bool),
+        opt("force", Kind::Bool),
+        opt("owner", Kind::Str),
+    ],
+    STORE_OPTIONS,
+];
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    snapshot: Option<String>,
+    from_data_dir: Option<PathBuf>,
+    data_dir: PathBuf,
+    wal_dir: Option<PathBuf>,
+    name: String,
+    initial_cluster: String,
+    #[serde(default = "default_token")]
+    initial_cluster_token: String,
+    initial_advertise_peer_urls: Vec<String>,
+    #[serde(default)]
+    skip_hash_check: bool,
+    #[serde(default)]
+    bump_revision: u64,
+    #[serde(default)]
+    mark_compacted: bool,
+    #[serde(default)]
+    move_aside: bool,
+    #[serde(default)]
+    force: bool,
+    owner: Option<String>,
+    #[serde(flatten)]
+    store: StoreArgs,
+}
+
+fn default_token() -> String {
+    "etcd-cluster".into()
+}
+
+pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
+    let args: Args = context.args()?;
+    let (source, bytes, from_data_dir) = match (&args.from_data_dir, &args.snapshot) {
+        (Some(dir), None) => {
+            let db = dir.join("member").join("snap").join("db");
+            let bytes = std::fs::read(&db)
+                .map_err(|e| ModuleError::new(format!("cannot read '{}': {e}", db.display())))?;
+            (db.display().to_string(), bytes, true)
+        }
+        (None, Some(source)) if source.contains("://") => {
+            let (store_url, name) = split_object_url(source);
+            let store = args.store.open(&store_url)?;
+            (
+                source.clone(),
+                read_snapshot_object(&store, &name).await?.bytes,
+                false,
+            )
+        }
+        (None, Some(source)) => (
+            source.clone(),
+            read_snapshot_file(std::path::Path::new(source))?.bytes,
+            false,
+        ),
+        _ => {
+            return Err(ModuleError::new(
+                "etcd_snapshot_restore: give exactly one of snapshot (file or URL) or from_data_dir",
+            ));
+        }
+    };
+    let request = RestoreRequest {
+        name: args.name.clone(),
+        initial_cluster: args.initial_cluster.clone(),
+        initial_cluster_token: args.initial_cluster_token.clone(),
+        initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
+        data_dir: args.data_dir.clone(),
+        wal_dir: args.wal_dir.clone(),
+        skip_hash_check: args.skip_hash_check || from_data_dir,
+        bump_revision: args.bump_revision,
+        mark_compacted: args.mark_compacted,
+        move_aside: args.move_aside,
+        force: args.force,
+        owner: args.owner.clone(),
+        dry_run: context.check_mode,
+    };
+    let result = restore_snapshot(&source, &bytes, &request)?;
+    let mut outcome = Outcome::unchanged(if result.changed && context.check_mode {
+        format!(
+            "would restore {} as member {} ({}) of cluster {} at revision {} (check mode: nothing written)",
+            result.data_dir.display(),
+            result.name,
+            result.member_id,
+            result.cluster_id,
+            result.revision
+        )
+    } else if result.changed {
+        format!(
+            "restored {} as member {} ({}) of cluster {} at revision {}",
+            result.data_dir.display(),
+            result.name,
+            result.member_id,
+            result.cluster_id,
+            result.revision
+        )
+    } else {
+        format!(
+            "{} already holds this restore (member {}, revision {}); nothing changed",
+            result.data_dir.display(),
+            result.member_id,
+            result.revision
+        )
+    });
+    outcome.changed = result.changed;
+    Ok(outcome.with_fields(&result))
+}

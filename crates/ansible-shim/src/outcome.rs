@@ -1,0 +1,126 @@
+//! What a module returns, and how it is printed.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::context::Context;
+use crate::secrets::{masked_params, scrub_json, secret_values};
+
+/// A module's result: Ansible's common keys plus the module's return values.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Whether the module changed something (or would, in check mode).
+    pub changed: bool,
+    /// Whether the module failed.
+    pub failed: bool,
+    /// What happened, in words.
+    pub msg: String,
+    /// Before/after, shown with `--diff`.
+    pub diff: Option<Value>,
+    /// Warnings Ansible prints.
+    pub warnings: Vec<String>,
+    /// The module's documented return values.
+    pub values: Map<String, Value>,
+}
+
+/// Why a module could not do its job: a one-line message.
+#[derive(Debug)]
+pub struct ModuleError(pub String);
+
+impl ModuleError {
+    /// Wraps a message.
+    pub fn new(msg: impl Into<String>) -> Self {
+        ModuleError(msg.into())
+    }
+}
+
+impl From<etcd_core::Error> for ModuleError {
+    fn from(e: etcd_core::Error) -> Self {
+        ModuleError(e.to_string())
+    }
+}
+
+impl From<etcd_snapshot::SnapshotError> for ModuleError {
+    fn from(e: etcd_snapshot::SnapshotError) -> Self {
+        ModuleError(e.to_string())
+    }
+}
+
+impl From<etcd_snapshot::RestoreError> for ModuleError {
+    fn from(e: etcd_snapshot::RestoreError) -> Self {
+        ModuleError(e.to_string())
+    }
+}
+
+impl From<etcd_store::StoreError> for ModuleError {
+    fn from(e: etcd_store::StoreError) -> Self {
+        ModuleError(e.to_string())
+    }
+}
+
+impl Outcome {
+    /// A result that changed nothing.
+    pub fn unchanged(msg: impl Into<String>) -> Outcome {
+        Outcome {
+            msg: msg.into(),
+            ..Outcome::default()
+        }
+    }
+
+    /// A failed result.
+    pub fn failure(msg: impl Into<String>) -> Outcome {
+        Outcome {
+            failed: true,
+            msg: msg.into(),
+            ..Outcome::default()
+        }
+    }
+
+    /// Adds a return value (anything serializable).
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Outcome {
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.values.insert(key.to_string(), value);
+        self
+    }
+
+    /// Adds every field of a serializable struct as return values.
+    pub fn with_fields(mut self, value: impl Serialize) -> Outcome {
+        if let Ok(Value::Object(map)) = serde_json::to_value(value) {
+            self.values.extend(map);
+        }
+        self
+    }
+
+    /// The printed document, with every secret scrubbed.
+    pub fn into_json(self, context: &Context) -> String {
+        let specs = context.specs();
+        let mut doc = self.values;
+        doc.insert("changed".into(), Value::Bool(self.changed));
+        doc.insert("failed".into(), Value::Bool(self.failed));
+        doc.insert("msg".into(), Value::String(one_line(&self.msg)));
+        if !self.warnings.is_empty() {
+            doc.insert("warnings".into(), Value::from(self.warnings));
+        }
+        if context.diff
+            && let Some(diff) = self.diff
+        {
+            doc.insert("diff".into(), diff);
+        }
+        let mut invocation = Map::new();
+        invocation.insert(
+            "module_args".into(),
+            Value::Object(masked_params(context.params(), &specs)),
+        );
+        doc.insert("invocation".into(), Value::Object(invocation));
+        let json = Value::Object(doc).to_string();
+        scrub_json(&json, &secret_values(context.params(), &specs))
+    }
+}
+
+fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,174 @@
+//! Running real ansible-core against the `etcd.core` collection of this checkout, with the
+//! shim binary built beside the tests placed as the collection's module binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Directory of the ansible-core venv (`ETCDOPS_ANSIBLE_VENV`, set by `scripts/test`).
+pub fn ansible_venv() -> PathBuf {
+    PathBuf::from(
+        std::env::var("ETCDOPS_ANSIBLE_VENV")
+            .unwrap_or_else(|_| "/opt/etcdops-deps/ansible".into()),
+    )
+}
+
+/// Path of the shim binary built beside this test binary (or `ETCDOPS_SHIM_BIN`).
+pub fn shim_path() -> PathBuf {
+    if let Ok(path) = std::env::var("ETCDOPS_SHIM_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    dir.join("etcd-ansible-shim")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read collection dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy collection file");
+        }
+    }
+}
+
+/// A private install of the collection (this checkout's files plus the shim binary).
+pub struct Collection {
+    dir: tempfile::TempDir,
+}
+
+/// The result of one `ansible-playbook` run.
+#[derive(Debug)]
+pub struct PlaybookRun {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output (the play recap, `-v` results).
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl std::fmt::Display for PlaybookRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ansible-playbook exit code {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Collection {
+    /// Copies `ansible_collections/etcd/core` into a temporary collections path and installs
+    /// the shim as `plugins/modules/etcd_shim_<arch>`.
+    pub fn install() -> Collection {
+        let dir = tempfile::Builder::new()
+            .prefix("etcdops-ansible-")
+            .tempdir()
+            .expect("temp dir");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("ansible_collections/etcd/core");
+        let target = dir.path().join("ansible_collections/etcd/core");
+        copy_tree(&source, &target);
+        let shim = shim_path();
+        assert!(
+            shim.exists(),
+            "{} is missing: build it first with `cargo build -p ansible-shim`",
+            shim.display()
+        );
+        let binary = target
+            .join("plugins/modules")
+            .join(format!("etcd_shim_{}", std::env::consts::ARCH));
+        std::fs::copy(&shim, &binary).expect("install shim");
+        Collection { dir }
+    }
+
+    /// The collections path (holds `ansible_collections/`).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Where a test target of the collection lives (`tests/integration/targets/NAME`).
+    pub fn target(&self, name: &str) -> PathBuf {
+        self.dir
+            .path()
+            .join("ansible_collections/etcd/core/tests/integration/targets")
+            .join(name)
+    }
+
+    /// Where a role of the collection lives.
+    pub fn roles_dir(&self) -> PathBuf {
+        self.dir.path().join("ansible_collections/etcd/core/roles")
+    }
+
+    /// Runs `playbook` (YAML text) with `extra_vars` (JSON) and the inventory text, plus
+    /// environment variables for the controller. `-v` so results (with `invocation`) print.
+    pub fn playbook(
+        &self,
+        playbook: &str,
+        inventory: &str,
+        extra_vars: &serde_json::Value,
+        env: &[(&str, &str)],
+        extra_args: &[&str],
+    ) -> PlaybookRun {
+        let work = tempfile::tempdir_in(self.dir.path()).expect("temp dir");
+        let play = work.path().join("play.yml");
+        std::fs::write(&play, playbook).expect("write playbook");
+        let inv = work.path().join("inventory.ini");
+        std::fs::write(&inv, inventory).expect("write inventory");
+        let vars = work.path().join("vars.json");
+        std::fs::write(&vars, extra_vars.to_string()).expect("write vars");
+        let venv = ansible_venv();
+        let mut cmd = Command::new(venv.join("bin/ansible-playbook"));
+        cmd.arg("-i")
+            .arg(&inv)
+            .arg("-e")
+            .arg(format!("@{}", vars.display()))
+            .arg("-v")
+            .args(extra_args)
+            .arg(&play)
+            .env("ANSIBLE_COLLECTIONS_PATH", self.dir.path())
+            .env("ANSIBLE_COLLECTIONS_SCAN_SYS_PATH", "false")
+            .env("ANSIBLE_LOCAL_TEMP", work.path().join("local-tmp"))
+            .env("ANSIBLE_REMOTE_TEMP", work.path().join("remote-tmp"))
+            .env("ANSIBLE_HOST_KEY_CHECKING", "false")
+            .env("ANSIBLE_NOCOLOR", "1")
+            .env("ANSIBLE_FORCE_COLOR", "0")
+            .env("ANSIBLE_DEPRECATION_WARNINGS", "false")
+            .env("ANSIBLE_RETRY_FILES_ENABLED", "false")
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    venv.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            );
+        for (name, _) in etcd_core_env() {
+            cmd.env_remove(name);
+        }
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let out = cmd.output().expect("run ansible-playbook");
+        PlaybookRun {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// The `ETCDCTL_*` variables a test must not inherit.
+fn etcd_core_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("ETCDCTL_"))
+        .collect()
+}
