@@ -139,6 +139,8 @@ impl Collection {
             .env("ANSIBLE_LOCAL_TEMP", work.path().join("local-tmp"))
             .env("ANSIBLE_REMOTE_TEMP", work.path().join("remote-tmp"))
             .env("ANSIBLE_HOST_KEY_CHECKING", "false")
+            // Targets are this machine: its Python is the venv's (inventory can override).
+            .env("ANSIBLE_PYTHON_INTERPRETER", venv.join("bin/python"))
             .env("ANSIBLE_NOCOLOR", "1")
             .env("ANSIBLE_FORCE_COLOR", "0")
             .env("ANSIBLE_DEPRECATION_WARNINGS", "false")

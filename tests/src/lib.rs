@@ -20,6 +20,7 @@ mod dns;
 mod etcd;
 mod ports;
 mod stores;
+mod supervised;
 
 pub use ansible::{Collection, PlaybookRun, ansible_venv, shim_path};
 pub use certs::Certs;
@@ -31,3 +32,4 @@ pub use stores::{
     AZURITE_ACCOUNT, AZURITE_KEY, AzuriteServer, FakeGcsServer, HttpResponse, S3Server,
     azurite_blob_path, fake_gcs_server_path, http_request, moto_server_path, xml_values,
 };
+pub use supervised::{SupervisedCluster, SupervisedMember, supervisor_path};

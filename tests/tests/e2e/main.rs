@@ -4,6 +4,7 @@
 
 mod access;
 mod ansible;
+mod ansible_roles;
 mod auth;
 mod cluster_ops;
 mod discovery;
