@@ -90,6 +90,52 @@ impl Collection {
         Collection { dir }
     }
 
+    /// Builds the release tarball with `scripts/build-collection` (this build's shim) and
+    /// installs it with `ansible-galaxy collection install`, as a user would.
+    pub fn install_tarball() -> Collection {
+        let dir = tempfile::Builder::new()
+            .prefix("etcdops-galaxy-")
+            .tempdir()
+            .expect("temp dir");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let built = dir.path().join("built");
+        // The debug shim carries ~50 MB of symbols that only slow the tarball down.
+        let shim = dir.path().join("etcd-ansible-shim");
+        std::fs::copy(shim_path(), &shim).expect("copy shim");
+        let stripped = Command::new("strip").arg(&shim).status();
+        assert!(stripped.is_ok_and(|s| s.success()), "strip failed");
+        let out = Command::new(root.join("scripts/build-collection"))
+            .arg("--shim")
+            .arg(&shim)
+            .arg("--output")
+            .arg(&built)
+            .output()
+            .expect("run build-collection");
+        assert!(
+            out.status.success(),
+            "build-collection failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tarball = std::fs::read_dir(&built)
+            .expect("read output")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+            .expect("a tarball");
+        let out = Command::new(ansible_venv().join("bin/ansible-galaxy"))
+            .args(["collection", "install", "--force", "-p"])
+            .arg(dir.path())
+            .arg(&tarball)
+            .output()
+            .expect("run ansible-galaxy");
+        assert!(
+            out.status.success(),
+            "ansible-galaxy collection install failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Collection { dir }
+    }
+
     /// The collections path (holds `ansible_collections/`).
     pub fn path(&self) -> &Path {
         self.dir.path()

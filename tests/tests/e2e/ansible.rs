@@ -197,3 +197,21 @@ fn passwords_never_appear_in_any_output() {
         "{run}"
     );
 }
+
+#[test]
+fn the_built_tarball_installs_and_its_modules_run() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let collection = Collection::install_tarball();
+    // The installed tarball has no test targets: a play of its own.
+    let playbook = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "tasks": [
+            {"etcd.core.etcd_cluster_info": {"endpoints": cluster.client_urls()}, "register": "info"},
+            {"ansible.builtin.assert": {"that": ["info.healthy", "info.members | length == 1"]}},
+        ],
+    }])
+    .to_string();
+    let run = collection.playbook(&playbook, NO_PYTHON, &json!({}), &[], &[]);
+    assert_ok(&run);
+}
