@@ -1,6 +1,8 @@
 //! etcd snapshot streams and files: the save pipeline, the manifest type, the backup catalog
-//! (list, verify, delete, prune) over `etcd-store`, a bbolt reader, and a native `snapshot
-//! status`. Native restore builds on this crate.
+//! (list, verify, delete, prune) over `etcd-store`, a bbolt reader, and native `snapshot
+//! status` and `snapshot restore`. Snapshots are read page by page from a file (a zstd file or
+//! a stored object is first streamed into a temporary file), so memory stays bounded whatever
+//! the db's size.
 //!
 //! ```no_run
 //! use etcd_core::ConnectionOptions;
@@ -23,8 +25,10 @@
 mod bbolt;
 mod catalog;
 mod error;
+mod input;
 mod manifest;
 mod metrics;
+mod mvcc;
 mod progress;
 mod restore;
 mod retention;
@@ -34,28 +38,31 @@ mod status;
 mod verify;
 
 pub use bbolt::{
-    BoltDb, BoltError, BranchElement, Bucket, Cursor, Entry, LeafElement, MetaSummary, Page,
-    PageError, check_meta_pages, fnv1a64,
+    BoltDb, BoltError, BranchElement, Bucket, DbFile, Entry, LeafElement, MetaSummary, Page,
+    PageError, PageSource, check_meta_pages, fnv1a64,
 };
 pub use catalog::{
     BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, PruneEntry,
     PruneReport, delete_backup, list_backups, object_name, prune_backups, verify_backup,
 };
 pub use error::{Result, SnapshotError};
+pub use input::{SnapshotFile, open_snapshot_file, open_snapshot_object};
 pub use manifest::{
     Compression, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest, backup_object_name,
 };
 pub use metrics::write_save_metrics;
+pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use progress::{NoProgress, Progress};
 pub use restore::{
     MARKER_FILE, RestoreError, RestoreMarker, RestoreRequest, RestoreResult, RestoredMember,
-    cluster_id, member_id, parse_initial_cluster, read_marker, restore_snapshot, wal_usage,
+    cluster_id, member_id, parse_initial_cluster, read_marker, restore_snapshot, restore_spool_dir,
+    validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
 pub use source::{SnapshotSource, choose_source};
 pub use status::{
-    BucketCount, DbMember, LoadedSnapshot, SnapshotStatus, StatusOptions, TrailerCheck,
-    read_snapshot_file, read_snapshot_object, snapshot_status, split_trailer,
+    BucketCount, DbMember, SnapshotStatus, StatusOptions, TrailerCheck, snapshot_status,
+    split_trailer,
 };
 pub use verify::{VerifyExpectation, VerifyReport, verify_object};

@@ -123,18 +123,22 @@ impl Manifest {
     }
 }
 
-/// Object name for a new backup: `[prefix/]etcd-<cluster>/<UTC time>-rev<revision>.db.zst`.
+/// Object name for a new backup:
+/// `etcd-<cluster>/<UTC time>-rev<revision>-<unique>.db.zst`.
 ///
 /// Within one cluster's folder names sort by time (the timestamp comes first, fixed width),
-/// and each name still says which cluster and revision it holds.
+/// and each name still says which cluster and revision it holds. `unique` (random, 8 hex
+/// digits) keeps two saves started in the same millisecond at the same revision from taking
+/// the same name, where the second would silently replace the first.
 pub fn backup_object_name(
     cluster_id: MemberId,
     created_at: DateTime<Utc>,
     revision: i64,
     compression: Compression,
+    unique: u32,
 ) -> String {
     format!(
-        "etcd-{cluster_id}/{}-rev{revision}{}",
+        "etcd-{cluster_id}/{}-rev{revision}-{unique:08x}{}",
         created_at.format("%Y%m%dT%H%M%S%.3fZ"),
         compression.suffix()
     )
@@ -202,10 +206,14 @@ mod tests {
         let c = MemberId(0xabc);
         let early = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
         let late = Utc.with_ymd_and_hms(2026, 11, 2, 3, 4, 5).unwrap();
-        let a = backup_object_name(c, early, 99999, Compression::Zstd);
-        let b = backup_object_name(c, late, 1, Compression::None);
-        assert_eq!(a, "etcd-abc/20260102T030405.000Z-rev99999.db.zst");
+        let a = backup_object_name(c, early, 99999, Compression::Zstd, 0xff);
+        let b = backup_object_name(c, late, 1, Compression::None, 7);
+        assert_eq!(a, "etcd-abc/20260102T030405.000Z-rev99999-000000ff.db.zst");
         assert!(a < b);
-        assert!(b.ends_with("-rev1.db"));
+        assert!(b.ends_with("-rev1-00000007.db"));
+        assert_ne!(
+            backup_object_name(c, early, 1, Compression::Zstd, 1),
+            backup_object_name(c, early, 1, Compression::Zstd, 2)
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! file.
 
 use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -110,8 +111,17 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "metrics.prom".into());
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    // A leftover of a killed run with the same pid.
+    let _ = std::fs::remove_file(&tmp);
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        // 0644 whatever the umask: node_exporter reads it as its own user, and it holds only
+        // timings, sizes and revisions.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;

@@ -72,6 +72,17 @@ pub struct SaveResult {
     pub duration_seconds: f64,
 }
 
+/// A random tag for a new object's name; without the OS generator, time and process id.
+fn unique_tag() -> u32 {
+    getrandom::u32().unwrap_or_else(|_| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        nanos ^ std::process::id().rotate_left(16)
+    })
+}
+
 /// Takes a snapshot and stores it with its manifest. On any failure nothing is left under the
 /// final names: the upload is aborted and no manifest is written.
 pub async fn save_snapshot(
@@ -94,6 +105,7 @@ pub async fn save_snapshot(
         created_at,
         source.revision,
         request.compression,
+        unique_tag(),
     );
     let stream = client.snapshot_stream().await?;
     let mut upload = store.begin_upload(&object).await?;

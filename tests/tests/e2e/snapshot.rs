@@ -71,7 +71,7 @@ fn save_to_a_local_dir_streams_from_a_follower_and_etcd_accepts_the_file() {
         "{object}"
     );
     assert!(
-        object.ends_with(&format!("-rev{}.db.zst", manifest["revision"])),
+        object.contains(&format!("-rev{}-", manifest["revision"])) && object.ends_with(".db.zst"),
         "{object}"
     );
 
@@ -311,6 +311,10 @@ fn save_with_retention_and_metrics_file() {
         text.contains("etcdops_snapshot_last_attempt_success 1"),
         "{text}"
     );
+    // Readable by node_exporter's own user, writable only by us, whatever the umask.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&metrics).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "metrics file mode {mode:o}");
     assert!(
         text.contains("etcdops_snapshot_last_success_timestamp_seconds "),
         "{text}"

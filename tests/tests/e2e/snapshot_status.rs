@@ -255,6 +255,29 @@ fn raw_db_copies_damaged_trailers_and_truncated_files() {
         &[],
     );
     skipped.expect_code(0);
+    // A plain file: the db's SHA-256 is not even computed (the costliest part of a status).
+    assert!(skipped.stderr.contains("not checked"), "{skipped}");
+    assert_eq!(skipped.json()["trailer"], "not_checked");
+    assert!(skipped.json().get("db_sha256").is_none(), "{skipped}");
+    assert_eq!(skipped.json()["hash"], ours["hash"]);
+    // A zstd file is hashed while it is decompressed: the mismatch is reported, not refused.
+    let damaged_zst = cluster.dir().join("damaged.db.zst");
+    std::fs::write(&damaged_zst, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
+    let damaged_zst_arg = damaged_zst.display().to_string();
+    let refused = etcdops(&args(&["snapshot", "status", &damaged_zst_arg]), &[]);
+    assert_clear_error(&refused, "--skip-hash-check");
+    let skipped = etcdops(
+        &args(&[
+            "snapshot",
+            "status",
+            &damaged_zst_arg,
+            "--skip-hash-check",
+            "-w",
+            "json",
+        ]),
+        &[],
+    );
+    skipped.expect_code(0);
     assert!(skipped.stderr.contains("does not match"), "{skipped}");
     assert_eq!(skipped.json()["trailer"], "mismatch_ignored");
     assert_eq!(skipped.json()["hash"], ours["hash"]);

@@ -8,11 +8,11 @@ use etcd_core::ClusterConfig;
 use etcd_snapshot::{
     Catalog, Compression, NoProgress, Progress, PruneReport, RestoreRequest, RestoreResult,
     RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus, StatusOptions,
-    TrailerCheck, VerifyReport, delete_backup, list_backups, prune_backups, read_snapshot_file,
-    read_snapshot_object, restore_snapshot, save_snapshot, snapshot_status, verify_backup,
-    write_save_metrics,
+    TrailerCheck, VerifyReport, delete_backup, list_backups, open_snapshot_file,
+    open_snapshot_object, prune_backups, restore_snapshot, restore_spool_dir, save_snapshot,
+    validate_restore_request, verify_backup, write_save_metrics,
 };
-use etcd_store::{Store, StoreOptions};
+use etcd_store::{Store, StoreOptions, split_object_url};
 
 use super::ExitStatus;
 use crate::flags::{
@@ -41,7 +41,7 @@ pub async fn run(
             Ok(ExitStatus::Success)
         }
         SnapshotCommand::Verify(args) => {
-            let (store_url, name) = split_backup_url(&args.url);
+            let (store_url, name) = split_object_url(&args.url);
             let store = open_store(&store_url, &args.store_flags)?;
             let bar = bar("verify", args.quiet, format);
             let progress: &dyn Progress = match &bar {
@@ -61,7 +61,7 @@ pub async fn run(
             }
         }
         SnapshotCommand::Delete(args) => {
-            let (store_url, name) = split_backup_url(&args.url);
+            let (store_url, name) = split_object_url(&args.url);
             let store = open_store(&store_url, &args.store_flags)?;
             let report = delete_backup(&store, &name).await?;
             print(format, &DeletedView(report.deleted))?;
@@ -87,34 +87,14 @@ pub async fn run(
 
 /// `snapshot restore`: a backup URL when the argument has a scheme, else a local file.
 async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus> {
-    let (source, bytes, from_data_dir) = match (&args.from_data_dir, &args.source) {
-        (Some(dir), _) => {
-            // A surviving member's own db: only read, never modified; it has no trailer.
-            let db = dir.join("member").join("snap").join("db");
-            let bytes = std::fs::read(&db)
-                .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", db.display()))?;
-            (db.display().to_string(), bytes, true)
-        }
-        (None, Some(source)) if source.contains("://") => {
-            let (store_url, name) = split_backup_url(source);
-            let store = open_store(&store_url, &args.store_flags)?;
-            let loaded = read_snapshot_object(&store, &name).await?;
-            (source.clone(), loaded.bytes, false)
-        }
-        (None, Some(source)) => {
-            let loaded = read_snapshot_file(std::path::Path::new(source))?;
-            (source.clone(), loaded.bytes, false)
-        }
-        (None, None) => anyhow::bail!("give a snapshot FILE|URL or --from-data-dir DIR"),
-    };
-    let request = RestoreRequest {
+    let mut request = RestoreRequest {
         name: args.name.clone(),
         initial_cluster: args.initial_cluster.clone(),
         initial_cluster_token: args.initial_cluster_token.clone(),
         initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
         data_dir: args.data_dir.clone(),
         wal_dir: args.wal_dir.clone(),
-        skip_hash_check: args.skip_hash_check || from_data_dir,
+        skip_hash_check: args.skip_hash_check,
         bump_revision: args.bump_revision,
         mark_compacted: args.mark_compacted,
         move_aside: args.move_aside,
@@ -122,7 +102,32 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
         owner: args.owner.clone(),
         dry_run: false,
     };
-    let result = restore_snapshot(&source, &bytes, &request)?;
+    // Bad flags are reported before anything is downloaded or decompressed.
+    validate_restore_request(&request)?;
+    // A zstd file or a stored object is decompressed into a temporary file beside the target.
+    let spool = restore_spool_dir(&args.data_dir)?;
+    let (source, snapshot, from_data_dir) = match (&args.from_data_dir, &args.source) {
+        (Some(dir), _) => {
+            // A surviving member's own db: only read, never modified; it has no trailer.
+            let db = dir.join("member").join("snap").join("db");
+            let snapshot = open_snapshot_file(&db, Some(&spool))?;
+            (db.display().to_string(), snapshot, true)
+        }
+        (None, Some(source)) if source.contains("://") => {
+            let (store_url, name) = split_object_url(source);
+            let store = open_store(&store_url, &args.store_flags)?;
+            let snapshot = open_snapshot_object(&store, &name, Some(&spool)).await?;
+            (source.clone(), snapshot, false)
+        }
+        (None, Some(source)) => {
+            let snapshot = open_snapshot_file(std::path::Path::new(source), Some(&spool))?;
+            (source.clone(), snapshot, false)
+        }
+        (None, None) => anyhow::bail!("give a snapshot FILE|URL or --from-data-dir DIR"),
+    };
+    // A raw member db has no trailer to check.
+    request.skip_hash_check |= from_data_dir;
+    let result = restore_snapshot(&source, &snapshot, &request)?;
     if result.trailer == TrailerCheck::MismatchIgnored {
         eprintln!(
             "etcdops: warning: etcd's SHA-256 trailer does not match the db (--skip-hash-check)"
@@ -194,28 +199,33 @@ impl Render for RestoreView {
 
 /// `snapshot status`: a backup URL when the argument has a scheme, else a local file.
 async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
-    let loaded = if args.source.contains("://") {
-        let (store_url, name) = split_backup_url(&args.source);
+    // A zstd file or a stored object is decompressed into an unnamed temporary file.
+    let snapshot = if args.source.contains("://") {
+        let (store_url, name) = split_object_url(&args.source);
         let store = open_store(&store_url, &args.store_flags)?;
-        read_snapshot_object(&store, &name).await?
+        open_snapshot_object(&store, &name, None).await?
     } else {
-        read_snapshot_file(std::path::Path::new(&args.source))?
+        open_snapshot_file(std::path::Path::new(&args.source), None)?
     };
     let options = StatusOptions {
         skip_hash_check: args.skip_hash_check,
     };
-    let status = snapshot_status(&args.source, &loaded.bytes, &options)?;
-    if status.trailer == TrailerCheck::MismatchIgnored {
-        eprintln!(
+    let status = snapshot.status(&args.source, &options)?;
+    match status.trailer {
+        TrailerCheck::MismatchIgnored => eprintln!(
             "etcdops: warning: etcd's SHA-256 trailer does not match the db (--skip-hash-check)"
-        );
+        ),
+        TrailerCheck::NotChecked => {
+            eprintln!("etcdops: note: etcd's SHA-256 trailer was not checked (--skip-hash-check)")
+        }
+        _ => {}
     }
     print(
         format,
         &StatusView {
             source: args.source.clone(),
-            compression: loaded.compression,
-            stored_size: loaded.stored_size,
+            compression: snapshot.compression(),
+            stored_size: snapshot.stored_size(),
             status,
         },
     )?;
@@ -283,7 +293,8 @@ fn policy(flags: &RetentionFlags) -> RetentionPolicy {
     }
 }
 
-fn open_store(url: &str, flags: &StoreFlags) -> Result<Store> {
+/// The store options of the flags, over the environment's.
+pub(crate) fn store_options(flags: &StoreFlags) -> StoreOptions {
     let mut options = StoreOptions::from_env();
     if let Some(endpoint) = &flags.s3_endpoint {
         options.s3_endpoint = Some(endpoint.clone());
@@ -300,19 +311,11 @@ fn open_store(url: &str, flags: &StoreFlags) -> Result<Store> {
     if let Some(size) = flags.part_size {
         options.part_size = size;
     }
-    Ok(Store::open(url, &options)?)
+    options
 }
 
-/// Splits `STORE/NAME` at the last `/`: the store is the folder holding the backup.
-fn split_backup_url(url: &str) -> (String, String) {
-    let trimmed = url.trim_end_matches('/');
-    match trimmed.rsplit_once('/') {
-        Some((store, name)) if !store.is_empty() && !store.ends_with(':') => {
-            (store.to_string(), name.to_string())
-        }
-        Some((_, name)) => ("/".to_string(), name.to_string()),
-        None => (".".to_string(), trimmed.to_string()),
-    }
+fn open_store(url: &str, flags: &StoreFlags) -> Result<Store> {
+    Ok(Store::open(url, &store_options(flags))?)
 }
 
 #[derive(serde::Serialize)]
@@ -504,6 +507,7 @@ impl Render for StatusView {
             TrailerCheck::Verified => "sha256 ok",
             TrailerCheck::Absent => "none (raw db)",
             TrailerCheck::MismatchIgnored => "MISMATCH (ignored)",
+            TrailerCheck::NotChecked => "not checked",
         };
         vec![vec![
             format!("{:x}", s.hash),
@@ -606,34 +610,5 @@ impl Render for PruneView {
             .filter(|r| r[0] != "keep")
             .map(|r| format!("{} {}", r[0], r[2]))
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_backup_url;
-
-    #[test]
-    fn backup_urls_split_into_store_and_object() {
-        let cases = [
-            (
-                "s3://b/p/etcd-abc/x.db.zst",
-                ("s3://b/p/etcd-abc", "x.db.zst"),
-            ),
-            ("s3://b/x.db.zst", ("s3://b", "x.db.zst")),
-            (
-                "/var/backups/etcd-abc/x.db",
-                ("/var/backups/etcd-abc", "x.db"),
-            ),
-            ("/x.db", ("/", "x.db")),
-            ("x.db", (".", "x.db")),
-        ];
-        for (url, (store, name)) in cases {
-            assert_eq!(
-                split_backup_url(url),
-                (store.to_string(), name.to_string()),
-                "{url}"
-            );
-        }
     }
 }

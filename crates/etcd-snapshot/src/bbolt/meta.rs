@@ -91,6 +91,22 @@ pub fn check_meta_pages(head: &[u8], db_size: u64) -> Result<MetaSummary, String
         .get(page_size..)
         .ok_or_else(|| "the db is shorter than two pages".to_string())
         .and_then(parse_meta);
+    // A meta page that disagrees with the layout's page size is damaged (found by fuzzing: a
+    // page size of 0 in the newer meta page divided by zero below).
+    let same_page_size = |meta: MetaSummary| {
+        if meta.page_size as usize == page_size {
+            Ok(meta)
+        } else {
+            Err(format!(
+                "meta page says the page size is {} but the db's pages are {page_size} bytes",
+                meta.page_size
+            ))
+        }
+    };
+    let (first, second) = (
+        first.and_then(same_page_size),
+        second.and_then(same_page_size),
+    );
     let best = match (first, second) {
         (Ok(a), Ok(b)) => {
             if a.txid >= b.txid {
@@ -158,6 +174,24 @@ mod tests {
         // Damage both: refused.
         db[40] ^= 0xff;
         assert!(check_meta_pages(&db, db.len() as u64).is_err());
+    }
+
+    #[test]
+    fn a_newer_meta_page_with_another_page_size_is_not_used() {
+        // Found by fuzzing: meta 1 (newer, valid checksum) says the page size is 0.
+        let mut db = meta_page(4096, 7, 4);
+        let mut second = meta_page(4096, 8, 4);
+        second[PAGE_HEADER + 8..PAGE_HEADER + 12].copy_from_slice(&0u32.to_le_bytes());
+        let sum = fnv1a64(&second[PAGE_HEADER..PAGE_HEADER + 56]);
+        second[PAGE_HEADER + 56..PAGE_HEADER + 64].copy_from_slice(&sum.to_le_bytes());
+        db.extend(second);
+        db.resize(4 * 4096, 0);
+        let meta = check_meta_pages(&db, db.len() as u64).unwrap();
+        assert_eq!((meta.page_size, meta.txid), (4096, 7));
+        // With meta 0 damaged too, nothing is usable: an error, not a division by zero.
+        db[40] ^= 0xff;
+        let err = check_meta_pages(&db, db.len() as u64).unwrap_err();
+        assert!(err.contains("invalid"), "{err}");
     }
 
     #[test]

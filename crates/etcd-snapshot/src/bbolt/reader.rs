@@ -1,16 +1,17 @@
-//! Reading a whole bbolt db held in memory: buckets (page-rooted and inline), branch and leaf
-//! pages, overflow pages, key/value pairs in key order, and an integrity check in the spirit
-//! of bbolt's `tx.Check()`.
+//! Reading a bbolt db page by page from any [`PageSource`] (memory or a file read with
+//! positioned reads): buckets (page-rooted and inline), branch and leaf pages, overflow pages,
+//! key/value pairs in key order, and an integrity check in the spirit of bbolt's `tx.Check()`
+//! done in the same pass as the walk. Memory stays bounded by the tree's depth times its
+//! largest page (plus one bit per page for the check), whatever the db's size.
 //!
 //! Nothing read from the file is trusted: page IDs are checked against the high-water mark,
 //! each page's header must name its own ID, offsets and lengths must stay inside their page,
 //! and every walk remembers the pages it has entered, so a page referenced twice (or a cycle)
 //! ends in an error instead of a loop.
 
-use std::collections::HashSet;
-
-use super::meta::{MetaSummary, check_meta_pages, chosen_freelist};
-use super::page::{BUCKET_HEADER, BUCKET_LEAF_FLAG, FREELIST_PAGE, Page, PageError, u64_at};
+use super::meta::{META_REGION, MetaSummary, check_meta_pages, chosen_freelist};
+use super::page::{BUCKET_HEADER, BUCKET_LEAF_FLAG, FREELIST_PAGE, PAGE_HEADER, Page, u64_at};
+use super::source::PageSource;
 
 /// Branch pages and nested buckets deeper than this are refused: a real db is a few levels
 /// deep, and the limit keeps recursion off the end of a small thread stack.
@@ -39,21 +40,27 @@ pub enum BoltError {
         /// One line per problem (at most 100).
         problems: Vec<String>,
     },
+    /// The db's bytes could not be read.
+    #[error("cannot read {len} bytes at offset {offset}: {reason}")]
+    Read {
+        /// Where the read started.
+        offset: u64,
+        /// Bytes asked for.
+        len: usize,
+        /// The I/O error.
+        reason: String,
+    },
 }
 
-fn page_error(pgid: u64) -> impl Fn(PageError) -> BoltError {
-    move |e| BoltError::Page { pgid, reason: e.0 }
-}
-
-/// A bbolt db read from memory, as seen through its newest valid meta page.
-#[derive(Debug, Clone, Copy)]
-pub struct BoltDb<'a> {
-    data: &'a [u8],
+/// A bbolt db, as seen through its newest valid meta page, read from `S`.
+#[derive(Debug)]
+pub struct BoltDb<S> {
+    source: S,
     meta: MetaSummary,
     freelist: u64,
 }
 
-/// One key/value pair of a bucket.
+/// One key/value pair of a bucket, borrowed from the page being walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry<'a> {
     /// The key.
@@ -65,29 +72,104 @@ pub struct Entry<'a> {
     pub is_bucket: bool,
 }
 
+impl Entry<'_> {
+    /// The root of the nested bucket this entry holds.
+    pub fn bucket(&self) -> Result<Bucket, BoltError> {
+        if !self.is_bucket {
+            return Err(BoltError::Page {
+                pgid: 0,
+                reason: format!(
+                    "key {:?} is not a bucket",
+                    String::from_utf8_lossy(self.key)
+                ),
+            });
+        }
+        Ok(match nested_root(self.value)? {
+            Root::Page(pgid) => Bucket::Page(pgid),
+            Root::Inline(page) => Bucket::Inline(page.to_vec()),
+        })
+    }
+}
+
+/// A bucket: the root bucket of the db or one nested in it, by its root page (or, for an
+/// inline bucket, a copy of its leaf page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bucket {
+    /// Rooted at this page.
+    Page(u64),
+    /// An inline bucket's leaf page.
+    Inline(Vec<u8>),
+}
+
+impl Bucket {
+    fn as_root(&self) -> Root<'_> {
+        match self {
+            Bucket::Page(pgid) => Root::Page(*pgid),
+            Bucket::Inline(bytes) => Root::Inline(bytes),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Root<'a> {
     Page(u64),
-    Inline(Page<'a>),
+    Inline(&'a [u8]),
 }
 
-/// A bucket: the root bucket of the db or one nested in it.
-#[derive(Debug, Clone, Copy)]
-pub struct Bucket<'a> {
-    db: BoltDb<'a>,
-    root: Root<'a>,
+/// One bit per page.
+struct PageSet(Vec<u64>);
+
+impl PageSet {
+    fn new(pages: u64) -> Self {
+        PageSet(vec![0; usize::try_from(pages.div_ceil(64)).unwrap_or(0)])
+    }
+
+    fn get(&self, pgid: u64) -> Option<bool> {
+        let word = self.0.get(usize::try_from(pgid / 64).ok()?)?;
+        Some(word & (1 << (pgid % 64)) != 0)
+    }
+
+    /// Sets the bit; false when it was set already or lies outside the set.
+    fn insert(&mut self, pgid: u64) -> bool {
+        let Some(word) = usize::try_from(pgid / 64)
+            .ok()
+            .and_then(|i| self.0.get_mut(i))
+        else {
+            return false;
+        };
+        let bit = 1 << (pgid % 64);
+        let fresh = *word & bit == 0;
+        *word |= bit;
+        fresh
+    }
 }
 
-impl<'a> BoltDb<'a> {
-    /// Opens the db held in `data` (the whole file, without etcd's SHA-256 trailer).
-    pub fn new(data: &'a [u8]) -> Result<Self, BoltError> {
-        let meta = check_meta_pages(data, data.len() as u64).map_err(BoltError::Meta)?;
-        let freelist = chosen_freelist(data, &meta);
+impl<S: PageSource> BoltDb<S> {
+    /// Opens the db `source` holds (the whole file, without etcd's SHA-256 trailer).
+    pub fn open(source: S) -> Result<Self, BoltError> {
+        let size = source.size();
+        let head_len = usize::try_from(size.min(META_REGION as u64)).unwrap_or(META_REGION);
+        let mut head = vec![0u8; head_len];
+        source
+            .read_exact_at(&mut head, 0)
+            .map_err(|e| read_error(0, head_len, &e))?;
+        let meta = check_meta_pages(&head, size).map_err(BoltError::Meta)?;
+        let freelist = chosen_freelist(&head, &meta);
         Ok(BoltDb {
-            data,
+            source,
             meta,
             freelist,
         })
+    }
+
+    /// Where the db's bytes come from.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Gives the source back.
+    pub fn into_source(self) -> S {
+        self.source
     }
 
     /// The meta page in use.
@@ -101,16 +183,15 @@ impl<'a> BoltDb<'a> {
     }
 
     /// The root bucket, whose entries are the top-level buckets.
-    pub fn root(&self) -> Bucket<'a> {
-        Bucket {
-            db: *self,
-            root: Root::Page(self.meta.root_pgid),
-        }
+    pub fn root(&self) -> Bucket {
+        Bucket::Page(self.meta.root_pgid)
     }
 
-    /// Page `pgid` with its overflow pages, after checking it lies below the high-water mark
-    /// and its header names it.
-    pub fn page(&self, pgid: u64) -> Result<Page<'a>, BoltError> {
+    /// Reads page `pgid` with its overflow pages into `buf` (grown as needed, never shrunk, so
+    /// a buffer reused from page to page costs no allocation) after checking it lies below
+    /// the high-water mark and its header names it; returns the page's bytes, to parse with
+    /// [`Page::parse`].
+    pub fn read_page<'b>(&self, pgid: u64, buf: &'b mut Vec<u8>) -> Result<&'b [u8], BoltError> {
         let err = |reason: String| BoltError::Page { pgid, reason };
         let hwm = self.meta.high_water_pgid;
         if pgid < 2 {
@@ -119,169 +200,227 @@ impl<'a> BoltDb<'a> {
         if pgid >= hwm {
             return Err(err(format!("beyond the high-water mark {hwm}")));
         }
-        let page_size = u64::from(self.meta.page_size);
-        let start = pgid
-            .checked_mul(page_size)
-            .and_then(|s| usize::try_from(s).ok())
-            .ok_or_else(|| err("offset overflows".into()))?;
-        let header =
-            Page::parse(self.data.get(start..).unwrap_or_default()).map_err(page_error(pgid))?;
+        let page_size = usize::try_from(self.meta.page_size).unwrap_or(usize::MAX);
+        // Below the high-water mark, and check_meta_pages made sure hwm pages fit the data.
+        let start = pgid * u64::from(self.meta.page_size);
+        if buf.len() < page_size {
+            buf.resize(page_size, 0);
+        }
+        self.source
+            .read_exact_at(&mut buf[..page_size], start)
+            .map_err(|e| read_error(start, page_size, &e))?;
+        let header = Page::parse(&buf[..page_size]).map_err(|e| err(e.0))?;
         if header.id != pgid {
             return Err(err(format!("its header says page {}", header.id)));
         }
-        let span = 1 + u64::from(header.overflow);
+        let overflow = header.overflow;
+        let span = 1 + u64::from(overflow);
         if pgid.saturating_add(span) > hwm {
             return Err(err(format!(
-                "{} overflow pages run past the high-water mark {hwm}",
-                header.overflow
+                "{overflow} overflow pages run past the high-water mark {hwm}"
             )));
         }
-        // Below the high-water mark, and check_meta_pages made sure hwm pages fit the data.
-        let end = usize::try_from((pgid + span) * page_size)
-            .map_err(|_| err("offset overflows".into()))?;
-        let bytes = self
-            .data
-            .get(start..end)
-            .ok_or_else(|| err("runs past the end of the file".into()))?;
-        Page::parse(bytes).map_err(page_error(pgid))
+        let total = usize::try_from(span * u64::from(self.meta.page_size))
+            .map_err(|_| err("too large for this machine".into()))?;
+        if overflow > 0 {
+            if buf.len() < total {
+                buf.resize(total, 0);
+            }
+            let at = start + page_size as u64;
+            self.source
+                .read_exact_at(&mut buf[page_size..total], at)
+                .map_err(|e| read_error(at, total - page_size, &e))?;
+        }
+        Ok(&buf[..total])
     }
 
-    /// Checks the whole db as bbolt's `tx.Check()` does: every page below the high-water mark
-    /// referenced once (or free, when the freelist is stored), pages of the right type, keys
-    /// in order, every bucket readable.
-    pub fn check(&self) -> Result<(), BoltError> {
-        let hwm = usize::try_from(self.meta.high_water_pgid).unwrap_or(usize::MAX);
-        let mut check = Check {
-            reached: vec![false; hwm],
-            problems: Vec::new(),
+    /// The entry for `key` in `bucket`, found by descending the tree, with its value copied.
+    pub fn get(&self, bucket: &Bucket, key: &[u8]) -> Result<Option<(Vec<u8>, bool)>, BoltError> {
+        let mut buf = Vec::new();
+        let (mut pgid, mut inline) = match bucket.as_root() {
+            Root::Inline(page) => (0, Some(page)),
+            Root::Page(pgid) => (pgid, None),
         };
-        for meta in 0..2.min(hwm) {
-            check.reached[meta] = true;
-        }
-        let mut free = HashSet::new();
-        let synced = self.freelist != u64::MAX;
-        if synced {
-            match self.page(self.freelist) {
-                Ok(page) if page.flags & FREELIST_PAGE != 0 => {
-                    check.mark(self.freelist, page.overflow);
-                    match page.freelist_ids() {
-                        Ok(ids) => free.extend(ids),
-                        Err(e) => check.problem(format!("page {}: {e}", self.freelist)),
+        for _ in 0..=MAX_DEPTH {
+            let page = match inline.take() {
+                Some(bytes) => Page::parse(bytes),
+                None => Page::parse(self.read_page(pgid, &mut buf)?),
+            }
+            .map_err(|e| BoltError::Page { pgid, reason: e.0 })?;
+            if page.is_leaf() {
+                for i in 0..page.count {
+                    let element = page
+                        .leaf(i)
+                        .map_err(|e| BoltError::Page { pgid, reason: e.0 })?;
+                    if element.key == key {
+                        return Ok(Some((
+                            element.value.to_vec(),
+                            element.flags & BUCKET_LEAF_FLAG != 0,
+                        )));
                     }
                 }
-                Ok(page) => check.problem(format!(
+                return Ok(None);
+            }
+            if !page.is_branch() {
+                return Err(BoltError::Page {
+                    pgid,
+                    reason: format!("a {} page inside a bucket's tree", page.kind()),
+                });
+            }
+            // The last child whose first key is <= key (or the first child).
+            let mut child = None;
+            for i in 0..page.count {
+                let element = page
+                    .branch(i)
+                    .map_err(|e| BoltError::Page { pgid, reason: e.0 })?;
+                if child.is_some() && element.key > key {
+                    break;
+                }
+                child = Some(element.pgid);
+            }
+            let Some(next) = child else {
+                return Ok(None);
+            };
+            pgid = next;
+        }
+        Err(BoltError::Page {
+            pgid,
+            reason: format!("the tree is deeper than {MAX_DEPTH} levels"),
+        })
+    }
+
+    /// The nested bucket `name` of `parent`, if there is one.
+    pub fn bucket(&self, parent: &Bucket, name: &[u8]) -> Result<Option<Bucket>, BoltError> {
+        match self.get(parent, name)? {
+            Some((value, true)) => Entry {
+                key: name,
+                value: &value,
+                is_bucket: true,
+            }
+            .bucket()
+            .map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Calls `visit` with each entry of `bucket` in key order, as bbolt's `ForEach` (nested
+    /// buckets are passed, not entered). Stops at the first error, from the db or `visit`.
+    pub fn for_each<E, F>(&self, bucket: &Bucket, mut visit: F) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(Entry<'_>) -> Result<(), E>,
+    {
+        let mut walker = Walker::new(self, 1, false);
+        walker.bucket(bucket.as_root(), 0, 0, &mut |_, entry| visit(entry))?;
+        walker.finish()
+    }
+
+    /// Walks the whole db depth first, keys in order, nested buckets entered after the entry
+    /// that holds them, calling `visit(depth, entry)` (depth 0: the top-level buckets), and
+    /// checks it as bbolt's `tx.Check()` does in the same pass: every page below the
+    /// high-water mark referenced once (or free, when the freelist is stored), pages of the
+    /// right type, keys in order, every bucket readable. Errors from `visit` stop the walk;
+    /// problems found in the db are collected (up to 100) and returned at the end.
+    pub fn walk<E, F>(&self, mut visit: F) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        let mut walker = Walker::new(self, MAX_PROBLEMS, true);
+        let mut free = PageSet::new(0);
+        let synced = self.freelist != u64::MAX;
+        if synced {
+            free = PageSet::new(self.meta.high_water_pgid);
+            let mut buf = Vec::new();
+            match self.read_page(self.freelist, &mut buf).and_then(|bytes| {
+                Page::parse(bytes).map_err(|e| BoltError::Page {
+                    pgid: self.freelist,
+                    reason: e.0,
+                })
+            }) {
+                Ok(page) if page.flags & FREELIST_PAGE != 0 => {
+                    walker.mark(self.freelist, page.overflow);
+                    match page.freelist_ids() {
+                        Ok(ids) => {
+                            for id in ids {
+                                free.insert(id);
+                            }
+                        }
+                        Err(e) => walker.problem(format!("page {}: {e}", self.freelist)),
+                    }
+                }
+                Ok(page) => walker.problem(format!(
                     "page {}: the freelist is a {} page",
                     self.freelist,
                     page.kind()
                 )),
-                Err(e) => check.problem(e.to_string()),
+                Err(e) => walker.problem(e.to_string()),
             }
         }
-        self.check_bucket(Root::Page(self.meta.root_pgid), 0, &mut check);
+        walker.bucket(Root::Page(self.meta.root_pgid), 0, 0, &mut visit)?;
         if synced {
-            for (id, reached) in check.reached.clone().into_iter().enumerate() {
-                let is_free = free.contains(&(id as u64));
+            for id in 0..self.meta.high_water_pgid {
+                let reached = walker.reached.get(id).unwrap_or(false);
+                let is_free = free.get(id).unwrap_or(false);
                 if !reached && !is_free {
-                    check.problem(format!("page {id}: unreachable unfreed"));
+                    walker.problem(format!("page {id}: unreachable unfreed"));
                 } else if reached && is_free && id >= 2 {
-                    check.problem(format!("page {id}: reachable freed"));
+                    walker.problem(format!("page {id}: reachable freed"));
+                }
+                if walker.full() {
+                    break;
                 }
             }
         }
-        if check.problems.is_empty() {
-            Ok(())
-        } else {
-            Err(BoltError::Check {
-                problems: check.problems,
-            })
-        }
+        walker.finish()
     }
 
-    fn check_bucket(&self, root: Root<'a>, depth: usize, check: &mut Check) {
-        let mut last_key = None;
-        match root {
-            Root::Inline(page) => self.check_leaf(page, 0, depth, &mut last_key, check),
-            Root::Page(pgid) => self.check_tree(pgid, depth, &mut last_key, check),
-        }
-    }
-
-    fn check_tree(
-        &self,
-        pgid: u64,
-        depth: usize,
-        last_key: &mut Option<&'a [u8]>,
-        check: &mut Check,
-    ) {
-        if check.full() {
-            return;
-        }
-        if depth > MAX_DEPTH {
-            check.problem(format!(
-                "page {pgid}: nested deeper than {MAX_DEPTH} levels"
-            ));
-            return;
-        }
-        let page = match self.page(pgid) {
-            Ok(page) => page,
-            Err(e) => return check.problem(e.to_string()),
-        };
-        if !check.mark(pgid, page.overflow) {
-            return;
-        }
-        if page.is_branch() {
-            for i in 0..page.count {
-                match page.branch(i) {
-                    Ok(element) => self.check_tree(element.pgid, depth + 1, last_key, check),
-                    Err(e) => return check.problem(format!("page {pgid}: {e}")),
-                }
-            }
-        } else if page.is_leaf() {
-            self.check_leaf(page, pgid, depth, last_key, check);
-        } else {
-            check.problem(format!(
-                "page {pgid}: a {} page inside a bucket's tree",
-                page.kind()
-            ));
-        }
-    }
-
-    fn check_leaf(
-        &self,
-        page: Page<'a>,
-        pgid: u64,
-        depth: usize,
-        last_key: &mut Option<&'a [u8]>,
-        check: &mut Check,
-    ) {
-        for i in 0..page.count {
-            let element = match page.leaf(i) {
-                Ok(e) => e,
-                Err(e) => return check.problem(format!("page {pgid}: {e}")),
-            };
-            if let Some(previous) = *last_key
-                && previous >= element.key
-            {
-                check.problem(format!("page {pgid}: keys out of order"));
-            }
-            *last_key = Some(element.key);
-            if element.flags & BUCKET_LEAF_FLAG != 0 {
-                match nested_root(element.value) {
-                    Ok(root) => self.check_bucket(root, depth + 1, check),
-                    Err(e) => check.problem(e.to_string()),
-                }
-            }
-        }
+    /// Checks the whole db (see [`BoltDb::walk`]).
+    pub fn check(&self) -> Result<(), BoltError> {
+        self.walk(|_, _| Ok::<(), BoltError>(()))
     }
 }
 
-struct Check {
-    reached: Vec<bool>,
+fn read_error(offset: u64, len: usize, e: &std::io::Error) -> BoltError {
+    BoltError::Read {
+        offset,
+        len,
+        reason: if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            "the db ends before it".into()
+        } else {
+            e.to_string()
+        },
+    }
+}
+
+/// One walk over a bucket's tree: the pages entered, the problems found, and a page buffer
+/// per level of the tree (reused from page to page).
+struct Walker<'d, S> {
+    db: &'d BoltDb<S>,
+    reached: PageSet,
     problems: Vec<String>,
+    limit: usize,
+    descend: bool,
+    buffers: Vec<Vec<u8>>,
 }
 
-impl Check {
+impl<'d, S: PageSource> Walker<'d, S> {
+    fn new(db: &'d BoltDb<S>, limit: usize, descend: bool) -> Self {
+        let mut reached = PageSet::new(db.meta.high_water_pgid);
+        reached.insert(0);
+        reached.insert(1);
+        Walker {
+            db,
+            reached,
+            problems: Vec::new(),
+            limit,
+            descend,
+            buffers: Vec::new(),
+        }
+    }
+
     fn full(&self) -> bool {
-        self.problems.len() >= MAX_PROBLEMS
+        self.problems.len() >= self.limit
     }
 
     fn problem(&mut self, text: String) {
@@ -290,19 +429,29 @@ impl Check {
         }
     }
 
+    fn finish<E: From<BoltError>>(self) -> Result<(), E> {
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(BoltError::Check {
+                problems: self.problems,
+            }
+            .into())
+        }
+    }
+
     /// Marks `pgid` and its overflow pages as reached; false (and a problem) when one was
     /// reached before.
     fn mark(&mut self, pgid: u64, overflow: u32) -> bool {
         for id in pgid..=pgid.saturating_add(u64::from(overflow)) {
-            let slot = usize::try_from(id)
-                .ok()
-                .and_then(|i| self.reached.get_mut(i));
-            match slot {
-                Some(seen) if *seen => {
+            match self.reached.get(id) {
+                Some(true) => {
                     self.problem(format!("page {id}: multiple references"));
                     return false;
                 }
-                Some(seen) => *seen = true,
+                Some(false) => {
+                    self.reached.insert(id);
+                }
                 None => {
                     self.problem(format!("page {id}: beyond the high-water mark"));
                     return false;
@@ -310,6 +459,172 @@ impl Check {
             }
         }
         true
+    }
+
+    fn bucket<E, F>(
+        &mut self,
+        root: Root<'_>,
+        depth: usize,
+        level: usize,
+        visit: &mut F,
+    ) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        if level > MAX_DEPTH {
+            self.problem(format!("buckets nested deeper than {MAX_DEPTH} levels"));
+            return Ok(());
+        }
+        let mut last_key = None;
+        match root {
+            Root::Inline(bytes) => match Page::parse(bytes) {
+                Ok(page) => self.leaf(page, 0, depth, level, &mut last_key, visit),
+                Err(e) => {
+                    self.problem(format!("inline bucket: {e}"));
+                    Ok(())
+                }
+            },
+            Root::Page(pgid) => self.tree(pgid, depth, level, &mut last_key, visit),
+        }
+    }
+
+    fn tree<E, F>(
+        &mut self,
+        pgid: u64,
+        depth: usize,
+        level: usize,
+        last_key: &mut Option<Vec<u8>>,
+        visit: &mut F,
+    ) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        if self.full() {
+            return Ok(());
+        }
+        if level > MAX_DEPTH {
+            self.problem(format!(
+                "page {pgid}: nested deeper than {MAX_DEPTH} levels"
+            ));
+            return Ok(());
+        }
+        if self.buffers.len() <= level {
+            self.buffers.resize_with(level + 1, Vec::new);
+        }
+        let mut buf = std::mem::take(&mut self.buffers[level]);
+        let result = self.tree_in(pgid, depth, level, last_key, visit, &mut buf);
+        self.buffers[level] = buf;
+        result
+    }
+
+    fn tree_in<E, F>(
+        &mut self,
+        pgid: u64,
+        depth: usize,
+        level: usize,
+        last_key: &mut Option<Vec<u8>>,
+        visit: &mut F,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        let bytes = match self.db.read_page(pgid, buf) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.problem(e.to_string());
+                return Ok(());
+            }
+        };
+        let page = match Page::parse(bytes) {
+            Ok(page) => page,
+            Err(e) => {
+                self.problem(format!("page {pgid}: {e}"));
+                return Ok(());
+            }
+        };
+        if !self.mark(pgid, page.overflow) {
+            return Ok(());
+        }
+        if page.is_branch() {
+            for i in 0..page.count {
+                match page.branch(i) {
+                    Ok(element) => {
+                        self.tree(element.pgid, depth, level + 1, last_key, visit)?;
+                    }
+                    Err(e) => {
+                        self.problem(format!("page {pgid}: {e}"));
+                        return Ok(());
+                    }
+                }
+            }
+            Ok(())
+        } else if page.is_leaf() {
+            self.leaf(page, pgid, depth, level, last_key, visit)
+        } else {
+            self.problem(format!(
+                "page {pgid}: a {} page inside a bucket's tree",
+                page.kind()
+            ));
+            Ok(())
+        }
+    }
+
+    fn leaf<E, F>(
+        &mut self,
+        page: Page<'_>,
+        pgid: u64,
+        depth: usize,
+        level: usize,
+        last_key: &mut Option<Vec<u8>>,
+        visit: &mut F,
+    ) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        for i in 0..page.count {
+            if self.full() {
+                return Ok(());
+            }
+            let element = match page.leaf(i) {
+                Ok(e) => e,
+                Err(e) => {
+                    self.problem(format!("page {pgid}: {e}"));
+                    return Ok(());
+                }
+            };
+            match last_key {
+                Some(previous) if previous.as_slice() >= element.key => {
+                    self.problem(format!("page {pgid}: keys out of order"));
+                    return Ok(());
+                }
+                Some(previous) => {
+                    previous.clear();
+                    previous.extend_from_slice(element.key);
+                }
+                None => *last_key = Some(element.key.to_vec()),
+            }
+            let is_bucket = element.flags & BUCKET_LEAF_FLAG != 0;
+            visit(
+                depth,
+                Entry {
+                    key: element.key,
+                    value: element.value,
+                    is_bucket,
+                },
+            )?;
+            if is_bucket && self.descend {
+                match nested_root(element.value) {
+                    Ok(root) => self.bucket(root, depth + 1, level + 1, visit)?,
+                    Err(e) => self.problem(e.to_string()),
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -325,11 +640,10 @@ fn nested_root(value: &[u8]) -> Result<Root<'_>, BoltError> {
     if root != 0 {
         return Ok(Root::Page(root));
     }
-    let page = Page::parse(value.get(BUCKET_HEADER..).unwrap_or_default()).map_err(|e| {
-        BoltError::Page {
-            pgid: 0,
-            reason: format!("inline bucket: {e}"),
-        }
+    let bytes = value.get(BUCKET_HEADER..).unwrap_or_default();
+    let page = Page::parse(bytes).map_err(|e| BoltError::Page {
+        pgid: 0,
+        reason: format!("inline bucket: {e}"),
     })?;
     if !page.is_leaf() {
         return Err(BoltError::Page {
@@ -337,174 +651,15 @@ fn nested_root(value: &[u8]) -> Result<Root<'_>, BoltError> {
             reason: format!("an inline bucket holds a {} page", page.kind()),
         });
     }
-    Ok(Root::Inline(page))
-}
-
-impl<'a> Bucket<'a> {
-    /// The nested bucket `entry` of this bucket describes.
-    pub fn open(&self, entry: &Entry<'a>) -> Result<Bucket<'a>, BoltError> {
-        if !entry.is_bucket {
-            return Err(BoltError::Page {
-                pgid: 0,
-                reason: format!(
-                    "key {:?} is not a bucket",
-                    String::from_utf8_lossy(entry.key)
-                ),
-            });
-        }
-        Ok(Bucket {
-            db: self.db,
-            root: nested_root(entry.value)?,
-        })
-    }
-
-    /// The nested bucket `name`, if there is one.
-    pub fn bucket(&self, name: &[u8]) -> Result<Option<Bucket<'a>>, BoltError> {
-        match self.get(name)? {
-            Some(entry) if entry.is_bucket => self.open(&entry).map(Some),
-            _ => Ok(None),
-        }
-    }
-
-    /// The entry for `key`, found by descending the tree.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Entry<'a>>, BoltError> {
-        let (mut page, mut pgid) = match self.root {
-            Root::Inline(page) => (page, 0),
-            Root::Page(pgid) => (self.db.page(pgid)?, pgid),
-        };
-        for _ in 0..=MAX_DEPTH {
-            if page.is_leaf() {
-                for i in 0..page.count {
-                    let element = page.leaf(i).map_err(page_error(pgid))?;
-                    if element.key == key {
-                        return Ok(Some(Entry {
-                            key: element.key,
-                            value: element.value,
-                            is_bucket: element.flags & BUCKET_LEAF_FLAG != 0,
-                        }));
-                    }
-                }
-                return Ok(None);
-            }
-            if !page.is_branch() {
-                return Err(BoltError::Page {
-                    pgid,
-                    reason: format!("a {} page inside a bucket's tree", page.kind()),
-                });
-            }
-            // The last child whose first key is <= key (or the first child).
-            let mut child = None;
-            for i in 0..page.count {
-                let element = page.branch(i).map_err(page_error(pgid))?;
-                if child.is_some() && element.key > key {
-                    break;
-                }
-                child = Some(element.pgid);
-            }
-            let Some(next) = child else {
-                return Ok(None);
-            };
-            pgid = next;
-            page = self.db.page(pgid)?;
-        }
-        Err(BoltError::Page {
-            pgid,
-            reason: format!("the tree is deeper than {MAX_DEPTH} levels"),
-        })
-    }
-
-    /// The bucket's entries in key order. The iterator ends after the first error.
-    pub fn iter(&self) -> Cursor<'a> {
-        Cursor {
-            db: self.db,
-            start: Some(self.root),
-            stack: Vec::new(),
-            entered: HashSet::new(),
-        }
-    }
-}
-
-/// Iterates a bucket's entries in key order, depth first through its branch pages.
-#[derive(Debug)]
-pub struct Cursor<'a> {
-    db: BoltDb<'a>,
-    start: Option<Root<'a>>,
-    /// Pages being walked, with the next element to visit; the page ID is 0 when inline.
-    stack: Vec<(Page<'a>, u64, u16)>,
-    /// Pages entered so far: entering one twice means a damaged db (or a cycle).
-    entered: HashSet<u64>,
-}
-
-impl<'a> Cursor<'a> {
-    fn enter(&mut self, pgid: u64) -> Result<(), BoltError> {
-        let err = |reason: String| BoltError::Page { pgid, reason };
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(err(format!("the tree is deeper than {MAX_DEPTH} levels")));
-        }
-        if !self.entered.insert(pgid) {
-            return Err(err("referenced twice in one bucket".into()));
-        }
-        let page = self.db.page(pgid)?;
-        if !page.is_leaf() && !page.is_branch() {
-            return Err(err(format!(
-                "a {} page inside a bucket's tree",
-                page.kind()
-            )));
-        }
-        self.stack.push((page, pgid, 0));
-        Ok(())
-    }
-
-    fn step(&mut self) -> Result<Option<Entry<'a>>, BoltError> {
-        if let Some(root) = self.start.take() {
-            match root {
-                Root::Inline(page) => self.stack.push((page, 0, 0)),
-                Root::Page(pgid) => self.enter(pgid)?,
-            }
-        }
-        while let Some((page, pgid, next)) = self.stack.last_mut() {
-            let (page, pgid, index) = (*page, *pgid, *next);
-            if index >= page.count {
-                self.stack.pop();
-                continue;
-            }
-            *next += 1;
-            if page.is_leaf() {
-                let element = page.leaf(index).map_err(page_error(pgid))?;
-                return Ok(Some(Entry {
-                    key: element.key,
-                    value: element.value,
-                    is_bucket: element.flags & BUCKET_LEAF_FLAG != 0,
-                }));
-            }
-            let element = page.branch(index).map_err(page_error(pgid))?;
-            self.enter(element.pgid)?;
-        }
-        Ok(None)
-    }
-}
-
-impl<'a> Iterator for Cursor<'a> {
-    type Item = Result<Entry<'a>, BoltError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.step() {
-            Ok(entry) => entry.map(Ok),
-            Err(e) => {
-                // Fused: nothing after an error.
-                self.stack.clear();
-                self.start = None;
-                Some(Err(e))
-            }
-        }
-    }
+    debug_assert!(bytes.len() >= PAGE_HEADER);
+    Ok(Root::Inline(bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::meta::fnv1a64;
     use super::super::page::build::{branch, header, leaf};
-    use super::super::page::{BRANCH_PAGE, LEAF_PAGE, PAGE_HEADER};
+    use super::super::page::{BRANCH_PAGE, LEAF_PAGE};
     use super::*;
 
     const PS: usize = 4096;
@@ -558,8 +713,17 @@ mod tests {
         v
     }
 
-    fn keys(bucket: &Bucket<'_>) -> Vec<Vec<u8>> {
-        bucket.iter().map(|e| e.unwrap().key.to_vec()).collect()
+    fn keys<S: PageSource>(db: &BoltDb<S>, bucket: &Bucket) -> Result<Vec<Vec<u8>>, BoltError> {
+        let mut out = Vec::new();
+        db.for_each(bucket, |e| {
+            out.push(e.key.to_vec());
+            Ok::<(), BoltError>(())
+        })?;
+        Ok(out)
+    }
+
+    fn open(data: &[u8]) -> BoltDb<&[u8]> {
+        BoltDb::open(data).unwrap()
     }
 
     /// Root (page 2) with buckets "a" (page-rooted: branch 3 over leaves 4, 5) and "b"
@@ -581,20 +745,55 @@ mod tests {
     #[test]
     fn buckets_branches_and_inline_buckets_iterate_in_key_order() {
         let data = sample();
-        let db = BoltDb::new(&data).unwrap();
+        let db = open(&data);
         assert_eq!(db.size(), 6 * PS as u64);
         db.check().unwrap();
         let root = db.root();
-        assert_eq!(keys(&root), [b"a".to_vec(), b"b".to_vec()]);
-        let a = root.bucket(b"a").unwrap().unwrap();
-        assert_eq!(keys(&a), [b"k1".to_vec(), b"k2".to_vec(), b"k3".to_vec()]);
-        assert_eq!(a.get(b"k2").unwrap().unwrap().value, b"v2");
-        assert_eq!(a.get(b"k3").unwrap().unwrap().value, b"v3");
-        assert_eq!(a.get(b"k0").unwrap(), None);
-        let b = root.bucket(b"b").unwrap().unwrap();
-        assert_eq!(keys(&b), [b"x".to_vec(), b"y".to_vec()]);
-        assert_eq!(b.get(b"y").unwrap().unwrap().value, b"2");
-        assert!(root.bucket(b"missing").unwrap().is_none());
+        assert_eq!(keys(&db, &root).unwrap(), [b"a".to_vec(), b"b".to_vec()]);
+        let a = db.bucket(&root, b"a").unwrap().unwrap();
+        assert_eq!(
+            keys(&db, &a).unwrap(),
+            [b"k1".to_vec(), b"k2".to_vec(), b"k3".to_vec()]
+        );
+        assert_eq!(db.get(&a, b"k2").unwrap(), Some((b"v2".to_vec(), false)));
+        assert_eq!(db.get(&a, b"k3").unwrap(), Some((b"v3".to_vec(), false)));
+        assert_eq!(db.get(&a, b"k0").unwrap(), None);
+        let b = db.bucket(&root, b"b").unwrap().unwrap();
+        assert!(matches!(b, Bucket::Inline(_)));
+        assert_eq!(keys(&db, &b).unwrap(), [b"x".to_vec(), b"y".to_vec()]);
+        assert_eq!(db.get(&b, b"y").unwrap(), Some((b"2".to_vec(), false)));
+        assert!(db.bucket(&root, b"missing").unwrap().is_none());
+        // The walk visits buckets, then their entries, depth first.
+        let mut seen = Vec::new();
+        db.walk(|depth, e| {
+            seen.push((depth, String::from_utf8_lossy(e.key).into_owned()));
+            Ok::<(), BoltError>(())
+        })
+        .unwrap();
+        let expected = [
+            (0, "a"),
+            (1, "k1"),
+            (1, "k2"),
+            (1, "k3"),
+            (0, "b"),
+            (1, "x"),
+            (1, "y"),
+        ];
+        let expected: Vec<_> = expected.iter().map(|(d, k)| (*d, k.to_string())).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn a_file_reads_like_memory() {
+        let data = sample();
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &data).unwrap();
+        // A trailer after the db is not part of it.
+        std::io::Write::write_all(&mut file, &[9u8; 32]).unwrap();
+        let db = BoltDb::open(super::super::DbFile::new(file, data.len() as u64)).unwrap();
+        db.check().unwrap();
+        let a = db.bucket(&db.root(), b"a").unwrap().unwrap();
+        assert_eq!(keys(&db, &a).unwrap().len(), 3);
     }
 
     #[test]
@@ -605,10 +804,10 @@ mod tests {
         let span = overflowing.len().div_ceil(PS);
         overflowing[12..16].copy_from_slice(&((span - 1) as u32).to_le_bytes());
         let data = db(&[leaf(2, &[(BUCKET_LEAF_FLAG, b"a", &a)]), overflowing]);
-        let db = BoltDb::new(&data).unwrap();
+        let db = open(&data);
         db.check().unwrap();
-        let a = db.root().bucket(b"a").unwrap().unwrap();
-        assert_eq!(a.get(b"big").unwrap().unwrap().value, &big[..]);
+        let a = db.bucket(&db.root(), b"a").unwrap().unwrap();
+        assert_eq!(db.get(&a, b"big").unwrap(), Some((big, false)));
     }
 
     #[test]
@@ -619,12 +818,11 @@ mod tests {
             branch(3, &[(b"k", 4)]),
             branch(4, &[(b"k", 3)]),
         ]);
-        let db = BoltDb::new(&data).unwrap();
-        let a = db.root().bucket(b"a").unwrap().unwrap();
-        let items: Vec<_> = a.iter().collect();
-        assert_eq!(items.len(), 1);
-        assert!(items[0].is_err(), "{items:?}");
-        assert!(a.get(b"k").is_err());
+        let db = open(&data);
+        let a = db.bucket(&db.root(), b"a").unwrap().unwrap();
+        let err = keys(&db, &a).unwrap_err();
+        assert!(err.to_string().contains("multiple references"), "{err}");
+        assert!(db.get(&a, b"k").is_err());
         let err = db.check().unwrap_err();
         assert!(err.to_string().contains("multiple references"), "{err}");
     }
@@ -637,9 +835,23 @@ mod tests {
             leaf(2, &[(BUCKET_LEAF_FLAG, b"a", &a)]),
             leaf(3, &[(BUCKET_LEAF_FLAG, b"self", &a)]),
         ]);
-        let db = BoltDb::new(&data).unwrap();
-        let err = db.check().unwrap_err();
+        let err = open(&data).check().unwrap_err();
         assert!(err.to_string().contains("multiple references"), "{err}");
+    }
+
+    #[test]
+    fn inline_buckets_nested_very_deep_are_refused_not_recursed() {
+        // Each level is an inline bucket holding the next one.
+        let mut value = inline_bucket(&[(0, b"k", b"v")]);
+        for _ in 0..200 {
+            value = inline_bucket(&[(BUCKET_LEAF_FLAG, b"n", &value)]);
+        }
+        let mut root = leaf(2, &[(BUCKET_LEAF_FLAG, b"a", &value)]);
+        let span = root.len().div_ceil(PS);
+        root[12..16].copy_from_slice(&((span - 1) as u32).to_le_bytes());
+        let data = db(&[root]);
+        let err = open(&data).check().unwrap_err();
+        assert!(err.to_string().contains("nested deeper"), "{err}");
     }
 
     #[test]
@@ -658,9 +870,9 @@ mod tests {
                 pages.push(leaf(3, &[(0, b"k", b"v")]));
             }
             let data = db(&pages);
-            let db = BoltDb::new(&data).unwrap();
-            let a = db.root().bucket(b"a").unwrap().unwrap();
-            let err = a.iter().find_map(Result::err).unwrap();
+            let db = open(&data);
+            let a = db.bucket(&db.root(), b"a").unwrap().unwrap();
+            let err = keys(&db, &a).unwrap_err();
             assert!(err.to_string().contains(needle), "{target}: {err}");
             assert!(db.check().is_err());
         }
@@ -671,8 +883,8 @@ mod tests {
         let mut page = leaf(2, &[]);
         page[12..16].copy_from_slice(&1000u32.to_le_bytes());
         let data = db(&[page]);
-        let db = BoltDb::new(&data).unwrap();
-        let err = db.root().iter().next().unwrap().unwrap_err();
+        let db = open(&data);
+        let err = keys(&db, &db.root()).unwrap_err();
         assert!(err.to_string().contains("overflow"), "{err}");
     }
 
@@ -680,7 +892,7 @@ mod tests {
     fn unsorted_keys_and_wrong_page_types_fail_the_check() {
         let a = inline_bucket(&[(0, b"b", b""), (0, b"a", b"")]);
         let data = db(&[leaf(2, &[(BUCKET_LEAF_FLAG, b"a", &a)])]);
-        let err = BoltDb::new(&data).unwrap().check().unwrap_err();
+        let err = open(&data).check().unwrap_err();
         assert!(err.to_string().contains("out of order"), "{err}");
 
         let a = bucket_value(3);
@@ -688,11 +900,25 @@ mod tests {
             leaf(2, &[(BUCKET_LEAF_FLAG, b"a", &a)]),
             header(3, 0x10, 0, 0),
         ]);
-        let db = BoltDb::new(&data).unwrap();
+        let db = open(&data);
         let err = db.check().unwrap_err();
         assert!(err.to_string().contains("freelist page inside"), "{err}");
-        let bucket = db.root().bucket(b"a").unwrap().unwrap();
-        assert!(bucket.iter().next().unwrap().is_err());
+        let bucket = db.bucket(&db.root(), b"a").unwrap().unwrap();
+        assert!(keys(&db, &bucket).is_err());
+    }
+
+    #[test]
+    fn errors_from_the_visitor_stop_the_walk() {
+        let data = sample();
+        let db = open(&data);
+        let mut visited = 0;
+        let err = db
+            .walk(|_, _| {
+                visited += 1;
+                Err(BoltError::Meta("stop".into()))
+            })
+            .unwrap_err();
+        assert_eq!((visited, err), (1, BoltError::Meta("stop".into())));
     }
 
     #[test]
@@ -712,7 +938,7 @@ mod tests {
             let m = meta_page(id, 2, 3, 6, txid);
             data[id as usize * PS..id as usize * PS + m.len()].copy_from_slice(&m);
         }
-        let err = BoltDb::new(&data).unwrap().check().unwrap_err();
+        let err = open(&data).check().unwrap_err();
         let BoltError::Check { problems } = err else {
             panic!("{err:?}")
         };
@@ -728,35 +954,35 @@ mod tests {
         let mut v = bucket_value(0);
         v.extend(header(0, LEAF_PAGE, 3, 0));
         // Three elements promised, none present.
-        let Root::Inline(page) = nested_root(&v).unwrap() else {
+        let Root::Inline(bytes) = nested_root(&v).unwrap() else {
             panic!("not inline")
         };
-        assert!(page.leaf(0).is_err());
-        assert_eq!(page.bytes().len(), PAGE_HEADER);
+        assert!(Page::parse(bytes).unwrap().leaf(0).is_err());
+        assert_eq!(bytes.len(), PAGE_HEADER);
     }
 
     #[test]
     fn every_truncation_and_every_flipped_byte_is_an_error_or_a_value_never_a_panic() {
         let data = sample();
         for cut in (0..data.len()).step_by(509) {
-            let _ = BoltDb::new(&data[..cut]).map(|db| db.check());
+            let _ = BoltDb::open(&data[..cut]).map(|db| db.check());
         }
         // Flip each byte of the data pages (meta pages stay valid), then read everything.
         for at in 2 * PS..data.len() {
             let mut damaged = data.clone();
             damaged[at] ^= 0xA5;
-            let Ok(db) = BoltDb::new(&damaged) else {
+            let Ok(db) = BoltDb::open(damaged.as_slice()) else {
                 continue;
             };
             let _ = db.check();
-            for entry in db.root().iter().take(1000) {
-                let Ok(entry) = entry else { break };
-                if entry.is_bucket
-                    && let Ok(bucket) = db.root().open(&entry)
-                {
-                    let _ = bucket.iter().take(1000).count();
+            let root = db.root();
+            let _ = db.for_each(&root, |entry| {
+                if let Ok(bucket) = entry.bucket() {
+                    let _ = keys(&db, &bucket);
+                    let _ = db.get(&bucket, b"k2");
                 }
-            }
+                Ok::<(), BoltError>(())
+            });
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Copy-on-write changes to top-level buckets of a bbolt db, as bbolt itself commits a
 //! transaction: the changed buckets and a new root leaf are written as new pages after the
-//! high-water mark, then a new meta page (txid + 1) is written to slot `txid % 2`. The old
+//! high-water mark, then a new meta page (txid + 1) is written to slot `txid % 2`. Only the
+//! pages copied are read, so a db file of any size is rewritten in place in small memory. The old
 //! pages are left in place, unreachable; etcd runs bbolt with NoFreelistSync, so the new meta
 //! records no freelist (`u64::MAX`) and bbolt rebuilds the free list by scanning.
 //!
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::bbolt::page::{
     BRANCH_PAGE, BUCKET_LEAF_FLAG, ELEMENT_LEN, LEAF_PAGE, META_PAGE, PAGE_HEADER,
 };
-use crate::bbolt::{BoltDb, BoltError, fnv1a64};
+use crate::bbolt::{BoltDb, BoltError, Page, PageSource, fnv1a64};
 
 /// Offset of the meta fields after the page header, and their length before the checksum.
 const META_FIELDS: usize = 56;
@@ -29,15 +30,23 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// The raw fields (56 bytes) of the meta page bbolt would choose.
-fn chosen_meta_fields(db: &[u8], page_size: usize, txid: u64) -> Result<Vec<u8>, BoltError> {
-    [0, page_size]
-        .into_iter()
-        .filter_map(|at| db.get(at + PAGE_HEADER..at + PAGE_HEADER + META_FIELDS + 8))
-        .find(|meta| {
-            read_u64(meta, 48) == txid && fnv1a64(&meta[..META_FIELDS]) == read_u64(meta, 56)
-        })
-        .map(|meta| meta[..META_FIELDS].to_vec())
-        .ok_or_else(|| BoltError::Meta("the chosen meta page cannot be found again".into()))
+fn chosen_meta_fields<S: PageSource>(bolt: &BoltDb<S>) -> Result<Vec<u8>, BoltError> {
+    let meta = bolt.meta();
+    let page_size = meta.page_size as usize;
+    let mut field = vec![0u8; META_FIELDS + 8];
+    for at in [0, page_size] {
+        let offset = (at + PAGE_HEADER) as u64;
+        if bolt.source().read_exact_at(&mut field, offset).is_ok()
+            && read_u64(&field, 48) == meta.txid
+            && fnv1a64(&field[..META_FIELDS]) == read_u64(&field, 56)
+        {
+            field.truncate(META_FIELDS);
+            return Ok(field);
+        }
+    }
+    Err(BoltError::Meta(
+        "the chosen meta page cannot be found again".into(),
+    ))
 }
 
 /// A leaf page holding `items` (flags, key, value) in order, padded to whole pages, with its
@@ -129,19 +138,22 @@ pub struct Append {
 
 /// Copies the rightmost path of the bucket rooted at `root` with `append` added to its last
 /// leaf, writing new pages from `*next`; returns the new root pgid.
-fn append_rightmost(
-    bolt: &BoltDb<'_>,
+fn append_rightmost<S: PageSource>(
+    bolt: &BoltDb<S>,
     root: u64,
     append: &Append,
     page_size: usize,
     next: &mut u64,
     out: &mut Vec<u8>,
 ) -> Result<u64, BoltError> {
-    // Descend along the last child of each branch page.
-    let mut path = Vec::new();
+    // Descend along the last child of each branch page, keeping a copy of each page.
+    let mut path: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut pgid = root;
     loop {
-        let page = bolt.page(pgid)?;
+        let mut buf = Vec::new();
+        let len = bolt.read_page(pgid, &mut buf)?.len();
+        buf.truncate(len);
+        let page = Page::parse(&buf).map_err(|e| BoltError::Page { pgid, reason: e.0 })?;
         if path.len() > 64 {
             return Err(BoltError::Page {
                 pgid,
@@ -149,7 +161,7 @@ fn append_rightmost(
             });
         }
         if page.is_leaf() {
-            path.push((pgid, page));
+            path.push((pgid, buf));
             break;
         }
         if !page.is_branch() || page.count == 0 {
@@ -160,13 +172,15 @@ fn append_rightmost(
         }
         let last = page
             .branch(page.count - 1)
-            .map_err(|e| BoltError::Page { pgid, reason: e.0 })?;
-        path.push((pgid, page));
-        pgid = last.pgid;
+            .map_err(|e| BoltError::Page { pgid, reason: e.0 })?
+            .pgid;
+        path.push((pgid, buf));
+        pgid = last;
     }
     let mut child: Option<u64> = None;
-    for (pgid, page) in path.into_iter().rev() {
+    for (pgid, buf) in path.into_iter().rev() {
         let err = |e: crate::bbolt::PageError| BoltError::Page { pgid, reason: e.0 };
+        let page = Page::parse(&buf).map_err(err)?;
         let new_pgid = *next;
         let bytes = if page.is_leaf() {
             let mut items = Vec::with_capacity(usize::from(page.count) + 1);
@@ -203,25 +217,69 @@ fn append_rightmost(
     })
 }
 
-/// Returns a copy of `db` in which each top-level bucket named in `replace` holds exactly the
-/// given contents (created when missing); every other bucket is kept as it is.
-pub fn replace_buckets(
-    db: &[u8],
+/// The writes that turn a db into its rewritten self: new pages after the old high-water mark,
+/// then the new meta page. Apply them in order; the meta page last makes them visible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// Offset of the new pages (the old high-water mark times the page size).
+    pub pages_at: u64,
+    /// The new pages.
+    pub pages: Vec<u8>,
+    /// Offset of the new meta page (its slot: txid % 2).
+    pub meta_at: u64,
+    /// The new meta page, a whole page.
+    pub meta: Vec<u8>,
+}
+
+impl Patch {
+    /// Bytes of the db once patched.
+    pub fn new_size(&self) -> u64 {
+        self.pages_at + self.pages.len() as u64
+    }
+
+    /// Applies the patch to a db held in memory.
+    #[cfg(test)]
+    pub fn apply_to(&self, db: &mut Vec<u8>) {
+        let end = usize::try_from(self.new_size()).unwrap_or(usize::MAX);
+        let pages_at = usize::try_from(self.pages_at).unwrap_or(usize::MAX);
+        db.resize(end, 0);
+        db[pages_at..end].copy_from_slice(&self.pages);
+        let meta_at = usize::try_from(self.meta_at).unwrap_or(usize::MAX);
+        db[meta_at..meta_at + self.meta.len()].copy_from_slice(&self.meta);
+    }
+
+    /// Applies the patch to a db file (cutting off anything after the old high-water mark,
+    /// such as etcd's trailer) and syncs it: the new pages first, then the meta page.
+    pub fn apply_to_file(&self, file: &std::fs::File) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        file.set_len(self.pages_at)?;
+        file.write_all_at(&self.pages, self.pages_at)?;
+        file.sync_data()?;
+        file.write_all_at(&self.meta, self.meta_at)?;
+        file.sync_all()
+    }
+}
+
+/// The writes ([`Patch`]) after which each top-level bucket of `bolt` named in `replace`
+/// holds exactly the given contents (created when missing), with `append` added; every
+/// other bucket is kept as it is. Reads only the pages it copies.
+pub fn replace_buckets<S: PageSource>(
+    bolt: &BoltDb<S>,
     replace: &BTreeMap<Vec<u8>, BucketContents>,
     append: Option<&Append>,
-) -> Result<Vec<u8>, BoltError> {
-    let bolt = BoltDb::new(db)?;
+) -> Result<Patch, BoltError> {
     let meta = bolt.meta();
     let page_size = meta.page_size as usize;
-    let old_fields = chosen_meta_fields(db, page_size, meta.txid)?;
+    let old_fields = chosen_meta_fields(bolt)?;
 
     // Top-level entries: (flags, key, value), with replaced buckets pointing at new pages.
     let mut top: BTreeMap<Vec<u8>, (u32, Vec<u8>)> = BTreeMap::new();
-    for entry in bolt.root().iter() {
-        let entry = entry?;
+    let root_bucket = bolt.root();
+    bolt.for_each(&root_bucket, |entry| {
         let flags = if entry.is_bucket { BUCKET_LEAF_FLAG } else { 0 };
         top.insert(entry.key.to_vec(), (flags, entry.value.to_vec()));
-    }
+        Ok::<(), BoltError>(())
+    })?;
 
     let mut next = meta.high_water_pgid;
     let mut new_pages: Vec<u8> = Vec::new();
@@ -263,12 +321,21 @@ pub fn replace_buckets(
         let new_root = if root == 0 {
             // An inline bucket: write it out as a page-rooted leaf with the key added.
             let mut items: Vec<(u32, Vec<u8>, Vec<u8>)> = Vec::new();
-            if let Some(bucket) = bolt.root().bucket(&append.bucket)? {
-                for entry in bucket.iter() {
-                    let entry = entry?;
+            if let Some(bucket) = bolt.bucket(&root_bucket, &append.bucket)? {
+                bolt.for_each(&bucket, |entry| {
                     let flags = if entry.is_bucket { BUCKET_LEAF_FLAG } else { 0 };
                     items.push((flags, entry.key.to_vec(), entry.value.to_vec()));
-                }
+                    Ok::<(), BoltError>(())
+                })?;
+            }
+            if items
+                .last()
+                .is_some_and(|(_, key, _)| key.as_slice() >= append.key.as_slice())
+            {
+                return Err(BoltError::Page {
+                    pgid: 0,
+                    reason: "the appended key does not sort after the bucket's keys".into(),
+                });
             }
             items.push((0, append.key.clone(), append.value.clone()));
             let refs: Vec<(u32, &[u8], &[u8])> = items
@@ -281,7 +348,7 @@ pub fn replace_buckets(
             new_pages.extend(page);
             pgid
         } else {
-            append_rightmost(&bolt, root, append, page_size, &mut next, &mut new_pages)?
+            append_rightmost(bolt, root, append, page_size, &mut next, &mut new_pages)?
         };
         let mut value = new_root.to_le_bytes().to_vec();
         value.extend_from_slice(&sequence.to_le_bytes());
@@ -296,13 +363,10 @@ pub fn replace_buckets(
     next += (root.len() / page_size) as u64;
     new_pages.extend(root);
 
-    let old_end = usize::try_from(meta.high_water_pgid)
-        .ok()
-        .and_then(|n| n.checked_mul(page_size))
+    let pages_at = meta
+        .high_water_pgid
+        .checked_mul(u64::from(meta.page_size))
         .ok_or_else(|| BoltError::Meta("high-water mark overflows".into()))?;
-    let mut out = Vec::with_capacity(old_end + new_pages.len());
-    out.extend_from_slice(db.get(..old_end).unwrap_or(db));
-    out.extend(new_pages);
 
     // The new meta: same magic, version, page size and flags; new root, no freelist, new
     // high-water mark, next txid.
@@ -314,21 +378,61 @@ pub fn replace_buckets(
     fields[48..56].copy_from_slice(&txid.to_le_bytes());
     let checksum = fnv1a64(&fields);
     let slot = txid % 2;
-    let mut page = Vec::with_capacity(PAGE_HEADER + META_FIELDS + 8);
+    let mut page = Vec::with_capacity(page_size);
     page.extend_from_slice(&slot.to_le_bytes());
     page.extend_from_slice(&META_PAGE.to_le_bytes());
     page.extend_from_slice(&0u16.to_le_bytes());
     page.extend_from_slice(&0u32.to_le_bytes());
     page.extend(fields);
     page.extend_from_slice(&checksum.to_le_bytes());
-    let at = slot as usize * page_size;
-    out[at..at + page_size].fill(0);
-    out[at..at + page.len()].copy_from_slice(&page);
+    page.resize(page_size, 0);
+    Ok(Patch {
+        pages_at,
+        pages: new_pages,
+        meta_at: slot * u64::from(meta.page_size),
+        meta: page,
+    })
+}
 
-    // What was written must read back as a sound db.
-    let written = BoltDb::new(&out)?;
-    written.check()?;
-    Ok(out)
+/// Reads back what a patch wrote: the new root and each replaced bucket must hold what was
+/// asked, and the appended key must be found (the untouched buckets were checked before).
+pub fn verify_rewrite<S: PageSource>(
+    bolt: &BoltDb<S>,
+    replace: &BTreeMap<Vec<u8>, BucketContents>,
+    append: Option<&Append>,
+) -> Result<(), BoltError> {
+    let wrong = |what: String| BoltError::Check {
+        problems: vec![format!("the rewritten db does not read back: {what}")],
+    };
+    let root = bolt.root();
+    for (name, contents) in replace {
+        let bucket = bolt.bucket(&root, name)?.ok_or_else(|| {
+            wrong(format!(
+                "bucket {:?} missing",
+                String::from_utf8_lossy(name)
+            ))
+        })?;
+        let mut found = BucketContents::new();
+        bolt.for_each(&bucket, |entry| {
+            found.insert(entry.key.to_vec(), entry.value.to_vec());
+            Ok::<(), BoltError>(())
+        })?;
+        if &found != contents {
+            return Err(wrong(format!(
+                "bucket {:?} differs",
+                String::from_utf8_lossy(name)
+            )));
+        }
+    }
+    if let Some(append) = append {
+        let bucket = bolt
+            .bucket(&root, &append.bucket)?
+            .ok_or_else(|| wrong("the appended-to bucket is missing".into()))?;
+        if bolt.get(&bucket, &append.key)? != Some((append.value.clone(), false)) {
+            return Err(wrong("the appended key is missing".into()));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -336,6 +440,32 @@ mod tests {
     use super::*;
 
     const PS: usize = 4096;
+
+    /// Rewrites a copy of `db` in memory and checks the result as a whole.
+    fn rewrite(
+        db: &[u8],
+        replace: &BTreeMap<Vec<u8>, BucketContents>,
+        append: Option<&Append>,
+    ) -> Result<Vec<u8>, BoltError> {
+        let bolt = BoltDb::open(db)?;
+        let patch = replace_buckets(&bolt, replace, append)?;
+        let mut out = db.to_vec();
+        patch.apply_to(&mut out);
+        let written = BoltDb::open(out.as_slice())?;
+        written.check()?;
+        verify_rewrite(&written, replace, append)?;
+        Ok(out)
+    }
+
+    fn keys(bolt: &BoltDb<&[u8]>, bucket: &crate::bbolt::Bucket) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        bolt.for_each(bucket, |e| {
+            out.push(e.key.to_vec());
+            Ok::<(), BoltError>(())
+        })
+        .unwrap();
+        out
+    }
 
     fn meta(id: u64, root: u64, hwm: u64, txid: u64) -> Vec<u8> {
         let mut fields = Vec::new();
@@ -381,31 +511,36 @@ mod tests {
         db.extend(meta(1, 2, 4, 5));
         db.extend(root);
         db.extend(keep_leaf);
-        BoltDb::new(&db).unwrap().check().unwrap();
+        BoltDb::open(db.as_slice()).unwrap().check().unwrap();
 
         let mut replace = BTreeMap::new();
         let mut contents = BucketContents::new();
         contents.insert(b"term".to_vec(), 1u64.to_be_bytes().to_vec());
         replace.insert(b"meta".to_vec(), contents);
         replace.insert(b"new".to_vec(), BucketContents::new());
-        let out = replace_buckets(&db, &replace, None).unwrap();
-        let bolt = BoltDb::new(&out).unwrap();
+        let out = rewrite(&db, &replace, None).unwrap();
+        let bolt = BoltDb::open(out.as_slice()).unwrap();
         assert_eq!(bolt.meta().txid, 7);
         // Slot 7 % 2 = 1 was written; slot 0 still holds txid 6.
         assert_eq!(read_u64(&out, 0), 0);
         assert_eq!(read_u64(&out, PS), 1);
         let root = bolt.root();
-        let names: Vec<_> = root.iter().map(|e| e.unwrap().key.to_vec()).collect();
-        assert_eq!(names, [b"keep".to_vec(), b"meta".to_vec(), b"new".to_vec()]);
-        let meta_bucket = root.bucket(b"meta").unwrap().unwrap();
-        assert!(meta_bucket.get(b"old").unwrap().is_none());
         assert_eq!(
-            meta_bucket.get(b"term").unwrap().unwrap().value,
+            keys(&bolt, &root),
+            [b"keep".to_vec(), b"meta".to_vec(), b"new".to_vec()]
+        );
+        let meta_bucket = bolt.bucket(&root, b"meta").unwrap().unwrap();
+        assert!(bolt.get(&meta_bucket, b"old").unwrap().is_none());
+        assert_eq!(
+            bolt.get(&meta_bucket, b"term").unwrap().unwrap().0,
             1u64.to_be_bytes()
         );
-        let kept = root.bucket(b"keep").unwrap().unwrap();
-        assert_eq!(kept.get(b"k").unwrap().unwrap().value, b"v");
-        assert_eq!(read_u64(root.get(b"keep").unwrap().unwrap().value, 8), 5);
+        let kept = bolt.bucket(&root, b"keep").unwrap().unwrap();
+        assert_eq!(bolt.get(&kept, b"k").unwrap().unwrap().0, b"v");
+        assert_eq!(
+            read_u64(&bolt.get(&root, b"keep").unwrap().unwrap().0, 8),
+            5
+        );
     }
 
     #[test]
@@ -420,10 +555,10 @@ mod tests {
         }
         let mut replace = BTreeMap::new();
         replace.insert(b"big".to_vec(), contents);
-        let out = replace_buckets(&db, &replace, None).unwrap();
-        let bolt = BoltDb::new(&out).unwrap();
-        let big = bolt.root().bucket(b"big").unwrap().unwrap();
-        assert_eq!(big.iter().count(), 100);
+        let out = rewrite(&db, &replace, None).unwrap();
+        let bolt = BoltDb::open(out.as_slice()).unwrap();
+        let big = bolt.bucket(&bolt.root(), b"big").unwrap().unwrap();
+        assert_eq!(keys(&bolt, &big).len(), 100);
     }
 
     #[test]
@@ -439,28 +574,27 @@ mod tests {
         for page in [root, branch, left, right] {
             db.extend(page);
         }
-        BoltDb::new(&db).unwrap().check().unwrap();
+        BoltDb::open(db.as_slice()).unwrap().check().unwrap();
         let append = Append {
             bucket: b"key".to_vec(),
             key: b"z".to_vec(),
             value: Vec::new(),
         };
-        let out = replace_buckets(&db, &BTreeMap::new(), Some(&append)).unwrap();
-        let bolt = BoltDb::new(&out).unwrap();
-        let key = bolt.root().bucket(b"key").unwrap().unwrap();
-        let keys: Vec<Vec<u8>> = key.iter().map(|e| e.unwrap().key.to_vec()).collect();
+        let out = rewrite(&db, &BTreeMap::new(), Some(&append)).unwrap();
+        let bolt = BoltDb::open(out.as_slice()).unwrap();
+        let key = bolt.bucket(&bolt.root(), b"key").unwrap().unwrap();
         assert_eq!(
-            keys,
+            keys(&bolt, &key),
             [b"a".to_vec(), b"b".to_vec(), b"m".to_vec(), b"z".to_vec()]
         );
-        assert_eq!(key.get(b"z").unwrap().unwrap().value, b"");
+        assert_eq!(bolt.get(&key, b"z").unwrap().unwrap().0, b"");
         // The bucket's sequence is kept; a key that does not sort last is refused.
-        let value = bolt.root().get(b"key").unwrap().unwrap().value.to_vec();
+        let value = bolt.get(&bolt.root(), b"key").unwrap().unwrap().0;
         assert_eq!(read_u64(&value, 8), 9);
         let early = Append {
             key: b"c".to_vec(),
             ..append
         };
-        assert!(replace_buckets(&db, &BTreeMap::new(), Some(&early)).is_err());
+        assert!(rewrite(&db, &BTreeMap::new(), Some(&early)).is_err());
     }
 }

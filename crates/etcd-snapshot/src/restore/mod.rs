@@ -1,8 +1,9 @@
 //! Native `snapshot restore`: turns a snapshot into the data dir of a member of a new cluster,
 //! as `etcdutl snapshot restore` does, without etcd's tools.
 //!
-//! The db (trailer checked and stripped, then checked as bbolt) gets the new membership, a
-//! consistent index equal to the number of members and term 1, written copy-on-write. Beside
+//! The db (copied as a stream, trailer checked and stripped, then checked as bbolt page by
+//! page) gets the new membership, a consistent index equal to the number of members and term
+//! 1, written copy-on-write in place: the db is never held in memory. Beside
 //! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
 //! snap file (v2 store with the members). Everything is written to a temporary dir beside the
 //! target, fsynced, and renamed into place; a non-empty data dir or WAL dir is refused, or with
@@ -12,23 +13,25 @@
 mod bbolt_write;
 mod ids;
 mod pb;
+mod selinux;
 mod snap;
 mod v2store;
 mod wal;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bbolt::BoltError;
+use crate::bbolt::{BoltDb, BoltError, DbFile, PageSource};
 use crate::error::SnapshotError;
-use crate::status::{StatusOptions, TrailerCheck, snapshot_status, split_trailer};
+use crate::input::{SnapshotFile, sha256_of};
+use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 
-pub use bbolt_write::{Append, BucketContents, replace_buckets};
+pub use bbolt_write::{Append, BucketContents, replace_buckets, verify_rewrite};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
 
 /// What to restore, and as which member of which new cluster.
@@ -397,12 +400,17 @@ fn invalid(option: &'static str) -> impl Fn(String) -> RestoreError {
     move |reason| RestoreError::InvalidOption { option, reason }
 }
 
-/// Restores the snapshot `bytes` (decompressed; `name` is for messages) into a new data dir.
-pub fn restore_snapshot(
-    name: &str,
-    bytes: &[u8],
-    request: &RestoreRequest,
-) -> Result<RestoreResult, RestoreError> {
+/// Checks a restore request before anything is read: the member list, this member's name and
+/// URLs, the revision flags, the owner. Front-ends call it before opening the snapshot, so a
+/// mistyped flag is reported at once, not after a download.
+pub fn validate_restore_request(request: &RestoreRequest) -> Result<(), RestoreError> {
+    validate(request).map(|_| ())
+}
+
+/// The members of the new cluster, the index of this one, and the owner's ids.
+type Validated = (Vec<RestoredMember>, usize, Option<(u32, Option<u32>)>);
+
+fn validate(request: &RestoreRequest) -> Result<Validated, RestoreError> {
     if request.initial_cluster_token.is_empty() {
         return Err(invalid("--initial-cluster-token")(
             "must not be empty".into(),
@@ -412,22 +420,23 @@ pub fn restore_snapshot(
         .map_err(invalid("--initial-cluster"))?;
     let me = members
         .iter()
-        .find(|m| m.name == request.name)
+        .position(|m| m.name == request.name)
         .ok_or_else(|| {
             invalid("--name")(format!(
                 "{:?} is not in --initial-cluster {:?}",
                 request.name, request.initial_cluster
             ))
         })?;
+    let me_member = &members[me];
     let mut advertised = request.initial_advertise_peer_urls.clone();
     advertised.sort();
     advertised.dedup();
-    if advertised != me.peer_urls {
+    if advertised != me_member.peer_urls {
         return Err(invalid("--initial-advertise-peer-urls")(format!(
             "{} does not match {}'s peer URLs in --initial-cluster ({})",
             advertised.join(","),
-            me.name,
-            me.peer_urls.join(",")
+            me_member.name,
+            me_member.peer_urls.join(",")
         )));
     }
     if (request.bump_revision > 0) != request.mark_compacted {
@@ -437,6 +446,33 @@ pub fn restore_snapshot(
         ));
     }
     let owner = request.owner.as_deref().map(resolve_owner).transpose()?;
+    Ok((members, me, owner))
+}
+
+/// Where to decompress or download a snapshot for a restore into `data_dir`: the dir that will
+/// hold it (created, 0700, when missing), so the temporary copy sits on the target's
+/// filesystem (`/var/lib/etcd` is often its own disk) and the copy into place stays local.
+pub fn restore_spool_dir(data_dir: &Path) -> Result<PathBuf, RestoreError> {
+    let parent = data_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    make_dir(&parent)?;
+    Ok(parent)
+}
+
+/// Restores `snapshot` (`name` is for messages) into a new data dir. The db is copied as a
+/// stream into a temporary dir beside the target (its SHA-256 computed on the way), checked
+/// there page by page, and rewritten in place with copy-on-write pages: memory stays small
+/// whatever the db's size.
+pub fn restore_snapshot(
+    name: &str,
+    snapshot: &SnapshotFile,
+    request: &RestoreRequest,
+) -> Result<RestoreResult, RestoreError> {
+    let (members, me, owner) = validate(request)?;
+    let me = &members[me];
     let member_ids: Vec<u64> = members.iter().map(|m| m.id).collect();
     let cluster = cluster_id(&member_ids);
     let node_id = me.id;
@@ -447,14 +483,24 @@ pub fn restore_snapshot(
         .clone()
         .unwrap_or_else(|| data_dir.join("member").join("wal"));
 
-    // Check the trailer and the db; read the revision.
-    let status = snapshot_status(
-        name,
-        bytes,
-        &StatusOptions {
-            skip_hash_check: request.skip_hash_check,
-        },
-    )?;
+    let read_failed = |source: std::io::Error| {
+        RestoreError::Snapshot(SnapshotError::ReadFile {
+            path: name.to_string(),
+            source,
+        })
+    };
+    let trailer_check = |sha: &str| -> Result<TrailerCheck, RestoreError> {
+        match snapshot.trailer() {
+            None => Ok(TrailerCheck::Absent),
+            Some(t) if hex::encode(t) == sha => Ok(TrailerCheck::Verified),
+            Some(_) if request.skip_hash_check => Ok(TrailerCheck::MismatchIgnored),
+            Some(t) => Err(RestoreError::Snapshot(SnapshotError::HashMismatch {
+                name: name.to_string(),
+                expected: hex::encode(t),
+                actual: sha.to_string(),
+            })),
+        }
+    };
 
     // The very same restore already done: report it and touch nothing.
     if let Some(marker) = read_marker(&data_dir) {
@@ -462,13 +508,18 @@ pub fn restore_snapshot(
             parse_initial_cluster(&marker.initial_cluster, &marker.initial_cluster_token)
                 .map(|m| m == members)
                 .unwrap_or(false);
-        if marker.db_sha256 == status.db_sha256
-            && marker.name == request.name
+        let same_request = marker.name == request.name
             && marker.initial_cluster_token == request.initial_cluster_token
             && same_cluster
             && marker.bump_revision == request.bump_revision
-            && marker.wal_dir == wal_final
-        {
+            && marker.wal_dir == wal_final;
+        let db_sha256 = match (same_request, snapshot.known_sha256()) {
+            (false, _) => String::new(),
+            (true, Some(known)) => known.to_string(),
+            (true, None) => sha256_of(snapshot.db()).map_err(read_failed)?,
+        };
+        if same_request && marker.db_sha256 == db_sha256 {
+            let trailer = trailer_check(&db_sha256)?;
             let db_size = fs::metadata(data_dir.join("member").join("snap").join("db"))
                 .map(|m| m.len())
                 .unwrap_or(0);
@@ -482,8 +533,8 @@ pub fn restore_snapshot(
                 revision: marker.revision,
                 consistent_index: members.len() as u64,
                 db_size,
-                trailer: status.trailer,
-                db_sha256: status.db_sha256,
+                trailer,
+                db_sha256,
                 changed: false,
                 moved_aside: Vec::new(),
             });
@@ -509,6 +560,20 @@ pub fn restore_snapshot(
         }
     }
     if request.dry_run {
+        // Check mode: the source is read and checked (trailer, structure), nothing is written.
+        let db_sha256 = match snapshot.known_sha256() {
+            Some(known) => known.to_string(),
+            None => sha256_of(snapshot.db()).map_err(read_failed)?,
+        };
+        let trailer = trailer_check(&db_sha256)?;
+        let status = scan(
+            name,
+            snapshot.db(),
+            None,
+            Some(db_sha256.clone()),
+            &StatusOptions::default(),
+            Scan::CheckOnly,
+        )?;
         return Ok(RestoreResult {
             wal_dir: wal_final,
             data_dir,
@@ -516,11 +581,13 @@ pub fn restore_snapshot(
             member_id: format!("{node_id:x}"),
             cluster_id: format!("{cluster:x}"),
             members: members.clone(),
-            revision: status.revision + i64::try_from(request.bump_revision).unwrap_or(0),
+            revision: status
+                .revision
+                .saturating_add(i64::try_from(request.bump_revision).unwrap_or(i64::MAX)),
             consistent_index: members.len() as u64,
-            db_size: 0,
-            trailer: status.trailer,
-            db_sha256: status.db_sha256,
+            db_size: snapshot.db_size(),
+            trailer,
+            db_sha256,
             changed: true,
             moved_aside: Vec::new(),
         });
@@ -543,7 +610,33 @@ pub fn restore_snapshot(
             })?;
         moves.push((dir.clone(), aside));
     }
-    let (db, _) = split_trailer(bytes);
+    // Stage the db: copied as a stream beside the target, hashed on the way, then checked
+    // there page by page (the revision read in the same pass).
+    let data_stage = Staging::beside(&data_dir)?;
+    let snap_dir = data_stage.path.join("member").join("snap");
+    make_dir(&snap_dir)?;
+    let db_path = snap_dir.join("db");
+    let db_sha256 = copy_db(snapshot, &db_path, name)?;
+    let trailer = trailer_check(&db_sha256)?;
+    let db_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&db_path)
+        .map_err(io_err(&db_path))?;
+    let db_len = snapshot.db_size();
+    let status = scan(
+        name,
+        DbFile::new(db_file.try_clone().map_err(io_err(&db_path))?, db_len),
+        None,
+        Some(db_sha256.clone()),
+        &StatusOptions::default(),
+        Scan::CheckOnly,
+    )?;
+    let rewrite_failed = |source| RestoreError::Rewrite {
+        name: name.to_string(),
+        source,
+    };
+    let bolt = BoltDb::open(DbFile::new(db_file, db_len)).map_err(rewrite_failed)?;
 
     // Rewrite membership, consistent index and term.
     let commit = members.len() as u64;
@@ -558,10 +651,7 @@ pub fn restore_snapshot(
     }
     replace.insert(b"members".to_vec(), members_bucket);
     replace.insert(b"members_removed".to_vec(), BucketContents::new());
-    let mut meta = current_bucket(db, b"meta").map_err(|source| RestoreError::Rewrite {
-        name: name.to_string(),
-        source,
-    })?;
+    let mut meta = current_bucket(&bolt, b"meta").map_err(rewrite_failed)?;
     meta.insert(b"consistent_index".to_vec(), commit.to_be_bytes().to_vec());
     meta.insert(b"term".to_vec(), term.to_be_bytes().to_vec());
     let mut revision = status.revision;
@@ -589,22 +679,24 @@ pub fn restore_snapshot(
         None
     };
     replace.insert(b"meta".to_vec(), meta);
-    let new_db =
-        replace_buckets(db, &replace, append.as_ref()).map_err(|source| RestoreError::Rewrite {
-            name: name.to_string(),
-            source,
-        })?;
+    let patch = replace_buckets(&bolt, &replace, append.as_ref()).map_err(rewrite_failed)?;
+    let db_file = bolt.into_source();
+    patch
+        .apply_to_file(db_file.file())
+        .map_err(io_err(&db_path))?;
+    let written = BoltDb::open(DbFile::new(
+        db_file.file().try_clone().map_err(io_err(&db_path))?,
+        patch.new_size(),
+    ))
+    .map_err(rewrite_failed)?;
+    verify_rewrite(&written, &replace, append.as_ref()).map_err(rewrite_failed)?;
 
     let store = v2store::store_json(&members)
         .map_err(|e| invalid("--initial-cluster")(format!("cannot encode the v2 store: {e}")))?;
     let snap_bytes = snap::file_bytes(&store, &member_ids, commit, term);
     let wal_bytes = wal::first_segment(&members, node_id, cluster);
 
-    // Stage everything beside the targets, then rename into place.
-    let data_stage = Staging::beside(&data_dir)?;
-    let snap_dir = data_stage.path.join("member").join("snap");
-    make_dir(&snap_dir)?;
-    write_file(&snap_dir.join("db"), &new_db, None)?;
+    // Stage everything else beside the targets, then rename into place.
     write_file(
         &snap_dir.join(snap::file_name(term, commit)),
         &snap_bytes,
@@ -628,7 +720,7 @@ pub fn restore_snapshot(
     sync_dir(&wal_dir_staged)?;
     let (wal_size, wal_files, wal_modified_ns) = wal_state(&wal_dir_staged);
     let marker = RestoreMarker {
-        db_sha256: status.db_sha256.clone(),
+        db_sha256: db_sha256.clone(),
         name: me.name.clone(),
         initial_cluster: request.initial_cluster.clone(),
         initial_cluster_token: request.initial_cluster_token.clone(),
@@ -656,6 +748,11 @@ pub fn restore_snapshot(
             chown_tree(&stage.path, uid, gid)?;
         }
     }
+    // The SELinux label etcd's data dir would get from its parent, where SELinux is on.
+    selinux::label_like_parent(&data_stage.path, &data_dir)?;
+    if let (Some(stage), Some(target)) = (&wal_stage, &wal_target) {
+        selinux::label_like_parent(&stage.path, target)?;
+    }
     for (dir, aside) in &moves {
         fs::rename(dir, aside).map_err(io_err(dir))?;
     }
@@ -673,21 +770,67 @@ pub fn restore_snapshot(
         members,
         revision,
         consistent_index: commit,
-        db_size: new_db.len() as u64,
-        trailer: status.trailer,
-        db_sha256: status.db_sha256,
+        db_size: patch.new_size(),
+        trailer,
+        db_sha256,
         changed: true,
         moved_aside: moves.into_iter().map(|(_, aside)| aside).collect(),
     })
 }
 
+/// Copies the db of `snapshot` (without its trailer) to a new file `to` and returns its
+/// SHA-256: the kernel copies (`copy_file_range`) while a second thread hashes, unless the hash
+/// is known already.
+fn copy_db(snapshot: &SnapshotFile, to: &Path, name: &str) -> Result<String, RestoreError> {
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(to)
+        .map_err(io_err(to))?;
+    let db = snapshot.db();
+    let mut source = db.file().try_clone().map_err(io_err(to))?;
+    let mut copy = |out: &mut File| -> std::io::Result<u64> {
+        source.seek(SeekFrom::Start(0))?;
+        std::io::copy(&mut (&mut source).take(db.size()), out)
+    };
+    let (copied, sha) = std::thread::scope(|scope| {
+        let hashing = match snapshot.known_sha256() {
+            Some(known) => Ok(Ok(known.to_string())),
+            None => Err(scope.spawn(|| sha256_of(db))),
+        };
+        let copied = copy(&mut out);
+        let sha = match hashing {
+            Ok(known) => known,
+            Err(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the hashing thread panicked"))),
+        };
+        (copied, sha)
+    });
+    let copied = copied.map_err(io_err(to))?;
+    if copied != db.size() {
+        return Err(io_err(to)(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("copied {copied} of the db's {} bytes", db.size()),
+        )));
+    }
+    sha.map_err(|source| {
+        RestoreError::Snapshot(SnapshotError::ReadFile {
+            path: name.to_string(),
+            source,
+        })
+    })
+}
+
 /// The key/value pairs of the top-level bucket `name` (empty when it is missing).
-fn current_bucket(db: &[u8], name: &[u8]) -> Result<BucketContents, BoltError> {
-    let bolt = crate::bbolt::BoltDb::new(db)?;
+fn current_bucket<S: PageSource>(
+    bolt: &BoltDb<S>,
+    name: &[u8],
+) -> Result<BucketContents, BoltError> {
     let mut contents = BucketContents::new();
-    if let Some(bucket) = bolt.root().bucket(name)? {
-        for entry in bucket.iter() {
-            let entry = entry?;
+    if let Some(bucket) = bolt.bucket(&bolt.root(), name)? {
+        bolt.for_each(&bucket, |entry| {
             if entry.is_bucket {
                 return Err(BoltError::Page {
                     pgid: 0,
@@ -698,7 +841,8 @@ fn current_bucket(db: &[u8], name: &[u8]) -> Result<BucketContents, BoltError> {
                 });
             }
             contents.insert(entry.key.to_vec(), entry.value.to_vec());
-        }
+            Ok(())
+        })?;
     }
     Ok(contents)
 }

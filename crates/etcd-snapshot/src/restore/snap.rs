@@ -3,8 +3,6 @@
 
 use super::pb;
 
-const CASTAGNOLI: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
-
 /// The snap file's name for a snapshot at (`term`, `index`).
 pub fn file_name(term: u64, index: u64) -> String {
     format!("{term:016x}-{index:016x}.snap")
@@ -13,7 +11,7 @@ pub fn file_name(term: u64, index: u64) -> String {
 /// The snap file's bytes.
 pub fn file_bytes(store_json: &[u8], voters: &[u64], index: u64, term: u64) -> Vec<u8> {
     let snapshot = pb::raft_snapshot(store_json, voters, index, term);
-    pb::snap_file(CASTAGNOLI.checksum(&snapshot), &snapshot)
+    pb::snap_file(crc32c::crc32c(&snapshot), &snapshot)
 }
 
 #[cfg(test)]

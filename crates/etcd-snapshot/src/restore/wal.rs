@@ -19,8 +19,6 @@ const STATE_TYPE: i64 = 3;
 const CRC_TYPE: i64 = 4;
 const SNAPSHOT_TYPE: i64 = 5;
 
-const CASTAGNOLI: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
-
 struct Encoder {
     out: Vec<u8>,
     data_seen: Vec<u8>,
@@ -28,7 +26,7 @@ struct Encoder {
 
 impl Encoder {
     fn crc(&self) -> u32 {
-        CASTAGNOLI.checksum(&self.data_seen)
+        crc32c::crc32c(&self.data_seen)
     }
 
     fn frame(&mut self, record: &[u8]) {

@@ -1,0 +1,377 @@
+//! Opening a snapshot for reading without holding it in memory: a plain file is read in place,
+//! page by page; a zstd file or a stored object is decompressed (or downloaded) as a stream
+//! into an unnamed temporary file (mode 0600, gone when closed, even after a crash) and read
+//! from there. etcd's SHA-256 trailer is split off and the db's SHA-256 computed on the way
+//! when the bytes are streamed anyway.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use futures::StreamExt;
+use sha2::{Digest, Sha256};
+
+use etcd_store::Store;
+
+use crate::bbolt::{DbFile, PageSource};
+use crate::error::{Result, SnapshotError};
+use crate::manifest::Compression;
+use crate::save::TRAILER_LEN;
+
+/// zstd frames start with these bytes.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// Bytes read or written at a time when streaming a db.
+pub(crate) const CHUNK: usize = 4 << 20;
+
+/// A snapshot opened for reading: its db in a file (the snapshot itself, or a temporary
+/// decompressed or downloaded copy that disappears when this is dropped), and etcd's trailer.
+#[derive(Debug)]
+pub struct SnapshotFile {
+    db: DbFile,
+    trailer: Option<[u8; TRAILER_LEN]>,
+    sha256: Option<String>,
+    compression: Compression,
+    stored_size: u64,
+}
+
+impl SnapshotFile {
+    /// The db's bytes (without the trailer).
+    pub fn db(&self) -> &DbFile {
+        &self.db
+    }
+
+    /// Bytes of the db, without the trailer.
+    pub fn db_size(&self) -> u64 {
+        self.db.size()
+    }
+
+    /// etcd's SHA-256 trailer, when the snapshot has one.
+    pub fn trailer(&self) -> Option<[u8; TRAILER_LEN]> {
+        self.trailer
+    }
+
+    /// The db's SHA-256, hex, when it was computed while streaming the snapshot in.
+    pub fn known_sha256(&self) -> Option<&str> {
+        self.sha256.as_deref()
+    }
+
+    /// Compression found.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Size as stored (compressed).
+    pub fn stored_size(&self) -> u64 {
+        self.stored_size
+    }
+}
+
+/// SHA-256 of `bytes` fed in pieces, holding the last 32 bytes back: when the stream ends,
+/// they are etcd's trailer if the total length says so (a bbolt file is a multiple of 512
+/// bytes, a snapshot with a trailer 32 more), else they are hashed too.
+#[derive(Default)]
+pub(crate) struct TrailerHasher {
+    hasher: Sha256,
+    held: Vec<u8>,
+    total: u64,
+}
+
+impl TrailerHasher {
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        self.total += data.len() as u64;
+        let excess = (self.held.len() + data.len()).saturating_sub(TRAILER_LEN);
+        let from_held = excess.min(self.held.len());
+        self.hasher.update(&self.held[..from_held]);
+        self.held.drain(..from_held);
+        let from_data = excess - from_held;
+        self.hasher.update(&data[..from_data]);
+        self.held.extend_from_slice(&data[from_data..]);
+    }
+
+    /// (bytes of the db, SHA-256 hex of the db, trailer).
+    pub(crate) fn finish(mut self) -> (u64, String, Option<[u8; TRAILER_LEN]>) {
+        if has_trailer(self.total)
+            && let Ok(trailer) = <[u8; TRAILER_LEN]>::try_from(self.held.as_slice())
+        {
+            let db_len = self.total - TRAILER_LEN as u64;
+            return (db_len, hex::encode(self.hasher.finalize()), Some(trailer));
+        }
+        self.hasher.update(&self.held);
+        (self.total, hex::encode(self.hasher.finalize()), None)
+    }
+}
+
+/// Whether a snapshot of `len` bytes ends with etcd's trailer.
+pub(crate) fn has_trailer(len: u64) -> bool {
+    len % 512 == TRAILER_LEN as u64 && len > TRAILER_LEN as u64
+}
+
+/// Writes everything to a file while hashing it.
+struct Spool {
+    file: File,
+    hasher: TrailerHasher,
+}
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn temp_file(dir: Option<&Path>) -> std::io::Result<File> {
+    match dir {
+        Some(dir) => tempfile::tempfile_in(dir),
+        None => tempfile::tempfile(),
+    }
+}
+
+impl Spool {
+    fn new(dir: Option<&Path>) -> std::io::Result<Self> {
+        Ok(Spool {
+            file: temp_file(dir)?,
+            hasher: TrailerHasher::default(),
+        })
+    }
+
+    fn finish(self, compression: Compression, stored_size: u64) -> SnapshotFile {
+        let (db_len, sha256, trailer) = self.hasher.finish();
+        SnapshotFile {
+            db: DbFile::new(self.file, db_len),
+            trailer,
+            sha256: Some(sha256),
+            compression,
+            stored_size,
+        }
+    }
+}
+
+/// Opens a snapshot file, plain or zstd (detected from its first bytes). A zstd file is
+/// decompressed into a temporary file in `spool_dir` (default: the system's temp dir).
+pub fn open_snapshot_file(path: &Path, spool_dir: Option<&Path>) -> Result<SnapshotFile> {
+    let failed = |source: std::io::Error| SnapshotError::ReadFile {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = File::open(path).map_err(failed)?;
+    let stored_size = file.metadata().map_err(failed)?.len();
+    let mut head = Vec::with_capacity(ZSTD_MAGIC.len());
+    (&mut file)
+        .take(ZSTD_MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(failed)?;
+    if head != ZSTD_MAGIC {
+        let (db_len, trailer) = if has_trailer(stored_size) {
+            let mut trailer = [0u8; TRAILER_LEN];
+            let at = stored_size - TRAILER_LEN as u64;
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut trailer, at).map_err(failed)?;
+            (at, Some(trailer))
+        } else {
+            (stored_size, None)
+        };
+        return Ok(SnapshotFile {
+            db: DbFile::new(file, db_len),
+            trailer,
+            sha256: None,
+            compression: Compression::None,
+            stored_size,
+        });
+    }
+    let spool_failed = |source: std::io::Error| SnapshotError::WriteFile {
+        path: spool_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir)
+            .display()
+            .to_string(),
+        source,
+    };
+    let mut spool = Spool::new(spool_dir).map_err(spool_failed)?;
+    let chained = std::io::Cursor::new(head).chain(file);
+    let mut decoder = zstd::stream::read::Decoder::new(chained).map_err(failed)?;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match decoder.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(SnapshotError::Codec {
+                    operation: "decompress",
+                    reason: format!("{}: {e}", path.display()),
+                });
+            }
+        };
+        spool.write_all(&buf[..n]).map_err(spool_failed)?;
+    }
+    Ok(spool.finish(Compression::Zstd, stored_size))
+}
+
+/// Downloads the object `name` from `store` into a temporary file in `spool_dir` (default: the
+/// system's temp dir), decompressing zstd (detected from its first bytes) as it arrives.
+pub async fn open_snapshot_object(
+    store: &Store,
+    name: &str,
+    spool_dir: Option<&Path>,
+) -> Result<SnapshotFile> {
+    let codec = |e: std::io::Error| SnapshotError::Codec {
+        operation: "decompress",
+        reason: format!("{name}: {e}"),
+    };
+    let spool_failed = |source: std::io::Error| SnapshotError::WriteFile {
+        path: spool_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir)
+            .display()
+            .to_string(),
+        source,
+    };
+    let (_, mut chunks) = store.get(name).await?;
+    let mut head = Vec::new();
+    let mut zstd: Option<zstd::stream::write::Decoder<'static, Spool>> = None;
+    let mut plain: Option<Spool> = None;
+    let mut stored_size = 0u64;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        stored_size += chunk.len() as u64;
+        let mut data: &[u8] = &chunk;
+        if zstd.is_none() && plain.is_none() {
+            head.extend_from_slice(data);
+            if head.len() < ZSTD_MAGIC.len() {
+                continue;
+            }
+            let spool = Spool::new(spool_dir).map_err(spool_failed)?;
+            if head.starts_with(&ZSTD_MAGIC) {
+                zstd = Some(zstd::stream::write::Decoder::new(spool).map_err(codec)?);
+            } else {
+                plain = Some(spool);
+            }
+            data = &head;
+        }
+        if let Some(decoder) = zstd.as_mut() {
+            decoder.write_all(data).map_err(codec)?;
+        } else if let Some(spool) = plain.as_mut() {
+            spool.write_all(data).map_err(spool_failed)?;
+        }
+        head = Vec::new();
+    }
+    match (zstd, plain) {
+        (Some(mut decoder), _) => {
+            decoder.flush().map_err(codec)?;
+            Ok(decoder.into_inner().finish(Compression::Zstd, stored_size))
+        }
+        (None, Some(spool)) => Ok(spool.finish(Compression::None, stored_size)),
+        (None, None) => {
+            // Fewer bytes than a zstd magic: spool them as they are.
+            let mut spool = Spool::new(spool_dir).map_err(spool_failed)?;
+            spool.write_all(&head).map_err(spool_failed)?;
+            Ok(spool.finish(Compression::None, stored_size))
+        }
+    }
+}
+
+/// SHA-256 (hex) of everything `source` holds, read in large sequential pieces.
+pub(crate) fn sha256_of<S: PageSource + ?Sized>(source: &S) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let size = source.size();
+    let mut at = 0u64;
+    while at < size {
+        let n = usize::try_from((size - at).min(CHUNK as u64)).unwrap_or(CHUNK);
+        source.read_exact_at(&mut buf[..n], at)?;
+        hasher.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(bytes: &[u8]) -> String {
+        hex::encode(Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn the_trailer_is_held_back_whatever_the_pieces() {
+        let db: Vec<u8> = (0..1024u32).map(|i| i as u8).collect();
+        let trailer = Sha256::digest(&db);
+        let mut snapshot = db.clone();
+        snapshot.extend_from_slice(&trailer);
+        for piece in [1, 7, 31, 32, 33, 500, 5000] {
+            let mut hasher = TrailerHasher::default();
+            for chunk in snapshot.chunks(piece) {
+                hasher.update(chunk);
+            }
+            let (len, digest, held) = hasher.finish();
+            assert_eq!((len, digest.as_str()), (1024, sha(&db).as_str()), "{piece}");
+            assert_eq!(held.as_ref().map(|t| &t[..]), Some(&trailer[..]));
+            // Without a trailer, the last 32 bytes are part of the db.
+            let mut hasher = TrailerHasher::default();
+            for chunk in db.chunks(piece) {
+                hasher.update(chunk);
+            }
+            assert_eq!(hasher.finish(), (1024, sha(&db), None), "{piece}");
+        }
+        let mut hasher = TrailerHasher::default();
+        hasher.update(b"ab");
+        assert_eq!(hasher.finish(), (2, sha(b"ab"), None));
+    }
+
+    #[test]
+    fn files_are_read_plain_or_zstd() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload: Vec<u8> = (0..10_240u32).map(|i| (i * 7) as u8).collect();
+        let mut with_trailer = payload.clone();
+        with_trailer.extend_from_slice(&Sha256::digest(&payload));
+        let plain = dir.path().join("plain.db");
+        std::fs::write(&plain, &with_trailer).unwrap();
+        let opened = open_snapshot_file(&plain, None).unwrap();
+        assert_eq!(
+            (
+                opened.db_size(),
+                opened.compression(),
+                opened.known_sha256()
+            ),
+            (10_240, Compression::None, None)
+        );
+        assert_eq!(opened.trailer().unwrap()[..], Sha256::digest(&payload)[..]);
+        assert_eq!(sha256_of(opened.db()).unwrap(), sha(&payload));
+
+        let packed = dir.path().join("packed.db.zst");
+        std::fs::write(&packed, zstd::encode_all(&with_trailer[..], 3).unwrap()).unwrap();
+        let opened = open_snapshot_file(&packed, Some(dir.path())).unwrap();
+        assert_eq!(
+            (opened.db_size(), opened.compression()),
+            (10_240, Compression::Zstd)
+        );
+        assert_eq!(opened.known_sha256(), Some(sha(&payload).as_str()));
+        let mut back = vec![0u8; 10_240];
+        opened.db().read_exact_at(&mut back, 0).unwrap();
+        assert_eq!(back, payload);
+        // The temporary copy has no name in the spool dir.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 2);
+
+        let tiny = dir.path().join("tiny");
+        std::fs::write(&tiny, b"ab").unwrap();
+        assert_eq!(open_snapshot_file(&tiny, None).unwrap().db_size(), 2);
+        assert!(matches!(
+            open_snapshot_file(&dir.path().join("missing"), None),
+            Err(SnapshotError::ReadFile { .. })
+        ));
+        // A damaged zstd frame is a decompression error.
+        let mut broken = zstd::encode_all(&payload[..], 3).unwrap();
+        broken.truncate(broken.len() / 2);
+        std::fs::write(&packed, broken).unwrap();
+        assert!(matches!(
+            open_snapshot_file(&packed, None),
+            Err(SnapshotError::Codec { .. })
+        ));
+    }
+}
