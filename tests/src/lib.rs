@@ -18,6 +18,7 @@ mod certs;
 mod cli;
 mod dns;
 mod etcd;
+mod kubelet;
 mod ports;
 mod stores;
 mod supervised;
@@ -27,6 +28,10 @@ pub use certs::Certs;
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use dns::{DnsServer, SrvRecord};
 pub use etcd::{Cluster, EtcdVersion, Member, ROOT_PASSWORD, Security, block_on, spawn_logged};
+pub use kubelet::{
+    Kubelet, PodSpec, install_kubeadm_pki, kubeadm_image, kubeadm_manifest, under,
+    write_kubeadm_manifest, write_openshift_tree,
+};
 pub use ports::free_port;
 pub use stores::{
     AZURITE_ACCOUNT, AZURITE_KEY, AzuriteServer, FakeGcsServer, HttpResponse, S3Server,

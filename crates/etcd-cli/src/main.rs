@@ -65,13 +65,17 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 async fn run(cli: Cli) -> Result<ExitStatus> {
-    let config = cli.global.connection_options().or_env()?.build()?;
+    let format = cli.global.write_out;
+    if let Command::Platform(command) = &cli.command {
+        return commands::platform::run(&cli.global, command, format).await;
+    }
+    commands::platform::guard(&cli.global, &cli.command)?;
+    let config = commands::platform::connection_options(&cli.global)?.build()?;
     if config.tls.insecure_skip_verify {
         eprintln!(
             "etcdops: warning: --insecure-skip-tls-verify: server certificates are not verified; anyone on the network path can impersonate etcd"
         );
     }
-    let format = cli.global.write_out;
     match &cli.command {
         Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
         Command::Member(command) => commands::member::run(&config, command, format).await,
@@ -80,7 +84,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::maintenance::run_move_leader(&config, &args.member, format).await
         }
         Command::Alarm(command) => commands::maintenance::run_alarm(&config, command, format).await,
-        Command::Defrag(flag) => commands::maintenance::run_defrag(&config, flag, format).await,
+        Command::Defrag(args) => {
+            commands::maintenance::run_defrag(&config, &args.cluster, format).await
+        }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
         Command::Version => commands::maintenance::run_version(&config, format).await,
         Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
@@ -91,5 +97,8 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Get(args) => commands::kv::run_get(&config, args, format).await,
         Command::History(args) => commands::kv::run_history(&config, args, format).await,
         Command::Watch(args) => commands::kv::run_watch(&config, args, format).await,
+        Command::K8s(command) => commands::k8s::run(&config, command, format).await,
+        // Handled before the connection is built; kept here so the match stays exhaustive.
+        Command::Platform(command) => commands::platform::run(&cli.global, command, format).await,
     }
 }

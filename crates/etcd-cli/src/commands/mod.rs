@@ -3,9 +3,11 @@
 
 pub mod access;
 pub mod endpoint;
+pub mod k8s;
 pub mod kv;
 pub mod maintenance;
 pub mod member;
+pub mod platform;
 pub mod snapshot;
 
 use std::process::ExitCode;

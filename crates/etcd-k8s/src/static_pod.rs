@@ -1,0 +1,431 @@
+//! Stopping and starting a static etcd pod the way the kubelet allows: the manifest moves out
+//! of the kubelet's directory into a parking directory (never deleted; an older parked copy
+//! is kept under a backup name), and back.
+//!
+//! Stopping waits until etcd no longer accepts connections on its client ports; starting
+//! waits until etcd answers a health check (a linearizable read, no alarm).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use etcd_core::{ClusterConfig, ConnectionOptions, Targets, endpoint_health};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{K8sError, Result};
+use crate::platform::{DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, Platform, parse_pod_manifest};
+
+/// The state asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodState {
+    /// The manifest is parked and etcd is gone.
+    Stopped,
+    /// The manifest is in the kubelet's directory and etcd is healthy.
+    Started,
+}
+
+fn default_manifest() -> PathBuf {
+    PathBuf::from(KUBEADM_MANIFEST)
+}
+
+fn default_parking_dir() -> PathBuf {
+    PathBuf::from(DEFAULT_PARKING_DIR)
+}
+
+fn default_timeout() -> u64 {
+    120
+}
+
+/// A request to stop or start a static etcd pod.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticPodRequest {
+    /// Stopped or started.
+    pub state: PodState,
+    /// The manifest's path in the kubelet's directory (default
+    /// `/etc/kubernetes/manifests/etcd.yaml`).
+    #[serde(default = "default_manifest")]
+    pub manifest: PathBuf,
+    /// Where the manifest waits while etcd is stopped (default
+    /// `/etc/kubernetes/etcdops-parked`); must not be the kubelet's directory.
+    #[serde(default = "default_parking_dir")]
+    pub parking_dir: PathBuf,
+    /// Seconds to wait for etcd to go or to become healthy (default 120).
+    #[serde(default = "default_timeout")]
+    pub timeout: u64,
+    /// The directory standing for `/` when reading the manifest's certificate paths
+    /// (default `/`).
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// Report what would be done, change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// crictl to ask whether the etcd container is gone (default: `crictl` on `PATH`, when
+    /// there is one; without it, only the client ports are watched).
+    #[serde(default)]
+    pub crictl: Option<PathBuf>,
+}
+
+/// What was done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StaticPodResult {
+    /// The state reached (or that would be reached, in a dry run).
+    pub state: PodState,
+    /// Whether the manifest moved (or would move).
+    pub changed: bool,
+    /// The manifest's path in the kubelet's directory.
+    pub manifest: PathBuf,
+    /// Its path while parked.
+    pub parked_manifest: PathBuf,
+    /// An older parked copy moved aside to this name (never deleted).
+    pub backup: Option<PathBuf>,
+    /// Client endpoints watched (stopped: until closed; started: until healthy).
+    pub endpoints: Vec<String>,
+    /// Milliseconds spent waiting.
+    pub waited_ms: u64,
+    /// The crictl asked (stopping) whether the etcd container is gone.
+    pub crictl: Option<PathBuf>,
+    /// Notes (such as a leftover parked copy).
+    pub notes: Vec<String>,
+}
+
+fn io<'a>(operation: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> K8sError + 'a {
+    move |source| K8sError::Io {
+        operation,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn exists(path: &Path) -> bool {
+    path.try_exists().unwrap_or(false)
+}
+
+/// Moves `from` to `to`, refusing to replace anything at `to`.
+fn move_no_clobber(from: &Path, to: &Path) -> Result<()> {
+    if exists(to) {
+        return Err(K8sError::BadConfig {
+            path: to.display().to_string(),
+            reason: format!(
+                "already exists; not replacing it with {} (move one of them away by hand)",
+                from.display()
+            ),
+        });
+    }
+    match std::fs::hard_link(from, to) {
+        Ok(()) => std::fs::remove_file(from).map_err(io("remove the old link of", from)),
+        // Another file system, or one without hard links: rename (checked above that `to`
+        // is free), or copy and then remove the source.
+        Err(_) => match std::fs::rename(from, to) {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                std::fs::copy(from, to).map_err(io("copy to", to))?;
+                std::fs::File::open(to)
+                    .and_then(|f| f.sync_all())
+                    .map_err(io("sync", to))?;
+                std::fs::remove_file(from).map_err(io("remove the moved", from))
+            }
+        },
+    }
+}
+
+/// A free backup name beside `path`: `<name>.etcdops-backup-<unix time>[-N]`.
+fn backup_name(path: &Path) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let base = format!("{}.etcdops-backup-{stamp}", path.display());
+    let mut candidate = PathBuf::from(&base);
+    let mut n = 1;
+    while exists(&candidate) {
+        candidate = PathBuf::from(format!("{base}-{n}"));
+        n += 1;
+    }
+    candidate
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// `host:port` of each client URL, a wildcard address as 127.0.0.1.
+fn socket_addresses(urls: &[String]) -> Vec<String> {
+    urls.iter()
+        .filter_map(|u| {
+            let rest = u.split_once("://").map(|(_, r)| r).unwrap_or(u);
+            let authority = rest.split('/').next()?;
+            let authority = authority
+                .replace("0.0.0.0:", "127.0.0.1:")
+                .replace("[::]:", "127.0.0.1:");
+            authority.contains(':').then_some(authority)
+        })
+        .collect()
+}
+
+/// `crictl` on `PATH`, if any.
+fn crictl_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("crictl"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// IDs of running containers named exactly `etcd`, as crictl lists them; `Err` when crictl
+/// cannot answer (no runtime socket, not root).
+async fn running_etcd_containers(crictl: &Path) -> std::result::Result<Vec<String>, String> {
+    let output = tokio::process::Command::new(crictl)
+        .args(["ps", "--quiet", "--name", "^etcd$", "--state", "running"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).trim().to_string());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
+async fn accepts(address: &str) -> bool {
+    matches!(
+        tokio::time::timeout(
+            Duration::from_millis(500),
+            tokio::net::TcpStream::connect(address)
+        )
+        .await,
+        Ok(Ok(_))
+    )
+}
+
+/// Stops or starts the static etcd pod. `connection` is used for the health check when
+/// starting; when `None`, endpoints and certificates come from the manifest.
+pub async fn static_pod(
+    request: &StaticPodRequest,
+    connection: Option<&ClusterConfig>,
+) -> Result<StaticPodResult> {
+    let manifest = &request.manifest;
+    let file_name = manifest
+        .file_name()
+        .ok_or_else(|| K8sError::InvalidOption {
+            option: "manifest",
+            reason: format!(
+                "'{}' names no file; give the manifest's path, such as {KUBEADM_MANIFEST}",
+                manifest.display()
+            ),
+        })?;
+    let manifests_dir = manifest.parent().unwrap_or(Path::new("/"));
+    if same_dir(manifests_dir, &request.parking_dir) {
+        return Err(K8sError::InvalidOption {
+            option: "parking_dir",
+            reason: "is the kubelet's manifests directory, where the kubelet would keep running etcd; choose a directory outside it".into(),
+        });
+    }
+    let parked = request.parking_dir.join(file_name);
+    let root = request.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let platform = if file_name == "etcd-pod.yaml" {
+        Platform::Openshift
+    } else {
+        Platform::Kubeadm
+    };
+    let in_place = exists(manifest);
+    let is_parked = exists(&parked);
+    let source = match (in_place, is_parked) {
+        (true, _) => manifest.clone(),
+        (false, true) => parked.clone(),
+        (false, false) => {
+            return Err(K8sError::BadConfig {
+                path: manifest.display().to_string(),
+                reason: format!(
+                    "no such manifest, and none parked in {}; give the manifest's path (option manifest) and the parking dir used to stop it",
+                    request.parking_dir.display()
+                ),
+            });
+        }
+    };
+    let info = parse_pod_manifest(&root, &source, platform)?;
+    let mut result = StaticPodResult {
+        state: request.state,
+        changed: false,
+        manifest: manifest.clone(),
+        parked_manifest: parked.clone(),
+        backup: None,
+        endpoints: Vec::new(),
+        waited_ms: 0,
+        crictl: None,
+        notes: Vec::new(),
+    };
+    let timeout = Duration::from_secs(request.timeout);
+    match request.state {
+        PodState::Stopped => {
+            let urls = if info.listen_client_urls.is_empty() {
+                info.endpoints.clone()
+            } else {
+                info.listen_client_urls.clone()
+            };
+            result.endpoints = urls.clone();
+            result.changed = in_place;
+            if request.dry_run {
+                return Ok(result);
+            }
+            if in_place {
+                std::fs::create_dir_all(&request.parking_dir)
+                    .map_err(io("create", &request.parking_dir))?;
+                if is_parked {
+                    let backup = backup_name(&parked);
+                    move_no_clobber(&parked, &backup)?;
+                    result.backup = Some(backup);
+                }
+                move_no_clobber(manifest, &parked)?;
+            }
+            let addresses = socket_addresses(&urls);
+            let mut crictl = request.crictl.clone().or_else(crictl_on_path);
+            let started = Instant::now();
+            loop {
+                let mut open = Vec::new();
+                for address in &addresses {
+                    if accepts(address).await {
+                        open.push(format!("etcd still accepts connections on {address}"));
+                    }
+                }
+                if open.is_empty()
+                    && let Some(tool) = crictl.clone()
+                {
+                    match running_etcd_containers(&tool).await {
+                        Ok(ids) if ids.is_empty() => {}
+                        Ok(ids) => open.push(format!(
+                            "crictl still lists a running etcd container ({})",
+                            ids.join(", ")
+                        )),
+                        Err(e) => {
+                            result.notes.push(format!(
+                                "{} could not list containers ({e}); watched the client ports only",
+                                tool.display()
+                            ));
+                            crictl = None;
+                        }
+                    }
+                }
+                if open.is_empty() {
+                    break;
+                }
+                if started.elapsed() > timeout {
+                    return Err(K8sError::BadConfig {
+                        path: parked.display().to_string(),
+                        reason: format!(
+                            "manifest parked, but after {}s {}; check the kubelet (journalctl -u kubelet, crictl ps --name etcd) and run again",
+                            request.timeout,
+                            open.join("; ")
+                        ),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            result.crictl = crictl;
+            result.waited_ms = started.elapsed().as_millis() as u64;
+        }
+        PodState::Started => {
+            if in_place && is_parked {
+                result.notes.push(format!(
+                    "a parked copy remains at {} (kept; the manifest in place is the one running)",
+                    parked.display()
+                ));
+            }
+            result.changed = !in_place;
+            let config = match connection {
+                Some(config) => config.clone(),
+                None => info
+                    .fill_connection(ConnectionOptions::default())?
+                    .build()?,
+            };
+            result.endpoints = config.endpoints.clone();
+            if request.dry_run {
+                return Ok(result);
+            }
+            if !in_place {
+                move_no_clobber(&parked, manifest)?;
+            }
+            let started = Instant::now();
+            loop {
+                let report = endpoint_health(&config, Targets::Configured).await;
+                let last_error = match report {
+                    Ok(report) if report.all_healthy => break,
+                    Ok(report) => report
+                        .endpoints
+                        .iter()
+                        .filter_map(|e| e.error.clone())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    Err(e) => e.to_string(),
+                };
+                if started.elapsed() > timeout {
+                    return Err(K8sError::BadConfig {
+                        path: manifest.display().to_string(),
+                        reason: format!(
+                            "manifest in place, but etcd is not healthy after {}s ({last_error}); check the kubelet and etcd's log (crictl logs)",
+                            request.timeout
+                        ),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            result.waited_ms = started.elapsed().as_millis() as u64;
+        }
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_of_urls() {
+        assert_eq!(
+            socket_addresses(&[
+                "https://0.0.0.0:2379".into(),
+                "http://127.0.0.1:4001/".into()
+            ]),
+            vec!["127.0.0.1:2379", "127.0.0.1:4001"]
+        );
+    }
+
+    #[test]
+    fn moves_never_replace_and_backups_get_free_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        std::fs::write(&a, "one").unwrap();
+        std::fs::write(&b, "two").unwrap();
+        assert!(move_no_clobber(&a, &b).is_err());
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "two");
+        let backup = backup_name(&b);
+        move_no_clobber(&b, &backup).unwrap();
+        move_no_clobber(&a, &b).unwrap();
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "one");
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), "two");
+        assert!(!a.exists());
+        assert_ne!(backup_name(&backup), backup);
+    }
+
+    #[tokio::test]
+    async fn parking_in_the_manifests_dir_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = StaticPodRequest {
+            state: PodState::Stopped,
+            manifest: dir.path().join("etcd.yaml"),
+            parking_dir: dir.path().to_path_buf(),
+            timeout: 1,
+            root: None,
+            dry_run: true,
+            crictl: None,
+        };
+        let err = static_pod(&request, None).await.unwrap_err().to_string();
+        assert!(err.contains("parking_dir"), "{err}");
+    }
+}

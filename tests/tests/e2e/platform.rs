@@ -1,0 +1,422 @@
+//! Platform detection, `--platform auto`, static-pod stop/start and the OpenShift guard, on
+//! fixture trees of control-plane hosts with real etcd behind them: kubeadm's run by the
+//! kubelet stand-in from its manifest; OpenShift's and a package's pointing at a harness
+//! cluster. No kubelet, no crictl.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use etcdops_tests::{
+    Certs, Cluster, EtcdVersion, Kubelet, PodSpec, Run, Security, etcdops, free_port,
+    install_kubeadm_pki, kubeadm_image, under, write_kubeadm_manifest, write_openshift_tree,
+};
+
+/// `etcdops --platform-root ROOT args...`.
+fn on(root: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["--platform-root".to_string(), root.display().to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    etcdops(&all, &[])
+}
+
+fn port_open(url: &str) -> bool {
+    let address = url.rsplit("://").next().unwrap_or(url);
+    TcpStream::connect_timeout(&address.parse().unwrap(), Duration::from_millis(300)).is_ok()
+}
+
+/// Polls `--platform auto endpoint health` until healthy, or panics after `limit`.
+fn wait_healthy(root: &Path, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let run = on(
+            root,
+            &["--platform", "auto", "endpoint", "health", "-w", "json"],
+        );
+        if run.code == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "etcd never became healthy:\n{run}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A kubeadm node: certificates in kubeadm's places, `etcd.yaml` in the manifests dir, and
+/// the kubelet stand-in running etcd from it.
+pub(crate) struct KubeadmNode {
+    root: tempfile::TempDir,
+    pub(crate) pod: PodSpec,
+    kubelet: Option<Kubelet>,
+}
+
+impl KubeadmNode {
+    pub(crate) fn start() -> KubeadmNode {
+        let root = tempfile::Builder::new()
+            .prefix("etcdops-kubeadm-")
+            .tempdir()
+            .unwrap();
+        let certs = Certs::generate(&root.path().join("generated-pki"));
+        install_kubeadm_pki(root.path(), &certs);
+        let version = EtcdVersion::from_env();
+        let pod = PodSpec {
+            name: "cp0".into(),
+            client_url: format!("https://127.0.0.1:{}", free_port()),
+            peer_url: format!("http://127.0.0.1:{}", free_port()),
+            image: kubeadm_image(version),
+        };
+        write_kubeadm_manifest(root.path(), &pod);
+        let kubelet = Kubelet::start(root.path(), version);
+        wait_healthy(root.path(), Duration::from_secs(30));
+        KubeadmNode {
+            root,
+            pod,
+            kubelet: Some(kubelet),
+        }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        self.root.path()
+    }
+}
+
+impl Drop for KubeadmNode {
+    fn drop(&mut self) {
+        self.kubelet.take();
+    }
+}
+
+#[test]
+fn platform_kubeadm_detect_auto_connect_stop_and_start() {
+    let node = KubeadmNode::start();
+    let root = node.root();
+    let version = EtcdVersion::from_env();
+
+    let detect = etcdops(
+        &[
+            "platform".into(),
+            "detect".into(),
+            "--root".into(),
+            root.display().to_string(),
+            "-w".into(),
+            "json".into(),
+        ],
+        &[],
+    );
+    detect.expect_code(0);
+    let info = detect.json();
+    assert_eq!(info["platform"], "kubeadm", "{detect}");
+    assert_eq!(info["name"], "cp0");
+    assert_eq!(info["endpoints"][0], node.pod.client_url.as_str());
+    assert_eq!(info["peer_urls"][0], node.pod.peer_url.as_str());
+    assert_eq!(info["version"], version.version_string());
+    assert_eq!(info["version_source"], "image");
+    let pki = under(root, "/etc/kubernetes/pki/etcd");
+    assert_eq!(info["cacert"], pki.join("ca.crt").display().to_string());
+    assert_eq!(
+        info["cert"],
+        pki.join("healthcheck-client.crt").display().to_string()
+    );
+    assert_eq!(
+        info["data_dir"],
+        under(root, "/var/lib/etcd").display().to_string()
+    );
+    assert!(info["client_cert_auth"].as_bool().unwrap());
+    // The data dir the kubelet stand-in gave etcd is the one detected.
+    assert!(under(root, "/var/lib/etcd/member").is_dir());
+
+    // Without --platform auto there is nothing to connect with (TLS needs a client cert).
+    let plain = on(root, &["endpoint", "health"]);
+    assert_ne!(plain.code, 0, "{plain}");
+    let auto = on(
+        root,
+        &["--platform", "auto", "member", "list", "-w", "json"],
+    );
+    auto.expect_code(0);
+    assert_eq!(auto.json()["members"][0]["name"], "cp0", "{auto}");
+    // An explicit flag wins over detection.
+    let explicit = on(
+        root,
+        &[
+            "--platform",
+            "auto",
+            "--endpoints",
+            "https://127.0.0.1:1",
+            "--dial-timeout=300ms",
+            "endpoint",
+            "health",
+        ],
+    );
+    assert_eq!(explicit.code, 1, "{explicit}");
+
+    let manifest = under(root, "/etc/kubernetes/manifests/etcd.yaml");
+    let parked = under(root, "/etc/kubernetes/etcdops-parked/etcd.yaml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+
+    // Dry run: nothing moves, etcd keeps serving.
+    let dry = on(root, &["platform", "stop", "--dry-run", "-w", "json"]);
+    dry.expect_code(0);
+    assert_eq!(dry.json()["changed"], true, "{dry}");
+    assert!(manifest.exists() && !parked.exists());
+    assert!(port_open(&node.pod.client_url));
+
+    // An older parked copy must survive under a backup name.
+    std::fs::create_dir_all(parked.parent().unwrap()).unwrap();
+    std::fs::write(&parked, "an older parked manifest\n").unwrap();
+
+    let stop = on(root, &["platform", "stop", "-w", "json"]);
+    stop.expect_code(0);
+    let stopped = stop.json();
+    assert_eq!(stopped["changed"], true, "{stop}");
+    assert!(!manifest.exists(), "{stop}");
+    assert_eq!(std::fs::read_to_string(&parked).unwrap(), original);
+    let backup = stopped["backup"].as_str().expect("a backup name");
+    assert_eq!(
+        std::fs::read_to_string(backup).unwrap(),
+        "an older parked manifest\n"
+    );
+    assert!(!port_open(&node.pod.client_url), "etcd still listens");
+
+    let again = on(root, &["platform", "stop", "-w", "json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], false, "{again}");
+
+    let detect = on(root, &["platform", "detect", "-w", "json"]);
+    assert_eq!(detect.json()["parked"], true, "{detect}");
+    assert_eq!(detect.json()["platform"], "kubeadm", "{detect}");
+
+    let start = on(root, &["platform", "start", "-w", "json"]);
+    start.expect_code(0);
+    assert_eq!(start.json()["changed"], true, "{start}");
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), original);
+    assert!(!parked.exists());
+    // start waited for health: etcd answers right away.
+    let health = on(
+        root,
+        &["--platform", "auto", "endpoint", "health", "-w", "json"],
+    );
+    health.expect_code(0);
+
+    let again = on(root, &["platform", "start", "-w", "json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], false, "{again}");
+    // The backup is still there: nothing was deleted.
+    assert!(Path::new(backup).exists());
+}
+
+#[test]
+fn platform_kubeadm_stop_times_out_clearly_without_a_kubelet() {
+    let node = KubeadmNode::start();
+    let root = node.root().to_path_buf();
+    let mut node = node;
+    // No kubelet: parking the manifest stops nothing; the etcd it ran is gone with it, so
+    // hold the port open ourselves to stand for an etcd that does not go.
+    node.kubelet.take();
+    let address = node
+        .pod
+        .client_url
+        .rsplit("://")
+        .next()
+        .unwrap()
+        .to_string();
+    let listener = std::net::TcpListener::bind(&address).unwrap();
+    let stop = on(&root, &["platform", "stop", "--timeout", "1s"]);
+    assert_eq!(stop.code, 2, "{stop}");
+    assert!(stop.stderr.contains("still accepts connections"), "{stop}");
+    assert!(!stop.stderr.contains("panicked"), "{stop}");
+    // The manifest is parked, not lost.
+    assert!(under(&root, "/etc/kubernetes/etcdops-parked/etcd.yaml").exists());
+    drop(listener);
+}
+
+#[test]
+fn platform_openshift_detect_and_guard() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.clone().unwrap();
+    let root = cluster.dir().join("host");
+    std::fs::create_dir_all(&root).unwrap();
+    write_openshift_tree(&root, "cp0", &cluster.members[0].client_url, &certs);
+
+    let detect = on(&root, &["platform", "detect", "-w", "json"]);
+    detect.expect_code(0);
+    let info = detect.json();
+    assert_eq!(info["platform"], "openshift", "{detect}");
+    assert_eq!(info["name"], "cp0");
+    assert_eq!(info["endpoints"][0], cluster.members[0].client_url.as_str());
+    let certs_dir = under(&root, "/etc/kubernetes/static-pod-resources/etcd-certs");
+    assert_eq!(
+        info["cacert"],
+        certs_dir
+            .join("configmaps/etcd-serving-ca/ca-bundle.crt")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        info["cert"],
+        certs_dir
+            .join("secrets/etcd-all-certs/etcd-peer-cp0.crt")
+            .display()
+            .to_string()
+    );
+    // The image is a digest: no version from it.
+    assert!(info["version"].is_null(), "{detect}");
+
+    let health = on(
+        &root,
+        &["--platform", "auto", "endpoint", "health", "-w", "json"],
+    );
+    health.expect_code(0);
+    assert_eq!(health.json()["all_healthy"], true, "{health}");
+
+    for args in [
+        vec!["member", "remove", "m0"],
+        vec!["member", "promote", "m0"],
+        vec!["member", "update", "m0", "--peer-urls=http://127.0.0.1:1"],
+        vec!["member", "add", "x", "--peer-urls=http://127.0.0.1:1"],
+        vec!["defrag"],
+    ] {
+        let mut all = vec!["--platform", "auto"];
+        all.extend(args.iter().copied());
+        let refused = on(&root, &all);
+        assert_eq!(refused.code, 2, "{refused}");
+        assert!(refused.stderr.contains("OpenShift"), "{refused}");
+        assert!(refused.stderr.contains("--force"), "{refused}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+    }
+    // Nothing changed: still one member.
+    let list = on(
+        &root,
+        &["--platform", "auto", "member", "list", "-w", "json"],
+    );
+    assert_eq!(
+        list.json()["members"].as_array().unwrap().len(),
+        1,
+        "{list}"
+    );
+    // --force overrides, with a warning.
+    let forced = on(&root, &["--platform", "auto", "defrag", "--force"]);
+    forced.expect_code(0);
+    assert!(forced.stderr.contains("OpenShift"), "{forced}");
+}
+
+#[test]
+fn platform_package_config_and_binary_version() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let root = cluster.dir().join("host");
+    let conf = under(&root, "/etc/etcd/etcd.conf");
+    std::fs::create_dir_all(conf.parent().unwrap()).unwrap();
+    let url = &cluster.members[0].client_url;
+    std::fs::write(
+        &conf,
+        format!(
+            "# etcd.conf\nETCD_NAME=\"pkg0\"\nETCD_DATA_DIR=\"/var/lib/etcd/default.etcd\"\nETCD_LISTEN_CLIENT_URLS=\"{url}\"\nETCD_ADVERTISE_CLIENT_URLS=\"{url}\"\n"
+        ),
+    )
+    .unwrap();
+    let unit = under(&root, "/usr/lib/systemd/system/etcd.service");
+    std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
+    std::fs::write(
+        &unit,
+        "[Unit]\nDescription=etcd\n[Service]\nType=notify\nEnvironmentFile=-/etc/etcd/etcd.conf\nExecStart=/usr/bin/etcd \\\n  --name=\"${ETCD_NAME}\"\n",
+    )
+    .unwrap();
+    let bin = under(&root, "/usr/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(EtcdVersion::from_env().etcd(), bin.join("etcd")).unwrap();
+
+    let detect = on(&root, &["platform", "detect", "-w", "json"]);
+    detect.expect_code(0);
+    let info = detect.json();
+    assert_eq!(info["platform"], "standalone", "{detect}");
+    assert_eq!(info["name"], "pkg0");
+    assert_eq!(info["endpoints"][0], url.as_str());
+    assert_eq!(info["version"], EtcdVersion::from_env().version_string());
+    assert_eq!(info["version_source"], "binary");
+    assert_eq!(
+        info["data_dir"],
+        under(&root, "/var/lib/etcd/default.etcd")
+            .display()
+            .to_string()
+    );
+    let health = on(&root, &["--platform", "auto", "endpoint", "health"]);
+    health.expect_code(0);
+    // Not OpenShift: no guard.
+    let defrag = on(&root, &["--platform", "auto", "defrag"]);
+    defrag.expect_code(0);
+}
+
+#[test]
+fn platform_auto_without_etcd_says_what_to_do() {
+    let empty = tempfile::tempdir().unwrap();
+    let detect = on(empty.path(), &["platform", "detect", "-w", "json"]);
+    detect.expect_code(0);
+    assert_eq!(detect.json()["platform"], "none");
+    let run = on(empty.path(), &["--platform", "auto", "member", "list"]);
+    crate::assert_clear_error(&run, "--endpoints");
+}
+
+#[test]
+fn platform_kubeadm_stop_also_waits_for_crictl_when_present() {
+    let node = KubeadmNode::start();
+    let root = node.root();
+    // A stand-in crictl: lists one running etcd container while the file `running` exists,
+    // and records how it was called.
+    let bin = root.join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let crictl = bin.join("crictl");
+    std::fs::write(
+        &crictl,
+        "#!/bin/sh\nd=$(dirname \"$0\")\necho \"$@\" >> \"$d/calls\"\nif [ -e \"$d/running\" ]; then echo 0123abcd; fi\n",
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&crictl).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&crictl, permissions).unwrap();
+    std::fs::write(bin.join("running"), "").unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let root_arg = root.display().to_string();
+    let stop = |timeout: &str| {
+        etcdops(
+            &[
+                "--platform-root".to_string(),
+                root_arg.clone(),
+                "platform".into(),
+                "stop".into(),
+                "--timeout".into(),
+                timeout.into(),
+                "-w".into(),
+                "json".into(),
+            ],
+            &[("PATH", path.as_str())],
+        )
+    };
+    let waiting = stop("1s");
+    assert_eq!(waiting.code, 2, "{waiting}");
+    assert!(
+        waiting
+            .stderr
+            .contains("crictl still lists a running etcd container (0123abcd)"),
+        "{waiting}"
+    );
+    // The kubelet stand-in did stop etcd; only crictl held the wait.
+    assert!(!port_open(&node.pod.client_url));
+    let calls = std::fs::read_to_string(bin.join("calls")).unwrap();
+    assert!(
+        calls.contains("ps --quiet --name ^etcd$ --state running"),
+        "{calls}"
+    );
+    std::fs::remove_file(bin.join("running")).unwrap();
+    let done = stop("10s");
+    done.expect_code(0);
+    assert_eq!(done.json()["changed"], false, "{done}");
+    assert_eq!(
+        done.json()["crictl"],
+        crictl.display().to_string(),
+        "{done}"
+    );
+}
