@@ -33,6 +33,8 @@ pub const CONNECTION_OPTIONS: &[OptionSpec] = &[
     opt("dns_server", Kind::Str),
     opt("dial_timeout", Kind::Str),
     opt("command_timeout", Kind::Str),
+    opt("platform", Kind::Str),
+    opt("platform_root", Kind::Str),
 ];
 
 /// The shared options after normalization.
@@ -56,6 +58,8 @@ pub struct ConnectionArgs {
     dns_server: Option<String>,
     dial_timeout: Option<String>,
     command_timeout: Option<String>,
+    platform: Option<String>,
+    platform_root: Option<PathBuf>,
 }
 
 fn duration(option: &str, text: Option<String>) -> Result<Option<Duration>, String> {
@@ -105,9 +109,21 @@ impl ConnectionArgs {
             insecure_discovery: self.insecure_discovery,
             dns_server: self.dns_server,
         };
-        options
-            .or_env()
-            .and_then(ConnectionOptions::build)
-            .map_err(|e| e.to_string())
+        let options = options.or_env().map_err(|e| e.to_string())?;
+        // `platform: auto` fills what is still unset from the etcd found on the host.
+        let options = match self.platform.as_deref() {
+            None => options,
+            Some("auto") => etcd_k8s::detect_platform(&etcd_k8s::PlatformRequest {
+                root: self.platform_root,
+            })
+            .and_then(|info| info.fill_connection(options))
+            .map_err(|e| e.to_string())?,
+            Some(other) => {
+                return Err(format!(
+                    "option 'platform' must be auto (or unset), got '{other}'"
+                ));
+            }
+        };
+        options.build().map_err(|e| e.to_string())
     }
 }

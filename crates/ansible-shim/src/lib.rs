@@ -79,6 +79,22 @@ pub fn run_module_json(text: &str, argv0: Option<&str>) -> ShimOutput {
     }
 }
 
+/// Parses module arguments as a module would before it runs (names, options, types, the
+/// connection settings), without running it: for the fuzz target and tests. Never panics.
+pub fn parse_args(text: &str) -> Result<(), String> {
+    let params: Map<String, Value> = match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return Err("module arguments must be a JSON object".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let context = Context::new(params, None);
+    if context.def().is_none() {
+        return Err(format!("unknown module '{}'", context.module));
+    }
+    context.args::<Map<String, Value>>().map_err(|e| e.0)?;
+    context.cluster().map(|_| ()).map_err(|e| e.0)
+}
+
 fn failure(msg: &str) -> ShimOutput {
     let mut doc = Map::new();
     doc.insert("failed".into(), Value::Bool(true));

@@ -52,6 +52,12 @@ impl From<etcd_snapshot::RestoreError> for ModuleError {
     }
 }
 
+impl From<etcd_k8s::K8sError> for ModuleError {
+    fn from(e: etcd_k8s::K8sError) -> Self {
+        ModuleError(e.to_string())
+    }
+}
+
 impl From<etcd_store::StoreError> for ModuleError {
     fn from(e: etcd_store::StoreError) -> Self {
         ModuleError(e.to_string())

@@ -35,6 +35,11 @@ pub struct StoreArgs {
 impl StoreArgs {
     /// Opens `url` with these options over the environment's.
     pub fn open(&self, url: &str) -> Result<Store, ModuleError> {
+        Ok(Store::open(url, &self.options())?)
+    }
+
+    /// These options over the environment's.
+    pub fn options(&self) -> StoreOptions {
         let mut options = StoreOptions::from_env();
         if let Some(endpoint) = &self.s3_endpoint {
             options.s3_endpoint = Some(endpoint.clone());
@@ -51,6 +56,6 @@ impl StoreArgs {
         if let Some(size) = self.part_size {
             options.part_size = size;
         }
-        Ok(Store::open(url, &options)?)
+        options
     }
 }

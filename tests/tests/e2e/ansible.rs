@@ -215,3 +215,36 @@ fn the_built_tarball_installs_and_its_modules_run() {
     let run = collection.playbook(&playbook, NO_PYTHON, &json!({}), &[], &[]);
     assert_ok(&run);
 }
+
+#[test]
+fn encryption_modules_audit_a_cluster_and_write_the_config_step_by_step() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let mut encrypted = b"k8s:enc:aescbc:v1:key1:".to_vec();
+    encrypted.extend((0u8..48).map(|i| i.wrapping_mul(37)));
+    cluster.put("/registry/secrets/default/enc", encrypted);
+    cluster.put(
+        "/registry/secrets/default/plain",
+        r#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"plain","namespace":"default"},"data":{"a":"Yg=="}}"#,
+    );
+    let collection = Collection::install();
+    let enc_path = cluster.dir().join("enc/encryption-config.yaml");
+    let vars = json!({ "etcd_enc_path": enc_path });
+    let playbook = play(
+        &collection,
+        &connection(&cluster),
+        &["etcd_encryption"],
+        json!({}),
+    );
+    let run = collection.playbook(&playbook, LOCAL, &vars, &[], &["-vvv"]);
+    assert_ok(&run);
+    let written = std::fs::read_to_string(&enc_path).unwrap();
+    assert!(written.contains("EncryptionConfiguration") && written.contains("key2"));
+    // The key material is in the file and nowhere in Ansible's output.
+    let secret_line = written
+        .lines()
+        .find(|l| l.trim_start().starts_with("secret:"))
+        .expect("a secret line");
+    let secret = secret_line.split(':').nth(1).unwrap().trim();
+    assert!(secret.len() >= 40, "{written}");
+    assert!(!run.stdout.contains(secret), "the key was printed:\n{run}");
+}

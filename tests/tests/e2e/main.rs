@@ -4,6 +4,7 @@
 
 mod access;
 mod ansible;
+mod ansible_platform;
 mod ansible_roles;
 mod auth;
 mod cluster_ops;
@@ -11,8 +12,12 @@ mod discovery;
 mod endpoint;
 mod env;
 mod errors;
+mod faults;
+mod k8s;
 mod keys;
+mod load;
 mod member;
+mod platform;
 mod snapshot;
 mod snapshot_failures;
 mod snapshot_restore;

@@ -6,6 +6,7 @@ use etcd_core::{
     CompactTarget, Targets, alarm_disarm, compact, defrag, move_leader, target_endpoints,
 };
 use serde::Deserialize;
+use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
@@ -112,12 +113,30 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         }
         Action::AlarmDisarm => {
             let result = alarm_disarm(&config, dry_run).await?;
+            let alarm_lines = |alarms: &[etcd_core::Alarm]| {
+                alarms
+                    .iter()
+                    .map(|a| format!("{} on {}\n", a.alarm, a.member_id))
+                    .collect::<String>()
+            };
+            let after = if dry_run {
+                Vec::new()
+            } else {
+                result.still_active.clone()
+            };
+            let diff = json!({
+                "before_header": "active alarms",
+                "after_header": "active alarms",
+                "before": alarm_lines(&result.disarmed),
+                "after": alarm_lines(&after),
+            });
             let mut outcome = Outcome::unchanged(match (result.disarmed.len(), dry_run) {
                 (0, _) => "no alarm was active".to_string(),
                 (n, true) => format!("would clear {n} alarm(s) (check mode)"),
                 (n, false) => format!("cleared {n} alarm(s)"),
             });
             outcome.changed = result.changed;
+            outcome.diff = Some(diff);
             if !dry_run && !result.still_active.is_empty() {
                 outcome.warnings.push(
                     "alarms are active again: a NOSPACE alarm returns while the db is over its quota; compact and defragment first".into(),
@@ -143,6 +162,10 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                 format!("{} already leads", result.to)
             });
             outcome.changed = result.changed;
+            outcome.diff = Some(json!({
+                "before": format!("leader: {}\n", result.from),
+                "after": format!("leader: {}\n", result.to),
+            }));
             Ok(outcome.with_fields(&result))
         }
     }

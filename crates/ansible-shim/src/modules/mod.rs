@@ -1,13 +1,17 @@
 //! Every module of `etcd.core`, by name.
 
 mod cluster_info;
+mod encryption_config;
+mod encryption_info;
 mod kv_info;
 mod lease_info;
 mod maintenance;
 mod member;
+mod platform_info;
 mod snapshot;
 mod snapshot_info;
 mod snapshot_restore;
+mod static_pod;
 
 use crate::context::Context;
 use crate::outcome::Outcome;
@@ -66,6 +70,26 @@ pub const MODULES: &[ModuleDef] = &[
         options: lease_info::OPTIONS,
         connection: true,
     },
+    ModuleDef {
+        name: "etcd_platform_info",
+        options: platform_info::OPTIONS,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_static_pod",
+        options: static_pod::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_encryption_info",
+        options: encryption_info::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_encryption_config",
+        options: encryption_config::OPTIONS,
+        connection: false,
+    },
 ];
 
 /// The module called `name`.
@@ -84,6 +108,10 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_maintenance" => maintenance::run(context).await,
         "etcd_kv_info" => kv_info::run(context).await,
         "etcd_lease_info" => lease_info::run(context).await,
+        "etcd_platform_info" => platform_info::run(context).await,
+        "etcd_static_pod" => static_pod::run(context).await,
+        "etcd_encryption_info" => encryption_info::run(context).await,
+        "etcd_encryption_config" => encryption_config::run(context).await,
         other => {
             let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
             return Outcome::failure(format!(

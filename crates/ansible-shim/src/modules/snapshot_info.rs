@@ -3,8 +3,8 @@
 //! against its manifest. Read-only.
 
 use etcd_snapshot::{
-    NoProgress, SnapshotError, StatusOptions, list_backups, read_snapshot_file,
-    read_snapshot_object, snapshot_status, verify_backup,
+    NoProgress, SnapshotError, StatusOptions, list_backups, open_snapshot_file,
+    open_snapshot_object, verify_backup,
 };
 use etcd_store::split_object_url;
 use serde::Deserialize;
@@ -63,17 +63,18 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     }
     if let Some(source) = &args.snapshot {
         let is_url = source.contains("://");
-        let loaded = if is_url {
+        // A zstd file or a stored object is decompressed into an unnamed temporary file.
+        let snapshot = if is_url {
             let (store_url, name) = split_object_url(source);
             let store = args.store_args.open(&store_url)?;
-            read_snapshot_object(&store, &name).await?
+            open_snapshot_object(&store, &name, None).await?
         } else {
-            read_snapshot_file(std::path::Path::new(source))?
+            open_snapshot_file(std::path::Path::new(source), None)?
         };
         let options = StatusOptions {
             skip_hash_check: args.skip_hash_check,
         };
-        let status = snapshot_status(source, &loaded.bytes, &options)?;
+        let status = snapshot.status(source, &options)?;
         said.push(format!(
             "{source}: revision {}, {} keys",
             status.revision, status.total_key

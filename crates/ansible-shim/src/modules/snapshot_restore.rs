@@ -5,7 +5,10 @@
 
 use std::path::PathBuf;
 
-use etcd_snapshot::{RestoreRequest, read_snapshot_file, read_snapshot_object, restore_snapshot};
+use etcd_snapshot::{
+    RestoreMarker, RestoreRequest, TrailerCheck, open_snapshot_file, open_snapshot_object,
+    read_marker, restore_snapshot, restore_spool_dir, validate_restore_request,
+};
 use etcd_store::split_object_url;
 use serde::Deserialize;
 
@@ -60,47 +63,34 @@ struct Args {
     store: StoreArgs,
 }
 
+/// What the data dir holds, for the diff: the previous restore's marker, or whether it is empty.
+fn describe_marker(marker: Option<RestoreMarker>, data_dir: &std::path::Path) -> String {
+    match marker {
+        Some(m) => format!(
+            "member {} ({}) of cluster {}, revision {}, db sha256 {}\n",
+            m.name, m.member_id, m.cluster_id, m.revision, m.db_sha256
+        ),
+        None if std::fs::read_dir(data_dir).is_ok_and(|mut d| d.next().is_some()) => {
+            "a data dir not written by a restore\n".into()
+        }
+        None => String::new(),
+    }
+}
+
 fn default_token() -> String {
     "etcd-cluster".into()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
-    let (source, bytes, from_data_dir) = match (&args.from_data_dir, &args.snapshot) {
-        (Some(dir), None) => {
-            let db = dir.join("member").join("snap").join("db");
-            let bytes = std::fs::read(&db)
-                .map_err(|e| ModuleError::new(format!("cannot read '{}': {e}", db.display())))?;
-            (db.display().to_string(), bytes, true)
-        }
-        (None, Some(source)) if source.contains("://") => {
-            let (store_url, name) = split_object_url(source);
-            let store = args.store.open(&store_url)?;
-            (
-                source.clone(),
-                read_snapshot_object(&store, &name).await?.bytes,
-                false,
-            )
-        }
-        (None, Some(source)) => (
-            source.clone(),
-            read_snapshot_file(std::path::Path::new(source))?.bytes,
-            false,
-        ),
-        _ => {
-            return Err(ModuleError::new(
-                "etcd_snapshot_restore: give exactly one of snapshot (file or URL) or from_data_dir",
-            ));
-        }
-    };
-    let request = RestoreRequest {
+    let mut request = RestoreRequest {
         name: args.name.clone(),
         initial_cluster: args.initial_cluster.clone(),
         initial_cluster_token: args.initial_cluster_token.clone(),
         initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
         data_dir: args.data_dir.clone(),
         wal_dir: args.wal_dir.clone(),
-        skip_hash_check: args.skip_hash_check || from_data_dir,
+        skip_hash_check: args.skip_hash_check,
         bump_revision: args.bump_revision,
         mark_compacted: args.mark_compacted,
         move_aside: args.move_aside,
@@ -108,7 +98,42 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         owner: args.owner.clone(),
         dry_run: context.check_mode,
     };
-    let result = restore_snapshot(&source, &bytes, &request)?;
+    // Bad options are reported before anything is downloaded or decompressed.
+    validate_restore_request(&request)?;
+    // A zstd file or a stored object is decompressed into a temporary file beside the target
+    // (in check mode nothing may be created there: an unnamed temporary file instead).
+    let spool = if context.check_mode {
+        None
+    } else {
+        Some(restore_spool_dir(&args.data_dir)?)
+    };
+    let spool = spool.as_deref();
+    let (source, snapshot, from_data_dir) = match (&args.from_data_dir, &args.snapshot) {
+        (Some(dir), None) => {
+            // A surviving member's own db: only read, never modified; it has no trailer.
+            let db = dir.join("member").join("snap").join("db");
+            let snapshot = open_snapshot_file(&db, spool)?;
+            (db.display().to_string(), snapshot, true)
+        }
+        (None, Some(source)) if source.contains("://") => {
+            let (store_url, name) = split_object_url(source);
+            let store = args.store.open(&store_url)?;
+            let snapshot = open_snapshot_object(&store, &name, spool).await?;
+            (source.clone(), snapshot, false)
+        }
+        (None, Some(source)) => {
+            let snapshot = open_snapshot_file(std::path::Path::new(source), spool)?;
+            (source.clone(), snapshot, false)
+        }
+        _ => {
+            return Err(ModuleError::new(
+                "etcd_snapshot_restore: give exactly one of snapshot (file or URL) or from_data_dir",
+            ));
+        }
+    };
+    request.skip_hash_check |= from_data_dir;
+    let before = describe_marker(read_marker(&args.data_dir), &args.data_dir);
+    let result = restore_snapshot(&source, &snapshot, &request)?;
     let mut outcome = Outcome::unchanged(if result.changed && context.check_mode {
         format!(
             "would restore {} as member {} ({}) of cluster {} at revision {} (check mode: nothing written)",
@@ -136,5 +161,19 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         )
     });
     outcome.changed = result.changed;
+    outcome.diff = Some(serde_json::json!({
+        "before_header": args.data_dir.display().to_string(),
+        "after_header": args.data_dir.display().to_string(),
+        "before": before,
+        "after": format!(
+            "member {} ({}) of cluster {}, revision {}, db sha256 {}\n",
+            result.name, result.member_id, result.cluster_id, result.revision, result.db_sha256
+        ),
+    }));
+    if result.trailer == TrailerCheck::MismatchIgnored {
+        outcome
+            .warnings
+            .push("etcd's SHA-256 trailer does not match the db (skip_hash_check)".into());
+    }
     Ok(outcome.with_fields(&result))
 }

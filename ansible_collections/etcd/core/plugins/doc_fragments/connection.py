@@ -71,6 +71,18 @@ options:
   command_timeout:
     description: Time allowed for one request, as C(5s) or seconds. Default C(5s).
     type: str
+  platform:
+    description:
+      - C(auto) fills O(endpoints), O(cacert), O(cert) and O(key), where the task and the
+        C(ETCDCTL_*) variables leave them unset, from the etcd found on the host the module
+        runs on (a kubeadm or OpenShift static pod, or a package's configuration; see
+        M(etcd.core.etcd_platform_info)). No etcd found is an error.
+    type: str
+    choices: [auto]
+  platform_root:
+    description: Directory standing for C(/) when O(platform=auto) looks for etcd's files. For tests.
+    type: path
+    default: /
 notes:
   - Options left unset fall back to the C(ETCDCTL_*) variables, first of the controller's
     environment (resolved by the action plugin), then of the target's.
