@@ -14,15 +14,7 @@ pub fn ansible_venv() -> PathBuf {
 
 /// Path of the shim binary built beside this test binary (or `ETCDOPS_SHIM_BIN`).
 pub fn shim_path() -> PathBuf {
-    if let Ok(path) = std::env::var("ETCDOPS_SHIM_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    dir.join("etcd-ansible-shim")
+    crate::cli::built_binary("etcd-ansible-shim", "ETCDOPS_SHIM_BIN", "ansible-shim")
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -78,11 +70,6 @@ impl Collection {
         let target = dir.path().join("ansible_collections/etcd/core");
         copy_tree(&source, &target);
         let shim = shim_path();
-        assert!(
-            shim.exists(),
-            "{} is missing: build it first with `cargo build -p ansible-shim`",
-            shim.display()
-        );
         let binary = target
             .join("plugins/modules")
             .join(format!("etcd_shim_{}", std::env::consts::ARCH));

@@ -3,21 +3,26 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// Path of the `etcdops` binary built beside this test binary.
+/// Path of the `etcdops` binary built beside this test binary (or `ETCDOPS_BIN`).
 pub fn etcdops_path() -> PathBuf {
-    if let Ok(path) = std::env::var("ETCDOPS_BIN") {
+    built_binary("etcdops", "ETCDOPS_BIN", "etcd-cli")
+}
+
+/// A binary of this workspace: `$env_var` when set, else the one cargo built beside this test
+/// binary (`target/<profile>/deps/<test>` -> `target/<profile>/<name>`).
+pub fn built_binary(name: &str, env_var: &str, package: &str) -> PathBuf {
+    if let Ok(path) = std::env::var(env_var) {
         return PathBuf::from(path);
     }
     let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test-binary> -> target/<profile>/etcdops
     let dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target dir");
-    let bin = dir.join("etcdops");
+    let bin = dir.join(name);
     assert!(
         bin.exists(),
-        "{} is missing: build it first with `cargo build -p etcd-cli`",
+        "{} is missing: build it first with `cargo build -p {package}`",
         bin.display()
     );
     bin
