@@ -54,9 +54,9 @@ pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use progress::{NoProgress, Progress};
 pub use restore::{
-    MARKER_FILE, RestoreError, RestoreMarker, RestoreRequest, RestoreResult, RestoredMember,
-    cluster_id, member_id, parse_initial_cluster, read_marker, restore_snapshot, restore_spool_dir,
-    validate_restore_request, wal_usage,
+    MARKER_FILE, RestoreError, RestoreMarker, RestoreRequest, RestoreResult, RestoreSource,
+    RestoredMember, cluster_id, member_id, open_restore_source, parse_initial_cluster, read_marker,
+    restore_snapshot, restore_spool_dir, validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};

@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 
 use etcd_snapshot::{
-    RestoreMarker, RestoreRequest, TrailerCheck, open_snapshot_file, open_snapshot_object,
-    read_marker, restore_snapshot, restore_spool_dir, validate_restore_request,
+    RestoreMarker, RestoreRequest, RestoreSource, TrailerCheck, open_restore_source, read_marker,
+    restore_snapshot,
 };
-use etcd_store::split_object_url;
 use serde::Deserialize;
 
 use crate::context::Context;
@@ -98,40 +97,16 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         owner: args.owner.clone(),
         dry_run: context.check_mode,
     };
-    // Bad options are reported before anything is downloaded or decompressed.
-    validate_restore_request(&request)?;
-    // A zstd file or a stored object is decompressed into a temporary file beside the target
-    // (in check mode nothing may be created there: an unnamed temporary file instead).
-    let spool = if context.check_mode {
-        None
-    } else {
-        Some(restore_spool_dir(&args.data_dir)?)
-    };
-    let spool = spool.as_deref();
-    let (source, snapshot, from_data_dir) = match (&args.from_data_dir, &args.snapshot) {
-        (Some(dir), None) => {
-            // A surviving member's own db: only read, never modified; it has no trailer.
-            let db = dir.join("member").join("snap").join("db");
-            let snapshot = open_snapshot_file(&db, spool)?;
-            (db.display().to_string(), snapshot, true)
-        }
-        (None, Some(source)) if source.contains("://") => {
-            let (store_url, name) = split_object_url(source);
-            let store = args.store.open(&store_url)?;
-            let snapshot = open_snapshot_object(&store, &name, spool).await?;
-            (source.clone(), snapshot, false)
-        }
-        (None, Some(source)) => {
-            let snapshot = open_snapshot_file(std::path::Path::new(source), spool)?;
-            (source.clone(), snapshot, false)
-        }
+    let from = match (&args.from_data_dir, &args.snapshot) {
+        (Some(dir), None) => RestoreSource::DataDir(dir),
+        (None, Some(source)) => RestoreSource::Snapshot(source),
         _ => {
             return Err(ModuleError::new(
                 "etcd_snapshot_restore: give exactly one of snapshot (file or URL) or from_data_dir",
             ));
         }
     };
-    request.skip_hash_check |= from_data_dir;
+    let (source, snapshot) = open_restore_source(&mut request, from, &args.store.options()).await?;
     let before = describe_marker(read_marker(&args.data_dir), &args.data_dir);
     let result = restore_snapshot(&source, &snapshot, &request)?;
     let mut outcome = Outcome::unchanged(if result.changed && context.check_mode {

@@ -7,10 +7,10 @@ use chrono::Utc;
 use etcd_core::ClusterConfig;
 use etcd_snapshot::{
     Catalog, Compression, NoProgress, Progress, PruneReport, RestoreRequest, RestoreResult,
-    RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus, StatusOptions,
-    TrailerCheck, VerifyReport, delete_backup, list_backups, open_snapshot_file,
-    open_snapshot_object, prune_backups, restore_snapshot, restore_spool_dir, save_snapshot,
-    validate_restore_request, verify_backup, write_save_metrics,
+    RestoreSource, RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus,
+    StatusOptions, TrailerCheck, VerifyReport, delete_backup, list_backups, open_restore_source,
+    open_snapshot_file, open_snapshot_object, prune_backups, restore_snapshot, save_snapshot,
+    verify_backup, write_save_metrics,
 };
 use etcd_store::{Store, StoreOptions, split_object_url};
 
@@ -102,31 +102,13 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
         owner: args.owner.clone(),
         dry_run: false,
     };
-    // Bad flags are reported before anything is downloaded or decompressed.
-    validate_restore_request(&request)?;
-    // A zstd file or a stored object is decompressed into a temporary file beside the target.
-    let spool = restore_spool_dir(&args.data_dir)?;
-    let (source, snapshot, from_data_dir) = match (&args.from_data_dir, &args.source) {
-        (Some(dir), _) => {
-            // A surviving member's own db: only read, never modified; it has no trailer.
-            let db = dir.join("member").join("snap").join("db");
-            let snapshot = open_snapshot_file(&db, Some(&spool))?;
-            (db.display().to_string(), snapshot, true)
-        }
-        (None, Some(source)) if source.contains("://") => {
-            let (store_url, name) = split_object_url(source);
-            let store = open_store(&store_url, &args.store_flags)?;
-            let snapshot = open_snapshot_object(&store, &name, Some(&spool)).await?;
-            (source.clone(), snapshot, false)
-        }
-        (None, Some(source)) => {
-            let snapshot = open_snapshot_file(std::path::Path::new(source), Some(&spool))?;
-            (source.clone(), snapshot, false)
-        }
+    let from = match (&args.from_data_dir, &args.source) {
+        (Some(dir), _) => RestoreSource::DataDir(dir),
+        (None, Some(source)) => RestoreSource::Snapshot(source),
         (None, None) => anyhow::bail!("give a snapshot FILE|URL or --from-data-dir DIR"),
     };
-    // A raw member db has no trailer to check.
-    request.skip_hash_check |= from_data_dir;
+    let (source, snapshot) =
+        open_restore_source(&mut request, from, &store_options(&args.store_flags)).await?;
     let result = restore_snapshot(&source, &snapshot, &request)?;
     if result.trailer == TrailerCheck::MismatchIgnored {
         eprintln!(

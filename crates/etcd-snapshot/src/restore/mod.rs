@@ -15,6 +15,7 @@ mod ids;
 mod pb;
 mod selinux;
 mod snap;
+mod source;
 mod v2store;
 mod wal;
 
@@ -33,6 +34,7 @@ use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 
 pub use bbolt_write::{Append, BucketContents, replace_buckets, verify_rewrite};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
+pub use source::{RestoreSource, open_restore_source};
 
 /// What to restore, and as which member of which new cluster.
 #[derive(Debug, Clone, Default)]

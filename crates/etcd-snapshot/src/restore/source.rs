@@ -1,0 +1,56 @@
+//! Where a restore reads from, opened the same way for every front-end.
+
+use std::path::Path;
+
+use etcd_store::{Store, StoreOptions, split_object_url};
+
+use super::{RestoreError, RestoreRequest, restore_spool_dir, validate_restore_request};
+use crate::error::SnapshotError;
+use crate::input::{SnapshotFile, open_snapshot_file, open_snapshot_object};
+
+/// What to restore from.
+#[derive(Debug, Clone, Copy)]
+pub enum RestoreSource<'a> {
+    /// A snapshot file (plain or zstd), or a backup URL `STORE/OBJECT` when it has a scheme.
+    Snapshot(&'a str),
+    /// A stopped surviving member's data dir: its own `member/snap/db` (the quorum-loss fix).
+    DataDir(&'a Path),
+}
+
+/// Checks the request, then opens its source: the name to report and the snapshot to pass to
+/// [`super::restore_snapshot`]. Bad options are refused before anything is downloaded. A zstd
+/// file or a stored object is decompressed beside the target (same filesystem), except in a
+/// dry run, which creates nothing there and uses an unnamed temporary file. A member's db has
+/// no trailer, so `request.skip_hash_check` is set for it.
+pub async fn open_restore_source(
+    request: &mut RestoreRequest,
+    source: RestoreSource<'_>,
+    store_options: &StoreOptions,
+) -> Result<(String, SnapshotFile), RestoreError> {
+    validate_restore_request(request)?;
+    let spool = if request.dry_run {
+        None
+    } else {
+        Some(restore_spool_dir(&request.data_dir)?)
+    };
+    let spool = spool.as_deref();
+    match source {
+        RestoreSource::DataDir(dir) => {
+            // Only read, never modified.
+            let db = dir.join("member").join("snap").join("db");
+            let snapshot = open_snapshot_file(&db, spool)?;
+            request.skip_hash_check = true;
+            Ok((db.display().to_string(), snapshot))
+        }
+        RestoreSource::Snapshot(url) if url.contains("://") => {
+            let (store_url, name) = split_object_url(url);
+            let store = Store::open(&store_url, store_options).map_err(SnapshotError::from)?;
+            let snapshot = open_snapshot_object(&store, &name, spool).await?;
+            Ok((url.to_string(), snapshot))
+        }
+        RestoreSource::Snapshot(path) => {
+            let snapshot = open_snapshot_file(Path::new(path), spool)?;
+            Ok((path.to_string(), snapshot))
+        }
+    }
+}
