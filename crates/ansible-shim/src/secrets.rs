@@ -22,6 +22,17 @@ pub fn secret_values(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Ve
     {
         values.push(password.to_string());
     }
+    // A multi-line secret (an age identity file's content) is also scrubbed line by line, so
+    // that a key line shown on its own is caught too; comment lines are not secret.
+    let lines: Vec<String> = values
+        .iter()
+        .filter(|v| v.contains('\n'))
+        .flat_map(|v| v.lines())
+        .map(str::trim)
+        .filter(|line| line.len() >= 8 && !line.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    values.extend(lines);
     values.retain(|v| !v.trim().is_empty());
     values.sort_by_key(|v| std::cmp::Reverse(v.len()));
     values.dedup();
@@ -83,6 +94,17 @@ mod tests {
     use serde_json::json;
 
     const SPECS: &[OptionSpec] = &[opt("user", Kind::Str), secret("password", Kind::Str)];
+
+    #[test]
+    fn each_line_of_a_multi_line_secret_is_scrubbed_too() {
+        const IDS: &[OptionSpec] = &[secret("identity_content", Kind::Str)];
+        let content = "# public key: age1public\nAGE-SECRET-KEY-1QQQQQQQQQQ\n";
+        let params = json!({ "identity_content": content });
+        let secrets = secret_values(params.as_object().unwrap(), &[IDS]);
+        let scrubbed = scrub_json("{\"msg\": \"AGE-SECRET-KEY-1QQQQQQQQQQ\"}", &secrets);
+        assert!(!scrubbed.contains("AGE-SECRET"), "{scrubbed}");
+        assert!(!secrets.iter().any(|s| s == "# public key: age1public"));
+    }
 
     #[test]
     fn secrets_are_found_masked_and_scrubbed() {

@@ -1,10 +1,56 @@
-//! Store options shared by the snapshot modules (as `etcdops`' store flags).
+//! Store options shared by the snapshot modules (as `etcdops`' store flags), and the age
+//! identities that decrypt encrypted backups.
 
+use std::path::PathBuf;
+
+use etcd_snapshot::Identities;
 use etcd_store::{Store, StoreOptions};
 use serde::Deserialize;
 
 use crate::outcome::ModuleError;
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::{Kind, OptionSpec, opt, secret};
+
+/// The options that decrypt an encrypted backup: an identity file on the target, or the
+/// identity itself (a secret: masked in `invocation`, scrubbed from every result).
+pub const IDENTITY_OPTIONS: &[OptionSpec] = &[
+    opt("identity_file", Kind::Str),
+    secret("identity_content", Kind::Str),
+];
+
+/// Identity options of a task. Its `Debug` never shows `identity_content`.
+#[derive(Default, Deserialize)]
+pub struct IdentityArgs {
+    identity_file: Option<PathBuf>,
+    identity_content: Option<String>,
+}
+
+impl std::fmt::Debug for IdentityArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentityArgs")
+            .field("identity_file", &self.identity_file)
+            .field(
+                "identity_content",
+                &self.identity_content.as_ref().map(|_| crate::secrets::MASK),
+            )
+            .finish()
+    }
+}
+
+impl IdentityArgs {
+    /// The identities given (none when neither option is), and a warning for an identity
+    /// file others can read.
+    pub fn identities(&self) -> Result<(Identities, Vec<String>), ModuleError> {
+        let mut identities = Identities::none();
+        let mut warnings = Vec::new();
+        if let Some(path) = &self.identity_file {
+            warnings.extend(identities.add_file(path)?);
+        }
+        if let Some(text) = &self.identity_content {
+            identities.add_text(text, "option 'identity_content'")?;
+        }
+        Ok((identities, warnings))
+    }
+}
 
 /// The options that tune how a store URL is reached; credentials come from the environment.
 pub const STORE_OPTIONS: &[OptionSpec] = &[

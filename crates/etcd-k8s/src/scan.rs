@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use base64::Engine;
 use etcd_core::{ClusterConfig, Encoding, GetRequest, KeyValueView, get_pages};
 use etcd_snapshot::{
-    BoltDb, PageSource, SnapshotError, SnapshotFile, key_value_fields, open_snapshot_file,
-    open_snapshot_object, parse_revision_key, split_trailer,
+    BoltDb, Identities, PageSource, SnapshotError, SnapshotFile, key_value_fields,
+    open_snapshot_file_decrypting, open_snapshot_object_decrypting, parse_revision_key,
+    split_trailer,
 };
 use etcd_store::{Store, StoreOptions};
 use serde::{Deserialize, Serialize};
@@ -133,15 +134,16 @@ pub struct EncryptionReport {
 }
 
 /// Audits the live cluster, or the snapshot in `request.snapshot` (a URL is opened with
-/// `store_options`).
+/// `store_options`; an encrypted backup is decrypted with `identities`).
 pub async fn encryption_status(
     config: &ClusterConfig,
     store_options: &StoreOptions,
     request: &EncryptionStatusRequest,
+    identities: &Identities,
 ) -> Result<EncryptionReport> {
     match &request.snapshot {
         Some(source) => {
-            let snapshot = open_snapshot(source, store_options).await?;
+            let snapshot = open_snapshot(source, store_options, identities).await?;
             scan_snapshot(source, &snapshot, request)
         }
         None => scan_live(config, request).await,
@@ -153,6 +155,7 @@ pub async fn encryption_status(
 pub async fn encryption_status_offline(
     store_options: &StoreOptions,
     request: &EncryptionStatusRequest,
+    identities: &Identities,
 ) -> Result<EncryptionReport> {
     let source = request
         .snapshot
@@ -161,7 +164,7 @@ pub async fn encryption_status_offline(
             option: "snapshot",
             reason: "give the snapshot file or backup URL to audit".into(),
         })?;
-    let snapshot = open_snapshot(source, store_options).await?;
+    let snapshot = open_snapshot(source, store_options, identities).await?;
     scan_snapshot(source, &snapshot, request)
 }
 
@@ -365,13 +368,21 @@ fn split_url(url: &str) -> (String, String) {
 /// Opens a snapshot for reading page by page: a backup URL `STORE/OBJECT` when `source` has a
 /// scheme (downloaded, and decompressed when zstd, into an unnamed temporary file), else a
 /// local file (read in place, or decompressed into an unnamed temporary file when zstd).
-pub async fn open_snapshot(source: &str, options: &StoreOptions) -> Result<SnapshotFile> {
+pub async fn open_snapshot(
+    source: &str,
+    options: &StoreOptions,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
     if source.contains("://") {
         let (store_url, name) = split_url(source);
         let store = Store::open(&store_url, options)?;
-        Ok(open_snapshot_object(&store, &name, None).await?)
+        Ok(open_snapshot_object_decrypting(&store, &name, None, identities).await?)
     } else {
-        Ok(open_snapshot_file(std::path::Path::new(source), None)?)
+        Ok(open_snapshot_file_decrypting(
+            std::path::Path::new(source),
+            None,
+            identities,
+        )?)
     }
 }
 

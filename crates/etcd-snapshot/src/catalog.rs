@@ -9,8 +9,9 @@ use chrono::{DateTime, Utc};
 use etcd_store::{ObjectInfo, Store};
 use serde::Serialize;
 
+use crate::crypt::Identities;
 use crate::error::Result;
-use crate::manifest::{MANIFEST_SUFFIX, Manifest};
+use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX, Manifest};
 use crate::progress::Progress;
 use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
 use crate::verify::{VerifyExpectation, VerifyReport, verify_object};
@@ -54,6 +55,7 @@ pub struct Catalog {
 }
 
 fn is_backup_object(name: &str) -> bool {
+    let name = name.strip_suffix(ENCRYPTED_SUFFIX).unwrap_or(name);
     name.ends_with(".db") || name.ends_with(".db.zst")
 }
 
@@ -121,10 +123,13 @@ pub fn object_name(name: &str) -> &str {
 }
 
 /// Verifies one backup. With a manifest, everything it records is checked; a bare object
-/// (no manifest) is checked for etcd's trailer and sound bbolt meta pages.
+/// (no manifest) is checked for etcd's trailer and sound bbolt meta pages. An age-encrypted
+/// backup is decrypted with `identities`; without one, only its stored bytes can be checked
+/// and [`crate::SnapshotError::Encrypted`] says so.
 pub async fn verify_backup(
     store: &Store,
     name: &str,
+    identities: &Identities,
     progress: &dyn Progress,
 ) -> Result<VerifyReport> {
     let object = object_name(name);
@@ -136,7 +141,7 @@ pub async fn verify_backup(
         }
         None => VerifyExpectation::default(),
     };
-    verify_object(store, object, &expectation, progress).await
+    verify_object(store, object, &expectation, identities, progress).await
 }
 
 /// What `delete` removed.
@@ -266,4 +271,19 @@ pub async fn prune_backups(
         deleted,
         orphans_deleted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_backup_object;
+
+    #[test]
+    fn encrypted_objects_are_backup_objects_too() {
+        for name in ["a.db", "a.db.zst", "a.db.age", "a.db.zst.age"] {
+            assert!(is_backup_object(name), "{name}");
+        }
+        for name in ["a.db.zst.manifest.json", "a.age", "a.txt"] {
+            assert!(!is_backup_object(name), "{name}");
+        }
+    }
 }

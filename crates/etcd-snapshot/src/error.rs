@@ -111,6 +111,35 @@ pub enum SnapshotError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The backup is age-encrypted and no identity was given.
+    #[error("{}", crate::crypt::encrypted_message(name, recipients, *stored_ok))]
+    Encrypted {
+        /// The file or object.
+        name: String,
+        /// Its recipients' public keys, from its manifest (empty when there is none).
+        recipients: Vec<String>,
+        /// Whether the stored bytes were read and matched the manifest's SHA-256.
+        stored_ok: bool,
+    },
+    /// None of the identities given can decrypt the backup.
+    #[error(
+        "none of the given identities can decrypt '{name}': it is encrypted to {}; pass --identity FILE with the identity of one of them",
+        crate::crypt::recipients_text(recipients)
+    )]
+    WrongIdentity {
+        /// The file or object.
+        name: String,
+        /// Its recipients' public keys, from its manifest (empty when there is none).
+        recipients: Vec<String>,
+    },
+    /// A recipient or identity (file) cannot be used. Never holds key material.
+    #[error("{origin}: {reason}")]
+    BadKey {
+        /// Where it came from: an option, a file and line.
+        origin: String,
+        /// What was wrong and what to do.
+        reason: String,
+    },
     /// A local file (metrics) could not be written.
     #[error("cannot write '{path}': {source}")]
     WriteFile {

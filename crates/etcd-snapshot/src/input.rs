@@ -1,21 +1,23 @@
 //! Opening a snapshot for reading without holding it in memory: a plain file is read in place,
-//! page by page; a zstd file or a stored object is decompressed (or downloaded) as a stream
-//! into an unnamed temporary file (mode 0600, gone when closed, even after a crash) and read
-//! from there. etcd's SHA-256 trailer is split off and the db's SHA-256 computed on the way
-//! when the bytes are streamed anyway.
+//! page by page; a zstd or age-encrypted file or a stored object is decrypted, decompressed
+//! (or downloaded) as a stream into an unnamed temporary file (mode 0600, gone when closed,
+//! even after a crash) and read from there. etcd's SHA-256 trailer is split off and the db's
+//! SHA-256 computed on the way when the bytes are streamed anyway.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
-use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use etcd_store::Store;
 
 use crate::bbolt::{DbFile, PageSource};
+use crate::crypt::{
+    AGE_MAGIC, Identities, PumpError, decrypting_reader, is_age, pump_error, pump_stored,
+};
 use crate::error::{Result, SnapshotError};
-use crate::manifest::Compression;
+use crate::manifest::{Compression, Manifest};
 use crate::save::TRAILER_LEN;
 
 /// zstd frames start with these bytes.
@@ -32,6 +34,7 @@ pub struct SnapshotFile {
     sha256: Option<String>,
     compression: Compression,
     stored_size: u64,
+    encrypted: bool,
 }
 
 impl SnapshotFile {
@@ -60,9 +63,90 @@ impl SnapshotFile {
         self.compression
     }
 
-    /// Size as stored (compressed).
+    /// Size as stored (compressed, encrypted).
     pub fn stored_size(&self) -> u64 {
         self.stored_size
+    }
+
+    /// Whether it was stored age-encrypted (and was decrypted to be read).
+    pub fn encrypted(&self) -> bool {
+        self.encrypted
+    }
+}
+
+/// Plain or zstd bytes (decided by their first bytes, or forced), unpacked into a writer as
+/// they come.
+pub(crate) struct Unpack<W: Write> {
+    state: Option<UnpackState<W>>,
+    forced: Option<Compression>,
+}
+
+enum UnpackState<W: Write> {
+    Pending(Vec<u8>, W),
+    Zstd(Box<zstd::stream::write::Decoder<'static, W>>),
+    Plain(W),
+}
+
+impl<W: Write> Unpack<W> {
+    /// Unpacks into `sink`; `forced` skips the detection.
+    pub(crate) fn new(sink: W, forced: Option<Compression>) -> Self {
+        Unpack {
+            state: Some(UnpackState::Pending(Vec::new(), sink)),
+            forced,
+        }
+    }
+
+    fn gone() -> std::io::Error {
+        std::io::Error::other("an earlier write failed")
+    }
+
+    /// Takes the next bytes.
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self.state.take().ok_or_else(Self::gone)? {
+            UnpackState::Pending(mut head, sink) => {
+                head.extend_from_slice(bytes);
+                if head.len() < ZSTD_MAGIC.len() && self.forced.is_none() {
+                    self.state = Some(UnpackState::Pending(head, sink));
+                    return Ok(());
+                }
+                let is_zstd = match self.forced {
+                    Some(c) => c == Compression::Zstd,
+                    None => head.starts_with(&ZSTD_MAGIC),
+                };
+                self.state = Some(if is_zstd {
+                    UnpackState::Zstd(Box::new(zstd::stream::write::Decoder::new(sink)?))
+                } else {
+                    UnpackState::Plain(sink)
+                });
+                self.write_all(&head)
+            }
+            UnpackState::Zstd(mut d) => {
+                let written = d.write_all(bytes);
+                self.state = Some(UnpackState::Zstd(d));
+                written
+            }
+            UnpackState::Plain(mut w) => {
+                let written = w.write_all(bytes);
+                self.state = Some(UnpackState::Plain(w));
+                written
+            }
+        }
+    }
+
+    /// Flushes the decompressor: the writer, and the compression found.
+    pub(crate) fn finish(self) -> std::io::Result<(W, Compression)> {
+        match self.state.ok_or_else(Self::gone)? {
+            UnpackState::Zstd(mut d) => {
+                d.flush()?;
+                Ok((d.into_inner(), Compression::Zstd))
+            }
+            UnpackState::Plain(w) => Ok((w, Compression::None)),
+            // Fewer bytes than a zstd magic: as they are.
+            UnpackState::Pending(head, mut w) => {
+                w.write_all(&head)?;
+                Ok((w, Compression::None))
+            }
+        }
     }
 }
 
@@ -139,7 +223,7 @@ impl Spool {
         })
     }
 
-    fn finish(self, compression: Compression, stored_size: u64) -> SnapshotFile {
+    fn finish(self, compression: Compression, stored_size: u64, encrypted: bool) -> SnapshotFile {
         let (db_len, sha256, trailer) = self.hasher.finish();
         SnapshotFile {
             db: DbFile::new(self.file, db_len),
@@ -147,25 +231,50 @@ impl Spool {
             sha256: Some(sha256),
             compression,
             stored_size,
+            encrypted,
         }
     }
 }
 
+/// The recipients an age-encrypted backup's manifest records, when it has one.
+fn recipients_of(manifest: &[u8]) -> Vec<String> {
+    Manifest::from_json("", manifest)
+        .ok()
+        .and_then(|m| m.encryption)
+        .map(|e| e.recipients)
+        .unwrap_or_default()
+}
+
 /// Opens a snapshot file, plain or zstd (detected from its first bytes). A zstd file is
 /// decompressed into a temporary file in `spool_dir` (default: the system's temp dir).
+/// An age-encrypted file is refused ([`SnapshotError::Encrypted`]): see
+/// [`open_snapshot_file_decrypting`].
 pub fn open_snapshot_file(path: &Path, spool_dir: Option<&Path>) -> Result<SnapshotFile> {
+    open_snapshot_file_decrypting(path, spool_dir, &Identities::none())
+}
+
+/// [`open_snapshot_file`], decrypting an age-encrypted file (`.age`, detected from its first
+/// bytes) with `identities` as it is read into the temporary file.
+pub fn open_snapshot_file_decrypting(
+    path: &Path,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
     let failed = |source: std::io::Error| SnapshotError::ReadFile {
         path: path.display().to_string(),
         source,
     };
     let mut file = File::open(path).map_err(failed)?;
     let stored_size = file.metadata().map_err(failed)?.len();
-    let mut head = Vec::with_capacity(ZSTD_MAGIC.len());
+    let mut head = Vec::with_capacity(AGE_MAGIC.len());
     (&mut file)
-        .take(ZSTD_MAGIC.len() as u64)
+        .take(AGE_MAGIC.len() as u64)
         .read_to_end(&mut head)
         .map_err(failed)?;
-    if head != ZSTD_MAGIC {
+    if is_age(&head) {
+        return open_encrypted_file(path, head, file, stored_size, spool_dir, identities);
+    }
+    if !head.starts_with(&ZSTD_MAGIC) {
         let (db_len, trailer) = if has_trailer(stored_size) {
             let mut trailer = [0u8; TRAILER_LEN];
             let at = stored_size - TRAILER_LEN as u64;
@@ -180,6 +289,7 @@ pub fn open_snapshot_file(path: &Path, spool_dir: Option<&Path>) -> Result<Snaps
             sha256: None,
             compression: Compression::None,
             stored_size,
+            encrypted: false,
         });
     }
     let spool_failed = |source: std::io::Error| SnapshotError::WriteFile {
@@ -208,70 +318,111 @@ pub fn open_snapshot_file(path: &Path, spool_dir: Option<&Path>) -> Result<Snaps
         };
         spool.write_all(&buf[..n]).map_err(spool_failed)?;
     }
-    Ok(spool.finish(Compression::Zstd, stored_size))
+    Ok(spool.finish(Compression::Zstd, stored_size, false))
+}
+
+fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> SnapshotError {
+    let path = spool_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir)
+        .display()
+        .to_string();
+    move |source| SnapshotError::WriteFile {
+        path: path.clone(),
+        source,
+    }
+}
+
+/// Decrypts (and decompresses) a local age file into a spool.
+fn open_encrypted_file(
+    path: &Path,
+    head: Vec<u8>,
+    file: File,
+    stored_size: u64,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
+    let name = path.display().to_string();
+    let recipients = || {
+        std::fs::read(Manifest::name_for(&name))
+            .map(|bytes| recipients_of(&bytes))
+            .unwrap_or_default()
+    };
+    if identities.is_empty() {
+        return Err(pump_error(&name, &recipients(), PumpError::Locked));
+    }
+    let input = BufReader::with_capacity(CHUNK, std::io::Cursor::new(head).chain(file));
+    let mut plain =
+        decrypting_reader(input, identities).map_err(|e| pump_error(&name, &recipients(), e))?;
+    let spool = Spool::new(spool_dir).map_err(spool_dir_failed(spool_dir))?;
+    let mut unpack = Unpack::new(spool, None);
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match plain.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(pump_error(&name, &[], PumpError::Damaged(e.to_string())));
+            }
+        };
+        unpack
+            .write_all(&buf[..n])
+            .map_err(|e| pump_error(&name, &[], PumpError::Sink(e)))?;
+    }
+    let (spool, compression) = unpack
+        .finish()
+        .map_err(|e| pump_error(&name, &[], PumpError::Sink(e)))?;
+    Ok(spool.finish(compression, stored_size, true))
 }
 
 /// Downloads the object `name` from `store` into a temporary file in `spool_dir` (default: the
-/// system's temp dir), decompressing zstd (detected from its first bytes) as it arrives.
+/// system's temp dir), decompressing zstd (detected from its first bytes) as it arrives. An
+/// age-encrypted object is refused ([`SnapshotError::Encrypted`]): see
+/// [`open_snapshot_object_decrypting`].
 pub async fn open_snapshot_object(
     store: &Store,
     name: &str,
     spool_dir: Option<&Path>,
 ) -> Result<SnapshotFile> {
-    let codec = |e: std::io::Error| SnapshotError::Codec {
-        operation: "decompress",
-        reason: format!("{name}: {e}"),
-    };
-    let spool_failed = |source: std::io::Error| SnapshotError::WriteFile {
-        path: spool_dir
-            .map(Path::to_path_buf)
-            .unwrap_or_else(std::env::temp_dir)
-            .display()
-            .to_string(),
-        source,
-    };
-    let (_, mut chunks) = store.get(name).await?;
-    let mut head = Vec::new();
-    let mut zstd: Option<zstd::stream::write::Decoder<'static, Spool>> = None;
-    let mut plain: Option<Spool> = None;
+    open_snapshot_object_decrypting(store, name, spool_dir, &Identities::none()).await
+}
+
+/// [`open_snapshot_object`], decrypting an age-encrypted object (detected from its first
+/// bytes) with `identities` as it arrives.
+pub async fn open_snapshot_object_decrypting(
+    store: &Store,
+    name: &str,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
+    let (_, chunks) = store.get(name).await?;
+    let spool = Spool::new(spool_dir).map_err(spool_dir_failed(spool_dir))?;
+    let mut unpack = Unpack::new(spool, None);
     let mut stored_size = 0u64;
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk?;
-        stored_size += chunk.len() as u64;
-        let mut data: &[u8] = &chunk;
-        if zstd.is_none() && plain.is_none() {
-            head.extend_from_slice(data);
-            if head.len() < ZSTD_MAGIC.len() {
-                continue;
-            }
-            let spool = Spool::new(spool_dir).map_err(spool_failed)?;
-            if head.starts_with(&ZSTD_MAGIC) {
-                zstd = Some(zstd::stream::write::Decoder::new(spool).map_err(codec)?);
-            } else {
-                plain = Some(spool);
-            }
-            data = &head;
+    let pumped = pump_stored(
+        chunks,
+        identities,
+        false,
+        |chunk| stored_size += chunk.len() as u64,
+        |plain| unpack.write_all(plain),
+    )
+    .await;
+    let encrypted = match pumped {
+        Ok(encrypted) => encrypted,
+        Err(e @ (PumpError::Locked | PumpError::NoMatchingIdentity)) => {
+            let recipients = match store.get_small(&Manifest::name_for(name)).await {
+                Ok(bytes) => recipients_of(&bytes),
+                Err(_) => Vec::new(),
+            };
+            return Err(pump_error(name, &recipients, e));
         }
-        if let Some(decoder) = zstd.as_mut() {
-            decoder.write_all(data).map_err(codec)?;
-        } else if let Some(spool) = plain.as_mut() {
-            spool.write_all(data).map_err(spool_failed)?;
-        }
-        head = Vec::new();
-    }
-    match (zstd, plain) {
-        (Some(mut decoder), _) => {
-            decoder.flush().map_err(codec)?;
-            Ok(decoder.into_inner().finish(Compression::Zstd, stored_size))
-        }
-        (None, Some(spool)) => Ok(spool.finish(Compression::None, stored_size)),
-        (None, None) => {
-            // Fewer bytes than a zstd magic: spool them as they are.
-            let mut spool = Spool::new(spool_dir).map_err(spool_failed)?;
-            spool.write_all(&head).map_err(spool_failed)?;
-            Ok(spool.finish(Compression::None, stored_size))
-        }
-    }
+        Err(e) => return Err(pump_error(name, &[], e)),
+    };
+    let (spool, compression) = unpack
+        .finish()
+        .map_err(|e| pump_error(name, &[], PumpError::Sink(e)))?;
+    Ok(spool.finish(compression, stored_size, encrypted))
 }
 
 /// SHA-256 (hex) of everything `source` holds, read in large sequential pieces.
@@ -321,6 +472,55 @@ mod tests {
         let mut hasher = TrailerHasher::default();
         hasher.update(b"ab");
         assert_eq!(hasher.finish(), (2, sha(b"ab"), None));
+    }
+
+    #[test]
+    fn age_files_are_decrypted_with_an_identity_and_refused_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload: Vec<u8> = (0..10_240u32).map(|i| (i * 7) as u8).collect();
+        let mut with_trailer = payload.clone();
+        with_trailer.extend_from_slice(&Sha256::digest(&payload));
+        let identity = age::x25519::Identity::generate();
+        let mut recipients = crate::Recipients::none();
+        recipients
+            .add(&identity.to_public().to_string(), "test")
+            .unwrap();
+        let mut writer = crate::crypt::encryptor(&recipients, Vec::new()).unwrap();
+        writer
+            .write_all(&zstd::encode_all(&with_trailer[..], 3).unwrap())
+            .unwrap();
+        let path = dir.path().join("b.db.zst.age");
+        std::fs::write(&path, writer.finish().unwrap()).unwrap();
+
+        assert!(matches!(
+            open_snapshot_file(&path, None),
+            Err(SnapshotError::Encrypted { .. })
+        ));
+        let mut ids = Identities::none();
+        ids.add_text(
+            age::secrecy::ExposeSecret::expose_secret(&identity.to_string()),
+            "test",
+        )
+        .unwrap();
+        let opened = open_snapshot_file_decrypting(&path, Some(dir.path()), &ids).unwrap();
+        assert!(opened.encrypted());
+        assert_eq!(
+            (opened.db_size(), opened.compression()),
+            (10_240, Compression::Zstd)
+        );
+        assert_eq!(opened.known_sha256(), Some(sha(&payload).as_str()));
+        let other = age::x25519::Identity::generate();
+        let mut wrong = Identities::none();
+        wrong
+            .add_text(
+                age::secrecy::ExposeSecret::expose_secret(&other.to_string()),
+                "test",
+            )
+            .unwrap();
+        assert!(matches!(
+            open_snapshot_file_decrypting(&path, None, &wrong),
+            Err(SnapshotError::WrongIdentity { .. })
+        ));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use etcd_core::MemberId;
 use serde::{Deserialize, Serialize};
 
+use crate::crypt::Encryption;
 use crate::error::{Result, SnapshotError};
 
 /// The manifest format this build writes. Readers accept this and older versions.
@@ -14,6 +15,9 @@ pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 
 /// Suffix of manifest objects: `<object>.manifest.json`.
 pub const MANIFEST_SUFFIX: &str = ".manifest.json";
+
+/// Suffix added to the name of an age-encrypted backup object (`.db.zst.age`).
+pub const ENCRYPTED_SUFFIX: &str = ".age";
 
 /// How a backup's bytes are compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -86,6 +90,10 @@ pub struct Manifest {
     pub verified_after_upload: bool,
     /// User labels (`--label k=v`).
     pub labels: BTreeMap<String, String>,
+    /// How the stored object is encrypted (`--encrypt-to`): the recipients' public keys.
+    /// Absent for unencrypted backups (and in manifests written before encryption existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
 }
 
 impl Manifest {
@@ -124,7 +132,7 @@ impl Manifest {
 }
 
 /// Object name for a new backup:
-/// `etcd-<cluster>/<UTC time>-rev<revision>-<unique>.db.zst`.
+/// `etcd-<cluster>/<UTC time>-rev<revision>-<unique>.db.zst` (`.db.zst.age` when encrypted).
 ///
 /// Within one cluster's folder names sort by time (the timestamp comes first, fixed width),
 /// and each name still says which cluster and revision it holds. `unique` (random, 8 hex
@@ -135,12 +143,14 @@ pub fn backup_object_name(
     created_at: DateTime<Utc>,
     revision: i64,
     compression: Compression,
+    encrypted: bool,
     unique: u32,
 ) -> String {
     format!(
-        "etcd-{cluster_id}/{}-rev{revision}-{unique:08x}{}",
+        "etcd-{cluster_id}/{}-rev{revision}-{unique:08x}{}{}",
         created_at.format("%Y%m%dT%H%M%S%.3fZ"),
-        compression.suffix()
+        compression.suffix(),
+        if encrypted { ENCRYPTED_SUFFIX } else { "" }
     )
 }
 
@@ -175,6 +185,7 @@ mod tests {
             compression_level: Some(3),
             verified_after_upload: false,
             labels: BTreeMap::from([("env".into(), "prod".into())]),
+            encryption: None,
         }
     }
 
@@ -188,6 +199,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\"compression\": \"zstd\""), "{text}");
+        assert_eq!(Manifest::from_json("m", &json).unwrap(), m);
+    }
+
+    #[test]
+    fn encrypted_manifests_record_public_keys_and_old_manifests_still_parse() {
+        let mut m = sample();
+        let plain = String::from_utf8(m.to_json()).unwrap();
+        assert!(!plain.contains("encryption"), "{plain}");
+        // A manifest written before encryption existed has no such field.
+        assert_eq!(Manifest::from_json("m", plain.as_bytes()).unwrap(), m);
+        m.encryption = Some(Encryption {
+            scheme: "age".into(),
+            recipients: vec!["age1abc".into(), "age1def".into()],
+        });
+        let json = m.to_json();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(text.contains("\"scheme\": \"age\""), "{text}");
+        assert!(text.contains("\"age1def\""), "{text}");
         assert_eq!(Manifest::from_json("m", &json).unwrap(), m);
     }
 
@@ -206,14 +235,18 @@ mod tests {
         let c = MemberId(0xabc);
         let early = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
         let late = Utc.with_ymd_and_hms(2026, 11, 2, 3, 4, 5).unwrap();
-        let a = backup_object_name(c, early, 99999, Compression::Zstd, 0xff);
-        let b = backup_object_name(c, late, 1, Compression::None, 7);
+        let a = backup_object_name(c, early, 99999, Compression::Zstd, false, 0xff);
+        let b = backup_object_name(c, late, 1, Compression::None, false, 7);
         assert_eq!(a, "etcd-abc/20260102T030405.000Z-rev99999-000000ff.db.zst");
         assert!(a < b);
         assert!(b.ends_with("-rev1-00000007.db"));
         assert_ne!(
-            backup_object_name(c, early, 1, Compression::Zstd, 1),
-            backup_object_name(c, early, 1, Compression::Zstd, 2)
+            backup_object_name(c, early, 1, Compression::Zstd, false, 1),
+            backup_object_name(c, early, 1, Compression::Zstd, false, 2)
         );
+        assert!(
+            backup_object_name(c, early, 1, Compression::Zstd, true, 1).ends_with(".db.zst.age")
+        );
+        assert!(backup_object_name(c, early, 1, Compression::None, true, 1).ends_with(".db.age"));
     }
 }

@@ -1,5 +1,6 @@
-//! The save pipeline: member -> etcd's SHA-256 trailer check -> zstd -> SHA-256 of the stored
-//! bytes -> store, in bounded memory, with the manifest written last.
+//! The save pipeline: member -> etcd's SHA-256 trailer check -> zstd -> age encryption (with
+//! `--encrypt-to`) -> SHA-256 of the stored bytes -> store, in bounded memory, with the
+//! manifest written last.
 //!
 //! Receiving from etcd runs in its own task, a bounded channel away from compression and upload,
 //! so the network and the compressor work at the same time while memory stays bounded
@@ -8,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -17,6 +19,7 @@ use etcd_store::{Store, Upload};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::crypt::{Encryption, Identities, Recipients, encryptor};
 use crate::error::{Result, SnapshotError};
 use crate::manifest::{Compression, MANIFEST_FORMAT_VERSION, Manifest, backup_object_name};
 use crate::progress::Progress;
@@ -43,8 +46,11 @@ pub struct SaveRequest {
     pub level: i32,
     /// User labels recorded in the manifest.
     pub labels: BTreeMap<String, String>,
-    /// Read the object back and check it before writing the manifest.
+    /// Read the object back and check it before writing the manifest. For an encrypted
+    /// backup (no identity at hand) that checks the stored bytes' SHA-256 and size.
     pub verify_after_upload: bool,
+    /// Encrypt the stored object with age to these recipients; none: not encrypted.
+    pub encrypt_to: Recipients,
 }
 
 impl Default for SaveRequest {
@@ -55,6 +61,7 @@ impl Default for SaveRequest {
             level: DEFAULT_ZSTD_LEVEL,
             labels: BTreeMap::new(),
             verify_after_upload: false,
+            encrypt_to: Recipients::none(),
         }
     }
 }
@@ -105,6 +112,7 @@ pub async fn save_snapshot(
         created_at,
         source.revision,
         request.compression,
+        !request.encrypt_to.is_empty(),
         unique_tag(),
     );
     let stream = client.snapshot_stream().await?;
@@ -133,9 +141,17 @@ pub async fn save_snapshot(
     let mut manifest = build_manifest(&source, created_at, &object, &streamed, request);
     if request.verify_after_upload {
         let expectation = VerifyExpectation::from_manifest(&manifest);
-        if let Err(e) = verify_object(store, &object, &expectation, progress).await {
-            let _ = store.delete(&object).await;
-            return Err(e);
+        match verify_object(store, &object, &expectation, &Identities::none(), progress).await {
+            Ok(_) => {}
+            // Encrypted: no identity here, so the stored bytes' SHA-256 and size are what can
+            // be checked, and they matched.
+            Err(SnapshotError::Encrypted {
+                stored_ok: true, ..
+            }) => {}
+            Err(e) => {
+                let _ = store.delete(&object).await;
+                return Err(e);
+            }
         }
         manifest.verified_after_upload = true;
     }
@@ -183,6 +199,7 @@ fn build_manifest(
         compression_level: (request.compression == Compression::Zstd).then_some(request.level),
         verified_after_upload: false,
         labels: request.labels.clone(),
+        encryption: (!request.encrypt_to.is_empty()).then(|| Encryption::age(&request.encrypt_to)),
     }
 }
 
@@ -194,40 +211,105 @@ struct Streamed {
     object_size: u64,
 }
 
-/// Compresses (or passes through) bytes, hashing what is stored and handing it to the store
-/// in [`FLUSH_BYTES`] pieces.
+/// The bytes made for the store and not yet handed to it, shared by the writers stacked on it.
+#[derive(Clone, Default)]
+struct Pending(Arc<Mutex<Vec<u8>>>);
+
+impl Pending {
+    fn buffer(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Write for Pending {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.buffer().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the db bytes go through before they are stored.
+enum Layers {
+    Plain(Pending),
+    Zstd(zstd::stream::write::Encoder<'static, Pending>),
+    Age(age::stream::StreamWriter<Pending>),
+    ZstdAge(zstd::stream::write::Encoder<'static, age::stream::StreamWriter<Pending>>),
+}
+
+impl Layers {
+    fn new(request: &SaveRequest, pending: Pending) -> Result<Self> {
+        fn zstd<W: Write>(
+            inner: W,
+            level: i32,
+        ) -> Result<zstd::stream::write::Encoder<'static, W>> {
+            zstd::stream::write::Encoder::new(inner, level).map_err(|e| SnapshotError::Codec {
+                operation: "compress",
+                reason: e.to_string(),
+            })
+        }
+        let level = request.level;
+        Ok(match (request.compression, request.encrypt_to.is_empty()) {
+            (Compression::Zstd, true) => Layers::Zstd(zstd(pending, level)?),
+            (Compression::None, true) => Layers::Plain(pending),
+            (Compression::Zstd, false) => {
+                Layers::ZstdAge(zstd(encryptor(&request.encrypt_to, pending)?, level)?)
+            }
+            (Compression::None, false) => Layers::Age(encryptor(&request.encrypt_to, pending)?),
+        })
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Layers::Plain(w) => w.write_all(bytes),
+            Layers::Zstd(w) => w.write_all(bytes),
+            Layers::Age(w) => w.write_all(bytes),
+            Layers::ZstdAge(w) => w.write_all(bytes),
+        }
+    }
+
+    /// Ends the zstd frame and the age stream (their last bytes go to the pending buffer).
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Layers::Plain(_) => Ok(()),
+            Layers::Zstd(w) => w.finish().map(drop),
+            Layers::Age(w) => w.finish().map(drop),
+            Layers::ZstdAge(w) => w.finish()?.finish().map(drop),
+        }
+    }
+}
+
+/// Compresses and encrypts (or passes through) bytes, hashing what is stored and handing it
+/// to the store in [`FLUSH_BYTES`] pieces.
 struct StoredSide<'a> {
-    encoder: Option<zstd::stream::write::Encoder<'static, Vec<u8>>>,
-    plain: Vec<u8>,
+    layers: Layers,
+    pending: Pending,
     hasher: Sha256,
     size: u64,
     upload: &'a mut Upload,
 }
 
 impl StoredSide<'_> {
-    fn pending(&mut self) -> &mut Vec<u8> {
-        match &mut self.encoder {
-            Some(encoder) => encoder.get_mut(),
-            None => &mut self.plain,
-        }
-    }
-
     async fn push(&mut self, bytes: &[u8]) -> Result<()> {
-        match &mut self.encoder {
-            Some(encoder) => encoder.write_all(bytes).map_err(|e| SnapshotError::Codec {
+        self.layers
+            .write_all(bytes)
+            .map_err(|e| SnapshotError::Codec {
                 operation: "compress",
                 reason: e.to_string(),
-            })?,
-            None => self.plain.extend_from_slice(bytes),
-        }
-        if self.pending().len() >= FLUSH_BYTES {
+            })?;
+        if self.pending.buffer().len() >= FLUSH_BYTES {
             self.flush().await?;
         }
         Ok(())
     }
 
     async fn flush(&mut self) -> Result<()> {
-        let out = std::mem::take(self.pending());
+        let out = std::mem::take(&mut *self.pending.buffer());
         if out.is_empty() {
             return Ok(());
         }
@@ -238,13 +320,11 @@ impl StoredSide<'_> {
     }
 
     async fn finish(mut self) -> Result<(String, u64)> {
-        if let Some(encoder) = self.encoder.take() {
-            let tail = encoder.finish().map_err(|e| SnapshotError::Codec {
-                operation: "compress",
-                reason: e.to_string(),
-            })?;
-            self.plain = tail;
-        }
+        let layers = std::mem::replace(&mut self.layers, Layers::Plain(Pending::default()));
+        layers.finish().map_err(|e| SnapshotError::Codec {
+            operation: "compress",
+            reason: e.to_string(),
+        })?;
         self.flush().await?;
         Ok((hex::encode(self.hasher.finalize()), self.size))
     }
@@ -275,19 +355,10 @@ async fn stream_into(
         }
     });
 
-    let encoder = match request.compression {
-        Compression::Zstd => Some(
-            zstd::stream::write::Encoder::new(Vec::with_capacity(FLUSH_BYTES * 2), request.level)
-                .map_err(|e| SnapshotError::Codec {
-                operation: "compress",
-                reason: e.to_string(),
-            })?,
-        ),
-        Compression::None => None,
-    };
+    let pending = Pending::default();
     let mut stored = StoredSide {
-        encoder,
-        plain: Vec::new(),
+        layers: Layers::new(request, pending.clone())?,
+        pending,
         hasher: Sha256::new(),
         size: 0,
         upload,

@@ -1,23 +1,21 @@
 //! Verifying a stored backup: download as a stream, check the stored bytes' SHA-256,
-//! decompress, check etcd's SHA-256 trailer against the db and the manifest, and check the
-//! bbolt meta pages. Memory stays bounded whatever the size.
+//! decrypt (age, with an identity), decompress, check etcd's SHA-256 trailer against the db
+//! and the manifest, and check the bbolt meta pages. Memory stays bounded whatever the size.
 
 use std::io::Write;
 
-use futures::StreamExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use etcd_store::Store;
 
 use crate::bbolt::{META_REGION, MetaSummary, check_meta_pages};
+use crate::crypt::{Encryption, Identities, PumpError, pump_error, pump_stored};
 use crate::error::{Result, SnapshotError};
+use crate::input::Unpack;
 use crate::manifest::{Compression, Manifest};
 use crate::progress::Progress;
 use crate::save::TRAILER_LEN;
-
-/// zstd frames start with these bytes.
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// What a backup is expected to be; `None` fields are not checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,6 +28,8 @@ pub struct VerifyExpectation {
     pub db_sha256: Option<String>,
     /// Compression; detected from the bytes when `None`.
     pub compression: Option<Compression>,
+    /// Encryption the manifest records (its recipients name who can decrypt).
+    pub encryption: Option<Encryption>,
 }
 
 impl VerifyExpectation {
@@ -40,6 +40,7 @@ impl VerifyExpectation {
             object_size: Some(manifest.object_size),
             db_sha256: Some(manifest.db_sha256.clone()),
             compression: Some(manifest.compression),
+            encryption: manifest.encryption.clone(),
         }
     }
 }
@@ -57,6 +58,8 @@ pub struct VerifyReport {
     pub object_size: u64,
     /// Compression found.
     pub compression: Compression,
+    /// Whether the stored object is age-encrypted (and was decrypted to check it).
+    pub encrypted: bool,
     /// db size (without the trailer).
     pub db_size: u64,
     /// SHA-256 of the db, equal to etcd's trailer.
@@ -106,85 +109,56 @@ impl Write for DbSink {
     }
 }
 
-enum Decoder {
-    Pending(Vec<u8>),
-    Zstd(Box<zstd::stream::write::Decoder<'static, DbSink>>),
-    Plain(DbSink),
-}
-
-impl Decoder {
-    fn write(&mut self, bytes: &[u8], forced: Option<Compression>) -> std::io::Result<()> {
-        if let Decoder::Pending(buffer) = self {
-            buffer.extend_from_slice(bytes);
-            if buffer.len() < ZSTD_MAGIC.len() && forced.is_none() {
-                return Ok(());
-            }
-            let buffered = std::mem::take(buffer);
-            let is_zstd = match forced {
-                Some(c) => c == Compression::Zstd,
-                None => buffered.starts_with(&ZSTD_MAGIC),
-            };
-            *self = if is_zstd {
-                Decoder::Zstd(Box::new(zstd::stream::write::Decoder::new(DbSink::new())?))
-            } else {
-                Decoder::Plain(DbSink::new())
-            };
-            return self.write(&buffered, forced);
-        }
-        match self {
-            Decoder::Zstd(d) => d.write_all(bytes),
-            Decoder::Plain(s) => s.write_all(bytes),
-            Decoder::Pending(_) => Ok(()),
-        }
-    }
-
-    fn finish(self) -> std::io::Result<(DbSink, Compression)> {
-        match self {
-            Decoder::Zstd(mut d) => {
-                d.flush()?;
-                Ok((d.into_inner(), Compression::Zstd))
-            }
-            Decoder::Plain(s) => Ok((s, Compression::None)),
-            Decoder::Pending(buffer) => {
-                let mut sink = DbSink::new();
-                sink.write_all(&buffer)?;
-                Ok((sink, Compression::None))
-            }
-        }
-    }
-}
-
-/// Verifies the object `name` in `store` against `expect`.
+/// Verifies the object `name` in `store` against `expect`. An age-encrypted object is
+/// decrypted with `identities`; without any, its stored bytes are checked against `expect`
+/// and [`SnapshotError::Encrypted`] returned (`stored_ok` when they matched a manifest).
 pub async fn verify_object(
     store: &Store,
     name: &str,
     expect: &VerifyExpectation,
+    identities: &Identities,
     progress: &dyn Progress,
 ) -> Result<VerifyReport> {
     let failed = |reason: String| SnapshotError::VerifyFailed {
         name: name.to_string(),
         reason,
     };
-    let (info, mut bytes) = store.get(name).await?;
+    let (info, bytes) = store.get(name).await?;
     progress.start(Some(info.size));
     let mut object_hasher = Sha256::new();
     let mut object_size = 0u64;
-    let mut decoder = Decoder::Pending(Vec::new());
-    let outcome = async {
-        while let Some(chunk) = bytes.next().await {
-            let chunk = chunk?;
+    let mut decoder = Unpack::new(DbSink::new(), expect.compression);
+    let pumped = pump_stored(
+        bytes,
+        identities,
+        true,
+        |chunk| {
             progress.advance(chunk.len() as u64);
-            object_hasher.update(&chunk);
+            object_hasher.update(chunk);
             object_size += chunk.len() as u64;
-            decoder
-                .write(&chunk, expect.compression)
-                .map_err(|e| failed(format!("cannot decompress: {e}")))?;
-        }
-        Ok::<_, SnapshotError>(())
-    }
+        },
+        |plain| decoder.write_all(plain),
+    )
     .await;
     progress.finish();
-    outcome?;
+    let recipients = expect
+        .encryption
+        .as_ref()
+        .map(|e| e.recipients.clone())
+        .unwrap_or_default();
+    let encrypted = match pumped {
+        Ok(encrypted) => encrypted,
+        // Read to the end: the stored bytes are checked below, then the caller told why the
+        // contents were not.
+        Err(PumpError::Locked) => true,
+        Err(PumpError::Damaged(reason)) => {
+            return Err(failed(format!(
+                "the encrypted bytes fail age's authentication, the object was changed or damaged ({reason})"
+            )));
+        }
+        Err(PumpError::Sink(e)) => return Err(failed(format!("cannot decompress: {e}"))),
+        Err(e) => return Err(pump_error(name, &recipients, e)),
+    };
     let object_sha256 = hex::encode(object_hasher.finalize());
     if let Some(size) = expect.object_size
         && size != object_size
@@ -199,6 +173,13 @@ pub async fn verify_object(
         return Err(failed(format!(
             "stored bytes have SHA-256 {object_sha256}, the manifest says {sha}: the object was changed or damaged"
         )));
+    }
+    if encrypted && identities.is_empty() {
+        return Err(SnapshotError::Encrypted {
+            name: name.to_string(),
+            recipients,
+            stored_ok: expect.object_sha256.is_some(),
+        });
     }
     let (sink, compression) = decoder
         .finish()
@@ -228,6 +209,7 @@ pub async fn verify_object(
         object_sha256,
         object_size,
         compression,
+        encrypted,
         db_size: sink.size,
         db_sha256,
         bbolt,

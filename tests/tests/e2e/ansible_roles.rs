@@ -2,6 +2,7 @@
 //! for systemd, which is not PID 1 here): a backup then a whole-cluster restore, and the
 //! replacement of a failed member.
 
+use age::secrecy::ExposeSecret;
 use etcdops_tests::{Collection, PlaybookRun, SupervisedCluster, block_on};
 use serde_json::{Value, json};
 
@@ -44,14 +45,29 @@ fn backup_role_then_whole_cluster_restore_role() {
     let collection = Collection::install();
     let store = cluster.dir().join("backups");
     let inventory: String = cluster.members.iter().map(|m| m.inventory_line()).collect();
+    // Encrypted to an age recipient; the restore gets the identity as a (vault) variable.
+    let identity = age::x25519::Identity::generate();
+    let secret = identity.to_string().expose_secret().to_string();
+    let recipient = identity.to_public().to_string();
     let backup = playbook(
         "all",
         &urls,
         "etcd.core.backup",
-        json!({"backup_dest": store, "backup_keep_last": 3}),
+        json!({"backup_dest": store, "backup_keep_last": 3, "backup_encrypt_to": [recipient]}),
     );
     let run = collection.playbook(&backup, &inventory, &json!({}), &[], &[]);
     assert_ok(&run);
+    let stored: Vec<String> = std::fs::read_dir(&store)
+        .unwrap()
+        .flatten()
+        .flat_map(|cluster_dir| std::fs::read_dir(cluster_dir.path()).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".manifest.json"))
+        .collect();
+    assert!(
+        stored.len() == 1 && stored[0].ends_with(".db.zst.age"),
+        "{stored:?}"
+    );
     assert!(
         run.stdout.contains("changed=1"),
         "one backup for the cluster:\n{run}"
@@ -68,9 +84,14 @@ fn backup_role_then_whole_cluster_restore_role() {
     let mut vars = cluster.service_vars();
     vars["restore_store"] = json!(store);
     vars["restore_cluster_token"] = json!("restored-by-role");
+    vars["restore_identity_content"] = json!(secret);
     let restore = playbook("all", &urls, "etcd.core.restore", vars);
-    let run = collection.playbook(&restore, &inventory, &json!({}), &[], &[]);
+    let run = collection.playbook(&restore, &inventory, &json!({}), &[], &["-vvv"]);
     assert_ok(&run);
+    assert!(
+        !run.stdout.contains(&secret) && !run.stderr.contains(&secret),
+        "{run}"
+    );
 
     block_on(async {
         let mut c = client(&urls).await;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{STORE_OPTIONS, StoreArgs};
+use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
@@ -21,6 +21,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("require_encrypted", Kind::Bool),
     ],
     STORE_OPTIONS,
+    IDENTITY_OPTIONS,
 ];
 
 #[derive(Debug, Deserialize)]
@@ -37,6 +38,8 @@ struct Args {
     require_encrypted: bool,
     #[serde(flatten)]
     store: StoreArgs,
+    #[serde(flatten)]
+    identity: IdentityArgs,
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
@@ -51,10 +54,11 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         max_objects: args.max_objects.unwrap_or(defaults.max_objects),
     };
     let store_options = args.store.options();
+    let (identities, warnings) = args.identity.identities()?;
     let report = if request.snapshot.is_some() {
-        encryption_status_offline(&store_options, &request).await?
+        encryption_status_offline(&store_options, &request, &identities).await?
     } else {
-        encryption_status(&context.cluster()?, &store_options, &request).await?
+        encryption_status(&context.cluster()?, &store_options, &request, &identities).await?
     };
     let summary = format!(
         "{} of {} object(s) encrypted under {} ({})",
@@ -63,7 +67,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         report.prefix,
         if report.offline { "offline" } else { "live" }
     );
-    let outcome = if args.require_encrypted && !report.all_encrypted {
+    let mut outcome = if args.require_encrypted && !report.all_encrypted {
         Outcome::failure(format!(
             "{} object(s) stored in plaintext; {summary}",
             report.plaintext
@@ -71,5 +75,6 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     } else {
         Outcome::unchanged(summary)
     };
+    outcome.warnings.extend(warnings);
     Ok(outcome.with_fields(&report))
 }

@@ -3,8 +3,8 @@
 //! against its manifest. Read-only.
 
 use etcd_snapshot::{
-    NoProgress, SnapshotError, StatusOptions, list_backups, open_snapshot_file,
-    open_snapshot_object, verify_backup,
+    NoProgress, SnapshotError, StatusOptions, list_backups, open_snapshot_file_decrypting,
+    open_snapshot_object_decrypting, verify_backup,
 };
 use etcd_store::split_object_url;
 use serde::Deserialize;
@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{STORE_OPTIONS, StoreArgs};
+use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
@@ -21,6 +21,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("verify", Kind::Bool),
         opt("skip_hash_check", Kind::Bool),
     ],
+    IDENTITY_OPTIONS,
     STORE_OPTIONS,
 ];
 
@@ -32,6 +33,8 @@ struct Args {
     verify: bool,
     #[serde(default)]
     skip_hash_check: bool,
+    #[serde(flatten)]
+    identity: IdentityArgs,
     #[serde(flatten)]
     store_args: StoreArgs,
 }
@@ -62,14 +65,17 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         outcome = outcome.with("latest", latest).with_fields(&catalog);
     }
     if let Some(source) = &args.snapshot {
+        let (identities, warnings) = args.identity.identities()?;
+        outcome.warnings.extend(warnings);
         let is_url = source.contains("://");
-        // A zstd file or a stored object is decompressed into an unnamed temporary file.
+        // A zstd or age file or a stored object is decrypted and decompressed into an
+        // unnamed temporary file.
         let snapshot = if is_url {
             let (store_url, name) = split_object_url(source);
             let store = args.store_args.open(&store_url)?;
-            open_snapshot_object(&store, &name, None).await?
+            open_snapshot_object_decrypting(&store, &name, None, &identities).await?
         } else {
-            open_snapshot_file(std::path::Path::new(source), None)?
+            open_snapshot_file_decrypting(std::path::Path::new(source), None, &identities)?
         };
         let options = StatusOptions {
             skip_hash_check: args.skip_hash_check,
@@ -79,11 +85,13 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             "{source}: revision {}, {} keys",
             status.revision, status.total_key
         ));
-        outcome = outcome.with("status", &status);
+        outcome = outcome
+            .with("status", &status)
+            .with("encrypted", snapshot.encrypted());
         if args.verify {
             let (store_url, name) = split_object_url(source);
             let store = args.store_args.open(&store_url)?;
-            match verify_backup(&store, &name, &NoProgress).await {
+            match verify_backup(&store, &name, &identities, &NoProgress).await {
                 Ok(report) => {
                     said.push("verified".into());
                     outcome = outcome.with("verify", &report);

@@ -65,7 +65,14 @@ async fn status(
         list_all: args.all,
         max_objects: args.max_objects,
     };
-    let report = encryption_status(config, &store_options(&args.store_flags), &request).await?;
+    let identities = super::snapshot::identities(&args.identity)?;
+    let report = encryption_status(
+        config,
+        &store_options(&args.store_flags),
+        &request,
+        &identities,
+    )
+    .await?;
     print(format, &ReportView(&report))?;
     if format != OutputFormat::Json && !report.objects.is_empty() {
         println!();

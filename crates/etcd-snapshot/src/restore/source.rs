@@ -5,8 +5,9 @@ use std::path::Path;
 use etcd_store::{Store, StoreOptions, split_object_url};
 
 use super::{RestoreError, RestoreRequest, restore_spool_dir, validate_restore_request};
+use crate::crypt::Identities;
 use crate::error::SnapshotError;
-use crate::input::{SnapshotFile, open_snapshot_file, open_snapshot_object};
+use crate::input::{SnapshotFile, open_snapshot_file_decrypting, open_snapshot_object_decrypting};
 
 /// What to restore from.
 #[derive(Debug, Clone, Copy)]
@@ -21,11 +22,13 @@ pub enum RestoreSource<'a> {
 /// [`super::restore_snapshot`]. Bad options are refused before anything is downloaded. A zstd
 /// file or a stored object is decompressed beside the target (same filesystem), except in a
 /// dry run, which creates nothing there and uses an unnamed temporary file. A member's db has
-/// no trailer, so `request.skip_hash_check` is set for it.
+/// no trailer, so `request.skip_hash_check` is set for it. An age-encrypted snapshot is
+/// decrypted with `identities` as it is spooled.
 pub async fn open_restore_source(
     request: &mut RestoreRequest,
     source: RestoreSource<'_>,
     store_options: &StoreOptions,
+    identities: &Identities,
 ) -> Result<(String, SnapshotFile), RestoreError> {
     validate_restore_request(request)?;
     let spool = if request.dry_run {
@@ -38,18 +41,19 @@ pub async fn open_restore_source(
         RestoreSource::DataDir(dir) => {
             // Only read, never modified.
             let db = dir.join("member").join("snap").join("db");
-            let snapshot = open_snapshot_file(&db, spool)?;
+            let snapshot = open_snapshot_file_decrypting(&db, spool, &Identities::none())?;
             request.skip_hash_check = true;
             Ok((db.display().to_string(), snapshot))
         }
         RestoreSource::Snapshot(url) if url.contains("://") => {
             let (store_url, name) = split_object_url(url);
             let store = Store::open(&store_url, store_options).map_err(SnapshotError::from)?;
-            let snapshot = open_snapshot_object(&store, &name, spool).await?;
+            let snapshot =
+                open_snapshot_object_decrypting(&store, &name, spool, identities).await?;
             Ok((url.to_string(), snapshot))
         }
         RestoreSource::Snapshot(path) => {
-            let snapshot = open_snapshot_file(Path::new(path), spool)?;
+            let snapshot = open_snapshot_file_decrypting(Path::new(path), spool, identities)?;
             Ok((path.to_string(), snapshot))
         }
     }
