@@ -93,6 +93,30 @@ impl Context {
         parse(&self.module, normalized).map_err(ModuleError::new)
     }
 
+    /// Where OpenShift's cluster-etcd-operator manages etcd (seen on the host under the
+    /// `platform_root` option, default `/`, or in `cluster`), refuses `operation` unless
+    /// `force`; returns the warning to give when it was forced through.
+    pub async fn operator_guard(
+        &self,
+        cluster: Option<&ClusterConfig>,
+        operation: &str,
+        force: bool,
+    ) -> Result<Option<String>, ModuleError> {
+        let check =
+            etcd_k8s::check_operator(&self.platform_root()?, cluster, operation, force).await?;
+        Ok(check.warning())
+    }
+
+    /// The `platform_root` connection option: the directory standing for `/` (default `/`).
+    pub fn platform_root(&self) -> Result<std::path::PathBuf, ModuleError> {
+        Ok(self
+            .normalized()?
+            .get("platform_root")
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from("/")))
+    }
+
     /// The cluster to talk to, from the shared connection options.
     pub fn cluster(&self) -> Result<ClusterConfig, ModuleError> {
         let mut normalized = self.normalized()?;

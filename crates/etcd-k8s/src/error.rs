@@ -74,6 +74,16 @@ pub enum K8sError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// OpenShift's cluster-etcd-operator manages this etcd and the operation was not forced.
+    #[error("refusing `{operation}` ({evidence}): {procedure}")]
+    ManagedByOperator {
+        /// The operation refused.
+        operation: String,
+        /// What showed the operator is in charge.
+        evidence: String,
+        /// What to do instead.
+        procedure: String,
+    },
     /// The OS random number generator failed.
     #[error("the OS random number generator failed: {0}")]
     Random(String),

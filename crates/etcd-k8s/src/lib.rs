@@ -12,6 +12,7 @@
 //! ```no_run
 //! use etcd_core::ConnectionOptions;
 //! use etcd_k8s::{EncryptionStatusRequest, encryption_status};
+//! use etcd_snapshot::Identities;
 //! use etcd_store::StoreOptions;
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,7 +21,8 @@
 //!     resources: vec!["secrets".into(), "configmaps".into()],
 //!     ..Default::default()
 //! };
-//! let report = encryption_status(&config, &StoreOptions::from_env(), &request).await?;
+//! let report = encryption_status(&config, &StoreOptions::from_env(), &request, &Identities::none())
+//!     .await?;
 //! println!("{} of {} objects encrypted", report.encrypted, report.total);
 //! for object in &report.objects {
 //!     println!("plaintext: {:?}/{}", object.namespace, object.name);
@@ -45,6 +47,8 @@
 mod config;
 mod decode;
 mod error;
+mod guard;
+mod openshift_backup;
 mod platform;
 mod prefix;
 mod scan;
@@ -58,10 +62,15 @@ pub use config::{
 };
 pub use decode::{DecodedValue, K8sGetRequest, decode_value, k8s_get};
 pub use error::{K8sError, Result};
+pub use guard::{OPENSHIFT_ETCD_OPERATOR_KEYS, OperatorCheck, check_operator, openshift_procedure};
+pub use openshift_backup::{
+    OPENSHIFT_BACKUP_PODS, OpenshiftBackupRequest, OpenshiftBackupResult, STATIC_POD_RESOURCES_DIR,
+    latest_static_pod_resources, write_openshift_backup,
+};
 pub use platform::{
     DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, MANIFESTS_DIR, OPENSHIFT_MANIFEST, Platform,
-    PlatformInfo, PlatformRequest, binary_version, detect_platform, openshift_procedure,
-    parse_pod_manifest, refuse_on_openshift, rooted, version_from_image,
+    PlatformInfo, PlatformRequest, binary_version, detect_platform, parse_pod_manifest, rooted,
+    version_from_image,
 };
 pub use prefix::{
     KNOWN_PREFIXES, ObjectRef, choose_prefix, normalize_prefix, normalize_resource, object_ref,

@@ -808,38 +808,16 @@ fn add_env_settings(flags: &mut BTreeMap<String, String>, env: &BTreeMap<String,
     }
 }
 
-/// The operation `refuse_on_openshift` guards, for its message.
-pub fn openshift_procedure(operation: &str) -> String {
-    format!(
-        "this is an OpenShift control plane: its cluster-etcd-operator manages etcd membership and defragmentation, and `{operation}` here would fight it; use the platform's procedure instead (`oc get etcd -o yaml`, the 'Replacing an unhealthy etcd member' and 'Defragmenting etcd data' steps of the OpenShift documentation); give --force only if Red Hat support told you to"
-    )
-}
-
-/// Refuses `operation` (member add/remove/update/promote, defrag) on an OpenShift control
-/// plane detected under `root` unless `force`. Returns the detected platform otherwise.
-pub fn refuse_on_openshift(root: &Path, operation: &str, force: bool) -> Result<Platform> {
-    let openshift_manifest = rooted(root, Path::new(OPENSHIFT_MANIFEST));
-    let is_openshift = exists(&openshift_manifest)
-        || exists(&rooted(
-            root,
-            Path::new("/etc/kubernetes/static-pod-resources/etcd-certs"),
-        ))
-        || exists(&rooted(root, Path::new(DEFAULT_PARKING_DIR)).join("etcd-pod.yaml"));
-    if !is_openshift {
-        let kubeadm = exists(&rooted(root, Path::new(KUBEADM_MANIFEST)));
-        return Ok(if kubeadm {
-            Platform::Kubeadm
-        } else {
-            Platform::None
-        });
-    }
-    if force {
-        return Ok(Platform::Openshift);
-    }
-    Err(K8sError::BadConfig {
-        path: format!("refusing `{operation}`"),
-        reason: openshift_procedure(operation),
-    })
+/// The file on the host under `root` that shows OpenShift's cluster-etcd-operator runs etcd
+/// there (its etcd pod manifest, parked or not, or its etcd certificates), if any.
+pub(crate) fn openshift_evidence_on_host(root: &Path) -> Option<String> {
+    [
+        OPENSHIFT_MANIFEST.to_string(),
+        "/etc/kubernetes/static-pod-resources/etcd-certs".to_string(),
+        format!("{DEFAULT_PARKING_DIR}/etcd-pod.yaml"),
+    ]
+    .into_iter()
+    .find(|host_path| exists(&rooted(root, Path::new(host_path))))
 }
 
 #[cfg(test)]
@@ -966,10 +944,9 @@ spec:
             ))
         );
         assert_eq!(info.version, None);
-        assert!(refuse_on_openshift(root, "defrag", false).is_err());
         assert_eq!(
-            refuse_on_openshift(root, "defrag", true).unwrap(),
-            Platform::Openshift
+            openshift_evidence_on_host(root).as_deref(),
+            Some(OPENSHIFT_MANIFEST)
         );
     }
 
@@ -999,10 +976,7 @@ spec:
         assert_eq!(info.name.as_deref(), Some("default"));
         assert_eq!(info.endpoints, vec!["http://127.0.0.1:2379"]);
         assert_eq!(info.data_dir, Some(root.join("var/lib/etcd/default.etcd")));
-        assert_eq!(
-            refuse_on_openshift(root, "defrag", false).unwrap(),
-            Platform::None
-        );
+        assert_eq!(openshift_evidence_on_host(root), None);
     }
 
     #[test]

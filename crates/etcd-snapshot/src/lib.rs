@@ -24,6 +24,8 @@
 
 mod bbolt;
 mod catalog;
+mod copy;
+mod crypt;
 mod error;
 mod input;
 mod manifest;
@@ -45,10 +47,16 @@ pub use catalog::{
     BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, PruneEntry,
     PruneReport, delete_backup, list_backups, object_name, prune_backups, verify_backup,
 };
+pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
+pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
 pub use error::{Result, SnapshotError};
-pub use input::{SnapshotFile, open_snapshot_file, open_snapshot_object};
+pub use input::{
+    SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
+    open_snapshot_object_decrypting,
+};
 pub use manifest::{
-    Compression, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest, backup_object_name,
+    Compression, ENCRYPTED_SUFFIX, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest,
+    backup_object_name,
 };
 pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};

@@ -420,3 +420,268 @@ fn platform_kubeadm_stop_also_waits_for_crictl_when_present() {
         "{done}"
     );
 }
+
+#[test]
+fn platform_operator_object_in_the_cluster_refuses_from_any_host() {
+    // A host with no OpenShift files (say, a bastion) talking to OpenShift's etcd: the
+    // cluster-etcd-operator's own object in etcd is what gives it away.
+    let cluster = Cluster::start(1, Security::Plain);
+    let root = cluster.dir().join("bastion");
+    std::fs::create_dir_all(&root).unwrap();
+    let endpoints = cluster.endpoints();
+    let with = |args: &[&str]| {
+        let mut all = vec!["--endpoints", endpoints.as_str()];
+        all.extend_from_slice(args);
+        on(&root, &all)
+    };
+    // Before the object exists, defrag runs.
+    with(&["defrag"]).expect_code(0);
+
+    let key = "/kubernetes.io/operator.openshift.io/etcds/cluster";
+    cluster.put(
+        key,
+        r#"{"kind":"Etcd","apiVersion":"operator.openshift.io/v1"}"#,
+    );
+    for args in [
+        vec!["member", "remove", "m0"],
+        vec!["member", "add", "x", "--peer-urls=http://127.0.0.1:1"],
+        vec!["defrag"],
+    ] {
+        let refused = with(&args);
+        assert_eq!(refused.code, 2, "{refused}");
+        assert!(refused.stderr.contains(key), "{refused}");
+        assert!(refused.stderr.contains("--force"), "{refused}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+    }
+    let list = with(&["member", "list", "-w", "json"]);
+    assert_eq!(list.json()["members"].as_array().unwrap().len(), 1);
+    let forced = with(&["defrag", "--force"]);
+    forced.expect_code(0);
+    assert!(
+        forced.stderr.contains("behind the operator's back"),
+        "{forced}"
+    );
+}
+
+#[test]
+fn platform_openshift_restore_is_refused_without_force() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.clone().unwrap();
+    let root = cluster.dir().join("host");
+    std::fs::create_dir_all(&root).unwrap();
+    write_openshift_tree(&root, "cp0", &cluster.members[0].client_url, &certs);
+    cluster.put("/registry/configmaps/default/one", "1");
+    let store = cluster.dir().join("backups");
+    let saved = on(
+        &root,
+        &[
+            "--platform",
+            "auto",
+            "snapshot",
+            "save",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ],
+    );
+    saved.expect_code(0);
+    let file = store.join(saved.json()["manifest"]["object"].as_str().unwrap());
+
+    let data_dir = root.join("var/lib/etcd-restored");
+    let restore = |extra: &[&str]| {
+        let mut args = vec![
+            "snapshot".to_string(),
+            "restore".into(),
+            file.display().to_string(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+            "--name".into(),
+            "cp0".into(),
+            "--initial-cluster".into(),
+            "cp0=https://127.0.0.1:2380".into(),
+            "--initial-cluster-token".into(),
+            "t".into(),
+            "--initial-advertise-peer-urls".into(),
+            "https://127.0.0.1:2380".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        on(&root, &refs)
+    };
+    let refused = restore(&[]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(refused.stderr.contains("cluster-restore.sh"), "{refused}");
+    assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+    assert!(
+        !data_dir.exists(),
+        "a refused restore wrote {}",
+        data_dir.display()
+    );
+
+    let forced = restore(&["--force"]);
+    forced.expect_code(0);
+    assert!(
+        forced.stderr.contains("behind the operator's back"),
+        "{forced}"
+    );
+    assert!(data_dir.join("member/snap/db").is_file());
+}
+
+/// Static pod resources as an OpenShift node holds them: several revisions per pod.
+pub(crate) fn write_static_pod_resources(root: &Path) {
+    let base = under(root, "/etc/kubernetes/static-pod-resources");
+    for (pod, revisions) in [
+        ("kube-apiserver-pod", &[3, 11][..]),
+        ("kube-controller-manager-pod", &[5][..]),
+        ("kube-scheduler-pod", &[2, 9, 10][..]),
+        ("etcd-pod", &[6, 7][..]),
+    ] {
+        for revision in revisions {
+            let dir = base.join(format!("{pod}-{revision}"));
+            std::fs::create_dir_all(dir.join("secrets/encryption-config")).unwrap();
+            let yaml = pod.replace("-pod", "-pod.yaml");
+            std::fs::write(dir.join(&yaml), format!("# {pod} revision {revision}\n")).unwrap();
+            std::fs::write(
+                dir.join("secrets/encryption-config/encryption-config"),
+                format!("key of revision {revision}\n"),
+            )
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn platform_openshift_backup_pair_is_what_cluster_restore_reads() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let version = EtcdVersion::from_env();
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.clone().unwrap();
+    let root = cluster.dir().join("host");
+    std::fs::create_dir_all(&root).unwrap();
+    write_openshift_tree(&root, "cp0", &cluster.members[0].client_url, &certs);
+    cluster.put_keys("/kubernetes.io/configmaps/default/c", 20);
+    let store = cluster.dir().join("backups");
+    let pair_dir = root.join("home/core/backup");
+    let save = |extra: &[&str]| {
+        let mut args = vec![
+            "--platform".to_string(),
+            "auto".into(),
+            "snapshot".into(),
+            "save".into(),
+            store.display().to_string(),
+            "--openshift-backup-dir".into(),
+            pair_dir.display().to_string(),
+            "-w".into(),
+            "json".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        on(&root, &refs)
+    };
+
+    // Without static pod resources: refused before anything is saved.
+    let refused = save(&[]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(refused.stderr.contains("kube-apiserver-pod"), "{refused}");
+    assert!(!store.exists() || std::fs::read_dir(&store).unwrap().next().is_none());
+
+    write_static_pod_resources(&root);
+    let saved = save(&[]);
+    saved.expect_code(0);
+    let out = saved.json();
+    let snapshot = Path::new(out["openshift"]["snapshot"].as_str().unwrap()).to_path_buf();
+    let archive =
+        Path::new(out["openshift"]["static_kuberesources"].as_str().unwrap()).to_path_buf();
+    // Names as cluster-backup.sh gives them, one timestamp for both.
+    let name = snapshot.file_name().unwrap().to_string_lossy().into_owned();
+    let time = name
+        .strip_prefix("snapshot_")
+        .and_then(|n| n.strip_suffix(".db"))
+        .unwrap_or_else(|| panic!("{name}"));
+    // `date "+%F_%H%M%S"`: 2026-11-29_231503.
+    let shape: String = time
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    assert_eq!(shape, "9999-99-99_999999", "{name}");
+    assert_eq!(
+        archive.file_name().unwrap().to_string_lossy(),
+        format!("static_kuberesources_{time}.tar.gz")
+    );
+    for file in [&snapshot, &archive] {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&pair_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // etcd's own tool reads the snapshot, trailer and all, and agrees with the manifest.
+    let status = version.snapshot_status(&snapshot).unwrap();
+    assert_eq!(status["revision"], out["manifest"]["revision"], "{status}");
+    let restored = cluster.dir().join("oracle-restore");
+    let restore = version
+        .snapshot_tool()
+        .args(["snapshot", "restore"])
+        .arg(&snapshot)
+        .arg("--data-dir")
+        .arg(&restored)
+        .output()
+        .unwrap();
+    assert!(
+        restore.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restore.stderr)
+    );
+
+    // The archive as cluster-restore.sh uses it: the newest revision of each pod, paths
+    // relative to /etc/kubernetes, the pod manifest found by name and at depth 2.
+    let listing = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    for newest in [
+        "static-pod-resources/kube-apiserver-pod-11/kube-apiserver-pod.yaml",
+        "static-pod-resources/kube-controller-manager-pod-5/kube-controller-manager-pod.yaml",
+        "static-pod-resources/kube-scheduler-pod-10/kube-scheduler-pod.yaml",
+        "static-pod-resources/etcd-pod-7/etcd-pod.yaml",
+        "static-pod-resources/kube-apiserver-pod-11/secrets/encryption-config/encryption-config",
+    ] {
+        assert!(
+            listing.lines().any(|l| l == newest),
+            "{newest} not in:\n{listing}"
+        );
+    }
+    assert!(!listing.contains("kube-apiserver-pod-3/"), "{listing}");
+    assert!(!listing.contains("etcd-certs"), "{listing}");
+    let extract = cluster.dir().join("extract");
+    std::fs::create_dir_all(&extract).unwrap();
+    let untar = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&extract)
+        .arg("-xzf")
+        .arg(&archive)
+        .arg("static-pod-resources")
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    assert_eq!(
+        std::fs::read_to_string(extract.join("static-pod-resources/etcd-pod-7/etcd-pod.yaml"))
+            .unwrap(),
+        "# etcd-pod revision 7\n"
+    );
+
+    // Never overwritten, and never combined with encryption.
+    let again = save(&[
+        "--encrypt-to",
+        "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+    ]);
+    assert_eq!(again.code, 2, "{again}");
+    assert!(again.stderr.contains("--encrypt-to"), "{again}");
+}

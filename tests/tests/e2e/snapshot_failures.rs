@@ -27,10 +27,10 @@ fn all_files(dir: &Path) -> Vec<String> {
     out
 }
 
-struct Tmpfs(std::path::PathBuf);
+pub(crate) struct Tmpfs(std::path::PathBuf);
 
 impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
+    pub(crate) fn mount(dir: &Path, size: &str) -> Tmpfs {
         std::fs::create_dir_all(dir).unwrap();
         let status = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])

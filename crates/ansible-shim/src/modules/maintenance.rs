@@ -19,6 +19,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("keep_revisions", Kind::Int),
     opt("physical", Kind::Bool),
     opt("leader", Kind::Str),
+    opt("force", Kind::Bool),
 ]];
 
 #[derive(Debug, Deserialize)]
@@ -44,6 +45,8 @@ struct Args {
     #[serde(default)]
     physical: bool,
     leader: Option<String>,
+    #[serde(default)]
+    force: bool,
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
@@ -57,6 +60,9 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             } else {
                 Targets::Configured
             };
+            let forced = context
+                .operator_guard(Some(&config), "defrag", args.force)
+                .await?;
             if dry_run {
                 let endpoints = target_endpoints(&config, targets).await?;
                 let mut outcome = Outcome::unchanged(format!(
@@ -86,6 +92,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                 ))
             };
             outcome.changed = report.steps.iter().any(|s| s.error.is_none());
+            outcome.warnings.extend(forced);
             Ok(outcome.with_fields(&report))
         }
         Action::Compact => {

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use etcd_core::parse_duration;
+use etcd_k8s::{OpenshiftBackupRequest, write_openshift_backup};
 use etcd_snapshot::{
-    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, RetentionPolicy,
+    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, Recipients, RetentionPolicy,
     SaveRequest, prune_backups, save_snapshot, write_save_metrics,
 };
 use serde::Deserialize;
@@ -25,6 +26,9 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("labels", Kind::Dict),
         opt("endpoint", Kind::Str),
         opt("verify_after_upload", Kind::Bool),
+        opt("encrypt_to", Kind::List),
+        opt("encrypt_to_file", Kind::Str),
+        opt("openshift_backup_dir", Kind::Str),
         opt("metrics_file", Kind::Str),
         opt("keep_last", Kind::Int),
         opt("keep_hourly", Kind::Int),
@@ -56,6 +60,10 @@ struct Args {
     endpoint: Option<String>,
     #[serde(default)]
     verify_after_upload: bool,
+    #[serde(default)]
+    encrypt_to: Vec<String>,
+    encrypt_to_file: Option<std::path::PathBuf>,
+    openshift_backup_dir: Option<std::path::PathBuf>,
     metrics_file: Option<std::path::PathBuf>,
     keep_last: Option<u32>,
     keep_hourly: Option<u32>,
@@ -92,6 +100,25 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     };
     let orphan_grace =
         duration_option("orphan_grace", &args.orphan_grace)?.unwrap_or(DEFAULT_ORPHAN_GRACE);
+    // Bad recipients are refused in check mode too.
+    let mut encrypt_to = Recipients::none();
+    for recipient in &args.encrypt_to {
+        encrypt_to.add(recipient, "option 'encrypt_to'")?;
+    }
+    if let Some(path) = &args.encrypt_to_file {
+        encrypt_to.add_file(path)?;
+    }
+    let openshift = match &args.openshift_backup_dir {
+        Some(dir) => {
+            let request = OpenshiftBackupRequest {
+                dir: dir.clone(),
+                root: Some(context.platform_root()?),
+            };
+            request.check(!encrypt_to.is_empty())?;
+            Some(request)
+        }
+        None => None,
+    };
     if context.check_mode {
         // A save always makes a new backup: report it, and what retention would delete now.
         let mut outcome = Outcome::unchanged(format!(
@@ -114,6 +141,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         level: args.compression_level.unwrap_or(DEFAULT_ZSTD_LEVEL),
         labels: args.labels.clone(),
         verify_after_upload: args.verify_after_upload,
+        encrypt_to,
     };
     let saved = save_snapshot(&config, &store, &request, &NoProgress).await;
     let mut warnings = Vec::new();
@@ -143,6 +171,10 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             ),
         )
         .with_fields(&saved);
+    if let Some(request) = &openshift {
+        let pair = write_openshift_backup(&store, &saved.manifest, request).await?;
+        outcome = outcome.with("openshift", &pair);
+    }
     if !policy.is_empty() {
         let report = prune_backups(&store, &policy, orphan_grace, false, Utc::now()).await?;
         outcome = outcome.with("pruned", &report.deleted);

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{STORE_OPTIONS, StoreArgs};
+use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
@@ -33,6 +33,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("force", Kind::Bool),
         opt("owner", Kind::Str),
     ],
+    IDENTITY_OPTIONS,
     STORE_OPTIONS,
 ];
 
@@ -59,6 +60,8 @@ struct Args {
     force: bool,
     owner: Option<String>,
     #[serde(flatten)]
+    identity: IdentityArgs,
+    #[serde(flatten)]
     store: StoreArgs,
 }
 
@@ -82,6 +85,9 @@ fn default_token() -> String {
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
+    let forced = context
+        .operator_guard(None, "snapshot restore", args.force)
+        .await?;
     let mut request = RestoreRequest {
         name: args.name.clone(),
         initial_cluster: args.initial_cluster.clone(),
@@ -106,7 +112,9 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             ));
         }
     };
-    let (source, snapshot) = open_restore_source(&mut request, from, &args.store.options()).await?;
+    let (identities, warnings) = args.identity.identities()?;
+    let (source, snapshot) =
+        open_restore_source(&mut request, from, &args.store.options(), &identities).await?;
     let before = describe_marker(read_marker(&args.data_dir), &args.data_dir);
     let result = restore_snapshot(&source, &snapshot, &request)?;
     let mut outcome = Outcome::unchanged(if result.changed && context.check_mode {
@@ -145,6 +153,8 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             result.name, result.member_id, result.cluster_id, result.revision, result.db_sha256
         ),
     }));
+    outcome.warnings.extend(forced);
+    outcome.warnings.extend(warnings);
     if result.trailer == TrailerCheck::MismatchIgnored {
         outcome
             .warnings

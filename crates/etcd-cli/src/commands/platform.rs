@@ -5,15 +5,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use etcd_core::ConnectionOptions;
+use etcd_core::{ClusterConfig, ConnectionOptions};
 use etcd_k8s::{
-    DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, Platform, PlatformInfo, PlatformRequest, PodState,
-    StaticPodRequest, StaticPodResult, detect_platform, refuse_on_openshift, rooted, static_pod,
+    DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, PlatformInfo, PlatformRequest, PodState,
+    StaticPodRequest, StaticPodResult, check_operator, detect_platform, rooted, static_pod,
 };
 
 use super::ExitStatus;
 use crate::flags::{
-    Command, GlobalFlags, MemberCommand, OutputFormat, PlatformCommand, PlatformMode, StaticPodArgs,
+    Command, GlobalFlags, MemberCommand, OutputFormat, PlatformCommand, PlatformMode,
+    SnapshotCommand, StaticPodArgs,
 };
 use crate::output::{Render, print};
 
@@ -39,20 +40,23 @@ pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
     }
 }
 
-/// On OpenShift, refuses membership changes and defragmentation without `--force`.
-pub fn guard(global: &GlobalFlags, command: &Command) -> Result<()> {
-    let (operation, force) = match command {
-        Command::Member(MemberCommand::Add(args)) => ("member add", args.force),
-        Command::Member(MemberCommand::Remove(args)) => ("member remove", args.force),
-        Command::Member(MemberCommand::Update(args)) => ("member update", args.force),
-        Command::Member(MemberCommand::Promote(args)) => ("member promote", args.force),
-        Command::Defrag(args) => ("defrag", args.force),
+/// Where OpenShift's cluster-etcd-operator manages etcd (seen on this host or in the cluster),
+/// refuses membership changes, defragmentation and restores without `--force`.
+pub async fn guard(global: &GlobalFlags, command: &Command, config: &ClusterConfig) -> Result<()> {
+    let (operation, force, online) = match command {
+        Command::Member(MemberCommand::Add(args)) => ("member add", args.force, true),
+        Command::Member(MemberCommand::Remove(args)) => ("member remove", args.force, true),
+        Command::Member(MemberCommand::Update(args)) => ("member update", args.force, true),
+        Command::Member(MemberCommand::Promote(args)) => ("member promote", args.force, true),
+        Command::Defrag(args) => ("defrag", args.force, true),
+        Command::Snapshot(SnapshotCommand::Restore(args)) => {
+            ("snapshot restore", args.force, false)
+        }
         _ => return Ok(()),
     };
-    if refuse_on_openshift(&root(global), operation, force)? == Platform::Openshift {
-        eprintln!(
-            "etcdops: warning: --force: running `{operation}` on an OpenShift control plane, behind the cluster-etcd-operator's back"
-        );
+    let check = check_operator(&root(global), online.then_some(config), operation, force).await?;
+    if let Some(warning) = check.warning() {
+        eprintln!("etcdops: warning: {warning}");
     }
     Ok(())
 }

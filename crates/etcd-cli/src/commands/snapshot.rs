@@ -1,23 +1,26 @@
 //! `etcdops snapshot ...`
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::Result;
 use chrono::Utc;
 use etcd_core::ClusterConfig;
+use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
-    Catalog, Compression, NoProgress, Progress, PruneReport, RestoreRequest, RestoreResult,
-    RestoreSource, RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus,
-    StatusOptions, TrailerCheck, VerifyReport, delete_backup, list_backups, open_restore_source,
-    open_snapshot_file, open_snapshot_object, prune_backups, restore_snapshot, save_snapshot,
-    verify_backup, write_save_metrics,
+    Catalog, Compression, CopyAction, CopyReport, CopyRequest, Identities, NoProgress, Progress,
+    PruneReport, Recipients, RestoreRequest, RestoreResult, RestoreSource, RetentionPolicy,
+    SaveRequest, SaveResult, SnapshotError, SnapshotStatus, StatusOptions, TrailerCheck,
+    VerifyReport, copy_backups, delete_backup, list_backups, new_identity_file,
+    open_restore_source, open_snapshot_file_decrypting, open_snapshot_object_decrypting,
+    prune_backups, restore_snapshot, save_snapshot, verify_backup, write_save_metrics,
 };
 use etcd_store::{Store, StoreOptions, split_object_url};
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
-    StatusArgs, StoreFlags,
+    CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
+    SnapshotCommand, StatusArgs, StoreFlags,
 };
 use crate::output::{Render, cell, human_bytes, print};
 use crate::progress::BarProgress;
@@ -27,9 +30,10 @@ pub async fn run(
     config: &ClusterConfig,
     command: &SnapshotCommand,
     format: OutputFormat,
+    platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
     match command {
-        SnapshotCommand::Save(args) => save(config, args, format).await,
+        SnapshotCommand::Save(args) => save(config, args, format, platform_root).await,
         SnapshotCommand::List(args) => {
             let store = open_store(&args.store, &args.store_flags)?;
             let catalog = list_backups(&store).await?;
@@ -40,7 +44,9 @@ pub async fn run(
             }
             Ok(ExitStatus::Success)
         }
-        SnapshotCommand::Verify(args) => {
+        SnapshotCommand::Verify(verify) => {
+            let args = &verify.backup;
+            let identities = identities(&verify.identity)?;
             let (store_url, name) = split_object_url(&args.url);
             let store = open_store(&store_url, &args.store_flags)?;
             let bar = bar("verify", args.quiet, format);
@@ -48,7 +54,7 @@ pub async fn run(
                 Some(b) => b,
                 None => &NoProgress,
             };
-            match verify_backup(&store, &name, progress).await {
+            match verify_backup(&store, &name, &identities, progress).await {
                 Ok(report) => {
                     print(format, &VerifyView(report))?;
                     Ok(ExitStatus::Success)
@@ -80,9 +86,59 @@ pub async fn run(
             print(format, &PruneView(report))?;
             Ok(ExitStatus::Success)
         }
+        SnapshotCommand::Copy(args) => {
+            let source = open_store(&args.source, &args.store_flags)?;
+            let destination = open_store(&args.destination, &args.store_flags)?;
+            let bar = bar("copy", args.quiet, format);
+            let progress: &dyn Progress = match &bar {
+                Some(b) => b,
+                None => &NoProgress,
+            };
+            let request = CopyRequest {
+                objects: args.backups.clone(),
+                dry_run: args.dry_run,
+            };
+            let report = copy_backups(&source, &destination, &request, progress).await?;
+            print(format, &CopyView(report))?;
+            Ok(ExitStatus::Success)
+        }
         SnapshotCommand::Status(args) => status(args, format).await,
+        SnapshotCommand::Keygen(args) => {
+            let recipient = new_identity_file(&args.out)?;
+            print(
+                format,
+                &KeygenView {
+                    identity_file: args.out.display().to_string(),
+                    recipient,
+                },
+            )?;
+            Ok(ExitStatus::Success)
+        }
         SnapshotCommand::Restore(args) => restore(args, format).await,
     }
+}
+
+/// The identities of `--identity` files; a warning on stderr for each file others can read.
+pub(crate) fn identities(flags: &IdentityFlags) -> Result<Identities> {
+    let mut identities = Identities::none();
+    for path in &flags.identity {
+        if let Some(warning) = identities.add_file(path)? {
+            eprintln!("etcdops: warning: {warning}");
+        }
+    }
+    Ok(identities)
+}
+
+/// The recipients of `--encrypt-to` and `--encrypt-to-file`.
+fn recipients(args: &SaveArgs) -> Result<Recipients> {
+    let mut recipients = Recipients::none();
+    for recipient in &args.encrypt_to {
+        recipients.add(recipient, "--encrypt-to")?;
+    }
+    for path in &args.encrypt_to_file {
+        recipients.add_file(path)?;
+    }
+    Ok(recipients)
 }
 
 /// `snapshot restore`: a backup URL when the argument has a scheme, else a local file.
@@ -107,8 +163,14 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
         (None, Some(source)) => RestoreSource::Snapshot(source),
         (None, None) => anyhow::bail!("give a snapshot FILE|URL or --from-data-dir DIR"),
     };
-    let (source, snapshot) =
-        open_restore_source(&mut request, from, &store_options(&args.store_flags)).await?;
+    let identities = identities(&args.identity)?;
+    let (source, snapshot) = open_restore_source(
+        &mut request,
+        from,
+        &store_options(&args.store_flags),
+        &identities,
+    )
+    .await?;
     let result = restore_snapshot(&source, &snapshot, &request)?;
     if result.trailer == TrailerCheck::MismatchIgnored {
         eprintln!(
@@ -181,13 +243,15 @@ impl Render for RestoreView {
 
 /// `snapshot status`: a backup URL when the argument has a scheme, else a local file.
 async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
-    // A zstd file or a stored object is decompressed into an unnamed temporary file.
+    // A zstd or age file or a stored object is decrypted and decompressed into an unnamed
+    // temporary file.
+    let identities = identities(&args.identity)?;
     let snapshot = if args.source.contains("://") {
         let (store_url, name) = split_object_url(&args.source);
         let store = open_store(&store_url, &args.store_flags)?;
-        open_snapshot_object(&store, &name, None).await?
+        open_snapshot_object_decrypting(&store, &name, None, &identities).await?
     } else {
-        open_snapshot_file(std::path::Path::new(&args.source), None)?
+        open_snapshot_file_decrypting(std::path::Path::new(&args.source), None, &identities)?
     };
     let options = StatusOptions {
         skip_hash_check: args.skip_hash_check,
@@ -207,6 +271,7 @@ async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
         &StatusView {
             source: args.source.clone(),
             compression: snapshot.compression(),
+            encrypted: snapshot.encrypted(),
             stored_size: snapshot.stored_size(),
             status,
         },
@@ -218,8 +283,23 @@ fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgr
     BarProgress::for_terminal(what, quiet || format == OutputFormat::Json)
 }
 
-async fn save(config: &ClusterConfig, args: &SaveArgs, format: OutputFormat) -> Result<ExitStatus> {
+async fn save(
+    config: &ClusterConfig,
+    args: &SaveArgs,
+    format: OutputFormat,
+    platform_root: Option<&Path>,
+) -> Result<ExitStatus> {
     let store = open_store(&args.store, &args.store_flags)?;
+    let openshift = args
+        .openshift_backup_dir
+        .as_ref()
+        .map(|dir| OpenshiftBackupRequest {
+            dir: dir.clone(),
+            root: platform_root.map(Path::to_path_buf),
+        });
+    if let Some(request) = &openshift {
+        request.check(!args.encrypt_to.is_empty() || !args.encrypt_to_file.is_empty())?;
+    }
     let request = SaveRequest {
         endpoint: args.endpoint.clone(),
         compression: match args.compression {
@@ -229,6 +309,7 @@ async fn save(config: &ClusterConfig, args: &SaveArgs, format: OutputFormat) -> 
         level: args.compression_level,
         labels: args.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
         verify_after_upload: args.verify_after_upload,
+        encrypt_to: recipients(args)?,
     };
     let bar = bar("save", args.quiet, format);
     let progress: &dyn Progress = match &bar {
@@ -246,7 +327,11 @@ async fn save(config: &ClusterConfig, args: &SaveArgs, format: OutputFormat) -> 
         }
     }
     let result = outcome?;
-    print(format, &SaveView(result))?;
+    let openshift = match &openshift {
+        Some(request) => Some(write_openshift_backup(&store, &result.manifest, request).await?),
+        None => None,
+    };
+    print(format, &SaveView { result, openshift })?;
     let policy = policy(&args.retention);
     if !policy.is_empty() {
         let report = prune_backups(
@@ -301,8 +386,13 @@ fn open_store(url: &str, flags: &StoreFlags) -> Result<Store> {
 }
 
 #[derive(serde::Serialize)]
-#[serde(transparent)]
-struct SaveView(SaveResult);
+struct SaveView {
+    #[serde(flatten)]
+    result: SaveResult,
+    /// The pair for OpenShift's cluster-restore.sh, with --openshift-backup-dir.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    openshift: Option<OpenshiftBackupResult>,
+}
 
 impl Render for SaveView {
     fn headers(&self) -> Vec<&'static str> {
@@ -310,10 +400,13 @@ impl Render for SaveView {
     }
 
     fn rows(&self) -> Vec<Vec<String>> {
-        let m = &self.0.manifest;
-        vec![
-            vec!["object".into(), format!("{}/{}", self.0.store, m.object)],
-            vec!["manifest".into(), self.0.manifest_name.clone()],
+        let m = &self.result.manifest;
+        let mut rows = vec![
+            vec![
+                "object".into(),
+                format!("{}/{}", self.result.store, m.object),
+            ],
+            vec!["manifest".into(), self.result.manifest_name.clone()],
             vec!["cluster id".into(), m.cluster_id.to_string()],
             vec![
                 "member".into(),
@@ -326,17 +419,82 @@ impl Render for SaveView {
             vec!["db sha256".into(), m.db_sha256.clone()],
             vec!["object sha256".into(), m.object_sha256.clone()],
             vec![
+                "encrypted to".into(),
+                m.encryption
+                    .as_ref()
+                    .map(|e| format!("{} ({})", e.recipients.join(", "), e.scheme))
+                    .unwrap_or_else(|| "not encrypted".into()),
+            ],
+            vec![
                 "verified after upload".into(),
                 m.verified_after_upload.to_string(),
             ],
-            vec!["took".into(), format!("{:.1}s", self.0.duration_seconds)],
-        ]
+            vec![
+                "took".into(),
+                format!("{:.1}s", self.result.duration_seconds),
+            ],
+        ];
+        if let Some(pair) = &self.openshift {
+            rows.push(vec![
+                "openshift snapshot".into(),
+                pair.snapshot.display().to_string(),
+            ]);
+            rows.push(vec![
+                "openshift static resources".into(),
+                pair.static_kuberesources.display().to_string(),
+            ]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "Snapshot saved at {}/{}",
+            self.result.store, self.result.manifest.object
+        )];
+        if let Some(pair) = &self.openshift {
+            lines.push(format!(
+                "OpenShift backup written: {} and {}",
+                pair.snapshot.display(),
+                pair.static_kuberesources.display()
+            ));
+        }
+        lines
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct CopyView(CopyReport);
+
+impl Render for CopyView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["OBJECT", "STORED", "ACTION"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.0
+            .entries
+            .iter()
+            .map(|e| {
+                vec![
+                    e.object.clone(),
+                    human_bytes(e.bytes as i64),
+                    match e.action {
+                        CopyAction::Copied => "copied",
+                        CopyAction::WouldCopy => "would copy",
+                        CopyAction::AlreadyPresent => "already there",
+                    }
+                    .into(),
+                ]
+            })
+            .collect()
     }
 
     fn simple_lines(&self) -> Vec<String> {
         vec![format!(
-            "Snapshot saved at {}/{}",
-            self.0.store, self.0.manifest.object
+            "{} backup(s) copied from {} to {}, {} already there",
+            self.0.copied, self.0.source, self.0.destination, self.0.already_present
         )]
     }
 }
@@ -431,6 +589,7 @@ impl Render for VerifyView {
             ],
             vec!["stored size".into(), r.object_size.to_string()],
             vec!["stored sha256".into(), r.object_sha256.clone()],
+            vec!["encrypted (age)".into(), r.encrypted.to_string()],
             vec!["db size".into(), r.db_size.to_string()],
             vec!["db sha256 (= etcd trailer)".into(), r.db_sha256.clone()],
             vec!["bbolt page size".into(), r.bbolt.page_size.to_string()],
@@ -447,6 +606,7 @@ impl Render for VerifyView {
 struct StatusView {
     source: String,
     compression: Compression,
+    encrypted: bool,
     stored_size: u64,
     #[serde(flatten)]
     status: SnapshotStatus,
@@ -523,6 +683,27 @@ impl Render for StatusView {
             s.total_key,
             human_bytes(s.total_size as i64)
         )]
+    }
+}
+
+/// What `snapshot keygen` made: where the identity is, and its public key (never the identity).
+#[derive(serde::Serialize)]
+struct KeygenView {
+    identity_file: String,
+    recipient: String,
+}
+
+impl Render for KeygenView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["IDENTITY FILE", "RECIPIENT"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        vec![vec![self.identity_file.clone(), self.recipient.clone()]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![self.recipient.clone()]
     }
 }
 

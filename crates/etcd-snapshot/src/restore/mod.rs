@@ -22,7 +22,7 @@ mod wal;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -238,6 +238,72 @@ fn non_empty(dir: &Path) -> bool {
     fs::read_dir(dir)
         .map(|mut e| e.next().is_some())
         .unwrap_or(false)
+}
+
+/// Where a data or WAL dir really is, and whether it is a mount point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DirLayout {
+    /// The dir itself, its symlinks followed (it may not exist yet).
+    real: PathBuf,
+    /// It is the root of a mounted filesystem (its own disk): it cannot be renamed, only
+    /// what is in it.
+    mount_point: bool,
+}
+
+impl DirLayout {
+    fn of(dir: &Path) -> Result<DirLayout, RestoreError> {
+        let mut real = dir.to_path_buf();
+        // Follow a chain of symlinks by hand, so that a link to a dir not created yet works.
+        for _ in 0..40 {
+            match fs::symlink_metadata(&real) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let target = fs::read_link(&real).map_err(io_err(&real))?;
+                    real = match real.parent() {
+                        Some(parent) if target.is_relative() => parent.join(target),
+                        _ => target,
+                    };
+                }
+                _ => {
+                    let mount_point = is_mount_point(&real);
+                    return Ok(DirLayout { real, mount_point });
+                }
+            }
+        }
+        Err(RestoreError::InvalidOption {
+            option: "--data-dir",
+            reason: format!("{}: too many levels of symbolic links", dir.display()),
+        })
+    }
+}
+
+/// Whether `dir` is the root of a filesystem mounted on its parent's.
+fn is_mount_point(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let parent = match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => parent,
+        None => return false,
+    };
+    match (fs::metadata(dir), fs::metadata(parent)) {
+        (Ok(d), Ok(p)) => d.is_dir() && d.dev() != p.dev(),
+        _ => false,
+    }
+}
+
+/// The owner (user and group) of an existing data dir, to give the restored one, when this
+/// process may give files away (runs as root) and the dir belongs to someone else.
+fn inherited_owner(data_dir: &Path) -> Option<(u32, Option<u32>)> {
+    use std::os::unix::fs::MetadataExt;
+    let existing = fs::metadata(data_dir).ok()?;
+    (current_uid() == 0 && (existing.uid(), existing.gid()) != (0, 0))
+        .then_some((existing.uid(), Some(existing.gid())))
+}
+
+/// This process's effective user id, from `/proc/self` (owned by it).
+fn current_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(u32::MAX)
 }
 
 /// `DIR.bak-<UTC time>` beside `dir`.
@@ -479,8 +545,31 @@ pub fn restore_snapshot(
     let cluster = cluster_id(&member_ids);
     let node_id = me.id;
 
-    let data_dir = request.data_dir.clone();
-    let wal_target = request.wal_dir.clone();
+    // A symlinked data dir (say /var/lib/etcd -> /data/etcd on its own disk) is restored where
+    // it points, and the link kept; a data dir that is a mount point keeps the mount: its
+    // `member` dir is what is staged, moved aside and replaced.
+    let layout = DirLayout::of(&request.data_dir)?;
+    let data_dir = layout.real.clone();
+    let data_target = if layout.mount_point {
+        data_dir.join("member")
+    } else {
+        data_dir.clone()
+    };
+    let wal_target = match &request.wal_dir {
+        Some(wal) => {
+            let wal_layout = DirLayout::of(wal)?;
+            if wal_layout.mount_point {
+                return Err(invalid("--wal-dir")(format!(
+                    "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
+                    wal.display()
+                )));
+            }
+            Some(wal_layout.real)
+        }
+        None => None,
+    };
+    // The owner the data dir has now, kept unless --owner says otherwise.
+    let owner = owner.or_else(|| inherited_owner(&data_dir));
     let wal_final = wal_target
         .clone()
         .unwrap_or_else(|| data_dir.join("member").join("wal"));
@@ -527,7 +616,7 @@ pub fn restore_snapshot(
                 .unwrap_or(0);
             return Ok(RestoreResult {
                 wal_dir: wal_final,
-                data_dir,
+                data_dir: request.data_dir.clone(),
                 name: me.name.clone(),
                 member_id: format!("{node_id:x}"),
                 cluster_id: format!("{cluster:x}"),
@@ -543,7 +632,7 @@ pub fn restore_snapshot(
         }
     }
     let mut to_move: Vec<PathBuf> = Vec::new();
-    let mut targets = vec![data_dir.clone()];
+    let mut targets = vec![data_target.clone()];
     targets.extend(wal_target.clone());
     for target in targets {
         if request.move_aside && non_empty(&target) {
@@ -552,7 +641,7 @@ pub fn restore_snapshot(
             ensure_empty(&target)?;
         }
     }
-    if to_move.contains(&data_dir) && !request.force {
+    if to_move.contains(&data_target) && !request.force {
         if let Some(marker) = read_marker(&data_dir) {
             if ran_since_restore(&marker) {
                 return Err(RestoreError::RanSinceRestore {
@@ -578,7 +667,7 @@ pub fn restore_snapshot(
         )?;
         return Ok(RestoreResult {
             wal_dir: wal_final,
-            data_dir,
+            data_dir: request.data_dir.clone(),
             name: me.name.clone(),
             member_id: format!("{node_id:x}"),
             cluster_id: format!("{cluster:x}"),
@@ -614,8 +703,13 @@ pub fn restore_snapshot(
     }
     // Stage the db: copied as a stream beside the target, hashed on the way, then checked
     // there page by page (the revision read in the same pass).
-    let data_stage = Staging::beside(&data_dir)?;
-    let snap_dir = data_stage.path.join("member").join("snap");
+    let data_stage = Staging::beside(&data_target)?;
+    let member_stage = if layout.mount_point {
+        data_stage.path.clone()
+    } else {
+        data_stage.path.join("member")
+    };
+    let snap_dir = member_stage.join("snap");
     make_dir(&snap_dir)?;
     let db_path = snap_dir.join("db");
     let db_sha256 = copy_db(snapshot, &db_path, name)?;
@@ -711,7 +805,7 @@ pub fn restore_snapshot(
     };
     let wal_dir_staged = match &wal_stage {
         Some(stage) => stage.path.clone(),
-        None => data_stage.path.join("member").join("wal"),
+        None => member_stage.join("wal"),
     };
     make_dir(&wal_dir_staged)?;
     write_file(
@@ -738,12 +832,8 @@ pub fn restore_snapshot(
     };
     let marker_json = serde_json::to_vec_pretty(&marker)
         .map_err(|e| invalid("--data-dir")(format!("cannot encode the restore marker: {e}")))?;
-    write_file(
-        &data_stage.path.join("member").join(MARKER_FILE),
-        &marker_json,
-        None,
-    )?;
-    sync_dir(&data_stage.path.join("member"))?;
+    write_file(&member_stage.join(MARKER_FILE), &marker_json, None)?;
+    sync_dir(&member_stage)?;
     if let Some((uid, gid)) = owner {
         chown_tree(&data_stage.path, uid, gid)?;
         if let Some(stage) = &wal_stage {
@@ -751,9 +841,9 @@ pub fn restore_snapshot(
         }
     }
     // The SELinux label etcd's data dir would get from its parent, where SELinux is on.
-    selinux::label_like_parent(&data_stage.path, &data_dir)?;
+    selinux::label_like_existing(&data_stage.path, &data_target)?;
     if let (Some(stage), Some(target)) = (&wal_stage, &wal_target) {
-        selinux::label_like_parent(&stage.path, target)?;
+        selinux::label_like_existing(&stage.path, target)?;
     }
     for (dir, aside) in &moves {
         fs::rename(dir, aside).map_err(io_err(dir))?;
@@ -761,11 +851,16 @@ pub fn restore_snapshot(
     if let (Some(stage), Some(target)) = (wal_stage, &wal_target) {
         stage.commit(target)?;
     }
-    data_stage.commit(&data_dir)?;
+    data_stage.commit(&data_target)?;
+    if layout.mount_point {
+        // etcd 3.5 refuses a data dir others can read; a fresh filesystem's root often is.
+        fs::set_permissions(&data_dir, fs::Permissions::from_mode(0o700))
+            .map_err(io_err(&data_dir))?;
+    }
 
     Ok(RestoreResult {
         wal_dir: wal_final,
-        data_dir,
+        data_dir: request.data_dir.clone(),
         name: me.name.clone(),
         member_id: format!("{node_id:x}"),
         cluster_id: format!("{cluster:x}"),
@@ -847,4 +942,43 @@ fn current_bucket<S: PageSource>(
         })?;
     }
     Ok(contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symlinked_dir_resolves_to_its_target_even_before_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = dir.path().join("other disk");
+        fs::create_dir_all(&disk).unwrap();
+        // data -> relative link -> link2 -> "other disk/etcd" (not created yet)
+        std::os::unix::fs::symlink(disk.join("etcd"), dir.path().join("link2")).unwrap();
+        std::os::unix::fs::symlink("link2", dir.path().join("data")).unwrap();
+        let layout = DirLayout::of(&dir.path().join("data")).unwrap();
+        assert_eq!(layout.real, disk.join("etcd"));
+        assert!(!layout.mount_point);
+        let plain = DirLayout::of(&disk).unwrap();
+        assert_eq!(plain.real, disk);
+        assert!(!plain.mount_point);
+    }
+
+    #[test]
+    fn a_symlink_loop_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("b", dir.path().join("a")).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
+        let err = DirLayout::of(&dir.path().join("a"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("too many levels of symbolic links"), "{err}");
+    }
+
+    #[test]
+    fn proc_is_a_mount_point_and_a_plain_dir_is_not() {
+        assert!(is_mount_point(Path::new("/proc")));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_mount_point(dir.path()));
+    }
 }

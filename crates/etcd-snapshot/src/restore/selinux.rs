@@ -43,16 +43,21 @@ fn set_tree(path: &Path, name: &str, value: &[u8]) -> Result<(), RestoreError> {
     Ok(())
 }
 
-/// Labels the staged tree `staged` like the parent of `target` (where it will be renamed to),
-/// where SELinux is on and that parent has a label; otherwise does nothing.
-pub(super) fn label_like_parent(staged: &Path, target: &Path) -> Result<(), RestoreError> {
+/// Gives the staged tree the SELinux label of the dir it replaces (`target`), or, for a new
+/// one, of the dir it is created in, where SELinux is on: the label etcd's data dir had, or
+/// would get, e.g. `container_var_lib_t` on RHCOS.
+pub(super) fn label_like_existing(staged: &Path, target: &Path) -> Result<(), RestoreError> {
     let parent = target
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let enabled = selinux_enabled();
-    let parent_label = if enabled { read_label(parent) } else { None };
-    match label_to_apply(enabled, parent_label) {
+    let existing_label = if enabled {
+        read_label(target).or_else(|| read_label(parent))
+    } else {
+        None
+    };
+    match label_to_apply(enabled, existing_label) {
         Some(label) => set_tree(staged, SELINUX_XATTR, &label),
         None => Ok(()),
     }
@@ -83,7 +88,7 @@ mod tests {
         let target = dir.path().join("data");
         // Whatever this machine's SELinux state, the temp dir has no label here unless SELinux
         // is on; either way the call succeeds, and without a label it adds none.
-        label_like_parent(&staged, &target).unwrap();
+        label_like_existing(&staged, &target).unwrap();
         if read_label(dir.path()).is_none() {
             assert_eq!(read_label(&staged), None);
             assert_eq!(read_label(&staged.join("member").join("db")), None);
