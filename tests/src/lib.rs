@@ -20,6 +20,8 @@ mod dns;
 mod etcd;
 mod kubelet;
 mod ports;
+mod resolver;
+mod standalone;
 mod stores;
 mod supervised;
 
@@ -33,6 +35,8 @@ pub use kubelet::{
     write_kubeadm_manifest, write_openshift_tree,
 };
 pub use ports::free_port;
+pub use resolver::SystemDns;
+pub use standalone::{StandaloneHost, StandaloneHosts};
 pub use stores::{
     AZURITE_ACCOUNT, AZURITE_KEY, AzuriteServer, FakeGcsServer, HttpResponse, S3Server,
     azurite_blob_path, fake_gcs_server_path, http_request, moto_server_path, xml_values,

@@ -186,6 +186,10 @@ pub enum Command {
     /// static etcd pod by parking its manifest.
     #[command(subcommand)]
     Platform(PlatformCommand),
+    /// Certificates for a standalone cluster: a small CA, and member certificates (server and
+    /// client use, DNS and IP SANs); valid files are kept, keys written 0600 and never printed.
+    #[command(subcommand)]
+    Pki(crate::commands::pki::PkiCommand),
 }
 
 /// `etcdops platform ...`
@@ -478,12 +482,21 @@ pub enum SnapshotCommand {
     /// List the backups in a store, newest first (from their manifests).
     List(ListArgs),
     /// Download a backup and check its SHA-256s, etcd's trailer and the bbolt meta pages.
-    /// Exit code 1 when it fails the check.
-    Verify(BackupArgs),
+    /// Exit code 1 when it fails the check. An encrypted backup needs --identity; without it
+    /// only its stored bytes are checked, and the exit code is 2.
+    Verify(VerifyArgs),
+    /// Make an age key pair for encrypted backups (like age-keygen -o FILE): the identity goes
+    /// into a new file, mode 0600, and only the recipient (public key) is printed, for
+    /// `snapshot save --encrypt-to`. Keep the identity off the backup hosts and out of the store.
+    Keygen(KeygenArgs),
     /// Delete one backup (manifest first, then its object).
     Delete(BackupArgs),
     /// Delete the backups no --keep-* or --max-age rule keeps, and old orphans.
     Prune(PruneArgs),
+    /// Copy complete backups to another store (an off-site copy): each object streamed across
+    /// and checked against its manifest's SHA-256 and size, the manifest written last. Backups
+    /// the destination holds already are skipped; encrypted ones are copied as they are.
+    Copy(CopyArgs),
     /// Read a snapshot natively (no etcd, no etcdutl) and show what `etcdutl snapshot status`
     /// shows (hash, revision, total keys, total size), then members, consistent index and
     /// term, compaction, live keys, leases and auth recorded in it.
@@ -504,8 +517,9 @@ pub enum SnapshotCommand {
 /// Arguments of `snapshot restore`.
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// A local file (plain or zstd; `etcdctl snapshot save` output, an `etcdops` backup or a
-    /// raw member/snap/db with --skip-hash-check), or a backup URL: STORE/OBJECT
+    /// A local file (plain, zstd or age-encrypted; `etcdctl snapshot save` output, an
+    /// `etcdops` backup or a raw member/snap/db with --skip-hash-check), or a backup URL:
+    /// STORE/OBJECT
     #[arg(
         value_name = "FILE|URL",
         required_unless_present = "from_data_dir",
@@ -551,12 +565,16 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub move_aside: bool,
     /// With --move-aside: move the dir aside even when a member has run on it since it was
-    /// restored
-    #[arg(long, requires = "move_aside")]
+    /// restored; also restore on an OpenShift control plane, whose own restore procedure
+    /// this bypasses
+    #[arg(long)]
     pub force: bool,
     /// Owner of the restored tree: USER[:GROUP] (names or numeric ids)
     #[arg(long, value_name = "USER[:GROUP]")]
     pub owner: Option<String>,
+    /// Identities to decrypt an encrypted snapshot with
+    #[command(flatten)]
+    pub identity: IdentityFlags,
     /// Store settings (for a backup URL)
     #[command(flatten)]
     pub store_flags: StoreFlags,
@@ -667,9 +685,25 @@ pub struct SaveArgs {
     /// A label recorded in the manifest, KEY=VALUE (repeatable)
     #[arg(long = "label", value_parser = label, value_name = "KEY=VALUE")]
     pub labels: Vec<(String, String)>,
-    /// Read the stored object back and check it before writing the manifest
+    /// Read the stored object back and check it before writing the manifest (for an
+    /// encrypted backup: its stored bytes' SHA-256 and size)
     #[arg(long)]
     pub verify_after_upload: bool,
+    /// Encrypt the backup with age to this recipient: an X25519 public key age1... as
+    /// age-keygen prints it (repeatable; any one recipient's identity decrypts). The object's
+    /// name then ends in .age; the manifest records the public keys
+    #[arg(long = "encrypt-to", value_name = "RECIPIENT")]
+    pub encrypt_to: Vec<String>,
+    /// Encrypt to every recipient of this file: one age1... per line, # comments and blank
+    /// lines allowed (repeatable)
+    #[arg(long = "encrypt-to-file", value_name = "FILE")]
+    pub encrypt_to_file: Vec<PathBuf>,
+    /// On an OpenShift control-plane node, also write into DIR the pair OpenShift's
+    /// cluster-backup.sh writes and its cluster-restore.sh reads: snapshot_<time>.db and
+    /// static_kuberesources_<time>.tar.gz (the newest kube-apiserver, kube-controller-manager,
+    /// kube-scheduler and etcd static pod resources, which hold the encryption keys)
+    #[arg(long, value_name = "DIR")]
+    pub openshift_backup_dir: Option<PathBuf>,
     /// After a successful save, prune with these rules
     #[command(flatten)]
     pub retention: RetentionFlags,
@@ -717,16 +751,52 @@ pub struct BackupArgs {
     pub store_flags: StoreFlags,
 }
 
+/// Arguments of `snapshot verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The backup
+    #[command(flatten)]
+    pub backup: BackupArgs,
+    /// Identities to decrypt an encrypted backup with
+    #[command(flatten)]
+    pub identity: IdentityFlags,
+}
+
+/// Arguments of `snapshot keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// The identity file to create (refused when it exists)
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// The age identities that decrypt encrypted backups.
+#[derive(Debug, Args, Clone, Default)]
+pub struct IdentityFlags {
+    /// age identity file (AGE-SECRET-KEY-1... lines, # comments) to decrypt an encrypted
+    /// backup with (repeatable). Keep it 0600: etcdops warns when others can read it
+    #[arg(
+        long = "identity",
+        value_name = "FILE",
+        env = "ETCDOPS_AGE_IDENTITY_FILE"
+    )]
+    pub identity: Vec<PathBuf>,
+}
+
 /// Arguments of `snapshot status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// A local file (plain or zstd; `etcdctl snapshot save` output, an `etcdops` backup or a
-    /// raw member/snap/db), or a backup URL: STORE/OBJECT with s3://, gs://, az:// or file://
+    /// A local file (plain, zstd or age-encrypted; `etcdctl snapshot save` output, an
+    /// `etcdops` backup or a raw member/snap/db), or a backup URL: STORE/OBJECT with s3://,
+    /// gs://, az:// or file://
     #[arg(value_name = "FILE|URL")]
     pub source: String,
     /// Read the snapshot even when etcd's SHA-256 trailer does not match its db
     #[arg(long)]
     pub skip_hash_check: bool,
+    /// Identities to decrypt an encrypted snapshot with
+    #[command(flatten)]
+    pub identity: IdentityFlags,
     /// Store settings (for a backup URL)
     #[command(flatten)]
     pub store_flags: StoreFlags,
@@ -744,6 +814,28 @@ pub struct PruneArgs {
     #[command(flatten)]
     pub retention: RetentionFlags,
     /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}
+
+/// Arguments of `snapshot copy`.
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The store to copy from
+    pub source: String,
+    /// The store to copy to
+    pub destination: String,
+    /// Copy only this backup (its object name, as `snapshot list` shows it); repeatable
+    /// [default: every complete backup]
+    #[arg(long = "backup", value_name = "OBJECT")]
+    pub backups: Vec<String>,
+    /// Show what would be copied, copy nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No progress bar
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Store settings (for both stores)
     #[command(flatten)]
     pub store_flags: StoreFlags,
 }
@@ -977,6 +1069,9 @@ pub struct EncryptionStatusArgs {
     /// Read the snapshot even when etcd's SHA-256 trailer does not match its db
     #[arg(long)]
     pub skip_hash_check: bool,
+    /// Identities for an encrypted backup
+    #[command(flatten)]
+    pub identity: IdentityFlags,
     /// Store settings (for a backup URL)
     #[command(flatten)]
     pub store_flags: StoreFlags,
@@ -1447,5 +1542,77 @@ mod tests {
             ])
             .is_err()
         );
+    }
+}
+
+#[cfg(test)]
+mod encryption_flag_tests {
+    use super::*;
+
+    #[test]
+    fn encrypt_to_and_identity_are_repeatable_and_status_and_restore_take_identity() {
+        let cli = Cli::try_parse_from([
+            "etcdops",
+            "snapshot",
+            "save",
+            "/b",
+            "--encrypt-to",
+            "age1a",
+            "--encrypt-to",
+            "age1b",
+            "--encrypt-to-file",
+            "/r.txt",
+        ])
+        .unwrap();
+        let Command::Snapshot(SnapshotCommand::Save(args)) = cli.command else {
+            panic!("not save");
+        };
+        assert_eq!(args.encrypt_to, ["age1a", "age1b"]);
+        assert_eq!(args.encrypt_to_file, [PathBuf::from("/r.txt")]);
+
+        let cli = Cli::try_parse_from([
+            "etcdops",
+            "snapshot",
+            "verify",
+            "/b/x.db.zst.age",
+            "--identity",
+            "/k1",
+            "--identity",
+            "/k2",
+        ])
+        .unwrap();
+        let Command::Snapshot(SnapshotCommand::Verify(args)) = cli.command else {
+            panic!("not verify");
+        };
+        assert_eq!(
+            args.identity.identity,
+            [PathBuf::from("/k1"), PathBuf::from("/k2")]
+        );
+        assert_eq!(args.backup.url, "/b/x.db.zst.age");
+        for command in ["status", "restore"] {
+            let mut argv = vec![
+                "etcdops",
+                "snapshot",
+                command,
+                "/b/x.age",
+                "--identity",
+                "/k",
+            ];
+            if command == "restore" {
+                argv.extend([
+                    "--data-dir",
+                    "/d",
+                    "--name",
+                    "m",
+                    "--initial-cluster",
+                    "m=http://a:2380",
+                    "--initial-cluster-token",
+                    "t",
+                    "--initial-advertise-peer-urls",
+                    "http://a:2380",
+                ]);
+            }
+            assert!(Cli::try_parse_from(argv).is_ok(), "{command}");
+        }
     }
 }

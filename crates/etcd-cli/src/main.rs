@@ -69,8 +69,11 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     if let Command::Platform(command) = &cli.command {
         return commands::platform::run(&cli.global, command, format).await;
     }
-    commands::platform::guard(&cli.global, &cli.command)?;
+    if let Command::Pki(command) = &cli.command {
+        return commands::pki::run(command, format);
+    }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
+    commands::platform::guard(&cli.global, &cli.command, &config).await?;
     if config.tls.insecure_skip_verify {
         eprintln!(
             "etcdops: warning: --insecure-skip-tls-verify: server certificates are not verified; anyone on the network path can impersonate etcd"
@@ -79,7 +82,15 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     match &cli.command {
         Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
         Command::Member(command) => commands::member::run(&config, command, format).await,
-        Command::Snapshot(command) => commands::snapshot::run(&config, command, format).await,
+        Command::Snapshot(command) => {
+            commands::snapshot::run(
+                &config,
+                command,
+                format,
+                cli.global.platform_root.as_deref(),
+            )
+            .await
+        }
         Command::MoveLeader(args) => {
             commands::maintenance::run_move_leader(&config, &args.member, format).await
         }
@@ -100,5 +111,6 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::K8s(command) => commands::k8s::run(&config, command, format).await,
         // Handled before the connection is built; kept here so the match stays exhaustive.
         Command::Platform(command) => commands::platform::run(&cli.global, command, format).await,
+        Command::Pki(command) => commands::pki::run(command, format),
     }
 }

@@ -130,6 +130,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// A file etcdops writes or reads for itself (etcd's config file, certificates) could
+    /// not be handled.
+    #[error("cannot {operation} '{path}': {source}")]
+    FileIo {
+        /// What was being done ("read", "write", "rename into", ...).
+        operation: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+
     /// None of the endpoints could be reached.
     #[error("no endpoint answered: {}", .errors.join("; "))]
     NoEndpointAvailable {

@@ -7,6 +7,10 @@
 //! a typed request and returns a serde-serializable result, so every front-end prints the same
 //! data. Operations aimed at a member connect to exactly that member ([`EndpointClient`]).
 //!
+//! For members of standalone clusters it also writes etcd's own config file
+//! ([`write_server_config`]) and keeps a small CA and member certificates ([`ensure_ca`],
+//! [`ensure_member_certificate`]).
+//!
 //! ```no_run
 //! use etcd_core::{ConnectionOptions, Targets, endpoint_health};
 //!
@@ -43,6 +47,8 @@ mod lease;
 mod maintenance;
 mod member;
 mod membership;
+mod pki;
+mod server_config;
 mod snapshot;
 mod tls;
 
@@ -86,5 +92,12 @@ pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, 
 pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, find_member,
     member_add, member_promote, member_remove, member_update,
+};
+pub use pki::{
+    CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
+};
+pub use server_config::{
+    ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
+    ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,
 };
 pub use snapshot::{SnapshotChunk, SnapshotStream};

@@ -4,6 +4,8 @@
 
 mod access;
 mod ansible;
+mod ansible_cluster;
+mod ansible_encryption;
 mod ansible_platform;
 mod ansible_roles;
 mod auth;
@@ -18,7 +20,10 @@ mod keys;
 mod load;
 mod member;
 mod platform;
+mod restore_host;
 mod snapshot;
+mod snapshot_copy;
+mod snapshot_encryption;
 mod snapshot_failures;
 mod snapshot_restore;
 mod snapshot_restore_parity;

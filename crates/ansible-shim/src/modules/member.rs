@@ -1,7 +1,10 @@
-//! `etcd_member`: a member present (added, optionally as a learner), absent (removed) or
-//! promoted, with the library's guards; returns what a new member needs to start.
+//! `etcd_member`: a member present (added, optionally as a learner), absent (removed),
+//! promoted, or updated (its peer URLs changed), with the library's guards; returns what a
+//! new member needs to start.
 
-use etcd_core::{MemberAddRequest, member_add, member_list, member_promote, member_remove};
+use etcd_core::{
+    MemberAddRequest, member_add, member_list, member_promote, member_remove, member_update,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -25,6 +28,7 @@ enum State {
     Present,
     Absent,
     Promoted,
+    Updated,
 }
 
 #[derive(Debug, Deserialize)]
@@ -82,6 +86,15 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     } else {
         None
     };
+    let operation = match args.state {
+        State::Present => "member add",
+        State::Absent => "member remove",
+        State::Promoted => "member promote",
+        State::Updated => "member update",
+    };
+    let forced = context
+        .operator_guard(Some(&config), operation, args.force)
+        .await?;
     let dry_run = context.check_mode;
     let (mut outcome, concerned) = match args.state {
         State::Present => {
@@ -107,6 +120,23 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             outcome.changed = result.changed;
             (outcome, Some(result.member))
         }
+        State::Updated => {
+            let selector = args
+                .member
+                .clone()
+                .or_else(|| args.name.clone())
+                .ok_or_else(|| {
+                    ModuleError::new(
+                        "etcd_member: state=updated needs member or name, and peer_urls",
+                    )
+                })?;
+            let result = member_update(&config, &selector, &args.peer_urls, dry_run).await?;
+            let mut outcome = Outcome::unchanged(result.message.clone())
+                .with("member", &result.member)
+                .with("leadership_moved_to", result.leadership_moved_to);
+            outcome.changed = result.changed;
+            (outcome, result.member)
+        }
         State::Absent | State::Promoted => {
             let selector = args.selector()?;
             let result = if args.state == State::Absent {
@@ -121,6 +151,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             (outcome, result.member)
         }
     };
+    outcome.warnings.extend(forced);
     if let Some(before) = before {
         let mut after = before.clone();
         if let Some(member) = concerned.filter(|_| outcome.changed) {
@@ -131,6 +162,10 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                     .iter_mut()
                     .filter(|m| m.id == member.id)
                     .for_each(|m| m.is_learner = false),
+                State::Updated => after
+                    .iter_mut()
+                    .filter(|m| m.id == member.id)
+                    .for_each(|m| m.peer_urls = member.peer_urls.clone()),
             }
         }
         outcome.diff = Some(json!({

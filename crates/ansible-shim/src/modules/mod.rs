@@ -3,6 +3,8 @@
 mod cluster_info;
 mod encryption_config;
 mod encryption_info;
+mod etcd_certificate;
+mod etcd_config;
 mod kv_info;
 mod lease_info;
 mod maintenance;
@@ -90,6 +92,16 @@ pub const MODULES: &[ModuleDef] = &[
         options: encryption_config::OPTIONS,
         connection: false,
     },
+    ModuleDef {
+        name: "etcd_config",
+        options: etcd_config::OPTIONS,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_certificate",
+        options: etcd_certificate::OPTIONS,
+        connection: false,
+    },
 ];
 
 /// The module called `name`.
@@ -112,6 +124,8 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_static_pod" => static_pod::run(context).await,
         "etcd_encryption_info" => encryption_info::run(context).await,
         "etcd_encryption_config" => encryption_config::run(context).await,
+        "etcd_config" => etcd_config::run(context).await,
+        "etcd_certificate" => etcd_certificate::run(context).await,
         other => {
             let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
             return Outcome::failure(format!(
