@@ -40,6 +40,7 @@ mod discovery;
 mod duration;
 mod endpoint;
 mod error;
+mod file;
 mod history;
 mod id;
 mod kv;
@@ -74,6 +75,7 @@ pub use endpoint::{
     endpoint_hashkv, endpoint_health, endpoint_status,
 };
 pub use error::{Error, Result};
+pub use file::write_file_atomically;
 pub use history::{
     EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
 };

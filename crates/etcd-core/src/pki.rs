@@ -36,7 +36,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::time::ASN1Time;
 
 use crate::error::{Error, Result};
-use crate::server_config::write_atomically;
+use crate::file::write_file_atomically;
 
 /// Mode of written keys.
 const KEY_MODE: u32 = 0o600;
@@ -331,13 +331,13 @@ pub fn ensure_ca(request: &CaRequest) -> Result<CertificateResult> {
             let cert = params
                 .self_signed(&key)
                 .map_err(|e| invalid("CA certificate", format!("cannot sign: {e}")))?;
-            write_atomically(
+            write_file_atomically(
                 &request.key_path,
                 key.serialize_pem().as_bytes(),
                 KEY_MODE,
                 None,
             )?;
-            write_atomically(&request.cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
+            write_file_atomically(&request.cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
             Ok(result(true, "new CA".into(), Vec::new(), Some(not_after)))
         }
         (cert, _) => Err(Error::Refused {
@@ -498,13 +498,13 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
     let cert = params
         .signed_by(&key, &issuer)
         .map_err(|e| invalid("certificate", format!("cannot sign: {e}")))?;
-    write_atomically(
+    write_file_atomically(
         &request.key_path,
         key.serialize_pem().as_bytes(),
         KEY_MODE,
         None,
     )?;
-    write_atomically(&request.cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
+    write_file_atomically(&request.cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
     Ok(result(true, reason, Some(not_after)))
 }
 

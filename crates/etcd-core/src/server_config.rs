@@ -22,13 +22,13 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::file::write_file_atomically;
 
 /// Mode of the written file.
 pub const SERVER_CONFIG_MODE: u32 = 0o600;
@@ -862,66 +862,6 @@ fn read_current(path: &Path) -> Result<Option<(String, std::fs::Metadata)>> {
     Ok(Some((text, meta)))
 }
 
-/// Writes `content` to `path` with `mode`: a temporary file beside it, fsync, rename, fsync
-/// of the directory. A missing parent directory is made with mode 0700; the owner of a file
-/// being replaced is kept.
-pub(crate) fn write_atomically(
-    path: &Path,
-    content: &[u8],
-    mode: u32,
-    keep_owner_of: Option<&std::fs::Metadata>,
-) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io("create", &dir))?;
-    }
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| invalid("path", format!("'{}' is not a file name", path.display())))?
-        .to_string_lossy()
-        .into_owned();
-    let temp = dir.join(format!(".{file_name}.etcdops-tmp"));
-    match std::fs::remove_file(&temp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io("remove", &temp)(e)),
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&temp)
-        .map_err(io("create", &temp))?;
-    let written = file
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .and_then(|()| match keep_owner_of {
-            Some(meta) => std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())),
-            None => Ok(()),
-        })
-        .and_then(|()| file.write_all(content))
-        .and_then(|()| file.sync_all());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io("write", &temp)(e));
-    }
-    drop(file);
-    if let Err(e) = std::fs::rename(&temp, path) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io("rename into", path)(e));
-    }
-    std::fs::File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("sync", &dir))?;
-    Ok(())
-}
-
 /// Writes etcd's config file when its content (or mode) differs; idempotent. In check mode
 /// only reports.
 pub fn write_server_config(request: &ServerConfigRequest) -> Result<ServerConfigResult> {
@@ -940,7 +880,7 @@ pub fn write_server_config(request: &ServerConfigRequest) -> Result<ServerConfig
             )
             .map_err(io("chmod", &request.path))?;
         } else {
-            write_atomically(
+            write_file_atomically(
                 &request.path,
                 after.as_bytes(),
                 SERVER_CONFIG_MODE,

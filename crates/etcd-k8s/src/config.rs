@@ -6,9 +6,7 @@
 //! material.
 
 use std::fmt;
-use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -491,65 +489,15 @@ fn read_config(path: &Path) -> Result<Option<(EncryptionConfiguration, u32)>> {
     Ok(Some((config, meta.permissions().mode() & 0o7777)))
 }
 
-/// Writes `content` to `path` with mode 0600: a temporary file beside it, fsync, rename,
-/// fsync of the directory.
+/// Writes `content` to `path` with mode 0600, never seen half-written (a missing parent is
+/// made 0700: it holds keys).
 fn write_private(path: &Path, content: &str) -> Result<()> {
-    let io = |operation: &'static str, at: &Path| {
-        let at = at.display().to_string();
-        move |source| K8sError::Io {
-            operation,
-            path: at,
-            source,
-        }
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    // A missing parent (a fresh /etc/kubernetes/enc) is made private: it holds keys.
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io("create", &dir))?;
-    }
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| bad(path, "not a file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let temp = dir.join(format!(".{file_name}.etcdops-tmp"));
-    match std::fs::remove_file(&temp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io("remove", &temp)(e)),
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(FILE_MODE)
-        .open(&temp)
-        .map_err(io("create", &temp))?;
-    // The umask cannot widen 0600, but a pre-set default ACL could: set it explicitly.
-    file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
-        .map_err(io("chmod", &temp))?;
-    let written = file
-        .write_all(content.as_bytes())
-        .and_then(|()| file.sync_all());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io("write", &temp)(e));
-    }
-    drop(file);
-    if let Err(e) = std::fs::rename(&temp, path) {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io("rename into", path)(e));
-    }
-    std::fs::File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("sync", &dir))?;
-    Ok(())
+    Ok(etcd_core::write_file_atomically(
+        path,
+        content.as_bytes(),
+        FILE_MODE,
+        None,
+    )?)
 }
 
 fn key_name_of(request: &EncryptionConfigRequest) -> Result<String> {
