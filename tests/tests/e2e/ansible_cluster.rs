@@ -366,8 +366,12 @@ fn cluster_role_bootstraps_three_adds_a_learner_and_removes_a_member() {
     assert_nothing_changed(&run_role(&collection, &inventory, &vars));
 }
 
+/// How long one read may be retried before it counts as failed.
+const READ_RETRY_WINDOW: Duration = Duration::from_secs(3);
+
 /// Reads a key in a loop, each read trying the members in turn (as a client with every
-/// endpoint does), until stopped; counts reads that no member answered.
+/// endpoint does) and retried for up to [`READ_RETRY_WINDOW`], until stopped; counts reads
+/// that no member answered within that window.
 struct Reader {
     stop: Arc<AtomicBool>,
     reads: Arc<AtomicU64>,
@@ -394,50 +398,60 @@ impl Reader {
                 let mut clients: Vec<Option<etcd_client::Client>> = vec![None; urls.len()];
                 while !s.load(Ordering::Relaxed) {
                     let mut answered = false;
-                    for k in 0..urls.len() {
-                        let idx = (i + k) % urls.len();
-                        let url = &urls[idx];
-                        let options = match (&tls, url.starts_with("https://")) {
-                            (Some((ca, cert, key)), true) => {
-                                let read = |p: &PathBuf| std::fs::read(p).expect("read PEM");
-                                Some(
-                                    etcd_client::ConnectOptions::new().with_tls(
-                                        etcd_client::TlsOptions::new()
-                                            .ca_certificate(etcd_client::Certificate::from_pem(
-                                                read(ca),
-                                            ))
-                                            .identity(etcd_client::Identity::from_pem(
-                                                read(cert),
-                                                read(key),
-                                            )),
-                                    ),
-                                )
-                            }
-                            _ => None,
-                        };
-                        let slot = &mut clients[idx];
-                        let read = async {
-                            let client = match slot {
-                                Some(client) => client,
-                                None => {
-                                    slot.insert(etcd_client::Client::connect([url], options).await?)
+                    // As etcd's clients do, a read is retried for a short while (a leader
+                    // election takes about one election timeout, 1 s by default); it fails
+                    // only when no member answers within that window.
+                    let deadline = std::time::Instant::now() + READ_RETRY_WINDOW;
+                    while !answered {
+                        for k in 0..urls.len() {
+                            let idx = (i + k) % urls.len();
+                            let url = &urls[idx];
+                            let options = match (&tls, url.starts_with("https://")) {
+                                (Some((ca, cert, key)), true) => {
+                                    let read = |p: &PathBuf| std::fs::read(p).expect("read PEM");
+                                    Some(
+                                        etcd_client::ConnectOptions::new().with_tls(
+                                            etcd_client::TlsOptions::new()
+                                                .ca_certificate(etcd_client::Certificate::from_pem(
+                                                    read(ca),
+                                                ))
+                                                .identity(etcd_client::Identity::from_pem(
+                                                    read(cert),
+                                                    read(key),
+                                                )),
+                                        ),
+                                    )
                                 }
+                                _ => None,
                             };
-                            client.get(key, None).await
-                        };
-                        let result = tokio::time::timeout(Duration::from_secs(3), read).await;
-                        if !matches!(result, Ok(Ok(_))) {
-                            clients[idx] = None;
-                        }
-                        match result {
-                            Ok(Ok(resp)) if resp.kvs().len() == 1 => {
-                                answered = true;
-                                break;
+                            let slot = &mut clients[idx];
+                            let read = async {
+                                let client = match slot {
+                                    Some(client) => client,
+                                    None => slot.insert(
+                                        etcd_client::Client::connect([url], options).await?,
+                                    ),
+                                };
+                                client.get(key, None).await
+                            };
+                            let result = tokio::time::timeout(Duration::from_secs(3), read).await;
+                            if !matches!(result, Ok(Ok(_))) {
+                                clients[idx] = None;
                             }
-                            Ok(Ok(_)) => errors.push(format!("{url}: key missing")),
-                            Ok(Err(e)) => errors.push(format!("{url}: {e}")),
-                            Err(_) => errors.push(format!("{url}: timed out")),
+                            match result {
+                                Ok(Ok(resp)) if resp.kvs().len() == 1 => {
+                                    answered = true;
+                                    break;
+                                }
+                                Ok(Ok(_)) => errors.push(format!("{url}: key missing")),
+                                Ok(Err(e)) => errors.push(format!("{url}: {e}")),
+                                Err(_) => errors.push(format!("{url}: timed out")),
+                            }
                         }
+                        if answered || std::time::Instant::now() >= deadline {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                     if answered {
                         r.fetch_add(1, Ordering::Relaxed);
