@@ -21,7 +21,6 @@ use etcd_store::Store;
 use flate2::Compression as GzLevel;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{K8sError, Result};
 use crate::platform::rooted;
@@ -231,8 +230,8 @@ fn write_archive(path: &Path, resources: &[(String, PathBuf)]) -> Result<()> {
     file.sync_all().map_err(io_error("sync", path))
 }
 
-/// Copies the backup's db and trailer out of the store into `path`, checking the db's
-/// SHA-256 against the manifest. Returns that SHA-256.
+/// Copies the backup's db and trailer out of the store into `path`, after checking the db's
+/// SHA-256 (computed while it was downloaded) against the manifest. Returns that SHA-256.
 async fn write_snapshot(
     store: &Store,
     manifest: &Manifest,
@@ -245,28 +244,7 @@ async fn write_snapshot(
         reason: "the snapshot has no SHA-256 trailer, which cluster-restore.sh's etcdctl needs"
             .into(),
     })?;
-    let mut db = opened
-        .db()
-        .file()
-        .try_clone()
-        .map_err(io_error("read", path))?;
-    db.seek(SeekFrom::Start(0))
-        .map_err(io_error("read", path))?;
-    let mut db = db.take(opened.db_size());
-    let mut out = create_private(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = db.read(&mut buf).map_err(io_error("read", path))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(io_error("write", path))?;
-    }
-    out.write_all(&trailer).map_err(io_error("write", path))?;
-    out.sync_all().map_err(io_error("sync", path))?;
-    let sha = hex::encode(hasher.finalize());
+    let sha = opened.db_sha256().map_err(io_error("read", spool_dir))?;
     if sha != manifest.db_sha256 {
         return Err(K8sError::NotEtcdData {
             name: manifest.object.clone(),
@@ -276,6 +254,17 @@ async fn write_snapshot(
             ),
         });
     }
+    let mut db = opened
+        .db()
+        .file()
+        .try_clone()
+        .map_err(io_error("read", spool_dir))?;
+    db.seek(SeekFrom::Start(0))
+        .map_err(io_error("read", spool_dir))?;
+    let mut out = create_private(path)?;
+    std::io::copy(&mut db.take(opened.db_size()), &mut out).map_err(io_error("write", path))?;
+    out.write_all(&trailer).map_err(io_error("write", path))?;
+    out.sync_all().map_err(io_error("sync", path))?;
     Ok(sha)
 }
 

@@ -58,6 +58,15 @@ impl SnapshotFile {
         self.sha256.as_deref()
     }
 
+    /// The db's SHA-256, hex: the one computed while streaming the snapshot in, else read
+    /// and hashed now.
+    pub fn db_sha256(&self) -> std::io::Result<String> {
+        match self.known_sha256() {
+            Some(known) => Ok(known.to_string()),
+            None => sha256_of(self.db()),
+        }
+    }
+
     /// Compression found.
     pub fn compression(&self) -> Compression {
         self.compression
