@@ -26,6 +26,7 @@ mod bbolt;
 mod catalog;
 mod copy;
 mod crypt;
+mod delta;
 mod error;
 mod input;
 mod manifest;
@@ -49,6 +50,12 @@ pub use catalog::{
 };
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
+pub use delta::{
+    DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,
+    KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader, backup_stem,
+    delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object, key_value_lease,
+    revision_key,
+};
 pub use error::{Result, SnapshotError};
 pub use input::{
     SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,

@@ -155,7 +155,7 @@ pub fn backup_object_name(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use chrono::TimeZone;
 
