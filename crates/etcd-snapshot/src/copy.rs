@@ -4,21 +4,28 @@
 //! only when it is complete and verified. Backups the destination already holds (same object,
 //! same SHA-256 in its manifest) are skipped, so a repeated copy is cheap. Encrypted backups
 //! are copied as they are: no identity is needed.
+//!
+//! A full backup's chain of delta segments is copied with it, after it and by sequence, each
+//! segment like a backup (checked, manifest last), so the destination never holds segments
+//! without their full backup or with a gap before them. Segments the destination already holds
+//! are skipped: repeated copies pick up the new segments of a growing chain.
+
+use std::collections::HashMap;
 
 use etcd_store::Store;
 use futures::StreamExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::catalog::{BackupEntry, list_backups};
+use crate::catalog::{BackupEntry, DeltaEntry, list_backups, names_segment};
 use crate::error::{Result, SnapshotError};
-use crate::manifest::Manifest;
 use crate::progress::Progress;
 
 /// What to copy.
 #[derive(Debug, Clone, Default)]
 pub struct CopyRequest {
-    /// Object names of the backups to copy; empty: every complete backup of the source.
+    /// Object names of the backups to copy, each with its chain; empty: every complete backup
+    /// of the source.
     pub objects: Vec<String>,
     /// Say what would be copied, copy nothing.
     pub dry_run: bool,
@@ -47,6 +54,21 @@ pub struct CopyEntry {
     pub bytes: u64,
 }
 
+/// One delta segment of a copy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CopySegment {
+    /// The full backup whose chain it belongs to.
+    pub base: String,
+    /// Its position in the chain.
+    pub sequence: u64,
+    /// The segment object's name (the same in both stores).
+    pub object: String,
+    /// What was done.
+    pub action: CopyAction,
+    /// Bytes of the stored object.
+    pub bytes: u64,
+}
+
 /// The outcome of [`copy_backups`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CopyReport {
@@ -60,9 +82,57 @@ pub struct CopyReport {
     pub copied: usize,
     /// Backups the destination already held.
     pub already_present: usize,
+    /// Each delta segment considered, by backup then sequence (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<CopySegment>,
+    /// Segments copied (or that would be).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub segments_copied: usize,
+    /// Segments the destination already held.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub segments_already_present: usize,
+    /// Segments not copied because the source's object is missing or not the size its
+    /// manifest records.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incomplete_segments: Vec<String>,
 }
 
-/// Copies the complete backups of `source` (all, or those named) into `destination`.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What [`copy_object`] copies: an object and the manifest that describes it.
+struct Described<'a> {
+    object: &'a str,
+    manifest_name: &'a str,
+    size: u64,
+    sha256: &'a str,
+}
+
+impl<'a> From<&'a BackupEntry> for Described<'a> {
+    fn from(backup: &'a BackupEntry) -> Self {
+        Described {
+            object: &backup.object,
+            manifest_name: &backup.manifest_name,
+            size: backup.manifest.object_size,
+            sha256: &backup.manifest.object_sha256,
+        }
+    }
+}
+
+impl<'a> From<&'a DeltaEntry> for Described<'a> {
+    fn from(segment: &'a DeltaEntry) -> Self {
+        Described {
+            object: &segment.object,
+            manifest_name: &segment.manifest_name,
+            size: segment.manifest.object_size,
+            sha256: &segment.manifest.object_sha256,
+        }
+    }
+}
+
+/// Copies the complete backups of `source` (all, or those named) into `destination`, each
+/// with its chain of delta segments.
 pub async fn copy_backups(
     source: &Store,
     destination: &Store,
@@ -78,6 +148,19 @@ pub async fn copy_backups(
             .iter()
             .map(|name| {
                 let name = name.trim_start_matches('/');
+                if names_segment(name) {
+                    let full = catalog
+                        .backups
+                        .iter()
+                        .find(|b| b.deltas.iter().any(|d| d.object == name))
+                        .map_or("its full backup".to_string(), |b| format!("'{}'", b.object));
+                    return Err(SnapshotError::InvalidOption {
+                        option: "backup",
+                        reason: format!(
+                            "{name} is a delta segment; name its full backup {full} instead, whose chain is copied with it"
+                        ),
+                    });
+                }
                 catalog
                     .backups
                     .iter()
@@ -94,12 +177,25 @@ pub async fn copy_backups(
     };
     chosen.sort_by_key(|b| b.manifest.created_at);
     let present = list_backups(destination).await?;
+    // Segments the destination holds complete, with the SHA-256 their manifests record.
+    let held_segments: HashMap<&str, &str> = present
+        .backups
+        .iter()
+        .flat_map(|b| b.deltas.iter())
+        .chain(present.dangling_deltas.iter())
+        .filter(|d| d.complete)
+        .map(|d| (d.object.as_str(), d.manifest.object_sha256.as_str()))
+        .collect();
     let mut report = CopyReport {
         source: source.url().to_string(),
         destination: destination.url().to_string(),
         entries: Vec::new(),
         copied: 0,
         already_present: 0,
+        segments: Vec::new(),
+        segments_copied: 0,
+        segments_already_present: 0,
+        incomplete_segments: Vec::new(),
     };
     for backup in chosen {
         let manifest = &backup.manifest;
@@ -115,7 +211,7 @@ pub async fn copy_backups(
             report.copied += 1;
             CopyAction::WouldCopy
         } else {
-            copy_one(source, destination, backup, progress).await?;
+            copy_object(source, destination, backup.into(), progress).await?;
             report.copied += 1;
             CopyAction::Copied
         };
@@ -124,23 +220,49 @@ pub async fn copy_backups(
             action,
             bytes: manifest.object_size,
         });
+        // `deltas` is sorted by sequence: the chain grows at the destination without a gap.
+        for segment in &backup.deltas {
+            if !segment.complete {
+                report.incomplete_segments.push(segment.object.clone());
+                continue;
+            }
+            let held = held_segments.get(segment.object.as_str())
+                == Some(&segment.manifest.object_sha256.as_str());
+            let action = if held {
+                report.segments_already_present += 1;
+                CopyAction::AlreadyPresent
+            } else if request.dry_run {
+                report.segments_copied += 1;
+                CopyAction::WouldCopy
+            } else {
+                copy_object(source, destination, segment.into(), progress).await?;
+                report.segments_copied += 1;
+                CopyAction::Copied
+            };
+            report.segments.push(CopySegment {
+                base: backup.object.clone(),
+                sequence: segment.manifest.sequence,
+                object: segment.object.clone(),
+                action,
+                bytes: segment.manifest.object_size,
+            });
+        }
     }
     Ok(report)
 }
 
-/// Streams one object across, checks it, then writes its manifest.
-async fn copy_one(
+/// Streams one object across, checks it against its manifest, then writes the manifest.
+async fn copy_object(
     source: &Store,
     destination: &Store,
-    backup: &BackupEntry,
+    item: Described<'_>,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let manifest: &Manifest = &backup.manifest;
     // The manifest as stored, so the copy's is the same bytes.
-    let manifest_bytes = source.get_small(&backup.manifest_name).await?;
-    let (_, mut chunks) = source.get(&backup.object).await?;
-    let mut upload = destination.begin_upload(&backup.object).await?;
-    progress.start(Some(manifest.object_size));
+    let manifest_bytes = source.get_small(item.manifest_name).await?;
+    let (_, mut chunks) = source.get(item.object).await?;
+    let mut upload = destination.begin_upload(item.object).await?;
+    progress.start(Some(item.size));
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     let streamed: Result<()> = async {
@@ -157,13 +279,13 @@ async fn copy_one(
     progress.finish();
     let sha = hex::encode(hasher.finalize());
     let mismatch = match &streamed {
-        Ok(()) if size != manifest.object_size => Some(format!(
+        Ok(()) if size != item.size => Some(format!(
             "{size} bytes read, the manifest says {}",
-            manifest.object_size
+            item.size
         )),
-        Ok(()) if sha != manifest.object_sha256 => Some(format!(
+        Ok(()) if sha != item.sha256 => Some(format!(
             "SHA-256 {sha}, the manifest says {}; the source copy is damaged",
-            manifest.object_sha256
+            item.sha256
         )),
         _ => None,
     };
@@ -172,23 +294,147 @@ async fn copy_one(
         let _ = upload.abort().await;
         streamed?;
         return Err(SnapshotError::VerifyFailed {
-            name: format!("{}/{}", source.url(), backup.object),
+            name: format!("{}/{}", source.url(), item.object),
             reason: mismatch.unwrap_or_default(),
         });
     }
     let info = upload.complete().await?;
-    if info.size != manifest.object_size {
-        let _ = destination.delete(&backup.object).await;
+    if info.size != item.size {
+        let _ = destination.delete(item.object).await;
         return Err(SnapshotError::VerifyFailed {
-            name: format!("{}/{}", destination.url(), backup.object),
+            name: format!("{}/{}", destination.url(), item.object),
             reason: format!(
                 "the store holds {} bytes but {} were written",
-                info.size, manifest.object_size
+                info.size, item.size
             ),
         });
     }
     destination
-        .put_small(&backup.manifest_name, manifest_bytes)
+        .put_small(item.manifest_name, manifest_bytes)
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoProgress;
+    use crate::catalog::tests::{local_store, publish_full};
+    use crate::delta::publish_segment;
+    use crate::manifest::Manifest;
+
+    #[tokio::test]
+    async fn a_chain_is_copied_with_its_full_backup_and_again_only_its_new_segments() {
+        let (src_dir, dst_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (source, destination) = (local_store(&src_dir), local_store(&dst_dir));
+        let plain = publish_full(&source, 1, 5).await;
+        let full = publish_full(&source, 2, 10).await;
+        let s1 = publish_segment(&source, &full, 10, 1, (10, 15), &[11]).await;
+        publish_segment(&source, &full, 10, 2, (15, 20), &[16, 17]).await;
+
+        let dry = CopyRequest {
+            objects: vec![full.clone()],
+            dry_run: true,
+        };
+        let report = copy_backups(&source, &destination, &dry, &NoProgress)
+            .await
+            .unwrap();
+        assert_eq!((report.copied, report.segments_copied), (1, 2));
+        assert!(destination.list("").await.unwrap().is_empty(), "dry run");
+
+        let all = CopyRequest::default();
+        let report = copy_backups(&source, &destination, &all, &NoProgress)
+            .await
+            .unwrap();
+        assert_eq!((report.copied, report.already_present), (2, 0));
+        assert_eq!(report.segments_copied, 2);
+        let sequences: Vec<(u64, CopyAction)> = report
+            .segments
+            .iter()
+            .map(|s| (s.sequence, s.action))
+            .collect();
+        assert_eq!(
+            sequences,
+            [(1, CopyAction::Copied), (2, CopyAction::Copied)]
+        );
+        let copied = list_backups(&destination).await.unwrap();
+        let chain = copied.backups[0].chain.as_ref().unwrap();
+        assert_eq!((chain.to_revision, chain.continuous), (20, true));
+        let name = Manifest::name_for(&s1.object);
+        assert_eq!(
+            destination.get_small(&name).await.unwrap(),
+            source.get_small(&name).await.unwrap(),
+            "manifests are copied byte for byte"
+        );
+
+        // The chain grows; the next copy takes only the new segment.
+        publish_segment(&source, &full, 10, 3, (20, 30), &[25]).await;
+        let report = copy_backups(&source, &destination, &all, &NoProgress)
+            .await
+            .unwrap();
+        assert_eq!((report.copied, report.already_present), (0, 2));
+        assert_eq!(
+            (report.segments_copied, report.segments_already_present),
+            (1, 2)
+        );
+        let copied: Vec<&str> = report
+            .segments
+            .iter()
+            .filter(|s| s.action == CopyAction::Copied)
+            .map(|s| s.object.as_str())
+            .collect();
+        assert_eq!(copied.len(), 1);
+        assert!(copied[0].contains("000003-rev21-30"), "{copied:?}");
+        let chain = list_backups(&destination).await.unwrap().backups[0]
+            .chain
+            .clone()
+            .unwrap();
+        assert_eq!(chain.to_revision, 30);
+
+        // A backup without a chain reports as before.
+        let only = CopyRequest {
+            objects: vec![plain.clone()],
+            dry_run: false,
+        };
+        let report = copy_backups(&source, &destination, &only, &NoProgress)
+            .await
+            .unwrap();
+        let json = serde_json::to_value(&report).unwrap();
+        for key in ["segments", "segments_copied", "incomplete_segments"] {
+            assert!(json.get(key).is_none(), "{key}: {json}");
+        }
+        // Naming a segment points at its full backup.
+        let one = CopyRequest {
+            objects: vec![s1.object.clone()],
+            dry_run: false,
+        };
+        let err = copy_backups(&source, &destination, &one, &NoProgress)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("name its full backup '{full}'")),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_damaged_segment_is_not_published_at_the_destination() {
+        let (src_dir, dst_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (source, destination) = (local_store(&src_dir), local_store(&dst_dir));
+        let full = publish_full(&source, 2, 10).await;
+        let s1 = publish_segment(&source, &full, 10, 1, (10, 15), &[11]).await;
+        let path = src_dir.path().join(&s1.object);
+        let mut stored = std::fs::read(&path).unwrap();
+        stored[4] ^= 1;
+        std::fs::write(&path, stored).unwrap();
+        let err = copy_backups(&source, &destination, &CopyRequest::default(), &NoProgress)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SHA-256"), "{err}");
+        let copied = list_backups(&destination).await.unwrap();
+        assert_eq!(copied.backups.len(), 1, "the full backup was copied");
+        assert!(copied.backups[0].deltas.is_empty() && copied.orphans.is_empty());
+    }
 }
