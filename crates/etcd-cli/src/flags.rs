@@ -143,6 +143,10 @@ pub enum Command {
     /// Snapshot backups: save, list, verify, delete, prune.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
+    /// Continuous backups: `backup run` takes full backups on schedule and streams every
+    /// change in between into delta segments, for restores to any revision or time.
+    #[command(subcommand)]
+    Backup(BackupCommand),
     /// Move leadership to another member (ID, name or peer URL).
     MoveLeader(MoveLeaderArgs),
     /// Cluster alarms (NOSPACE, CORRUPT).
@@ -572,12 +576,31 @@ pub struct RestoreArgs {
     /// Owner of the restored tree: USER[:GROUP] (names or numeric ids)
     #[arg(long, value_name = "USER[:GROUP]")]
     pub owner: Option<String>,
+    /// Point-in-time restore: URL is a store written by `backup run`; restore the newest
+    /// full backup at or before revision R with its delta segments replayed up to R, keeping
+    /// etcd's original revisions
+    #[arg(long, value_name = "R", conflicts_with_all = ["from_data_dir", "to_time"])]
+    pub to_revision: Option<i64>,
+    /// Point-in-time restore to the state at time T (RFC 3339, e.g. 2026-11-30T02:15:00Z):
+    /// every change `backup run` had received by then
+    #[arg(long, value_name = "T", value_parser = rfc3339, conflicts_with = "from_data_dir")]
+    pub to_time: Option<chrono::DateTime<chrono::Utc>>,
+    /// Check everything and print what would be restored (for a point in time: which full
+    /// backup, which segments, the target revision and time), writing nothing
+    #[arg(long)]
+    pub dry_run: bool,
     /// Identities to decrypt an encrypted snapshot with
     #[command(flatten)]
     pub identity: IdentityFlags,
     /// Store settings (for a backup URL)
     #[command(flatten)]
     pub store_flags: StoreFlags,
+}
+
+fn rfc3339(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("'{text}' is not an RFC 3339 time such as 2026-11-30T02:15:00Z: {e}"))
 }
 
 /// Where backups go and how to reach it. Each option also reads an environment variable;
@@ -723,6 +746,58 @@ fn label(text: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("'{text}' is not KEY=VALUE")),
     }
+}
+
+/// `etcdops backup ...`
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Run until stopped (SIGTERM or Ctrl-C): a full backup every --full-every and, in
+    /// between, every change from a watch in delta segments published at least every
+    /// --delta-every. On stop, the segment being filled is published first. One line per
+    /// full backup, segment, gap or failure.
+    Run(RunArgs),
+}
+
+/// Arguments of `backup run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix
+    pub store: String,
+    /// Time between full backups, e.g. 6h
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "6h")]
+    pub full_every: Duration,
+    /// Longest a change waits before it is published in a segment (the recovery point), e.g. 1m
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "1m")]
+    pub delta_every: Duration,
+    /// Cut a segment once it holds this many bytes of changes (uncompressed)
+    #[arg(long, value_name = "BYTES", default_value_t = etcd_snapshot::DEFAULT_SEGMENT_BYTES)]
+    pub segment_bytes: u64,
+    /// Take full backups from this member only, instead of choosing a healthy follower
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// zstd level of the full backups, 1 (fast) to 19 (small)
+    #[arg(long, default_value_t = etcd_snapshot::DEFAULT_ZSTD_LEVEL, value_name = "N")]
+    pub compression_level: i32,
+    /// A label recorded in each full backup's manifest, KEY=VALUE (repeatable)
+    #[arg(long = "label", value_parser = label, value_name = "KEY=VALUE")]
+    pub labels: Vec<(String, String)>,
+    /// Encrypt full backups and segments with age to this recipient (repeatable)
+    #[arg(long = "encrypt-to", value_name = "RECIPIENT")]
+    pub encrypt_to: Vec<String>,
+    /// Encrypt to every recipient of this file (repeatable)
+    #[arg(long = "encrypt-to-file", value_name = "FILE")]
+    pub encrypt_to_file: Vec<PathBuf>,
+    /// After each full backup, prune with these rules (a full backup and its segments are
+    /// kept or deleted together)
+    #[command(flatten)]
+    pub retention: RetentionFlags,
+    /// Keep Prometheus metrics here (node_exporter textfile collector): last full, last
+    /// published revision, lag, gaps
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
+    /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }
 
 /// Arguments of `snapshot list`.

@@ -91,6 +91,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             )
             .await
         }
+        Command::Backup(command) => commands::backup::run(&config, command, format).await,
         Command::MoveLeader(args) => {
             commands::maintenance::run_move_leader(&config, &args.member, format).await
         }

@@ -48,14 +48,25 @@ pub use catalog::{
     BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, PruneEntry,
     PruneReport, delete_backup, list_backups, object_name, prune_backups, verify_backup,
 };
+pub use catalog::{ChainReport, ChainSummary, DeltaEntry, SegmentCheck, verify_chain};
+pub use copy::CopySegment;
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
+pub use delta::{
+    ChainPosition, DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState,
+    SegmentBuilder, SegmentSource, run_backups,
+};
 pub use delta::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,
     KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object, key_value_lease,
     revision_key,
 };
+pub use delta::{
+    DeltaReplay, PitrPlan, PointInTime, ReplayChanges, ReplaySummary, lease_entry,
+    plan_point_in_time,
+};
+pub use delta::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub use error::{Result, SnapshotError};
 pub use input::{
     SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
@@ -69,9 +80,11 @@ pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use progress::{NoProgress, Progress};
 pub use restore::{
-    MARKER_FILE, RestoreError, RestoreMarker, RestoreRequest, RestoreResult, RestoreSource,
-    RestoredMember, cluster_id, member_id, open_restore_source, parse_initial_cluster, read_marker,
-    restore_snapshot, restore_spool_dir, validate_restore_request, wal_usage,
+    AppendReport, MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest,
+    RestoreResult, RestoreSource, RestoredMember, append_sorted, cluster_id, member_id,
+    open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
+    restore_point_in_time, restore_snapshot, restore_spool_dir, validate_restore_request,
+    wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};

@@ -2,6 +2,7 @@
 //! which exit status the result deserves.
 
 pub mod access;
+pub mod backup;
 pub mod endpoint;
 pub mod k8s;
 pub mod kv;

@@ -172,6 +172,44 @@ pub fn key_value_lease(mut bytes: &[u8]) -> i64 {
     0
 }
 
+/// A stored `mvccpb.KeyValue` without its lease (field 6); every other field is kept as it is.
+pub fn without_lease(bytes: &[u8]) -> Vec<u8> {
+    fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+        let mut value = 0u64;
+        for (i, byte) in bytes.iter().enumerate().take(10) {
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Some((value, i + 1));
+            }
+        }
+        None
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let Some((tag, tag_len)) = read_varint(&bytes[at..]) else {
+            return bytes.to_vec();
+        };
+        let body = at + tag_len;
+        let end = match tag & 7 {
+            0 => read_varint(&bytes[body..]).map(|(_, n)| body + n),
+            1 => Some(body + 8),
+            5 => Some(body + 4),
+            2 => read_varint(&bytes[body..])
+                .and_then(|(len, n)| usize::try_from(len).ok().map(|len| body + n + len)),
+            _ => None,
+        };
+        let Some(end) = end.filter(|end| *end <= bytes.len()) else {
+            return bytes.to_vec();
+        };
+        if tag >> 3 != 6 {
+            out.extend_from_slice(&bytes[at..end]);
+        }
+        at = end;
+    }
+    out
+}
+
 /// Builds a segment's bytes record by record.
 #[derive(Debug, Default)]
 pub struct SegmentEncoder {
@@ -413,5 +451,6 @@ mod tests {
         };
         assert_eq!(key_value_lease(&leased.encode()), 0x7fff_0000_1234);
         assert_eq!(key_value_lease(&kv.encode()), 0);
+        assert_eq!(without_lease(&leased.encode()), kv.encode());
     }
 }

@@ -3,6 +3,11 @@
 
 mod format;
 mod manifest;
+mod plan;
+mod read;
+mod replay;
+mod run;
+mod segment;
 
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
@@ -12,3 +17,11 @@ pub use manifest::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object,
 };
+pub use plan::{PitrPlan, plan_point_in_time};
+#[cfg(test)]
+pub(crate) use read::tests::publish_segment;
+pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
+pub(crate) use read::{decode_segment, fetch_stored};
+pub use replay::{DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry};
+pub use run::{DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState, run_backups};
+pub use segment::{ChainPosition, SegmentBuilder, SegmentSource};

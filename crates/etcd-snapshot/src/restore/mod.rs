@@ -19,7 +19,7 @@ mod source;
 mod v2store;
 mod wal;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -32,9 +32,12 @@ use crate::error::SnapshotError;
 use crate::input::{SnapshotFile, sha256_of};
 use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 
-pub use bbolt_write::{Append, BucketContents, replace_buckets, verify_rewrite};
+use crate::delta::{DeltaReplay, ReplaySummary, lease_entry};
+pub use bbolt_write::{
+    Append, AppendReport, BucketContents, append_sorted, replace_buckets, verify_rewrite,
+};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
-pub use source::{RestoreSource, open_restore_source};
+pub use source::{PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source};
 
 /// What to restore, and as which member of which new cluster.
 #[derive(Debug, Clone, Default)]
@@ -101,6 +104,10 @@ pub struct RestoreResult {
     /// Where the previous data dir (and WAL dir) were moved with `move_aside`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moved_aside: Vec<PathBuf>,
+    /// A point-in-time restore: the full backup, the segments replayed, the revision
+    /// reached and what happened to leases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub point_in_time: Option<ReplaySummary>,
 }
 
 /// The marker a restore leaves in `<data dir>/member/`, so that repeating the same restore is
@@ -136,6 +143,10 @@ pub struct RestoreMarker {
     pub cluster_id: String,
     /// MVCC revision restored (after --bump-revision).
     pub revision: i64,
+    /// The revision of a point-in-time restore (`--to-revision`, or the one `--to-time`
+    /// resolved to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_revision: Option<i64>,
     /// When the restore was done (UTC, RFC 3339).
     pub restored_at: String,
 }
@@ -539,6 +550,21 @@ pub fn restore_snapshot(
     snapshot: &SnapshotFile,
     request: &RestoreRequest,
 ) -> Result<RestoreResult, RestoreError> {
+    restore_point_in_time(name, snapshot, request, None)
+}
+
+/// [`restore_snapshot`], then the changes of `replay` (a chain's delta segments) appended to
+/// the restored db's `key` bucket up to the replay's target revision, with their original
+/// revisions; leases granted after the full backup are recreated (or detached, see
+/// [`ReplaySummary`]). The db is rewritten before the WAL and snap files are made, so the
+/// result is a plain restore of the state at the target revision.
+pub fn restore_point_in_time(
+    name: &str,
+    snapshot: &SnapshotFile,
+    request: &RestoreRequest,
+    mut replay: Option<&mut DeltaReplay>,
+) -> Result<RestoreResult, RestoreError> {
+    let to_revision = replay.as_ref().map(|r| r.target_revision());
     let (members, me, owner) = validate(request)?;
     let me = &members[me];
     let member_ids: Vec<u64> = members.iter().map(|m| m.id).collect();
@@ -603,6 +629,7 @@ pub fn restore_snapshot(
             && marker.initial_cluster_token == request.initial_cluster_token
             && same_cluster
             && marker.bump_revision == request.bump_revision
+            && marker.to_revision == to_revision
             && marker.wal_dir == wal_final;
         let db_sha256 = match (same_request, snapshot.known_sha256()) {
             (false, _) => String::new(),
@@ -628,6 +655,7 @@ pub fn restore_snapshot(
                 db_sha256,
                 changed: false,
                 moved_aside: Vec::new(),
+                point_in_time: replay.as_ref().map(|r| r.summary.clone()),
             });
         }
     }
@@ -665,6 +693,7 @@ pub fn restore_snapshot(
             &StatusOptions::default(),
             Scan::CheckOnly,
         )?;
+        let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
         return Ok(RestoreResult {
             wal_dir: wal_final,
             data_dir: request.data_dir.clone(),
@@ -674,6 +703,7 @@ pub fn restore_snapshot(
             members: members.clone(),
             revision: status
                 .revision
+                .max(to_revision.unwrap_or(0))
                 .saturating_add(i64::try_from(request.bump_revision).unwrap_or(i64::MAX)),
             consistent_index: members.len() as u64,
             db_size: snapshot.db_size(),
@@ -681,6 +711,7 @@ pub fn restore_snapshot(
             db_sha256,
             changed: true,
             moved_aside: Vec::new(),
+            point_in_time: replay.as_ref().map(|r| r.summary.clone()),
         });
     }
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
@@ -728,6 +759,7 @@ pub fn restore_snapshot(
         &StatusOptions::default(),
         Scan::CheckOnly,
     )?;
+    let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
     let rewrite_failed = |source| RestoreError::Rewrite {
         name: name.to_string(),
         source,
@@ -750,7 +782,28 @@ pub fn restore_snapshot(
     let mut meta = current_bucket(&bolt, b"meta").map_err(rewrite_failed)?;
     meta.insert(b"consistent_index".to_vec(), commit.to_be_bytes().to_vec());
     meta.insert(b"term".to_vec(), term.to_be_bytes().to_vec());
-    let mut revision = status.revision;
+    // A point-in-time restore: leases its changes use that the db lacks are added (or, when
+    // their TTL is unknown, taken off those changes).
+    let mut detach = BTreeSet::new();
+    if let Some(replay) = replay.as_deref_mut() {
+        let mut leases = current_bucket(&bolt, b"lease").map_err(rewrite_failed)?;
+        let existing: BTreeSet<i64> = leases
+            .keys()
+            .filter_map(|k| k.as_slice().try_into().ok().map(i64::from_be_bytes))
+            .collect();
+        let (recreate, detached) = replay
+            .plan_leases(status.revision, &existing)
+            .map_err(rewrite_failed)?;
+        if !recreate.is_empty() {
+            for (id, ttl) in recreate {
+                let (key, value) = lease_entry(id, ttl);
+                leases.insert(key, value);
+            }
+            replace.insert(b"lease".to_vec(), leases);
+        }
+        detach = detached;
+    }
+    let mut revision = status.revision.max(to_revision.unwrap_or(0));
     let append = if request.bump_revision > 0 {
         let bumped = i64::try_from(request.bump_revision)
             .ok()
@@ -775,7 +828,13 @@ pub fn restore_snapshot(
         None
     };
     replace.insert(b"meta".to_vec(), meta);
-    let patch = replace_buckets(&bolt, &replace, append.as_ref()).map_err(rewrite_failed)?;
+    // With a replay, the bump key goes after the replayed changes, in the bulk append.
+    let single_append = if replay.is_some() {
+        None
+    } else {
+        append.as_ref()
+    };
+    let patch = replace_buckets(&bolt, &replace, single_append).map_err(rewrite_failed)?;
     let db_file = bolt.into_source();
     patch
         .apply_to_file(db_file.file())
@@ -785,7 +844,43 @@ pub fn restore_snapshot(
         patch.new_size(),
     ))
     .map_err(rewrite_failed)?;
-    verify_rewrite(&written, &replace, append.as_ref()).map_err(rewrite_failed)?;
+    verify_rewrite(&written, &replace, single_append).map_err(rewrite_failed)?;
+    let mut db_size = patch.new_size();
+    if let Some(replay) = replay.as_deref_mut() {
+        let mut changes = replay.changes(status.revision, &detach);
+        let bump = append.clone().map(|a| Ok((a.key, a.value))).into_iter();
+        let report = append_sorted(
+            &written,
+            db_file.file(),
+            b"key",
+            changes.by_ref().chain(bump),
+        )
+        .map_err(rewrite_failed)?;
+        let mut summary = replay.summary.clone();
+        changes.record_in(&mut summary);
+        replay.summary = summary;
+        db_size = report.new_size;
+        // Read the result back: the last key appended must be found where it belongs.
+        let reread = BoltDb::open(DbFile::new(
+            db_file.file().try_clone().map_err(io_err(&db_path))?,
+            db_size,
+        ))
+        .map_err(rewrite_failed)?;
+        if let Some(last) = &report.last_key {
+            let found = reread
+                .bucket(&reread.root(), b"key")
+                .and_then(|b| match b {
+                    Some(bucket) => reread.get(&bucket, last),
+                    None => Ok(None),
+                })
+                .map_err(rewrite_failed)?;
+            if found.is_none() {
+                return Err(rewrite_failed(BoltError::Check {
+                    problems: vec!["the replayed changes do not read back".into()],
+                }));
+            }
+        }
+    }
 
     let store = v2store::store_json(&members)
         .map_err(|e| invalid("--initial-cluster")(format!("cannot encode the v2 store: {e}")))?;
@@ -825,6 +920,7 @@ pub fn restore_snapshot(
         wal_files,
         wal_modified_ns,
         bump_revision: request.bump_revision,
+        to_revision,
         member_id: format!("{node_id:x}"),
         cluster_id: format!("{cluster:x}"),
         revision,
@@ -867,12 +963,35 @@ pub fn restore_snapshot(
         members,
         revision,
         consistent_index: commit,
-        db_size: patch.new_size(),
+        db_size,
         trailer,
         db_sha256,
         changed: true,
         moved_aside: moves.into_iter().map(|(_, aside)| aside).collect(),
+        point_in_time: replay.map(|r| r.summary.clone()),
     })
+}
+
+/// The revision a point-in-time restore stops at, once the full backup's own revision is
+/// known: a revision before it cannot be reached from it (refused); a time before the first
+/// change received after it means the full backup as it is.
+fn settle_target(
+    replay: Option<&mut DeltaReplay>,
+    db_revision: i64,
+) -> Result<Option<i64>, RestoreError> {
+    let Some(replay) = replay else {
+        return Ok(None);
+    };
+    let target = replay.target_revision();
+    if target < db_revision {
+        if replay.summary.target_time.is_none() {
+            return Err(invalid("--to-revision")(format!(
+                "the full backup already holds revision {db_revision}, after the target {target}; choose a revision from {db_revision} on, or an earlier full backup"
+            )));
+        }
+        replay.summary.target_revision = db_revision;
+    }
+    Ok(Some(replay.target_revision()))
 }
 
 /// Copies the db of `snapshot` (without its trailer) to a new file `to` and returns its

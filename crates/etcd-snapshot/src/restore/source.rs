@@ -6,6 +6,9 @@ use etcd_store::{Store, StoreOptions, split_object_url};
 
 use super::{RestoreError, RestoreRequest, restore_spool_dir, validate_restore_request};
 use crate::crypt::Identities;
+use crate::delta::{
+    DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_point_in_time,
+};
 use crate::error::SnapshotError;
 use crate::input::{SnapshotFile, open_snapshot_file_decrypting, open_snapshot_object_decrypting};
 
@@ -57,4 +60,51 @@ pub async fn open_restore_source(
             Ok((path.to_string(), snapshot))
         }
     }
+}
+
+/// What a point-in-time restore reads, opened: the plan, the full backup's snapshot and the
+/// segments spooled for replay.
+pub struct PointInTimeSource {
+    /// The name to report (the full backup's URL).
+    pub name: String,
+    /// The full backup.
+    pub snapshot: SnapshotFile,
+    /// The segments to replay.
+    pub replay: DeltaReplay,
+    /// What was chosen.
+    pub plan: PitrPlan,
+}
+
+/// Checks the request, plans a restore of the backups in `store_url` to `point`, then opens
+/// the full backup and fetches (checking each against its manifest) and spools the segments
+/// beside the target, as [`open_restore_source`] does for a single backup. Pass the result to
+/// [`super::restore_point_in_time`].
+pub async fn open_point_in_time(
+    request: &mut RestoreRequest,
+    store_url: &str,
+    point: PointInTime,
+    store_options: &StoreOptions,
+    identities: &Identities,
+) -> Result<PointInTimeSource, RestoreError> {
+    validate_restore_request(request)?;
+    let spool = if request.dry_run {
+        None
+    } else {
+        Some(restore_spool_dir(&request.data_dir)?)
+    };
+    let spool = spool.as_deref();
+    let store = Store::open(store_url, store_options).map_err(SnapshotError::from)?;
+    let plan = plan_point_in_time(&store, point).await?;
+    let snapshot = open_snapshot_object_decrypting(&store, &plan.full, spool, identities).await?;
+    let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision);
+    for (object, manifest) in plan.segments.iter().zip(&plan.segment_manifests) {
+        let bytes = fetch_delta_segment_at(&store, object, manifest, identities).await?;
+        replay.add_segment(object, &bytes, spool)?;
+    }
+    Ok(PointInTimeSource {
+        name: format!("{}/{}", store.url().trim_end_matches('/'), plan.full),
+        snapshot,
+        replay,
+        plan,
+    })
 }

@@ -1,0 +1,725 @@
+//! `backup run`: a full backup on schedule and, between fulls, every change streamed from a
+//! watch into delta segments that continue it. A chain never has a silent hole: when the watch
+//! falls behind a compaction the chain ends where its last change was received and a new full
+//! backup starts a new chain (a gap, reported); a lost member is replaced by another, the
+//! watch resuming at the first revision not yet received.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use etcd_client::{EventType, WatchOptions};
+use etcd_core::{ClusterConfig, EndpointClient, MemberId};
+use etcd_store::Store;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use super::format::{DeltaRecord, KeyValueFields, revision_key};
+use super::segment::{ChainPosition, SegmentBuilder, SegmentSource};
+use crate::catalog::{DEFAULT_ORPHAN_GRACE, prune_backups};
+use crate::error::{Result, SnapshotError};
+use crate::progress::NoProgress;
+use crate::retention::RetentionPolicy;
+use crate::save::{SaveRequest, save_snapshot};
+
+/// Default cut size of a segment (uncompressed bytes).
+pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
+
+/// What `backup run` does and how often.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Time between full backups.
+    pub full_every: Duration,
+    /// Longest a change waits before it is published in a segment.
+    pub delta_every: Duration,
+    /// A segment is cut once it holds this many (uncompressed) bytes.
+    pub segment_bytes: u64,
+    /// How the full backups are taken (endpoint, compression, labels, encryption); segments
+    /// are encrypted to the same recipients.
+    pub save: SaveRequest,
+    /// Prometheus textfile to keep up to date.
+    pub metrics_file: Option<PathBuf>,
+    /// How often the store revision is read, for lag and time marks.
+    pub check_every: Duration,
+    /// After each full backup, prune with these rules (none: no pruning). A full backup and
+    /// its chain are kept or deleted together.
+    pub retention: RetentionPolicy,
+    /// With `retention`: objects without a manifest older than this are removed.
+    pub orphan_grace: Duration,
+}
+
+impl Default for RunRequest {
+    fn default() -> Self {
+        RunRequest {
+            full_every: Duration::from_secs(6 * 3600),
+            delta_every: Duration::from_secs(60),
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            save: SaveRequest::default(),
+            metrics_file: None,
+            check_every: Duration::from_secs(1),
+            retention: RetentionPolicy::default(),
+            orphan_grace: DEFAULT_ORPHAN_GRACE,
+        }
+    }
+}
+
+/// Something `backup run` did, for its log.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// A full backup was stored; a new chain starts from it.
+    FullSaved {
+        /// Its object name.
+        object: String,
+        /// Its revision.
+        revision: i64,
+    },
+    /// A segment was published.
+    SegmentPublished {
+        /// Its object name.
+        object: String,
+        /// Its place in the chain.
+        sequence: u64,
+        /// It holds the changes after this revision...
+        after_revision: i64,
+        /// ...up to this one.
+        to_revision: i64,
+        /// How many.
+        changes: u64,
+    },
+    /// The chain ended early: the changes after `covered_revision` could not be watched. A
+    /// new full backup follows at once.
+    Gap {
+        /// The full backup whose chain ended.
+        base: String,
+        /// Its chain holds every change up to here.
+        covered_revision: i64,
+        /// Why.
+        reason: String,
+    },
+    /// The watch moved to another member.
+    Reconnected {
+        /// The member now watched.
+        endpoint: String,
+        /// Why it moved.
+        reason: String,
+    },
+    /// Backups the retention rules no longer keep were deleted (with their chains).
+    Pruned {
+        /// The full backups deleted.
+        deleted: Vec<String>,
+    },
+    /// A step failed and will be retried.
+    Failed {
+        /// What failed (one line).
+        error: String,
+    },
+}
+
+/// Receives [`RunEvent`]s as they happen.
+pub trait RunObserver: Send + Sync {
+    /// Called for each event.
+    fn on_event(&self, event: &RunEvent);
+}
+
+/// What the metrics file reports.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunState {
+    /// When the last full backup was stored.
+    pub last_full_at: Option<DateTime<Utc>>,
+    /// Its revision.
+    pub last_full_revision: i64,
+    /// When the last segment was published.
+    pub last_delta_at: Option<DateTime<Utc>>,
+    /// Every change up to this revision is published.
+    pub last_delta_revision: i64,
+    /// Revisions the watch was behind the store at the last check.
+    pub lag_revisions: i64,
+    /// Gaps since the start.
+    pub gaps: u64,
+    /// Segments published since the start.
+    pub segments: u64,
+    /// Changes published since the start.
+    pub changes: u64,
+    /// Failures since the start.
+    pub failures: u64,
+}
+
+impl RunState {
+    fn metrics_text(&self, now: DateTime<Utc>) -> String {
+        let secs =
+            |t: Option<DateTime<Utc>>| t.map_or(0.0, |t| t.timestamp_millis() as f64 / 1000.0);
+        let lag_seconds = self
+            .last_delta_at
+            .or(self.last_full_at)
+            .map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0);
+        let rows: [(&str, &str, &str, String); 10] = [
+            (
+                "etcdops_backup_run_last_full_timestamp_seconds",
+                "gauge",
+                "Time the last full backup was stored.",
+                format!("{}", secs(self.last_full_at)),
+            ),
+            (
+                "etcdops_backup_run_last_full_revision",
+                "gauge",
+                "Revision of the last full backup.",
+                self.last_full_revision.to_string(),
+            ),
+            (
+                "etcdops_backup_run_last_delta_timestamp_seconds",
+                "gauge",
+                "Time the last delta segment was published.",
+                format!("{}", secs(self.last_delta_at)),
+            ),
+            (
+                "etcdops_backup_run_last_delta_revision",
+                "gauge",
+                "Every change up to this revision is published.",
+                self.last_delta_revision.to_string(),
+            ),
+            (
+                "etcdops_backup_run_lag_revisions",
+                "gauge",
+                "Revisions the watch was behind the store at the last check.",
+                self.lag_revisions.to_string(),
+            ),
+            (
+                "etcdops_backup_run_lag_seconds",
+                "gauge",
+                "Seconds since the last publication (full or segment).",
+                format!("{lag_seconds}"),
+            ),
+            (
+                "etcdops_backup_run_gaps_total",
+                "counter",
+                "Chains ended early because changes could not be watched.",
+                self.gaps.to_string(),
+            ),
+            (
+                "etcdops_backup_run_segments_total",
+                "counter",
+                "Delta segments published.",
+                self.segments.to_string(),
+            ),
+            (
+                "etcdops_backup_run_changes_total",
+                "counter",
+                "Changes published in delta segments.",
+                self.changes.to_string(),
+            ),
+            (
+                "etcdops_backup_run_failures_total",
+                "counter",
+                "Failed steps (retried).",
+                self.failures.to_string(),
+            ),
+        ];
+        let mut text = String::new();
+        for (name, kind, help, value) in rows {
+            text.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            ));
+        }
+        text
+    }
+}
+
+/// Everything one run shares between its steps.
+struct Runner<'a> {
+    config: &'a ClusterConfig,
+    store: &'a Store,
+    request: &'a RunRequest,
+    observer: &'a dyn RunObserver,
+    state: RunState,
+}
+
+/// How a chain ended.
+enum ChainEnd {
+    /// Time for the next full backup.
+    FullDue,
+    /// Asked to stop; the last segment was published.
+    Stopped,
+    /// The watch cannot continue the chain.
+    Gap(String),
+}
+
+/// How one watch connection ended.
+enum WatchEnd {
+    Chain(ChainEnd),
+    /// Reconnect (to another member when this one fails) and resume.
+    Reconnect(String),
+}
+
+impl Runner<'_> {
+    fn emit(&mut self, event: RunEvent) {
+        if let RunEvent::Failed { .. } = event {
+            self.state.failures += 1;
+        }
+        self.observer.on_event(&event);
+        self.write_metrics();
+    }
+
+    fn write_metrics(&mut self) {
+        let Some(path) = &self.request.metrics_file else {
+            return;
+        };
+        let text = self.state.metrics_text(Utc::now());
+        if let Err(e) = etcd_core::write_file_atomically(path, text.as_bytes(), 0o644, None) {
+            let event = RunEvent::Failed {
+                error: format!("cannot write the metrics file: {e}"),
+            };
+            self.state.failures += 1;
+            self.observer.on_event(&event);
+        }
+    }
+
+    async fn connect(&self, preferred: Option<&str>) -> Result<EndpointClient> {
+        if let Some(endpoint) = preferred
+            && let Ok(client) = self.config.connect_endpoint(endpoint).await
+        {
+            return Ok(client);
+        }
+        Ok(self.config.connect_any().await?)
+    }
+
+    async fn publish(
+        &mut self,
+        segment: SegmentBuilder,
+        chain: &mut ChainPosition,
+        source: &SegmentSource,
+    ) -> Result<()> {
+        let changes = segment.changes();
+        let manifest = segment
+            .publish(self.store, chain, source, &self.request.save.encrypt_to)
+            .await?;
+        self.state.last_delta_at = Some(manifest.completed_at);
+        self.state.last_delta_revision = manifest.to_revision;
+        self.state.segments += 1;
+        self.state.changes += changes;
+        self.emit(RunEvent::SegmentPublished {
+            object: manifest.object,
+            sequence: manifest.sequence,
+            after_revision: manifest.after_revision,
+            to_revision: manifest.to_revision,
+            changes,
+        });
+        Ok(())
+    }
+}
+
+/// Runs until `stop` completes: a full backup every `full_every`, and delta segments of every
+/// change in between. On `stop`, the segment being filled is published first. Failures of a
+/// step are reported through `observer` and retried; only a bad request is returned as an
+/// error.
+pub async fn run_backups(
+    config: &ClusterConfig,
+    store: &Store,
+    request: &RunRequest,
+    observer: &dyn RunObserver,
+    stop: impl Future<Output = ()>,
+) -> Result<RunState> {
+    validate(request)?;
+    let mut stop = pin!(stop);
+    let mut runner = Runner {
+        config,
+        store,
+        request,
+        observer,
+        state: RunState::default(),
+    };
+    let retry = Duration::from_secs(2).min(request.delta_every);
+    loop {
+        let saved = tokio::select! {
+            () = &mut stop => return Ok(runner.state),
+            saved = save_snapshot(config, store, &request.save, &NoProgress) => saved,
+        };
+        let full = match saved {
+            Ok(full) => full,
+            Err(e) => {
+                runner.emit(RunEvent::Failed {
+                    error: format!("full backup: {e}"),
+                });
+                tokio::select! {
+                    () = &mut stop => return Ok(runner.state),
+                    () = tokio::time::sleep(retry) => continue,
+                }
+            }
+        };
+        runner.state.last_full_at = Some(full.manifest.completed_at);
+        runner.state.last_full_revision = full.manifest.revision;
+        runner.state.last_delta_revision = full.manifest.revision;
+        runner.emit(RunEvent::FullSaved {
+            object: full.manifest.object.clone(),
+            revision: full.manifest.revision,
+        });
+        if !request.retention.is_empty() {
+            match prune_backups(
+                store,
+                &request.retention,
+                request.orphan_grace,
+                false,
+                Utc::now(),
+            )
+            .await
+            {
+                Ok(report) if !report.deleted.is_empty() => runner.emit(RunEvent::Pruned {
+                    deleted: report.deleted.into_iter().map(|d| d.object).collect(),
+                }),
+                Ok(_) => {}
+                Err(e) => runner.emit(RunEvent::Failed {
+                    error: format!("prune: {e}"),
+                }),
+            }
+        }
+        let mut chain = ChainPosition::after_full(&full.manifest);
+        let full_due = Instant::now() + request.full_every;
+        match follow_chain(
+            &mut runner,
+            &mut chain,
+            &full.manifest.endpoint,
+            full_due,
+            &mut stop,
+        )
+        .await
+        {
+            ChainEnd::FullDue => {}
+            ChainEnd::Stopped => return Ok(runner.state),
+            ChainEnd::Gap(reason) => {
+                runner.state.gaps += 1;
+                runner.emit(RunEvent::Gap {
+                    base: chain.base.clone(),
+                    covered_revision: chain.covered_revision,
+                    reason,
+                });
+            }
+        }
+    }
+}
+
+fn validate(request: &RunRequest) -> Result<()> {
+    let invalid = |option: &'static str, reason: &str| {
+        Err(SnapshotError::InvalidOption {
+            option,
+            reason: reason.to_string(),
+        })
+    };
+    if request.delta_every.is_zero() {
+        return invalid("delta-every", "must be more than 0");
+    }
+    if request.full_every < request.delta_every {
+        return invalid("full-every", "must be at least --delta-every");
+    }
+    if request.segment_bytes < 4096 {
+        return invalid("segment-bytes", "must be at least 4096");
+    }
+    if request.check_every.is_zero() {
+        return invalid("check-every", "must be more than 0");
+    }
+    Ok(())
+}
+
+/// Where the watch of one chain stands.
+struct Follow {
+    segment: SegmentBuilder,
+    segment_due: Instant,
+    /// Every change up to here was received.
+    received: i64,
+    /// Sub revision numbering inside the revision last received.
+    last_main: i64,
+    next_sub: i64,
+    leases: HashSet<i64>,
+    source: SegmentSource,
+}
+
+async fn follow_chain(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    endpoint: &str,
+    full_due: Instant,
+    stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> ChainEnd {
+    let request = runner.request;
+    let segment = match SegmentBuilder::new(chain.covered_revision, Utc::now()) {
+        Ok(s) => s,
+        Err(e) => return ChainEnd::Gap(e.to_string()),
+    };
+    let mut follow = Follow {
+        segment,
+        segment_due: Instant::now() + request.delta_every,
+        received: chain.covered_revision,
+        last_main: 0,
+        next_sub: 0,
+        leases: HashSet::new(),
+        source: SegmentSource {
+            member_id: MemberId(0),
+            endpoint: endpoint.to_string(),
+        },
+    };
+    let mut preferred = Some(endpoint.to_string());
+    loop {
+        let client = tokio::select! {
+            () = &mut *stop => return finish(runner, chain, &mut follow).await,
+            client = runner.connect(preferred.as_deref()) => client,
+        };
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => {
+                runner.emit(RunEvent::Failed {
+                    error: format!("watch: no member to watch: {e}"),
+                });
+                // Keep publishing on time what was received; nothing new can arrive.
+                if Instant::now() >= follow.segment_due {
+                    if let Err(end) = cut(runner, chain, &mut follow).await {
+                        return end;
+                    }
+                }
+                tokio::select! {
+                    () = &mut *stop => return finish(runner, chain, &mut follow).await,
+                    () = tokio::time::sleep(request.check_every) => continue,
+                }
+            }
+        };
+        if preferred.as_deref() != Some(client.endpoint()) {
+            runner.emit(RunEvent::Reconnected {
+                endpoint: client.endpoint().to_string(),
+                reason: "the previous member could not be reached".into(),
+            });
+        }
+        preferred = Some(client.endpoint().to_string());
+        match watch_once(runner, chain, &mut follow, &client, full_due, stop).await {
+            WatchEnd::Chain(end) => return end,
+            WatchEnd::Reconnect(reason) => {
+                runner.emit(RunEvent::Failed {
+                    error: format!("watch on {}: {reason}", client.endpoint()),
+                });
+                // Next time, any member (the preferred one first if it is back).
+                tokio::select! {
+                    () = &mut *stop => return finish(runner, chain, &mut follow).await,
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Publishes the segment being filled and ends the chain as stopped.
+async fn finish(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+) -> ChainEnd {
+    if let Err(ChainEnd::Gap(reason)) = cut(runner, chain, follow).await {
+        runner.emit(RunEvent::Failed {
+            error: format!("publishing the last segment: {reason}"),
+        });
+    }
+    ChainEnd::Stopped
+}
+
+/// Publishes the segment being filled and opens the next one.
+async fn cut(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+) -> std::result::Result<(), ChainEnd> {
+    let next = SegmentBuilder::new(follow.segment.to_revision(), Utc::now())
+        .map_err(|e| ChainEnd::Gap(e.to_string()))?;
+    let full = std::mem::replace(&mut follow.segment, next);
+    follow.segment_due = Instant::now() + runner.request.delta_every;
+    // A segment that cannot be published: its changes are lost to this chain, so it ends.
+    runner
+        .publish(full, chain, &follow.source)
+        .await
+        .map_err(|e| ChainEnd::Gap(format!("a segment could not be published: {e}")))
+}
+
+async fn store_revision(client: &EndpointClient) -> etcd_core::Result<(i64, MemberId)> {
+    let response = client
+        .call("read revision", |mut c| async move {
+            c.get(
+                vec![0u8],
+                Some(etcd_client::GetOptions::new().with_count_only()),
+            )
+            .await
+        })
+        .await?;
+    let header = response.header();
+    Ok((
+        header.map(|h| h.revision()).unwrap_or_default(),
+        MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
+    ))
+}
+
+async fn granted_ttl(client: &EndpointClient, id: i64) -> Option<i64> {
+    let response = client
+        .call("lease time-to-live", |mut c| async move {
+            c.lease_time_to_live(id, None).await
+        })
+        .await
+        .ok()?;
+    (response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl())
+}
+
+fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+async fn watch_once(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    client: &EndpointClient,
+    full_due: Instant,
+    stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> WatchEnd {
+    let request = runner.request;
+    match store_revision(client).await {
+        Ok((_, member)) => follow.source.member_id = member,
+        Err(e) => return WatchEnd::Reconnect(e.to_string()),
+    }
+    follow.source.endpoint = client.endpoint().to_string();
+    let options = WatchOptions::new()
+        .with_range(vec![0u8])
+        .with_start_revision(follow.received + 1);
+    let opened = client
+        .call("watch", |c| async move {
+            c.watch_client()
+                .max_decoding_message_size(1 << 30)
+                .watch(vec![0u8], Some(options))
+                .await
+        })
+        .await;
+    let mut stream = match opened {
+        Ok(stream) => stream,
+        Err(e) => return WatchEnd::Reconnect(e.to_string()),
+    };
+    let mut tick = tokio::time::interval(request.check_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = &mut *stop => {
+                return WatchEnd::Chain(finish(runner, chain, follow).await);
+            }
+            _ = tick.tick() => {
+                match store_revision(client).await {
+                    Ok((revision, _)) => {
+                        runner.state.lag_revisions = (revision - follow.received).max(0);
+                        if follow.received >= revision {
+                            // Caught up: the store was at `revision` now, and every change up
+                            // to it was received.
+                            let mark = DeltaRecord::Mark { revision: follow.received, unix_ms: now_ms() };
+                            if let Err(e) = follow.segment.push(&mark) {
+                                return WatchEnd::Chain(ChainEnd::Gap(e.to_string()));
+                            }
+                        }
+                    }
+                    Err(e) => return WatchEnd::Reconnect(e.to_string()),
+                }
+                if Instant::now() >= full_due {
+                    return WatchEnd::Chain(match cut(runner, chain, follow).await {
+                        Ok(()) => ChainEnd::FullDue,
+                        Err(end) => end,
+                    });
+                }
+                if Instant::now() >= follow.segment_due {
+                    if let Err(end) = cut(runner, chain, follow).await {
+                        return WatchEnd::Chain(end);
+                    }
+                } else {
+                    runner.write_metrics();
+                }
+            }
+            message = stream.message() => {
+                let response = match message {
+                    Ok(Some(response)) => response,
+                    Ok(None) => return WatchEnd::Reconnect("the member closed the watch".into()),
+                    Err(e) => return WatchEnd::Reconnect(e.to_string()),
+                };
+                if response.canceled() {
+                    if response.compact_revision() > 0 {
+                        // What was received stays published; the rest is lost to this chain.
+                        let _ = cut(runner, chain, follow).await;
+                        return WatchEnd::Chain(ChainEnd::Gap(format!(
+                            "the watch fell behind a compaction: history starts at revision {} but revision {} was next",
+                            response.compact_revision(),
+                            follow.received + 1
+                        )));
+                    }
+                    return WatchEnd::Reconnect(format!("etcd cancelled the watch: {}", response.cancel_reason()));
+                }
+                if let Err(e) = record_events(follow, client, response.events()).await {
+                    return WatchEnd::Chain(ChainEnd::Gap(e.to_string()));
+                }
+                if follow.segment.raw_bytes() >= request.segment_bytes {
+                    if let Err(end) = cut(runner, chain, follow).await {
+                        return WatchEnd::Chain(end);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds the events of one watch response to the segment, as etcd stores them.
+async fn record_events(
+    follow: &mut Follow,
+    client: &EndpointClient,
+    events: &[etcd_client::Event],
+) -> Result<()> {
+    let floor = follow.received;
+    for event in events {
+        let Some(kv) = event.kv() else { continue };
+        let main = kv.mod_revision();
+        if main <= floor {
+            continue;
+        }
+        let sub = if main == follow.last_main {
+            follow.next_sub
+        } else {
+            0
+        };
+        follow.last_main = main;
+        follow.next_sub = sub + 1;
+        let (key, value) = match event.event_type() {
+            EventType::Put => {
+                let lease = kv.lease();
+                if lease != 0 && follow.leases.insert(lease) {
+                    if let Some(ttl) = granted_ttl(client, lease).await {
+                        follow
+                            .segment
+                            .push(&DeltaRecord::Lease { id: lease, ttl })?;
+                    }
+                }
+                let fields = KeyValueFields {
+                    key: kv.key(),
+                    create_revision: kv.create_revision(),
+                    mod_revision: main,
+                    version: kv.version(),
+                    value: kv.value(),
+                    lease,
+                };
+                (revision_key(main, sub, false), fields.encode())
+            }
+            EventType::Delete => {
+                let fields = KeyValueFields {
+                    key: kv.key(),
+                    ..Default::default()
+                };
+                (revision_key(main, sub, true), fields.encode())
+            }
+        };
+        follow.segment.push(&DeltaRecord::Change { key, value })?;
+        follow.received = follow.received.max(main);
+    }
+    if follow.received > floor {
+        follow.segment.push(&DeltaRecord::Mark {
+            revision: follow.received,
+            unix_ms: now_ms(),
+        })?;
+    }
+    Ok(())
+}

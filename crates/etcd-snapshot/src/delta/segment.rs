@@ -1,0 +1,205 @@
+//! Building one delta segment in memory (compressed as it grows, so its memory is bounded by
+//! the cut size) and publishing it: the object first, then its manifest, so a segment is
+//! listed only when complete.
+
+use std::io::Write;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use etcd_core::MemberId;
+use etcd_store::Store;
+use sha2::{Digest, Sha256};
+
+use super::format::{DeltaRecord, SegmentEncoder};
+use super::manifest::{DELTA_FORMAT_VERSION, DELTA_KIND, DeltaManifest, delta_object_name};
+use crate::crypt::{Encryption, Recipients, encryptor};
+use crate::error::{Result, SnapshotError};
+use crate::manifest::Manifest;
+
+/// zstd level of delta segments: small and quick, they are written continuously.
+const SEGMENT_ZSTD_LEVEL: i32 = 3;
+
+fn codec(operation: &'static str) -> impl Fn(std::io::Error) -> SnapshotError {
+    move |e| SnapshotError::Codec {
+        operation,
+        reason: e.to_string(),
+    }
+}
+
+/// Where a chain stands: what the next segment continues from.
+#[derive(Debug, Clone)]
+pub struct ChainPosition {
+    /// The full backup's object name.
+    pub base: String,
+    /// The full backup's revision.
+    pub base_revision: i64,
+    /// Cluster ID.
+    pub cluster_id: MemberId,
+    /// The next segment's sequence number.
+    pub next_sequence: u64,
+    /// Every change up to this revision is in a published segment (or the full backup).
+    pub covered_revision: i64,
+}
+
+impl ChainPosition {
+    /// The start of a chain continuing `full`.
+    pub fn after_full(full: &Manifest) -> Self {
+        ChainPosition {
+            base: full.object.clone(),
+            base_revision: full.revision,
+            cluster_id: full.cluster_id,
+            next_sequence: 1,
+            covered_revision: full.revision,
+        }
+    }
+}
+
+/// One segment being filled.
+pub struct SegmentBuilder {
+    encoder: SegmentEncoder,
+    zstd: zstd::stream::write::Encoder<'static, Vec<u8>>,
+    scratch: Vec<u8>,
+    raw_bytes: u64,
+    changes: u64,
+    after_revision: i64,
+    to_revision: i64,
+    from_time: DateTime<Utc>,
+    to_time: DateTime<Utc>,
+}
+
+impl SegmentBuilder {
+    /// A new segment holding the changes after `after_revision`, opened at `now`.
+    pub fn new(after_revision: i64, now: DateTime<Utc>) -> Result<Self> {
+        let mut zstd = zstd::stream::write::Encoder::new(Vec::new(), SEGMENT_ZSTD_LEVEL)
+            .map_err(codec("compress"))?;
+        zstd.write_all(SegmentEncoder::header())
+            .map_err(codec("compress"))?;
+        Ok(SegmentBuilder {
+            encoder: SegmentEncoder::default(),
+            zstd,
+            scratch: Vec::new(),
+            raw_bytes: 0,
+            changes: 0,
+            after_revision,
+            to_revision: after_revision,
+            from_time: now,
+            to_time: now,
+        })
+    }
+
+    /// Adds a record. A change raises `to_revision` to its revision; a mark raises it to the
+    /// mark's revision and sets `to_time`.
+    pub fn push(&mut self, record: &DeltaRecord) -> Result<()> {
+        self.scratch.clear();
+        self.encoder.record(record, &mut self.scratch);
+        self.zstd
+            .write_all(&self.scratch)
+            .map_err(codec("compress"))?;
+        self.raw_bytes += self.scratch.len() as u64;
+        match record {
+            DeltaRecord::Change { .. } => {
+                self.changes += 1;
+                if let Some(revision) = record.revision() {
+                    self.to_revision = self.to_revision.max(revision);
+                }
+            }
+            DeltaRecord::Mark { revision, unix_ms } => {
+                self.to_revision = self.to_revision.max(*revision);
+                if let Some(at) = DateTime::<Utc>::from_timestamp_millis(*unix_ms) {
+                    self.to_time = self.to_time.max(at);
+                }
+            }
+            DeltaRecord::Lease { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Uncompressed bytes so far (what the size cut compares).
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_bytes
+    }
+
+    /// Changes so far.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// The last revision covered so far.
+    pub fn to_revision(&self) -> i64 {
+        self.to_revision
+    }
+
+    /// Compresses the rest, encrypts when asked, uploads the object and then its manifest.
+    /// Returns the manifest; `chain` moves on past it.
+    pub async fn publish(
+        mut self,
+        store: &Store,
+        chain: &mut ChainPosition,
+        source: &SegmentSource,
+        recipients: &Recipients,
+    ) -> Result<DeltaManifest> {
+        self.scratch.clear();
+        self.encoder.end(&mut self.scratch);
+        self.zstd
+            .write_all(&self.scratch)
+            .map_err(codec("compress"))?;
+        let compressed = self.zstd.finish().map_err(codec("compress"))?;
+        let stored = if recipients.is_empty() {
+            compressed
+        } else {
+            let mut writer = encryptor(recipients, Vec::new())?;
+            writer.write_all(&compressed).map_err(codec("encrypt"))?;
+            writer.finish().map_err(codec("encrypt"))?
+        };
+        let object = delta_object_name(
+            &chain.base,
+            chain.next_sequence,
+            self.after_revision,
+            self.to_revision,
+            !recipients.is_empty(),
+        );
+        let object_sha256 = hex::encode(Sha256::digest(&stored));
+        let object_size = stored.len() as u64;
+        store.put_small(&object, Bytes::from(stored)).await?;
+        let manifest = DeltaManifest {
+            format_version: DELTA_FORMAT_VERSION,
+            kind: DELTA_KIND.into(),
+            tool: "etcdops".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            cluster_id: chain.cluster_id,
+            member_id: source.member_id,
+            endpoint: source.endpoint.clone(),
+            base: chain.base.clone(),
+            base_revision: chain.base_revision,
+            sequence: chain.next_sequence,
+            after_revision: self.after_revision,
+            to_revision: self.to_revision,
+            from_time: self.from_time,
+            to_time: self.to_time,
+            changes: self.changes,
+            object: object.clone(),
+            object_sha256,
+            object_size,
+            completed_at: Utc::now(),
+            encryption: (!recipients.is_empty()).then(|| Encryption::age(recipients)),
+        };
+        store
+            .put_small(
+                &Manifest::name_for(&object),
+                Bytes::from(manifest.to_json()),
+            )
+            .await?;
+        chain.next_sequence += 1;
+        chain.covered_revision = self.to_revision;
+        Ok(manifest)
+    }
+}
+
+/// The member a segment's changes were watched on.
+#[derive(Debug, Clone)]
+pub struct SegmentSource {
+    /// Its ID.
+    pub member_id: MemberId,
+    /// The endpoint watched.
+    pub endpoint: String,
+}
