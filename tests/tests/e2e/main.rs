@@ -9,6 +9,7 @@ mod ansible_encryption;
 mod ansible_platform;
 mod ansible_roles;
 mod auth;
+mod backup_run;
 mod cluster_ops;
 mod discovery;
 mod endpoint;

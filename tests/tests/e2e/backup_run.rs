@@ -1,0 +1,563 @@
+//! `backup run` and point-in-time restore, for real: changes (puts, overwrites, deletes, a
+//! multi-key txn, leased keys, a revoked lease) are written while `backup run` streams them;
+//! then, for several revisions and one time, the restored member serves exactly what the
+//! source served at that revision (`get --rev R`: every key, value, create and mod revision,
+//! version and lease), and takes new writes above it. `backup run` killed at random points
+//! leaves chains that restore up to their last published segment. A lost member is replaced;
+//! a watch that falls behind a compaction (its member lost while history was compacted) ends
+//! its chain and a new full backup follows.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcdops_tests::{Cluster, Run, Security, block_on, etcdops, etcdops_path};
+use serde_json::Value;
+
+use crate::{assert_clear_error, etcdctl_json, run};
+
+/// A `backup run` in the background, its JSON lines going to a file.
+struct BackupRun {
+    child: Child,
+    out: PathBuf,
+}
+
+impl BackupRun {
+    fn start(cluster: &Cluster, store: &Path, extra: &[&str]) -> BackupRun {
+        let out = cluster.dir().join(format!(
+            "backup-run-{}.jsonl",
+            std::process::id() ^ rand_u32()
+        ));
+        let mut args = cluster.client_flags();
+        args.extend(
+            [
+                "-w",
+                "json",
+                "backup",
+                "run",
+                &store.display().to_string(),
+                "--full-every",
+                "1h",
+                "--delta-every",
+                "1s",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new(etcdops_path())
+            .args(&args)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        BackupRun { child, out }
+    }
+
+    fn events(&self) -> Vec<Value> {
+        let file = std::fs::File::open(&self.out).unwrap();
+        std::io::BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|line| serde_json::from_str(&line).ok())
+            .collect()
+    }
+
+    /// Waits until an event satisfies `pred`, returning it.
+    fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(found) = self.events().into_iter().find(|e| pred(e)) {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "backup run never reported {what}:\n{:#?}",
+                self.events()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until a segment covering `revision` is published.
+    fn wait_published(&self, revision: i64) {
+        self.wait_for(&format!("a segment up to revision {revision}"), |e| {
+            e["event"] == "segment_published" && e["to_revision"].as_i64().unwrap() >= revision
+        });
+    }
+
+    /// SIGTERM: it publishes the segment being filled and exits 0.
+    fn stop(mut self) -> Vec<Value> {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "backup run exited with {status}");
+        self.events()
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for BackupRun {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rand_u32() -> u32 {
+    let mut bytes = [0u8; 4];
+    getrandom::fill(&mut bytes).unwrap();
+    u32::from_le_bytes(bytes)
+}
+
+/// etcdctl's JSON answer from the cluster's running members.
+fn ctl_json(cluster: &Cluster, args: &[&str]) -> (i32, Value) {
+    let endpoints: Vec<String> = cluster
+        .members
+        .iter()
+        .filter(|m| m.is_running())
+        .map(|m| m.client_url.clone())
+        .collect();
+    let flag = format!("--endpoints={}", endpoints.join(","));
+    let mut all = vec![flag.as_str()];
+    all.extend_from_slice(args);
+    etcdctl_json(cluster, &all)
+}
+
+/// Every key the cluster serves at `revision` (the current one when `None`), as etcdctl
+/// prints them: key, create and mod revision, version, value, lease.
+fn keys_at(cluster: &Cluster, revision: Option<i64>) -> Vec<Value> {
+    let rev = revision.map(|r| r.to_string());
+    let mut args = vec!["get", "", "--prefix", "-w", "json"];
+    if let Some(rev) = &rev {
+        args.extend(["--rev", rev]);
+    }
+    let (code, value) = ctl_json(cluster, &args);
+    assert_eq!(code, 0, "{value}");
+    value["kvs"].as_array().cloned().unwrap_or_default()
+}
+
+fn revision_of(cluster: &Cluster) -> i64 {
+    let (_, value) = ctl_json(cluster, &["get", "health", "-w", "json"]);
+    value["header"]["revision"].as_i64().unwrap()
+}
+
+/// Puts, overwrites, deletes, a three-key txn and leased keys, `rounds` times; one lease is
+/// revoked each round (deleting its keys). Returns the revision after each round.
+fn write_changes(cluster: &Cluster, tag: &str, rounds: usize) -> Vec<i64> {
+    block_on(async {
+        let mut client = cluster.client().await;
+        let mut after = Vec::new();
+        for round in 0..rounds {
+            for i in 0..20 {
+                client
+                    .put(format!("/pitr/{tag}/k{i}"), format!("{round}-{i}"), None)
+                    .await?;
+            }
+            client
+                .delete(format!("/pitr/{tag}/k{}", round % 20), None)
+                .await?;
+            let txn = Txn::new()
+                .when([Compare::version(
+                    format!("/pitr/{tag}/none"),
+                    CompareOp::Equal,
+                    0,
+                )])
+                .and_then([
+                    TxnOp::put(format!("/pitr/{tag}/t/a"), format!("a{round}"), None),
+                    TxnOp::put(format!("/pitr/{tag}/t/b"), format!("b{round}"), None),
+                    TxnOp::delete(format!("/pitr/{tag}/k{}", (round + 7) % 20), None),
+                ]);
+            client.txn(txn).await?;
+            let lease = client.lease_grant(600, None).await?.id();
+            for i in 0..3 {
+                client
+                    .put(
+                        format!("/pitr/{tag}/leased/{round}/{i}"),
+                        "l",
+                        Some(PutOptions::new().with_lease(lease)),
+                    )
+                    .await?;
+            }
+            let short = client.lease_grant(600, None).await?.id();
+            client
+                .put(
+                    format!("/pitr/{tag}/revoked/{round}"),
+                    "r",
+                    Some(PutOptions::new().with_lease(short)),
+                )
+                .await?;
+            client.lease_revoke(short).await?;
+            let revision = client
+                .get("health", None)
+                .await?
+                .header()
+                .map(|h| h.revision())
+                .unwrap_or(0);
+            after.push(revision);
+        }
+        Ok::<_, etcd_client::Error>(after)
+    })
+    .expect("write changes")
+}
+
+/// Restores `store` to a point (`--to-revision R` or `--to-time T`) as one new member, starts
+/// it and returns it with the restore's JSON.
+fn restore_point(store: &Path, point: &[&str]) -> (Cluster, Value) {
+    let mut restored = Cluster::plan_restore(1, "p");
+    let member = &restored.members[0];
+    let data_dir = member.data_dir.display().to_string();
+    let peer = member.peer_url.clone();
+    let mut args = vec![
+        "snapshot".to_string(),
+        "restore".into(),
+        store.display().to_string(),
+        "--data-dir".into(),
+        data_dir,
+        "--name".into(),
+        member.name.clone(),
+        "--initial-cluster".into(),
+        restored.initial_cluster(),
+        "--initial-cluster-token".into(),
+        restored.token().into(),
+        "--initial-advertise-peer-urls".into(),
+        peer,
+        "-w".into(),
+        "json".into(),
+    ];
+    args.extend(point.iter().map(|s| s.to_string()));
+    let done = etcdops(&args, &[]);
+    done.expect_code(0);
+    let result = done.json();
+    restored.start_restored();
+    (restored, result)
+}
+
+/// The restored member serves exactly `expected`, and a new write lands above `revision`.
+fn assert_restored(restored: &Cluster, expected: &[Value], revision: i64) {
+    let served = keys_at(restored, None);
+    assert_eq!(
+        served.len(),
+        expected.len(),
+        "key count differs at revision {revision}"
+    );
+    for (got, want) in served.iter().zip(expected) {
+        assert_eq!(got, want, "a key differs at revision {revision}");
+    }
+    let written = restored.put("/pitr/after-restore", "x");
+    assert_eq!(
+        written,
+        revision + 1,
+        "new writes continue above the restore"
+    );
+}
+
+#[test]
+fn point_in_time_restores_serve_exactly_what_the_source_served_at_each_revision() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 30);
+    let store = cluster.dir().join("pitr-store");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full_revision = full["revision"].as_i64().unwrap();
+
+    let first = write_changes(&cluster, "a", 4);
+    let phase_one = *first.last().unwrap();
+    backup.wait_published(phase_one);
+    // Nothing is written between here and phase two: the state at this time is phase_one's.
+    let between = chrono_now();
+    let second = write_changes(&cluster, "b", 4);
+    let last = *second.last().unwrap();
+    backup.wait_published(last);
+    let events = backup.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "gap" || e["event"] == "failed"),
+        "{events:#?}"
+    );
+
+    // Several revisions: inside a round, at round ends (after a lease revoke), the last one.
+    let targets = [full_revision + 7, first[1], phase_one + 25, last];
+    let expected: Vec<Vec<Value>> = targets
+        .iter()
+        .map(|r| keys_at(&cluster, Some(*r)))
+        .collect();
+    assert!(
+        expected[3].iter().any(|kv| kv.get("lease").is_some()),
+        "leased keys are part of the check"
+    );
+    for (target, expected) in targets.iter().zip(&expected) {
+        let rev = target.to_string();
+        let (restored, result) = restore_point(&store, &["--to-revision", &rev]);
+        assert_eq!(result["revision"], *target, "{result}");
+        assert!(
+            result["point_in_time"]["changes_applied"].as_u64().unwrap() > 0,
+            "{result}"
+        );
+        assert_restored(&restored, expected, *target);
+        // Leases of the restored keys exist again (recreated with their TTL).
+        let (_, leases) = ctl_json(&restored, &["lease", "list", "-w", "json"]);
+        let live: Vec<i64> = leases["leases"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|l| l["id"].as_i64())
+            .collect();
+        for kv in expected {
+            if let Some(lease) = kv.get("lease").and_then(Value::as_i64) {
+                assert!(live.contains(&lease), "lease {lease:x} of {kv} is missing");
+            }
+        }
+    }
+
+    // A time: every change received by then, which is phase one's state exactly.
+    let (restored, result) = restore_point(&store, &["--to-time", &between]);
+    assert_eq!(result["revision"], phase_one, "{result}");
+    assert_restored(&restored, &keys_at(&cluster, Some(phase_one)), phase_one);
+
+    // The plan alone: which full, which segments, the target; nothing written.
+    let planned = Cluster::plan_restore(1, "d");
+    let data_dir = planned.members[0].data_dir.clone();
+    let rev = first[1].to_string();
+    let dry = etcdops(
+        &[
+            "snapshot".into(),
+            "restore".into(),
+            store.display().to_string(),
+            "--to-revision".into(),
+            rev,
+            "--dry-run".into(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+            "--name".into(),
+            "d0".into(),
+            "--initial-cluster".into(),
+            planned.initial_cluster(),
+            "--initial-cluster-token".into(),
+            "t".into(),
+            "--initial-advertise-peer-urls".into(),
+            planned.members[0].peer_url.clone(),
+            "-w".into(),
+            "json".into(),
+        ],
+        &[],
+    );
+    dry.expect_code(0);
+    let plan = dry.json();
+    assert_eq!(plan["plan"]["full_revision"], full_revision, "{plan}");
+    assert!(
+        !plan["plan"]["segments"].as_array().unwrap().is_empty(),
+        "{plan}"
+    );
+    assert_eq!(plan["revision"], first[1], "{plan}");
+    assert!(!data_dir.exists(), "a dry run writes nothing");
+
+    // Past the chain, or before the full backup: refused, naming what can be restored.
+    let beyond = (last + 1000).to_string();
+    let refused = restore_refused(&store, &["--to-revision", &beyond]);
+    assert_clear_error(&refused, "after the newest published change");
+    let before = (full_revision - 1).to_string();
+    let refused = restore_refused(&store, &["--to-revision", &before]);
+    assert_clear_error(&refused, "what can be restored");
+
+    // The chain verifies as a whole.
+    let listed = run(
+        &cluster,
+        &[
+            "snapshot",
+            "list",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ],
+    );
+    listed.expect_code(0);
+    let object = listed.json()["backups"][0]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let verified = etcdops(
+        &[
+            "snapshot".into(),
+            "verify".into(),
+            format!("{}/{object}", store.display()),
+        ],
+        &[],
+    );
+    verified.expect_code(0);
+}
+
+fn restore_refused(store: &Path, point: &[&str]) -> Run {
+    let planned = Cluster::plan_restore(1, "x");
+    let mut args = vec![
+        "snapshot".to_string(),
+        "restore".into(),
+        store.display().to_string(),
+        "--data-dir".into(),
+        planned.members[0].data_dir.display().to_string(),
+        "--name".into(),
+        "x0".into(),
+        "--initial-cluster".into(),
+        planned.initial_cluster(),
+        "--initial-cluster-token".into(),
+        "t".into(),
+        "--initial-advertise-peer-urls".into(),
+        planned.members[0].peer_url.clone(),
+    ];
+    args.extend(point.iter().map(|s| s.to_string()));
+    let refused = etcdops(&args, &[]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(!planned.members[0].data_dir.exists(), "nothing written");
+    refused
+}
+
+/// Now, as RFC 3339 with milliseconds.
+fn chrono_now() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%S.%3NZ"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The newest chain of `store`: (full backup object, last revision its segments cover).
+fn newest_chain(store: &Path) -> (String, i64) {
+    let listed = etcdops(
+        &[
+            "snapshot".into(),
+            "list".into(),
+            store.display().to_string(),
+            "-w".into(),
+            "json".into(),
+        ],
+        &[],
+    );
+    listed.expect_code(0);
+    let catalog = listed.json();
+    let newest = &catalog["backups"][0];
+    let to = newest["chain"]["to_revision"]
+        .as_i64()
+        .unwrap_or_else(|| newest["manifest"]["revision"].as_i64().unwrap());
+    if let Some(chain) = newest.get("chain") {
+        assert_eq!(chain["continuous"], true, "{catalog}");
+    }
+    (newest["object"].as_str().unwrap().to_string(), to)
+}
+
+#[test]
+fn backup_run_killed_at_random_points_leaves_chains_that_restore_to_their_last_segment() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 10);
+    let store = cluster.dir().join("killed-store");
+    for attempt in 0..2 {
+        let backup = BackupRun::start(&cluster, &store, &[]);
+        backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+        write_changes(&cluster, &format!("kill{attempt}"), 2);
+        // Kill somewhere in the next 0.3 to 2.3 s, while changes keep coming.
+        let delay = Duration::from_millis(300 + u64::from(rand_u32() % 2000));
+        let deadline = Instant::now() + delay;
+        let mut round = 0;
+        while Instant::now() < deadline {
+            write_changes(&cluster, &format!("kill{attempt}-{round}"), 1);
+            round += 1;
+        }
+        backup.kill();
+        let (object, covered) = newest_chain(&store);
+        let expected = keys_at(&cluster, Some(covered));
+        let rev = covered.to_string();
+        let (restored, result) = restore_point(&store, &["--to-revision", &rev]);
+        assert_eq!(result["point_in_time"]["full"], object.as_str(), "{result}");
+        assert_restored(&restored, &expected, covered);
+    }
+}
+
+#[test]
+fn a_lost_member_is_replaced_and_a_watch_behind_a_compaction_starts_a_new_chain() {
+    let mut cluster = Cluster::start(5, Security::Plain);
+    let store = cluster.dir().join("lost-store");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let object = full["object"].as_str().unwrap().to_string();
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(store.join(format!("{object}.manifest.json"))).unwrap(),
+    )
+    .unwrap();
+    let watched = manifest["endpoint"].as_str().unwrap().to_string();
+    let index = cluster
+        .members
+        .iter()
+        .position(|m| m.client_url == watched)
+        .unwrap();
+    cluster.kill_member_now(index);
+    let after_loss = write_changes(&cluster, "lost", 2);
+    backup.wait_for("a reconnection", |e| e["event"] == "reconnected");
+    backup.wait_published(*after_loss.last().unwrap());
+    let (chain_full, covered) = newest_chain(&store);
+    assert_eq!(chain_full, object, "the same chain goes on");
+    let expected = keys_at(&cluster, Some(covered));
+
+    // Freeze backup run, take its new member away too and compact history meanwhile: when
+    // it resumes, the first revision it has not received is gone.
+    let reconnected = backup.wait_for("a reconnection", |e| e["event"] == "reconnected");
+    let now_watched = reconnected["endpoint"].as_str().unwrap().to_string();
+    let pid = backup.child.id().to_string();
+    Command::new("kill").args(["-STOP", &pid]).status().unwrap();
+    let index = cluster
+        .members
+        .iter()
+        .position(|m| m.client_url == now_watched)
+        .unwrap();
+    cluster.kill_member_now(index);
+    write_changes(&cluster, "unwatched", 1);
+    let compacted = revision_of(&cluster);
+    let compact = run(&cluster, &["compact", &compacted.to_string()]);
+    Command::new("kill").args(["-CONT", &pid]).status().unwrap();
+    compact.expect_code(0);
+    let gap = backup.wait_for("a gap", |e| e["event"] == "gap");
+    assert!(
+        gap["reason"].as_str().unwrap().contains("compaction"),
+        "{gap}"
+    );
+    let second = backup.wait_for("a second full backup", |e| {
+        e["event"] == "full_saved" && e["object"] != object.as_str()
+    });
+    assert!(
+        second["revision"].as_i64().unwrap() >= compacted,
+        "{second}"
+    );
+    let after_gap = write_changes(&cluster, "after-gap", 1);
+    backup.wait_published(*after_gap.last().unwrap());
+    let events = backup.stop();
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "gap").count(),
+        1,
+        "{events:#?}"
+    );
+
+    // The first chain still restores to where it ended before the gap...
+    let rev = covered.to_string();
+    let (restored, _) = restore_point(&store, &["--to-revision", &rev]);
+    assert_restored(&restored, &expected, covered);
+    // ...a revision in the gap is refused with the ranges that can be restored...
+    let gap_end = gap["covered_revision"].as_i64().unwrap();
+    let second_revision = second["revision"].as_i64().unwrap();
+    if gap_end + 1 < second_revision {
+        let inside = (gap_end + 1).to_string();
+        let refused = restore_refused(&store, &["--to-revision", &inside]);
+        assert_clear_error(&refused, "gap");
+    }
+    // ...and the new chain restores to the end.
+    let last = *after_gap.last().unwrap();
+    let expected = keys_at(&cluster, Some(last));
+    let rev = last.to_string();
+    let (restored, _) = restore_point(&store, &["--to-revision", &rev]);
+    assert_restored(&restored, &expected, last);
+}
