@@ -13,8 +13,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-use etcdops_tests::{Cluster, Run, Security, block_on, etcdops, etcdops_path};
+use etcdops_tests::{
+    Cluster, Collection, Run, S3Server, Security, args, block_on, etcdops, etcdops_path,
+};
 use serde_json::Value;
+use serde_json::json;
 
 use crate::{assert_clear_error, etcdctl_json, run};
 
@@ -26,6 +29,10 @@ struct BackupRun {
 
 impl BackupRun {
     fn start(cluster: &Cluster, store: &Path, extra: &[&str]) -> BackupRun {
+        BackupRun::start_at(cluster, &store.display().to_string(), extra, &[])
+    }
+
+    fn start_at(cluster: &Cluster, store: &str, extra: &[&str], env: &[(&str, &str)]) -> BackupRun {
         let out = cluster.dir().join(format!(
             "backup-run-{}.jsonl",
             std::process::id() ^ rand_u32()
@@ -37,7 +44,7 @@ impl BackupRun {
                 "json",
                 "backup",
                 "run",
-                &store.display().to_string(),
+                store,
                 "--full-every",
                 "1h",
                 "--delta-every",
@@ -51,6 +58,7 @@ impl BackupRun {
             .args(&args)
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(Stdio::inherit())
+            .envs(env.iter().copied())
             .spawn()
             .unwrap();
         BackupRun { child, out }
@@ -210,33 +218,7 @@ fn write_changes(cluster: &Cluster, tag: &str, rounds: usize) -> Vec<i64> {
 /// Restores `store` to a point (`--to-revision R` or `--to-time T`) as one new member, starts
 /// it and returns it with the restore's JSON.
 fn restore_point(store: &Path, point: &[&str]) -> (Cluster, Value) {
-    let mut restored = Cluster::plan_restore(1, "p");
-    let member = &restored.members[0];
-    let data_dir = member.data_dir.display().to_string();
-    let peer = member.peer_url.clone();
-    let mut args = vec![
-        "snapshot".to_string(),
-        "restore".into(),
-        store.display().to_string(),
-        "--data-dir".into(),
-        data_dir,
-        "--name".into(),
-        member.name.clone(),
-        "--initial-cluster".into(),
-        restored.initial_cluster(),
-        "--initial-cluster-token".into(),
-        restored.token().into(),
-        "--initial-advertise-peer-urls".into(),
-        peer,
-        "-w".into(),
-        "json".into(),
-    ];
-    args.extend(point.iter().map(|s| s.to_string()));
-    let done = etcdops(&args, &[]);
-    done.expect_code(0);
-    let result = done.json();
-    restored.start_restored();
-    (restored, result)
+    restore_point_env(&store.display().to_string(), point, &[])
 }
 
 /// The restored member serves exactly `expected`, and a new write lands above `revision`.
@@ -560,4 +542,172 @@ fn a_lost_member_is_replaced_and_a_watch_behind_a_compaction_starts_a_new_chain(
     let rev = last.to_string();
     let (restored, _) = restore_point(&store, &["--to-revision", &rev]);
     assert_restored(&restored, &expected, last);
+}
+
+const S3_ENV: [(&str, &str); 3] = [
+    ("AWS_ACCESS_KEY_ID", "test-key-id"),
+    ("AWS_SECRET_ACCESS_KEY", "Very-Secret-Test-Key"),
+    ("AWS_REGION", "us-east-1"),
+];
+
+#[test]
+fn an_encrypted_chain_in_s3_copies_off_site_and_restores_through_the_module() {
+    use age::secrecy::ExposeSecret;
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 10);
+    let s3 = S3Server::start();
+    s3.create_bucket("pitr");
+    let remote = "s3://pitr/etcd";
+    let s3_flags = [
+        "--s3-endpoint",
+        s3.endpoint.as_str(),
+        "--allow-http",
+        "--s3-path-style",
+    ];
+    let identity = age::x25519::Identity::generate();
+    let secret = identity.to_string().expose_secret().to_string();
+    let public = identity.to_public().to_string();
+    let mut extra = vec!["--encrypt-to", public.as_str()];
+    extra.extend(s3_flags);
+    let backup = BackupRun::start_at(&cluster, remote, &extra, &S3_ENV);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let revisions = write_changes(&cluster, "s3", 3);
+    let target = revisions[1];
+    let last = *revisions.last().unwrap();
+    backup.wait_published(last);
+    let events = backup.stop();
+    let segment = events
+        .iter()
+        .find(|e| e["event"] == "segment_published" && e["changes"].as_u64().unwrap() > 0)
+        .unwrap();
+    assert!(
+        segment["object"]
+            .as_str()
+            .unwrap()
+            .ends_with(".delta.zst.age"),
+        "{segment}"
+    );
+
+    // Off-site: the chain is copied from S3 to a local dir, every segment checked.
+    let local = cluster.dir().join("offsite");
+    let mut copy = args(&[
+        "snapshot",
+        "copy",
+        remote,
+        &local.display().to_string(),
+        "-w",
+        "json",
+    ]);
+    copy.extend(s3_flags.iter().map(|s| s.to_string()));
+    let copied = etcdops(&copy, &S3_ENV);
+    copied.expect_code(0);
+    assert!(
+        copied.json()["segments_copied"].as_u64().unwrap() > 0,
+        "{copied}"
+    );
+
+    // Straight from S3 with the CLI...
+    let rev = target.to_string();
+    let identity_file = cluster.dir().join("pitr-identity.txt");
+    std::fs::write(&identity_file, format!("{secret}\n")).unwrap();
+    std::fs::set_permissions(
+        &identity_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let identity_arg = identity_file.display().to_string();
+    let mut point = vec![
+        "--to-revision",
+        rev.as_str(),
+        "--identity",
+        identity_arg.as_str(),
+    ];
+    point.extend(s3_flags);
+    let (restored, _) = restore_point_env(remote, &point, &S3_ENV);
+    assert_restored(&restored, &keys_at(&cluster, Some(target)), target);
+    drop(restored);
+
+    // ...and from the off-site copy with the module (check mode first), the identity passed as
+    // a secret variable.
+    let planned = Cluster::plan_restore(1, "m");
+    let member = &planned.members[0];
+    let restore_task = |check: bool| {
+        json!({
+            "etcd.core.etcd_snapshot_restore": {
+                "snapshot": local,
+                "to_revision": last,
+                "identity_content": "{{ etcd_identity }}",
+                "data_dir": member.data_dir,
+                "name": member.name,
+                "initial_cluster": planned.initial_cluster(),
+                "initial_cluster_token": planned.token(),
+                "initial_advertise_peer_urls": [member.peer_url],
+            },
+            "check_mode": check,
+            "register": if check { "planned" } else { "restored" },
+        })
+    };
+    let playbook = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "tasks": [
+            restore_task(true),
+            {"ansible.builtin.assert": {"that": [
+                "planned.changed",
+                "planned.plan.segments | length > 0",
+                "planned.revision == {last}".replace("{last}", &last.to_string()),
+            ]}},
+            restore_task(false),
+            {"ansible.builtin.assert": {"that": [
+                "restored.changed",
+                "restored.point_in_time.changes_applied > 0",
+                "restored.point_in_time.leases_recreated | length > 0",
+            ]}},
+        ],
+    }])
+    .to_string();
+    let collection = Collection::install();
+    let vars = json!({ "etcd_identity": secret });
+    let played = collection.playbook(
+        &playbook,
+        "target ansible_connection=local\n",
+        &vars,
+        &[],
+        &[],
+    );
+    assert_eq!(played.code, 0, "{played}");
+    assert!(!played.stdout.contains(&secret), "the identity was printed");
+    let mut planned = planned;
+    planned.start_restored();
+    assert_restored(&planned, &keys_at(&cluster, Some(last)), last);
+}
+
+/// Restores `store` (a path or URL) to a point as one new member with `env` (store
+/// credentials), starts it and returns it with the restore's JSON.
+fn restore_point_env(store: &str, point: &[&str], env: &[(&str, &str)]) -> (Cluster, Value) {
+    let mut restored = Cluster::plan_restore(1, "p");
+    let member = &restored.members[0];
+    let mut all = args(&[
+        "snapshot",
+        "restore",
+        store,
+        "--data-dir",
+        &member.data_dir.display().to_string(),
+        "--name",
+        &member.name,
+        "--initial-cluster",
+        &restored.initial_cluster(),
+        "--initial-cluster-token",
+        restored.token(),
+        "--initial-advertise-peer-urls",
+        &member.peer_url,
+        "-w",
+        "json",
+    ]);
+    all.extend(point.iter().map(|s| s.to_string()));
+    let done = etcdops(&all, env);
+    done.expect_code(0);
+    let result = done.json();
+    restored.start_restored();
+    (restored, result)
 }

@@ -1,13 +1,15 @@
 //! `etcd_snapshot_restore`: restores a snapshot (file or object URL), or a surviving member's
-//! own db (`from_data_dir`, the quorum-loss fix), into a new data dir. Repeating the same
+//! own db (`from_data_dir`, the quorum-loss fix), into a new data dir; with `to_revision` or
+//! `to_time`, the state at that point from a store written by `backup run` (a full backup
+//! with its delta segments replayed). Repeating the same
 //! restore changes nothing (the library's marker file); check mode runs every check and
 //! writes nothing.
 
 use std::path::PathBuf;
 
 use etcd_snapshot::{
-    RestoreMarker, RestoreRequest, RestoreSource, TrailerCheck, open_restore_source, read_marker,
-    restore_snapshot,
+    PointInTime, RestoreMarker, RestoreRequest, RestoreSource, TrailerCheck, open_point_in_time,
+    open_restore_source, read_marker, restore_point_in_time, restore_snapshot,
 };
 use serde::Deserialize;
 
@@ -32,6 +34,8 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("move_aside", Kind::Bool),
         opt("force", Kind::Bool),
         opt("owner", Kind::Str),
+        opt("to_revision", Kind::Int),
+        opt("to_time", Kind::Str),
     ],
     IDENTITY_OPTIONS,
     STORE_OPTIONS,
@@ -59,6 +63,8 @@ struct Args {
     #[serde(default)]
     force: bool,
     owner: Option<String>,
+    to_revision: Option<i64>,
+    to_time: Option<String>,
     #[serde(flatten)]
     identity: IdentityArgs,
     #[serde(flatten)]
@@ -112,11 +118,33 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             ));
         }
     };
+    let point = point_in_time(&args)?;
     let (identities, warnings) = args.identity.identities()?;
-    let (source, snapshot) =
-        open_restore_source(&mut request, from, &args.store.options(), &identities).await?;
     let before = describe_marker(read_marker(&args.data_dir), &args.data_dir);
-    let result = restore_snapshot(&source, &snapshot, &request)?;
+    let (result, plan) = match (point, &args.snapshot) {
+        (Some(point), Some(store)) => {
+            let mut opened = open_point_in_time(
+                &mut request,
+                store,
+                point,
+                &args.store.options(),
+                &identities,
+            )
+            .await?;
+            let result = restore_point_in_time(
+                &opened.name,
+                &opened.snapshot,
+                &request,
+                Some(&mut opened.replay),
+            )?;
+            (result, Some(opened.plan))
+        }
+        _ => {
+            let (source, snapshot) =
+                open_restore_source(&mut request, from, &args.store.options(), &identities).await?;
+            (restore_snapshot(&source, &snapshot, &request)?, None)
+        }
+    };
     let mut outcome = Outcome::unchanged(if result.changed && context.check_mode {
         format!(
             "would restore {} as member {} ({}) of cluster {} at revision {} (check mode: nothing written)",
@@ -160,5 +188,39 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             .warnings
             .push("etcd's SHA-256 trailer does not match the db (skip_hash_check)".into());
     }
-    Ok(outcome.with_fields(&result))
+    if let Some(pitr) = &result.point_in_time
+        && !pitr.leases_detached.is_empty()
+    {
+        outcome.warnings.push(format!(
+            "{} changes were restored without their lease ({}): it ended before backup run learned its TTL, so those keys will not expire",
+            pitr.changes_detached,
+            pitr.leases_detached.join(", ")
+        ));
+    }
+    let outcome = outcome.with_fields(&result);
+    Ok(match plan {
+        Some(plan) => outcome.with_fields(&serde_json::json!({ "plan": plan })),
+        None => outcome,
+    })
+}
+
+/// `to_revision` or `to_time` (RFC 3339), which need `snapshot` to name a store.
+fn point_in_time(args: &Args) -> Result<Option<PointInTime>, ModuleError> {
+    match (args.to_revision, &args.to_time) {
+        (Some(_), Some(_)) => Err(ModuleError::new(
+            "etcd_snapshot_restore: give at most one of to_revision and to_time",
+        )),
+        (Some(_), None) | (None, Some(_)) if args.snapshot.is_none() => Err(ModuleError::new(
+            "etcd_snapshot_restore: to_revision and to_time need snapshot to be the store backup run writes to (a directory or URL), not from_data_dir",
+        )),
+        (Some(revision), None) => Ok(Some(PointInTime::Revision(revision))),
+        (None, Some(text)) => chrono::DateTime::parse_from_rfc3339(text)
+            .map(|t| Some(PointInTime::Time(t.with_timezone(&chrono::Utc))))
+            .map_err(|e| {
+                ModuleError::new(format!(
+                    "etcd_snapshot_restore: to_time '{text}' is not an RFC 3339 time such as 2026-11-30T02:15:00Z: {e}"
+                ))
+            }),
+        (None, None) => Ok(None),
+    }
 }
