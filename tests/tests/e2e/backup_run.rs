@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use etcdops_tests::{
-    Cluster, Collection, Run, S3Server, Security, args, block_on, etcdops, etcdops_path,
+    Cluster, Collection, Run, S3Server, Security, SupervisedCluster, args, block_on, etcdops,
+    etcdops_path,
 };
 use serde_json::Value;
 use serde_json::json;
@@ -33,11 +34,22 @@ impl BackupRun {
     }
 
     fn start_at(cluster: &Cluster, store: &str, extra: &[&str], env: &[(&str, &str)]) -> BackupRun {
-        let out = cluster.dir().join(format!(
+        BackupRun::start_with(cluster.client_flags(), cluster.dir(), store, extra, env)
+    }
+
+    /// Starts `backup run` with connection `flags`, its output in a file in `dir`.
+    fn start_with(
+        flags: Vec<String>,
+        dir: &Path,
+        store: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> BackupRun {
+        let out = dir.join(format!(
             "backup-run-{}.jsonl",
             std::process::id() ^ rand_u32()
         ));
-        let mut args = cluster.client_flags();
+        let mut args = flags;
         args.extend(
             [
                 "-w",
@@ -159,8 +171,19 @@ fn revision_of(cluster: &Cluster) -> i64 {
 /// Puts, overwrites, deletes, a three-key txn and leased keys, `rounds` times; one lease is
 /// revoked each round (deleting its keys). Returns the revision after each round.
 fn write_changes(cluster: &Cluster, tag: &str, rounds: usize) -> Vec<i64> {
+    let running: Vec<String> = cluster
+        .members
+        .iter()
+        .filter(|m| m.is_running())
+        .map(|m| m.client_url.clone())
+        .collect();
+    write_changes_at(&running, tag, rounds)
+}
+
+/// [`write_changes`] through a client of `urls`.
+fn write_changes_at(urls: &[String], tag: &str, rounds: usize) -> Vec<i64> {
     block_on(async {
-        let mut client = cluster.client().await;
+        let mut client = etcd_client::Client::connect(urls.to_vec(), None).await?;
         let mut after = Vec::new();
         for round in 0..rounds {
             for i in 0..20 {
@@ -710,4 +733,90 @@ fn restore_point_env(store: &str, point: &[&str], env: &[(&str, &str)]) -> (Clus
     let result = done.json();
     restored.start_restored();
     (restored, result)
+}
+
+/// One key as a client sees it: key, value, create and mod revision, version, lease.
+type KeyState = (Vec<u8>, Vec<u8>, i64, i64, i64, i64);
+
+/// Every key `urls` serve at `revision` (the current one when `None`).
+fn key_values_at(urls: &[String], revision: Option<i64>) -> Vec<KeyState> {
+    block_on(async {
+        let mut client = etcd_client::Client::connect(urls.to_vec(), None).await?;
+        let mut options = etcd_client::GetOptions::new().with_all_keys();
+        if let Some(revision) = revision {
+            options = options.with_revision(revision);
+        }
+        let response = client.get("", Some(options)).await?;
+        Ok::<_, etcd_client::Error>(
+            response
+                .kvs()
+                .iter()
+                .map(|kv| {
+                    (
+                        kv.key().to_vec(),
+                        kv.value().to_vec(),
+                        kv.create_revision(),
+                        kv.mod_revision(),
+                        kv.version(),
+                        kv.lease(),
+                    )
+                })
+                .collect(),
+        )
+    })
+    .expect("read every key")
+}
+
+#[test]
+fn the_restore_role_brings_a_three_member_cluster_back_to_a_revision() {
+    let cluster = SupervisedCluster::start(3);
+    let urls = cluster.client_urls();
+    let store = cluster.dir().join("pitr-role-store");
+    let backup = BackupRun::start_with(
+        args(&["--endpoints", &urls.join(",")]),
+        cluster.dir(),
+        &store.display().to_string(),
+        &[],
+        &[],
+    );
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let revisions = write_changes_at(&urls, "role", 3);
+    let target = revisions[1];
+    let last = *revisions.last().unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let expected = key_values_at(&urls, Some(target));
+
+    let collection = Collection::install();
+    let inventory: String = cluster.members.iter().map(|m| m.inventory_line()).collect();
+    let mut vars = cluster.service_vars();
+    vars["restore_store"] = json!(store);
+    vars["restore_to_revision"] = json!(target);
+    vars["restore_cluster_token"] = json!("pitr-by-role");
+    let playbook = json!([{
+        "hosts": "all",
+        "gather_facts": false,
+        "module_defaults": {"group/etcd.core.etcd": {"endpoints": urls}},
+        "roles": [{"role": "etcd.core.restore", "vars": vars}],
+    }])
+    .to_string();
+    let played = collection.playbook(&playbook, &inventory, &json!({}), &[], &[]);
+    assert_eq!(played.code, 0, "{played}");
+
+    assert_eq!(
+        key_values_at(&urls, None),
+        expected,
+        "the state at revision {target}"
+    );
+    let written = block_on(async {
+        let mut client = etcd_client::Client::connect(urls.clone(), None).await?;
+        let put = client.put("/pitr/role/after", "x", None).await?;
+        Ok::<_, etcd_client::Error>(put.header().map(|h| h.revision()).unwrap_or(0))
+    })
+    .unwrap();
+    assert_eq!(
+        written,
+        target + 1,
+        "new writes continue above the restored revision"
+    );
 }
