@@ -83,8 +83,8 @@ pub use restore::{
     AppendReport, MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest,
     RestoreResult, RestoreSource, RestoredMember, append_sorted, cluster_id, member_id,
     open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
-    restore_point_in_time, restore_snapshot, restore_spool_dir, validate_restore_request,
-    wal_usage,
+    restore_point_in_time, restore_snapshot, restore_spool_dir, restore_to_point,
+    validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};

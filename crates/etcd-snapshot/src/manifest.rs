@@ -112,23 +112,32 @@ impl Manifest {
 
     /// Parses a manifest, refusing versions newer than this build understands.
     pub fn from_json(name: &str, bytes: &[u8]) -> Result<Manifest> {
-        let bad = |reason: String| SnapshotError::BadManifest {
+        let value = manifest_json(name, bytes, MANIFEST_FORMAT_VERSION)?;
+        serde_json::from_value(value).map_err(|e| SnapshotError::BadManifest {
             name: name.to_string(),
-            reason,
-        };
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let version = value
-            .get("format_version")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| bad("no format_version".into()))?;
-        if version > u64::from(MANIFEST_FORMAT_VERSION) {
-            return Err(bad(format!(
-                "format_version {version} is newer than this etcdops understands ({MANIFEST_FORMAT_VERSION}); upgrade etcdops"
-            )));
-        }
-        serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+            reason: e.to_string(),
+        })
     }
+}
+
+/// The JSON of manifest `name`, once its `format_version` is known to be at most `newest`.
+pub(crate) fn manifest_json(name: &str, bytes: &[u8], newest: u32) -> Result<serde_json::Value> {
+    let bad = |reason: String| SnapshotError::BadManifest {
+        name: name.to_string(),
+        reason,
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let version = value
+        .get("format_version")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| bad("no format_version".into()))?;
+    if version > u64::from(newest) {
+        return Err(bad(format!(
+            "format_version {version} is newer than this etcdops understands ({newest}); upgrade etcdops"
+        )));
+    }
+    Ok(value)
 }
 
 /// Object name for a new backup:

@@ -26,29 +26,57 @@ fn varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
     None
 }
 
+/// One field of a protobuf message, as [`next_field`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProtoField<'a> {
+    /// The field number.
+    pub number: u64,
+    /// Its value, for a varint field (wire type 0).
+    pub varint: u64,
+    /// Its bytes, for a length-delimited field (wire type 2).
+    pub bytes: &'a [u8],
+    /// Bytes the whole field (tag included) takes.
+    pub len: usize,
+}
+
+/// The first field of `bytes`; `None` when it is cut off or of a wire type etcd's messages do
+/// not use (groups).
+pub(crate) fn next_field(bytes: &[u8]) -> Option<ProtoField<'_>> {
+    let (tag, rest) = varint(bytes)?;
+    let (varint_value, payload, rest) = match tag & 7 {
+        0 => {
+            let (value, rest) = varint(rest)?;
+            (value, &[][..], rest)
+        }
+        1 => (0, rest.get(..8)?, rest.get(8..)?),
+        2 => {
+            let (len, rest) = varint(rest)?;
+            let len = usize::try_from(len).ok()?;
+            (0, rest.get(..len)?, rest.get(len..)?)
+        }
+        5 => (0, rest.get(..4)?, rest.get(4..)?),
+        _ => return None,
+    };
+    Some(ProtoField {
+        number: tag >> 3,
+        varint: varint_value,
+        bytes: if tag & 7 == 2 { payload } else { &[] },
+        len: bytes.len() - rest.len(),
+    })
+}
+
 /// Fields 1 (`key`) and 5 (`value`) of a protobuf `mvccpb.KeyValue`, borrowed; empty when
 /// absent (a tombstone has no value); `None` when the bytes are not a valid message.
 pub fn key_value_fields(mut bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let (mut key, mut value): (&[u8], &[u8]) = (&[], &[]);
     while !bytes.is_empty() {
-        let (tag, rest) = varint(bytes)?;
-        bytes = match tag & 7 {
-            0 => varint(rest)?.1,
-            1 => rest.get(8..)?,
-            2 => {
-                let (len, rest) = varint(rest)?;
-                let len = usize::try_from(len).ok()?;
-                let data = rest.get(..len)?;
-                match tag >> 3 {
-                    1 => key = data,
-                    5 => value = data,
-                    _ => {}
-                }
-                &rest[len..]
-            }
-            5 => rest.get(4..)?,
-            _ => return None,
-        };
+        let field = next_field(bytes)?;
+        match field.number {
+            1 => key = field.bytes,
+            5 => value = field.bytes,
+            _ => {}
+        }
+        bytes = &bytes[field.len..];
     }
     Some((key, value))
 }

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use etcd_snapshot::{
-    PointInTime, RestoreMarker, RestoreRequest, RestoreSource, TrailerCheck, open_point_in_time,
-    open_restore_source, read_marker, restore_point_in_time, restore_snapshot,
+    PointInTime, RestoreMarker, RestoreRequest, RestoreSource, TrailerCheck, open_restore_source,
+    read_marker, restore_snapshot, restore_to_point,
 };
 use serde::Deserialize;
 
@@ -123,7 +123,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let before = describe_marker(read_marker(&args.data_dir), &args.data_dir);
     let (result, plan) = match (point, &args.snapshot) {
         (Some(point), Some(store)) => {
-            let mut opened = open_point_in_time(
+            let (result, plan) = restore_to_point(
                 &mut request,
                 store,
                 point,
@@ -131,13 +131,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                 &identities,
             )
             .await?;
-            let result = restore_point_in_time(
-                &opened.name,
-                &opened.snapshot,
-                &request,
-                Some(&mut opened.replay),
-            )?;
-            (result, Some(opened.plan))
+            (result, Some(plan))
         }
         _ => {
             let (source, snapshot) =
@@ -199,7 +193,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     }
     let outcome = outcome.with_fields(&result);
     Ok(match plan {
-        Some(plan) => outcome.with_fields(&serde_json::json!({ "plan": plan })),
+        Some(plan) => outcome.with_fields(serde_json::json!({ "plan": plan })),
         None => outcome,
     })
 }

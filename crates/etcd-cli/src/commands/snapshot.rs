@@ -12,9 +12,9 @@ use etcd_snapshot::{
     PointInTime, Progress, PruneReport, Recipients, RestoreRequest, RestoreResult, RestoreSource,
     RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus, StatusOptions,
     TrailerCheck, VerifyReport, copy_backups, delete_backup, list_backups, new_identity_file,
-    open_point_in_time, open_restore_source, open_snapshot_file_decrypting,
-    open_snapshot_object_decrypting, prune_backups, restore_point_in_time, restore_snapshot,
-    save_snapshot, verify_backup, write_save_metrics,
+    open_restore_source, open_snapshot_file_decrypting, open_snapshot_object_decrypting,
+    prune_backups, restore_snapshot, restore_to_point, save_snapshot, verify_backup,
+    write_save_metrics,
 };
 use etcd_store::{Store, StoreOptions, split_object_url};
 
@@ -192,7 +192,7 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
     };
     let (result, plan) = match (point, &args.source) {
         (Some(point), Some(store_url)) => {
-            let mut opened = open_point_in_time(
+            let (result, plan) = restore_to_point(
                 &mut request,
                 store_url,
                 point,
@@ -200,13 +200,7 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
                 &identities,
             )
             .await?;
-            let result = restore_point_in_time(
-                &opened.name,
-                &opened.snapshot,
-                &request,
-                Some(&mut opened.replay),
-            )?;
-            (result, Some(opened.plan))
+            (result, Some(plan))
         }
         _ => {
             let from = match (&args.from_data_dir, &args.source) {

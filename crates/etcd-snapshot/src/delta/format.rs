@@ -11,7 +11,7 @@
 //!   received by then (used for `--to-time`).
 //! - `255` end: `records before it: u64 LE`.
 
-use crate::mvcc::{REVISION_KEY_LEN, parse_revision_key};
+use crate::mvcc::{REVISION_KEY_LEN, next_field, parse_revision_key};
 
 /// First bytes of a segment.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"EOPSDLT1";
@@ -127,85 +127,28 @@ impl KeyValueFields<'_> {
 
 /// The lease ID of a stored `mvccpb.KeyValue` (field 6), 0 when none or unreadable.
 pub fn key_value_lease(mut bytes: &[u8]) -> i64 {
-    fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
-        let mut value = 0u64;
-        for (i, byte) in bytes.iter().enumerate().take(10) {
-            value |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Some((value, &bytes[i + 1..]));
-            }
+    while let Some(field) = next_field(bytes) {
+        if field.number == 6 {
+            return field.varint as i64;
         }
-        None
-    }
-    while !bytes.is_empty() {
-        let Some((tag, rest)) = read_varint(bytes) else {
-            return 0;
-        };
-        let next = match tag & 7 {
-            0 => match read_varint(rest) {
-                Some((value, rest)) if tag >> 3 == 6 => {
-                    let _ = rest;
-                    return value as i64;
-                }
-                Some((_, rest)) => rest,
-                None => return 0,
-            },
-            2 => match read_varint(rest) {
-                Some((len, rest)) => match usize::try_from(len).ok().and_then(|l| rest.get(l..)) {
-                    Some(rest) => rest,
-                    None => return 0,
-                },
-                None => return 0,
-            },
-            1 => match rest.get(8..) {
-                Some(rest) => rest,
-                None => return 0,
-            },
-            5 => match rest.get(4..) {
-                Some(rest) => rest,
-                None => return 0,
-            },
-            _ => return 0,
-        };
-        bytes = next;
+        bytes = &bytes[field.len..];
     }
     0
 }
 
 /// A stored `mvccpb.KeyValue` without its lease (field 6); every other field is kept as it is.
+/// Bytes that do not parse are returned unchanged.
 pub fn without_lease(bytes: &[u8]) -> Vec<u8> {
-    fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
-        let mut value = 0u64;
-        for (i, byte) in bytes.iter().enumerate().take(10) {
-            value |= u64::from(byte & 0x7f) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Some((value, i + 1));
-            }
-        }
-        None
-    }
     let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let Some((tag, tag_len)) = read_varint(&bytes[at..]) else {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let Some(field) = next_field(rest) else {
             return bytes.to_vec();
         };
-        let body = at + tag_len;
-        let end = match tag & 7 {
-            0 => read_varint(&bytes[body..]).map(|(_, n)| body + n),
-            1 => Some(body + 8),
-            5 => Some(body + 4),
-            2 => read_varint(&bytes[body..])
-                .and_then(|(len, n)| usize::try_from(len).ok().map(|len| body + n + len)),
-            _ => None,
-        };
-        let Some(end) = end.filter(|end| *end <= bytes.len()) else {
-            return bytes.to_vec();
-        };
-        if tag >> 3 != 6 {
-            out.extend_from_slice(&bytes[at..end]);
+        if field.number != 6 {
+            out.extend_from_slice(&rest[..field.len]);
         }
-        at = end;
+        rest = &rest[field.len..];
     }
     out
 }

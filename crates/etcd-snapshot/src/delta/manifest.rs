@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::crypt::Encryption;
 use crate::error::{Result, SnapshotError};
-use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX};
+use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX, manifest_json};
 
 /// The delta manifest format this build writes.
 pub const DELTA_FORMAT_VERSION: u32 = 1;
@@ -83,17 +83,7 @@ impl DeltaManifest {
             name: name.to_string(),
             reason,
         };
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let version = value
-            .get("format_version")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| bad("no format_version".into()))?;
-        if version > u64::from(DELTA_FORMAT_VERSION) {
-            return Err(bad(format!(
-                "format_version {version} is newer than this etcdops understands ({DELTA_FORMAT_VERSION}); upgrade etcdops"
-            )));
-        }
+        let value = manifest_json(name, bytes, DELTA_FORMAT_VERSION)?;
         if value.get("kind").and_then(|k| k.as_str()) != Some(DELTA_KIND) {
             return Err(bad("not a delta manifest (no kind: delta)".into()));
         }

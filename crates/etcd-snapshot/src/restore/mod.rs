@@ -37,7 +37,9 @@ pub use bbolt_write::{
     Append, AppendReport, BucketContents, append_sorted, replace_buckets, verify_rewrite,
 };
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
-pub use source::{PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source};
+pub use source::{
+    PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
+};
 
 /// What to restore, and as which member of which new cluster.
 #[derive(Debug, Clone, Default)]

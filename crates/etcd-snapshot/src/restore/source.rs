@@ -12,6 +12,17 @@ use crate::delta::{
 use crate::error::SnapshotError;
 use crate::input::{SnapshotFile, open_snapshot_file_decrypting, open_snapshot_object_decrypting};
 
+/// Checks the request; where to spool what is downloaded: beside the target, or (a dry run,
+/// which creates nothing there) nowhere named.
+fn checked_spool(request: &RestoreRequest) -> Result<Option<std::path::PathBuf>, RestoreError> {
+    validate_restore_request(request)?;
+    if request.dry_run {
+        Ok(None)
+    } else {
+        Ok(Some(restore_spool_dir(&request.data_dir)?))
+    }
+}
+
 /// What to restore from.
 #[derive(Debug, Clone, Copy)]
 pub enum RestoreSource<'a> {
@@ -33,12 +44,7 @@ pub async fn open_restore_source(
     store_options: &StoreOptions,
     identities: &Identities,
 ) -> Result<(String, SnapshotFile), RestoreError> {
-    validate_restore_request(request)?;
-    let spool = if request.dry_run {
-        None
-    } else {
-        Some(restore_spool_dir(&request.data_dir)?)
-    };
+    let spool = checked_spool(request)?;
     let spool = spool.as_deref();
     match source {
         RestoreSource::DataDir(dir) => {
@@ -86,12 +92,7 @@ pub async fn open_point_in_time(
     store_options: &StoreOptions,
     identities: &Identities,
 ) -> Result<PointInTimeSource, RestoreError> {
-    validate_restore_request(request)?;
-    let spool = if request.dry_run {
-        None
-    } else {
-        Some(restore_spool_dir(&request.data_dir)?)
-    };
+    let spool = checked_spool(request)?;
     let spool = spool.as_deref();
     let store = Store::open(store_url, store_options).map_err(SnapshotError::from)?;
     let plan = plan_point_in_time(&store, point).await?;
@@ -107,4 +108,24 @@ pub async fn open_point_in_time(
         replay,
         plan,
     })
+}
+
+/// A whole point-in-time restore: [`open_point_in_time`], then
+/// [`super::restore_point_in_time`]. Returns what was restored and the plan it followed.
+pub async fn restore_to_point(
+    request: &mut RestoreRequest,
+    store_url: &str,
+    point: PointInTime,
+    store_options: &StoreOptions,
+    identities: &Identities,
+) -> Result<(super::RestoreResult, PitrPlan), RestoreError> {
+    let mut opened =
+        open_point_in_time(request, store_url, point, store_options, identities).await?;
+    let result = super::restore_point_in_time(
+        &opened.name,
+        &opened.snapshot,
+        request,
+        Some(&mut opened.replay),
+    )?;
+    Ok((result, opened.plan))
 }
