@@ -63,8 +63,7 @@ pub use delta::{
     revision_key,
 };
 pub use delta::{
-    DeltaReplay, PitrPlan, PointInTime, ReplayChanges, ReplaySummary, lease_entry,
-    plan_point_in_time,
+    DeltaReplay, PitrPlan, PointInTime, ReplayChanges, ReplaySummary, lease_entry, plan_candidates,
 };
 pub use delta::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub use error::{Result, SnapshotError};

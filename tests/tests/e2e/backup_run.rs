@@ -50,21 +50,13 @@ impl BackupRun {
             std::process::id() ^ rand_u32()
         ));
         let mut args = flags;
-        args.extend(
-            [
-                "-w",
-                "json",
-                "backup",
-                "run",
-                store,
-                "--full-every",
-                "1h",
-                "--delta-every",
-                "1s",
-            ]
-            .iter()
-            .map(|s| s.to_string()),
-        );
+        args.extend(["-w", "json", "backup", "run", store].map(String::from));
+        // A full backup an hour apart and a segment a second, unless `extra` says otherwise.
+        for (flag, value) in [("--full-every", "1h"), ("--delta-every", "1s")] {
+            if !extra.contains(&flag) {
+                args.extend([flag, value].map(String::from));
+            }
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let child = Command::new(etcdops_path())
             .args(&args)
@@ -819,4 +811,75 @@ fn the_restore_role_brings_a_three_member_cluster_back_to_a_revision() {
         target + 1,
         "new writes continue above the restored revision"
     );
+}
+
+#[test]
+fn chains_overlap_at_each_full_backup_so_revisions_around_it_restore() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_random("/seed/", 200, 2000);
+    let store = cluster.dir().join("overlap-store");
+    let backup = BackupRun::start(&cluster, &store, &["--full-every", "2s"]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    // Changes keep coming while the next full backups are taken.
+    let urls = cluster.client_urls();
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let writing = writing.clone();
+        let urls = urls.clone();
+        std::thread::spawn(move || {
+            let mut round = 0;
+            let mut last = 0;
+            while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                last = write_changes_at(&urls, &format!("ov{round}"), 1)[0];
+                round += 1;
+            }
+            last
+        })
+    };
+    let fulls = |events: &[Value]| -> Vec<i64> {
+        events
+            .iter()
+            .filter(|e| e["event"] == "full_saved")
+            .map(|e| e["revision"].as_i64().unwrap())
+            .collect()
+    };
+    backup.wait_for("a third full backup", |_| {
+        fulls(&backup.events()).len() >= 3
+    });
+    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let last = writer.join().unwrap();
+    backup.wait_published(last);
+    let events = backup.stop();
+    let second = fulls(&events)[1];
+
+    // The first chain went on past the second full backup's start.
+    let listed = etcdops(
+        &args(&[
+            "snapshot",
+            "list",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ]),
+        &[],
+    );
+    listed.expect_code(0);
+    let catalog = listed.json();
+    let first_chain_end = catalog["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["manifest"]["revision"].as_i64().unwrap() < second)
+        .and_then(|b| b["chain"]["to_revision"].as_i64())
+        .unwrap();
+    assert!(first_chain_end >= second, "{catalog}");
+
+    // The revisions around the switch all restore exactly.
+    for target in [second, second + 1, first_chain_end] {
+        let expected = keys_at(&cluster, Some(target));
+        let rev = target.to_string();
+        let (restored, result) = restore_point(&store, &["--to-revision", &rev]);
+        assert_eq!(result["revision"], target, "{result}");
+        assert_restored(&restored, &expected, target);
+    }
 }

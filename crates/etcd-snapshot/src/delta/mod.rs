@@ -17,7 +17,7 @@ pub use manifest::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object,
 };
-pub use plan::{PitrPlan, plan_point_in_time};
+pub use plan::{PitrPlan, plan_candidates};
 #[cfg(test)]
 pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};

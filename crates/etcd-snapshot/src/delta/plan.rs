@@ -72,11 +72,47 @@ fn ranges(candidates: &[&BackupEntry]) -> String {
     }
 }
 
-/// Picks the full backup and segments that reach `point`, from the complete backups in
-/// `store` (one cluster's: a store holding several clusters' backups must be given with the
-/// cluster's folder). Refuses, naming the ranges that can be restored, when no chain reaches
-/// the point.
-pub async fn plan_point_in_time(store: &Store, point: PointInTime) -> Result<PitrPlan> {
+/// Where a full backup's chain reaches: the revision and time it covers up to.
+fn reach_of(entry: &BackupEntry) -> (i64, DateTime<Utc>) {
+    let (to_revision, to_time, _) = reach(entry);
+    (to_revision, to_time.unwrap_or(entry.manifest.created_at))
+}
+
+/// The history each complete full backup belongs to, in `created_at` order: a new history
+/// starts when a full backup holds a lower revision than a chain before it had reached by the
+/// time it ended (the cluster was restored to an earlier revision and kept its ID). Chains
+/// of one history that overlap (the next full backup is taken while a chain goes on) do not
+/// count: the earlier chain then reaches past the later backup's start.
+fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> {
+    let mut by_time: Vec<&BackupEntry> = complete.to_vec();
+    by_time.sort_by_key(|b| (b.manifest.created_at, b.manifest.revision));
+    let mut out = Vec::new();
+    let mut history = 0;
+    let mut current: Vec<&BackupEntry> = Vec::new();
+    for entry in by_time {
+        let rewound = current.iter().any(|earlier| {
+            let (to_revision, to_time) = reach_of(earlier);
+            earlier.manifest.revision > entry.manifest.revision
+                || (to_revision > entry.manifest.revision && to_time < entry.manifest.created_at)
+        });
+        if rewound {
+            history += 1;
+            current.clear();
+        }
+        current.push(entry);
+        out.push((history, entry));
+    }
+    out
+}
+
+/// The full backups (with their segments) that may restore `point`, best first, from the
+/// complete backups in `store` (one cluster's: a store holding several clusters' backups must
+/// be given with the cluster's folder). Which one can be used is known only once its db's own
+/// revision is read (a full backup holds at least its manifest's revision, sometimes a little
+/// more), so the caller tries them in order. Refuses, naming the ranges that can be restored,
+/// when no chain reaches the point, and a revision that two histories reached (the cluster
+/// was restored to an earlier revision and kept its ID).
+pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<PitrPlan>> {
     let catalog = list_backups(store).await?;
     let complete: Vec<&BackupEntry> = catalog.backups.iter().filter(|b| b.complete).collect();
     let mut clusters: Vec<String> = complete
@@ -104,59 +140,66 @@ pub async fn plan_point_in_time(store: &Store, point: PointInTime) -> Result<Pit
         PointInTime::Revision(_) => "--to-revision",
         PointInTime::Time(_) => "--to-time",
     };
-    // Newest first: by revision for a revision, by time for a time.
-    let mut candidates: Vec<&BackupEntry> = complete
-        .iter()
-        .copied()
-        .filter(|b| match point {
-            PointInTime::Revision(r) => b.manifest.revision <= r,
-            PointInTime::Time(t) => b.manifest.created_at <= t,
+    let mut all = complete.clone();
+    all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
+    // Reaching the point: at or after the full backup, within its chain.
+    let mut reaching: Vec<(usize, &BackupEntry)> = histories(&complete)
+        .into_iter()
+        .filter(|(_, entry)| {
+            let (to_revision, to_time) = reach_of(entry);
+            match point {
+                PointInTime::Revision(r) => entry.manifest.revision <= r && r <= to_revision,
+                PointInTime::Time(t) => entry.manifest.created_at <= t && t <= to_time,
+            }
         })
         .collect();
-    candidates.sort_by(|a, b| {
-        b.manifest
-            .revision
-            .cmp(&a.manifest.revision)
-            .then(b.manifest.created_at.cmp(&a.manifest.created_at))
-    });
-    let Some(full) = candidates.first().copied() else {
-        let mut all = complete.clone();
-        all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
-        return Err(invalid(
-            option,
-            format!(
-                "no complete full backup in {} is at or before it; what can be restored: {}",
-                store.url(),
-                ranges(&all)
-            ),
-        ));
-    };
-    let (to_revision, to_time, deltas) = reach(full);
-    let reached = match point {
-        PointInTime::Revision(r) => r <= to_revision,
-        PointInTime::Time(t) => {
-            to_time.is_some_and(|end| t <= end) || t == full.manifest.created_at
-        }
-    };
-    if !reached {
-        let newest = complete
-            .iter()
-            .all(|b| b.manifest.created_at <= full.manifest.created_at);
-        let why = if newest {
+    if reaching.is_empty() {
+        let newest = complete.iter().all(|b| match point {
+            PointInTime::Revision(r) => reach_of(b).0 < r,
+            PointInTime::Time(t) => reach_of(b).1 < t,
+        });
+        let why = if complete.is_empty() {
+            format!("{} holds no complete full backup", store.url())
+        } else if newest {
             "it is after the newest published change".to_string()
         } else {
-            "it falls in a gap between chains".to_string()
+            "no chain reaches it: it is before the oldest full backup or falls in a gap between chains"
+                .to_string()
         };
-        let mut all = complete.clone();
-        all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
         return Err(invalid(
             option,
-            format!(
-                "no chain reaches it ({why}); what can be restored: {}",
-                ranges(&all)
-            ),
+            format!("{why}; what can be restored: {}", ranges(&all)),
         ));
     }
+    if let PointInTime::Revision(r) = point {
+        let mut seen: Vec<usize> = reaching.iter().map(|(h, _)| *h).collect();
+        seen.dedup();
+        if seen.len() > 1 {
+            let later = reaching
+                .iter()
+                .filter(|(h, _)| *h == seen[seen.len() - 1])
+                .map(|(_, e)| e.manifest.created_at)
+                .min()
+                .unwrap_or_default();
+            return Err(invalid(
+                option,
+                format!(
+                    "revision {r} was reached twice: the cluster went back to an earlier revision (a restore that kept its ID) before {}; restore by --to-time instead",
+                    later.format("%Y-%m-%dT%H:%M:%SZ")
+                ),
+            ));
+        }
+    }
+    // Newest first: the least to replay.
+    reaching.sort_by_key(|(_, e)| std::cmp::Reverse((e.manifest.created_at, e.manifest.revision)));
+    Ok(reaching
+        .into_iter()
+        .map(|(_, full)| plan_for(store, full, point))
+        .collect())
+}
+
+fn plan_for(store: &Store, full: &BackupEntry, point: PointInTime) -> PitrPlan {
+    let (to_revision, to_time, deltas) = reach(full);
     // Segments without changes add nothing to replay.
     let needed: Vec<&crate::catalog::DeltaEntry> = deltas
         .iter()
@@ -166,7 +209,7 @@ pub async fn plan_point_in_time(store: &Store, point: PointInTime) -> Result<Pit
             PointInTime::Time(t) => d.manifest.from_time <= t,
         })
         .collect();
-    Ok(PitrPlan {
+    PitrPlan {
         store: store.url().to_string(),
         point,
         full: full.object.clone(),
@@ -176,5 +219,60 @@ pub async fn plan_point_in_time(store: &Store, point: PointInTime) -> Result<Pit
         chain_to_revision: to_revision,
         chain_to_time: to_time,
         segment_manifests: needed.into_iter().map(|d| d.manifest.clone()).collect(),
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{ChainSummary, DeltaEntry};
+    use chrono::TimeZone;
+
+    fn full(minute: u32, revision: i64, chain_to: Option<(i64, u32)>) -> BackupEntry {
+        let at = |m: u32| Utc.with_ymd_and_hms(2026, 11, 30, 1, m, 0).unwrap();
+        let mut manifest = crate::manifest::tests::sample();
+        manifest.created_at = at(minute);
+        manifest.revision = revision;
+        manifest.object = format!("etcd-abc/{minute:02}-rev{revision}.db.zst");
+        let chain = chain_to.map(|(to_revision, to_minute)| ChainSummary {
+            segments: 1,
+            covered_segments: 1,
+            changes: 1,
+            after_revision: revision,
+            to_revision,
+            from_time: Some(at(minute)),
+            to_time: Some(at(to_minute)),
+            last_published: at(to_minute),
+            continuous: true,
+            problems: Vec::new(),
+        });
+        BackupEntry {
+            object: manifest.object.clone(),
+            manifest_name: String::new(),
+            complete: true,
+            manifest,
+            deltas: Vec::<DeltaEntry>::new(),
+            chain,
+        }
+    }
+
+    #[test]
+    fn overlapping_chains_are_one_history_and_a_rewind_starts_another() {
+        // A's chain overlaps B's start (B taken while A went on): one history.
+        let a = full(0, 100, Some((260, 11)));
+        let b = full(10, 250, Some((400, 20)));
+        // C after a restore to revision 180 that kept the cluster ID: a new history.
+        let c = full(30, 185, Some((300, 40)));
+        let entries = [&a, &b, &c];
+        let found: Vec<(usize, i64)> = histories(&entries)
+            .into_iter()
+            .map(|(h, e)| (h, e.manifest.revision))
+            .collect();
+        assert_eq!(found, [(0, 100), (0, 250), (1, 185)]);
+        // A chain that ended (a gap) before a later full backup: still one history.
+        let d = full(0, 100, Some((150, 5)));
+        let e = full(10, 170, None);
+        let found: Vec<usize> = histories(&[&d, &e]).into_iter().map(|(h, _)| h).collect();
+        assert_eq!(found, [0, 0]);
+    }
 }

@@ -2,7 +2,7 @@
 //! spooled decompressed into unnamed temporary files, read twice (leases first, then the
 //! changes in revision order) so memory stays small whatever their size.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{BufReader, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::format::{DeltaRecord, SegmentReader, key_value_lease, without_lease};
 use crate::bbolt::BoltError;
 use crate::error::{Result, SnapshotError};
+use crate::mvcc::{key_value_fields, parse_revision_key};
 
 /// Where a point-in-time restore stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -149,36 +150,46 @@ impl DeltaReplay {
         Ok(())
     }
 
-    /// The leases to add to the `lease` bucket (ID to `leasepb.Lease` bytes) and those to
-    /// detach: every lease a change after `db_revision` and up to the target uses that the
-    /// db does not hold already.
+    /// The leases to add to the `lease` bucket (ID to granted TTL) and those to detach: the
+    /// leases that keys live at the target use, when the db does not hold them already (a
+    /// lease revoked before the target took its keys with it, and is not recreated). Memory:
+    /// one entry per key changed after `db_revision`.
     pub fn plan_leases(
         &mut self,
         db_revision: i64,
         existing: &BTreeSet<i64>,
     ) -> std::result::Result<(BTreeMap<i64, i64>, BTreeSet<i64>), BoltError> {
         let target = self.target_revision();
-        let mut used = BTreeSet::new();
+        let mut live: HashMap<Vec<u8>, i64> = HashMap::new();
         let mut granted: BTreeMap<i64, i64> = BTreeMap::new();
         self.for_each_record(|record| {
             match &record {
                 DeltaRecord::Lease { id, ttl } => {
                     granted.insert(*id, *ttl);
                 }
-                DeltaRecord::Change { value, .. } => {
+                DeltaRecord::Change { key, value } => {
                     let revision = record.revision().unwrap_or(0);
                     if revision > target {
                         return Ok(false);
                     }
-                    let lease = key_value_lease(value);
-                    if revision > db_revision && lease != 0 && !existing.contains(&lease) {
-                        used.insert(lease);
+                    if revision > db_revision {
+                        let user_key = key_value_fields(value).map_or(&[][..], |(k, _)| k);
+                        let deleted = parse_revision_key(key).is_some_and(|(_, t)| t);
+                        if deleted {
+                            live.remove(user_key);
+                        } else {
+                            live.insert(user_key.to_vec(), key_value_lease(value));
+                        }
                     }
                 }
                 DeltaRecord::Mark { .. } => {}
             }
             Ok(true)
         })?;
+        let used: BTreeSet<i64> = live
+            .into_values()
+            .filter(|lease| *lease != 0 && !existing.contains(lease))
+            .collect();
         let mut recreate = BTreeMap::new();
         let mut detach = BTreeSet::new();
         for lease in used {
@@ -411,6 +422,33 @@ mod tests {
         assert_eq!(build(PointInTime::Time(at)).target_revision(), 11);
         let before = DateTime::<Utc>::from_timestamp_millis(10).unwrap();
         assert_eq!(build(PointInTime::Time(before)).target_revision(), 9);
+    }
+
+    #[test]
+    fn a_lease_whose_keys_were_deleted_before_the_target_is_not_recreated() {
+        let tombstone = DeltaRecord::Change {
+            key: revision_key(12, 0, true),
+            value: KeyValueFields {
+                key: b"b",
+                ..Default::default()
+            }
+            .encode(),
+        };
+        let segment = segment(&[
+            DeltaRecord::Lease { id: 7, ttl: 30 },
+            put(11, b"b", 7),
+            tombstone,
+            DeltaRecord::Lease { id: 8, ttl: 60 },
+            put(13, b"c", 8),
+        ]);
+        let mut replay = DeltaReplay::new("full", PointInTime::Revision(13), 10);
+        replay.add_segment("s1", &segment, None).unwrap();
+        let (recreate, detach) = replay.plan_leases(10, &BTreeSet::new()).unwrap();
+        assert_eq!(recreate, BTreeMap::from([(8, 60)]));
+        assert!(detach.is_empty());
+        // A lease the db holds already is left alone.
+        let (recreate, _) = replay.plan_leases(10, &BTreeSet::from([8])).unwrap();
+        assert!(recreate.is_empty());
     }
 
     #[test]

@@ -7,23 +7,25 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use etcd_client::{EventType, WatchOptions};
 use etcd_core::{ClusterConfig, EndpointClient, MemberId};
 use etcd_store::Store;
+use futures::FutureExt;
+use futures::future::FusedFuture;
 use serde::Serialize;
 use tokio::time::Instant;
 
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
-use super::segment::{ChainPosition, SegmentBuilder, SegmentSource};
+use super::segment::{ChainPosition, MAX_RECORD_BYTES, SegmentBuilder, SegmentSource};
 use crate::catalog::{DEFAULT_ORPHAN_GRACE, prune_backups};
 use crate::error::{Result, SnapshotError};
 use crate::progress::NoProgress;
 use crate::retention::RetentionPolicy;
-use crate::save::{SaveRequest, save_snapshot};
+use crate::save::{SaveRequest, SaveResult, save_snapshot};
 
 /// Default cut size of a segment (uncompressed bytes).
 pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
@@ -152,10 +154,9 @@ impl RunState {
     fn metrics_text(&self, now: DateTime<Utc>) -> String {
         let secs =
             |t: Option<DateTime<Utc>>| t.map_or(0.0, |t| t.timestamp_millis() as f64 / 1000.0);
-        let lag_seconds = self
-            .last_delta_at
-            .or(self.last_full_at)
-            .map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0);
+        let last_publication = self.last_delta_at.max(self.last_full_at);
+        let lag_seconds =
+            last_publication.map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0);
         let rows: [(&str, &str, &str, String); 10] = [
             (
                 "etcdops_backup_run_last_full_timestamp_seconds",
@@ -239,9 +240,10 @@ struct Runner<'a> {
 
 /// How a chain ended.
 enum ChainEnd {
-    /// Time for the next full backup.
-    FullDue,
-    /// Asked to stop; the last segment was published.
+    /// The next full backup is stored and the chain reached past what it holds: continue from
+    /// it.
+    FullDue(Box<SaveResult>),
+    /// Asked to stop; the last segment was published (or could not be).
     Stopped,
     /// The watch cannot continue the chain.
     Gap(String),
@@ -250,8 +252,18 @@ enum ChainEnd {
 /// How one watch connection ended.
 enum WatchEnd {
     Chain(ChainEnd),
-    /// Reconnect (to another member when this one fails) and resume.
+    /// Reconnect (to another member) and resume.
     Reconnect(String),
+}
+
+/// The stop signal, fused: polling it again after it fired is harmless.
+type Stop<'s, F> = Pin<&'s mut futures::future::Fuse<F>>;
+
+/// Longest wait between two attempts of a failing step.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+fn backoff_after(delay: Duration) -> Duration {
+    (delay * 2).min(MAX_BACKOFF)
 }
 
 impl Runner<'_> {
@@ -277,43 +289,98 @@ impl Runner<'_> {
         }
     }
 
-    async fn connect(&self, preferred: Option<&str>) -> Result<EndpointClient> {
-        if let Some(endpoint) = preferred
-            && let Ok(client) = self.config.connect_endpoint(endpoint).await
-        {
-            return Ok(client);
+    /// Takes a full backup and reports it.
+    async fn save_full(&mut self) -> Result<SaveResult> {
+        match save_snapshot(self.config, self.store, &self.request.save, &NoProgress).await {
+            Ok(full) => {
+                self.state.last_full_at = Some(full.manifest.completed_at);
+                self.state.last_full_revision = full.manifest.revision;
+                self.emit(RunEvent::FullSaved {
+                    object: full.manifest.object.clone(),
+                    revision: full.manifest.revision,
+                });
+                Ok(full)
+            }
+            Err(e) => {
+                self.emit(RunEvent::Failed {
+                    error: format!("full backup: {e}"),
+                });
+                Err(e)
+            }
         }
-        Ok(self.config.connect_any().await?)
     }
 
-    async fn publish(
-        &mut self,
-        segment: SegmentBuilder,
-        chain: &mut ChainPosition,
-        source: &SegmentSource,
-    ) -> Result<()> {
-        let changes = segment.changes();
-        let manifest = segment
-            .publish(self.store, chain, source, &self.request.save.encrypt_to)
-            .await?;
-        self.state.last_delta_at = Some(manifest.completed_at);
-        self.state.last_delta_revision = manifest.to_revision;
-        self.state.segments += 1;
-        self.state.changes += changes;
-        self.emit(RunEvent::SegmentPublished {
-            object: manifest.object,
-            sequence: manifest.sequence,
-            after_revision: manifest.after_revision,
-            to_revision: manifest.to_revision,
-            changes,
-        });
-        Ok(())
+    /// Applies the retention rules, between two chains (never while a chain being written
+    /// could lose its full backup).
+    async fn prune(&mut self) {
+        if self.request.retention.is_empty() {
+            return;
+        }
+        let pruned = prune_backups(
+            self.store,
+            &self.request.retention,
+            self.request.orphan_grace,
+            false,
+            Utc::now(),
+        )
+        .await;
+        match pruned {
+            Ok(report) if !report.deleted.is_empty() => self.emit(RunEvent::Pruned {
+                deleted: report.deleted.into_iter().map(|d| d.object).collect(),
+            }),
+            Ok(_) => {}
+            Err(e) => self.emit(RunEvent::Failed {
+                error: format!("prune: {e}"),
+            }),
+        }
+    }
+
+    /// A member that answers a linearizable read: `preferred` first, then the others in
+    /// turn, `avoid` (the one that just failed) last.
+    async fn connect(
+        &self,
+        preferred: Option<&str>,
+        avoid: Option<&str>,
+    ) -> Result<EndpointClient> {
+        let mut order: Vec<String> = preferred
+            .filter(|p| Some(*p) != avoid)
+            .map(str::to_string)
+            .into_iter()
+            .collect();
+        let endpoints = self.config.resolve_endpoints().await.unwrap_or_default();
+        let start = avoid
+            .and_then(|a| endpoints.iter().position(|e| e == a))
+            .map_or(0, |i| i + 1);
+        for i in 0..endpoints.len() {
+            let endpoint = &endpoints[(start + i) % endpoints.len()];
+            if Some(endpoint.as_str()) != avoid && !order.contains(endpoint) {
+                order.push(endpoint.clone());
+            }
+        }
+        order.extend(avoid.map(str::to_string));
+        let mut last_error = None;
+        for endpoint in order {
+            match self.config.connect_endpoint(&endpoint).await {
+                Ok(client) => match store_revision(&client).await {
+                    Ok(_) => return Ok(client),
+                    Err(e) => last_error = Some(e),
+                },
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match last_error {
+            Some(e) => Err(e.into()),
+            None => Ok(self.config.connect_any().await?),
+        }
     }
 }
 
 /// Runs until `stop` completes: a full backup every `full_every`, and delta segments of every
-/// change in between. On `stop`, the segment being filled is published first. Failures of a
-/// step are reported through `observer` and retried; only a bad request is returned as an
+/// change in between. The next full backup is taken while the chain goes on, and the chain
+/// ends only once it holds every change the new full backup may hold, so consecutive chains
+/// overlap and every revision stays restorable. On `stop`, the segment being filled is
+/// published first (a full backup in progress is finished). Failures of a step are reported
+/// through `observer` and retried with growing waits; only a bad request is returned as an
 /// error.
 pub async fn run_backups(
     config: &ClusterConfig,
@@ -323,7 +390,7 @@ pub async fn run_backups(
     stop: impl Future<Output = ()>,
 ) -> Result<RunState> {
     validate(request)?;
-    let mut stop = pin!(stop);
+    let mut stop = pin!(stop.fuse());
     let mut runner = Runner {
         config,
         store,
@@ -331,50 +398,30 @@ pub async fn run_backups(
         observer,
         state: RunState::default(),
     };
-    let retry = Duration::from_secs(2).min(request.delta_every);
+    let mut next: Option<SaveResult> = None;
+    let mut delay = Duration::from_secs(2);
     loop {
-        let saved = tokio::select! {
-            () = &mut stop => return Ok(runner.state),
-            saved = save_snapshot(config, store, &request.save, &NoProgress) => saved,
-        };
-        let full = match saved {
-            Ok(full) => full,
-            Err(e) => {
-                runner.emit(RunEvent::Failed {
-                    error: format!("full backup: {e}"),
-                });
-                tokio::select! {
-                    () = &mut stop => return Ok(runner.state),
-                    () = tokio::time::sleep(retry) => continue,
+        let full = match next.take() {
+            Some(full) => full,
+            None => {
+                if stop.is_terminated() {
+                    return Ok(runner.state);
+                }
+                match runner.save_full().await {
+                    Ok(full) => full,
+                    Err(_) => {
+                        tokio::select! {
+                            () = &mut stop => return Ok(runner.state),
+                            () = tokio::time::sleep(delay) => {}
+                        }
+                        delay = backoff_after(delay);
+                        continue;
+                    }
                 }
             }
         };
-        runner.state.last_full_at = Some(full.manifest.completed_at);
-        runner.state.last_full_revision = full.manifest.revision;
-        runner.state.last_delta_revision = full.manifest.revision;
-        runner.emit(RunEvent::FullSaved {
-            object: full.manifest.object.clone(),
-            revision: full.manifest.revision,
-        });
-        if !request.retention.is_empty() {
-            match prune_backups(
-                store,
-                &request.retention,
-                request.orphan_grace,
-                false,
-                Utc::now(),
-            )
-            .await
-            {
-                Ok(report) if !report.deleted.is_empty() => runner.emit(RunEvent::Pruned {
-                    deleted: report.deleted.into_iter().map(|d| d.object).collect(),
-                }),
-                Ok(_) => {}
-                Err(e) => runner.emit(RunEvent::Failed {
-                    error: format!("prune: {e}"),
-                }),
-            }
-        }
+        delay = Duration::from_secs(2);
+        runner.prune().await;
         let mut chain = ChainPosition::after_full(&full.manifest);
         let full_due = Instant::now() + request.full_every;
         match follow_chain(
@@ -386,7 +433,7 @@ pub async fn run_backups(
         )
         .await
         {
-            ChainEnd::FullDue => {}
+            ChainEnd::FullDue(full) => next = Some(*full),
             ChainEnd::Stopped => return Ok(runner.state),
             ChainEnd::Gap(reason) => {
                 runner.state.gaps += 1;
@@ -413,14 +460,18 @@ fn validate(request: &RunRequest) -> Result<()> {
     if request.full_every < request.delta_every {
         return invalid("full-every", "must be at least --delta-every");
     }
-    if request.segment_bytes < 4096 {
-        return invalid("segment-bytes", "must be at least 4096");
+    if !(4096..=MAX_CUT_BYTES).contains(&request.segment_bytes) {
+        return invalid("segment-bytes", "must be from 4096 to 67108864 (64 MiB)");
     }
     if request.check_every.is_zero() {
         return invalid("check-every", "must be more than 0");
     }
     Ok(())
 }
+
+/// The largest `segment_bytes`: a segment is cut at the first revision boundary past it, so it
+/// stays well under what readers accept.
+const MAX_CUT_BYTES: u64 = 64 << 20;
 
 /// Where the watch of one chain stands.
 struct Follow {
@@ -431,16 +482,24 @@ struct Follow {
     /// Sub revision numbering inside the revision last received.
     last_main: i64,
     next_sub: i64,
+    /// Leases whose TTL is recorded in this chain, or known to be gone.
     leases: HashSet<i64>,
     source: SegmentSource,
+    /// When the next full backup is due.
+    full_due: Instant,
+    /// The next full backup, once stored, with the store revision read after it: the chain
+    /// ends once it has received every change up to that revision.
+    next_full: Option<(SaveResult, i64)>,
+    /// Wait before the next reconnection.
+    backoff: Duration,
 }
 
-async fn follow_chain(
+async fn follow_chain<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     chain: &mut ChainPosition,
     endpoint: &str,
     full_due: Instant,
-    stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    stop: &mut Stop<'_, F>,
 ) -> ChainEnd {
     let request = runner.request;
     let segment = match SegmentBuilder::new(chain.covered_revision, Utc::now()) {
@@ -458,83 +517,150 @@ async fn follow_chain(
             member_id: MemberId(0),
             endpoint: endpoint.to_string(),
         },
+        full_due,
+        next_full: None,
+        backoff: Duration::from_millis(200),
     };
     let mut preferred = Some(endpoint.to_string());
+    let mut avoid: Option<String> = None;
     loop {
+        // What was received is published on time even while no member can be watched.
+        if Instant::now() >= follow.segment_due
+            && let Err(end) = cut(runner, chain, &mut follow, stop).await
+        {
+            return end;
+        }
         let client = tokio::select! {
-            () = &mut *stop => return finish(runner, chain, &mut follow).await,
-            client = runner.connect(preferred.as_deref()) => client,
+            () = &mut *stop => return finish(runner, chain, &mut follow, stop).await,
+            client = runner.connect(preferred.as_deref(), avoid.as_deref()) => client,
         };
         let client = match client {
             Ok(c) => c,
             Err(e) => {
                 runner.emit(RunEvent::Failed {
-                    error: format!("watch: no member to watch: {e}"),
+                    error: format!("watch: no member answers: {e}"),
                 });
-                // Keep publishing on time what was received; nothing new can arrive.
-                if Instant::now() >= follow.segment_due {
-                    if let Err(end) = cut(runner, chain, &mut follow).await {
-                        return end;
-                    }
-                }
                 tokio::select! {
-                    () = &mut *stop => return finish(runner, chain, &mut follow).await,
-                    () = tokio::time::sleep(request.check_every) => continue,
+                    () = &mut *stop => return finish(runner, chain, &mut follow, stop).await,
+                    () = tokio::time::sleep(follow.backoff) => {}
                 }
+                follow.backoff = backoff_after(follow.backoff);
+                continue;
             }
         };
-        if preferred.as_deref() != Some(client.endpoint()) {
+        if follow.source.endpoint != client.endpoint() {
             runner.emit(RunEvent::Reconnected {
                 endpoint: client.endpoint().to_string(),
-                reason: "the previous member could not be reached".into(),
+                reason: format!("{} could not be watched", follow.source.endpoint),
             });
         }
-        preferred = Some(client.endpoint().to_string());
-        match watch_once(runner, chain, &mut follow, &client, full_due, stop).await {
+        match watch_once(runner, chain, &mut follow, &client, stop).await {
             WatchEnd::Chain(end) => return end,
             WatchEnd::Reconnect(reason) => {
                 runner.emit(RunEvent::Failed {
                     error: format!("watch on {}: {reason}", client.endpoint()),
                 });
-                // Next time, any member (the preferred one first if it is back).
+                avoid = Some(client.endpoint().to_string());
+                preferred = None;
                 tokio::select! {
-                    () = &mut *stop => return finish(runner, chain, &mut follow).await,
-                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    () = &mut *stop => return finish(runner, chain, &mut follow, stop).await,
+                    () = tokio::time::sleep(follow.backoff) => {}
                 }
+                follow.backoff = backoff_after(follow.backoff);
             }
         }
     }
 }
 
-/// Publishes the segment being filled and ends the chain as stopped.
-async fn finish(
+/// Publishes the segment being filled (a few attempts) and ends the chain as stopped.
+async fn finish<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     chain: &mut ChainPosition,
     follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
 ) -> ChainEnd {
-    if let Err(ChainEnd::Gap(reason)) = cut(runner, chain, follow).await {
+    if let Err(ChainEnd::Gap(reason)) = publish(runner, chain, follow, stop, 3).await {
         runner.emit(RunEvent::Failed {
-            error: format!("publishing the last segment: {reason}"),
+            error: format!("the last segment was not published: {reason}"),
         });
     }
     ChainEnd::Stopped
 }
 
-/// Publishes the segment being filled and opens the next one.
-async fn cut(
+/// Publishes the segment being filled, trying again with growing waits while the store
+/// fails (the watch is not read meanwhile), and opens the next one. Stopping while it waits
+/// gives up on it: its changes were never listed.
+async fn cut<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     chain: &mut ChainPosition,
     follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
 ) -> std::result::Result<(), ChainEnd> {
-    let next = SegmentBuilder::new(follow.segment.to_revision(), Utc::now())
+    publish(runner, chain, follow, stop, u32::MAX).await?;
+    follow.segment = SegmentBuilder::new(chain.covered_revision, Utc::now())
         .map_err(|e| ChainEnd::Gap(e.to_string()))?;
-    let full = std::mem::replace(&mut follow.segment, next);
     follow.segment_due = Instant::now() + runner.request.delta_every;
-    // A segment that cannot be published: its changes are lost to this chain, so it ends.
-    runner
-        .publish(full, chain, &follow.source)
-        .await
-        .map_err(|e| ChainEnd::Gap(format!("a segment could not be published: {e}")))
+    Ok(())
+}
+
+async fn publish<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
+    attempts: u32,
+) -> std::result::Result<(), ChainEnd> {
+    let mut delay = Duration::from_secs(1);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let changes = follow.segment.changes();
+        let published = follow
+            .segment
+            .publish(
+                runner.store,
+                chain,
+                &follow.source,
+                &runner.request.save.encrypt_to,
+            )
+            .await;
+        match published {
+            Ok(manifest) => {
+                runner.state.last_delta_at = Some(manifest.completed_at);
+                runner.state.last_delta_revision = manifest.to_revision;
+                runner.state.segments += 1;
+                runner.state.changes += changes;
+                runner.emit(RunEvent::SegmentPublished {
+                    object: manifest.object,
+                    sequence: manifest.sequence,
+                    after_revision: manifest.after_revision,
+                    to_revision: manifest.to_revision,
+                    changes,
+                });
+                return Ok(());
+            }
+            Err(e) if attempt >= attempts => return Err(ChainEnd::Gap(e.to_string())),
+            Err(e) => {
+                runner.emit(RunEvent::Failed {
+                    error: format!(
+                        "publishing segment {} of {}: {e}; trying again in {} s",
+                        chain.next_sequence,
+                        chain.base,
+                        delay.as_secs()
+                    ),
+                });
+                if stop.is_terminated() {
+                    tokio::time::sleep(delay).await;
+                } else {
+                    tokio::select! {
+                        () = &mut *stop => return Err(ChainEnd::Stopped),
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                delay = backoff_after(delay);
+            }
+        }
+    }
 }
 
 async fn store_revision(client: &EndpointClient) -> etcd_core::Result<(i64, MemberId)> {
@@ -554,27 +680,48 @@ async fn store_revision(client: &EndpointClient) -> etcd_core::Result<(i64, Memb
     ))
 }
 
-async fn granted_ttl(client: &EndpointClient, id: i64) -> Option<i64> {
+/// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);
+/// an error when etcd could not be asked.
+async fn granted_ttl(client: &EndpointClient, id: i64) -> etcd_core::Result<Option<i64>> {
     let response = client
         .call("lease time-to-live", |mut c| async move {
             c.lease_time_to_live(id, None).await
         })
-        .await
-        .ok()?;
-    (response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl())
+        .await?;
+    Ok((response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl()))
 }
 
 fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
 }
 
-async fn watch_once(
+/// The chain may end once the next full backup is stored and every change it may hold was
+/// received here.
+async fn switch_if_ready<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
+) -> Option<ChainEnd> {
+    let ready = matches!(&follow.next_full, Some((_, after)) if follow.received >= *after);
+    if !ready {
+        return None;
+    }
+    if let Err(end) = cut(runner, chain, follow, stop).await {
+        return Some(end);
+    }
+    follow
+        .next_full
+        .take()
+        .map(|(full, _)| ChainEnd::FullDue(Box::new(full)))
+}
+
+async fn watch_once<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     chain: &mut ChainPosition,
     follow: &mut Follow,
     client: &EndpointClient,
-    full_due: Instant,
-    stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    stop: &mut Stop<'_, F>,
 ) -> WatchEnd {
     let request = runner.request;
     match store_revision(client).await {
@@ -602,7 +749,7 @@ async fn watch_once(
     loop {
         tokio::select! {
             () = &mut *stop => {
-                return WatchEnd::Chain(finish(runner, chain, follow).await);
+                return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
             }
             _ = tick.tick() => {
                 match store_revision(client).await {
@@ -619,14 +766,26 @@ async fn watch_once(
                     }
                     Err(e) => return WatchEnd::Reconnect(e.to_string()),
                 }
-                if Instant::now() >= full_due {
-                    return WatchEnd::Chain(match cut(runner, chain, follow).await {
-                        Ok(()) => ChainEnd::FullDue,
-                        Err(end) => end,
-                    });
+                if follow.next_full.is_none() && Instant::now() >= follow.full_due {
+                    // The next full backup, taken while this chain goes on.
+                    match runner.save_full().await {
+                        Ok(full) => match store_revision(client).await {
+                            Ok((after, _)) => follow.next_full = Some((full, after)),
+                            Err(e) => {
+                                follow.next_full = Some((full.clone(), full.manifest.revision));
+                                return WatchEnd::Reconnect(e.to_string());
+                            }
+                        },
+                        Err(_) => {
+                            follow.full_due = Instant::now() + request.full_every.min(Duration::from_secs(60));
+                        }
+                    }
+                }
+                if let Some(end) = switch_if_ready(runner, chain, follow, stop).await {
+                    return WatchEnd::Chain(end);
                 }
                 if Instant::now() >= follow.segment_due {
-                    if let Err(end) = cut(runner, chain, follow).await {
+                    if let Err(end) = cut(runner, chain, follow, stop).await {
                         return WatchEnd::Chain(end);
                     }
                 } else {
@@ -639,10 +798,11 @@ async fn watch_once(
                     Ok(None) => return WatchEnd::Reconnect("the member closed the watch".into()),
                     Err(e) => return WatchEnd::Reconnect(e.to_string()),
                 };
+                follow.backoff = Duration::from_millis(200);
                 if response.canceled() {
                     if response.compact_revision() > 0 {
                         // What was received stays published; the rest is lost to this chain.
-                        let _ = cut(runner, chain, follow).await;
+                        let _ = cut(runner, chain, follow, stop).await;
                         return WatchEnd::Chain(ChainEnd::Gap(format!(
                             "the watch fell behind a compaction: history starts at revision {} but revision {} was next",
                             response.compact_revision(),
@@ -651,31 +811,42 @@ async fn watch_once(
                     }
                     return WatchEnd::Reconnect(format!("etcd cancelled the watch: {}", response.cancel_reason()));
                 }
-                if let Err(e) = record_events(follow, client, response.events()).await {
-                    return WatchEnd::Chain(ChainEnd::Gap(e.to_string()));
+                if let Err(end) = record_events(runner, chain, follow, client, response.events(), stop).await {
+                    return WatchEnd::Chain(end);
                 }
-                if follow.segment.raw_bytes() >= request.segment_bytes {
-                    if let Err(end) = cut(runner, chain, follow).await {
-                        return WatchEnd::Chain(end);
-                    }
+                if let Some(end) = switch_if_ready(runner, chain, follow, stop).await {
+                    return WatchEnd::Chain(end);
                 }
             }
         }
     }
 }
 
-/// Adds the events of one watch response to the segment, as etcd stores them.
-async fn record_events(
+/// Adds the events of one watch response to the segment, as etcd stores them; a segment that
+/// reached its size is cut between two revisions (a response holds whole revisions).
+async fn record_events<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
     follow: &mut Follow,
     client: &EndpointClient,
     events: &[etcd_client::Event],
-) -> Result<()> {
+    stop: &mut Stop<'_, F>,
+) -> std::result::Result<(), ChainEnd> {
+    let gap = |e: SnapshotError| ChainEnd::Gap(e.to_string());
     let floor = follow.received;
     for event in events {
         let Some(kv) = event.kv() else { continue };
         let main = kv.mod_revision();
         if main <= floor {
             continue;
+        }
+        if main != follow.last_main && follow.segment.raw_bytes() >= runner.request.segment_bytes {
+            let mark = DeltaRecord::Mark {
+                revision: follow.received,
+                unix_ms: now_ms(),
+            };
+            follow.segment.push(&mark).map_err(gap)?;
+            cut(runner, chain, follow, stop).await?;
         }
         let sub = if main == follow.last_main {
             follow.next_sub
@@ -687,11 +858,16 @@ async fn record_events(
         let (key, value) = match event.event_type() {
             EventType::Put => {
                 let lease = kv.lease();
-                if lease != 0 && follow.leases.insert(lease) {
-                    if let Some(ttl) = granted_ttl(client, lease).await {
-                        follow
-                            .segment
-                            .push(&DeltaRecord::Lease { id: lease, ttl })?;
+                if lease != 0 && !follow.leases.contains(&lease) {
+                    // Asked once per chain; a failed lookup is asked again at its next use.
+                    if let Ok(ttl) = granted_ttl(client, lease).await {
+                        follow.leases.insert(lease);
+                        if let Some(ttl) = ttl {
+                            follow
+                                .segment
+                                .push(&DeltaRecord::Lease { id: lease, ttl })
+                                .map_err(gap)?;
+                        }
                     }
                 }
                 let fields = KeyValueFields {
@@ -712,14 +888,26 @@ async fn record_events(
                 (revision_key(main, sub, true), fields.encode())
             }
         };
-        follow.segment.push(&DeltaRecord::Change { key, value })?;
+        if key.len() + value.len() > MAX_RECORD_BYTES {
+            return Err(ChainEnd::Gap(format!(
+                "a change of {} bytes at revision {main} is larger than a segment record may be",
+                value.len()
+            )));
+        }
+        follow
+            .segment
+            .push(&DeltaRecord::Change { key, value })
+            .map_err(gap)?;
         follow.received = follow.received.max(main);
     }
     if follow.received > floor {
-        follow.segment.push(&DeltaRecord::Mark {
-            revision: follow.received,
-            unix_ms: now_ms(),
-        })?;
+        follow
+            .segment
+            .push(&DeltaRecord::Mark {
+                revision: follow.received,
+                unix_ms: now_ms(),
+            })
+            .map_err(gap)?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Building one delta segment in memory (compressed as it grows, so its memory is bounded by
 //! the cut size) and publishing it: the object first, then its manifest, so a segment is
-//! listed only when complete.
+//! listed only when complete. A publication that fails can be tried again with the same bytes
+//! under the same name.
 
 use std::io::Write;
 
@@ -54,10 +55,17 @@ impl ChainPosition {
     }
 }
 
+/// The largest record a segment takes (a change of etcd is at most its request size limit,
+/// 1.5 MiB by default); readers refuse larger ones.
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
+
 /// One segment being filled.
 pub struct SegmentBuilder {
     encoder: SegmentEncoder,
-    zstd: zstd::stream::write::Encoder<'static, Vec<u8>>,
+    /// `None` once sealed.
+    zstd: Option<zstd::stream::write::Encoder<'static, Vec<u8>>>,
+    /// The stored bytes (compressed, encrypted when asked), once sealed.
+    sealed: Option<Vec<u8>>,
     scratch: Vec<u8>,
     raw_bytes: u64,
     changes: u64,
@@ -76,7 +84,8 @@ impl SegmentBuilder {
             .map_err(codec("compress"))?;
         Ok(SegmentBuilder {
             encoder: SegmentEncoder::default(),
-            zstd,
+            zstd: Some(zstd),
+            sealed: None,
             scratch: Vec::new(),
             raw_bytes: 0,
             changes: 0,
@@ -90,11 +99,24 @@ impl SegmentBuilder {
     /// Adds a record. A change raises `to_revision` to its revision; a mark raises it to the
     /// mark's revision and sets `to_time`.
     pub fn push(&mut self, record: &DeltaRecord) -> Result<()> {
+        let Some(zstd) = self.zstd.as_mut() else {
+            return Err(SnapshotError::Codec {
+                operation: "compress",
+                reason: "a record was added to a sealed segment".into(),
+            });
+        };
         self.scratch.clear();
         self.encoder.record(record, &mut self.scratch);
-        self.zstd
-            .write_all(&self.scratch)
-            .map_err(codec("compress"))?;
+        if self.scratch.len() > MAX_RECORD_BYTES {
+            return Err(SnapshotError::Codec {
+                operation: "compress",
+                reason: format!(
+                    "a change of {} bytes is larger than a segment record may be ({MAX_RECORD_BYTES})",
+                    self.scratch.len()
+                ),
+            });
+        }
+        zstd.write_all(&self.scratch).map_err(codec("compress"))?;
         self.raw_bytes += self.scratch.len() as u64;
         match record {
             DeltaRecord::Change { .. } => {
@@ -129,28 +151,36 @@ impl SegmentBuilder {
         self.to_revision
     }
 
-    /// Compresses the rest, encrypts when asked, uploads the object and then its manifest.
-    /// Returns the manifest; `chain` moves on past it.
+    /// Ends the segment: the end record, the rest compressed, encrypted when asked. Nothing
+    /// can be added after; sealing again does nothing.
+    fn seal(&mut self, recipients: &Recipients) -> Result<&[u8]> {
+        if let Some(mut zstd) = self.zstd.take() {
+            self.scratch.clear();
+            self.encoder.end(&mut self.scratch);
+            zstd.write_all(&self.scratch).map_err(codec("compress"))?;
+            let compressed = zstd.finish().map_err(codec("compress"))?;
+            let stored = if recipients.is_empty() {
+                compressed
+            } else {
+                let mut writer = encryptor(recipients, Vec::new())?;
+                writer.write_all(&compressed).map_err(codec("encrypt"))?;
+                writer.finish().map_err(codec("encrypt"))?
+            };
+            self.sealed = Some(stored);
+        }
+        Ok(self.sealed.as_deref().unwrap_or_default())
+    }
+
+    /// Seals the segment, uploads the object and then its manifest, and moves `chain` on past
+    /// it. When it fails, nothing is listed and it can be called again (same bytes, same name).
     pub async fn publish(
-        mut self,
+        &mut self,
         store: &Store,
         chain: &mut ChainPosition,
         source: &SegmentSource,
         recipients: &Recipients,
     ) -> Result<DeltaManifest> {
-        self.scratch.clear();
-        self.encoder.end(&mut self.scratch);
-        self.zstd
-            .write_all(&self.scratch)
-            .map_err(codec("compress"))?;
-        let compressed = self.zstd.finish().map_err(codec("compress"))?;
-        let stored = if recipients.is_empty() {
-            compressed
-        } else {
-            let mut writer = encryptor(recipients, Vec::new())?;
-            writer.write_all(&compressed).map_err(codec("encrypt"))?;
-            writer.finish().map_err(codec("encrypt"))?
-        };
+        let stored = self.seal(recipients)?.to_vec();
         let object = delta_object_name(
             &chain.base,
             chain.next_sequence,

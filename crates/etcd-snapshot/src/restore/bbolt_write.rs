@@ -686,6 +686,29 @@ fn rightmost_path<S: PageSource>(
     }
 }
 
+/// The last key of the top-level bucket `name` (`None` when it is missing or empty), reading
+/// only its rightmost path.
+pub fn last_key<S: PageSource>(
+    bolt: &BoltDb<S>,
+    name: &[u8],
+) -> Result<Option<Vec<u8>>, BoltError> {
+    match bolt.bucket(&bolt.root(), name)? {
+        None => Ok(None),
+        Some(crate::bbolt::Bucket::Page(root)) => {
+            let (_, leaf) = rightmost_path(bolt, root)?;
+            Ok(leaf.last().map(|(_, key, _)| key.clone()))
+        }
+        Some(inline) => {
+            let mut last = None;
+            bolt.for_each(&inline, |entry| {
+                last = Some(entry.key.to_vec());
+                Ok::<(), BoltError>(())
+            })?;
+            Ok(last)
+        }
+    }
+}
+
 /// Appends `items` (strictly increasing keys, all after the bucket's last key) to the top-level
 /// bucket `bucket` of the db in `file`, as one new transaction: copy-on-write as bbolt commits,
 /// so the db reads as before until the new meta page is written, and as after once it is.

@@ -34,7 +34,7 @@ use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 
 use crate::delta::{DeltaReplay, ReplaySummary, lease_entry};
 pub use bbolt_write::{
-    Append, AppendReport, BucketContents, append_sorted, replace_buckets, verify_rewrite,
+    Append, AppendReport, BucketContents, append_sorted, last_key, replace_buckets, verify_rewrite,
 };
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
 pub use source::{
@@ -975,8 +975,8 @@ pub fn restore_point_in_time(
 }
 
 /// The revision a point-in-time restore stops at, once the full backup's own revision is
-/// known: a revision before it cannot be reached from it (refused); a time before the first
-/// change received after it means the full backup as it is.
+/// known: a point before what the full backup holds cannot be reached from it (refused; the
+/// planner tries an earlier chain first, so this is a last guard).
 fn settle_target(
     replay: Option<&mut DeltaReplay>,
     db_revision: i64,
@@ -986,14 +986,26 @@ fn settle_target(
     };
     let target = replay.target_revision();
     if target < db_revision {
-        if replay.summary.target_time.is_none() {
-            return Err(invalid("--to-revision")(format!(
-                "the full backup already holds revision {db_revision}, after the target {target}; choose a revision from {db_revision} on, or an earlier full backup"
-            )));
-        }
-        replay.summary.target_revision = db_revision;
+        let option = if replay.summary.target_time.is_some() {
+            "--to-time"
+        } else {
+            "--to-revision"
+        };
+        return Err(invalid(option)(format!(
+            "the full backup {} already holds revision {db_revision}, after the target {target}; no earlier chain reaches the target",
+            replay.summary.full
+        )));
     }
-    Ok(Some(replay.target_revision()))
+    Ok(Some(target))
+}
+
+/// The revision of a snapshot's db: the main revision of the last key of its `key` bucket
+/// (0 when it has none).
+pub fn db_revision(snapshot: &SnapshotFile) -> Result<i64, BoltError> {
+    let bolt = BoltDb::open(snapshot.db())?;
+    Ok(last_key(&bolt, b"key")?
+        .and_then(|key| crate::mvcc::parse_revision_key(&key))
+        .map_or(0, |(main, _)| main))
 }
 
 /// Copies the db of `snapshot` (without its trailer) to a new file `to` and returns its

@@ -4,11 +4,11 @@ use std::path::Path;
 
 use etcd_store::{Store, StoreOptions, split_object_url};
 
-use super::{RestoreError, RestoreRequest, restore_spool_dir, validate_restore_request};
-use crate::crypt::Identities;
-use crate::delta::{
-    DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_point_in_time,
+use super::{
+    RestoreError, RestoreRequest, db_revision, restore_spool_dir, validate_restore_request,
 };
+use crate::crypt::Identities;
+use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates};
 use crate::error::SnapshotError;
 use crate::input::{SnapshotFile, open_snapshot_file_decrypting, open_snapshot_object_decrypting};
 
@@ -95,19 +95,50 @@ pub async fn open_point_in_time(
     let spool = checked_spool(request)?;
     let spool = spool.as_deref();
     let store = Store::open(store_url, store_options).map_err(SnapshotError::from)?;
-    let plan = plan_point_in_time(&store, point).await?;
-    let snapshot = open_snapshot_object_decrypting(&store, &plan.full, spool, identities).await?;
-    let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision);
-    for (object, manifest) in plan.segments.iter().zip(&plan.segment_manifests) {
-        let bytes = fetch_delta_segment_at(&store, object, manifest, identities).await?;
-        replay.add_segment(object, &bytes, spool)?;
+    // Best first; a full backup that already holds changes past the point gives way to the
+    // chain before it (consecutive chains overlap for that).
+    let mut last_refusal = None;
+    for plan in plan_candidates(&store, point).await? {
+        let snapshot =
+            open_snapshot_object_decrypting(&store, &plan.full, spool, identities).await?;
+        let holds = db_revision(&snapshot).map_err(|source| RestoreError::Rewrite {
+            name: plan.full.clone(),
+            source,
+        })?;
+        if let PointInTime::Revision(r) = point
+            && r < holds
+        {
+            last_refusal = Some((plan.full.clone(), holds));
+            continue;
+        }
+        let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision);
+        for (object, manifest) in plan.segments.iter().zip(&plan.segment_manifests) {
+            let bytes = fetch_delta_segment_at(&store, object, manifest, identities).await?;
+            replay.add_segment(object, &bytes, spool)?;
+        }
+        if replay.target_revision() < holds {
+            last_refusal = Some((plan.full.clone(), holds));
+            continue;
+        }
+        return Ok(PointInTimeSource {
+            name: format!("{}/{}", store.url().trim_end_matches('/'), plan.full),
+            snapshot,
+            replay,
+            plan,
+        });
     }
-    Ok(PointInTimeSource {
-        name: format!("{}/{}", store.url().trim_end_matches('/'), plan.full),
-        snapshot,
-        replay,
-        plan,
-    })
+    let (full, holds) = last_refusal.unwrap_or_default();
+    let option = match point {
+        PointInTime::Revision(_) => "--to-revision",
+        PointInTime::Time(_) => "--to-time",
+    };
+    Err(SnapshotError::InvalidOption {
+        option,
+        reason: format!(
+            "the full backup {full} already holds changes up to revision {holds}, past the point, and no earlier chain reaches it"
+        ),
+    }
+    .into())
 }
 
 /// A whole point-in-time restore: [`open_point_in_time`], then
