@@ -769,7 +769,8 @@ pub struct RunArgs {
     /// Longest a change waits before it is published in a segment (the recovery point), e.g. 1m
     #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "1m")]
     pub delta_every: Duration,
-    /// Cut a segment once it holds this many bytes of changes (uncompressed)
+    /// Cut a segment once it holds this many bytes of changes (uncompressed; at most 64 MiB;
+    /// cut between two revisions)
     #[arg(long, value_name = "BYTES", default_value_t = etcd_snapshot::DEFAULT_SEGMENT_BYTES)]
     pub segment_bytes: u64,
     /// Take full backups from this member only, instead of choosing a healthy follower
