@@ -883,3 +883,40 @@ fn chains_overlap_at_each_full_backup_so_revisions_around_it_restore() {
         assert_restored(&restored, &expected, target);
     }
 }
+
+#[test]
+fn a_store_that_fails_for_a_while_delays_segments_without_ending_the_chain() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("flaky-store");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let before = write_changes(&cluster, "flaky-a", 1);
+    backup.wait_published(before[0]);
+    // The store goes away: its directory is replaced by a file, so nothing can be written.
+    let away = cluster.dir().join("flaky-store.away");
+    std::fs::rename(&store, &away).unwrap();
+    std::fs::write(&store, b"not a directory").unwrap();
+    let during = write_changes(&cluster, "flaky-b", 2);
+    backup.wait_for("a failed publication", |e| {
+        e["event"] == "failed" && e["error"].as_str().unwrap().contains("publishing segment")
+    });
+    // It comes back: the same segment is published, and the chain goes on.
+    std::fs::remove_file(&store).unwrap();
+    std::fs::rename(&away, &store).unwrap();
+    let last = *during.last().unwrap();
+    backup.wait_published(last);
+    let events = backup.stop();
+    assert!(!events.iter().any(|e| e["event"] == "gap"), "{events:#?}");
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "full_saved").count(),
+        1,
+        "no new full backup was needed: {events:#?}"
+    );
+    let (object, covered) = newest_chain(&store);
+    assert_eq!(object, full["object"].as_str().unwrap());
+    assert!(covered >= last);
+    let expected = keys_at(&cluster, Some(last));
+    let rev = last.to_string();
+    let (restored, _) = restore_point(&store, &["--to-revision", &rev]);
+    assert_restored(&restored, &expected, last);
+}

@@ -301,10 +301,11 @@ impl<R: std::io::Read> SegmentReader<R> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn encode(records: &[DeltaRecord]) -> Vec<u8> {
+    /// A whole segment's (uncompressed) bytes holding `records`.
+    pub(crate) fn encode(records: &[DeltaRecord]) -> Vec<u8> {
         let mut out = SegmentEncoder::header().to_vec();
         let mut encoder = SegmentEncoder::default();
         for r in records {

@@ -343,17 +343,8 @@ pub fn lease_entry(id: i64, ttl: i64) -> (Vec<u8>, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delta::format::{KeyValueFields, SegmentEncoder, revision_key};
-
-    fn segment(records: &[DeltaRecord]) -> Vec<u8> {
-        let mut out = SegmentEncoder::header().to_vec();
-        let mut encoder = SegmentEncoder::default();
-        for r in records {
-            encoder.record(r, &mut out);
-        }
-        encoder.end(&mut out);
-        out
-    }
+    use crate::delta::format::tests::encode as segment;
+    use crate::delta::format::{KeyValueFields, revision_key};
 
     fn put(rev: i64, key: &[u8], lease: i64) -> DeltaRecord {
         DeltaRecord::Change {
