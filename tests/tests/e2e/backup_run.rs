@@ -172,6 +172,31 @@ fn write_changes(cluster: &Cluster, tag: &str, rounds: usize) -> Vec<i64> {
     write_changes_at(&running, tag, rounds)
 }
 
+/// Waits until the cluster takes writes again (after a member, maybe the leader, was killed).
+fn wait_writable(cluster: &Cluster) {
+    let urls: Vec<String> = cluster
+        .members
+        .iter()
+        .filter(|m| m.is_running())
+        .map(|m| m.client_url.clone())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let put = block_on(async {
+            let mut client = etcd_client::Client::connect(urls.clone(), None).await?;
+            client.put("/pitr/probe", "p", None).await
+        });
+        match put {
+            Ok(_) => return,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "the cluster takes no writes: {e}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// [`write_changes`] through a client of `urls`.
 fn write_changes_at(urls: &[String], tag: &str, rounds: usize) -> Vec<i64> {
     block_on(async {
@@ -454,9 +479,22 @@ fn backup_run_killed_at_random_points_leaves_chains_that_restore_to_their_last_s
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/seed/", 10);
     let store = cluster.dir().join("killed-store");
+    let mut base: Option<String> = None;
+    let mut while_down: Option<i64> = None;
     for attempt in 0..2 {
         let backup = BackupRun::start(&cluster, &store, &[]);
-        backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+        match &base {
+            None => {
+                backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+            }
+            Some(base) => {
+                // Restarted within --full-every: the chain goes on, changes made while it was
+                // down included.
+                let resumed = backup.wait_for("the chain resumed", |e| e["event"] == "resumed");
+                assert_eq!(resumed["base"], base.as_str(), "{resumed}");
+                backup.wait_published(while_down.unwrap());
+            }
+        }
         write_changes(&cluster, &format!("kill{attempt}"), 2);
         // Kill somewhere in the next 0.3 to 2.3 s, while changes keep coming.
         let delay = Duration::from_millis(300 + u64::from(rand_u32() % 2000));
@@ -473,7 +511,21 @@ fn backup_run_killed_at_random_points_leaves_chains_that_restore_to_their_last_s
         let (restored, result) = restore_point(&store, &["--to-revision", &rev]);
         assert_eq!(result["point_in_time"]["full"], object.as_str(), "{result}");
         assert_restored(&restored, &expected, covered);
+        if base.is_none() {
+            base = Some(object);
+            // Written while nothing runs: the next run must pick it up.
+            while_down = write_changes(&cluster, "down", 1).last().copied();
+        }
     }
+    // The change made while the first run was dead is in the (one) chain.
+    let (object, covered) = newest_chain(&store);
+    assert_eq!(Some(&object), base.as_ref());
+    let down = while_down.unwrap();
+    assert!(covered >= down, "{covered} < {down}");
+    let expected = keys_at(&cluster, Some(down));
+    let rev = down.to_string();
+    let (restored, _) = restore_point(&store, &["--to-revision", &rev]);
+    assert_restored(&restored, &expected, down);
 }
 
 #[test]
@@ -494,6 +546,7 @@ fn a_lost_member_is_replaced_and_a_watch_behind_a_compaction_starts_a_new_chain(
         .position(|m| m.client_url == watched)
         .unwrap();
     cluster.kill_member_now(index);
+    wait_writable(&cluster);
     let after_loss = write_changes(&cluster, "lost", 2);
     backup.wait_for("a reconnection", |e| e["event"] == "reconnected");
     backup.wait_published(*after_loss.last().unwrap());
@@ -513,6 +566,7 @@ fn a_lost_member_is_replaced_and_a_watch_behind_a_compaction_starts_a_new_chain(
         .position(|m| m.client_url == now_watched)
         .unwrap();
     cluster.kill_member_now(index);
+    wait_writable(&cluster);
     write_changes(&cluster, "unwatched", 1);
     let compacted = revision_of(&cluster);
     let compact = run(&cluster, &["compact", &compacted.to_string()]);

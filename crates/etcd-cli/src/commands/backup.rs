@@ -57,6 +57,10 @@ impl RunObserver for LinePrinter {
                 RunEvent::Reconnected { endpoint, reason } => {
                     format!("watching {endpoint} now ({reason})")
                 }
+                RunEvent::Resumed {
+                    base,
+                    covered_revision,
+                } => format!("continuing the chain of {base} after revision {covered_revision}"),
                 RunEvent::Pruned { deleted } => format!("pruned {}", deleted.join(", ")),
                 RunEvent::Failed { error } => format!("failed, will retry: {error}"),
             }

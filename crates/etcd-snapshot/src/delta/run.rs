@@ -109,6 +109,14 @@ pub enum RunEvent {
         /// Why it moved.
         reason: String,
     },
+    /// The chain an earlier run left (stopped or killed) is continued: its full backup is
+    /// younger than `--full-every`, and the changes made meanwhile go into it too.
+    Resumed {
+        /// The full backup whose chain goes on.
+        base: String,
+        /// The chain holds every change up to here; the watch resumes after it.
+        covered_revision: i64,
+    },
     /// Backups the retention rules no longer keep were deleted (with their chains).
     Pruned {
         /// The full backups deleted.
@@ -400,39 +408,50 @@ pub async fn run_backups(
     };
     let mut next: Option<SaveResult> = None;
     let mut delay = Duration::from_secs(2);
+    // A chain an earlier run left is continued while its full backup is young enough.
+    let mut resume = resumable_chain(&runner).await;
+    if let Some((chain, _, _, full_at)) = &resume {
+        runner.state.last_full_at = Some(*full_at);
+        runner.state.last_full_revision = chain.base_revision;
+        runner.state.last_delta_revision = chain.covered_revision;
+        runner.emit(RunEvent::Resumed {
+            base: chain.base.clone(),
+            covered_revision: chain.covered_revision,
+        });
+    }
     loop {
-        let full = match next.take() {
-            Some(full) => full,
+        let (mut chain, endpoint, full_due) = match resume.take() {
+            Some((chain, endpoint, full_due, _)) => (chain, endpoint, full_due),
             None => {
-                if stop.is_terminated() {
-                    return Ok(runner.state);
-                }
-                match runner.save_full().await {
-                    Ok(full) => full,
-                    Err(_) => {
-                        tokio::select! {
-                            () = &mut stop => return Ok(runner.state),
-                            () = tokio::time::sleep(delay) => {}
+                let full = match next.take() {
+                    Some(full) => full,
+                    None => {
+                        if stop.is_terminated() {
+                            return Ok(runner.state);
                         }
-                        delay = backoff_after(delay);
-                        continue;
+                        match runner.save_full().await {
+                            Ok(full) => full,
+                            Err(_) => {
+                                tokio::select! {
+                                    () = &mut stop => return Ok(runner.state),
+                                    () = tokio::time::sleep(delay) => {}
+                                }
+                                delay = backoff_after(delay);
+                                continue;
+                            }
+                        }
                     }
-                }
+                };
+                delay = Duration::from_secs(2);
+                runner.prune().await;
+                (
+                    ChainPosition::after_full(&full.manifest),
+                    full.manifest.endpoint.clone(),
+                    Instant::now() + request.full_every,
+                )
             }
         };
-        delay = Duration::from_secs(2);
-        runner.prune().await;
-        let mut chain = ChainPosition::after_full(&full.manifest);
-        let full_due = Instant::now() + request.full_every;
-        match follow_chain(
-            &mut runner,
-            &mut chain,
-            &full.manifest.endpoint,
-            full_due,
-            &mut stop,
-        )
-        .await
-        {
+        match follow_chain(&mut runner, &mut chain, &endpoint, full_due, &mut stop).await {
             ChainEnd::FullDue(full) => next = Some(*full),
             ChainEnd::Stopped => return Ok(runner.state),
             ChainEnd::Gap(reason) => {
@@ -445,6 +464,61 @@ pub async fn run_backups(
             }
         }
     }
+}
+
+/// The newest chain of this cluster in the store, when it can be continued: complete, without
+/// a break, and its full backup younger than `full_every`. Returns where it stands, the
+/// endpoint its full backup came from, when the next full backup is due and when the full
+/// backup was completed. Anything that cannot be read means a new full backup.
+async fn resumable_chain(
+    runner: &Runner<'_>,
+) -> Option<(ChainPosition, String, Instant, DateTime<Utc>)> {
+    let client = runner.config.connect_any().await.ok()?;
+    let response = client
+        .call("read cluster ID", |mut c| async move {
+            c.get(
+                vec![0u8],
+                Some(etcd_client::GetOptions::new().with_count_only()),
+            )
+            .await
+        })
+        .await
+        .ok()?;
+    let cluster = MemberId(response.header()?.cluster_id());
+    let catalog = crate::catalog::list_backups(runner.store).await.ok()?;
+    let newest = catalog
+        .backups
+        .iter()
+        .filter(|b| b.complete && b.manifest.cluster_id == cluster)
+        .max_by_key(|b| b.manifest.created_at)?;
+    let age = (Utc::now() - newest.manifest.created_at).to_std().ok()?;
+    let left = runner.request.full_every.checked_sub(age)?;
+    let (covered_revision, next_sequence) = match &newest.chain {
+        None => (newest.manifest.revision, 1),
+        Some(chain) if chain.continuous && newest.deltas.iter().all(|d| d.complete) => (
+            chain.to_revision,
+            newest
+                .deltas
+                .iter()
+                .map(|d| d.manifest.sequence)
+                .max()
+                .unwrap_or(0)
+                + 1,
+        ),
+        Some(_) => return None,
+    };
+    Some((
+        ChainPosition {
+            base: newest.object.clone(),
+            base_revision: newest.manifest.revision,
+            cluster_id: newest.manifest.cluster_id,
+            next_sequence,
+            covered_revision,
+        },
+        newest.manifest.endpoint.clone(),
+        Instant::now() + left,
+        newest.manifest.completed_at,
+    ))
 }
 
 fn validate(request: &RunRequest) -> Result<()> {
