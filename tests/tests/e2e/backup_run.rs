@@ -20,6 +20,7 @@ use etcdops_tests::{
 use serde_json::Value;
 use serde_json::json;
 
+use crate::snapshot_restore::restore_from;
 use crate::{assert_clear_error, etcdctl_json, run};
 
 /// A `backup run` in the background, its JSON lines going to a file.
@@ -371,27 +372,11 @@ fn point_in_time_restores_serve_exactly_what_the_source_served_at_each_revision(
     let planned = Cluster::plan_restore(1, "d");
     let data_dir = planned.members[0].data_dir.clone();
     let rev = first[1].to_string();
-    let dry = etcdops(
-        &[
-            "snapshot".into(),
-            "restore".into(),
-            store.display().to_string(),
-            "--to-revision".into(),
-            rev,
-            "--dry-run".into(),
-            "--data-dir".into(),
-            data_dir.display().to_string(),
-            "--name".into(),
-            "d0".into(),
-            "--initial-cluster".into(),
-            planned.initial_cluster(),
-            "--initial-cluster-token".into(),
-            "t".into(),
-            "--initial-advertise-peer-urls".into(),
-            planned.members[0].peer_url.clone(),
-            "-w".into(),
-            "json".into(),
-        ],
+    let dry = restore_from(
+        &store.display().to_string(),
+        &planned,
+        0,
+        &["--to-revision", &rev, "--dry-run"],
         &[],
     );
     dry.expect_code(0);
@@ -441,23 +426,7 @@ fn point_in_time_restores_serve_exactly_what_the_source_served_at_each_revision(
 
 fn restore_refused(store: &Path, point: &[&str]) -> Run {
     let planned = Cluster::plan_restore(1, "x");
-    let mut args = vec![
-        "snapshot".to_string(),
-        "restore".into(),
-        store.display().to_string(),
-        "--data-dir".into(),
-        planned.members[0].data_dir.display().to_string(),
-        "--name".into(),
-        "x0".into(),
-        "--initial-cluster".into(),
-        planned.initial_cluster(),
-        "--initial-cluster-token".into(),
-        "t".into(),
-        "--initial-advertise-peer-urls".into(),
-        planned.members[0].peer_url.clone(),
-    ];
-    args.extend(point.iter().map(|s| s.to_string()));
-    let refused = etcdops(&args, &[]);
+    let refused = restore_from(&store.display().to_string(), &planned, 0, point, &[]);
     assert_eq!(refused.code, 2, "{refused}");
     assert!(!planned.members[0].data_dir.exists(), "nothing written");
     refused
@@ -777,26 +746,7 @@ fn an_encrypted_chain_in_s3_copies_off_site_and_restores_through_the_module() {
 /// credentials), starts it and returns it with the restore's JSON.
 fn restore_point_env(store: &str, point: &[&str], env: &[(&str, &str)]) -> (Cluster, Value) {
     let mut restored = Cluster::plan_restore(1, "p");
-    let member = &restored.members[0];
-    let mut all = args(&[
-        "snapshot",
-        "restore",
-        store,
-        "--data-dir",
-        &member.data_dir.display().to_string(),
-        "--name",
-        &member.name,
-        "--initial-cluster",
-        &restored.initial_cluster(),
-        "--initial-cluster-token",
-        restored.token(),
-        "--initial-advertise-peer-urls",
-        &member.peer_url,
-        "-w",
-        "json",
-    ]);
-    all.extend(point.iter().map(|s| s.to_string()));
-    let done = etcdops(&all, env);
+    let done = restore_from(store, &restored, 0, point, env);
     done.expect_code(0);
     let result = done.json();
     restored.start_restored();

@@ -26,11 +26,23 @@ fn write_keys(cluster: &Cluster) {
 
 /// `etcdops snapshot restore FILE` as member `index` of `target`, with `extra` flags.
 pub(crate) fn restore(file: &Path, target: &Cluster, index: usize, extra: &[&str]) -> Run {
+    restore_from(&file.display().to_string(), target, index, extra, &[])
+}
+
+/// `etcdops snapshot restore SOURCE` (a file, backup URL or store) as member `index` of
+/// `target`, with `extra` flags and `env` (store credentials), `-w json`.
+pub(crate) fn restore_from(
+    source: &str,
+    target: &Cluster,
+    index: usize,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
     let member = &target.members[index];
     let mut args: Vec<String> = [
         "snapshot",
         "restore",
-        &file.display().to_string(),
+        source,
         "--data-dir",
         &member.data_dir.display().to_string(),
         "--name",
@@ -48,7 +60,7 @@ pub(crate) fn restore(file: &Path, target: &Cluster, index: usize, extra: &[&str
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    etcdops(&args, &[])
+    etcdops(&args, env)
 }
 
 /// Every key under /restore/ with its value and revisions, as etcdops reads them.

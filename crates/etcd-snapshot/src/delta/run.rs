@@ -369,7 +369,7 @@ impl Runner<'_> {
         let mut last_error = None;
         for endpoint in order {
             match self.config.connect_endpoint(&endpoint).await {
-                Ok(client) => match store_revision(&client).await {
+                Ok(client) => match store_header(&client).await {
                     Ok(_) => return Ok(client),
                     Err(e) => last_error = Some(e),
                 },
@@ -474,17 +474,7 @@ async fn resumable_chain(
     runner: &Runner<'_>,
 ) -> Option<(ChainPosition, String, Instant, DateTime<Utc>)> {
     let client = runner.config.connect_any().await.ok()?;
-    let response = client
-        .call("read cluster ID", |mut c| async move {
-            c.get(
-                vec![0u8],
-                Some(etcd_client::GetOptions::new().with_count_only()),
-            )
-            .await
-        })
-        .await
-        .ok()?;
-    let cluster = MemberId(response.header()?.cluster_id());
+    let cluster = store_header(&client).await.ok()?.cluster;
     let catalog = crate::catalog::list_backups(runner.store).await.ok()?;
     let newest = catalog
         .backups
@@ -737,7 +727,15 @@ async fn publish<F: Future<Output = ()>>(
     }
 }
 
-async fn store_revision(client: &EndpointClient) -> etcd_core::Result<(i64, MemberId)> {
+/// What a linearizable read's header says: the store revision, the member that answered and
+/// its cluster.
+struct StoreHeader {
+    revision: i64,
+    member: MemberId,
+    cluster: MemberId,
+}
+
+async fn store_header(client: &EndpointClient) -> etcd_core::Result<StoreHeader> {
     let response = client
         .call("read revision", |mut c| async move {
             c.get(
@@ -748,10 +746,11 @@ async fn store_revision(client: &EndpointClient) -> etcd_core::Result<(i64, Memb
         })
         .await?;
     let header = response.header();
-    Ok((
-        header.map(|h| h.revision()).unwrap_or_default(),
-        MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
-    ))
+    Ok(StoreHeader {
+        revision: header.map(|h| h.revision()).unwrap_or_default(),
+        member: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
+        cluster: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
+    })
 }
 
 /// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);
@@ -798,8 +797,8 @@ async fn watch_once<F: Future<Output = ()>>(
     stop: &mut Stop<'_, F>,
 ) -> WatchEnd {
     let request = runner.request;
-    match store_revision(client).await {
-        Ok((_, member)) => follow.source.member_id = member,
+    match store_header(client).await {
+        Ok(header) => follow.source.member_id = header.member,
         Err(e) => return WatchEnd::Reconnect(e.to_string()),
     }
     follow.source.endpoint = client.endpoint().to_string();
@@ -826,8 +825,8 @@ async fn watch_once<F: Future<Output = ()>>(
                 return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
             }
             _ = tick.tick() => {
-                match store_revision(client).await {
-                    Ok((revision, _)) => {
+                match store_header(client).await {
+                    Ok(StoreHeader { revision, .. }) => {
                         runner.state.lag_revisions = (revision - follow.received).max(0);
                         if follow.received >= revision {
                             // Caught up: the store was at `revision` now, and every change up
@@ -843,8 +842,8 @@ async fn watch_once<F: Future<Output = ()>>(
                 if follow.next_full.is_none() && Instant::now() >= follow.full_due {
                     // The next full backup, taken while this chain goes on.
                     match runner.save_full().await {
-                        Ok(full) => match store_revision(client).await {
-                            Ok((after, _)) => follow.next_full = Some((full, after)),
+                        Ok(full) => match store_header(client).await {
+                            Ok(header) => follow.next_full = Some((full, header.revision)),
                             Err(e) => {
                                 follow.next_full = Some((full.clone(), full.manifest.revision));
                                 return WatchEnd::Reconnect(e.to_string());
