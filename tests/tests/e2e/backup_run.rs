@@ -914,7 +914,12 @@ fn chains_overlap_at_each_full_backup_so_revisions_around_it_restore() {
 fn a_store_that_fails_for_a_while_delays_segments_without_ending_the_chain() {
     let cluster = Cluster::start(1, Security::Plain);
     let store = cluster.dir().join("flaky-store");
-    let backup = BackupRun::start(&cluster, &store, &[]);
+    let metrics = cluster.dir().join("backup-run.prom");
+    let backup = BackupRun::start(
+        &cluster,
+        &store,
+        &["--metrics-file", &metrics.display().to_string()],
+    );
     let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let before = write_changes(&cluster, "flaky-a", 1);
     backup.wait_published(before[0]);
@@ -941,6 +946,31 @@ fn a_store_that_fails_for_a_while_delays_segments_without_ending_the_chain() {
     let (object, covered) = newest_chain(&store);
     assert_eq!(object, full["object"].as_str().unwrap());
     assert!(covered >= last);
+    // The metrics file tells the same story: the failures, no gap, everything published.
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    let gauge = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} is missing:\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(gauge("etcdops_backup_run_failures_total") >= 1.0, "{text}");
+    assert_eq!(gauge("etcdops_backup_run_gaps_total"), 0.0, "{text}");
+    assert_eq!(
+        gauge("etcdops_backup_run_last_delta_revision"),
+        covered as f64,
+        "{text}"
+    );
+    assert_eq!(
+        gauge("etcdops_backup_run_last_full_revision"),
+        full["revision"].as_f64().unwrap(),
+        "{text}"
+    );
+    assert!(
+        gauge("etcdops_backup_run_last_full_timestamp_seconds") > 0.0,
+        "{text}"
+    );
     let expected = keys_at(&cluster, Some(last));
     let rev = last.to_string();
     let (restored, result) = restore_point(&store, &["--to-revision", &rev]);
