@@ -16,6 +16,7 @@ mod endpoint;
 mod env;
 mod errors;
 mod faults;
+mod invariants;
 mod k8s;
 mod keys;
 mod load;
