@@ -611,6 +611,11 @@ async fn follow_chain<F: Future<Output = ()>>(
     let mut preferred = Some(endpoint.to_string());
     let mut avoid: Option<String> = None;
     loop {
+        // A fused stop that already fired (while a full backup was finished) never fires
+        // again: check it first.
+        if stop.is_terminated() {
+            return finish(runner, chain, &mut follow, stop).await;
+        }
         // What was received is published on time even while no member can be watched.
         if Instant::now() >= follow.segment_due
             && let Err(end) = cut(runner, chain, &mut follow, stop).await
@@ -853,6 +858,9 @@ async fn watch_once<F: Future<Output = ()>>(
     let mut tick = tokio::time::interval(request.check_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        if stop.is_terminated() {
+            return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
+        }
         tokio::select! {
             () = &mut *stop => {
                 return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
