@@ -6,8 +6,10 @@
 //! settle time: of two runs that start at the same moment, the one whose write landed last
 //! keeps the lock, and the other sees a foreign holder at its read-back or, at the latest, at
 //! the check before its next publication, and stops. A background task renews the lock every
-//! third of its lifetime; a killed holder's lock simply expires.
+//! third of its lifetime; a killed holder's lock simply expires (or, on the same host, is
+//! taken over at once once its process is gone).
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -85,6 +87,17 @@ fn describe(lock: &RunLock) -> String {
     )
 }
 
+/// Whether a lock was left by a process of this host that is gone (killed, crashed): its
+/// process ID no longer exists, or is ours (a restarted container). Such a lock need not be
+/// waited out. A process ID reused by another process counts as alive: then the lock is
+/// waited out, which is safe.
+fn died_here(lock: &RunLock) -> bool {
+    if lock.host != host_name() || !Path::new("/proc/self").exists() {
+        return false;
+    }
+    lock.pid == std::process::id() || !Path::new(&format!("/proc/{}", lock.pid)).exists()
+}
+
 fn locked(reason: String) -> SnapshotError {
     SnapshotError::RunLocked { reason }
 }
@@ -153,6 +166,7 @@ impl LockKeeper {
         let now = Utc::now();
         if let Some(other) = read(store, &name).await?
             && other.is_live(now)
+            && !died_here(&other)
         {
             return Err(locked(format!(
                 "another backup run writes this cluster's chain in {} ({}; lock {name}); stop it first, or wait until its lock expires if it was killed",
@@ -306,6 +320,7 @@ async fn renew_loop(shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -330,16 +345,6 @@ mod tests {
         let first = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
             .await
             .unwrap();
-        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            refused.contains(&format!("pid {}", std::process::id())),
-            "{refused}"
-        );
-        assert!(refused.contains("host "), "{refused}");
         assert!(matches!(first.check().await, LockCheck::Held));
         first
             .set_chains(Some("etcd-0000000000000abc/a.db.zst"), None)
@@ -357,10 +362,83 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+        // A live holder on another host: refused, naming it.
+        let other = RunLock {
+            holder: "other".into(),
+            host: "other-host".into(),
+            pid: 4242,
+            ..stored
+        };
+        store
+            .put_small(&run_lock_name(cluster), Bytes::from(other.to_json()))
+            .await
+            .unwrap();
+        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            refused.contains("host other-host, pid 4242, until "),
+            "{refused}"
+        );
+        // Once it expired, the lock is taken.
+        let expired = RunLock {
+            expires_at: Utc::now() - chrono::Duration::seconds(1),
+            ..other
+        };
+        store
+            .put_small(&run_lock_name(cluster), Bytes::from(expired.to_json()))
+            .await
+            .unwrap();
         let second = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
             .await
             .unwrap();
         second.release().await;
+    }
+
+    #[tokio::test]
+    async fn a_lock_left_by_a_dead_process_of_this_host_is_taken_at_once() {
+        let (_dir, store) = store();
+        let cluster = MemberId(0xabc);
+        let mut dead = Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let now = Utc::now();
+        let left = RunLock {
+            format_version: RUN_LOCK_FORMAT_VERSION,
+            holder: "killed".into(),
+            host: host_name(),
+            pid: dead_pid,
+            cluster_id: cluster,
+            full_backup: None,
+            previous_full_backup: None,
+            renewed_at: now,
+            expires_at: now + chrono::Duration::seconds(60),
+        };
+        let name = run_lock_name(cluster);
+        store
+            .put_small(&name, Bytes::from(left.to_json()))
+            .await
+            .unwrap();
+        let ours = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
+            .await
+            .unwrap();
+        ours.release().await;
+        // Another host's live lock is waited out.
+        let elsewhere = RunLock {
+            host: "another-host".into(),
+            ..left
+        };
+        store
+            .put_small(&name, Bytes::from(elsewhere.to_json()))
+            .await
+            .unwrap();
+        assert!(
+            LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]
