@@ -799,6 +799,10 @@ pub struct RunArgs {
     /// published revision, lag, gaps
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// Stopped (SIGTERM, SIGINT) during a full backup, wait this long for it to finish before
+    /// abandoning it (its upload removed); keep it below the service manager's stop timeout
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "60s")]
+    pub stop_grace: Duration,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,

@@ -614,7 +614,7 @@ fn a_lost_member_is_replaced_and_a_watch_behind_a_compaction_starts_a_new_chain(
     assert_restored(&restored, &expected, last, &result);
 }
 
-const S3_ENV: [(&str, &str); 3] = [
+pub(crate) const S3_ENV: [(&str, &str); 3] = [
     ("AWS_ACCESS_KEY_ID", "test-key-id"),
     ("AWS_SECRET_ACCESS_KEY", "Very-Secret-Test-Key"),
     ("AWS_REGION", "us-east-1"),

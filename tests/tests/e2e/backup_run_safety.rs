@@ -4,19 +4,20 @@
 //! exactly; SIGTERM at random moments (the first full backup included) exits 0 and leaves no
 //! temporary upload, every listed backup verifies; a restart after a stop whose full backup
 //! is already older than `--full-every` continues the chain, so the revisions made while it
-//! was down restore; a second `backup run` on the same store and cluster is refused while the
-//! first runs and starts once it exits.
+//! was down restore, and one after history was compacted meanwhile reports the gap (a revision
+//! inside it is refused, either side restores); a second `backup run` on the same store and
+//! cluster is refused while the first runs and starts once it exits.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use etcdops_tests::{Cluster, Security, args, etcdops, etcdops_path};
+use etcdops_tests::{Cluster, S3Server, Security, args, etcdops, etcdops_path};
 use serde_json::Value;
 
 use crate::backup_run::{
-    BackupRun, assert_restored, keys_at, newest_chain, rand_u32, restore_point, revision_of,
-    write_changes,
+    BackupRun, S3_ENV, assert_restored, keys_at, newest_chain, rand_u32, restore_point,
+    revision_of, write_changes,
 };
 
 /// The value of one metric in a Prometheus text file.
@@ -90,6 +91,30 @@ fn assert_store_clean(store: &Path, context: &str) {
             verified.code, 0,
             "{context}: {object} does not verify:\n{verified}"
         );
+    }
+}
+
+/// Waits until the process catches SIGTERM (its handler is installed, `SigCgt` in
+/// /proc/PID/status): before that, a process that has not done anything yet dies of it.
+fn wait_catches_sigterm(backup: &BackupRun) {
+    let status = format!("/proc/{}/status", backup.child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let caught = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|text| {
+                let mask = text.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & (1 << (15 - 1)) != 0);
+        if caught {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "backup run never installed its SIGTERM handler"
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -213,6 +238,7 @@ fn sigterm_at_random_moments_exits_0_leaves_no_temporary_upload_and_every_backup
     let store = cluster.dir().join("sigterm-store");
     for round in 0..3 {
         let mut backup = BackupRun::start(&cluster, &store, &[]);
+        wait_catches_sigterm(&backup);
         let context = format!("seed {seed}, round {round}");
         if round == 0 {
             // During the first full backup (or before it started).
@@ -374,4 +400,117 @@ fn a_second_backup_run_on_the_same_store_is_refused_while_the_first_runs() {
     let (object, covered) = newest_chain(&store);
     assert_eq!(object, base);
     assert!(covered >= more[0]);
+}
+
+#[test]
+fn a_restart_with_the_full_backup_due_after_history_was_compacted_reports_the_gap() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 10);
+    let store = cluster.dir().join("compacted-store");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let first = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let saved_at = Instant::now();
+    let before = write_changes(&cluster, "cp-a", 1);
+    backup.wait_published(before[0]);
+    backup.stop();
+    let (_, old_end) = newest_chain(&store);
+    let served_at_old_end = keys_at(&cluster, Some(old_end));
+    // Written while nothing runs, then compacted away.
+    let down = write_changes(&cluster, "cp-down", 2);
+    let compacted = revision_of(&cluster);
+    crate::run(&cluster, &["compact", &compacted.to_string()]).expect_code(0);
+    // Restarted with its full backup older than --full-every, too.
+    while saved_at.elapsed() < Duration::from_secs(4) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let backup = BackupRun::start(&cluster, &store, &["--full-every", "3s"]);
+    let gap = backup.wait_for("a gap", |e| e["event"] == "gap");
+    assert_eq!(gap["base"], first["object"], "{gap}");
+    assert_eq!(gap["covered_revision"].as_i64().unwrap(), old_end, "{gap}");
+    assert!(
+        gap["reason"].as_str().unwrap().contains("compaction"),
+        "{gap}"
+    );
+    let second = wait_new_full(&backup, &[first["object"].as_str().unwrap().to_string()]);
+    assert!(
+        second["revision"].as_i64().unwrap() >= compacted,
+        "{second}"
+    );
+    let after = write_changes(&cluster, "cp-b", 1);
+    backup.wait_published(after[0]);
+    backup.stop();
+    // Inside the reported gap: refused. Either side of it: exact.
+    crate::backup_run::restore_refused(&store, &["--to-revision", &down[0].to_string()]);
+    let (restored, result) = restore_point(&store, &["--to-revision", &old_end.to_string()]);
+    assert_restored(&restored, &served_at_old_end, old_end, &result);
+    assert_revision_restores(&cluster, &store, after[0]);
+}
+
+/// Whether the run said it abandoned a full backup on stop.
+fn abandoned(events: &[Value]) -> bool {
+    events.iter().any(|e| {
+        e["event"] == "stopping" && e["reason"].as_str().unwrap_or("").contains("abandoned")
+    })
+}
+
+#[test]
+fn sigterm_during_the_first_full_backup_finishes_it_or_past_the_grace_abandons_it_cleanly() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_random("/big/", 96, 64 << 10);
+    // Local: abandoned at once (a grace of 0 s): nothing left but the empty cluster folder.
+    let store = cluster.dir().join("abandon-store");
+    let mut backup = BackupRun::start(&cluster, &store, &["--stop-grace", "0s"]);
+    wait_catches_sigterm(&backup);
+    let status = terminate(&mut backup);
+    assert!(status.success(), "exit {status}");
+    let events = backup.events();
+    assert!(
+        !events.iter().any(|e| e["event"] == "full_saved"),
+        "{events:#?}"
+    );
+    assert!(abandoned(&events), "{events:#?}");
+    assert!(files_under(&store).is_empty(), "{:?}", files_under(&store));
+
+    // S3 (moto), stopped while the upload is open: finished within the grace, or abandoned
+    // (its multipart upload aborted); no multipart upload left either way.
+    let s3 = S3Server::start();
+    s3.create_bucket("stop");
+    let flags = [
+        "--s3-endpoint",
+        s3.endpoint.as_str(),
+        "--allow-http",
+        "--s3-path-style",
+    ];
+    for grace in ["60s", "300ms"] {
+        let mut extra = vec!["--stop-grace", grace];
+        extra.extend(flags);
+        let url = format!("s3://stop/grace-{grace}");
+        let mut backup = BackupRun::start_at(&cluster, &url, &extra, &S3_ENV);
+        // Stopped while the full backup's multipart upload is open.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while s3.multipart_uploads("stop").is_empty() {
+            assert!(
+                backup.child.try_wait().unwrap().is_none() && Instant::now() < deadline,
+                "grace {grace}: no multipart upload was seen open: {:#?}",
+                backup.events()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let status = terminate(&mut backup);
+        assert!(status.success(), "grace {grace}: exit {status}");
+        let events = backup.events();
+        let saved = events.iter().any(|e| e["event"] == "full_saved");
+        // Within 60 s it finishes; a grace of 300 ms ends either way (finished or abandoned,
+        // depending on how far the upload got), but never both or neither.
+        if grace == "60s" {
+            assert!(saved && !abandoned(&events), "grace {grace}: {events:#?}");
+        } else {
+            assert!(saved != abandoned(&events), "grace {grace}: {events:#?}");
+        }
+        let open = s3.multipart_uploads("stop");
+        assert!(
+            open.is_empty(),
+            "grace {grace}: open multipart uploads {open:?}"
+        );
+    }
 }

@@ -119,6 +119,7 @@ async fn run_loop(
         metrics_file: args.metrics_file.clone(),
         retention: policy(&args.retention),
         orphan_grace: args.retention.orphan_grace,
+        stop_grace: args.stop_grace,
         ..RunRequest::default()
     };
     let printer = LinePrinter {

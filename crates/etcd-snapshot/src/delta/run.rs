@@ -209,8 +209,13 @@ impl Runner<'_> {
             return Err(SnapshotError::RunLocked { reason });
         }
         let request: &RunRequest = self.request;
-        let saving = save_snapshot(self.config, self.store, &request.save, &NoProgress);
-        let mut saving = pin!(saving);
+        // Boxed, so that it can be dropped (its upload abandoned) before the run stops.
+        let mut saving = Box::pin(save_snapshot(
+            self.config,
+            self.store,
+            &request.save,
+            &NoProgress,
+        ));
         let saved = if stop.is_terminated() {
             None
         } else {
@@ -234,7 +239,7 @@ impl Runner<'_> {
                         drop(saving);
                         // The dropped upload removes its temporary file at once; an object
                         // store's multipart upload is aborted in the background.
-                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        tokio::time::sleep(Duration::from_secs(2)).await;
                         let reason = format!(
                             "the full backup did not finish within {grace} s of the stop request; it was abandoned (its upload removed)"
                         );
