@@ -10,6 +10,7 @@ mod read;
 mod replay;
 mod resume;
 mod run;
+mod runner;
 mod segment;
 
 pub use format::{
