@@ -751,10 +751,13 @@ fn label(text: &str) -> Result<(String, String), String> {
 /// `etcdops backup ...`
 #[derive(Debug, Subcommand)]
 pub enum BackupCommand {
-    /// Run until stopped (SIGTERM or Ctrl-C): a full backup every --full-every and, in
-    /// between, every change from a watch in delta segments published at least every
-    /// --delta-every. On stop, the segment being filled is published first. One line per
-    /// full backup, segment, gap or failure.
+    /// Run until stopped (SIGTERM, SIGINT or Ctrl-C): a full backup every --full-every and,
+    /// in between, every change from a watch in delta segments published at least every
+    /// --delta-every. On stop, a full backup in progress is finished (at most 60 s, else
+    /// abandoned without leftovers) and the segment being filled is published; exit 0. A
+    /// restart continues the chain it left. Refused while another run holds the store's lock
+    /// for this cluster (etcd-<cluster>/backup-run.lock.json). One line per full backup,
+    /// segment, gap, lost full backup or failure.
     Run(RunArgs),
 }
 
@@ -796,6 +799,10 @@ pub struct RunArgs {
     /// published revision, lag, gaps
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// Stopped (SIGTERM, SIGINT) during a full backup, wait this long for it to finish before
+    /// abandoning it (its upload removed); keep it below the service manager's stop timeout
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "60s")]
+    pub stop_grace: Duration,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,

@@ -13,6 +13,12 @@ pub enum SnapshotError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] etcd_store::StoreError),
+    /// Another `backup run` holds (or took over) the writer lock of this cluster's chain.
+    #[error("{reason}")]
+    RunLocked {
+        /// One line naming the lock and its holder (host, process ID, expiry).
+        reason: String,
+    },
     /// etcd's SHA-256 trailer does not match the db bytes received.
     #[error(
         "the snapshot from {endpoint} is corrupt: etcd's SHA-256 {expected} does not match the {size} db bytes received ({actual}); nothing was stored, try again or another member"

@@ -24,22 +24,27 @@ use crate::snapshot_restore::restore_from;
 use crate::{assert_clear_error, etcdctl_json, run};
 
 /// A `backup run` in the background, its JSON lines going to a file.
-struct BackupRun {
-    child: Child,
-    out: PathBuf,
+pub(crate) struct BackupRun {
+    pub(crate) child: Child,
+    pub(crate) out: PathBuf,
 }
 
 impl BackupRun {
-    fn start(cluster: &Cluster, store: &Path, extra: &[&str]) -> BackupRun {
+    pub(crate) fn start(cluster: &Cluster, store: &Path, extra: &[&str]) -> BackupRun {
         BackupRun::start_at(cluster, &store.display().to_string(), extra, &[])
     }
 
-    fn start_at(cluster: &Cluster, store: &str, extra: &[&str], env: &[(&str, &str)]) -> BackupRun {
+    pub(crate) fn start_at(
+        cluster: &Cluster,
+        store: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> BackupRun {
         BackupRun::start_with(cluster.client_flags(), cluster.dir(), store, extra, env)
     }
 
     /// Starts `backup run` with connection `flags`, its output in a file in `dir`.
-    fn start_with(
+    pub(crate) fn start_with(
         flags: Vec<String>,
         dir: &Path,
         store: &str,
@@ -69,7 +74,7 @@ impl BackupRun {
         BackupRun { child, out }
     }
 
-    fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         let file = std::fs::File::open(&self.out).unwrap();
         std::io::BufReader::new(file)
             .lines()
@@ -79,7 +84,7 @@ impl BackupRun {
     }
 
     /// Waits until an event satisfies `pred`, returning it.
-    fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(found) = self.events().into_iter().find(|e| pred(e)) {
@@ -95,14 +100,14 @@ impl BackupRun {
     }
 
     /// Waits until a segment covering `revision` is published.
-    fn wait_published(&self, revision: i64) {
+    pub(crate) fn wait_published(&self, revision: i64) {
         self.wait_for(&format!("a segment up to revision {revision}"), |e| {
             e["event"] == "segment_published" && e["to_revision"].as_i64().unwrap() >= revision
         });
     }
 
     /// SIGTERM: it publishes the segment being filled and exits 0.
-    fn stop(mut self) -> Vec<Value> {
+    pub(crate) fn stop(mut self) -> Vec<Value> {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         let status = self.child.wait().unwrap();
@@ -110,7 +115,7 @@ impl BackupRun {
         self.events()
     }
 
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -123,7 +128,7 @@ impl Drop for BackupRun {
     }
 }
 
-fn rand_u32() -> u32 {
+pub(crate) fn rand_u32() -> u32 {
     let mut bytes = [0u8; 4];
     getrandom::fill(&mut bytes).unwrap();
     u32::from_le_bytes(bytes)
@@ -145,7 +150,7 @@ fn ctl_json(cluster: &Cluster, args: &[&str]) -> (i32, Value) {
 
 /// Every key the cluster serves at `revision` (the current one when `None`), as etcdctl
 /// prints them: key, create and mod revision, version, value, lease.
-fn keys_at(cluster: &Cluster, revision: Option<i64>) -> Vec<Value> {
+pub(crate) fn keys_at(cluster: &Cluster, revision: Option<i64>) -> Vec<Value> {
     let rev = revision.map(|r| r.to_string());
     let mut args = vec!["get", "", "--prefix", "-w", "json"];
     if let Some(rev) = &rev {
@@ -156,14 +161,14 @@ fn keys_at(cluster: &Cluster, revision: Option<i64>) -> Vec<Value> {
     value["kvs"].as_array().cloned().unwrap_or_default()
 }
 
-fn revision_of(cluster: &Cluster) -> i64 {
+pub(crate) fn revision_of(cluster: &Cluster) -> i64 {
     let (_, value) = ctl_json(cluster, &["get", "health", "-w", "json"]);
     value["header"]["revision"].as_i64().unwrap()
 }
 
 /// Puts, overwrites, deletes, a three-key txn and leased keys, `rounds` times; one lease is
 /// revoked each round (deleting its keys). Returns the revision after each round.
-fn write_changes(cluster: &Cluster, tag: &str, rounds: usize) -> Vec<i64> {
+pub(crate) fn write_changes(cluster: &Cluster, tag: &str, rounds: usize) -> Vec<i64> {
     let running: Vec<String> = cluster
         .members
         .iter()
@@ -258,13 +263,18 @@ fn write_changes_at(urls: &[String], tag: &str, rounds: usize) -> Vec<i64> {
 
 /// Restores `store` to a point (`--to-revision R` or `--to-time T`) as one new member, starts
 /// it and returns it with the restore's JSON.
-fn restore_point(store: &Path, point: &[&str]) -> (Cluster, Value) {
+pub(crate) fn restore_point(store: &Path, point: &[&str]) -> (Cluster, Value) {
     restore_point_env(&store.display().to_string(), point, &[])
 }
 
 /// The restored member serves exactly `expected` (but for leases `result` reports detached),
 /// and a new write lands above `revision`.
-fn assert_restored(restored: &Cluster, expected: &[Value], revision: i64, result: &Value) {
+pub(crate) fn assert_restored(
+    restored: &Cluster,
+    expected: &[Value],
+    revision: i64,
+    result: &Value,
+) {
     // A lease that ended before backup run could read its TTL (granted and revoked at once)
     // is taken off its keys, and the restore says so: the one allowed difference.
     let detached: Vec<i64> = result["point_in_time"]["leases_detached"]
@@ -424,7 +434,7 @@ fn point_in_time_restores_serve_exactly_what_the_source_served_at_each_revision(
     verified.expect_code(0);
 }
 
-fn restore_refused(store: &Path, point: &[&str]) -> Run {
+pub(crate) fn restore_refused(store: &Path, point: &[&str]) -> Run {
     let planned = Cluster::plan_restore(1, "x");
     let refused = restore_from(&store.display().to_string(), &planned, 0, point, &[]);
     assert_eq!(refused.code, 2, "{refused}");
@@ -442,7 +452,7 @@ fn chrono_now() -> String {
 }
 
 /// The newest chain of `store`: (full backup object, last revision its segments cover).
-fn newest_chain(store: &Path) -> (String, i64) {
+pub(crate) fn newest_chain(store: &Path) -> (String, i64) {
     let listed = etcdops(
         &[
             "snapshot".into(),
@@ -604,7 +614,7 @@ fn a_lost_member_is_replaced_and_a_watch_behind_a_compaction_starts_a_new_chain(
     assert_restored(&restored, &expected, last, &result);
 }
 
-const S3_ENV: [(&str, &str); 3] = [
+pub(crate) const S3_ENV: [(&str, &str); 3] = [
     ("AWS_ACCESS_KEY_ID", "test-key-id"),
     ("AWS_SECRET_ACCESS_KEY", "Very-Secret-Test-Key"),
     ("AWS_REGION", "us-east-1"),

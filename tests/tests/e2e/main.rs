@@ -10,6 +10,7 @@ mod ansible_platform;
 mod ansible_roles;
 mod auth;
 mod backup_run;
+mod backup_run_safety;
 mod cluster_ops;
 mod discovery;
 mod endpoint;

@@ -54,6 +54,17 @@ impl RunObserver for LinePrinter {
                 } => format!(
                     "gap: the chain of {base} ends at revision {covered_revision} ({reason}); a new full backup follows"
                 ),
+                RunEvent::FullBackupLost {
+                    base,
+                    covered_revision,
+                } => format!(
+                    "full backup lost: {base} is gone from the store, so its chain (up to revision {covered_revision}) cannot be restored; a new full backup follows"
+                ),
+                RunEvent::Locked { lock, expires_at } => format!(
+                    "holding the lock {lock} (renewed while running; until {})",
+                    expires_at.format("%Y-%m-%dT%H:%M:%SZ")
+                ),
+                RunEvent::Stopping { reason } => format!("stopping: {reason}"),
                 RunEvent::Reconnected { endpoint, reason } => {
                     format!("watching {endpoint} now ({reason})")
                 }
@@ -71,19 +82,19 @@ impl RunObserver for LinePrinter {
     }
 }
 
-async fn stop_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// SIGTERM or SIGINT. The handlers are installed here, at once, so a signal that arrives
+/// before the future is first polled (during the first full backup) is caught too, instead
+/// of killing the process.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
+    })
 }
 
 async fn run_loop(
@@ -91,6 +102,7 @@ async fn run_loop(
     args: &RunArgs,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
+    let stop = stop_signal()?;
     let store = open_store(&args.store, &args.store_flags)?;
     let request = RunRequest {
         full_every: args.full_every,
@@ -107,11 +119,12 @@ async fn run_loop(
         metrics_file: args.metrics_file.clone(),
         retention: policy(&args.retention),
         orphan_grace: args.retention.orphan_grace,
+        stop_grace: args.stop_grace,
         ..RunRequest::default()
     };
     let printer = LinePrinter {
         json: matches!(format, OutputFormat::Json),
     };
-    run_backups(config, &store, &request, &printer, stop_signal()).await?;
+    run_backups(config, &store, &request, &printer, stop).await?;
     Ok(ExitStatus::Success)
 }

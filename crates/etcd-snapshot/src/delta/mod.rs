@@ -1,12 +1,16 @@
 //! Incremental backups: delta segments of watched changes that continue a full backup (a
 //! chain), published one by one beside it, and read back for a point-in-time restore.
 
+mod events;
 mod format;
+mod lock;
 mod manifest;
 mod plan;
 mod read;
 mod replay;
+mod resume;
 mod run;
+mod runner;
 mod segment;
 
 pub use format::{

@@ -158,7 +158,9 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
             PointInTime::Revision(r) => reach_of(b).0 < r,
             PointInTime::Time(t) => reach_of(b).1 < t,
         });
-        let why = if complete.is_empty() {
+        let why = if let Some(broken) = broken_chain(&complete, point) {
+            broken
+        } else if complete.is_empty() {
             format!("{} holds no complete full backup", store.url())
         } else if newest {
             "it is after the newest published change".to_string()
@@ -196,6 +198,51 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
         .into_iter()
         .map(|(_, full)| plan_for(store, full, point))
         .collect())
+}
+
+/// Names the break of a chain whose segments past the break would reach `point`: where the
+/// replayable part ends (segment and revision), what is wrong (a missing segment or object,
+/// a repeated sequence number) and which segments the break cuts off.
+fn broken_chain(complete: &[&BackupEntry], point: PointInTime) -> Option<String> {
+    let mut newest_first = complete.to_vec();
+    newest_first.sort_by_key(|b| std::cmp::Reverse((b.manifest.created_at, b.manifest.revision)));
+    newest_first.into_iter().find_map(|entry| {
+        let chain = entry.chain.as_ref().filter(|c| !c.continuous)?;
+        let starts = match point {
+            PointInTime::Revision(r) => entry.manifest.revision <= r,
+            PointInTime::Time(t) => entry.manifest.created_at <= t,
+        };
+        let cut_off = entry.deltas.get(chain.covered_segments..).unwrap_or_default();
+        let reaches = cut_off.iter().any(|d| match point {
+            PointInTime::Revision(r) => d.manifest.to_revision >= r,
+            PointInTime::Time(t) => d.manifest.to_time >= t,
+        });
+        if !starts || !reaches {
+            return None;
+        }
+        let replayable = match chain.covered_segments.checked_sub(1).and_then(|i| entry.deltas.get(i)) {
+            Some(last) => format!(
+                "segment {} is the last one that can be replayed, up to revision {}",
+                last.manifest.sequence, chain.to_revision
+            ),
+            None => format!(
+                "no segment can be replayed: the chain stops at the full backup's revision {}",
+                chain.to_revision
+            ),
+        };
+        let first = cut_off.first()?;
+        let last = cut_off.last()?;
+        Some(format!(
+            "the chain of {} is broken after revision {} ({replayable}): {}; segments {} to {} (revisions {}..={}) cannot be replayed past the break",
+            entry.object,
+            chain.to_revision,
+            chain.problems.join("; "),
+            first.manifest.sequence,
+            last.manifest.sequence,
+            first.manifest.after_revision + 1,
+            last.manifest.to_revision,
+        ))
+    })
 }
 
 fn plan_for(store: &Store, full: &BackupEntry, point: PointInTime) -> PitrPlan {
@@ -274,5 +321,43 @@ mod tests {
         let e = full(10, 170, None);
         let found: Vec<usize> = histories(&[&d, &e]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(found, [0, 0]);
+    }
+
+    #[tokio::test]
+    async fn a_point_past_a_break_names_the_break() {
+        use crate::catalog::tests::{local_store, publish_full};
+        use crate::delta::publish_segment;
+        let dir = tempfile::tempdir().unwrap();
+        let store = local_store(&dir);
+        let full = publish_full(&store, 1, 10).await;
+        publish_segment(&store, &full, 10, 1, (10, 15), &[11]).await;
+        publish_segment(&store, &full, 10, 3, (20, 25), &[21]).await;
+        let refused = plan_candidates(&store, PointInTime::Revision(22))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!refused.contains("newest published change"), "{refused}");
+        assert!(
+            refused.contains(&format!("the chain of {full} is broken after revision 15")),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("segment 1 is the last one that can be replayed"),
+            "{refused}"
+        );
+        assert!(refused.contains("segment 2 is missing"), "{refused}");
+        assert!(
+            refused.contains("segments 3 to 3 (revisions 21..=25)"),
+            "{refused}"
+        );
+        // Past every segment, it still says so.
+        let later = plan_candidates(&store, PointInTime::Revision(30))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            later.contains("after the newest published change"),
+            "{later}"
+        );
     }
 }

@@ -7,28 +7,33 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use etcd_client::{EventType, WatchOptions};
 use etcd_core::{ClusterConfig, EndpointClient, MemberId};
 use etcd_store::Store;
 use futures::FutureExt;
 use futures::future::FusedFuture;
-use serde::Serialize;
 use tokio::time::Instant;
 
+pub use super::events::{RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
+use super::lock::{LockKeeper, lock_ttl};
+use super::resume::{Resume, resumable_chain};
+use super::runner::{Guard, Runner, Stop, StoreHeader, backoff_after, store_header};
 use super::segment::{ChainPosition, MAX_RECORD_BYTES, SegmentBuilder, SegmentSource};
-use crate::catalog::{DEFAULT_ORPHAN_GRACE, prune_backups};
+use crate::catalog::DEFAULT_ORPHAN_GRACE;
 use crate::error::{Result, SnapshotError};
-use crate::progress::NoProgress;
 use crate::retention::RetentionPolicy;
-use crate::save::{SaveRequest, SaveResult, save_snapshot};
+use crate::save::{SaveRequest, SaveResult};
 
 /// Default cut size of a segment (uncompressed bytes).
 pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
+
+/// Default [`RunRequest::stop_grace`]: below systemd's default stop timeout (90 s).
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(60);
 
 /// What `backup run` does and how often.
 #[derive(Debug, Clone)]
@@ -51,6 +56,10 @@ pub struct RunRequest {
     pub retention: RetentionPolicy,
     /// With `retention`: objects without a manifest older than this are removed.
     pub orphan_grace: Duration,
+    /// Asked to stop while a full backup is being taken, wait this long for it to finish;
+    /// past it, the upload is abandoned (its temporary file removed, its multipart upload
+    /// aborted) and the run stops.
+    pub stop_grace: Duration,
 }
 
 impl Default for RunRequest {
@@ -64,186 +73,9 @@ impl Default for RunRequest {
             check_every: Duration::from_secs(1),
             retention: RetentionPolicy::default(),
             orphan_grace: DEFAULT_ORPHAN_GRACE,
+            stop_grace: DEFAULT_STOP_GRACE,
         }
     }
-}
-
-/// Something `backup run` did, for its log.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum RunEvent {
-    /// A full backup was stored; a new chain starts from it.
-    FullSaved {
-        /// Its object name.
-        object: String,
-        /// Its revision.
-        revision: i64,
-    },
-    /// A segment was published.
-    SegmentPublished {
-        /// Its object name.
-        object: String,
-        /// Its place in the chain.
-        sequence: u64,
-        /// It holds the changes after this revision...
-        after_revision: i64,
-        /// ...up to this one.
-        to_revision: i64,
-        /// How many.
-        changes: u64,
-    },
-    /// The chain ended early: the changes after `covered_revision` could not be watched. A
-    /// new full backup follows at once.
-    Gap {
-        /// The full backup whose chain ended.
-        base: String,
-        /// Its chain holds every change up to here.
-        covered_revision: i64,
-        /// Why.
-        reason: String,
-    },
-    /// The watch moved to another member.
-    Reconnected {
-        /// The member now watched.
-        endpoint: String,
-        /// Why it moved.
-        reason: String,
-    },
-    /// The chain an earlier run left (stopped or killed) is continued: its full backup is
-    /// younger than `--full-every`, and the changes made meanwhile go into it too.
-    Resumed {
-        /// The full backup whose chain goes on.
-        base: String,
-        /// The chain holds every change up to here; the watch resumes after it.
-        covered_revision: i64,
-    },
-    /// Backups the retention rules no longer keep were deleted (with their chains).
-    Pruned {
-        /// The full backups deleted.
-        deleted: Vec<String>,
-    },
-    /// A step failed and will be retried.
-    Failed {
-        /// What failed (one line).
-        error: String,
-    },
-}
-
-/// Receives [`RunEvent`]s as they happen.
-pub trait RunObserver: Send + Sync {
-    /// Called for each event.
-    fn on_event(&self, event: &RunEvent);
-}
-
-/// What the metrics file reports.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RunState {
-    /// When the last full backup was stored.
-    pub last_full_at: Option<DateTime<Utc>>,
-    /// Its revision.
-    pub last_full_revision: i64,
-    /// When the last segment was published.
-    pub last_delta_at: Option<DateTime<Utc>>,
-    /// Every change up to this revision is published.
-    pub last_delta_revision: i64,
-    /// Revisions the watch was behind the store at the last check.
-    pub lag_revisions: i64,
-    /// Gaps since the start.
-    pub gaps: u64,
-    /// Segments published since the start.
-    pub segments: u64,
-    /// Changes published since the start.
-    pub changes: u64,
-    /// Failures since the start.
-    pub failures: u64,
-}
-
-impl RunState {
-    fn metrics_text(&self, now: DateTime<Utc>) -> String {
-        let secs =
-            |t: Option<DateTime<Utc>>| t.map_or(0.0, |t| t.timestamp_millis() as f64 / 1000.0);
-        let last_publication = self.last_delta_at.max(self.last_full_at);
-        let lag_seconds =
-            last_publication.map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0);
-        let rows: [(&str, &str, &str, String); 10] = [
-            (
-                "etcdops_backup_run_last_full_timestamp_seconds",
-                "gauge",
-                "Time the last full backup was stored.",
-                format!("{}", secs(self.last_full_at)),
-            ),
-            (
-                "etcdops_backup_run_last_full_revision",
-                "gauge",
-                "Revision of the last full backup.",
-                self.last_full_revision.to_string(),
-            ),
-            (
-                "etcdops_backup_run_last_delta_timestamp_seconds",
-                "gauge",
-                "Time the last delta segment was published.",
-                format!("{}", secs(self.last_delta_at)),
-            ),
-            (
-                "etcdops_backup_run_last_delta_revision",
-                "gauge",
-                "Every change up to this revision is published.",
-                self.last_delta_revision.to_string(),
-            ),
-            (
-                "etcdops_backup_run_lag_revisions",
-                "gauge",
-                "Revisions the watch was behind the store at the last check.",
-                self.lag_revisions.to_string(),
-            ),
-            (
-                "etcdops_backup_run_lag_seconds",
-                "gauge",
-                "Seconds since the last publication (full or segment).",
-                format!("{lag_seconds}"),
-            ),
-            (
-                "etcdops_backup_run_gaps_total",
-                "counter",
-                "Chains ended early because changes could not be watched.",
-                self.gaps.to_string(),
-            ),
-            (
-                "etcdops_backup_run_segments_total",
-                "counter",
-                "Delta segments published.",
-                self.segments.to_string(),
-            ),
-            (
-                "etcdops_backup_run_changes_total",
-                "counter",
-                "Changes published in delta segments.",
-                self.changes.to_string(),
-            ),
-            (
-                "etcdops_backup_run_failures_total",
-                "counter",
-                "Failed steps (retried).",
-                self.failures.to_string(),
-            ),
-        ];
-        let mut text = String::new();
-        for (name, kind, help, value) in rows {
-            text.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-            ));
-        }
-        text
-    }
-}
-
-/// Everything one run shares between its steps.
-struct Runner<'a> {
-    config: &'a ClusterConfig,
-    store: &'a Store,
-    request: &'a RunRequest,
-    observer: &'a dyn RunObserver,
-    state: RunState,
 }
 
 /// How a chain ended.
@@ -255,6 +87,10 @@ enum ChainEnd {
     Stopped,
     /// The watch cannot continue the chain.
     Gap(String),
+    /// The chain's full backup is gone from the store: a new one at once.
+    Lost,
+    /// Another run took the writer lock over: stop with an error.
+    TakenOver(String),
 }
 
 /// How one watch connection ended.
@@ -264,132 +100,17 @@ enum WatchEnd {
     Reconnect(String),
 }
 
-/// The stop signal, fused: polling it again after it fired is harmless.
-type Stop<'s, F> = Pin<&'s mut futures::future::Fuse<F>>;
-
-/// Longest wait between two attempts of a failing step.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-fn backoff_after(delay: Duration) -> Duration {
-    (delay * 2).min(MAX_BACKOFF)
-}
-
-impl Runner<'_> {
-    fn emit(&mut self, event: RunEvent) {
-        if let RunEvent::Failed { .. } = event {
-            self.state.failures += 1;
-        }
-        self.observer.on_event(&event);
-        self.write_metrics();
-    }
-
-    fn write_metrics(&mut self) {
-        let Some(path) = &self.request.metrics_file else {
-            return;
-        };
-        let text = self.state.metrics_text(Utc::now());
-        if let Err(e) = etcd_core::write_file_atomically(path, text.as_bytes(), 0o644, None) {
-            let event = RunEvent::Failed {
-                error: format!("cannot write the metrics file: {e}"),
-            };
-            self.state.failures += 1;
-            self.observer.on_event(&event);
-        }
-    }
-
-    /// Takes a full backup and reports it.
-    async fn save_full(&mut self) -> Result<SaveResult> {
-        match save_snapshot(self.config, self.store, &self.request.save, &NoProgress).await {
-            Ok(full) => {
-                self.state.last_full_at = Some(full.manifest.completed_at);
-                self.state.last_full_revision = full.manifest.revision;
-                self.emit(RunEvent::FullSaved {
-                    object: full.manifest.object.clone(),
-                    revision: full.manifest.revision,
-                });
-                Ok(full)
-            }
-            Err(e) => {
-                self.emit(RunEvent::Failed {
-                    error: format!("full backup: {e}"),
-                });
-                Err(e)
-            }
-        }
-    }
-
-    /// Applies the retention rules, between two chains (never while a chain being written
-    /// could lose its full backup).
-    async fn prune(&mut self) {
-        if self.request.retention.is_empty() {
-            return;
-        }
-        let pruned = prune_backups(
-            self.store,
-            &self.request.retention,
-            self.request.orphan_grace,
-            false,
-            Utc::now(),
-        )
-        .await;
-        match pruned {
-            Ok(report) if !report.deleted.is_empty() => self.emit(RunEvent::Pruned {
-                deleted: report.deleted.into_iter().map(|d| d.object).collect(),
-            }),
-            Ok(_) => {}
-            Err(e) => self.emit(RunEvent::Failed {
-                error: format!("prune: {e}"),
-            }),
-        }
-    }
-
-    /// A member that answers a linearizable read: `preferred` first, then the others in
-    /// turn, `avoid` (the one that just failed) last.
-    async fn connect(
-        &self,
-        preferred: Option<&str>,
-        avoid: Option<&str>,
-    ) -> Result<EndpointClient> {
-        let mut order: Vec<String> = preferred
-            .filter(|p| Some(*p) != avoid)
-            .map(str::to_string)
-            .into_iter()
-            .collect();
-        let endpoints = self.config.resolve_endpoints().await.unwrap_or_default();
-        let start = avoid
-            .and_then(|a| endpoints.iter().position(|e| e == a))
-            .map_or(0, |i| i + 1);
-        for i in 0..endpoints.len() {
-            let endpoint = &endpoints[(start + i) % endpoints.len()];
-            if Some(endpoint.as_str()) != avoid && !order.contains(endpoint) {
-                order.push(endpoint.clone());
-            }
-        }
-        order.extend(avoid.map(str::to_string));
-        let mut last_error = None;
-        for endpoint in order {
-            match self.config.connect_endpoint(&endpoint).await {
-                Ok(client) => match store_header(&client).await {
-                    Ok(_) => return Ok(client),
-                    Err(e) => last_error = Some(e),
-                },
-                Err(e) => last_error = Some(e),
-            }
-        }
-        match last_error {
-            Some(e) => Err(e.into()),
-            None => Ok(self.config.connect_any().await?),
-        }
-    }
-}
-
 /// Runs until `stop` completes: a full backup every `full_every`, and delta segments of every
 /// change in between. The next full backup is taken while the chain goes on, and the chain
 /// ends only once it holds every change the new full backup may hold, so consecutive chains
-/// overlap and every revision stays restorable. On `stop`, the segment being filled is
-/// published first (a full backup in progress is finished). Failures of a step are reported
-/// through `observer` and retried with growing waits; only a bad request is returned as an
-/// error.
+/// overlap and every revision stays restorable. A chain an earlier run left is continued
+/// from its last published revision (a new full backup follows at once when it is due).
+/// Before each publication the store's writer lock is read back and the chain's full backup
+/// checked: a lost full backup is reported (a gap) and a new one taken at once. On `stop`,
+/// the segment being filled is published first (a full backup in progress is finished
+/// within the stop grace, else abandoned without leftovers). Failures of a step are reported
+/// through `observer` and retried with growing waits; a bad request, another live holder of
+/// the lock, or a takeover of it is returned as an error.
 pub async fn run_backups(
     config: &ClusterConfig,
     store: &Store,
@@ -405,36 +126,133 @@ pub async fn run_backups(
         request,
         observer,
         state: RunState::default(),
+        lock: None,
+        taken_over: None,
+    };
+    let result = run_locked(&mut runner, &mut stop).await;
+    if let Some(lock) = runner.lock.take() {
+        lock.release().await;
+    }
+    result.map(|()| runner.state)
+}
+
+/// Waits `delay` unless stopped first; `true` when stopped.
+async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay: Duration) -> bool {
+    if stop.is_terminated() {
+        return true;
+    }
+    tokio::select! {
+        () = &mut *stop => true,
+        () = tokio::time::sleep(delay) => false,
+    }
+}
+
+/// The cluster's ID, asked of any member, retried until it answers (`None`: stopped).
+async fn cluster_id<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    stop: &mut Stop<'_, F>,
+) -> Option<MemberId> {
+    let mut delay = Duration::from_secs(1);
+    loop {
+        let asked = async {
+            let client = runner.config.connect_any().await?;
+            store_header(&client).await
+        };
+        match asked.await {
+            Ok(header) => return Some(header.cluster),
+            Err(e) => runner.emit(RunEvent::Failed {
+                error: format!("no member answers: {e}"),
+            }),
+        }
+        if pause(stop, delay).await {
+            return None;
+        }
+        delay = backoff_after(delay);
+    }
+}
+
+async fn run_locked<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    stop: &mut Stop<'_, F>,
+) -> Result<()> {
+    let request = runner.request;
+    let Some(cluster) = cluster_id(runner, stop).await else {
+        return Ok(());
+    };
+    let lock = LockKeeper::acquire(runner.store, cluster, lock_ttl(request.delta_every)).await?;
+    runner.emit(RunEvent::Locked {
+        lock: lock.name().to_string(),
+        expires_at: lock.expires_at(),
+    });
+    runner.lock = Some(lock);
+    // The chain an earlier run left is continued, whatever its full backup's age.
+    let mut delay = Duration::from_secs(1);
+    let mut resume = loop {
+        match resumable_chain(runner.store, cluster, request.full_every).await {
+            Ok(Resume::Chain {
+                chain,
+                endpoint,
+                full_due,
+                full_at,
+            }) => {
+                runner.state.last_full_at = Some(full_at);
+                runner.state.last_full_revision = chain.base_revision;
+                runner.state.last_delta_revision = chain.covered_revision;
+                runner.emit(RunEvent::Resumed {
+                    base: chain.base.clone(),
+                    covered_revision: chain.covered_revision,
+                });
+                break Some((chain, endpoint, full_due));
+            }
+            Ok(Resume::Broken {
+                base,
+                covered_revision,
+                reason,
+            }) => {
+                runner.state.gaps += 1;
+                runner.emit(RunEvent::Gap {
+                    base,
+                    covered_revision,
+                    reason,
+                });
+                break None;
+            }
+            Ok(Resume::Nothing) => break None,
+            Err(e) => runner.emit(RunEvent::Failed {
+                error: format!("reading the store for a chain to continue: {e}"),
+            }),
+        }
+        if pause(stop, delay).await {
+            return Ok(());
+        }
+        delay = backoff_after(delay);
     };
     let mut next: Option<SaveResult> = None;
     let mut delay = Duration::from_secs(2);
-    // A chain an earlier run left is continued while its full backup is young enough.
-    let mut resume = resumable_chain(&runner).await;
-    if let Some((chain, _, _, full_at)) = &resume {
-        runner.state.last_full_at = Some(*full_at);
-        runner.state.last_full_revision = chain.base_revision;
-        runner.state.last_delta_revision = chain.covered_revision;
-        runner.emit(RunEvent::Resumed {
-            base: chain.base.clone(),
-            covered_revision: chain.covered_revision,
-        });
-    }
     loop {
+        if let Some(reason) = runner.taken_over.take() {
+            return Err(SnapshotError::RunLocked { reason });
+        }
         let (mut chain, endpoint, full_due) = match resume.take() {
-            Some((chain, endpoint, full_due, _)) => (chain, endpoint, full_due),
+            Some(resumed) => {
+                runner.lock_chains(Some(&resumed.0.base), None).await;
+                resumed
+            }
             None => {
                 let full = match next.take() {
                     Some(full) => full,
                     None => {
                         if stop.is_terminated() {
-                            return Ok(runner.state);
+                            return Ok(());
                         }
-                        match runner.save_full().await {
+                        match runner.save_full(stop).await {
                             Ok(full) => full,
+                            Err(SnapshotError::RunLocked { reason }) => {
+                                return Err(SnapshotError::RunLocked { reason });
+                            }
                             Err(_) => {
-                                tokio::select! {
-                                    () = &mut stop => return Ok(runner.state),
-                                    () = tokio::time::sleep(delay) => {}
+                                if pause(stop, delay).await {
+                                    return Ok(());
                                 }
                                 delay = backoff_after(delay);
                                 continue;
@@ -443,6 +261,7 @@ pub async fn run_backups(
                     }
                 };
                 delay = Duration::from_secs(2);
+                runner.lock_chains(Some(&full.manifest.object), None).await;
                 runner.prune().await;
                 (
                     ChainPosition::after_full(&full.manifest),
@@ -451,9 +270,10 @@ pub async fn run_backups(
                 )
             }
         };
-        match follow_chain(&mut runner, &mut chain, &endpoint, full_due, &mut stop).await {
+        match follow_chain(runner, &mut chain, &endpoint, full_due, stop).await {
             ChainEnd::FullDue(full) => next = Some(*full),
-            ChainEnd::Stopped => return Ok(runner.state),
+            ChainEnd::Stopped => return Ok(()),
+            ChainEnd::TakenOver(reason) => return Err(SnapshotError::RunLocked { reason }),
             ChainEnd::Gap(reason) => {
                 runner.state.gaps += 1;
                 runner.emit(RunEvent::Gap {
@@ -462,53 +282,23 @@ pub async fn run_backups(
                     reason,
                 });
             }
+            ChainEnd::Lost => {
+                // Nothing restores this chain any more: a gap, and the metrics say there is
+                // no full backup until the next one is stored.
+                runner.state.gaps += 1;
+                runner.state.fulls_lost += 1;
+                runner.state.last_full_at = None;
+                runner.state.last_full_revision = 0;
+                runner.emit(RunEvent::FullBackupLost {
+                    base: chain.base.clone(),
+                    covered_revision: chain.covered_revision,
+                });
+                if stop.is_terminated() {
+                    return Ok(());
+                }
+            }
         }
     }
-}
-
-/// The newest chain of this cluster in the store, when it can be continued: complete, without
-/// a break, and its full backup younger than `full_every`. Returns where it stands, the
-/// endpoint its full backup came from, when the next full backup is due and when the full
-/// backup was completed. Anything that cannot be read means a new full backup.
-async fn resumable_chain(
-    runner: &Runner<'_>,
-) -> Option<(ChainPosition, String, Instant, DateTime<Utc>)> {
-    let client = runner.config.connect_any().await.ok()?;
-    let cluster = store_header(&client).await.ok()?.cluster;
-    let catalog = crate::catalog::list_backups(runner.store).await.ok()?;
-    let newest = catalog
-        .backups
-        .iter()
-        .filter(|b| b.complete && b.manifest.cluster_id == cluster)
-        .max_by_key(|b| b.manifest.created_at)?;
-    let age = (Utc::now() - newest.manifest.created_at).to_std().ok()?;
-    let left = runner.request.full_every.checked_sub(age)?;
-    let (covered_revision, next_sequence) = match &newest.chain {
-        None => (newest.manifest.revision, 1),
-        Some(chain) if chain.continuous && newest.deltas.iter().all(|d| d.complete) => (
-            chain.to_revision,
-            newest
-                .deltas
-                .iter()
-                .map(|d| d.manifest.sequence)
-                .max()
-                .unwrap_or(0)
-                + 1,
-        ),
-        Some(_) => return None,
-    };
-    Some((
-        ChainPosition {
-            base: newest.object.clone(),
-            base_revision: newest.manifest.revision,
-            cluster_id: newest.manifest.cluster_id,
-            next_sequence,
-            covered_revision,
-        },
-        newest.manifest.endpoint.clone(),
-        Instant::now() + left,
-        newest.manifest.completed_at,
-    ))
 }
 
 fn validate(request: &RunRequest) -> Result<()> {
@@ -588,6 +378,11 @@ async fn follow_chain<F: Future<Output = ()>>(
     let mut preferred = Some(endpoint.to_string());
     let mut avoid: Option<String> = None;
     loop {
+        // A fused stop that already fired (while a full backup was finished) never fires
+        // again: check it first.
+        if stop.is_terminated() {
+            return finish(runner, chain, &mut follow, stop).await;
+        }
         // What was received is published on time even while no member can be watched.
         if Instant::now() >= follow.segment_due
             && let Err(end) = cut(runner, chain, &mut follow, stop).await
@@ -643,12 +438,16 @@ async fn finish<F: Future<Output = ()>>(
     follow: &mut Follow,
     stop: &mut Stop<'_, F>,
 ) -> ChainEnd {
-    if let Err(ChainEnd::Gap(reason)) = publish(runner, chain, follow, stop, 3).await {
-        runner.emit(RunEvent::Failed {
-            error: format!("the last segment was not published: {reason}"),
-        });
+    match publish(runner, chain, follow, stop, 3).await {
+        Err(ChainEnd::Gap(reason)) => {
+            runner.emit(RunEvent::Failed {
+                error: format!("the last segment was not published: {reason}"),
+            });
+            ChainEnd::Stopped
+        }
+        Err(end @ (ChainEnd::Lost | ChainEnd::TakenOver(_))) => end,
+        _ => ChainEnd::Stopped,
     }
-    ChainEnd::Stopped
 }
 
 /// Publishes the segment being filled, trying again with growing waits while the store
@@ -679,15 +478,21 @@ async fn publish<F: Future<Output = ()>>(
     loop {
         attempt += 1;
         let changes = follow.segment.changes();
-        let published = follow
-            .segment
-            .publish(
-                runner.store,
-                chain,
-                &follow.source,
-                &runner.request.save.encrypt_to,
-            )
-            .await;
+        let published = match runner.guard(Some(&chain.base)).await {
+            Guard::Go => follow
+                .segment
+                .publish(
+                    runner.store,
+                    chain,
+                    &follow.source,
+                    &runner.request.save.encrypt_to,
+                )
+                .await
+                .map_err(|e| e.to_string()),
+            Guard::Lost => return Err(ChainEnd::Lost),
+            Guard::TakenOver(reason) => return Err(ChainEnd::TakenOver(reason)),
+            Guard::Retry(reason) => Err(reason),
+        };
         match published {
             Ok(manifest) => {
                 runner.state.last_delta_at = Some(manifest.completed_at);
@@ -703,7 +508,7 @@ async fn publish<F: Future<Output = ()>>(
                 });
                 return Ok(());
             }
-            Err(e) if attempt >= attempts => return Err(ChainEnd::Gap(e.to_string())),
+            Err(e) if attempt >= attempts => return Err(ChainEnd::Gap(e)),
             Err(e) => {
                 runner.emit(RunEvent::Failed {
                     error: format!(
@@ -725,32 +530,6 @@ async fn publish<F: Future<Output = ()>>(
             }
         }
     }
-}
-
-/// What a linearizable read's header says: the store revision, the member that answered and
-/// its cluster.
-struct StoreHeader {
-    revision: i64,
-    member: MemberId,
-    cluster: MemberId,
-}
-
-async fn store_header(client: &EndpointClient) -> etcd_core::Result<StoreHeader> {
-    let response = client
-        .call("read revision", |mut c| async move {
-            c.get(
-                vec![0u8],
-                Some(etcd_client::GetOptions::new().with_count_only()),
-            )
-            .await
-        })
-        .await?;
-    let header = response.header();
-    Ok(StoreHeader {
-        revision: header.map(|h| h.revision()).unwrap_or_default(),
-        member: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
-        cluster: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
-    })
 }
 
 /// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);
@@ -820,6 +599,9 @@ async fn watch_once<F: Future<Output = ()>>(
     let mut tick = tokio::time::interval(request.check_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        if stop.is_terminated() {
+            return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
+        }
         tokio::select! {
             () = &mut *stop => {
                 return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
@@ -841,14 +623,20 @@ async fn watch_once<F: Future<Output = ()>>(
                 }
                 if follow.next_full.is_none() && Instant::now() >= follow.full_due {
                     // The next full backup, taken while this chain goes on.
-                    match runner.save_full().await {
-                        Ok(full) => match store_header(client).await {
-                            Ok(header) => follow.next_full = Some((full, header.revision)),
-                            Err(e) => {
-                                follow.next_full = Some((full.clone(), full.manifest.revision));
-                                return WatchEnd::Reconnect(e.to_string());
+                    match runner.save_full(stop).await {
+                        Ok(full) => {
+                            runner.lock_chains(Some(&full.manifest.object), Some(&chain.base)).await;
+                            match store_header(client).await {
+                                Ok(header) => follow.next_full = Some((full, header.revision)),
+                                Err(e) => {
+                                    follow.next_full = Some((full.clone(), full.manifest.revision));
+                                    return WatchEnd::Reconnect(e.to_string());
+                                }
                             }
-                        },
+                        }
+                        Err(SnapshotError::RunLocked { reason }) => {
+                            return WatchEnd::Chain(ChainEnd::TakenOver(reason));
+                        }
                         Err(_) => {
                             follow.full_due = Instant::now() + request.full_every.min(Duration::from_secs(60));
                         }

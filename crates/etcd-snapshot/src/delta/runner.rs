@@ -1,0 +1,284 @@
+//! The state one `backup run` shares between its steps, and the steps that do not follow the
+//! watch: reporting, the checks before a publication (lock, full backup), taking a full
+//! backup (bounded by the stop grace), pruning and choosing a member.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use chrono::Utc;
+use etcd_core::{ClusterConfig, EndpointClient, MemberId};
+use etcd_store::Store;
+use futures::future::FusedFuture;
+
+use super::events::{RunEvent, RunObserver, RunState};
+use super::lock::{LockCheck, LockKeeper};
+use super::run::RunRequest;
+use crate::catalog::prune_backups;
+use crate::error::{Result, SnapshotError};
+use crate::manifest::Manifest;
+use crate::progress::NoProgress;
+use crate::save::{SaveResult, save_snapshot};
+
+/// Everything one run shares between its steps.
+pub(super) struct Runner<'a> {
+    pub(super) config: &'a ClusterConfig,
+    pub(super) store: &'a Store,
+    pub(super) request: &'a RunRequest,
+    pub(super) observer: &'a dyn RunObserver,
+    pub(super) state: RunState,
+    /// The store's writer lock for this cluster's chain, once taken.
+    pub(super) lock: Option<LockKeeper>,
+    /// Set when another holder took the lock over: the run stops with this error.
+    pub(super) taken_over: Option<String>,
+}
+
+/// What the check before a publication found.
+pub(super) enum Guard {
+    /// Publish.
+    Go,
+    /// The chain's full backup is gone.
+    Lost,
+    /// Another run holds the lock now.
+    TakenOver(String),
+    /// It could not be checked (the store fails): count as a failed attempt.
+    Retry(String),
+}
+
+/// The stop signal, fused: polling it again after it fired is harmless.
+pub(super) type Stop<'s, F> = Pin<&'s mut futures::future::Fuse<F>>;
+
+/// Longest wait between two attempts of a failing step.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+pub(super) fn backoff_after(delay: Duration) -> Duration {
+    (delay * 2).min(MAX_BACKOFF)
+}
+
+impl Runner<'_> {
+    pub(super) fn emit(&mut self, event: RunEvent) {
+        if let RunEvent::Failed { .. } = event {
+            self.state.failures += 1;
+        }
+        self.observer.on_event(&event);
+        self.write_metrics();
+    }
+
+    pub(super) fn write_metrics(&mut self) {
+        let Some(path) = &self.request.metrics_file else {
+            return;
+        };
+        let text = self.state.metrics_text(Utc::now());
+        if let Err(e) = etcd_core::write_file_atomically(path, text.as_bytes(), 0o644, None) {
+            let event = RunEvent::Failed {
+                error: format!("cannot write the metrics file: {e}"),
+            };
+            self.state.failures += 1;
+            self.observer.on_event(&event);
+        }
+    }
+
+    /// The check before anything is published: the lock is still ours and (with `base`) the
+    /// chain's full backup is still in the store (its manifest, one HEAD).
+    pub(super) async fn guard(&mut self, base: Option<&str>) -> Guard {
+        if let Some(error) = self.lock.as_ref().and_then(LockKeeper::take_renew_error) {
+            self.emit(RunEvent::Failed { error });
+        }
+        if let Some(lock) = &self.lock {
+            match lock.check().await {
+                LockCheck::Held => {}
+                LockCheck::TakenOver(message) => {
+                    self.taken_over = Some(message.clone());
+                    return Guard::TakenOver(message);
+                }
+                LockCheck::Unknown(message) => return Guard::Retry(message),
+            }
+        }
+        let Some(base) = base else {
+            return Guard::Go;
+        };
+        match self.store.head(&Manifest::name_for(base)).await {
+            Ok(Some(_)) => Guard::Go,
+            Ok(None) => Guard::Lost,
+            Err(e) => Guard::Retry(format!(
+                "cannot check that the full backup {base} is still there: {e}"
+            )),
+        }
+    }
+
+    /// Records the chains being written in the lock (retention keeps them).
+    pub(super) async fn lock_chains(&mut self, full: Option<&str>, previous: Option<&str>) {
+        let Some(lock) = &self.lock else { return };
+        match lock.set_chains(full, previous).await {
+            Ok(()) => {}
+            Err(SnapshotError::RunLocked { reason }) => self.taken_over = Some(reason),
+            Err(e) => self.emit(RunEvent::Failed {
+                error: format!("writing the lock: {e}"),
+            }),
+        }
+    }
+
+    /// Takes a full backup and reports it. Asked to stop meanwhile, it finishes the backup
+    /// within the stop grace, or abandons it (nothing is left behind) past it.
+    pub(super) async fn save_full<F: Future<Output = ()>>(
+        &mut self,
+        stop: &mut Stop<'_, F>,
+    ) -> Result<SaveResult> {
+        if let Guard::TakenOver(reason) = self.guard(None).await {
+            return Err(SnapshotError::RunLocked { reason });
+        }
+        let request: &RunRequest = self.request;
+        // Boxed, so that it can be dropped (its upload abandoned) before the run stops.
+        let mut saving = Box::pin(save_snapshot(
+            self.config,
+            self.store,
+            &request.save,
+            &NoProgress,
+        ));
+        let saved = if stop.is_terminated() {
+            None
+        } else {
+            tokio::select! {
+                saved = &mut saving => Some(saved),
+                () = &mut *stop => None,
+            }
+        };
+        let saved = match saved {
+            Some(saved) => saved,
+            None => {
+                let grace = request.stop_grace.as_secs();
+                self.emit(RunEvent::Stopping {
+                    reason: format!(
+                        "finishing the full backup in progress first (at most {grace} s)"
+                    ),
+                });
+                match tokio::time::timeout(request.stop_grace, &mut saving).await {
+                    Ok(saved) => saved,
+                    Err(_) => {
+                        drop(saving);
+                        // The dropped upload removes its temporary file at once; an object
+                        // store's multipart upload is aborted in the background.
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        let reason = format!(
+                            "the full backup did not finish within {grace} s of the stop request; it was abandoned (its upload removed)"
+                        );
+                        self.emit(RunEvent::Stopping {
+                            reason: reason.clone(),
+                        });
+                        return Err(SnapshotError::Codec {
+                            operation: "full backup",
+                            reason,
+                        });
+                    }
+                }
+            }
+        };
+        match saved {
+            Ok(full) => {
+                self.state.last_full_at = Some(full.manifest.completed_at);
+                self.state.last_full_revision = full.manifest.revision;
+                self.emit(RunEvent::FullSaved {
+                    object: full.manifest.object.clone(),
+                    revision: full.manifest.revision,
+                });
+                Ok(full)
+            }
+            Err(e) => {
+                self.emit(RunEvent::Failed {
+                    error: format!("full backup: {e}"),
+                });
+                Err(e)
+            }
+        }
+    }
+
+    /// Applies the retention rules, between two chains (never while a chain being written
+    /// could lose its full backup).
+    pub(super) async fn prune(&mut self) {
+        if self.request.retention.is_empty() {
+            return;
+        }
+        let pruned = prune_backups(
+            self.store,
+            &self.request.retention,
+            self.request.orphan_grace,
+            false,
+            Utc::now(),
+        )
+        .await;
+        match pruned {
+            Ok(report) if !report.deleted.is_empty() => self.emit(RunEvent::Pruned {
+                deleted: report.deleted.into_iter().map(|d| d.object).collect(),
+            }),
+            Ok(_) => {}
+            Err(e) => self.emit(RunEvent::Failed {
+                error: format!("prune: {e}"),
+            }),
+        }
+    }
+
+    /// A member that answers a linearizable read: `preferred` first, then the others in
+    /// turn, `avoid` (the one that just failed) last.
+    pub(super) async fn connect(
+        &self,
+        preferred: Option<&str>,
+        avoid: Option<&str>,
+    ) -> Result<EndpointClient> {
+        let mut order: Vec<String> = preferred
+            .filter(|p| Some(*p) != avoid)
+            .map(str::to_string)
+            .into_iter()
+            .collect();
+        let endpoints = self.config.resolve_endpoints().await.unwrap_or_default();
+        let start = avoid
+            .and_then(|a| endpoints.iter().position(|e| e == a))
+            .map_or(0, |i| i + 1);
+        for i in 0..endpoints.len() {
+            let endpoint = &endpoints[(start + i) % endpoints.len()];
+            if Some(endpoint.as_str()) != avoid && !order.contains(endpoint) {
+                order.push(endpoint.clone());
+            }
+        }
+        order.extend(avoid.map(str::to_string));
+        let mut last_error = None;
+        for endpoint in order {
+            match self.config.connect_endpoint(&endpoint).await {
+                Ok(client) => match store_header(&client).await {
+                    Ok(_) => return Ok(client),
+                    Err(e) => last_error = Some(e),
+                },
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match last_error {
+            Some(e) => Err(e.into()),
+            None => Ok(self.config.connect_any().await?),
+        }
+    }
+}
+
+/// What a linearizable read's header says: the store revision, the member that answered and
+/// its cluster.
+pub(super) struct StoreHeader {
+    pub(super) revision: i64,
+    pub(super) member: MemberId,
+    pub(super) cluster: MemberId,
+}
+
+pub(super) async fn store_header(client: &EndpointClient) -> etcd_core::Result<StoreHeader> {
+    let response = client
+        .call("read revision", |mut c| async move {
+            c.get(
+                vec![0u8],
+                Some(etcd_client::GetOptions::new().with_count_only()),
+            )
+            .await
+        })
+        .await?;
+    let header = response.header();
+    Ok(StoreHeader {
+        revision: header.map(|h| h.revision()).unwrap_or_default(),
+        member: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
+        cluster: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
+    })
+}
