@@ -12,10 +12,14 @@
 
 mod bbolt_write;
 mod ids;
+mod lock;
+mod on_disk;
 mod pb;
+mod placement;
 mod selinux;
 mod snap;
 mod source;
+mod staging;
 mod v2store;
 mod wal;
 
@@ -37,9 +41,11 @@ pub use bbolt_write::{
     Append, AppendReport, BucketContents, append_sorted, last_key, replace_buckets, verify_rewrite,
 };
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
+use placement::{WalPlacement, place_wal};
 pub use source::{
     PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
 };
+use staging::{Staging, remove_leftovers};
 
 /// What to restore, and as which member of which new cluster.
 #[derive(Debug, Clone, Default)]
@@ -110,6 +116,10 @@ pub struct RestoreResult {
     /// reached and what happened to leases.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub point_in_time: Option<ReplaySummary>,
+    /// Staging dirs of earlier restores of this target that were killed (each could hold a
+    /// plaintext db), removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leftovers_removed: Vec<PathBuf>,
 }
 
 /// The marker a restore leaves in `<data dir>/member/`, so that repeating the same restore is
@@ -353,6 +363,32 @@ pub enum RestoreError {
         /// The data dir.
         path: PathBuf,
     },
+    /// etcd runs on the dir: it holds the lock on its db.
+    #[error("the member at '{path}' is running (etcd holds a lock on its db); stop it first")]
+    MemberRunning {
+        /// The data dir.
+        path: PathBuf,
+    },
+    /// The data dir holds an etcdops restore that is no longer whole (or never finished).
+    #[error(
+        "'{path}' holds an etcdops restore that is incomplete or damaged ({problem}); \
+         restore again with the move-aside option to keep it aside and restore anew"
+    )]
+    Incomplete {
+        /// The data dir.
+        path: PathBuf,
+        /// What is missing or damaged.
+        problem: String,
+    },
+    /// A snapshot without etcd's SHA-256 trailer: its integrity cannot be checked.
+    #[error(
+        "'{name}' has no SHA-256 trailer (cut off, or a raw member db), so its integrity cannot \
+         be checked; restore it with the hash check skipped only if you trust it"
+    )]
+    NoTrailer {
+        /// The snapshot.
+        name: String,
+    },
     /// The snapshot is damaged or not etcd's.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
@@ -427,54 +463,6 @@ fn sync_dir(path: &Path) -> Result<(), RestoreError> {
     File::open(path)
         .and_then(|d| d.sync_all())
         .map_err(io_err(path))
-}
-
-/// A temporary directory beside `target` (same filesystem), removed on drop unless renamed.
-struct Staging {
-    path: PathBuf,
-    done: bool,
-}
-
-impl Staging {
-    fn beside(target: &Path) -> Result<Staging, RestoreError> {
-        let parent = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        make_dir(parent)?;
-        let base = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "data".into());
-        let path = parent.join(format!(".{base}.restore-{}", std::process::id()));
-        if path.exists() {
-            fs::remove_dir_all(&path).map_err(io_err(&path))?;
-        }
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(io_err(&path))?;
-        Ok(Staging { path, done: false })
-    }
-
-    /// Renames the staged dir onto `target` (absent or empty) and syncs the parent.
-    fn commit(mut self, target: &Path) -> Result<(), RestoreError> {
-        sync_dir(&self.path)?;
-        fs::rename(&self.path, target).map_err(io_err(target))?;
-        self.done = true;
-        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(parent)?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fs::remove_dir_all(&self.path);
-        }
-    }
 }
 
 fn invalid(option: &'static str) -> impl Fn(String) -> RestoreError {
@@ -583,24 +571,39 @@ pub fn restore_point_in_time(
     } else {
         data_dir.clone()
     };
-    let wal_target = match &request.wal_dir {
-        Some(wal) => {
-            let wal_layout = DirLayout::of(wal)?;
-            if wal_layout.mount_point {
-                return Err(invalid("--wal-dir")(format!(
-                    "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
-                    wal.display()
-                )));
-            }
-            Some(wal_layout.real)
-        }
-        None => None,
+    // Where the WAL goes, decided before anything is written (see `placement`).
+    if let Some(wal) = &request.wal_dir
+        && DirLayout::of(wal)?.mount_point
+    {
+        return Err(invalid("--wal-dir")(format!(
+            "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
+            wal.display()
+        )));
+    }
+    let placement = place_wal(
+        &data_dir,
+        &data_target,
+        layout.mount_point,
+        request.wal_dir.as_deref(),
+    )?;
+    let (wal_target, wal_final) = match &placement {
+        WalPlacement::Inside(inside) => (None, data_target.join(inside)),
+        WalPlacement::Outside(dir) => (Some(dir.clone()), dir.clone()),
     };
+    // A member running on the data dir is never touched, not even moved aside.
+    lock::refuse_if_running(&data_dir)?;
     // The owner the data dir has now, kept unless --owner says otherwise.
     let owner = owner.or_else(|| inherited_owner(&data_dir));
-    let wal_final = wal_target
-        .clone()
-        .unwrap_or_else(|| data_dir.join("member").join("wal"));
+    // Staging dirs killed restores left beside the targets (a restore that writes removes
+    // them; a dry run writes nothing).
+    let leftovers = || -> Result<Vec<PathBuf>, RestoreError> {
+        if request.dry_run {
+            return Ok(Vec::new());
+        }
+        let mut beside = vec![data_target.as_path()];
+        beside.extend(wal_target.as_deref());
+        remove_leftovers(&beside)
+    };
 
     let read_failed = |source: std::io::Error| {
         RestoreError::Snapshot(SnapshotError::ReadFile {
@@ -610,7 +613,10 @@ pub fn restore_point_in_time(
     };
     let trailer_check = |sha: &str| -> Result<TrailerCheck, RestoreError> {
         match snapshot.trailer() {
-            None => Ok(TrailerCheck::Absent),
+            None if request.skip_hash_check => Ok(TrailerCheck::Absent),
+            None => Err(RestoreError::NoTrailer {
+                name: name.to_string(),
+            }),
             Some(t) if hex::encode(t) == sha => Ok(TrailerCheck::Verified),
             Some(_) if request.skip_hash_check => Ok(TrailerCheck::MismatchIgnored),
             Some(t) => Err(RestoreError::Snapshot(SnapshotError::HashMismatch {
@@ -621,8 +627,11 @@ pub fn restore_point_in_time(
         }
     };
 
-    // The very same restore already done: report it and touch nothing.
+    // The very same restore already done, and still whole on disk: report it and touch
+    // nothing. A marker whose db, WAL or snap file is gone is not trusted.
+    let mut damaged = None;
     if let Some(marker) = read_marker(&data_dir) {
+        damaged = on_disk::damage(&data_dir, &marker);
         let same_cluster =
             parse_initial_cluster(&marker.initial_cluster, &marker.initial_cluster_token)
                 .map(|m| m == members)
@@ -639,6 +648,16 @@ pub fn restore_point_in_time(
             (true, None) => sha256_of(snapshot.db()).map_err(read_failed)?,
         };
         if same_request && marker.db_sha256 == db_sha256 {
+            if let Some(problem) = &damaged
+                && !request.move_aside
+            {
+                return Err(RestoreError::Incomplete {
+                    path: data_dir.clone(),
+                    problem: problem.clone(),
+                });
+            }
+        }
+        if same_request && marker.db_sha256 == db_sha256 && damaged.is_none() {
             let trailer = trailer_check(&db_sha256)?;
             let db_size = fs::metadata(data_dir.join("member").join("snap").join("db"))
                 .map(|m| m.len())
@@ -658,6 +677,7 @@ pub fn restore_point_in_time(
                 changed: false,
                 moved_aside: Vec::new(),
                 point_in_time: replay.as_ref().map(|r| r.summary.clone()),
+                leftovers_removed: leftovers()?,
             });
         }
     }
@@ -671,7 +691,10 @@ pub fn restore_point_in_time(
             ensure_empty(&target)?;
         }
     }
-    if to_move.contains(&data_target) && !request.force {
+    // The WAL is moved aside before the data dir: never a WAL without its db meanwhile.
+    to_move.reverse();
+    // A damaged restore is moved aside whatever ran on it (a move deletes nothing).
+    if to_move.contains(&data_target) && !request.force && damaged.is_none() {
         if let Some(marker) = read_marker(&data_dir) {
             if ran_since_restore(&marker) {
                 return Err(RestoreError::RanSinceRestore {
@@ -714,8 +737,10 @@ pub fn restore_point_in_time(
             changed: true,
             moved_aside: Vec::new(),
             point_in_time: replay.as_ref().map(|r| r.summary.clone()),
+            leftovers_removed: Vec::new(),
         });
     }
+    let leftovers_removed = leftovers()?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     // A name already taken (two restores in one second) gets a counter: never overwrite.
     let mut moves: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -893,9 +918,10 @@ pub fn restore_point_in_time(
         Some(wal) => Some(Staging::beside(wal)?),
         None => None,
     };
-    let wal_dir_staged = match &wal_stage {
-        Some(stage) => stage.path.clone(),
-        None => member_stage.join("wal"),
+    let wal_dir_staged = match (&wal_stage, &placement) {
+        (Some(stage), _) => stage.path.clone(),
+        (None, WalPlacement::Inside(inside)) => data_stage.path.join(inside),
+        (None, WalPlacement::Outside(_)) => member_stage.join("wal"),
     };
     make_dir(&wal_dir_staged)?;
     write_file(
@@ -939,14 +965,26 @@ pub fn restore_point_in_time(
     for (dir, aside) in &moves {
         fs::rename(dir, aside).map_err(io_err(dir))?;
     }
-    if let (Some(stage), Some(target)) = (wal_stage, &wal_target) {
-        stage.commit(target)?;
-    }
+    // The db before the WAL: etcd on a WAL without its db starts an empty member, on a db
+    // without a WAL it starts with the data. A WAL inside the data dir comes with it.
     data_stage.commit(&data_target)?;
     if layout.mount_point {
         // etcd 3.5 refuses a data dir others can read; a fresh filesystem's root often is.
         fs::set_permissions(&data_dir, fs::Permissions::from_mode(0o700))
             .map_err(io_err(&data_dir))?;
+    }
+    if let (Some(stage), Some(target)) = (wal_stage, &wal_target)
+        && let Err(e) = stage.commit(target)
+    {
+        // Put the old state back: the new data dir out (it is ours), the old dirs in.
+        if let Ok(undo) = Staging::beside(&data_target) {
+            let _ = fs::remove_dir(&undo.path);
+            let _ = fs::rename(&data_target, &undo.path);
+        }
+        for (dir, aside) in moves.iter().rev() {
+            let _ = fs::rename(aside, dir);
+        }
+        return Err(e);
     }
 
     Ok(RestoreResult {
@@ -964,6 +1002,7 @@ pub fn restore_point_in_time(
         changed: true,
         moved_aside: moves.into_iter().map(|(_, aside)| aside).collect(),
         point_in_time: replay.map(|r| r.summary.clone()),
+        leftovers_removed,
     })
 }
 
