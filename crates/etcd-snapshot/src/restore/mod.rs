@@ -41,7 +41,7 @@ pub use bbolt_write::{
     Append, AppendReport, BucketContents, append_sorted, last_key, replace_buckets, verify_rewrite,
 };
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
-use placement::{WalPlacement, place_wal};
+use placement::{Targets, WalPlacement};
 pub use source::{
     PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
 };
@@ -470,10 +470,12 @@ fn invalid(option: &'static str) -> impl Fn(String) -> RestoreError {
 }
 
 /// Checks a restore request before anything is read: the member list, this member's name and
-/// URLs, the revision flags, the owner. Front-ends call it before opening the snapshot, so a
+/// URLs, the revision flags, the owner, where the WAL dir lies, and that no member runs on
+/// the data dir. Front-ends call it before opening the snapshot, so a
 /// mistyped flag is reported at once, not after a download.
 pub fn validate_restore_request(request: &RestoreRequest) -> Result<(), RestoreError> {
-    validate(request).map(|_| ())
+    validate(request)?;
+    Targets::of(request).map(|_| ())
 }
 
 /// The members of the new cluster, the index of this one, and the owner's ids.
@@ -561,37 +563,20 @@ pub fn restore_point_in_time(
     let cluster = cluster_id(&member_ids);
     let node_id = me.id;
 
-    // A symlinked data dir (say /var/lib/etcd -> /data/etcd on its own disk) is restored where
-    // it points, and the link kept; a data dir that is a mount point keeps the mount: its
-    // `member` dir is what is staged, moved aside and replaced.
-    let layout = DirLayout::of(&request.data_dir)?;
-    let data_dir = layout.real.clone();
-    let data_target = if layout.mount_point {
-        data_dir.join("member")
-    } else {
-        data_dir.clone()
-    };
-    // Where the WAL goes, decided before anything is written (see `placement`).
-    if let Some(wal) = &request.wal_dir
-        && DirLayout::of(wal)?.mount_point
-    {
-        return Err(invalid("--wal-dir")(format!(
-            "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
-            wal.display()
-        )));
+    let Targets {
+        mount_point,
+        data_dir,
+        data_target,
+        placement,
+        wal_target,
+        wal_final,
+    } = Targets::of(request)?;
+    // Without etcd's trailer nothing vouches for the db: refused before anything is written.
+    if snapshot.trailer().is_none() && !request.skip_hash_check {
+        return Err(RestoreError::NoTrailer {
+            name: name.to_string(),
+        });
     }
-    let placement = place_wal(
-        &data_dir,
-        &data_target,
-        layout.mount_point,
-        request.wal_dir.as_deref(),
-    )?;
-    let (wal_target, wal_final) = match &placement {
-        WalPlacement::Inside(inside) => (None, data_target.join(inside)),
-        WalPlacement::Outside(dir) => (Some(dir.clone()), dir.clone()),
-    };
-    // A member running on the data dir is never touched, not even moved aside.
-    lock::refuse_if_running(&data_dir)?;
     // The owner the data dir has now, kept unless --owner says otherwise.
     let owner = owner.or_else(|| inherited_owner(&data_dir));
     // Staging dirs killed restores left beside the targets (a restore that writes removes
@@ -762,7 +747,7 @@ pub fn restore_point_in_time(
     // Stage the db: copied as a stream beside the target, hashed on the way, then checked
     // there page by page (the revision read in the same pass).
     let data_stage = Staging::beside(&data_target)?;
-    let member_stage = if layout.mount_point {
+    let member_stage = if mount_point {
         data_stage.path.clone()
     } else {
         data_stage.path.join("member")
@@ -968,7 +953,7 @@ pub fn restore_point_in_time(
     // The db before the WAL: etcd on a WAL without its db starts an empty member, on a db
     // without a WAL it starts with the data. A WAL inside the data dir comes with it.
     data_stage.commit(&data_target)?;
-    if layout.mount_point {
+    if mount_point {
         // etcd 3.5 refuses a data dir others can read; a fresh filesystem's root often is.
         fs::set_permissions(&data_dir, fs::Permissions::from_mode(0o700))
             .map_err(io_err(&data_dir))?;

@@ -14,7 +14,8 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use super::{DirLayout, RestoreError, invalid};
+use super::lock::refuse_if_running;
+use super::{DirLayout, RestoreError, RestoreRequest, invalid};
 
 /// Where the WAL goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,65 @@ pub(super) enum WalPlacement {
     Inside(PathBuf),
     /// A dir of its own outside the data dir (symlinks followed), renamed into place last.
     Outside(PathBuf),
+}
+
+/// The dirs a restore writes, worked out (and checked) before anything is read or written.
+pub(super) struct Targets {
+    /// The data dir is a mount point: its `member` dir is staged and replaced.
+    pub(super) mount_point: bool,
+    /// The data dir, symlinks followed.
+    pub(super) data_dir: PathBuf,
+    /// What is staged and renamed into place: the data dir, or its `member` dir.
+    pub(super) data_target: PathBuf,
+    /// Where the WAL goes.
+    pub(super) placement: WalPlacement,
+    /// A WAL dir outside the data dir, staged and renamed on its own.
+    pub(super) wal_target: Option<PathBuf>,
+    /// The WAL dir as it will be.
+    pub(super) wal_final: PathBuf,
+}
+
+impl Targets {
+    /// The dirs of `request`. A symlinked data dir (say /var/lib/etcd -> /data/etcd on its own
+    /// disk) is restored where it points, and the link kept; a data dir that is a mount point
+    /// keeps the mount: its `member` dir is what is staged, moved aside and replaced. A data
+    /// dir a member runs on is refused (it is never touched, not even moved aside).
+    pub(super) fn of(request: &RestoreRequest) -> Result<Targets, RestoreError> {
+        let layout = DirLayout::of(&request.data_dir)?;
+        let data_dir = layout.real.clone();
+        let data_target = if layout.mount_point {
+            data_dir.join("member")
+        } else {
+            data_dir.clone()
+        };
+        if let Some(wal) = &request.wal_dir
+            && DirLayout::of(wal)?.mount_point
+        {
+            return Err(invalid("--wal-dir")(format!(
+                "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
+                wal.display()
+            )));
+        }
+        let placement = place_wal(
+            &data_dir,
+            &data_target,
+            layout.mount_point,
+            request.wal_dir.as_deref(),
+        )?;
+        let (wal_target, wal_final) = match &placement {
+            WalPlacement::Inside(inside) => (None, data_target.join(inside)),
+            WalPlacement::Outside(dir) => (Some(dir.clone()), dir.clone()),
+        };
+        refuse_if_running(&data_dir)?;
+        Ok(Targets {
+            mount_point: layout.mount_point,
+            data_dir,
+            data_target,
+            placement,
+            wal_target,
+            wal_final,
+        })
+    }
 }
 
 /// `path` absolute, every symlink in it followed (also a dangling one: a link to a dir not
@@ -133,11 +193,6 @@ pub(super) fn place_wal(
             );
         }
         return Ok(WalPlacement::Inside(inside.to_path_buf()));
-    }
-    if layout.mount_point {
-        return refuse(
-            "it is a mount point, and a WAL dir is replaced whole; give a dir inside it".into(),
-        );
     }
     Ok(WalPlacement::Outside(layout.real))
 }
