@@ -369,6 +369,7 @@ fn restores_killed_at_random_points_with_a_wal_dir_leave_a_dir_etcd_serves_the_d
         let started = Instant::now();
         etcdops(&args(0), &[]).expect_code(0);
         let duration = started.elapsed();
+        let mut states: BTreeMap<String, u32> = BTreeMap::new();
         for trial in 0..8u64 {
             let context = format!("seed {seed}, {placement:?}, trial {trial}");
             let mut child = spawn_quiet(&args(1000 * (trial + 1)));
@@ -400,13 +401,30 @@ fn restores_killed_at_random_points_with_a_wal_dir_leave_a_dir_etcd_serves_the_d
             if wal_files(&wal) > 0 {
                 assert!(db.is_file(), "{context}: a WAL without a db");
             }
+            // Which restore is there: the marker records the revision bump.
+            let marker = std::fs::read(data.join("member/etcdops-restore.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+            let which = match marker.as_ref().map(|m| m["bump_revision"].as_u64()) {
+                Some(Some(bump)) if bump == 1000 * (trial + 1) => "new",
+                Some(_) => "old",
+                None => "no marker",
+            };
+            let state = match (data.exists(), wal_files(&wal) > 0) {
+                (false, _) => "absent".to_string(),
+                (true, true) => format!("complete ({which})"),
+                (true, false) => format!("db without WAL ({which})"),
+            };
+            *states.entry(state).or_insert(0) += 1;
             if !data.exists() {
                 continue;
             }
             assert!(db.is_file(), "{context}: a data dir without a db");
+            assert_ne!(which, "no marker", "{context}: a data dir without a marker");
             let etcd = RestoredEtcd::start(&planned, Some(&wal), &format!("etcd-{trial}.log"));
             etcd.assert_serves_the_data(&context);
         }
+        eprintln!("{placement:?}: a restore takes {duration:?}; after the kills: {states:?}");
         // An uninterrupted restore at the end leaves a complete dir and no staging dir.
         let done = etcdops(&args(99_000), &[]);
         done.expect_code(0);
@@ -640,4 +658,44 @@ fn a_running_member_is_neither_restored_from_nor_moved_aside() {
     assert_eq!(done.json()["trailer"], "absent", "{done}");
     let etcd = RestoredEtcd::start(&planned, None, "etcd.log");
     etcd.assert_serves_the_data("restored from a stopped member's data dir");
+}
+
+#[test]
+fn a_kill_between_the_db_and_an_outside_wal_leaves_a_db_etcd_serves_and_the_next_restore_finds() {
+    let (_source, file) = source_with_snapshot(1, "none");
+    let planned = Cluster::plan_restore(1, "b");
+    let wal = planned.dir().join("wal-beside");
+    let args = restore_args(&file, &planned, &wal, &[]);
+    etcdops(&args, &[]).expect_code(0);
+    // What a kill between the two renames leaves: the data dir in place, its WAL not yet.
+    let staged_wal = planned
+        .dir()
+        .join(format!(".wal-beside.restore-{}", u32::MAX / 2));
+    std::fs::rename(&wal, &staged_wal).unwrap();
+
+    // The same restore again: the missing WAL is found, nothing is touched.
+    let before = tree(planned.dir());
+    let refused = etcdops(&args, &[]);
+    assert_clear_error(&refused, "no WAL in");
+    assert_eq!(tree(planned.dir()), before);
+
+    // etcd started there serves the data from the db (a member of the restored cluster).
+    let etcd = RestoredEtcd::start(&planned, Some(&wal), "etcd.log");
+    etcd.assert_serves_the_data("a db without its WAL");
+    drop(etcd);
+
+    // With --move-aside: the dir (and what etcd made of it) kept aside, restored anew, the
+    // staged WAL of the killed restore removed.
+    let mut extra = args.clone();
+    extra.extend(["--move-aside".to_string()]);
+    let done = etcdops(&extra, &[]);
+    done.expect_code(0);
+    assert_eq!(
+        json_paths(&done.json(), "leftovers_removed"),
+        vec![staged_wal.clone()],
+        "{done}"
+    );
+    assert!(!staged_wal.exists());
+    let etcd = RestoredEtcd::start(&planned, Some(&wal), "etcd-again.log");
+    etcd.assert_serves_the_data("restored anew");
 }
