@@ -352,10 +352,12 @@ fn spawn_quiet(args: &[String]) -> Child {
 fn restores_killed_at_random_points_with_a_wal_dir_leave_a_dir_etcd_serves_the_data_from() {
     let (_source, file) = source_with_snapshot(200, "zstd");
     let (mut random, seed) = Random::seeded();
-    for placement in [Placement::DataWal, Placement::Sibling] {
+    for placement in [Placement::DataWal, Placement::Sibling, Placement::OtherDisk] {
         let planned = Cluster::plan_restore(1, "k");
         let data = planned.members[0].data_dir.clone();
         let wal = placement.path(&data, planned.dir());
+        let _disk = (placement == Placement::OtherDisk)
+            .then(|| Tmpfs::mount(wal.parent().unwrap(), "512m"));
         // Each trial restores something else over the last (a revision bump of its own), with
         // the same members, so etcd can start on whichever is there.
         let args = |bump: u64| {
@@ -556,6 +558,16 @@ fn staging_dirs_of_killed_restores_are_private_removed_and_reported() {
         !data.exists(),
         "the killed restore renamed nothing into place"
     );
+    // The snapshot was decompressed into an unnamed spool file (gone with the process): the
+    // staging dir is all a kill leaves.
+    let mut left: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_none_or(|e| e != "log"))
+        .collect();
+    left.sort();
+    assert_eq!(left, vec![staged.clone()]);
     // What a kill leaves beside a WAL dir too (the name and layout a restore writes), from a
     // process that is gone.
     let gone = u32::MAX / 2;
@@ -646,6 +658,15 @@ fn a_running_member_is_neither_restored_from_nor_moved_aside() {
         &[],
     );
     assert_clear_error(&over, "is running");
+    // A dry run is the check made before the member is stopped: it passes.
+    let check = restore_from(
+        &file.display().to_string(),
+        &source,
+        0,
+        &["--move-aside", "--dry-run"],
+        &[],
+    );
+    check.expect_code(0);
     assert!(member_dir.join("member/snap/db").is_file());
     let got = crate::run(&source, &["get", CHECK_KEY, "-w", "json"]);
     got.expect_code(0);

@@ -6,9 +6,12 @@
 //! 1, written copy-on-write in place: the db is never held in memory. Beside
 //! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
 //! snap file (v2 store with the members). Everything is written to a temporary dir beside the
-//! target, fsynced, and renamed into place; a non-empty data dir or WAL dir is refused, or with
-//! `move_aside` renamed to `DIR.bak-<UTC time>` (never deleted). A marker,
-//! `member/etcdops-restore.json`, makes repeating the same restore a no-op.
+//! target (0700, see `staging`; those killed restores left are removed by the next), fsynced,
+//! and renamed into place, the db never after the WAL (see `placement`); a non-empty data dir
+//! or WAL dir is refused, or with `move_aside` renamed to `DIR.bak-<UTC time>` (never
+//! deleted); a data dir a member runs on is refused (see `lock`). A marker,
+//! `member/etcdops-restore.json`, makes repeating the same restore a no-op while the db, WAL
+//! and snap file it vouches for are on disk (see `on_disk`).
 
 mod bbolt_write;
 mod ids;

@@ -46,7 +46,8 @@ impl Targets {
     /// The dirs of `request`. A symlinked data dir (say /var/lib/etcd -> /data/etcd on its own
     /// disk) is restored where it points, and the link kept; a data dir that is a mount point
     /// keeps the mount: its `member` dir is what is staged, moved aside and replaced. A data
-    /// dir a member runs on is refused (it is never touched, not even moved aside).
+    /// dir a member runs on is refused (it is never touched, not even moved aside), except in
+    /// a dry run, the check made before the members are stopped.
     pub(super) fn of(request: &RestoreRequest) -> Result<Targets, RestoreError> {
         let layout = DirLayout::of(&request.data_dir)?;
         let data_dir = layout.real.clone();
@@ -73,7 +74,11 @@ impl Targets {
             WalPlacement::Inside(inside) => (None, data_target.join(inside)),
             WalPlacement::Outside(dir) => (Some(dir.clone()), dir.clone()),
         };
-        refuse_if_running(&data_dir)?;
+        // A dry run is the check before the members are stopped: only a real restore needs
+        // the member stopped.
+        if !request.dry_run {
+            refuse_if_running(&data_dir)?;
+        }
         Ok(Targets {
             mount_point: layout.mount_point,
             data_dir,
