@@ -635,15 +635,15 @@ pub fn restore_point_in_time(
             (true, Some(known)) => known.to_string(),
             (true, None) => sha256_of(snapshot.db()).map_err(read_failed)?,
         };
-        if same_request && marker.db_sha256 == db_sha256 {
-            if let Some(problem) = &damaged
-                && !request.move_aside
-            {
-                return Err(RestoreError::Incomplete {
-                    path: data_dir.clone(),
-                    problem: problem.clone(),
-                });
-            }
+        if same_request
+            && marker.db_sha256 == db_sha256
+            && let Some(problem) = &damaged
+            && !request.move_aside
+        {
+            return Err(RestoreError::Incomplete {
+                path: data_dir.clone(),
+                problem: problem.clone(),
+            });
         }
         if same_request && marker.db_sha256 == db_sha256 && damaged.is_none() {
             let trailer = trailer_check(&db_sha256)?;

@@ -49,3 +49,42 @@ fn holds_file_ending(dir: &Path, suffix: &str) -> bool {
         })
         .unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker(wal_dir: &Path) -> RestoreMarker {
+        RestoreMarker {
+            db_sha256: String::new(),
+            name: "m".into(),
+            initial_cluster: String::new(),
+            initial_cluster_token: String::new(),
+            wal_dir: wal_dir.to_path_buf(),
+            wal_size: 0,
+            wal_files: 0,
+            wal_modified_ns: 0,
+            bump_revision: 0,
+            member_id: String::new(),
+            cluster_id: String::new(),
+            revision: 0,
+            to_revision: None,
+            restored_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_missing_or_unreadable_db_is_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("member/wal");
+        let found = damage(dir.path(), &marker(&wal)).unwrap();
+        assert!(found.starts_with("no db at "), "{found}");
+        let db = db_of(dir.path());
+        fs::create_dir_all(db.parent().unwrap()).unwrap();
+        fs::write(&db, vec![0u8; 8192]).unwrap();
+        let found = damage(dir.path(), &marker(&wal)).unwrap();
+        assert!(found.contains("is not a sound bbolt file"), "{found}");
+        assert!(holds_file_ending(db.parent().unwrap(), "db"));
+        assert!(!holds_file_ending(&wal, ".wal"));
+    }
+}
