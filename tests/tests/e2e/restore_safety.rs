@@ -720,4 +720,3 @@ fn a_kill_between_the_db_and_an_outside_wal_leaves_a_db_etcd_serves_and_the_next
     let etcd = RestoredEtcd::start(&planned, Some(&wal), "etcd-again.log");
     etcd.assert_serves_the_data("restored anew");
 }
-

@@ -7,8 +7,10 @@
 //! - a WAL dir outside it (a sibling, another disk) is staged beside itself and renamed into
 //!   place after the data dir (a kill in between leaves a db without a WAL, which etcd starts
 //!   from with the data, and which the next restore reports as incomplete);
-//! - the data dir itself, a dir holding the data dir, etcd's `member` dir or a dir inside
-//!   `member/snap` are refused.
+//!   With `move_aside`, an old WAL dir outside is moved aside before the old data dir, for
+//!   the same reason;
+//! - the data dir itself, a dir holding the data dir, etcd's `member` dir, a dir inside
+//!   `member/snap` and a mount point (a WAL dir is replaced whole) are refused.
 
 use std::ffi::OsString;
 use std::fs;
