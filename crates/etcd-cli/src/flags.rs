@@ -552,8 +552,9 @@ pub struct RestoreArgs {
     /// This member's peer URLs; must match its entry in --initial-cluster
     #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
     pub initial_advertise_peer_urls: Vec<String>,
-    /// Restore even when etcd's SHA-256 trailer does not match the db (needed for a raw
-    /// member/snap/db, which has no trailer, only when it is damaged)
+    /// Restore even when etcd's SHA-256 trailer is missing or does not match the db (needed
+    /// for a raw member/snap/db copied by hand, which has no trailer; --from-data-dir needs
+    /// no flag)
     #[arg(long)]
     pub skip_hash_check: bool,
     /// Raise the latest revision by N, so revisions clients saw before stay in the past

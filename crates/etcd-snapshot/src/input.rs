@@ -34,6 +34,7 @@ pub struct SnapshotFile {
     sha256: Option<String>,
     compression: Compression,
     stored_size: u64,
+    stored_sha256: Option<String>,
     encrypted: bool,
 }
 
@@ -75,6 +76,12 @@ impl SnapshotFile {
     /// Size as stored (compressed, encrypted).
     pub fn stored_size(&self) -> u64 {
         self.stored_size
+    }
+
+    /// SHA-256 (hex) of the bytes as stored, when they were hashed on the way in (a stored
+    /// object).
+    pub fn stored_sha256(&self) -> Option<&str> {
+        self.stored_sha256.as_deref()
     }
 
     /// Whether it was stored age-encrypted (and was decrypted to be read).
@@ -240,6 +247,7 @@ impl Spool {
             sha256: Some(sha256),
             compression,
             stored_size,
+            stored_sha256: None,
             encrypted,
         }
     }
@@ -298,6 +306,7 @@ pub fn open_snapshot_file_decrypting(
             sha256: None,
             compression: Compression::None,
             stored_size,
+            stored_sha256: None,
             encrypted: false,
         });
     }
@@ -409,11 +418,15 @@ pub async fn open_snapshot_object_decrypting(
     let spool = Spool::new(spool_dir).map_err(spool_dir_failed(spool_dir))?;
     let mut unpack = Unpack::new(spool, None);
     let mut stored_size = 0u64;
+    let mut stored_hasher = Sha256::new();
     let pumped = pump_stored(
         chunks,
         identities,
         false,
-        |chunk| stored_size += chunk.len() as u64,
+        |chunk| {
+            stored_size += chunk.len() as u64;
+            stored_hasher.update(chunk);
+        },
         |plain| unpack.write_all(plain),
     )
     .await;
@@ -431,7 +444,9 @@ pub async fn open_snapshot_object_decrypting(
     let (spool, compression) = unpack
         .finish()
         .map_err(|e| pump_error(name, &[], PumpError::Sink(e)))?;
-    Ok(spool.finish(compression, stored_size, encrypted))
+    let mut opened = spool.finish(compression, stored_size, encrypted);
+    opened.stored_sha256 = Some(hex::encode(stored_hasher.finalize()));
+    Ok(opened)
 }
 
 /// SHA-256 (hex) of everything `source` holds, read in large sequential pieces.

@@ -160,20 +160,7 @@ pub async fn verify_object(
         Err(e) => return Err(pump_error(name, &recipients, e)),
     };
     let object_sha256 = hex::encode(object_hasher.finalize());
-    if let Some(size) = expect.object_size
-        && size != object_size
-    {
-        return Err(failed(format!(
-            "the manifest says {size} bytes, the store holds {object_size}"
-        )));
-    }
-    if let Some(sha) = &expect.object_sha256
-        && *sha != object_sha256
-    {
-        return Err(failed(format!(
-            "stored bytes have SHA-256 {object_sha256}, the manifest says {sha}: the object was changed or damaged"
-        )));
-    }
+    stored_as_expected(expect, object_size, &object_sha256).map_err(failed)?;
     if encrypted && identities.is_empty() {
         return Err(SnapshotError::Encrypted {
             name: name.to_string(),
@@ -194,13 +181,7 @@ pub async fn verify_object(
             "the db's SHA-256 {db_sha256} does not match etcd's trailer {trailer}"
         )));
     }
-    if let Some(sha) = &expect.db_sha256
-        && *sha != db_sha256
-    {
-        return Err(failed(format!(
-            "the db's SHA-256 {db_sha256} differs from the manifest's {sha}"
-        )));
-    }
+    db_as_expected(expect, &db_sha256).map_err(failed)?;
     let bbolt = check_meta_pages(&sink.head, sink.size)
         .map_err(|e| failed(format!("the db is not a sound bbolt file: {e}")))?;
     Ok(VerifyReport {
@@ -214,4 +195,95 @@ pub async fn verify_object(
         db_sha256,
         bbolt,
     })
+}
+
+/// Whether the stored bytes (`size`, `sha256`) are what `expect` says.
+fn stored_as_expected(
+    expect: &VerifyExpectation,
+    size: u64,
+    sha256: &str,
+) -> std::result::Result<(), String> {
+    if let Some(expected) = expect.object_size
+        && expected != size
+    {
+        return Err(format!(
+            "the manifest says {expected} bytes, the store holds {size}"
+        ));
+    }
+    if let Some(expected) = &expect.object_sha256
+        && expected != sha256
+    {
+        return Err(format!(
+            "stored bytes have SHA-256 {sha256}, the manifest says {expected}: the object was changed or damaged"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the db's SHA-256 is what `expect` says.
+fn db_as_expected(expect: &VerifyExpectation, db_sha256: &str) -> std::result::Result<(), String> {
+    match &expect.db_sha256 {
+        Some(expected) if expected != db_sha256 => Err(format!(
+            "the db's SHA-256 {db_sha256} differs from the manifest's {expected}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a backup opened for a restore against `expect` (its manifest), as
+/// [`verify_object`] does: the stored object's size and SHA-256 (`stored_sha256`, when known)
+/// and the db's SHA-256. An object replaced by another valid backup is refused here.
+pub fn check_opened_backup(
+    name: &str,
+    expect: &VerifyExpectation,
+    stored_size: u64,
+    stored_sha256: Option<&str>,
+    db_sha256: &str,
+) -> Result<()> {
+    let failed = |reason: String| SnapshotError::VerifyFailed {
+        name: name.to_string(),
+        reason,
+    };
+    match stored_sha256 {
+        Some(sha) => stored_as_expected(expect, stored_size, sha).map_err(failed)?,
+        None => stored_as_expected(
+            &VerifyExpectation {
+                object_sha256: None,
+                ..expect.clone()
+            },
+            stored_size,
+            "",
+        )
+        .map_err(failed)?,
+    }
+    db_as_expected(expect, db_sha256).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_opened_backup_is_checked_against_every_manifest_field() {
+        let expect = VerifyExpectation {
+            object_sha256: Some("aa".into()),
+            object_size: Some(10),
+            db_sha256: Some("bb".into()),
+            ..Default::default()
+        };
+        check_opened_backup("b", &expect, 10, Some("aa"), "bb").unwrap();
+        check_opened_backup("b", &expect, 10, None, "bb").unwrap();
+        for (size, sha, db, why) in [
+            (11, Some("aa"), "bb", "the manifest says 10 bytes"),
+            (10, Some("ab"), "bb", "the object was changed or damaged"),
+            (10, Some("aa"), "bc", "differs from the manifest's bb"),
+            (10, None, "bc", "differs from the manifest's bb"),
+        ] {
+            let err = check_opened_backup("b", &expect, size, sha, db)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{err}");
+        }
+        check_opened_backup("b", &VerifyExpectation::default(), 1, Some("x"), "y").unwrap();
+    }
 }

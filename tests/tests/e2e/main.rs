@@ -24,6 +24,7 @@ mod load;
 mod member;
 mod platform;
 mod restore_host;
+mod restore_safety;
 mod snapshot;
 mod snapshot_copy;
 mod snapshot_encryption;

@@ -165,7 +165,8 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             result.revision
         )
     });
-    outcome.changed = result.changed;
+    // Removing what a killed restore left (a plaintext db) is a change too.
+    outcome.changed = result.changed || !result.leftovers_removed.is_empty();
     outcome.diff = Some(serde_json::json!({
         "before_header": args.data_dir.display().to_string(),
         "after_header": args.data_dir.display().to_string(),
@@ -181,6 +182,12 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         outcome
             .warnings
             .push("etcd's SHA-256 trailer does not match the db (skip_hash_check)".into());
+    }
+    for leftover in &result.leftovers_removed {
+        outcome.warnings.push(format!(
+            "removed {}, the staging dir of a restore that was killed",
+            leftover.display()
+        ));
     }
     if let Some(pitr) = &result.point_in_time
         && !pitr.leases_detached.is_empty()

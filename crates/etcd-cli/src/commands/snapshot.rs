@@ -9,12 +9,12 @@ use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
     Catalog, Compression, CopyAction, CopyReport, CopyRequest, Identities, NoProgress, PitrPlan,
-    PointInTime, Progress, PruneReport, Recipients, RestoreRequest, RestoreResult, RestoreSource,
-    RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus, StatusOptions,
-    TrailerCheck, VerifyReport, copy_backups, delete_backup, list_backups, new_identity_file,
-    open_restore_source, open_snapshot_file_decrypting, open_snapshot_object_decrypting,
-    prune_backups, restore_snapshot, restore_to_point, save_snapshot, verify_backup,
-    write_save_metrics,
+    PointInTime, Progress, PruneReport, Recipients, RestoreError, RestoreRequest, RestoreResult,
+    RestoreSource, RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus,
+    StatusOptions, TrailerCheck, VerifyReport, copy_backups, delete_backup, list_backups,
+    new_identity_file, open_restore_source, open_snapshot_file_decrypting,
+    open_snapshot_object_decrypting, prune_backups, restore_snapshot, restore_to_point,
+    save_snapshot, verify_backup, write_save_metrics,
 };
 use etcd_store::{Store, StoreOptions, split_object_url};
 
@@ -199,7 +199,8 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
                 &store_options(&args.store_flags),
                 &identities,
             )
-            .await?;
+            .await
+            .map_err(restore_hint)?;
             (result, Some(plan))
         }
         _ => {
@@ -215,12 +216,21 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
                 &identities,
             )
             .await?;
-            (restore_snapshot(&source, &snapshot, &request)?, None)
+            (
+                restore_snapshot(&source, &snapshot, &request).map_err(restore_hint)?,
+                None,
+            )
         }
     };
     if result.trailer == TrailerCheck::MismatchIgnored {
         eprintln!(
             "etcdops: warning: etcd's SHA-256 trailer does not match the db (--skip-hash-check)"
+        );
+    }
+    for leftover in &result.leftovers_removed {
+        eprintln!(
+            "etcdops: removed {}, the staging dir of a restore that was killed",
+            leftover.display()
         );
     }
     for aside in &result.moved_aside {
@@ -247,6 +257,15 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
         },
     )?;
     Ok(ExitStatus::Success)
+}
+
+/// A restore refusal with the flag that gets past it, where there is one.
+fn restore_hint(error: RestoreError) -> anyhow::Error {
+    match &error {
+        RestoreError::NoTrailer { .. } => anyhow::anyhow!("{error} (--skip-hash-check)"),
+        RestoreError::Incomplete { .. } => anyhow::anyhow!("{error} (--move-aside)"),
+        _ => error.into(),
+    }
 }
 
 #[derive(serde::Serialize)]

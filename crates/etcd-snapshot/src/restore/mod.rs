@@ -6,16 +6,23 @@
 //! 1, written copy-on-write in place: the db is never held in memory. Beside
 //! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
 //! snap file (v2 store with the members). Everything is written to a temporary dir beside the
-//! target, fsynced, and renamed into place; a non-empty data dir or WAL dir is refused, or with
-//! `move_aside` renamed to `DIR.bak-<UTC time>` (never deleted). A marker,
-//! `member/etcdops-restore.json`, makes repeating the same restore a no-op.
+//! target (0700, see `staging`; those killed restores left are removed by the next), fsynced,
+//! and renamed into place, the db never after the WAL (see `placement`); a non-empty data dir
+//! or WAL dir is refused, or with `move_aside` renamed to `DIR.bak-<UTC time>` (never
+//! deleted); a data dir a member runs on is refused (see `lock`). A marker,
+//! `member/etcdops-restore.json`, makes repeating the same restore a no-op while the db, WAL
+//! and snap file it vouches for are on disk (see `on_disk`).
 
 mod bbolt_write;
 mod ids;
+mod lock;
+mod on_disk;
 mod pb;
+mod placement;
 mod selinux;
 mod snap;
 mod source;
+mod staging;
 mod v2store;
 mod wal;
 
@@ -37,9 +44,11 @@ pub use bbolt_write::{
     Append, AppendReport, BucketContents, append_sorted, last_key, replace_buckets, verify_rewrite,
 };
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
+use placement::{Targets, WalPlacement};
 pub use source::{
     PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
 };
+use staging::{Staging, remove_leftovers};
 
 /// What to restore, and as which member of which new cluster.
 #[derive(Debug, Clone, Default)]
@@ -110,6 +119,10 @@ pub struct RestoreResult {
     /// reached and what happened to leases.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub point_in_time: Option<ReplaySummary>,
+    /// Staging dirs of earlier restores of this target that were killed (each could hold a
+    /// plaintext db), removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leftovers_removed: Vec<PathBuf>,
 }
 
 /// The marker a restore leaves in `<data dir>/member/`, so that repeating the same restore is
@@ -353,6 +366,32 @@ pub enum RestoreError {
         /// The data dir.
         path: PathBuf,
     },
+    /// etcd runs on the dir: it holds the lock on its db.
+    #[error("the member at '{path}' is running (etcd holds a lock on its db); stop it first")]
+    MemberRunning {
+        /// The data dir.
+        path: PathBuf,
+    },
+    /// The data dir holds an etcdops restore that is no longer whole (or never finished).
+    #[error(
+        "'{path}' holds an etcdops restore that is incomplete or damaged ({problem}); \
+         restore again with the move-aside option to keep it aside and restore anew"
+    )]
+    Incomplete {
+        /// The data dir.
+        path: PathBuf,
+        /// What is missing or damaged.
+        problem: String,
+    },
+    /// A snapshot without etcd's SHA-256 trailer: its integrity cannot be checked.
+    #[error(
+        "'{name}' has no SHA-256 trailer (cut off, or a raw member db), so its integrity cannot \
+         be checked; restore it with the hash check skipped only if you trust it"
+    )]
+    NoTrailer {
+        /// The snapshot.
+        name: String,
+    },
     /// The snapshot is damaged or not etcd's.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
@@ -429,63 +468,17 @@ fn sync_dir(path: &Path) -> Result<(), RestoreError> {
         .map_err(io_err(path))
 }
 
-/// A temporary directory beside `target` (same filesystem), removed on drop unless renamed.
-struct Staging {
-    path: PathBuf,
-    done: bool,
-}
-
-impl Staging {
-    fn beside(target: &Path) -> Result<Staging, RestoreError> {
-        let parent = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        make_dir(parent)?;
-        let base = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "data".into());
-        let path = parent.join(format!(".{base}.restore-{}", std::process::id()));
-        if path.exists() {
-            fs::remove_dir_all(&path).map_err(io_err(&path))?;
-        }
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(io_err(&path))?;
-        Ok(Staging { path, done: false })
-    }
-
-    /// Renames the staged dir onto `target` (absent or empty) and syncs the parent.
-    fn commit(mut self, target: &Path) -> Result<(), RestoreError> {
-        sync_dir(&self.path)?;
-        fs::rename(&self.path, target).map_err(io_err(target))?;
-        self.done = true;
-        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(parent)?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fs::remove_dir_all(&self.path);
-        }
-    }
-}
-
 fn invalid(option: &'static str) -> impl Fn(String) -> RestoreError {
     move |reason| RestoreError::InvalidOption { option, reason }
 }
 
 /// Checks a restore request before anything is read: the member list, this member's name and
-/// URLs, the revision flags, the owner. Front-ends call it before opening the snapshot, so a
+/// URLs, the revision flags, the owner, where the WAL dir lies, and that no member runs on
+/// the data dir. Front-ends call it before opening the snapshot, so a
 /// mistyped flag is reported at once, not after a download.
 pub fn validate_restore_request(request: &RestoreRequest) -> Result<(), RestoreError> {
-    validate(request).map(|_| ())
+    validate(request)?;
+    Targets::of(request).map(|_| ())
 }
 
 /// The members of the new cluster, the index of this one, and the owner's ids.
@@ -573,34 +566,32 @@ pub fn restore_point_in_time(
     let cluster = cluster_id(&member_ids);
     let node_id = me.id;
 
-    // A symlinked data dir (say /var/lib/etcd -> /data/etcd on its own disk) is restored where
-    // it points, and the link kept; a data dir that is a mount point keeps the mount: its
-    // `member` dir is what is staged, moved aside and replaced.
-    let layout = DirLayout::of(&request.data_dir)?;
-    let data_dir = layout.real.clone();
-    let data_target = if layout.mount_point {
-        data_dir.join("member")
-    } else {
-        data_dir.clone()
-    };
-    let wal_target = match &request.wal_dir {
-        Some(wal) => {
-            let wal_layout = DirLayout::of(wal)?;
-            if wal_layout.mount_point {
-                return Err(invalid("--wal-dir")(format!(
-                    "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
-                    wal.display()
-                )));
-            }
-            Some(wal_layout.real)
-        }
-        None => None,
-    };
+    let Targets {
+        mount_point,
+        data_dir,
+        data_target,
+        placement,
+        wal_target,
+        wal_final,
+    } = Targets::of(request)?;
+    // Without etcd's trailer nothing vouches for the db: refused before anything is written.
+    if snapshot.trailer().is_none() && !request.skip_hash_check {
+        return Err(RestoreError::NoTrailer {
+            name: name.to_string(),
+        });
+    }
     // The owner the data dir has now, kept unless --owner says otherwise.
     let owner = owner.or_else(|| inherited_owner(&data_dir));
-    let wal_final = wal_target
-        .clone()
-        .unwrap_or_else(|| data_dir.join("member").join("wal"));
+    // Staging dirs killed restores left beside the targets (a restore that writes removes
+    // them; a dry run writes nothing).
+    let leftovers = || -> Result<Vec<PathBuf>, RestoreError> {
+        if request.dry_run {
+            return Ok(Vec::new());
+        }
+        let mut beside = vec![data_target.as_path()];
+        beside.extend(wal_target.as_deref());
+        remove_leftovers(&beside)
+    };
 
     let read_failed = |source: std::io::Error| {
         RestoreError::Snapshot(SnapshotError::ReadFile {
@@ -610,7 +601,10 @@ pub fn restore_point_in_time(
     };
     let trailer_check = |sha: &str| -> Result<TrailerCheck, RestoreError> {
         match snapshot.trailer() {
-            None => Ok(TrailerCheck::Absent),
+            None if request.skip_hash_check => Ok(TrailerCheck::Absent),
+            None => Err(RestoreError::NoTrailer {
+                name: name.to_string(),
+            }),
             Some(t) if hex::encode(t) == sha => Ok(TrailerCheck::Verified),
             Some(_) if request.skip_hash_check => Ok(TrailerCheck::MismatchIgnored),
             Some(t) => Err(RestoreError::Snapshot(SnapshotError::HashMismatch {
@@ -621,8 +615,11 @@ pub fn restore_point_in_time(
         }
     };
 
-    // The very same restore already done: report it and touch nothing.
+    // The very same restore already done, and still whole on disk: report it and touch
+    // nothing. A marker whose db, WAL or snap file is gone is not trusted.
+    let mut damaged = None;
     if let Some(marker) = read_marker(&data_dir) {
+        damaged = on_disk::damage(&data_dir, &marker);
         let same_cluster =
             parse_initial_cluster(&marker.initial_cluster, &marker.initial_cluster_token)
                 .map(|m| m == members)
@@ -638,7 +635,17 @@ pub fn restore_point_in_time(
             (true, Some(known)) => known.to_string(),
             (true, None) => sha256_of(snapshot.db()).map_err(read_failed)?,
         };
-        if same_request && marker.db_sha256 == db_sha256 {
+        if same_request
+            && marker.db_sha256 == db_sha256
+            && let Some(problem) = &damaged
+            && !request.move_aside
+        {
+            return Err(RestoreError::Incomplete {
+                path: data_dir.clone(),
+                problem: problem.clone(),
+            });
+        }
+        if same_request && marker.db_sha256 == db_sha256 && damaged.is_none() {
             let trailer = trailer_check(&db_sha256)?;
             let db_size = fs::metadata(data_dir.join("member").join("snap").join("db"))
                 .map(|m| m.len())
@@ -658,6 +665,7 @@ pub fn restore_point_in_time(
                 changed: false,
                 moved_aside: Vec::new(),
                 point_in_time: replay.as_ref().map(|r| r.summary.clone()),
+                leftovers_removed: leftovers()?,
             });
         }
     }
@@ -671,7 +679,10 @@ pub fn restore_point_in_time(
             ensure_empty(&target)?;
         }
     }
-    if to_move.contains(&data_target) && !request.force {
+    // The WAL is moved aside before the data dir: never a WAL without its db meanwhile.
+    to_move.reverse();
+    // A damaged restore is moved aside whatever ran on it (a move deletes nothing).
+    if to_move.contains(&data_target) && !request.force && damaged.is_none() {
         if let Some(marker) = read_marker(&data_dir) {
             if ran_since_restore(&marker) {
                 return Err(RestoreError::RanSinceRestore {
@@ -714,8 +725,10 @@ pub fn restore_point_in_time(
             changed: true,
             moved_aside: Vec::new(),
             point_in_time: replay.as_ref().map(|r| r.summary.clone()),
+            leftovers_removed: Vec::new(),
         });
     }
+    let leftovers_removed = leftovers()?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     // A name already taken (two restores in one second) gets a counter: never overwrite.
     let mut moves: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -737,7 +750,7 @@ pub fn restore_point_in_time(
     // Stage the db: copied as a stream beside the target, hashed on the way, then checked
     // there page by page (the revision read in the same pass).
     let data_stage = Staging::beside(&data_target)?;
-    let member_stage = if layout.mount_point {
+    let member_stage = if mount_point {
         data_stage.path.clone()
     } else {
         data_stage.path.join("member")
@@ -893,9 +906,10 @@ pub fn restore_point_in_time(
         Some(wal) => Some(Staging::beside(wal)?),
         None => None,
     };
-    let wal_dir_staged = match &wal_stage {
-        Some(stage) => stage.path.clone(),
-        None => member_stage.join("wal"),
+    let wal_dir_staged = match (&wal_stage, &placement) {
+        (Some(stage), _) => stage.path.clone(),
+        (None, WalPlacement::Inside(inside)) => data_stage.path.join(inside),
+        (None, WalPlacement::Outside(_)) => member_stage.join("wal"),
     };
     make_dir(&wal_dir_staged)?;
     write_file(
@@ -939,14 +953,26 @@ pub fn restore_point_in_time(
     for (dir, aside) in &moves {
         fs::rename(dir, aside).map_err(io_err(dir))?;
     }
-    if let (Some(stage), Some(target)) = (wal_stage, &wal_target) {
-        stage.commit(target)?;
-    }
+    // The db before the WAL: etcd on a WAL without its db starts an empty member, on a db
+    // without a WAL it starts with the data. A WAL inside the data dir comes with it.
     data_stage.commit(&data_target)?;
-    if layout.mount_point {
+    if mount_point {
         // etcd 3.5 refuses a data dir others can read; a fresh filesystem's root often is.
         fs::set_permissions(&data_dir, fs::Permissions::from_mode(0o700))
             .map_err(io_err(&data_dir))?;
+    }
+    if let (Some(stage), Some(target)) = (wal_stage, &wal_target)
+        && let Err(e) = stage.commit(target)
+    {
+        // Put the old state back: the new data dir out (it is ours), the old dirs in.
+        if let Ok(undo) = Staging::beside(&data_target) {
+            let _ = fs::remove_dir(&undo.path);
+            let _ = fs::rename(&data_target, &undo.path);
+        }
+        for (dir, aside) in moves.iter().rev() {
+            let _ = fs::rename(aside, dir);
+        }
+        return Err(e);
     }
 
     Ok(RestoreResult {
@@ -964,6 +990,7 @@ pub fn restore_point_in_time(
         changed: true,
         moved_aside: moves.into_iter().map(|(_, aside)| aside).collect(),
         point_in_time: replay.map(|r| r.summary.clone()),
+        leftovers_removed,
     })
 }
 

@@ -7,10 +7,91 @@ use etcd_store::{Store, StoreOptions, split_object_url};
 use super::{
     RestoreError, RestoreRequest, db_revision, restore_spool_dir, validate_restore_request,
 };
+use crate::catalog::object_name;
 use crate::crypt::Identities;
 use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates};
 use crate::error::SnapshotError;
 use crate::input::{SnapshotFile, open_snapshot_file_decrypting, open_snapshot_object_decrypting};
+use crate::manifest::Manifest;
+use crate::verify::{VerifyExpectation, check_opened_backup};
+
+/// What the manifest of the stored backup `object` promises (nothing without a manifest).
+async fn expectation_in_store(
+    store: &Store,
+    object: &str,
+) -> Result<VerifyExpectation, RestoreError> {
+    let manifest = Manifest::name_for(object);
+    if store
+        .head(&manifest)
+        .await
+        .map_err(SnapshotError::from)?
+        .is_none()
+    {
+        return Ok(VerifyExpectation::default());
+    }
+    let bytes = store
+        .get_small(&manifest)
+        .await
+        .map_err(SnapshotError::from)?;
+    Ok(VerifyExpectation::from_manifest(&Manifest::from_json(
+        &manifest, &bytes,
+    )?))
+}
+
+/// Opens the stored backup `object` and checks it against its manifest, as `verify` does: an
+/// object replaced by another valid backup (or damaged) is refused before the restore.
+async fn open_checked_object(
+    store: &Store,
+    object: &str,
+    spool: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile, RestoreError> {
+    let expect = expectation_in_store(store, object).await?;
+    let snapshot = open_snapshot_object_decrypting(store, object, spool, identities).await?;
+    let db_sha256 = snapshot
+        .db_sha256()
+        .map_err(|source| SnapshotError::ReadFile {
+            path: object.to_string(),
+            source,
+        })?;
+    check_opened_backup(
+        object,
+        &expect,
+        snapshot.stored_size(),
+        snapshot.stored_sha256(),
+        &db_sha256,
+    )?;
+    Ok(snapshot)
+}
+
+/// Checks a local backup file against the manifest beside it, when there is one.
+fn check_local_file(path: &Path, snapshot: &SnapshotFile) -> Result<(), RestoreError> {
+    let name = path.display().to_string();
+    let manifest = Manifest::name_for(&name);
+    let bytes = match std::fs::read(&manifest) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(SnapshotError::ReadFile {
+                path: manifest,
+                source,
+            }
+            .into());
+        }
+    };
+    let expect = VerifyExpectation::from_manifest(&Manifest::from_json(&manifest, &bytes)?);
+    let read_failed = |source| SnapshotError::ReadFile {
+        path: name.clone(),
+        source,
+    };
+    let stored = std::fs::File::open(path).map_err(read_failed)?;
+    let size = stored.metadata().map_err(read_failed)?.len();
+    let stored_sha256 =
+        crate::input::sha256_of(&crate::bbolt::DbFile::new(stored, size)).map_err(read_failed)?;
+    let db_sha256 = snapshot.db_sha256().map_err(read_failed)?;
+    check_opened_backup(&name, &expect, size, Some(&stored_sha256), &db_sha256)?;
+    Ok(())
+}
 
 /// Checks the request; where to spool what is downloaded: beside the target, or (a dry run,
 /// which creates nothing there) nowhere named.
@@ -36,8 +117,11 @@ pub enum RestoreSource<'a> {
 /// [`super::restore_snapshot`]. Bad options are refused before anything is downloaded. A zstd
 /// file or a stored object is decompressed beside the target (same filesystem), except in a
 /// dry run, which creates nothing there and uses an unnamed temporary file. A member's db has
-/// no trailer, so `request.skip_hash_check` is set for it. An age-encrypted snapshot is
-/// decrypted with `identities` as it is spooled.
+/// no trailer, so `request.skip_hash_check` is set for it; a member running on that data dir
+/// (etcd holds the lock on its db) is refused, and the lock is shared for as long as the
+/// snapshot is open. A stored backup (or a local file with its manifest beside it) is checked
+/// against its manifest. An age-encrypted snapshot is decrypted with `identities` as it is
+/// spooled.
 pub async fn open_restore_source(
     request: &mut RestoreRequest,
     source: RestoreSource<'_>,
@@ -51,6 +135,7 @@ pub async fn open_restore_source(
             // Only read, never modified.
             let db = dir.join("member").join("snap").join("db");
             let snapshot = open_snapshot_file_decrypting(&db, spool, &Identities::none())?;
+            super::lock::lock_shared(snapshot.db().file(), dir)?;
             request.skip_hash_check = true;
             Ok((db.display().to_string(), snapshot))
         }
@@ -58,11 +143,12 @@ pub async fn open_restore_source(
             let (store_url, name) = split_object_url(url);
             let store = Store::open(&store_url, store_options).map_err(SnapshotError::from)?;
             let snapshot =
-                open_snapshot_object_decrypting(&store, &name, spool, identities).await?;
+                open_checked_object(&store, object_name(&name), spool, identities).await?;
             Ok((url.to_string(), snapshot))
         }
         RestoreSource::Snapshot(path) => {
             let snapshot = open_snapshot_file_decrypting(Path::new(path), spool, identities)?;
+            check_local_file(Path::new(path), &snapshot)?;
             Ok((path.to_string(), snapshot))
         }
     }
@@ -99,8 +185,7 @@ pub async fn open_point_in_time(
     // chain before it (consecutive chains overlap for that).
     let mut last_refusal = None;
     for plan in plan_candidates(&store, point).await? {
-        let snapshot =
-            open_snapshot_object_decrypting(&store, &plan.full, spool, identities).await?;
+        let snapshot = open_checked_object(&store, &plan.full, spool, identities).await?;
         let holds = db_revision(&snapshot).map_err(|source| RestoreError::Rewrite {
             name: plan.full.clone(),
             source,
