@@ -52,7 +52,8 @@ fn one_line(err: &anyhow::Error) -> String {
             line.push_str(&text);
         }
     }
-    line.replace('\n', " ")
+    // One line, and nothing in it (a key, etcd's message) reaches the terminal raw.
+    output::escape(&line.replace('\n', " "), output::Lines::Escape)
 }
 
 /// `etcdops ... | head` closing the pipe early is not an error.

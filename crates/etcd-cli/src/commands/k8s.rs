@@ -18,7 +18,7 @@ use crate::flags::{
     EncryptionConfigArgs, EncryptionConfigCommand, EncryptionKeyCommand, EncryptionStatusArgs,
     K8sCommand, K8sGetArgs, NewKeyArgs, OutputFormat, ProviderArg, RotateStepArg,
 };
-use crate::output::{Render, print};
+use crate::output::{Render, plain, print};
 
 /// Runs a `k8s` command.
 pub async fn run(
@@ -96,7 +96,7 @@ async fn status(
 
 fn storage_cell(storage: &Storage) -> String {
     match storage {
-        Storage::Encrypted { provider, key_name } => format!("{provider} key {key_name}"),
+        Storage::Encrypted { provider, key_name } => format!("{provider} key {}", plain(key_name)),
         Storage::Plaintext { format } => {
             format!(
                 "PLAINTEXT ({})",
@@ -176,9 +176,9 @@ impl Render for ObjectsView<'_> {
             .iter()
             .map(|o| {
                 vec![
-                    o.resource.clone(),
-                    o.namespace.clone().unwrap_or_default(),
-                    o.name.clone(),
+                    plain(&o.resource),
+                    plain(o.namespace.as_deref().unwrap_or_default()),
+                    plain(&o.name),
                     storage_cell(&o.storage),
                 ]
             })
@@ -408,10 +408,10 @@ impl Render for KeyWritten {
 }
 
 fn text_block(value: &DecodedValue) -> String {
-    let mut out = format!("{}\n", value.key);
+    let mut out = format!("{}\n", plain(&value.key));
     let field = |name: &str, v: &Option<String>| {
         v.as_ref()
-            .map(|v| format!("  {name}: {v}\n"))
+            .map(|v| format!("  {name}: {}\n", plain(v)))
             .unwrap_or_default()
     };
     out.push_str(&format!("  stored as: {}\n", storage_cell(&value.storage)));
