@@ -130,11 +130,24 @@ impl ClusterConfig {
     /// Connects to the first endpoint (in the order given) that answers. For cluster-wide
     /// reads such as the member list, where any healthy member will do.
     pub async fn connect_any(&self) -> Result<EndpointClient> {
+        self.read_any(|client| async move { Ok(client) }).await
+    }
+
+    /// Runs the idempotent read `read` on the first endpoint, going on to the next one when
+    /// that endpoint fails (unreachable, connection reset, unavailable, timed out, see
+    /// [`Error::is_endpoint_failure`]), as etcdctl's client does. An answer from etcd
+    /// (permission denied, key not found, a bad request) or a bad setting is returned at
+    /// once. Never for writes: a write that timed out may have been applied.
+    pub async fn read_any<T, F, Fut>(&self, read: F) -> Result<T>
+    where
+        F: Fn(EndpointClient) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
         let endpoints = self.resolve_endpoints().await?;
         let mut errors = Vec::new();
         for endpoint in &endpoints {
-            match self.connect_endpoint(endpoint).await {
-                Ok(client) => return Ok(client),
+            let client = match self.connect_endpoint(endpoint).await {
+                Ok(client) => client,
                 // A bad file or option fails the same way everywhere: say it once.
                 Err(
                     err @ (Error::ReadFile { .. }
@@ -142,7 +155,15 @@ impl ClusterConfig {
                     | Error::InvalidOption { .. }
                     | Error::AuthFailed { .. }),
                 ) => return Err(err),
-                Err(err) => errors.push(err),
+                Err(err) => {
+                    errors.push(err);
+                    continue;
+                }
+            };
+            match read(client).await {
+                Ok(value) => return Ok(value),
+                Err(err) if err.is_endpoint_failure() => errors.push(err),
+                Err(err) => return Err(err),
             }
         }
         match errors.len() {
@@ -393,10 +414,21 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         };
     }
     if connection_problem.iter().any(|p| lower.contains(p)) {
-        return Error::Request {
+        return Error::Unavailable {
             operation: ctx.operation,
             endpoint,
             message: format!("the connection failed: {chain}"),
+        };
+    }
+    // etcd answers Unavailable when it cannot serve now (no leader, leader changed, stopping):
+    // another member may.
+    if let etcd_client::Error::GRpcStatus(status) = err
+        && status.code() == tonic::Code::Unavailable
+    {
+        return Error::Unavailable {
+            operation: ctx.operation,
+            endpoint,
+            message: status_message.unwrap_or(chain),
         };
     }
     if lower.contains("deadline") {
@@ -411,5 +443,80 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         operation: ctx.operation,
         endpoint,
         message: status_message.unwrap_or(chain),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(tls: &TlsSettings) -> ErrorContext<'_> {
+        ErrorContext {
+            endpoint: "http://127.0.0.1:2379",
+            operation: "member list",
+            user: Some("root"),
+            tls,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn classified(err: etcd_client::Error) -> Error {
+        classify(&err, &ctx(&TlsSettings::default()))
+    }
+
+    #[test]
+    fn a_read_moves_on_only_when_the_endpoint_failed() {
+        use std::io::{Error as IoError, ErrorKind};
+        let moves_on = [
+            classified(etcd_client::Error::IoError(IoError::new(
+                ErrorKind::ConnectionReset,
+                "connection reset by peer (os error 104)",
+            ))),
+            classified(etcd_client::Error::IoError(IoError::new(
+                ErrorKind::BrokenPipe,
+                "broken pipe",
+            ))),
+            classified(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                "etcdserver: leader changed",
+            ))),
+            classified(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                "etcdserver: no leader",
+            ))),
+            Error::Unreachable {
+                endpoint: "http://h:1".into(),
+                timeout: Duration::from_secs(2),
+                reason: "connection refused".into(),
+            },
+            Error::Timeout {
+                operation: "member list",
+                endpoint: "http://h:1".into(),
+                timeout: Duration::from_secs(5),
+                hint: String::new(),
+            },
+        ];
+        for err in &moves_on {
+            assert!(err.is_endpoint_failure(), "should move on: {err:?}");
+        }
+        let stops = [
+            classified(etcd_client::Error::GRpcStatus(
+                tonic::Status::permission_denied("etcdserver: permission denied"),
+            )),
+            classified(etcd_client::Error::GRpcStatus(tonic::Status::invalid_argument(
+                "etcdserver: mvcc: required revision has been compacted",
+            ))),
+            classified(etcd_client::Error::GRpcStatus(tonic::Status::invalid_argument(
+                "etcdserver: authentication failed, invalid user ID or password",
+            ))),
+            Error::InvalidOption {
+                option: "key",
+                reason: "empty".into(),
+            },
+            Error::Refused {
+                reason: "output closed".into(),
+            },
+        ];
+        for err in &stops {
+            assert!(!err.is_endpoint_failure(), "should not move on: {err:?}");
+        }
     }
 }

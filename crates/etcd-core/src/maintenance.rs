@@ -107,10 +107,13 @@ fn alarm_name(alarm: AlarmType) -> &'static str {
 
 /// Lists the cluster's active alarms.
 pub async fn alarm_list(config: &ClusterConfig) -> Result<Vec<Alarm>> {
-    let client = config.connect_any().await?;
-    let response = client
-        .call("alarm list", |mut c| async move {
-            c.alarm(AlarmAction::Get, AlarmType::None, None).await
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("alarm list", |mut c| async move {
+                    c.alarm(AlarmAction::Get, AlarmType::None, None).await
+                })
+                .await
         })
         .await?;
     Ok(response

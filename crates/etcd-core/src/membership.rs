@@ -124,15 +124,21 @@ where
     let deadline = tokio::time::Instant::now() + RECONFIG_SETTLE;
     loop {
         match client.call(operation, &request).await {
-            Err(Error::Request { message, .. })
+            // etcd answers "unhealthy cluster" with gRPC's Unavailable code.
+            Err(Error::Request { message, .. } | Error::Unavailable { message, .. })
                 if message.contains("unhealthy cluster")
                     && tokio::time::Instant::now() < deadline =>
             {
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
             }
-            Err(Error::Request {
-                message, endpoint, ..
-            }) if message.contains("unhealthy cluster") => {
+            Err(
+                Error::Request {
+                    message, endpoint, ..
+                }
+                | Error::Unavailable {
+                    message, endpoint, ..
+                },
+            ) if message.contains("unhealthy cluster") => {
                 return Err(Error::Request {
                     operation,
                     endpoint,
