@@ -36,6 +36,7 @@ pub async fn move_leader(
     selector: &str,
     dry_run: bool,
 ) -> Result<MoveLeaderResult> {
+    crate::membership::check_selector(selector)?;
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
         .ok_or_else(|| refused(format!("no member matches '{selector}'")))?;
