@@ -64,9 +64,11 @@ impl EndpointClient {
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        match tokio::time::timeout(self.command_timeout, request(self.client.clone())).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) => Err(classify(
+        let err = match tokio::time::timeout(self.command_timeout, request(self.client.clone()))
+            .await
+        {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(err)) => classify(
                 &err,
                 &ErrorContext {
                     endpoint: &self.endpoint,
@@ -75,14 +77,42 @@ impl EndpointClient {
                     tls: &self.tls,
                     timeout: self.command_timeout,
                 },
-            )),
-            Err(_) => Err(Error::Timeout {
+            ),
+            Err(_) => Error::Timeout {
                 operation,
                 endpoint: self.endpoint.clone(),
                 timeout: self.command_timeout,
                 hint: missing_cert_hint(&self.endpoint, &self.tls),
-            }),
+            },
+        };
+        Err(plain_http_to_tls(err, &self.endpoint, self.command_timeout).await)
+    }
+}
+
+/// An `http://` endpoint whose server speaks TLS fails in unhelpful ways (the server drops
+/// the HTTP/2 preface: "operation was canceled", a reset, a timeout). When a request to one
+/// failed so, a TLS handshake is tried once; when the server answers it, the error says so.
+async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Error {
+    let suspicious = match &err {
+        Error::Unavailable { .. } | Error::Timeout { .. } => true,
+        Error::Request { message, .. } => message.contains("canceled"),
+        Error::Unreachable { reason, .. } => reason != "connection refused",
+        _ => false,
+    };
+    let Some(host_port) = endpoint.strip_prefix("http://") else {
+        return err;
+    };
+    if !suspicious {
+        return err;
+    }
+    let limit = timeout.min(Duration::from_secs(2));
+    if tls::speaks_tls(host_port, limit).await {
+        Error::InvalidEndpoint {
+            endpoint: endpoint.to_string(),
+            reason: format!("the server there speaks TLS: use https://{host_port}"),
         }
+    } else {
+        err
     }
 }
 
@@ -235,9 +265,14 @@ impl ClusterConfig {
             }
             .map_err(|e| classify(&etcd_client::Error::TransportError(e), &context))
         };
-        let channel = tokio::time::timeout(self.dial_timeout, connecting)
-            .await
-            .map_err(|_| unreachable("no connection established in time".into()))??;
+        let channel = match tokio::time::timeout(self.dial_timeout, connecting).await {
+            Ok(Ok(channel)) => channel,
+            Ok(Err(err)) => return Err(plain_http_to_tls(err, endpoint, self.dial_timeout).await),
+            Err(_) => {
+                let err = unreachable("no connection established in time".into());
+                return Err(plain_http_to_tls(err, endpoint, self.dial_timeout).await);
+            }
+        };
 
         let options = ConnectOptions::new().with_timeout(self.command_timeout);
         let with_user = match &self.auth {
@@ -248,7 +283,7 @@ impl ClusterConfig {
         };
         // from_channel authenticates when a user is set: bound it by the dial timeout too.
         // As etcdctl, credentials for a cluster without auth are not an error.
-        let client = tokio::time::timeout(self.dial_timeout, async {
+        let authenticated = tokio::time::timeout(self.dial_timeout, async {
             let channel = etcd_client::Channel::Tonic(channel);
             match Client::from_channel(channel.clone(), Some(with_user)).await {
                 Err(etcd_client::Error::GRpcStatus(status))
@@ -275,7 +310,11 @@ impl ClusterConfig {
                     ..context
                 },
             )
-        })?;
+        });
+        let client = match authenticated {
+            Ok(client) => client,
+            Err(err) => return Err(plain_http_to_tls(err, endpoint, self.dial_timeout).await),
+        };
         Ok(EndpointClient {
             endpoint: endpoint.to_string(),
             client,

@@ -158,6 +158,40 @@ pub fn server_name(settings: &TlsSettings, host: &str) -> Result<ServerName<'sta
     })
 }
 
+/// Whether the server at `host_port` answers a TLS handshake within `limit` (any certificate
+/// accepted: this only asks whether it speaks TLS, nothing is sent after the handshake). A
+/// TLS alert from the server (it wants a client certificate) counts as speaking TLS.
+pub(crate) async fn speaks_tls(host_port: &str, limit: std::time::Duration) -> bool {
+    let Ok(builder) =
+        ClientConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()
+    else {
+        return false;
+    };
+    let config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert(provider())))
+        .with_no_client_auth();
+    let host = host_port
+        .rsplit_once(':')
+        .map_or(host_port, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let Ok(name) = ServerName::try_from(host.to_string()) else {
+        return false;
+    };
+    let probe = async {
+        let tcp = tokio::net::TcpStream::connect(host_port).await.ok()?;
+        let answer = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await;
+        Some(match answer {
+            Ok(_) => true,
+            Err(e) => e.to_string().to_ascii_lowercase().contains("alert"),
+        })
+    };
+    matches!(tokio::time::timeout(limit, probe).await, Ok(Some(true)))
+}
+
 /// Explains a rustls or I/O error from a handshake in words an operator can act on.
 pub fn explain_handshake_error(message: &str, settings: &TlsSettings) -> String {
     let lower = message.to_ascii_lowercase();
