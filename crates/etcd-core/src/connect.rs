@@ -105,7 +105,7 @@ async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Err
     if !suspicious {
         return err;
     }
-    let limit = timeout.min(Duration::from_secs(2));
+    let limit = timeout.min(Duration::from_secs(1));
     if tls::speaks_tls(host_port, limit).await {
         Error::InvalidEndpoint {
             endpoint: endpoint.to_string(),
@@ -426,6 +426,11 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         "broken pipe",
         "operation timed out",
         "timed out",
+        // hyper's words for a connection that closed before the answer came.
+        "operation was canceled",
+        "connection closed",
+        "stream closed",
+        "connection error",
     ];
     if let Some(hit) = connection_problem.iter().find(|p| lower.contains(*p))
         && ctx.operation == "connect"

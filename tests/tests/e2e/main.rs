@@ -15,6 +15,7 @@ mod discovery;
 mod endpoint;
 mod env;
 mod errors;
+mod failover;
 mod faults;
 mod k8s;
 mod keys;
