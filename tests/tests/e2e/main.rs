@@ -23,6 +23,7 @@ mod load;
 mod member;
 mod platform;
 mod restore_host;
+mod secrets;
 mod snapshot;
 mod snapshot_copy;
 mod snapshot_encryption;
