@@ -102,7 +102,10 @@ impl fmt::Debug for ConnectionOptions {
             .field("cacert", &self.cacert)
             .field("cert", &self.cert)
             .field("key", &self.key)
-            .field("cacert_pem", &self.cacert_pem.as_ref().map(|_| "<inline PEM>"))
+            .field(
+                "cacert_pem",
+                &self.cacert_pem.as_ref().map(|_| "<inline PEM>"),
+            )
             .field("cert_pem", &self.cert_pem.as_ref().map(|_| "<inline PEM>"))
             .field("key_pem", &self.key_pem)
             .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)

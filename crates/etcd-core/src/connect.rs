@@ -64,27 +64,26 @@ impl EndpointClient {
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let err = match tokio::time::timeout(self.command_timeout, request(self.client.clone()))
-            .await
-        {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(err)) => classify(
-                &err,
-                &ErrorContext {
-                    endpoint: &self.endpoint,
+        let err =
+            match tokio::time::timeout(self.command_timeout, request(self.client.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) => classify(
+                    &err,
+                    &ErrorContext {
+                        endpoint: &self.endpoint,
+                        operation,
+                        user: self.user.as_deref(),
+                        tls: &self.tls,
+                        timeout: self.command_timeout,
+                    },
+                ),
+                Err(_) => Error::Timeout {
                     operation,
-                    user: self.user.as_deref(),
-                    tls: &self.tls,
+                    endpoint: self.endpoint.clone(),
                     timeout: self.command_timeout,
+                    hint: missing_cert_hint(&self.endpoint, &self.tls),
                 },
-            ),
-            Err(_) => Error::Timeout {
-                operation,
-                endpoint: self.endpoint.clone(),
-                timeout: self.command_timeout,
-                hint: missing_cert_hint(&self.endpoint, &self.tls),
-            },
-        };
+            };
         Err(plain_http_to_tls(err, &self.endpoint, self.command_timeout).await)
     }
 }
@@ -545,12 +544,16 @@ mod tests {
             classified(etcd_client::Error::GRpcStatus(
                 tonic::Status::permission_denied("etcdserver: permission denied"),
             )),
-            classified(etcd_client::Error::GRpcStatus(tonic::Status::invalid_argument(
-                "etcdserver: mvcc: required revision has been compacted",
-            ))),
-            classified(etcd_client::Error::GRpcStatus(tonic::Status::invalid_argument(
-                "etcdserver: authentication failed, invalid user ID or password",
-            ))),
+            classified(etcd_client::Error::GRpcStatus(
+                tonic::Status::invalid_argument(
+                    "etcdserver: mvcc: required revision has been compacted",
+                ),
+            )),
+            classified(etcd_client::Error::GRpcStatus(
+                tonic::Status::invalid_argument(
+                    "etcdserver: authentication failed, invalid user ID or password",
+                ),
+            )),
             Error::InvalidOption {
                 option: "key",
                 reason: "empty".into(),

@@ -42,7 +42,10 @@ pub fn redact_urls(text: &str) -> String {
         let end = after
             .find(|c: char| {
                 c.is_whitespace()
-                    || matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | ')' | ',' | ';')
+                    || matches!(
+                        c,
+                        '/' | '?' | '#' | '"' | '\'' | '<' | '>' | ')' | ',' | ';'
+                    )
             })
             .unwrap_or(after.len());
         let authority = &after[..end];

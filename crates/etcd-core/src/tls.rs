@@ -8,8 +8,8 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use tokio_rustls::rustls::client::danger::{
     HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
 };
-use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
 use tokio_rustls::rustls::client::{WebPkiServerVerifier, verify_server_name};
+use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
 use tokio_rustls::rustls::server::ParsedCertificate;
 use tokio_rustls::rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
@@ -269,7 +269,10 @@ impl ServerCertVerifier for BundleVerifier {
         ) {
             Err(err)
                 if is_ca_used_as_end_entity(&err)
-                    && self.bundle.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+                    && self
+                        .bundle
+                        .iter()
+                        .any(|c| c.as_ref() == end_entity.as_ref()) =>
             {
                 let parsed = ParsedCertificate::try_from(end_entity)?;
                 verify_server_name(&parsed, server_name)?;

@@ -448,7 +448,10 @@ mod tests {
         let text = r#"Unable to decode service account file: invalid type: string "-----BEGIN PRIVATE KEY-----\"x", expected a map at line 1 column 40"#;
         let out = scrub(text);
         assert!(!out.contains("PRIVATE"), "{out}");
-        assert!(out.contains("string \"<redacted>\", expected a map"), "{out}");
+        assert!(
+            out.contains("string \"<redacted>\", expected a map"),
+            "{out}"
+        );
     }
 
     #[test]

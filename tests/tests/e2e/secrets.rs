@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use etcdops_tests::{Cluster, Run, Security, args, etcdops, free_port, shim_path};
 
+/// Environment variables for one run.
+type Env = Vec<(&'static str, String)>;
+
 /// Every secret planted below. None may appear in any output.
 const ETCD_PW: &str = "Etcd-Pw-7f3a9c";
 const URL_PW: &str = "Url-Pw-2b8d41";
@@ -80,7 +83,12 @@ fn etcd_commands(store: &str) -> Vec<Vec<String>> {
 /// Runs `etcdops` with `connection` before `command`, and checks its output.
 fn check(connection: &[String], command: &[String], env: &[(&str, &str)]) -> Run {
     let mut a = connection.to_vec();
-    a.extend(args(&["--dial-timeout", "500ms", "--command-timeout", "1s"]));
+    a.extend(args(&[
+        "--dial-timeout",
+        "500ms",
+        "--command-timeout",
+        "1s",
+    ]));
     a.extend(command.iter().cloned());
     let run = etcdops(&a, env);
     assert_no_secret(&run);
@@ -112,28 +120,55 @@ fn no_etcd_credential_appears_in_any_output() {
     // (connection flags, environment): each fails differently.
     let user_pw = format!("root:{ETCD_PW}");
     let url_with_pw = format!("http://root:{URL_PW}@{auth_host}");
-    let modes: Vec<(Vec<String>, Vec<(&str, String)>)> = vec![
+    let modes: Vec<(Vec<String>, Env)> = vec![
         // Credentials in the endpoint URL: refused.
         (args(&["--endpoints", &url_with_pw]), vec![]),
-        (args(&["--endpoints", &format!("root:{URL_PW}@{auth_host}")]), vec![]),
-        (args(&["--endpoints", &format!("https://{URL_PW}@{auth_host}")]), vec![]),
+        (
+            args(&["--endpoints", &format!("root:{URL_PW}@{auth_host}")]),
+            vec![],
+        ),
+        (
+            args(&["--endpoints", &format!("https://{URL_PW}@{auth_host}")]),
+            vec![],
+        ),
         (vec![], vec![("ETCDCTL_ENDPOINTS", url_with_pw.clone())]),
         // Wrong password, by flag and by environment.
-        (args(&["--endpoints", &auth.endpoints(), "--user", &user_pw]), vec![]),
         (
-            args(&["--endpoints", &auth.endpoints(), "--user", "root", "--password", ETCD_PW]),
+            args(&["--endpoints", &auth.endpoints(), "--user", &user_pw]),
+            vec![],
+        ),
+        (
+            args(&[
+                "--endpoints",
+                &auth.endpoints(),
+                "--user",
+                "root",
+                "--password",
+                ETCD_PW,
+            ]),
             vec![],
         ),
         (
             args(&["--endpoints", &auth.endpoints()]),
-            vec![("ETCDCTL_USER", "root".into()), ("ETCDCTL_PASSWORD", ETCD_PW.into())],
+            vec![
+                ("ETCDCTL_USER", "root".into()),
+                ("ETCDCTL_PASSWORD", ETCD_PW.into()),
+            ],
         ),
         (
             args(&["--endpoints", &auth.endpoints()]),
             vec![("ETCDCTL_USER", user_pw.clone())],
         ),
         // A host that is not there.
-        (args(&["--endpoints", &format!("http://{closed}"), "--user", &user_pw]), vec![]),
+        (
+            args(&[
+                "--endpoints",
+                &format!("http://{closed}"),
+                "--user",
+                &user_pw,
+            ]),
+            vec![],
+        ),
         // TLS: an unrelated CA, a key file that is not a key.
         (
             args(&[
@@ -259,13 +294,22 @@ fn no_store_or_encryption_secret_appears_in_any_output() {
     ];
     let azure_env: Vec<(&str, String)> = vec![
         ("AZURE_STORAGE_ACCOUNT_NAME", "acct".into()),
-        ("AZURE_STORAGE_ACCOUNT_KEY", format!("{AZURE_KEY}!!not-base64")),
+        (
+            "AZURE_STORAGE_ACCOUNT_KEY",
+            format!("{AZURE_KEY}!!not-base64"),
+        ),
         ("ETCDOPS_STORE_MAX_RETRIES", "0".into()),
     ];
     let azure_sas_env: Vec<(&str, String)> = vec![
         ("AZURE_STORAGE_ACCOUNT_NAME", "acct".into()),
-        ("AZURE_STORAGE_SAS_TOKEN", format!("sv=2020&sig={AZURE_SIG}")),
-        ("ETCDOPS_STORE_ENDPOINT", format!("http://127.0.0.1:{closed}")),
+        (
+            "AZURE_STORAGE_SAS_TOKEN",
+            format!("sv=2020&sig={AZURE_SIG}"),
+        ),
+        (
+            "ETCDOPS_STORE_ENDPOINT",
+            format!("http://127.0.0.1:{closed}"),
+        ),
         ("ETCDOPS_ALLOW_HTTP", "true".into()),
         ("ETCDOPS_STORE_MAX_RETRIES", "0".into()),
     ];
@@ -301,11 +345,28 @@ fn no_store_or_encryption_secret_appears_in_any_output() {
             args(&["snapshot", "list", store, "-w", "json"]),
             args(&["snapshot", "save", store]),
             args(&["snapshot", "save", store, "-w", "json"]),
-            args(&["snapshot", "verify", &object(store), "--identity", &identity]),
-            args(&["snapshot", "status", &object(store), "--identity", &identity]),
+            args(&[
+                "snapshot",
+                "verify",
+                &object(store),
+                "--identity",
+                &identity,
+            ]),
+            args(&[
+                "snapshot",
+                "status",
+                &object(store),
+                "--identity",
+                &identity,
+            ]),
             args(&["snapshot", "prune", store, "--keep-last", "1"]),
             args(&["snapshot", "delete", &object(store)]),
-            args(&["snapshot", "copy", store, &dir.path().join("copy").display().to_string()]),
+            args(&[
+                "snapshot",
+                "copy",
+                store,
+                &dir.path().join("copy").display().to_string(),
+            ]),
             args(&[
                 "snapshot",
                 "restore",
@@ -351,10 +412,25 @@ fn no_store_or_encryption_secret_appears_in_any_output() {
         &[],
     );
     saved.expect_code(0);
-    let name = saved.json()["manifest"]["object"].as_str().unwrap().to_string();
+    let name = saved.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for command in [
-        args(&["snapshot", "verify", &format!("{local}/{name}"), "--identity", &identity]),
-        args(&["snapshot", "status", &format!("{local}/{name}"), "--identity", &identity]),
+        args(&[
+            "snapshot",
+            "verify",
+            &format!("{local}/{name}"),
+            "--identity",
+            &identity,
+        ]),
+        args(&[
+            "snapshot",
+            "status",
+            &format!("{local}/{name}"),
+            "--identity",
+            &identity,
+        ]),
     ] {
         let run = check(&cluster.client_flags(), &command, &[]);
         assert_ne!(run.code, 0, "{run}");
@@ -364,7 +440,10 @@ fn no_store_or_encryption_secret_appears_in_any_output() {
 #[test]
 fn no_credential_appears_in_a_module_result() {
     let auth = Cluster::start(1, Security::Auth);
-    let host = auth.members[0].client_url.trim_start_matches("http://").to_string();
+    let host = auth.members[0]
+        .client_url
+        .trim_start_matches("http://")
+        .to_string();
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         serde_json::json!({

@@ -40,7 +40,9 @@ fn nasty_cluster() -> (Cluster, i64) {
         let options = etcd_client::PutOptions::new().with_lease(lease);
         client.put(NASTY_KEY, NASTY_VALUE, Some(options)).await?;
         client.put(BASE64_LOOKING, "text", None).await?;
-        client.put(BINARY_KEY.to_vec(), b"\xfe\xff".to_vec(), None).await?;
+        client
+            .put(BINARY_KEY.to_vec(), b"\xfe\xff".to_vec(), None)
+            .await?;
         Ok::<_, etcd_client::Error>(lease)
     })
     .unwrap();
@@ -81,7 +83,10 @@ fn keys_and_values_cannot_forge_lines_or_drive_the_terminal() {
     );
     // A value printed on its own keeps its lines but not its escape sequences.
     let value = run(&cluster, &["get", NASTY_KEY, "--print-value-only"]);
-    assert_eq!(value.stdout, "v\nFAKE-VALUE-LINE\\x1b[31m\\x07\\r\\0\n", "{value}");
+    assert_eq!(
+        value.stdout, "v\nFAKE-VALUE-LINE\\x1b[31m\\x07\\r\\0\n",
+        "{value}"
+    );
     // A key that is not a member of the output must not end it either: errors too.
     let missing = run(&cluster, &["k8s", "get", "/registry/\x1b]0;x\x07nothing"]);
     assert_no_raw_controls(&missing.stderr, "k8s get error");
@@ -127,11 +132,16 @@ fn kubernetes_object_fields_are_escaped() {
         "data": {"k": "v\u{1b}]0;t\u{7}"},
     });
     cluster.put("/registry/configmaps/default/cm\x1b[1m", object.to_string());
-    let out = run(&cluster, &["k8s", "get", "/registry/configmaps/", "--prefix"]);
+    let out = run(
+        &cluster,
+        &["k8s", "get", "/registry/configmaps/", "--prefix"],
+    );
     out.expect_code(0);
     assert_no_raw_controls(&out.stdout, "k8s get");
     assert!(
-        !out.stdout.lines().any(|l| l.trim_start().starts_with("kind: Secret")),
+        !out.stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("kind: Secret")),
         "a name forged a field line:\n{out}"
     );
     assert!(out.stdout.contains("cm\\x1b[1m"), "{out}");

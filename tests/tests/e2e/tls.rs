@@ -246,8 +246,18 @@ impl SelfSignedEtcd {
         let mut cmd = std::process::Command::new(etcdops_tests::EtcdVersion::from_env().etcd());
         cmd.args(["--name", "s0", "--data-dir"])
             .arg(dir.path().join("data"))
-            .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
             .args(["--initial-cluster", &format!("s0={peer}")])
             .arg("--cert-file")
             .arg(&cert)

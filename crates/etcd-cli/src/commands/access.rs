@@ -15,7 +15,7 @@ use super::ExitStatus;
 use crate::flags::{
     AuthCommand, LeaseCommand, OutputFormat, PasswordFlags, PermissionArg, RoleCommand, UserCommand,
 };
-use crate::output::{Render, print, plain};
+use crate::output::{Render, plain, print};
 
 /// `lease list|timetolive`
 pub async fn run_lease(

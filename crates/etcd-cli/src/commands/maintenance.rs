@@ -284,7 +284,11 @@ impl Render for DefragView {
             .iter()
             .map(|s| match &s.error {
                 None => format!("Finished defragmenting etcd member[{}]", s.endpoint),
-                Some(e) => format!("Failed to defragment etcd member[{}] ({})", s.endpoint, plain(e)),
+                Some(e) => format!(
+                    "Failed to defragment etcd member[{}] ({})",
+                    s.endpoint,
+                    plain(e)
+                ),
             })
             .collect()
     }

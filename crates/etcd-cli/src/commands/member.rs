@@ -8,7 +8,7 @@ use etcd_core::{
 
 use super::ExitStatus;
 use crate::flags::{MemberCommand, OutputFormat};
-use crate::output::{Render, print, plain};
+use crate::output::{Render, plain, print};
 
 /// Runs a member command.
 pub async fn run(
