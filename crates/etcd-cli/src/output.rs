@@ -112,6 +112,16 @@ pub fn plain(value: &str) -> String {
     escape(value, Lines::Escape)
 }
 
+/// Prints `etcdops: warning: {message}` to stderr, escaped: warnings may quote etcd data.
+pub fn warn(message: &str) {
+    eprintln!("etcdops: warning: {}", plain(message));
+}
+
+/// Prints `etcdops: {message}` to stderr, escaped.
+pub fn note(message: &str) {
+    eprintln!("etcdops: {}", plain(message));
+}
+
 /// Bytes in SI units as etcdctl prints them (`20 kB`, `3.1 MB`).
 pub fn human_bytes(bytes: i64) -> String {
     const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];

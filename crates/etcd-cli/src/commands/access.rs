@@ -153,7 +153,7 @@ fn prompt_twice(user: &str) -> std::io::Result<Secret> {
 /// Prints a change, and its warnings on stderr.
 fn print_change(format: OutputFormat, change: AuthChange) -> std::io::Result<()> {
     for warning in &change.warnings {
-        eprintln!("etcdops: warning: {warning}");
+        crate::output::warn(warning);
     }
     print(format, &ChangeView(change))
 }

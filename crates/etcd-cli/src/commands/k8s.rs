@@ -273,11 +273,11 @@ fn config_step(
     };
     let result = encryption_config(&request)?;
     for warning in &result.warnings {
-        eprintln!("etcdops: warning: {warning}");
+        crate::output::warn(warning);
     }
     print(format, &ConfigView(&result))?;
     if format == OutputFormat::Table {
-        eprintln!("etcdops: next: {}", result.next);
+        crate::output::note(&format!("next: {}", result.next));
     }
     Ok(ExitStatus::Success)
 }

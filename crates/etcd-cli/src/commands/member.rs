@@ -31,7 +31,7 @@ pub async fn run(
                 dry_run: false,
             };
             let result = member_add(config, &request).await?;
-            eprintln!("etcdops: {}", result.message);
+            crate::output::note(&result.message);
             print(format, &AddView(result))?;
             Ok(ExitStatus::Success)
         }
