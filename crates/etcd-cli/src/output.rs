@@ -28,8 +28,8 @@ pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
     let mut out = io::stdout().lock();
     match format {
         OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, value)?;
-            writeln!(out)?;
+            let json = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+            writeln!(out, "{}", json_safe(json))?;
         }
         // Whatever a command put in its cells and lines, no control character reaches the
         // terminal raw; data that must stay on one line (keys, names) is escaped by the
@@ -90,6 +90,32 @@ pub fn escape(s: &str, lines: Lines) -> String {
         }
     }
     out
+}
+
+/// JSON with the characters serde leaves raw inside strings but a terminal may act on (DEL,
+/// the C1 controls such as U+009B CSI, direction marks) written as `\u` escapes: the same
+/// JSON to a parser, inert on a terminal.
+pub fn json_safe(json: String) -> String {
+    let risky = |c: char| c.is_control() || is_invisible_mark(c);
+    if !json.chars().any(|c| risky(c) && c != '\n') {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if risky(c) && c != '\n' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value as one line of JSON, [`json_safe`].
+pub fn json_line<T: Serialize>(value: &T) -> io::Result<String> {
+    serde_json::to_string(value)
+        .map(json_safe)
+        .map_err(io::Error::other)
 }
 
 /// Zero-width and bidirectional marks that make text look other than it is.
@@ -159,6 +185,17 @@ mod tests {
         assert_eq!(plain("k\nFAKE-LINE"), "k\\nFAKE-LINE");
         assert_eq!(escape("v1\nv2\tx\x1b", Lines::Keep), "v1\nv2\tx\\x1b");
         assert_eq!(plain("/registry/pods/a\\b ü"), "/registry/pods/a\\b ü");
+    }
+
+    #[test]
+    fn json_keeps_its_meaning_without_raw_c1_controls() {
+        let value = serde_json::json!({"k": "a\u{9b}2J\u{7f}\u{202e}b\u{1b}"});
+        let line = json_line(&value).unwrap();
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap(),
+            value
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::run;
 /// Keys and values that would forge lines, retitle or clear the terminal if printed raw.
 /// (No NUL in the key: it is also a command-line argument here.)
 const NASTY_KEY: &str = "/t/k\nFAKE-LINE \x1b]0;owned\x07\x1b[2J\rend";
-const NASTY_VALUE: &str = "v\nFAKE-VALUE-LINE\x1b[31m\x07\r\0";
+const NASTY_VALUE: &str = "v\nFAKE-VALUE-LINE\x1b[31m\x07\r\0\u{9b}2J\x7f";
 /// A text key that looks like base64, next to a binary key whose base64 is the same.
 const BASE64_LOOKING: &str = "/t//wCA";
 const BINARY_KEY: &[u8] = b"/t/\xff\x00\x80";
@@ -78,21 +78,24 @@ fn keys_and_values_cannot_forge_lines_or_drive_the_terminal() {
     let get = run(&cluster, &["get", NASTY_KEY]);
     assert_eq!(
         get.stdout,
-        "/t/k\\nFAKE-LINE \\x1b]0;owned\\x07\\x1b[2J\\rend\nv\\nFAKE-VALUE-LINE\\x1b[31m\\x07\\r\\0\n",
+        "/t/k\\nFAKE-LINE \\x1b]0;owned\\x07\\x1b[2J\\rend\nv\\nFAKE-VALUE-LINE\\x1b[31m\\x07\\r\\0\\x9b2J\\x7f\n",
         "{get}"
     );
     // A value printed on its own keeps its lines but not its escape sequences.
     let value = run(&cluster, &["get", NASTY_KEY, "--print-value-only"]);
     assert_eq!(
-        value.stdout, "v\nFAKE-VALUE-LINE\\x1b[31m\\x07\\r\\0\n",
+        value.stdout, "v\nFAKE-VALUE-LINE\\x1b[31m\\x07\\r\\0\\x9b2J\\x7f\n",
         "{value}"
     );
     // A key that is not a member of the output must not end it either: errors too.
     let missing = run(&cluster, &["k8s", "get", "/registry/\x1b]0;x\x07nothing"]);
     assert_no_raw_controls(&missing.stderr, "k8s get error");
 
-    // JSON keeps the exact text (serde escapes it).
+    // JSON keeps the exact text, every control character escaped (DEL and C1 too).
     let json = run(&cluster, &["get", NASTY_KEY, "-w", "json"]);
+    assert_no_raw_controls(&json.stdout, "get -w json");
+    let history = run(&cluster, &["history", NASTY_KEY, "-w", "json"]);
+    assert_no_raw_controls(&history.stdout, "history -w json");
     assert_eq!(json.json()["kvs"][0]["key"], NASTY_KEY);
     assert_eq!(json.json()["kvs"][0]["value"], NASTY_VALUE);
 }

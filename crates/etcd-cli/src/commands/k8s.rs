@@ -18,7 +18,7 @@ use crate::flags::{
     EncryptionConfigArgs, EncryptionConfigCommand, EncryptionKeyCommand, EncryptionStatusArgs,
     K8sCommand, K8sGetArgs, NewKeyArgs, OutputFormat, ProviderArg, RotateStepArg,
 };
-use crate::output::{Render, plain, print};
+use crate::output::{Lines, Render, escape, json_line, plain, print};
 
 /// Runs a `k8s` command.
 pub async fn run(
@@ -454,13 +454,13 @@ async fn get(
         OutputFormat::Json => {
             let sep = if first { "{\"values\":[" } else { "," };
             first = false;
-            let json = serde_json::to_string(&value).map_err(io::Error::other)?;
+            let json = json_line(&value)?;
             write!(out, "{sep}\n{json}")
         }
         _ => {
             let sep = if first { "" } else { "\n" };
             first = false;
-            write!(out, "{sep}{}", text_block(&value))
+            write!(out, "{sep}{}", escape(&text_block(&value), Lines::Keep))
         }
     })
     .await?;

@@ -10,7 +10,7 @@ use etcd_core::{
 
 use super::ExitStatus;
 use crate::flags::{GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg, WatchArgs};
-use crate::output::{Lines, Render, escape, print, text};
+use crate::output::{Lines, Render, escape, json_line, print, text};
 
 /// The output closed under us: remember the I/O error and stop the library's loop.
 fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
@@ -63,9 +63,7 @@ pub async fn run_get(
                 OutputFormat::Json => {
                     let sep = if first { "" } else { "," };
                     first = false;
-                    serde_json::to_string(&kv)
-                        .map_err(io::Error::other)
-                        .and_then(|json| write!(out, "{sep}\n{json}"))
+                    json_line(&kv).and_then(|json| write!(out, "{sep}\n{json}"))
                 }
                 _ if args.print_value_only => match &kv.value {
                     Some(v) => writeln!(out, "{}", value_alone(v, kv.value_encoding)),
@@ -161,9 +159,7 @@ pub async fn run_watch(
             OutputFormat::Json => {
                 let sep = if first { "" } else { "," };
                 first = false;
-                serde_json::to_string(&event)
-                    .map_err(io::Error::other)
-                    .and_then(|json| write!(out, "{sep}\n{json}"))
+                json_line(&event).and_then(|json| write!(out, "{sep}\n{json}"))
             }
             _ => writeln!(out, "{}", event_line(&event)),
         }
