@@ -3,7 +3,7 @@
 
 use std::net::TcpListener;
 
-use etcdops_tests::{Cluster, Security, args, etcdops};
+use etcdops_tests::{Cluster, Security, args, block_on, etcdops};
 
 use crate::assert_clear_error;
 
@@ -72,6 +72,30 @@ fn reads_go_on_to_the_next_endpoint_when_one_fails() {
             with_first(&first, &cluster, read).expect_code(0);
         }
     }
+
+    // An answer from etcd is not an endpoint failure: permission denied is not asked again
+    // elsewhere (the next endpoint here would only fail).
+    let auth = Cluster::start(1, Security::Auth);
+    block_on(async {
+        let mut client = auth.client().await;
+        client.user_add("reader", "reader-pw", None).await?;
+        Ok::<_, etcd_client::Error>(())
+    })
+    .unwrap();
+    let denied = etcdops(
+        &args(&[
+            "--endpoints",
+            &format!("{},{}", auth.endpoints(), closing_endpoint()),
+            "--user",
+            "reader:reader-pw",
+            "get",
+            "foo",
+        ]),
+        &[],
+    );
+    assert_clear_error(&denied, "permission denied");
+    assert!(denied.stderr.contains(&auth.endpoints()), "{denied}");
+    assert!(!denied.stderr.contains("no endpoint answered"), "{denied}");
 
     // A write is not sent elsewhere: it might have been applied where it timed out.
     let silent = silent_endpoint();
