@@ -92,8 +92,10 @@ impl EndpointClient {
 /// the HTTP/2 preface: "operation was canceled", a reset, a timeout). When a request to one
 /// failed so, a TLS handshake is tried once; when the server answers it, the error says so.
 async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Error {
+    // An answer with a gRPC status (no leader, unhealthy cluster) proves plain HTTP/2.
     let suspicious = match &err {
-        Error::Unavailable { .. } | Error::Timeout { .. } => true,
+        Error::Unavailable { message, .. } => message.starts_with(CONNECTION_FAILED),
+        Error::Timeout { .. } => true,
         Error::Request { message, .. } => message.contains("canceled"),
         Error::Unreachable { reason, .. } => reason != "connection refused",
         _ => false,
@@ -324,6 +326,9 @@ impl ClusterConfig {
     }
 }
 
+/// How [`classify`] begins the message of a request whose connection broke.
+const CONNECTION_FAILED: &str = "the connection failed";
+
 /// What an error is about, for [`classify`].
 #[derive(Clone, Copy)]
 pub(crate) struct ErrorContext<'a> {
@@ -460,7 +465,7 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         return Error::Unavailable {
             operation: ctx.operation,
             endpoint,
-            message: format!("the connection failed: {chain}"),
+            message: format!("{CONNECTION_FAILED}: {chain}"),
         };
     }
     // etcd answers Unavailable when it cannot serve now (no leader, leader changed, stopping):
