@@ -22,6 +22,16 @@ pub fn secret_values(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Ve
     {
         values.push(password.to_string());
     }
+    // Passwords written into a URL's user-info (`endpoints: http://root:PASS@host:2379`, a
+    // store URL): etcd-core refuses them, and they must not come back in the refusal or in
+    // `invocation`.
+    for (name, value) in params {
+        let mut strings = Vec::new();
+        collect_strings(value, &mut strings);
+        for text in &strings {
+            values.extend(userinfo_passwords(text, name == "endpoints"));
+        }
+    }
     // A multi-line secret (an age identity file's content) is also scrubbed line by line, so
     // that a key line shown on its own is caught too; comment lines are not secret.
     let lines: Vec<String> = values
@@ -37,6 +47,32 @@ pub fn secret_values(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Ve
     values.sort_by_key(|v| std::cmp::Reverse(v.len()));
     values.dedup();
     values
+}
+
+/// The password (or lone token) of every `scheme://user:pass@host` in `text`; with
+/// `endpoint`, also of a scheme-less `user:pass@host:port`.
+fn userinfo_passwords(text: &str, endpoint: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for item in text.split([',', ' ', '\t', '\n']) {
+        let (rest, has_scheme) = match item.split_once("://") {
+            Some((_, rest)) => (rest, true),
+            None if endpoint => (item, false),
+            None => continue,
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let Some((userinfo, _host)) = authority.rsplit_once('@') else {
+            continue;
+        };
+        let secret = match userinfo.split_once(':') {
+            Some((_, password)) => password,
+            None if has_scheme => userinfo,
+            None => continue,
+        };
+        if !secret.is_empty() {
+            out.push(secret.to_string());
+        }
+    }
+    out
 }
 
 fn collect_strings(value: &Value, out: &mut Vec<String>) {
@@ -104,6 +140,18 @@ mod tests {
         let scrubbed = scrub_json("{\"msg\": \"AGE-SECRET-KEY-1QQQQQQQQQQ\"}", &secrets);
         assert!(!scrubbed.contains("AGE-SECRET"), "{scrubbed}");
         assert!(!secrets.iter().any(|s| s == "# public key: age1public"));
+    }
+
+    #[test]
+    fn passwords_in_endpoint_urls_are_secrets() {
+        let params = json!({
+            "endpoints": ["http://root:PW-IN-URL@h:2379", "u:PW2@h:1", "https://h:2"],
+            "msg_to": "ops@example.com",
+        });
+        let secrets = secret_values(params.as_object().unwrap(), &[SPECS]);
+        assert!(secrets.contains(&"PW-IN-URL".to_string()), "{secrets:?}");
+        assert!(secrets.contains(&"PW2".to_string()), "{secrets:?}");
+        assert_eq!(secrets.len(), 2, "{secrets:?}");
     }
 
     #[test]

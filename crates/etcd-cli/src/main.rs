@@ -52,7 +52,10 @@ fn one_line(err: &anyhow::Error) -> String {
             line.push_str(&text);
         }
     }
-    line.replace('\n', " ")
+    // One line, no password of a URL in it (whichever library wrote it), and nothing in it
+    // (a key, etcd's message) reaches the terminal raw.
+    let line = etcd_core::redact_urls(&line.replace('\n', " "));
+    output::escape(&line, output::Lines::Escape)
 }
 
 /// `etcdops ... | head` closing the pipe early is not an error.

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use comfy_table::Table;
+use etcd_core::Encoding;
 use serde::Serialize;
 
 use crate::flags::OutputFormat;
@@ -27,25 +28,124 @@ pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
     let mut out = io::stdout().lock();
     match format {
         OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, value)?;
-            writeln!(out)?;
+            let json = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+            writeln!(out, "{}", json_safe(json))?;
         }
+        // Whatever a command put in its cells and lines, no control character reaches the
+        // terminal raw; data that must stay on one line (keys, names) is escaped by the
+        // command with `text` before, newlines included.
         OutputFormat::Table => {
             let mut table = Table::new();
             table.load_preset(TABLE_STYLE);
             table.set_header(value.headers());
             for row in value.rows() {
-                table.add_row(row);
+                table.add_row(row.iter().map(|cell| escape(cell, Lines::Keep)));
             }
             writeln!(out, "{table}")?;
         }
         OutputFormat::Simple => {
             for line in value.simple_lines() {
-                writeln!(out, "{line}")?;
+                writeln!(out, "{}", escape(&line, Lines::Keep))?;
             }
         }
     }
     out.flush()
+}
+
+/// Whether [`escape`] leaves newlines (and tabs) as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// Multi-line text stays multi-line (a value printed on its own).
+    Keep,
+    /// Everything on one line: `\n` for a newline (keys, names, a value beside its key).
+    Escape,
+}
+
+/// `s` with every control character (C0, DEL, C1: ESC, BEL, CR, NUL, ...) and every
+/// invisible direction or format mark written as a visible escape (`\x1b`, `\r`, `\0`,
+/// `\u{202e}`), so that etcd data cannot move the cursor, recolour, retitle the terminal or
+/// forge an output line. Backslashes are left alone (JSON values stay readable); `-w json`
+/// shows the exact text.
+pub fn escape(s: &str, lines: Lines) -> String {
+    let needs = |c: char| {
+        let keep = lines == Lines::Keep && (c == '\n' || c == '\t');
+        !keep && (c.is_control() || is_invisible_mark(c))
+    };
+    if !s.chars().any(needs) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !needs(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    out
+}
+
+/// JSON with the characters serde leaves raw inside strings but a terminal may act on (DEL,
+/// the C1 controls such as U+009B CSI, direction marks) written as `\u` escapes: the same
+/// JSON to a parser, inert on a terminal.
+pub fn json_safe(json: String) -> String {
+    let risky = |c: char| c.is_control() || is_invisible_mark(c);
+    if !json.chars().any(|c| risky(c) && c != '\n') {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if risky(c) && c != '\n' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value as one line of JSON, [`json_safe`].
+pub fn json_line<T: Serialize>(value: &T) -> io::Result<String> {
+    serde_json::to_string(value)
+        .map(json_safe)
+        .map_err(io::Error::other)
+}
+
+/// Zero-width and bidirectional marks that make text look other than it is.
+fn is_invisible_mark(c: char) -> bool {
+    matches!(c as u32, 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2069 | 0xfeff)
+}
+
+/// Etcd data (a key, a value, a name) for one line of table or simple output: text escaped
+/// (newlines too), base64 marked `base64:` so that it cannot pass for a text key that looks
+/// like base64.
+pub fn text(value: &str, encoding: Encoding) -> String {
+    match encoding {
+        Encoding::Base64 => format!("base64:{value}"),
+        Encoding::Text | Encoding::Redacted => escape(value, Lines::Escape),
+    }
+}
+
+/// Etcd data that is one line in any encoding: a member name, a lease's key, an alarm.
+pub fn plain(value: &str) -> String {
+    escape(value, Lines::Escape)
+}
+
+/// Prints `etcdops: warning: {message}` to stderr, escaped: warnings may quote etcd data.
+pub fn warn(message: &str) {
+    eprintln!("etcdops: warning: {}", plain(message));
+}
+
+/// Prints `etcdops: {message}` to stderr, escaped.
+pub fn note(message: &str) {
+    eprintln!("etcdops: {}", plain(message));
 }
 
 /// Bytes in SI units as etcdctl prints them (`20 kB`, `3.1 MB`).
@@ -74,6 +174,36 @@ pub fn cell<T: ToString>(value: &Option<T>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_as_escapes() {
+        let nasty = "a\x1b]0;title\x07b\rc\0d\x7f\u{9b}e\u{202e}f";
+        assert_eq!(
+            escape(nasty, Lines::Escape),
+            "a\\x1b]0;title\\x07b\\rc\\0d\\x7f\\x9be\\u{202e}f"
+        );
+        assert_eq!(plain("k\nFAKE-LINE"), "k\\nFAKE-LINE");
+        assert_eq!(escape("v1\nv2\tx\x1b", Lines::Keep), "v1\nv2\tx\\x1b");
+        assert_eq!(plain("/registry/pods/a\\b ü"), "/registry/pods/a\\b ü");
+    }
+
+    #[test]
+    fn json_keeps_its_meaning_without_raw_c1_controls() {
+        let value = serde_json::json!({"k": "a\u{9b}2J\u{7f}\u{202e}b\u{1b}"});
+        let line = json_line(&value).unwrap();
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap(),
+            value
+        );
+    }
+
+    #[test]
+    fn base64_is_marked() {
+        assert_eq!(text("/wCA", Encoding::Base64), "base64:/wCA");
+        assert_eq!(text("/wCA", Encoding::Text), "/wCA");
+        assert_eq!(text("x\ny", Encoding::Text), "x\\ny");
+    }
 
     #[test]
     fn bytes_print_like_etcdctl() {

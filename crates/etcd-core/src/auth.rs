@@ -449,8 +449,12 @@ async fn user_roles(client: &EndpointClient, user: &str) -> Result<Option<Vec<St
 
 /// Whether authentication is enabled, and whether `root` is ready for it.
 pub async fn auth_status(config: &ClusterConfig) -> Result<AuthStatus> {
-    let client = config.connect_any().await?;
-    let enabled = probe_enabled(config, &client).await?;
+    let (client, enabled) = config
+        .read_any(|client| async move {
+            let enabled = probe_enabled(config, &client).await?;
+            Ok((client, enabled))
+        })
+        .await?;
     let root = user_roles(&client, ROOT).await.ok();
     Ok(AuthStatus {
         enabled,
@@ -561,9 +565,12 @@ pub async fn auth_disable(config: &ClusterConfig) -> Result<AuthChange> {
 
 /// Every user.
 pub async fn user_list(config: &ClusterConfig) -> Result<UserList> {
-    let client = config.connect_any().await?;
-    let response = client
-        .call("user list", |mut c| async move { c.user_list().await })
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("user list", |mut c| async move { c.user_list().await })
+                .await
+        })
         .await
         .map_err(with_admin_hint)?;
     let mut users = response.users().to_vec();
@@ -770,9 +777,12 @@ pub async fn user_revoke_role(
 
 /// Every role.
 pub async fn role_list(config: &ClusterConfig) -> Result<RoleList> {
-    let client = config.connect_any().await?;
-    let response = client
-        .call("role list", |mut c| async move { c.role_list().await })
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("role list", |mut c| async move { c.role_list().await })
+                .await
+        })
         .await
         .map_err(with_admin_hint)?;
     let mut roles = response.roles().to_vec();

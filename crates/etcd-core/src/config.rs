@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::duration::parse_duration;
 use crate::error::{Error, Result};
+use crate::redact::redact_endpoint;
 
 /// etcdctl's default endpoint when none is given.
 pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:2379";
@@ -50,8 +51,9 @@ impl From<&str> for Secret {
 
 /// Connection settings as the user gave them, before the environment and validation.
 ///
-/// Every field is optional so that "not given" can fall back to the environment.
-#[derive(Debug, Clone, Default)]
+/// Every field is optional so that "not given" can fall back to the environment. `Debug`
+/// shows endpoints with any password in them replaced by `***`.
+#[derive(Clone, Default)]
 pub struct ConnectionOptions {
     /// Client URLs (`https://10.0.0.1:2379`) or `host:port` pairs.
     pub endpoints: Option<Vec<String>>,
@@ -87,6 +89,45 @@ pub struct ConnectionOptions {
     pub insecure_discovery: Option<bool>,
     /// DNS server (`IP` or `IP:PORT`) for SRV lookups instead of the system resolver.
     pub dns_server: Option<String>,
+}
+
+impl fmt::Debug for ConnectionOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoints = self
+            .endpoints
+            .as_ref()
+            .map(|list| list.iter().map(|e| redact_endpoint(e)).collect::<Vec<_>>());
+        f.debug_struct("ConnectionOptions")
+            .field("endpoints", &endpoints)
+            .field("cacert", &self.cacert)
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .field(
+                "cacert_pem",
+                &self.cacert_pem.as_ref().map(|_| "<inline PEM>"),
+            )
+            .field("cert_pem", &self.cert_pem.as_ref().map(|_| "<inline PEM>"))
+            .field("key_pem", &self.key_pem)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("server_name", &self.server_name)
+            .field("user", &self.user.as_deref().map(redact_user))
+            .field("password", &self.password)
+            .field("dial_timeout", &self.dial_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("discovery_srv", &self.discovery_srv)
+            .field("discovery_srv_name", &self.discovery_srv_name)
+            .field("insecure_discovery", &self.insecure_discovery)
+            .field("dns_server", &self.dns_server)
+            .finish()
+    }
+}
+
+/// `user:password` shown as `user:***`.
+fn redact_user(user: &str) -> String {
+    match user.split_once(':') {
+        Some((name, _)) => format!("{name}:***"),
+        None => user.to_string(),
+    }
 }
 
 /// The environment variable each setting falls back to, as etcdctl names them.
@@ -452,7 +493,7 @@ impl ClusterConfig {
     pub fn normalize_endpoint(&self, endpoint: &str) -> Result<String> {
         let trimmed = endpoint.trim().trim_end_matches('/');
         let invalid = |reason: String| Error::InvalidEndpoint {
-            endpoint: endpoint.to_string(),
+            endpoint: redact_endpoint(endpoint),
             reason,
         };
         let with_scheme = if trimmed.contains("://") {

@@ -64,25 +64,56 @@ impl EndpointClient {
         F: FnOnce(Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        match tokio::time::timeout(self.command_timeout, request(self.client.clone())).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) => Err(classify(
-                &err,
-                &ErrorContext {
-                    endpoint: &self.endpoint,
+        let err =
+            match tokio::time::timeout(self.command_timeout, request(self.client.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) => classify(
+                    &err,
+                    &ErrorContext {
+                        endpoint: &self.endpoint,
+                        operation,
+                        user: self.user.as_deref(),
+                        tls: &self.tls,
+                        timeout: self.command_timeout,
+                    },
+                ),
+                Err(_) => Error::Timeout {
                     operation,
-                    user: self.user.as_deref(),
-                    tls: &self.tls,
+                    endpoint: self.endpoint.clone(),
                     timeout: self.command_timeout,
+                    hint: missing_cert_hint(&self.endpoint, &self.tls),
                 },
-            )),
-            Err(_) => Err(Error::Timeout {
-                operation,
-                endpoint: self.endpoint.clone(),
-                timeout: self.command_timeout,
-                hint: missing_cert_hint(&self.endpoint, &self.tls),
-            }),
+            };
+        Err(plain_http_to_tls(err, &self.endpoint, self.command_timeout).await)
+    }
+}
+
+/// An `http://` endpoint whose server speaks TLS fails in unhelpful ways (the server drops
+/// the HTTP/2 preface: "operation was canceled", a reset, a timeout). When a request to one
+/// failed so, a TLS handshake is tried once; when the server answers it, the error says so.
+async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Error {
+    // An answer with a gRPC status (no leader, unhealthy cluster) proves plain HTTP/2.
+    let suspicious = match &err {
+        Error::Unavailable { message, .. } => message.starts_with(CONNECTION_FAILED),
+        Error::Timeout { .. } => true,
+        Error::Request { message, .. } => message.contains("canceled"),
+        Error::Unreachable { reason, .. } => reason != "connection refused",
+        _ => false,
+    };
+    let Some(host_port) = endpoint.strip_prefix("http://") else {
+        return err;
+    };
+    if !suspicious {
+        return err;
+    }
+    let limit = timeout.min(Duration::from_secs(1));
+    if tls::speaks_tls(host_port, limit).await {
+        Error::InvalidEndpoint {
+            endpoint: endpoint.to_string(),
+            reason: format!("the server there speaks TLS: use https://{host_port}"),
         }
+    } else {
+        err
     }
 }
 
@@ -130,11 +161,24 @@ impl ClusterConfig {
     /// Connects to the first endpoint (in the order given) that answers. For cluster-wide
     /// reads such as the member list, where any healthy member will do.
     pub async fn connect_any(&self) -> Result<EndpointClient> {
+        self.read_any(|client| async move { Ok(client) }).await
+    }
+
+    /// Runs the idempotent read `read` on the first endpoint, going on to the next one when
+    /// that endpoint fails (unreachable, connection reset, unavailable, timed out, see
+    /// [`Error::is_endpoint_failure`]), as etcdctl's client does. An answer from etcd
+    /// (permission denied, key not found, a bad request) or a bad setting is returned at
+    /// once. Never for writes: a write that timed out may have been applied.
+    pub async fn read_any<T, F, Fut>(&self, read: F) -> Result<T>
+    where
+        F: Fn(EndpointClient) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
         let endpoints = self.resolve_endpoints().await?;
         let mut errors = Vec::new();
         for endpoint in &endpoints {
-            match self.connect_endpoint(endpoint).await {
-                Ok(client) => return Ok(client),
+            let client = match self.connect_endpoint(endpoint).await {
+                Ok(client) => client,
                 // A bad file or option fails the same way everywhere: say it once.
                 Err(
                     err @ (Error::ReadFile { .. }
@@ -142,7 +186,15 @@ impl ClusterConfig {
                     | Error::InvalidOption { .. }
                     | Error::AuthFailed { .. }),
                 ) => return Err(err),
-                Err(err) => errors.push(err),
+                Err(err) => {
+                    errors.push(err);
+                    continue;
+                }
+            };
+            match read(client).await {
+                Ok(value) => return Ok(value),
+                Err(err) if err.is_endpoint_failure() => errors.push(err),
+                Err(err) => return Err(err),
             }
         }
         match errors.len() {
@@ -214,9 +266,14 @@ impl ClusterConfig {
             }
             .map_err(|e| classify(&etcd_client::Error::TransportError(e), &context))
         };
-        let channel = tokio::time::timeout(self.dial_timeout, connecting)
-            .await
-            .map_err(|_| unreachable("no connection established in time".into()))??;
+        let channel = match tokio::time::timeout(self.dial_timeout, connecting).await {
+            Ok(Ok(channel)) => channel,
+            Ok(Err(err)) => return Err(plain_http_to_tls(err, endpoint, self.dial_timeout).await),
+            Err(_) => {
+                let err = unreachable("no connection established in time".into());
+                return Err(plain_http_to_tls(err, endpoint, self.dial_timeout).await);
+            }
+        };
 
         let options = ConnectOptions::new().with_timeout(self.command_timeout);
         let with_user = match &self.auth {
@@ -227,7 +284,7 @@ impl ClusterConfig {
         };
         // from_channel authenticates when a user is set: bound it by the dial timeout too.
         // As etcdctl, credentials for a cluster without auth are not an error.
-        let client = tokio::time::timeout(self.dial_timeout, async {
+        let authenticated = tokio::time::timeout(self.dial_timeout, async {
             let channel = etcd_client::Channel::Tonic(channel);
             match Client::from_channel(channel.clone(), Some(with_user)).await {
                 Err(etcd_client::Error::GRpcStatus(status))
@@ -254,7 +311,11 @@ impl ClusterConfig {
                     ..context
                 },
             )
-        })?;
+        });
+        let client = match authenticated {
+            Ok(client) => client,
+            Err(err) => return Err(plain_http_to_tls(err, endpoint, self.dial_timeout).await),
+        };
         Ok(EndpointClient {
             endpoint: endpoint.to_string(),
             client,
@@ -264,6 +325,9 @@ impl ClusterConfig {
         })
     }
 }
+
+/// How [`classify`] begins the message of a request whose connection broke.
+const CONNECTION_FAILED: &str = "the connection failed";
 
 /// What an error is about, for [`classify`].
 #[derive(Clone, Copy)]
@@ -366,6 +430,11 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         "broken pipe",
         "operation timed out",
         "timed out",
+        // hyper's words for a connection that closed before the answer came.
+        "operation was canceled",
+        "connection closed",
+        "stream closed",
+        "connection error",
     ];
     if let Some(hit) = connection_problem.iter().find(|p| lower.contains(*p))
         && ctx.operation == "connect"
@@ -393,10 +462,21 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         };
     }
     if connection_problem.iter().any(|p| lower.contains(p)) {
-        return Error::Request {
+        return Error::Unavailable {
             operation: ctx.operation,
             endpoint,
-            message: format!("the connection failed: {chain}"),
+            message: format!("{CONNECTION_FAILED}: {chain}"),
+        };
+    }
+    // etcd answers Unavailable when it cannot serve now (no leader, leader changed, stopping):
+    // another member may.
+    if let etcd_client::Error::GRpcStatus(status) = err
+        && status.code() == tonic::Code::Unavailable
+    {
+        return Error::Unavailable {
+            operation: ctx.operation,
+            endpoint,
+            message: status_message.unwrap_or(chain),
         };
     }
     if lower.contains("deadline") {
@@ -411,5 +491,84 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         operation: ctx.operation,
         endpoint,
         message: status_message.unwrap_or(chain),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(tls: &TlsSettings) -> ErrorContext<'_> {
+        ErrorContext {
+            endpoint: "http://127.0.0.1:2379",
+            operation: "member list",
+            user: Some("root"),
+            tls,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn classified(err: etcd_client::Error) -> Error {
+        classify(&err, &ctx(&TlsSettings::default()))
+    }
+
+    #[test]
+    fn a_read_moves_on_only_when_the_endpoint_failed() {
+        use std::io::{Error as IoError, ErrorKind};
+        let moves_on = [
+            classified(etcd_client::Error::IoError(IoError::new(
+                ErrorKind::ConnectionReset,
+                "connection reset by peer (os error 104)",
+            ))),
+            classified(etcd_client::Error::IoError(IoError::new(
+                ErrorKind::BrokenPipe,
+                "broken pipe",
+            ))),
+            classified(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                "etcdserver: leader changed",
+            ))),
+            classified(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                "etcdserver: no leader",
+            ))),
+            Error::Unreachable {
+                endpoint: "http://h:1".into(),
+                timeout: Duration::from_secs(2),
+                reason: "connection refused".into(),
+            },
+            Error::Timeout {
+                operation: "member list",
+                endpoint: "http://h:1".into(),
+                timeout: Duration::from_secs(5),
+                hint: String::new(),
+            },
+        ];
+        for err in &moves_on {
+            assert!(err.is_endpoint_failure(), "should move on: {err:?}");
+        }
+        let stops = [
+            classified(etcd_client::Error::GRpcStatus(
+                tonic::Status::permission_denied("etcdserver: permission denied"),
+            )),
+            classified(etcd_client::Error::GRpcStatus(
+                tonic::Status::invalid_argument(
+                    "etcdserver: mvcc: required revision has been compacted",
+                ),
+            )),
+            classified(etcd_client::Error::GRpcStatus(
+                tonic::Status::invalid_argument(
+                    "etcdserver: authentication failed, invalid user ID or password",
+                ),
+            )),
+            Error::InvalidOption {
+                option: "key",
+                reason: "empty".into(),
+            },
+            Error::Refused {
+                reason: "output closed".into(),
+            },
+        ];
+        for err in &stops {
+            assert!(!err.is_endpoint_failure(), "should not move on: {err:?}");
+        }
     }
 }

@@ -142,10 +142,38 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The endpoint could not serve a request: the connection broke (reset, closed) or etcd
+    /// said it is unavailable (no leader, leader changed). Another endpoint may serve it.
+    #[error("{operation} on {endpoint} failed: {message}")]
+    Unavailable {
+        /// What was asked.
+        operation: &'static str,
+        /// The endpoint.
+        endpoint: String,
+        /// What happened.
+        message: String,
+    },
+
     /// None of the endpoints could be reached.
     #[error("no endpoint answered: {}", .errors.join("; "))]
     NoEndpointAvailable {
         /// One message per endpoint tried.
         errors: Vec<String>,
     },
+}
+
+impl Error {
+    /// Whether the endpoint, not the request, failed (unreachable, connection broken,
+    /// unavailable, no answer in time, TLS with that member): an idempotent read may go on to
+    /// the next endpoint. An answer from etcd (permission denied, compacted, bad request), an
+    /// authentication failure or a bad setting is not an endpoint failure.
+    pub fn is_endpoint_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Unreachable { .. }
+                | Error::Unavailable { .. }
+                | Error::Timeout { .. }
+                | Error::Tls { .. }
+        )
+    }
 }

@@ -229,10 +229,14 @@ pub struct KeyHistory {
 /// Reads every retained version of `key`. On a Kubernetes etcd, kube-apiserver compacts
 /// every five minutes by default, so history reaches back only minutes there.
 pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> Result<KeyHistory> {
-    let client = config.connect_any().await?;
-    let key_owned = key.to_vec();
-    let now = client
-        .call("get", |mut c| async move { c.get(key_owned, None).await })
+    let (client, now) = config
+        .read_any(|client| async move {
+            let key_owned = key.to_vec();
+            let now = client
+                .call("get", |mut c| async move { c.get(key_owned, None).await })
+                .await?;
+            Ok((client, now))
+        })
         .await?;
     let current = now.header().map(|h| h.revision()).unwrap_or_default();
     // When the key exists, its current version is the last event: an exact end. When it

@@ -198,7 +198,6 @@ pub async fn get_pages(
             reason: "give a key (use --from-key with an empty key for every key)".into(),
         });
     }
-    let client = config.connect_any().await?;
     let range_end: Option<Vec<u8>> = if request.prefix {
         Some(prefix_end(&request.key))
     } else if request.from_key {
@@ -217,9 +216,21 @@ pub async fn get_pages(
         options
     };
 
+    // The first request goes to the first endpoint that serves it (the next one when an
+    // endpoint fails); the rest of a paged read stays on that endpoint.
+    let first_read = |options: GetOptions| {
+        config.read_any(move |client| {
+            let (key, options) = (request.key.clone(), options.clone());
+            async move {
+                let response = fetch(&client, key, options).await?;
+                Ok((client, response))
+            }
+        })
+    };
+
     if request.count_only {
         let options = base(request.revision).with_count_only();
-        let response = fetch(&client, request.key.clone(), options).await?;
+        let (_, response) = first_read(options).await?;
         return Ok(GetSummary {
             revision: response.header().map(|h| h.revision()).unwrap_or_default(),
             count: response.count(),
@@ -242,7 +253,7 @@ pub async fn get_pages(
         if request.limit > 0 {
             options = options.with_limit(request.limit);
         }
-        let response = fetch(&client, request.key.clone(), options).await?;
+        let (_, response) = first_read(options).await?;
         let page: Vec<KeyValueView> = response
             .kvs()
             .iter()
@@ -277,6 +288,8 @@ pub async fn get_pages(
             page_size
         }
     };
+    let (client, first) =
+        first_read(base(request.revision).with_limit(limit_for(0, page_size))).await?;
     let spawn_fetch = |key: Vec<u8>, options: GetOptions| {
         let client = client.clone();
         tokio::spawn(async move { fetch(&client, key, options).await })
@@ -292,10 +305,7 @@ pub async fn get_pages(
     let mut revision = request.revision;
     let mut returned: u64 = 0;
     let mut count: Option<i64> = None;
-    let mut pending = Some(spawn_fetch(
-        request.key.clone(),
-        base(revision).with_limit(limit_for(0, page_size)),
-    ));
+    let mut pending = Some(tokio::spawn(std::future::ready(Ok(first))));
     while let Some(next) = pending.take() {
         let response = joined(next.await)?;
         if revision == 0 {

@@ -126,9 +126,13 @@ async fn time_to_live(
 
 /// Lists every lease with its TTLs and the number of keys attached.
 pub async fn lease_list(config: &ClusterConfig) -> Result<LeaseList> {
-    let client = config.connect_any().await?;
-    let response = client
-        .call("lease list", |mut c| async move { c.leases().await })
+    let (client, response) = config
+        .read_any(|client| async move {
+            let response = client
+                .call("lease list", |mut c| async move { c.leases().await })
+                .await?;
+            Ok((client, response))
+        })
         .await?;
     let mut ids: Vec<LeaseId> = response.leases().iter().map(|l| LeaseId(l.id())).collect();
     ids.sort();
@@ -164,8 +168,9 @@ pub async fn lease_time_to_live(
             reason: format!("{id} is not a lease ID; `lease list` shows the IDs"),
         });
     }
-    let client = config.connect_any().await?;
-    time_to_live(&client, id, with_keys).await
+    config
+        .read_any(|client| async move { time_to_live(&client, id, with_keys).await })
+        .await
 }
 
 #[cfg(test)]

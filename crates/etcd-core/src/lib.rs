@@ -49,6 +49,7 @@ mod maintenance;
 mod member;
 mod membership;
 mod pki;
+mod redact;
 mod server_config;
 mod snapshot;
 mod tls;
@@ -98,6 +99,7 @@ pub use membership::{
 pub use pki::{
     CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
 };
+pub use redact::{redact_endpoint, redact_urls};
 pub use server_config::{
     ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
     ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,

@@ -36,6 +36,7 @@ pub async fn move_leader(
     selector: &str,
     dry_run: bool,
 ) -> Result<MoveLeaderResult> {
+    crate::membership::check_selector(selector)?;
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
         .ok_or_else(|| refused(format!("no member matches '{selector}'")))?;
@@ -107,10 +108,13 @@ fn alarm_name(alarm: AlarmType) -> &'static str {
 
 /// Lists the cluster's active alarms.
 pub async fn alarm_list(config: &ClusterConfig) -> Result<Vec<Alarm>> {
-    let client = config.connect_any().await?;
-    let response = client
-        .call("alarm list", |mut c| async move {
-            c.alarm(AlarmAction::Get, AlarmType::None, None).await
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("alarm list", |mut c| async move {
+                    c.alarm(AlarmAction::Get, AlarmType::None, None).await
+                })
+                .await
         })
         .await?;
     Ok(response

@@ -48,11 +48,15 @@ pub struct MemberList {
     pub members: Vec<Member>,
 }
 
-/// Lists the cluster's members, asking the first endpoint that answers.
+/// Lists the cluster's members, asking the first endpoint that answers (the next one when an
+/// endpoint fails, see [`ClusterConfig::read_any`]).
 pub async fn member_list(config: &ClusterConfig) -> Result<MemberList> {
-    let client = config.connect_any().await?;
-    let response = client
-        .call("member list", |mut c| async move { c.member_list().await })
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("member list", |mut c| async move { c.member_list().await })
+                .await
+        })
         .await?;
     let header = response.header();
     let mut members: Vec<Member> = response.members().iter().map(Member::from).collect();

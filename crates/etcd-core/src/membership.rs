@@ -39,6 +39,25 @@ pub fn find_member<'a>(view: &'a ClusterView, selector: &str) -> Option<&'a Memb
     by_url.or_else(by_id).or_else(by_name)
 }
 
+/// Refuses a member selector that can match nothing: empty, blank, or with control
+/// characters. (A well-formed selector that matches no member is not an error for a removal:
+/// the member is already gone.)
+pub(crate) fn check_selector(selector: &str) -> Result<()> {
+    let reason = if selector.trim().is_empty() {
+        "it is empty"
+    } else if selector.chars().any(char::is_control) {
+        "it contains control characters"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidOption {
+        option: "member",
+        reason: format!(
+            "{reason}; give the member's ID (hex, as the member list prints it), name or peer URL"
+        ),
+    })
+}
+
 fn normalize_url(url: &str) -> String {
     url.trim().trim_end_matches('/').to_ascii_lowercase()
 }
@@ -124,15 +143,21 @@ where
     let deadline = tokio::time::Instant::now() + RECONFIG_SETTLE;
     loop {
         match client.call(operation, &request).await {
-            Err(Error::Request { message, .. })
+            // etcd answers "unhealthy cluster" with gRPC's Unavailable code.
+            Err(Error::Request { message, .. } | Error::Unavailable { message, .. })
                 if message.contains("unhealthy cluster")
                     && tokio::time::Instant::now() < deadline =>
             {
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
             }
-            Err(Error::Request {
-                message, endpoint, ..
-            }) if message.contains("unhealthy cluster") => {
+            Err(
+                Error::Request {
+                    message, endpoint, ..
+                }
+                | Error::Unavailable {
+                    message, endpoint, ..
+                },
+            ) if message.contains("unhealthy cluster") => {
                 return Err(Error::Request {
                     operation,
                     endpoint,
@@ -381,6 +406,7 @@ pub async fn member_remove(
     force: bool,
     dry_run: bool,
 ) -> Result<MemberChangeResult> {
+    check_selector(selector)?;
     let view = cluster_view(config).await?;
     let Some(target) = find_member(&view, selector) else {
         return Ok(MemberChangeResult {
@@ -476,6 +502,7 @@ pub async fn member_update(
     dry_run: bool,
 ) -> Result<MemberChangeResult> {
     validate_peer_urls(peer_urls)?;
+    check_selector(selector)?;
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
         .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
@@ -534,6 +561,7 @@ pub async fn member_promote(
     force: bool,
     dry_run: bool,
 ) -> Result<MemberChangeResult> {
+    check_selector(selector)?;
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
         .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
@@ -605,6 +633,18 @@ pub async fn member_promote(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_and_control_character_selectors_are_refused() {
+        for bad in ["", "  ", "m1\n", "\x1b[2J"] {
+            let err = check_selector(bad).unwrap_err().to_string();
+            assert!(err.starts_with("invalid member: "), "{err}");
+            assert!(!err.contains('\x1b'), "{err}");
+        }
+        for good in ["m1", "5f62a924ac85910", "http://10.0.0.1:2380"] {
+            assert!(check_selector(good).is_ok(), "{good}");
+        }
+    }
 
     fn member(id: u64, name: &str, peer: &str) -> Member {
         Member {

@@ -8,8 +8,12 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use tokio_rustls::rustls::client::danger::{
     HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
 };
+use tokio_rustls::rustls::client::{WebPkiServerVerifier, verify_server_name};
 use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
-use tokio_rustls::rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_rustls::rustls::server::ParsedCertificate;
+use tokio_rustls::rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 
 use crate::config::{PemSource, TlsSettings};
 use crate::error::{Error, Result};
@@ -81,12 +85,14 @@ pub fn client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>> {
             .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert(provider())))
     } else {
         let mut roots = RootCertStore::empty();
+        let mut bundle = Vec::new();
         match &settings.ca {
             Some(ca) => {
                 for cert in load_certs(ca, "CA certificate")? {
-                    roots.add(cert).map_err(|e| {
+                    roots.add(cert.clone()).map_err(|e| {
                         invalid_pem(ca, "CA certificate", format!("unusable certificate: {e}"))
                     })?;
+                    bundle.push(cert);
                 }
             }
             None => {
@@ -95,8 +101,35 @@ pub fn client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>> {
                 roots.add_parsable_certificates(native.certs);
             }
         }
-        builder.with_root_certificates(roots)
+        if roots.is_empty() {
+            // No trust anchor at all (no system roots): every server is refused as unknown.
+            return finish(builder.with_root_certificates(roots), settings);
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| Error::Tls {
+                endpoint: "(all)".into(),
+                reason: format!("cannot use the CA certificates: {e}"),
+            })?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(BundleVerifier {
+                webpki,
+                bundle,
+                provider: provider(),
+            }))
     };
+    finish(builder, settings)
+}
+
+/// The client identity and ALPN, on a builder whose server verification is settled.
+fn finish(
+    builder: tokio_rustls::rustls::ConfigBuilder<
+        ClientConfig,
+        tokio_rustls::rustls::client::WantsClientCert,
+    >,
+    settings: &TlsSettings,
+) -> Result<Arc<ClientConfig>> {
     let mut config = match &settings.identity {
         Some(identity) => {
             let certs = load_certs(&identity.cert, "client certificate")?;
@@ -123,6 +156,40 @@ pub fn server_name(settings: &TlsSettings, host: &str) -> Result<ServerName<'sta
         option: "server-name",
         reason: format!("'{name}' is not a valid DNS name or IP address"),
     })
+}
+
+/// Whether the server at `host_port` answers a TLS handshake within `limit` (any certificate
+/// accepted: this only asks whether it speaks TLS, nothing is sent after the handshake). A
+/// TLS alert from the server (it wants a client certificate) counts as speaking TLS.
+pub(crate) async fn speaks_tls(host_port: &str, limit: std::time::Duration) -> bool {
+    let Ok(builder) =
+        ClientConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()
+    else {
+        return false;
+    };
+    let config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert(provider())))
+        .with_no_client_auth();
+    let host = host_port
+        .rsplit_once(':')
+        .map_or(host_port, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let Ok(name) = ServerName::try_from(host.to_string()) else {
+        return false;
+    };
+    let probe = async {
+        let tcp = tokio::net::TcpStream::connect(host_port).await.ok()?;
+        let answer = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await;
+        Some(match answer {
+            Ok(_) => true,
+            Err(e) => e.to_string().to_ascii_lowercase().contains("alert"),
+        })
+    };
+    matches!(tokio::time::timeout(limit, probe).await, Ok(Some(true)))
 }
 
 /// Explains a rustls or I/O error from a handshake in words an operator can act on.
@@ -160,6 +227,83 @@ pub fn explain_handshake_error(message: &str, settings: &TlsSettings) -> String 
         "the server closed the connection during the TLS handshake; if etcd serves plain HTTP there, use an http:// endpoint".into()
     } else {
         message.to_string()
+    }
+}
+
+/// The standard (webpki) verifier, plus one case etcdctl accepts and webpki does not: a
+/// self-signed server certificate with `CA:TRUE` (what `openssl req -x509` makes by default)
+/// that is itself in the CA bundle, byte for byte. Then the certificate is trusted because it
+/// was given, its validity was checked by webpki before it refused the CA flag, and its name
+/// is checked here. The handshake signature is always verified.
+#[derive(Debug)]
+struct BundleVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    bundle: Vec<CertificateDer<'static>>,
+    provider: Arc<CryptoProvider>,
+}
+
+/// Whether webpki refused the end-entity certificate only because it is a CA.
+fn is_ca_used_as_end_entity(err: &tokio_rustls::rustls::Error) -> bool {
+    matches!(
+        err,
+        tokio_rustls::rustls::Error::InvalidCertificate(CertificateError::Other(other))
+            if format!("{other:?}").contains("CaUsedAsEndEntity")
+    )
+}
+
+impl ServerCertVerifier for BundleVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, tokio_rustls::rustls::Error> {
+        match self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(err)
+                if is_ca_used_as_end_entity(&err)
+                    && self
+                        .bundle
+                        .iter()
+                        .any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = ParsedCertificate::try_from(end_entity)?;
+                verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

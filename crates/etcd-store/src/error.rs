@@ -140,7 +140,36 @@ pub fn scrub(text: &str) -> String {
         out.push_str(&scrub_url(&after[..end], scheme_len));
         rest = &after[end..];
     }
-    redact_param(&out, "sig=")
+    redact_quoted_values(&redact_param(&out, "sig="))
+}
+
+/// serde's messages quote the offending value (`invalid type: string "..."`, `invalid value:
+/// string "..."`): in a credentials file that value may be the key itself.
+fn redact_quoted_values(text: &str) -> String {
+    const MARK: &str = "string \"";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(MARK) {
+        let value_start = i + MARK.len();
+        out.push_str(&rest[..value_start]);
+        let value = &rest[value_start..];
+        let mut end = value.len();
+        let mut escaped = false;
+        for (j, c) in value.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    end = j;
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        out.push_str("<redacted>");
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One URL token: drop user-info and replace a query string with `?<redacted>`.
@@ -413,6 +442,17 @@ impl ErrorInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scrub_removes_values_quoted_by_serde() {
+        let text = r#"Unable to decode service account file: invalid type: string "-----BEGIN PRIVATE KEY-----\"x", expected a map at line 1 column 40"#;
+        let out = scrub(text);
+        assert!(!out.contains("PRIVATE"), "{out}");
+        assert!(
+            out.contains("string \"<redacted>\", expected a map"),
+            "{out}"
+        );
+    }
 
     #[test]
     fn scrub_removes_query_strings_and_userinfo() {

@@ -160,7 +160,7 @@ impl StoreOptions {
 
         for (name, _secret) in PASS_THROUGH {
             if let Some(value) = get(name) {
-                options.extra.push((name.to_ascii_lowercase(), value));
+                options.extra.push((pass_through_key(name, &value), value));
             }
         }
         options.s3_region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION"));
@@ -272,6 +272,22 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
         || ["secret", "key", "token", "password", "sas"]
             .iter()
             .any(|w| key.contains(w) && !key.ends_with("_id") && !key.ends_with("_file"))
+}
+
+/// The object_store key a pass-through variable becomes. A service account key's JSON given
+/// where a file path is expected (`GOOGLE_SERVICE_ACCOUNT`, `GOOGLE_APPLICATION_CREDENTIALS`)
+/// is the key itself: it becomes `google_service_account_key`, a secret, so that it is used as
+/// a key and never echoed as "the file named {...}" in an error.
+fn pass_through_key(name: &str, value: &str) -> String {
+    let path_variable = matches!(
+        name,
+        "GOOGLE_SERVICE_ACCOUNT" | "GOOGLE_APPLICATION_CREDENTIALS"
+    );
+    if path_variable && value.trim_start().starts_with('{') {
+        "google_service_account_key".to_string()
+    } else {
+        name.to_ascii_lowercase()
+    }
 }
 
 fn parse_bool(value: &str) -> Option<bool> {
@@ -391,6 +407,20 @@ mod tests {
             ("AWS_ENDPOINT_URL_S3", "http://b:2"),
         ]);
         assert_eq!(o.s3_endpoint.as_deref(), Some("http://b:2"));
+    }
+
+    #[test]
+    fn service_account_json_in_a_path_variable_is_a_secret_key() {
+        let json = r#"{"type": "service_account", "private_key": "SECRET-PK"#;
+        let options = env(&[("GOOGLE_SERVICE_ACCOUNT", json)]);
+        assert_eq!(
+            options.extra,
+            vec![("google_service_account_key".to_string(), json.to_string())]
+        );
+        assert!(options.secret_values().contains(&json.to_string()));
+        assert!(!format!("{options:?}").contains("SECRET-PK"));
+        let path = env(&[("GOOGLE_APPLICATION_CREDENTIALS", "/etc/gcs.json")]);
+        assert_eq!(path.extra[0].0, "google_application_credentials");
     }
 
     #[test]

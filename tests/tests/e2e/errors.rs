@@ -134,3 +134,16 @@ fn a_closed_stdout_is_not_an_error() {
     assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn member_remove_of_an_empty_member_is_refused() {
+    let cluster = etcdops_tests::Cluster::start(1, etcdops_tests::Security::Plain);
+    for member in ["", "  ", "m0\n"] {
+        let run = crate::run(&cluster, &["member", "remove", member]);
+        assert_clear_error(&run, "invalid member");
+    }
+    // The member is still there.
+    let list = crate::run(&cluster, &["member", "list", "-w", "json"]);
+    list.expect_code(0);
+    assert_eq!(list.json()["members"].as_array().unwrap().len(), 1);
+}

@@ -225,3 +225,137 @@ fn insecure_skip_tls_verify_connects_without_a_ca_and_warns() {
     );
     by_env.expect_code(0);
 }
+
+/// A one-member etcd serving TLS with `cert`/`key` and no client certificate check, killed on
+/// drop.
+struct SelfSignedEtcd {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl SelfSignedEtcd {
+    fn start(cert_pem: &str, key_pem: &str) -> SelfSignedEtcd {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("server.pem");
+        let key = dir.path().join("server-key.pem");
+        std::fs::write(&cert, cert_pem).unwrap();
+        std::fs::write(&key, key_pem).unwrap();
+        let url = format!("https://127.0.0.1:{}", etcdops_tests::free_port());
+        let peer = format!("http://127.0.0.1:{}", etcdops_tests::free_port());
+        let mut cmd = std::process::Command::new(etcdops_tests::EtcdVersion::from_env().etcd());
+        cmd.args(["--name", "s0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &format!("s0={peer}")])
+            .arg("--cert-file")
+            .arg(&cert)
+            .arg("--key-file")
+            .arg(&key);
+        let child = etcdops_tests::spawn_logged(cmd, &dir.path().join("etcd.log"));
+        SelfSignedEtcd {
+            child,
+            url,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for SelfSignedEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `attempt` until it returns `Ok`, or panics with its last `Err` after `limit`.
+fn eventually<T>(limit: std::time::Duration, mut attempt: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match attempt() {
+            Ok(value) => return value,
+            Err(last) if std::time::Instant::now() > deadline => panic!("gave up: {last}"),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+}
+
+#[test]
+fn a_self_signed_ca_certificate_is_accepted_when_it_is_the_cacert() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+    // What `openssl req -x509` makes by default: self-signed, CA:TRUE, used as the server's.
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.subject_alt_names = vec![SanType::IpAddress([127, 0, 0, 1].into())];
+    let cert = params.self_signed(&key).unwrap().pem();
+    let etcd = SelfSignedEtcd::start(&cert, &key.serialize_pem());
+    let ca = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(ca.path(), &cert).unwrap();
+    let ca_path = ca.path().display().to_string();
+    let list = |server_name: Option<&str>| {
+        let mut a = args(&["--endpoints", &etcd.url, "--cacert", &ca_path]);
+        if let Some(name) = server_name {
+            a.extend(args(&["--server-name", name]));
+        }
+        a.extend(args(&["member", "list", "-w", "json"]));
+        etcdops(&a, &[])
+    };
+    // etcdctl accepts it; so must we.
+    let run = eventually(std::time::Duration::from_secs(30), || {
+        let run = list(None);
+        if run.code == 0 {
+            Ok(run)
+        } else {
+            Err(run.to_string())
+        }
+    });
+    assert_eq!(run.json()["members"].as_array().unwrap().len(), 1, "{run}");
+    // Its name is still checked.
+    let wrong = list(Some("etcd.example.invalid"));
+    assert_clear_error(&wrong, "not valid for this host name");
+    // And a different self-signed CA certificate is still refused.
+    let other_key = KeyPair::generate().unwrap();
+    let mut other = CertificateParams::new(Vec::<String>::new()).unwrap();
+    other.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    other.subject_alt_names = vec![SanType::IpAddress([127, 0, 0, 1].into())];
+    std::fs::write(ca.path(), other.self_signed(&other_key).unwrap().pem()).unwrap();
+    let refused = list(None);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(!refused.stderr.contains("panicked"), "{refused}");
+}
+
+#[test]
+fn http_to_a_tls_port_says_to_use_https() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.as_ref().unwrap();
+    let http = cluster.members[0].client_url.replace("https://", "http://");
+    for rest in [&["member", "list"][..], &["get", "foo"][..]] {
+        let mut a = args(&[
+            "--endpoints",
+            &http,
+            "--cert",
+            &certs.client_cert.display().to_string(),
+            "--key",
+            &certs.client_key.display().to_string(),
+            "--dial-timeout",
+            "2s",
+            "--command-timeout",
+            "3s",
+        ]);
+        a.extend(args(rest));
+        let run = etcdops(&a, &[]);
+        assert_clear_error(&run, "speaks TLS: use https://");
+    }
+}

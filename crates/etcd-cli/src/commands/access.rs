@@ -15,7 +15,7 @@ use super::ExitStatus;
 use crate::flags::{
     AuthCommand, LeaseCommand, OutputFormat, PasswordFlags, PermissionArg, RoleCommand, UserCommand,
 };
-use crate::output::{Render, print};
+use crate::output::{Render, plain, print};
 
 /// `lease list|timetolive`
 pub async fn run_lease(
@@ -153,7 +153,7 @@ fn prompt_twice(user: &str) -> std::io::Result<Secret> {
 /// Prints a change, and its warnings on stderr.
 fn print_change(format: OutputFormat, change: AuthChange) -> std::io::Result<()> {
     for warning in &change.warnings {
-        eprintln!("etcdops: warning: {warning}");
+        crate::output::warn(warning);
     }
     print(format, &ChangeView(change))
 }
@@ -208,7 +208,7 @@ impl Render for LeaseView {
             format!("{}s", lease.remaining_ttl),
         ];
         if let Some(keys) = &lease.keys {
-            row.push(keys.join("\n"));
+            row.push(keys.iter().map(|k| plain(k)).collect::<Vec<_>>().join("\n"));
         }
         vec![row]
     }
@@ -222,6 +222,7 @@ impl Render for LeaseView {
             lease.id, lease.granted_ttl, lease.remaining_ttl
         );
         if let Some(keys) = lease.keys.as_ref().filter(|k| !k.is_empty()) {
+            let keys: Vec<String> = keys.iter().map(|k| plain(k)).collect();
             line.push_str(&format!(", attached keys([{}])", keys.join(" ")));
         }
         vec![line]
@@ -277,10 +278,10 @@ impl Render for UsersView {
         vec!["USER"]
     }
     fn rows(&self) -> Vec<Vec<String>> {
-        self.0.users.iter().map(|u| vec![u.clone()]).collect()
+        self.0.users.iter().map(|u| vec![plain(u)]).collect()
     }
     fn simple_lines(&self) -> Vec<String> {
-        self.0.users.clone()
+        self.0.users.iter().map(|u| plain(u)).collect()
     }
 }
 
@@ -293,12 +294,12 @@ impl Render for UserView {
         vec!["USER", "ROLES"]
     }
     fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![self.0.name.clone(), self.0.roles.join(", ")]]
+        vec![vec![plain(&self.0.name), plain(&self.0.roles.join(", "))]]
     }
     fn simple_lines(&self) -> Vec<String> {
         vec![
-            format!("User: {}", self.0.name),
-            format!("Roles: {}", self.0.roles.join(" ")),
+            format!("User: {}", plain(&self.0.name)),
+            format!("Roles: {}", plain(&self.0.roles.join(" "))),
         ]
     }
 }
@@ -312,10 +313,10 @@ impl Render for RolesView {
         vec!["ROLE"]
     }
     fn rows(&self) -> Vec<Vec<String>> {
-        self.0.roles.iter().map(|r| vec![r.clone()]).collect()
+        self.0.roles.iter().map(|r| vec![plain(r)]).collect()
     }
     fn simple_lines(&self) -> Vec<String> {
-        self.0.roles.clone()
+        self.0.roles.iter().map(|r| plain(r)).collect()
     }
 }
 
@@ -331,12 +332,18 @@ impl Render for RoleView {
         self.0
             .permissions
             .iter()
-            .map(|p| vec![self.0.name.clone(), p.permission.to_string(), p.describe()])
+            .map(|p| {
+                vec![
+                    plain(&self.0.name),
+                    p.permission.to_string(),
+                    plain(&p.describe()),
+                ]
+            })
             .collect()
     }
     fn simple_lines(&self) -> Vec<String> {
         // As etcdctl prints `role get`: read permissions, then write permissions.
-        let mut lines = vec![format!("Role {}", self.0.name), "KV Read:".into()];
+        let mut lines = vec![format!("Role {}", plain(&self.0.name)), "KV Read:".into()];
         let lines_for = |wanted: PermissionKind| {
             self.0
                 .permissions
@@ -344,7 +351,7 @@ impl Render for RoleView {
                 .filter(move |p| {
                     p.permission == wanted || p.permission == PermissionKind::Readwrite
                 })
-                .map(|p| format!("\t{}", p.describe()))
+                .map(|p| format!("\t{}", plain(&p.describe())))
         };
         lines.extend(lines_for(PermissionKind::Read));
         lines.push("KV Write:".into());

@@ -8,7 +8,7 @@ use etcd_core::{
 
 use super::ExitStatus;
 use crate::flags::{EndpointCommand, OutputFormat};
-use crate::output::{Render, cell, human_bytes, print};
+use crate::output::{Render, cell, human_bytes, plain, print};
 
 fn targets(cluster: bool) -> Targets {
     if cluster {
@@ -62,7 +62,7 @@ impl Render for HealthView {
                     e.endpoint.clone(),
                     e.health.to_string(),
                     format!("{:.1}ms", e.took_ms),
-                    cell(&e.error),
+                    plain(&cell(&e.error)),
                 ]
             })
             .collect()
@@ -77,7 +77,7 @@ impl Render for HealthView {
                     "{} is healthy: successfully committed proposal: took = {:.1}ms",
                     e.endpoint, e.took_ms
                 ),
-                Some(err) => format!("{} is unhealthy: {err}", e.endpoint),
+                Some(err) => format!("{} is unhealthy: {}", e.endpoint, plain(err)),
             })
             .collect()
     }
@@ -122,7 +122,7 @@ impl Render for StatusView {
                     cell(&e.raft_term),
                     cell(&e.raft_index),
                     cell(&e.raft_applied_index),
-                    errors.join("; "),
+                    plain(&errors.join("; ")),
                 ]
             })
             .collect()
@@ -160,7 +160,7 @@ impl Render for HashKvView {
                     cell(&e.hash),
                     cell(&e.hash_revision),
                     cell(&e.compact_revision),
-                    cell(&e.error),
+                    plain(&cell(&e.error)),
                 ]
             })
             .collect()
@@ -173,7 +173,7 @@ impl Render for HashKvView {
             .iter()
             .map(|e| match (&e.hash, &e.error) {
                 (Some(hash), _) => format!("{}, {hash}", e.endpoint),
-                (None, err) => format!("{}, error: {}", e.endpoint, cell(err)),
+                (None, err) => format!("{}, error: {}", e.endpoint, plain(&cell(err))),
             })
             .collect();
         lines.push(format!(

@@ -18,7 +18,7 @@ use crate::flags::{
     EncryptionConfigArgs, EncryptionConfigCommand, EncryptionKeyCommand, EncryptionStatusArgs,
     K8sCommand, K8sGetArgs, NewKeyArgs, OutputFormat, ProviderArg, RotateStepArg,
 };
-use crate::output::{Render, print};
+use crate::output::{Lines, Render, escape, json_line, plain, print};
 
 /// Runs a `k8s` command.
 pub async fn run(
@@ -96,7 +96,7 @@ async fn status(
 
 fn storage_cell(storage: &Storage) -> String {
     match storage {
-        Storage::Encrypted { provider, key_name } => format!("{provider} key {key_name}"),
+        Storage::Encrypted { provider, key_name } => format!("{provider} key {}", plain(key_name)),
         Storage::Plaintext { format } => {
             format!(
                 "PLAINTEXT ({})",
@@ -176,9 +176,9 @@ impl Render for ObjectsView<'_> {
             .iter()
             .map(|o| {
                 vec![
-                    o.resource.clone(),
-                    o.namespace.clone().unwrap_or_default(),
-                    o.name.clone(),
+                    plain(&o.resource),
+                    plain(o.namespace.as_deref().unwrap_or_default()),
+                    plain(&o.name),
                     storage_cell(&o.storage),
                 ]
             })
@@ -273,11 +273,11 @@ fn config_step(
     };
     let result = encryption_config(&request)?;
     for warning in &result.warnings {
-        eprintln!("etcdops: warning: {warning}");
+        crate::output::warn(warning);
     }
     print(format, &ConfigView(&result))?;
     if format == OutputFormat::Table {
-        eprintln!("etcdops: next: {}", result.next);
+        crate::output::note(&format!("next: {}", result.next));
     }
     Ok(ExitStatus::Success)
 }
@@ -408,10 +408,10 @@ impl Render for KeyWritten {
 }
 
 fn text_block(value: &DecodedValue) -> String {
-    let mut out = format!("{}\n", value.key);
+    let mut out = format!("{}\n", plain(&value.key));
     let field = |name: &str, v: &Option<String>| {
         v.as_ref()
-            .map(|v| format!("  {name}: {v}\n"))
+            .map(|v| format!("  {name}: {}\n", plain(v)))
             .unwrap_or_default()
     };
     out.push_str(&format!("  stored as: {}\n", storage_cell(&value.storage)));
@@ -454,13 +454,13 @@ async fn get(
         OutputFormat::Json => {
             let sep = if first { "{\"values\":[" } else { "," };
             first = false;
-            let json = serde_json::to_string(&value).map_err(io::Error::other)?;
+            let json = json_line(&value)?;
             write!(out, "{sep}\n{json}")
         }
         _ => {
             let sep = if first { "" } else { "\n" };
             first = false;
-            write!(out, "{sep}{}", text_block(&value))
+            write!(out, "{sep}{}", escape(&text_block(&value), Lines::Keep))
         }
     })
     .await?;

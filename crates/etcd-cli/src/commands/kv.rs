@@ -10,7 +10,7 @@ use etcd_core::{
 
 use super::ExitStatus;
 use crate::flags::{GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg, WatchArgs};
-use crate::output::{Render, print};
+use crate::output::{Lines, Render, escape, json_line, print, text};
 
 /// The output closed under us: remember the I/O error and stop the library's loop.
 fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
@@ -63,18 +63,19 @@ pub async fn run_get(
                 OutputFormat::Json => {
                     let sep = if first { "" } else { "," };
                     first = false;
-                    serde_json::to_string(&kv)
-                        .map_err(io::Error::other)
-                        .and_then(|json| write!(out, "{sep}\n{json}"))
+                    json_line(&kv).and_then(|json| write!(out, "{sep}\n{json}"))
                 }
                 _ if args.print_value_only => match &kv.value {
-                    Some(v) => writeln!(out, "{v}"),
+                    Some(v) => writeln!(out, "{}", value_alone(v, kv.value_encoding)),
                     None => Ok(()),
                 },
-                _ => match &kv.value {
-                    Some(v) => writeln!(out, "{}\n{v}", kv.key),
-                    None => writeln!(out, "{}", kv.key),
-                },
+                _ => {
+                    let key = text(&kv.key, kv.key_encoding);
+                    match &kv.value {
+                        Some(v) => writeln!(out, "{key}\n{}", value_text(v, kv.value_encoding)),
+                        None => writeln!(out, "{key}"),
+                    }
+                }
             };
             written.map_err(|e| stop(&mut io_error, e))?;
         }
@@ -109,10 +110,25 @@ pub async fn run_history(
     Ok(ExitStatus::Success)
 }
 
+/// A value on the line below its key: one line whatever it holds.
+fn value_text(value: &str, encoding: Option<Encoding>) -> String {
+    text(value, encoding.unwrap_or(Encoding::Text))
+}
+
+/// A value printed on its own (`--print-value-only`): multi-line text stays multi-line, other
+/// control characters are escaped, base64 is marked.
+fn value_alone(value: &str, encoding: Option<Encoding>) -> String {
+    match encoding {
+        Some(Encoding::Base64) => text(value, Encoding::Base64),
+        _ => escape(value, Lines::Keep),
+    }
+}
+
 fn event_line(e: &KeyEvent) -> String {
+    let key = text(&e.key, e.key_encoding);
     match &e.value {
-        Some(v) => format!("PUT {}\n{v}", e.key),
-        None => format!("DELETE {}", e.key),
+        Some(v) => format!("PUT {key}\n{}", value_text(v, e.value_encoding)),
+        None => format!("DELETE {key}"),
     }
 }
 
@@ -143,9 +159,7 @@ pub async fn run_watch(
             OutputFormat::Json => {
                 let sep = if first { "" } else { "," };
                 first = false;
-                serde_json::to_string(&event)
-                    .map_err(io::Error::other)
-                    .and_then(|json| write!(out, "{sep}\n{json}"))
+                json_line(&event).and_then(|json| write!(out, "{sep}\n{json}"))
             }
             _ => writeln!(out, "{}", event_line(&event)),
         }
@@ -189,11 +203,10 @@ impl Render for HistoryView {
                     e.version.to_string(),
                     e.create_revision.to_string(),
                     e.lease.clone().unwrap_or_default(),
-                    match (&e.value, e.value_encoding) {
-                        (Some(v), Some(Encoding::Base64)) => format!("(base64) {v}"),
-                        (Some(v), _) => v.clone(),
-                        (None, _) => String::new(),
-                    },
+                    e.value
+                        .as_ref()
+                        .map(|v| value_text(v, e.value_encoding))
+                        .unwrap_or_default(),
                 ]
             })
             .collect();

@@ -9,7 +9,7 @@ use etcd_core::{
 
 use super::ExitStatus;
 use crate::flags::{AlarmCommand, CheckArgs, ClusterFlag, CompactArgs, OutputFormat};
-use crate::output::{Render, cell, human_bytes, print};
+use crate::output::{Render, cell, human_bytes, plain, print};
 
 /// `move-leader MEMBER`
 pub async fn run_move_leader(
@@ -116,7 +116,7 @@ impl Render for CheckView {
                 vec![
                     f.check.to_string(),
                     severity_name(f.severity).into(),
-                    f.message.clone(),
+                    plain(&f.message),
                 ]
             })
             .collect()
@@ -177,7 +177,7 @@ impl Render for MoveView {
 fn alarm_rows(alarms: &[Alarm]) -> Vec<Vec<String>> {
     alarms
         .iter()
-        .map(|a| vec![a.member_id.to_string(), a.alarm.clone()])
+        .map(|a| vec![a.member_id.to_string(), plain(&a.alarm)])
         .collect()
 }
 
@@ -212,12 +212,12 @@ impl Render for DisarmView {
             .0
             .disarmed
             .iter()
-            .map(|a| vec![a.member_id.to_string(), a.alarm.clone(), "disarmed".into()])
+            .map(|a| vec![a.member_id.to_string(), plain(&a.alarm), "disarmed".into()])
             .collect();
         rows.extend(self.0.still_active.iter().map(|a| {
             vec![
                 a.member_id.to_string(),
-                a.alarm.clone(),
+                plain(&a.alarm),
                 "still active".into(),
             ]
         }));
@@ -260,7 +260,7 @@ impl Render for DefragView {
                     s.db_size_before.map(human_bytes).unwrap_or_default(),
                     s.db_size_after.map(human_bytes).unwrap_or_default(),
                     format!("{:.1}s", s.took_seconds),
-                    cell(&s.error),
+                    plain(&cell(&s.error)),
                 ]
             })
             .collect();
@@ -284,7 +284,11 @@ impl Render for DefragView {
             .iter()
             .map(|s| match &s.error {
                 None => format!("Finished defragmenting etcd member[{}]", s.endpoint),
-                Some(e) => format!("Failed to defragment etcd member[{}] ({e})", s.endpoint),
+                Some(e) => format!(
+                    "Failed to defragment etcd member[{}] ({})",
+                    s.endpoint,
+                    plain(e)
+                ),
             })
             .collect()
     }
@@ -328,7 +332,7 @@ impl Render for VersionView {
         rows.extend(self.0.members.iter().map(|m| {
             vec![
                 m.member_id.to_string(),
-                m.name.clone(),
+                plain(&m.name),
                 m.version.clone().unwrap_or_else(|| "(no answer)".into()),
             ]
         }));

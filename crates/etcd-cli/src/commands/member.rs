@@ -8,7 +8,7 @@ use etcd_core::{
 
 use super::ExitStatus;
 use crate::flags::{MemberCommand, OutputFormat};
-use crate::output::{Render, print};
+use crate::output::{Render, plain, print};
 
 /// Runs a member command.
 pub async fn run(
@@ -31,7 +31,7 @@ pub async fn run(
                 dry_run: false,
             };
             let result = member_add(config, &request).await?;
-            eprintln!("etcdops: {}", result.message);
+            crate::output::note(&result.message);
             print(format, &AddView(result))?;
             Ok(ExitStatus::Success)
         }
@@ -108,12 +108,12 @@ impl Render for ChangeView {
                 .as_ref()
                 .map(|m| m.id.to_string())
                 .unwrap_or_default(),
-            self.0.message.clone(),
+            plain(&self.0.message),
         ]]
     }
 
     fn simple_lines(&self) -> Vec<String> {
-        vec![self.0.message.clone()]
+        vec![plain(&self.0.message)]
     }
 }
 
@@ -141,9 +141,9 @@ impl Render for MemberListView {
                 vec![
                     m.id.to_string(),
                     if m.started { "started" } else { "unstarted" }.into(),
-                    m.name.clone(),
-                    m.peer_urls.join(","),
-                    m.client_urls.join(","),
+                    plain(&m.name),
+                    plain(&m.peer_urls.join(",")),
+                    plain(&m.client_urls.join(",")),
                     m.is_learner.to_string(),
                 ]
             })

@@ -56,7 +56,7 @@ pub async fn guard(global: &GlobalFlags, command: &Command, config: &ClusterConf
     };
     let check = check_operator(&root(global), online.then_some(config), operation, force).await?;
     if let Some(warning) = check.warning() {
-        eprintln!("etcdops: warning: {warning}");
+        crate::output::warn(&warning);
     }
     Ok(())
 }
