@@ -352,6 +352,36 @@ impl ObjectBackend {
         Ok(out)
     }
 
+    /// The folders (common prefixes) directly inside `folder` (`""`: the prefix itself), as
+    /// names relative to the prefix, sorted.
+    pub async fn list_folders(&self, folder: &str) -> Result<Vec<String>> {
+        let full = match (self.prefix.is_empty(), folder.is_empty()) {
+            (true, _) => folder.to_string(),
+            (false, true) => self.prefix.clone(),
+            (false, false) => format!("{}/{folder}", self.prefix),
+        };
+        let path = if full.is_empty() {
+            None
+        } else {
+            Some(Path::parse(&full).map_err(|e| StoreError::InvalidName {
+                name: folder.to_string(),
+                reason: e.to_string(),
+            })?)
+        };
+        let listed = self
+            .store
+            .list_with_delimiter(path.as_ref())
+            .await
+            .map_err(|e| self.err(e, "list", folder))?;
+        let mut out: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| self.relative(p.as_ref()).map(str::to_string))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     pub async fn delete(&self, name: &str) -> Result<()> {
         let path = self.path(name)?;
         match self.store.delete(&path).await {
