@@ -762,14 +762,7 @@ pub(crate) mod tests {
         revision: i64,
     ) -> String {
         let at = Utc.with_ymd_and_hms(2026, 11, 30, hour, 0, 0).unwrap();
-        let object = backup_object_name(
-            cluster,
-            at,
-            revision,
-            Compression::Zstd,
-            false,
-            hour,
-        );
+        let object = backup_object_name(cluster, at, revision, Compression::Zstd, false, hour);
         let bytes = format!("full backup at revision {revision}").into_bytes();
         let mut manifest = crate::manifest::tests::sample();
         manifest.cluster_id = cluster;

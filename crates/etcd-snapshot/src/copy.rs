@@ -465,7 +465,11 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(report.entries.len(), 1, "run {run}: {report:?}");
-            assert_eq!(listed(&source).await, before, "run {run}: the source changed");
+            assert_eq!(
+                listed(&source).await,
+                before,
+                "run {run}: the source changed"
+            );
         }
         let all = source.list("").await.unwrap();
         assert!(

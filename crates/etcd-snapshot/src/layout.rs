@@ -53,7 +53,9 @@ pub fn cluster_folder_id(folder: &str) -> Option<MemberId> {
     let hex = folder.strip_prefix("etcd-")?;
     if hex.is_empty()
         || hex.len() > 16
-        || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     {
         return None;
     }
@@ -83,15 +85,15 @@ fn is_full_stem(stem: &str) -> bool {
         return false;
     };
     match rest.split_once('-') {
-            None => digits(rest),
-            Some((revision, tag)) => {
-                digits(revision)
-                    && tag.len() == 8
-                    && tag
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            }
+        None => digits(rest),
+        Some((revision, tag)) => {
+            digits(revision)
+                && tag.len() == 8
+                && tag
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         }
+    }
 }
 
 /// Whether `file` is a full backup object's file name.
@@ -247,7 +249,10 @@ mod tests {
             (FULL, Full),
             ("etcd-abc/20261130T010000.000Z-rev10-0000000a.db", Full),
             ("etcd-abc/20261130T010000.000Z-rev10-0000000a.db.age", Full),
-            ("etcd-abc/20261130T010000.000Z-rev10-0000000a.db.zst.age", Full),
+            (
+                "etcd-abc/20261130T010000.000Z-rev10-0000000a.db.zst.age",
+                Full,
+            ),
             ("etcd-abc/20261129T173000.000Z-rev51.db.zst", Full),
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.db.zst.manifest.json",

@@ -74,16 +74,16 @@ pub use input::{
     SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
     open_snapshot_object_decrypting,
 };
+pub use layout::{
+    LayoutKind, LayoutName, classify as classify_name, cluster_folder_id, cluster_of,
+    split_backup_url,
+};
 pub use manifest::{
     Compression, ENCRYPTED_SUFFIX, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest,
     backup_object_name,
 };
 pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
-pub use layout::{
-    LayoutKind, LayoutName, classify as classify_name, cluster_folder_id, cluster_of,
-    split_backup_url,
-};
 pub use progress::{NoProgress, Progress};
 pub use prune::{PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store};
 pub use restore::{
@@ -94,9 +94,7 @@ pub use restore::{
     validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
-pub use run_lock::{
-    RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name,
-};
+pub use run_lock::{RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
 pub use source::{SnapshotSource, choose_source};
 pub use status::{

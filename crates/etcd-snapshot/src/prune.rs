@@ -126,7 +126,11 @@ fn older_than(time: &str, grace: Duration, now: DateTime<Utc>) -> bool {
 
 /// The live run lock of a cluster folder, if any. A lock that cannot be read stops the prune:
 /// it may protect a chain.
-async fn live_lock(store: &Store, cluster: MemberId, now: DateTime<Utc>) -> Result<Option<RunLock>> {
+async fn live_lock(
+    store: &Store,
+    cluster: MemberId,
+    now: DateTime<Utc>,
+) -> Result<Option<RunLock>> {
     let name = run_lock_name(cluster);
     let bytes = match store.get_small(&name).await {
         Ok(bytes) => bytes,

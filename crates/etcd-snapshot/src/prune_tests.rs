@@ -161,7 +161,7 @@ async fn a_chain_being_written_is_kept_with_its_full_backup() {
         .await
         .unwrap();
     assert!(report.deleted.is_empty(), "{report:?}");
-    assert_eq!(report.kept_live, [live.clone()]);
+    assert_eq!(report.kept_live, [live.as_str()]);
     let entry = report.kept.iter().find(|k| k.object == live).unwrap();
     assert!(
         entry.kept_by[0].contains("backup run on backup-host pid 4242"),
@@ -197,7 +197,7 @@ async fn without_a_lock_a_recently_published_chain_is_kept() {
     };
     let report = prune_store(&store, &within, at(2)).await.unwrap();
     assert!(report.deleted.is_empty(), "{report:?}");
-    assert_eq!(report.kept_live, [chained.clone()]);
+    assert_eq!(report.kept_live, [chained.as_str()]);
     let report = prune_store(&store, &within, at(3)).await.unwrap();
     assert_eq!(report.deleted[0].object, chained, "older than the grace");
 }
@@ -228,7 +228,8 @@ fn write_aged(dir: &std::path::Path, rel: &str, bytes: &[u8], age: Duration) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, bytes).unwrap();
     let file = std::fs::File::options().write(true).open(&path).unwrap();
-    file.set_modified(std::time::SystemTime::now() - age).unwrap();
+    file.set_modified(std::time::SystemTime::now() - age)
+        .unwrap();
 }
 
 #[tokio::test]
@@ -271,7 +272,11 @@ async fn foreign_files_are_never_orphans_and_leftovers_go_after_the_grace() {
     let before = snapshot_of(&foreign);
 
     let catalog = list_backups(&store).await.unwrap();
-    assert_eq!(catalog.backups.len(), 1, "the nested store's backup is not ours");
+    assert_eq!(
+        catalog.backups.len(),
+        1,
+        "the nested store's backup is not ours"
+    );
     assert_eq!(catalog.backups[0].object, full);
     let orphans: Vec<&str> = catalog.orphans.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(orphans, [orphan]);
@@ -291,7 +296,10 @@ async fn foreign_files_are_never_orphans_and_leftovers_go_after_the_grace() {
     assert_eq!(report.unfinished_deleted, [partial]);
     assert!(report.deleted.is_empty());
     assert!(!dir.path().join(orphan).exists() && !dir.path().join(partial).exists());
-    assert!(dir.path().join(young_partial).exists(), "younger than the grace");
+    assert!(
+        dir.path().join(young_partial).exists(),
+        "younger than the grace"
+    );
     assert_eq!(snapshot_of(&foreign), before, "a foreign file changed");
     assert_eq!(list_backups(&nested).await.unwrap().backups.len(), 1);
 }

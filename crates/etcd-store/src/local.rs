@@ -42,7 +42,9 @@ pub(crate) fn partial_target(file_name: &str) -> Option<&str> {
     let (target, random) = file_name.strip_prefix('.')?.rsplit_once(PARTIAL_MARKER)?;
     let ours = !target.is_empty()
         && !random.is_empty()
-        && random.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
     ours.then_some(target)
 }
 

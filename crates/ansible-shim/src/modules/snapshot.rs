@@ -9,8 +9,8 @@ use chrono::Utc;
 use etcd_core::parse_duration;
 use etcd_k8s::{OpenshiftBackupRequest, write_openshift_backup};
 use etcd_snapshot::{
-    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, Recipients, RetentionPolicy,
-    PruneRequest, SaveRequest, prune_store, save_snapshot, write_save_metrics,
+    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, PruneRequest, Recipients,
+    RetentionPolicy, SaveRequest, prune_store, save_snapshot, write_save_metrics,
 };
 use serde::Deserialize;
 
@@ -135,7 +135,9 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             let cluster = if args.all_clusters {
                 Ok(None)
             } else {
-                etcd_core::member_list(&config).await.map(|l| Some(l.cluster_id))
+                etcd_core::member_list(&config)
+                    .await
+                    .map(|l| Some(l.cluster_id))
             };
             match cluster {
                 Ok(cluster) => {

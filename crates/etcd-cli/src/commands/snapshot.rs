@@ -9,12 +9,12 @@ use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
     Catalog, Compression, CopyAction, CopyReport, CopyRequest, Identities, NoProgress, PitrPlan,
-    PointInTime, Progress, PruneReport, PruneRequest, Recipients, RestoreRequest, RestoreResult, RestoreSource,
-    RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus, StatusOptions,
-    TrailerCheck, VerifyReport, copy_backups, delete_backup, list_backups, new_identity_file,
-    open_restore_source, open_snapshot_file_decrypting, open_snapshot_object_decrypting,
-    prune_store, restore_snapshot, split_backup_url, restore_to_point, save_snapshot, verify_backup,
-    write_save_metrics,
+    PointInTime, Progress, PruneReport, PruneRequest, Recipients, RestoreRequest, RestoreResult,
+    RestoreSource, RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus,
+    StatusOptions, TrailerCheck, VerifyReport, copy_backups, delete_backup, list_backups,
+    new_identity_file, open_restore_source, open_snapshot_file_decrypting,
+    open_snapshot_object_decrypting, prune_store, restore_snapshot, restore_to_point,
+    save_snapshot, split_backup_url, verify_backup, write_save_metrics,
 };
 use etcd_store::{Store, StoreOptions, split_object_url};
 
