@@ -616,15 +616,27 @@ impl ObjectUpload {
     }
 }
 
+/// How long dropping an unfinished upload waits for its multipart upload to be aborted.
+const DROP_ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Drop for ObjectUpload {
     fn drop(&mut self) {
-        // Neither completed nor aborted: abort the multipart upload in the background when a
-        // runtime is there to run it (best effort; a bucket lifecycle rule that aborts
-        // incomplete multipart uploads catches the rest).
+        // Neither completed nor aborted (an error path, or a cancelled future): abort the
+        // multipart upload. On a multi-threaded runtime the drop waits for it (at most
+        // DROP_ABORT_WAIT), so a process that exits right after a cancellation leaves no open
+        // upload; elsewhere it runs in the background (best effort; a bucket lifecycle rule
+        // that aborts incomplete multipart uploads catches the rest).
         let Some(writer) = self.writer.take() else {
             return;
         };
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| {
+                let _ = handle.block_on(tokio::time::timeout(DROP_ABORT_WAIT, writer.abort()));
+            });
+        } else {
             handle.spawn(async move {
                 let _ = writer.abort().await;
             });

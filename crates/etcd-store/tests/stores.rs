@@ -446,6 +446,26 @@ async fn s3_dropped_upload_is_aborted_in_the_background() {
     assert_eq!(store.head("snap.db").await.unwrap(), None);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_a_cancelled_upload_has_aborted_its_multipart_upload_when_the_drop_returns() {
+    let server = S3Server::start();
+    server.create_bucket("cancels");
+    let store = Store::open("s3://cancels", &s3_options(&server)).unwrap();
+    let mut upload = store.begin_upload("snap.db").await.unwrap();
+    // A writer cancelled mid-stream (as a select! with a signal cancels a save).
+    let writing = async {
+        upload.write(Bytes::from(data(6 * MIB, 5))).await.unwrap();
+        std::future::pending::<()>().await;
+    };
+    let cancelled = tokio::time::timeout(Duration::from_millis(500), writing).await;
+    assert!(cancelled.is_err());
+    assert_eq!(server.multipart_uploads("cancels"), ["snap.db"]);
+    drop(upload);
+    // No waiting: the process could exit now.
+    assert!(server.multipart_uploads("cancels").is_empty());
+    assert_eq!(store.head("snap.db").await.unwrap(), None);
+}
+
 #[tokio::test]
 async fn s3_missing_bucket_is_reported_as_such() {
     let server = S3Server::start();
