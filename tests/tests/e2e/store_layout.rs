@@ -591,3 +591,163 @@ fn the_filesystem_root_and_a_missing_directory_are_not_stores() {
     run.expect_code(0);
     assert!(run.json()["backups"].as_array().unwrap().is_empty());
 }
+
+/// The JSON lines a background `backup run` wrote so far.
+fn events(out: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Waits (60 s at most) until `backup run` has published `n` segments.
+fn wait_segments(out: &std::path::Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let published = events(out)
+            .iter()
+            .filter(|e| e["event"] == "segment_published")
+            .count();
+        if published >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "backup run published {published} of {n} segments:\n{:#?}",
+            events(out)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A background process killed (and reaped) on drop, whatever the test's outcome.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn prune_beside_a_running_backup_run_keeps_the_chain_it_writes() {
+    let place = Place::local();
+    let cluster = Cluster::start(1, Security::Plain);
+    let root = place.url("");
+    let out = cluster.dir().join("store-layout-run.jsonl");
+    let _run = start_run(&cluster, &root, &out);
+    cluster.put("/live/1", "a");
+    wait_segments(&out, 1);
+    // A manual save beside the chain, then the tightest rule.
+    let (manual, _, _) = save(&place, &cluster, &root, &[]);
+    let run = place.run(
+        None,
+        &["snapshot", "prune", &root, "--keep-last", "1", "-w", "json"],
+    );
+    run.expect_code(0);
+    let report = run.json();
+    assert!(report["deleted"].as_array().unwrap().is_empty(), "{run}");
+    let live = strings(&report["kept_live"]);
+    assert_eq!(live.len(), 1, "{run}");
+    assert_ne!(live[0], manual);
+    // The run goes on publishing into a chain that is still there.
+    cluster.put("/live/2", "b");
+    let before = events(&out)
+        .iter()
+        .filter(|e| e["event"] == "segment_published")
+        .count();
+    wait_segments(&out, before + 1);
+    let list = place.run(None, &["snapshot", "list", &root, "-w", "json"]);
+    list.expect_code(0);
+    let catalog = list.json();
+    let chain = catalog["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["object"] == live[0].as_str())
+        .unwrap_or_else(|| panic!("the live chain's full backup is gone:\n{list}"));
+    assert_eq!(chain["complete"], true);
+    assert!(chain["chain"]["continuous"] == true, "{list}");
+    assert!(
+        chain["deltas"].as_array().unwrap().len() > before,
+        "every segment is in the chain:\n{list}"
+    );
+}
+
+/// Starts `backup run` on `store`, its JSON lines in `out`.
+fn start_run(cluster: &Cluster, store: &str, out: &std::path::Path) -> Reaped {
+    let mut args = cluster.client_flags();
+    args.extend(
+        [
+            "-w",
+            "json",
+            "backup",
+            "run",
+            store,
+            "--full-every",
+            "1h",
+            "--delta-every",
+            "1s",
+        ]
+        .map(String::from),
+    );
+    Reaped(
+        Command::new(etcdops_path())
+            .args(&args)
+            .stdout(std::fs::File::create(out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// SIGTERM, then waits for the exit.
+fn stop(mut run: Reaped) {
+    let pid = run.0.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let _ = run.0.wait();
+}
+
+#[test]
+fn backup_run_on_a_parent_store_never_continues_a_nested_stores_chain() {
+    let place = Place::local();
+    let cluster = Cluster::start(1, Security::Plain);
+    let nested = place.url("sub");
+    let root = place.url("");
+    let nested_out = cluster.dir().join("nested-run.jsonl");
+    let run = start_run(&cluster, &nested, &nested_out);
+    cluster.put("/n/1", "a");
+    wait_segments(&nested_out, 1);
+    stop(run);
+    let nested_before = place.run(None, &["snapshot", "list", &nested, "-w", "json"]);
+    nested_before.expect_code(0);
+
+    let out = cluster.dir().join("root-run.jsonl");
+    let run = start_run(&cluster, &root, &out);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let first = loop {
+        if let Some(e) = events(&out)
+            .into_iter()
+            .find(|e| e["event"] == "full_saved" || e["event"] == "resumed")
+        {
+            break e;
+        }
+        assert!(Instant::now() < deadline, "{:#?}", events(&out));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    cluster.put("/r/1", "b");
+    wait_segments(&out, 1);
+    stop(run);
+    assert_eq!(first["event"], "full_saved", "{first}");
+    let object = first["object"].as_str().unwrap();
+    assert!(object.starts_with("etcd-"), "{first}");
+    assert_eq!(listed(&place, &root), [object]);
+    let nested_after = place.run(None, &["snapshot", "list", &nested, "-w", "json"]);
+    assert_eq!(
+        nested_after.json()["backups"],
+        nested_before.json()["backups"],
+        "the nested store's chain changed"
+    );
+}
