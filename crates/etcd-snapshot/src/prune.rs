@@ -137,13 +137,18 @@ async fn live_lock(
         Err(StoreError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let lock = RunLock::from_json(&name, &bytes).map_err(|e| SnapshotError::InvalidOption {
-        option: "store",
-        reason: format!(
-            "{e}; the backup-run lock may protect a chain being written, so nothing was pruned \
-             in {}/etcd-{cluster}",
-            store.url()
-        ),
+    let lock = RunLock::from_json(&name, &bytes).map_err(|e| {
+        let reason = match e {
+            SnapshotError::BadManifest { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        SnapshotError::BadManifest {
+            name: format!("{}/{name}", store.url()),
+            reason: format!(
+                "{reason}; this backup-run lock may protect a chain being written, so nothing \
+                 was pruned (remove the lock once no backup run holds it)"
+            ),
+        }
     })?;
     Ok(lock.is_live(now).then_some(lock))
 }
