@@ -58,6 +58,10 @@ pub struct PruneEntry {
     /// Delta segments of its chain, kept or deleted with it (absent from JSON when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub deltas: usize,
+    /// Those segments' object names, by sequence (each with its manifest,
+    /// `<object>.manifest.json`, as the backup's) (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -212,6 +216,7 @@ fn decide(
             created_at: backup.manifest.created_at,
             kept_by,
             deltas: backup.deltas.len(),
+            segments: backup.deltas.iter().map(|d| d.object.clone()).collect(),
         };
         if entry.kept_by.is_empty() {
             report.deleted.push(entry);

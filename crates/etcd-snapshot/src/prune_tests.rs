@@ -61,6 +61,21 @@ async fn prune_keeps_or_deletes_a_full_backup_with_its_chain_and_removes_danglin
     assert_eq!(report.dangling_deleted, vec![dangling.object.clone()]);
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["deleted"][0]["deltas"], 2);
+    let segments: Vec<String> = list_backups(&store)
+        .await
+        .unwrap()
+        .backups
+        .iter()
+        .find(|b| b.object == old)
+        .unwrap()
+        .deltas
+        .iter()
+        .map(|d| d.object.clone())
+        .collect();
+    assert_eq!(
+        report.deleted[0].segments, segments,
+        "each deleted name is reported"
+    );
 
     let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, now)
         .await

@@ -311,10 +311,21 @@ fn shared_store_keeps_each_cluster_and_every_foreign_file(place: Place) {
     let after = place.names();
     let mut reported: BTreeSet<String> = BTreeSet::new();
     for d in report["deleted"].as_array().unwrap() {
-        let object = d["object"].as_str().unwrap();
-        reported.insert(object.to_string());
-        reported.insert(format!("{object}.manifest.json"));
+        let mut objects = strings(&d["segments"]);
+        objects.push(d["object"].as_str().unwrap().to_string());
+        for object in objects {
+            reported.insert(format!("{object}.manifest.json"));
+            reported.insert(object);
+        }
     }
+    reported.extend(
+        strings(&report["dangling_deleted"])
+            .into_iter()
+            .flat_map(|o| {
+                let manifest = format!("{o}.manifest.json");
+                [o, manifest]
+            }),
+    );
     reported.extend(strings(&report["orphans_deleted"]));
     let gone: BTreeSet<String> = before.difference(&after).cloned().collect();
     assert_eq!(gone, reported, "every deletion is in the report:\n{run}");
