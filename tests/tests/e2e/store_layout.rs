@@ -346,6 +346,16 @@ fn shared_store_keeps_each_cluster_and_every_foreign_file(place: Place) {
         .collect();
     assert_eq!(nested_after, nested_before);
     assert_eq!(listed(&place, &nested), [nested_backup]);
+    // A cluster folder named as the store lists nothing, and says what to list instead.
+    let run = place.run(
+        None,
+        &["snapshot", "list", &place.url(&format!("etcd-{a_id}"))],
+    );
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("is a cluster folder, not a store"),
+        "{run}"
+    );
 }
 
 #[test]

@@ -39,6 +39,13 @@ pub async fn run(
             let store = open_store(&args.store, &args.store_flags)?;
             let catalog = list_backups(&store).await?;
             warn_about_chains(&catalog);
+            let folder = store.url().rsplit('/').next().unwrap_or_default();
+            if catalog.backups.is_empty() && etcd_snapshot::cluster_folder_id(folder).is_some() {
+                eprintln!(
+                    "etcdops: warning: {} is a cluster folder, not a store: list the store that holds it",
+                    store.url()
+                );
+            }
             if args.orphans {
                 print(format, &OrphansView(catalog))?;
             } else {
