@@ -301,21 +301,31 @@ pub async fn prune_store(
         .map(|u| u.info.name.clone())
         .collect();
     if !request.dry_run {
-        for entry in &report.deleted {
-            delete_backup(store, &entry.object).await?;
-        }
-        for delta in &dangling {
-            store.delete(&delta.manifest_name).await?;
-            store.delete(&delta.object).await?;
-        }
-        for orphan in &report.orphans_deleted {
-            store.delete(orphan).await?;
-        }
-        for unfinished in &report.unfinished_deleted {
-            store.discard_unfinished(unfinished).await?;
-        }
+        apply(store, &report, &dangling).await?;
     }
     Ok(report)
+}
+
+/// Deletes what `report` decided, `dangling` being its dangling segments. What is already
+/// gone (a concurrent prune deleted it first) is no error.
+async fn apply(store: &Store, report: &PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
+    for entry in &report.deleted {
+        match delete_backup(store, &entry.object).await {
+            Ok(_) | Err(SnapshotError::Store(StoreError::NotFound { .. })) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for delta in dangling {
+        store.delete(&delta.manifest_name).await?;
+        store.delete(&delta.object).await?;
+    }
+    for orphan in &report.orphans_deleted {
+        store.delete(orphan).await?;
+    }
+    for unfinished in &report.unfinished_deleted {
+        store.discard_unfinished(unfinished).await?;
+    }
+    Ok(())
 }
 
 fn sort_newest_first(entries: &mut [PruneEntry]) {

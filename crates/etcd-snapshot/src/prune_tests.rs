@@ -336,3 +336,23 @@ async fn a_missing_local_store_is_an_error_and_an_empty_one_is_not() {
     let empty = local_store(&dir);
     assert!(list_backups(&empty).await.unwrap().backups.is_empty());
 }
+
+#[tokio::test]
+async fn what_a_concurrent_prune_deleted_first_is_no_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let old = publish_full(&store, 1, 10).await;
+    let newest = publish_full(&store, 2, 20).await;
+    let dry = PruneRequest {
+        dry_run: true,
+        ..request(keep_last(1), None)
+    };
+    let report = prune_store(&store, &dry, at(3)).await.unwrap();
+    assert_eq!(report.deleted[0].object, old);
+    // Another prune removes it between this one's listing and its deletions.
+    delete_backup(&store, &old).await.unwrap();
+    apply(&store, &report, &[]).await.unwrap();
+    let mut left = vec![newest.clone(), Manifest::name_for(&newest)];
+    left.sort();
+    assert_eq!(names(&store).await, left);
+}
