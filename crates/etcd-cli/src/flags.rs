@@ -728,9 +728,14 @@ pub struct SaveArgs {
     /// kube-scheduler and etcd static pod resources, which hold the encryption keys)
     #[arg(long, value_name = "DIR")]
     pub openshift_backup_dir: Option<PathBuf>,
-    /// After a successful save, prune with these rules
+    /// After a successful save, prune with these rules (in the saved cluster's folder only,
+    /// unless --all-clusters)
     #[command(flatten)]
     pub retention: RetentionFlags,
+    /// With --keep-*: prune every cluster folder of the store, each by its own newest
+    /// backups, instead of only the saved cluster's
+    #[arg(long)]
+    pub all_clusters: bool,
     /// Write Prometheus metrics here (node_exporter textfile collector), atomically
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
@@ -740,6 +745,11 @@ pub struct SaveArgs {
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,
+}
+
+fn cluster_id(text: &str) -> Result<etcd_core::MemberId, String> {
+    text.parse::<etcd_core::MemberId>()
+        .map_err(|_| format!("'{text}' is not a cluster ID (hex, as `snapshot list` shows it)"))
 }
 
 fn label(text: &str) -> Result<(String, String), String> {
@@ -891,6 +901,10 @@ pub struct StatusArgs {
 pub struct PruneArgs {
     /// The store to prune
     pub store: String,
+    /// Prune only this cluster's folder (the cluster ID in hex, as `snapshot list` shows
+    /// it) [default: every cluster folder, the rules applied within each]
+    #[arg(long, value_name = "ID", value_parser = cluster_id)]
+    pub cluster: Option<etcd_core::MemberId>,
     /// Show what would be deleted, delete nothing
     #[arg(long)]
     pub dry_run: bool,

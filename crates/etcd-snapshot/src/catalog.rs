@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use etcd_store::{ObjectInfo, Store};
+use etcd_store::{ObjectInfo, Store, UnfinishedUpload};
 use futures::StreamExt;
 use serde::Serialize;
 
@@ -23,10 +23,13 @@ use crate::delta::{
     fetch_stored, is_delta_manifest, is_delta_object,
 };
 use crate::error::{Result, SnapshotError};
+use crate::layout::{LayoutKind, LayoutListing, classify, list_layout};
 use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX, Manifest};
 use crate::progress::Progress;
-use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
 use crate::verify::{VerifyExpectation, VerifyReport, verify_object};
+
+// `backup run` (delta/run.rs) prunes through this path.
+pub(crate) use crate::prune::prune_backups;
 
 /// Default age after which `prune` removes orphans.
 pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(3600);
@@ -119,6 +122,10 @@ pub struct Catalog {
     /// Delta segments whose full backup has no manifest (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dangling_deltas: Vec<DeltaEntry>,
+    /// Temporary files of uploads into the layout that never completed (a killed save),
+    /// removed by `prune` after the grace period (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unfinished_uploads: Vec<UnfinishedUpload>,
 }
 
 fn is_backup_object(name: &str) -> bool {
@@ -259,15 +266,38 @@ enum Loaded {
 }
 
 /// Lists the backups in a store, newest first, each with its chain of delta segments, with
-/// orphans, unreadable manifests and segments whose full backup has no manifest.
+/// orphans, unreadable manifests, segments whose full backup has no manifest and unfinished
+/// uploads. Only the store's own layout is read ([`crate::layout`]): names outside it, nested
+/// stores included, are not looked at. A local store whose directory does not exist is an
+/// error ([`etcd_store::StoreError::StoreMissing`]).
 pub async fn list_backups(store: &Store) -> Result<Catalog> {
-    let objects = store.list("").await?;
+    if !store.exists().await? {
+        return Err(etcd_store::StoreError::StoreMissing {
+            store: store.url().to_string(),
+        }
+        .into());
+    }
+    read_catalog(store).await
+}
+
+/// [`list_backups`] without the existence check: a store that does not exist yet is empty
+/// (a copy's destination).
+pub(crate) async fn read_catalog(store: &Store) -> Result<Catalog> {
+    let LayoutListing {
+        objects,
+        unfinished,
+    } = list_layout(store).await?;
     let by_name: HashMap<&str, &ObjectInfo> =
         objects.iter().map(|o| (o.name.as_str(), o)).collect();
     let manifest_names: Vec<&str> = objects
         .iter()
         .map(|o| o.name.as_str())
-        .filter(|n| n.ends_with(MANIFEST_SUFFIX))
+        .filter(|n| {
+            matches!(
+                classify(n).map(|l| l.kind),
+                Some(LayoutKind::FullManifest | LayoutKind::SegmentManifest)
+            )
+        })
         .collect();
     let loaded: Vec<Loaded> = futures::stream::iter(manifest_names.iter().map(|name| async move {
         let bytes = store.get_small(name).await;
@@ -361,7 +391,12 @@ pub async fn list_backups(store: &Store) -> Result<Catalog> {
     dangling.sort_by(|a, b| chain_stem(&a.object).cmp(&chain_stem(&b.object)));
     let orphans = objects
         .iter()
-        .filter(|o| is_backup_object(&o.name) && !described.contains(&o.name))
+        .filter(|o| {
+            matches!(
+                classify(&o.name).map(|l| l.kind),
+                Some(LayoutKind::Full | LayoutKind::Segment)
+            ) && !described.contains(&o.name)
+        })
         .cloned()
         .collect();
     Ok(Catalog {
@@ -370,6 +405,7 @@ pub async fn list_backups(store: &Store) -> Result<Catalog> {
         orphans,
         broken_manifests: broken,
         dangling_deltas: dangling,
+        unfinished_uploads: unfinished,
     })
 }
 
@@ -634,6 +670,21 @@ async fn delete_segments(
     Ok(())
 }
 
+/// The segments and segment manifests under a chain's `.deltas/` prefix (nothing foreign).
+async fn chain_objects(store: &Store, prefix: &str) -> Result<Vec<ObjectInfo>> {
+    Ok(store
+        .list(prefix)
+        .await?
+        .into_iter()
+        .filter(|o| {
+            matches!(
+                classify(&o.name).map(|l| l.kind),
+                Some(LayoutKind::Segment | LayoutKind::SegmentManifest)
+            )
+        })
+        .collect())
+}
+
 /// Deletes a backup with its chain: the segments newest first (each manifest, then object),
 /// then the backup's manifest (so it stops counting as a backup at once), then its object.
 /// Interrupted, it leaves a shorter chain that is still continuous. Naming something that is
@@ -643,11 +694,20 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
     if names_segment(object) {
         return Err(segment_named(store, object, "delete", "which removes the whole chain").await);
     }
+    if classify(object).map(|l| l.kind) != Some(LayoutKind::Full) {
+        return Err(SnapshotError::InvalidOption {
+            option: "backup",
+            reason: format!(
+                "'{object}' is not a backup etcdops wrote (etcd-<cluster>/<time>-rev<N>-<tag>.db\
+                 [.zst][.age] in the store): only those are deleted"
+            ),
+        });
+    }
     let manifest_name = Manifest::name_for(object);
     let manifest = store.head(&manifest_name).await?;
     let data = store.head(object).await?;
     let prefix = deltas_prefix(object);
-    let chain = store.list(&prefix).await?;
+    let chain = chain_objects(store, &prefix).await?;
     if manifest.is_none() && data.is_none() && chain.is_empty() {
         return Err(etcd_store::StoreError::NotFound {
             store: store.url().to_string(),
@@ -666,128 +726,9 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
         deleted.push(object.to_string());
     }
     // A segment published while this ran would be left without its full backup.
-    let late = store.list(&prefix).await?;
+    let late = chain_objects(store, &prefix).await?;
     delete_segments(store, &late, &mut deleted).await?;
     Ok(DeleteReport { deleted })
-}
-
-/// One backup's fate in a prune.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PruneEntry {
-    /// The backup object.
-    pub object: String,
-    /// When it was taken.
-    pub created_at: DateTime<Utc>,
-    /// Rules that keep it; empty when deleted.
-    pub kept_by: Vec<String>,
-    /// Delta segments of its chain, kept or deleted with it (absent from JSON when none).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub deltas: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-/// What a prune did (or, with `dry_run`, would do).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PruneReport {
-    /// The store's URL.
-    pub store: String,
-    /// Whether nothing was deleted because it was a dry run.
-    pub dry_run: bool,
-    /// Backups kept, newest first.
-    pub kept: Vec<PruneEntry>,
-    /// Backups deleted (or to delete), newest first, each with its chain.
-    pub deleted: Vec<PruneEntry>,
-    /// Orphan objects older than the grace period, deleted (or to delete).
-    pub orphans_deleted: Vec<String>,
-    /// Delta segments whose full backup has no manifest, deleted (or to delete) (absent from
-    /// JSON when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dangling_deleted: Vec<String>,
-}
-
-/// Deletes the backups no rule keeps, each with its chain of delta segments; segments whose
-/// full backup is gone; and orphans older than `orphan_grace`. Retention looks at full
-/// backups only: a chain lives and goes with its full backup.
-pub async fn prune_backups(
-    store: &Store,
-    policy: &RetentionPolicy,
-    orphan_grace: Duration,
-    dry_run: bool,
-    now: DateTime<Utc>,
-) -> Result<PruneReport> {
-    let catalog = list_backups(store).await?;
-    let items: Vec<RetentionItem> = catalog
-        .backups
-        .iter()
-        .map(|b| RetentionItem {
-            name: b.object.clone(),
-            created_at: b.manifest.created_at,
-            complete: b.complete,
-        })
-        .collect();
-    let decisions = apply_retention(policy, &items, now)?;
-    let mut kept = Vec::new();
-    let mut deleted = Vec::new();
-    for decision in decisions {
-        let backup = catalog.backups.iter().find(|b| b.object == decision.name);
-        let entry = PruneEntry {
-            object: decision.name,
-            created_at: backup.map_or(now, |b| b.manifest.created_at),
-            kept_by: decision.kept_by,
-            deltas: backup.map_or(0, |b| b.deltas.len()),
-        };
-        if entry.kept_by.is_empty() {
-            deleted.push(entry);
-        } else {
-            kept.push(entry);
-        }
-    }
-    // Newest sequence first, so a chain shortens from its end.
-    let mut dangling: Vec<&DeltaEntry> = catalog.dangling_deltas.iter().collect();
-    dangling.sort_by(|a, b| {
-        b.manifest
-            .sequence
-            .cmp(&a.manifest.sequence)
-            .then(b.object.cmp(&a.object))
-    });
-    let dangling_deleted: Vec<String> = dangling.iter().map(|d| d.object.clone()).collect();
-    let orphans_deleted: Vec<String> = catalog
-        .orphans
-        .iter()
-        .filter(|o| {
-            DateTime::parse_from_rfc3339(&o.last_modified)
-                .map(|t| {
-                    now.signed_duration_since(t.with_timezone(&Utc))
-                        .to_std()
-                        .is_ok_and(|age| age > orphan_grace)
-                })
-                .unwrap_or(false)
-        })
-        .map(|o| o.name.clone())
-        .collect();
-    if !dry_run {
-        for entry in &deleted {
-            delete_backup(store, &entry.object).await?;
-        }
-        for delta in &dangling {
-            store.delete(&delta.manifest_name).await?;
-            store.delete(&delta.object).await?;
-        }
-        for orphan in &orphans_deleted {
-            store.delete(orphan).await?;
-        }
-    }
-    Ok(PruneReport {
-        store: catalog.store,
-        dry_run,
-        kept,
-        deleted,
-        orphans_deleted,
-        dangling_deleted,
-    })
 }
 
 #[cfg(test)]
@@ -810,17 +751,21 @@ pub(crate) mod tests {
 
     /// Publishes a full backup taken at `hour` o'clock at `revision`: object, then manifest.
     pub(crate) async fn publish_full(store: &Store, hour: u32, revision: i64) -> String {
+        publish_full_of(store, MemberId(0xabc), hour, revision).await
+    }
+
+    /// [`publish_full`] of a backup of `cluster`.
+    pub(crate) async fn publish_full_of(
+        store: &Store,
+        cluster: MemberId,
+        hour: u32,
+        revision: i64,
+    ) -> String {
         let at = Utc.with_ymd_and_hms(2026, 11, 30, hour, 0, 0).unwrap();
-        let object = backup_object_name(
-            MemberId(0xabc),
-            at,
-            revision,
-            Compression::Zstd,
-            false,
-            hour,
-        );
+        let object = backup_object_name(cluster, at, revision, Compression::Zstd, false, hour);
         let bytes = format!("full backup at revision {revision}").into_bytes();
         let mut manifest = crate::manifest::tests::sample();
+        manifest.cluster_id = cluster;
         manifest.created_at = at;
         manifest.completed_at = at;
         manifest.revision = revision;
@@ -838,7 +783,7 @@ pub(crate) mod tests {
         object
     }
 
-    async fn names(store: &Store) -> Vec<String> {
+    pub(crate) async fn names(store: &Store) -> Vec<String> {
         store
             .list("")
             .await
@@ -1047,59 +992,6 @@ pub(crate) mod tests {
             [other.clone(), Manifest::name_for(&other)]
         );
         assert!(delete_backup(&store, &full).await.is_err(), "gone now");
-    }
-
-    #[tokio::test]
-    async fn prune_keeps_or_deletes_a_full_backup_with_its_chain_and_removes_dangling_segments() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = local_store(&dir);
-        let old = publish_full(&store, 1, 10).await;
-        publish_segment(&store, &old, 10, 1, (10, 15), &[11]).await;
-        publish_segment(&store, &old, 10, 2, (15, 20), &[16]).await;
-        let new = publish_full(&store, 2, 20).await;
-        let kept_segment = publish_segment(&store, &new, 20, 1, (20, 25), &[21]).await;
-        let gone = publish_full(&store, 0, 1).await;
-        let dangling = publish_segment(&store, &gone, 1, 1, (1, 5), &[2]).await;
-        store.delete(&Manifest::name_for(&gone)).await.unwrap();
-        store.delete(&gone).await.unwrap();
-        let policy = RetentionPolicy {
-            keep_last: Some(1),
-            ..Default::default()
-        };
-        let now = Utc.with_ymd_and_hms(2026, 11, 30, 3, 0, 0).unwrap();
-        let before = names(&store).await;
-        let report = prune_backups(&store, &policy, DEFAULT_ORPHAN_GRACE, true, now)
-            .await
-            .unwrap();
-        assert_eq!(names(&store).await, before, "a dry run deletes nothing");
-        assert_eq!(report.deleted.len(), 1);
-        assert_eq!(
-            (report.deleted[0].object.as_str(), report.deleted[0].deltas),
-            (old.as_str(), 2)
-        );
-        assert_eq!(
-            (report.kept[0].object.as_str(), report.kept[0].deltas),
-            (new.as_str(), 1)
-        );
-        assert_eq!(report.dangling_deleted, vec![dangling.object.clone()]);
-        let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["deleted"][0]["deltas"], 2);
-
-        let report = prune_backups(&store, &policy, DEFAULT_ORPHAN_GRACE, false, now)
-            .await
-            .unwrap();
-        assert_eq!(report.dangling_deleted, vec![dangling.object.clone()]);
-        let mut left = vec![
-            Manifest::name_for(&kept_segment.object),
-            kept_segment.object.clone(),
-            new.clone(),
-            Manifest::name_for(&new),
-        ];
-        left.sort();
-        assert_eq!(names(&store).await, left);
-        let catalog = list_backups(&store).await.unwrap();
-        assert!(catalog.dangling_deltas.is_empty() && catalog.orphans.is_empty());
-        assert_eq!(catalog.backups[0].chain.as_ref().unwrap().to_revision, 25);
     }
 
     #[tokio::test]

@@ -9,6 +9,9 @@
 //! segment like a backup (checked, manifest last), so the destination never holds segments
 //! without their full backup or with a gap before them. Segments the destination already holds
 //! are skipped: repeated copies pick up the new segments of a growing chain.
+//!
+//! Only the source's own layout is copied ([`crate::layout`]): a destination inside the
+//! source (`copy p9 p9/dr`) is not part of it, so repeated copies never nest.
 
 use std::collections::HashMap;
 
@@ -17,7 +20,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::catalog::{BackupEntry, DeltaEntry, list_backups, names_segment};
+use crate::catalog::{BackupEntry, DeltaEntry, list_backups, names_segment, read_catalog};
 use crate::error::{Result, SnapshotError};
 use crate::progress::Progress;
 
@@ -176,7 +179,8 @@ pub async fn copy_backups(
             .collect::<Result<_>>()?
     };
     chosen.sort_by_key(|b| b.manifest.created_at);
-    let present = list_backups(destination).await?;
+    // A destination that does not exist yet is empty.
+    let present = read_catalog(destination).await?;
     // Segments the destination holds complete, with the SHA-256 their manifests record.
     let held_segments: HashMap<&str, &str> = present
         .backups
@@ -436,5 +440,42 @@ mod tests {
         let copied = list_backups(&destination).await.unwrap();
         assert_eq!(copied.backups.len(), 1, "the full backup was copied");
         assert!(copied.backups[0].deltas.is_empty() && copied.orphans.is_empty());
+    }
+    #[tokio::test]
+    async fn a_copy_into_a_folder_of_its_source_never_nests() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = local_store(&dir);
+        let full = publish_full(&source, 1, 5).await;
+        publish_segment(&source, &full, 5, 1, (5, 9), &[6]).await;
+        let inner = Store::open(
+            &dir.path().join("dr").display().to_string(),
+            &etcd_store::StoreOptions::default(),
+        )
+        .unwrap();
+        let listed = |store: &Store| {
+            let store = store.clone();
+            async move {
+                let c = list_backups(&store).await.unwrap();
+                (c.backups, c.orphans, c.dangling_deltas)
+            }
+        };
+        let before = listed(&source).await;
+        for run in 0..2 {
+            let report = copy_backups(&source, &inner, &CopyRequest::default(), &NoProgress)
+                .await
+                .unwrap();
+            assert_eq!(report.entries.len(), 1, "run {run}: {report:?}");
+            assert_eq!(
+                listed(&source).await,
+                before,
+                "run {run}: the source changed"
+            );
+        }
+        let all = source.list("").await.unwrap();
+        assert!(
+            all.iter().all(|o| !o.name.starts_with("dr/dr/")),
+            "nested: {all:?}"
+        );
+        assert_eq!(list_backups(&inner).await.unwrap().backups.len(), 1);
     }
 }

@@ -29,10 +29,12 @@ mod crypt;
 mod delta;
 mod error;
 mod input;
+mod layout;
 mod manifest;
 mod metrics;
 mod mvcc;
 mod progress;
+mod prune;
 mod restore;
 mod retention;
 mod run_lock;
@@ -46,8 +48,8 @@ pub use bbolt::{
     PageError, PageSource, check_meta_pages, fnv1a64,
 };
 pub use catalog::{
-    BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, PruneEntry,
-    PruneReport, delete_backup, list_backups, object_name, prune_backups, verify_backup,
+    BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, delete_backup,
+    list_backups, object_name, verify_backup,
 };
 pub use catalog::{ChainReport, ChainSummary, DeltaEntry, SegmentCheck, verify_chain};
 pub use copy::CopySegment;
@@ -72,6 +74,10 @@ pub use input::{
     SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
     open_snapshot_object_decrypting,
 };
+pub use layout::{
+    LayoutKind, LayoutName, classify as classify_name, cluster_folder_id, cluster_of,
+    split_backup_url,
+};
 pub use manifest::{
     Compression, ENCRYPTED_SUFFIX, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest,
     backup_object_name,
@@ -79,6 +85,7 @@ pub use manifest::{
 pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use progress::{NoProgress, Progress};
+pub use prune::{PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store};
 pub use restore::{
     AppendReport, MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest,
     RestoreResult, RestoreSource, RestoredMember, append_sorted, cluster_id, member_id,

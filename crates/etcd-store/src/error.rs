@@ -85,6 +85,16 @@ pub enum StoreError {
         /// The cause.
         reason: String,
     },
+    /// A local store's directory does not exist (an object store's prefix cannot be told
+    /// apart from an empty one; a missing bucket is [`StoreError::MissingBucket`]).
+    #[error(
+        "store {store} does not exist (no such directory); check the path (an empty store is \
+         an existing directory)"
+    )]
+    StoreMissing {
+        /// The store URL.
+        store: String,
+    },
 }
 
 /// Result with [`StoreError`].

@@ -72,6 +72,19 @@ pub struct ObjectInfo {
     pub last_modified: String,
 }
 
+/// What an upload that never completed left behind (a killed process): on a local store the
+/// temporary file `.NAME.partial-<hex>` beside the final name. Object stores list none here
+/// (object_store cannot list open multipart uploads): a bucket lifecycle rule that aborts
+/// incomplete multipart uploads after a day removes those.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnfinishedUpload {
+    /// The temporary object as listed (its `name` is what [`Store::discard_unfinished`] takes).
+    #[serde(flatten)]
+    pub info: ObjectInfo,
+    /// The name it was to be published as.
+    pub target: String,
+}
+
 /// A backup destination opened from a URL. Cheap to clone (clones share connections).
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -220,6 +233,64 @@ impl Store {
         match &*self.backend {
             Backend::Local(s) => s.list(prefix).await,
             Backend::Object(s) => s.list(prefix).await,
+        }
+    }
+
+    /// Whether the store exists: a local store's directory (an error when something else is
+    /// there); object stores always say yes (a prefix cannot be told apart from an empty one,
+    /// and a missing bucket shows on the first operation).
+    pub async fn exists(&self) -> Result<bool> {
+        match &*self.backend {
+            Backend::Local(s) => s.exists().await,
+            Backend::Object(_) => Ok(true),
+        }
+    }
+
+    /// The folders directly inside `folder` (`""` for the store's root), as names relative to
+    /// the store (`"etcd-abc"`, `"etcd-abc/x.deltas"`), in name order. Nothing below them is
+    /// read, so nested stores cost nothing.
+    pub async fn list_folders(&self, folder: &str) -> Result<Vec<String>> {
+        if !folder.is_empty() {
+            self.check(folder)?;
+        }
+        match &*self.backend {
+            Backend::Local(s) => s.list_folders(folder).await,
+            Backend::Object(s) => s.list_folders(folder).await,
+        }
+    }
+
+    /// Uploads never completed (their process was killed) whose temporary names start with
+    /// `prefix`, in name order: local temporary files only (see [`UnfinishedUpload`]).
+    pub async fn list_unfinished(&self, prefix: &str) -> Result<Vec<UnfinishedUpload>> {
+        match &*self.backend {
+            Backend::Local(s) => s.list_unfinished(prefix).await,
+            Backend::Object(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Removes what an upload never completed left (`name`: an [`UnfinishedUpload`]'s
+    /// `info.name`). Only temporary names this crate writes are accepted.
+    pub async fn discard_unfinished(&self, name: &str) -> Result<()> {
+        let (dir, file) = match name.rsplit_once('/') {
+            Some((dir, file)) => (Some(dir), file),
+            None => (None, name),
+        };
+        let bad = |reason: &str| StoreError::InvalidName {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        if local::partial_target(file).is_none() {
+            return Err(bad("not the temporary name of an upload"));
+        }
+        if let Some(dir) = dir {
+            self.check(dir)?;
+        }
+        if name.chars().any(|c| c.is_control() || c == '\\') || name.starts_with('/') {
+            return Err(bad("not a relative name"));
+        }
+        match &*self.backend {
+            Backend::Local(s) => s.discard_unfinished(name).await,
+            Backend::Object(_) => Ok(()),
         }
     }
 

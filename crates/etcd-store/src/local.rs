@@ -36,6 +36,18 @@ pub(crate) fn is_partial_name(file_name: &str) -> bool {
     file_name.starts_with('.') && file_name.contains(PARTIAL_MARKER)
 }
 
+/// The file name a temporary upload file `.NAME.partial-<hex>` was to be published as
+/// (`NAME`); `None` for any other name, also for `.partial-` names this crate does not write.
+pub(crate) fn partial_target(file_name: &str) -> Option<&str> {
+    let (target, random) = file_name.strip_prefix('.')?.rsplit_once(PARTIAL_MARKER)?;
+    let ours = !target.is_empty()
+        && !random.is_empty()
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    ours.then_some(target)
+}
+
 fn to_rfc3339(time: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -208,11 +220,99 @@ impl LocalStore {
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let root = self.root.clone();
         let owned_prefix = prefix.to_string();
-        let mut found = blocking(move || list_blocking(&root, &owned_prefix))
+        let mut found = blocking(move || list_blocking(&root, &owned_prefix, false))
             .await
             .map_err(|e| map_io(e, "list", &self.url, prefix, &self.root))?;
         found.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(found)
+    }
+
+    /// Whether the store's directory exists (a file there is an error).
+    pub async fn exists(&self) -> Result<bool> {
+        match tokio::fs::metadata(&self.root).await {
+            Ok(meta) if meta.is_dir() => Ok(true),
+            Ok(_) => Err(map_io(
+                io::Error::other("not a directory"),
+                "list",
+                &self.url,
+                "",
+                &self.root,
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(map_io(e, "list", &self.url, "", &self.root)),
+        }
+    }
+
+    /// The directories directly inside `folder` (`""`: the root), as names relative to the
+    /// root, sorted. Symbolic links are not followed, as in [`LocalStore::list`].
+    pub async fn list_folders(&self, folder: &str) -> Result<Vec<String>> {
+        let dir = if folder.is_empty() {
+            self.root.clone()
+        } else {
+            self.path_of(folder)
+        };
+        let rel = folder.to_string();
+        let listed = blocking(move || {
+            let mut out = Vec::new();
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+                Err(e) => return Err(e),
+            };
+            for entry in entries {
+                let entry = entry?;
+                let Ok(file_name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                if entry.file_type()?.is_dir() {
+                    out.push(if rel.is_empty() {
+                        file_name
+                    } else {
+                        format!("{rel}/{file_name}")
+                    });
+                }
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(|e| map_io(e, "list", &self.url, folder, &self.root))?;
+        let mut listed = listed;
+        listed.sort();
+        Ok(listed)
+    }
+
+    /// The temporary files of uploads never completed whose names start with `prefix`.
+    pub async fn list_unfinished(&self, prefix: &str) -> Result<Vec<crate::UnfinishedUpload>> {
+        let root = self.root.clone();
+        let owned_prefix = prefix.to_string();
+        let found = blocking(move || list_blocking(&root, &owned_prefix, true))
+            .await
+            .map_err(|e| map_io(e, "list", &self.url, prefix, &self.root))?;
+        let mut out: Vec<crate::UnfinishedUpload> = found
+            .into_iter()
+            .filter_map(|info| {
+                let (dir, file) = match info.name.rsplit_once('/') {
+                    Some((dir, file)) => (Some(dir), file),
+                    None => (None, info.name.as_str()),
+                };
+                let target = partial_target(file)?;
+                let target = match dir {
+                    Some(dir) => format!("{dir}/{target}"),
+                    None => target.to_string(),
+                };
+                Some(crate::UnfinishedUpload {
+                    target,
+                    info: info.clone(),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.info.name.cmp(&b.info.name));
+        Ok(out)
+    }
+
+    /// Removes the temporary file of an upload never completed (`name` as listed).
+    pub async fn discard_unfinished(&self, name: &str) -> Result<()> {
+        self.delete(name).await
     }
 
     pub async fn delete(&self, name: &str) -> Result<()> {
@@ -231,9 +331,10 @@ impl LocalStore {
     }
 }
 
-/// Every regular file under `root` whose relative name starts with `prefix`, skipping
-/// temporary upload files. Only the directories that can hold matches are walked.
-fn list_blocking(root: &Path, prefix: &str) -> io::Result<Vec<ObjectInfo>> {
+/// Every regular file under `root` whose relative name starts with `prefix`: the temporary
+/// upload files when `partial`, else every other file. Only the directories that can hold
+/// matches are walked.
+fn list_blocking(root: &Path, prefix: &str, partial: bool) -> io::Result<Vec<ObjectInfo>> {
     let mut out = Vec::new();
     // Start at the deepest directory the prefix names completely.
     let start_rel = match prefix.rfind('/') {
@@ -271,7 +372,7 @@ fn list_blocking(root: &Path, prefix: &str) -> io::Result<Vec<ObjectInfo>> {
                 }
                 continue;
             }
-            if is_partial_name(&file_name) || !name.starts_with(prefix) {
+            if is_partial_name(&file_name) != partial || !name.starts_with(prefix) {
                 continue;
             }
             // Follows symlinks to files, like `get` does.

@@ -352,6 +352,36 @@ impl ObjectBackend {
         Ok(out)
     }
 
+    /// The folders (common prefixes) directly inside `folder` (`""`: the prefix itself), as
+    /// names relative to the prefix, sorted.
+    pub async fn list_folders(&self, folder: &str) -> Result<Vec<String>> {
+        let full = match (self.prefix.is_empty(), folder.is_empty()) {
+            (true, _) => folder.to_string(),
+            (false, true) => self.prefix.clone(),
+            (false, false) => format!("{}/{folder}", self.prefix),
+        };
+        let path = if full.is_empty() {
+            None
+        } else {
+            Some(Path::parse(&full).map_err(|e| StoreError::InvalidName {
+                name: folder.to_string(),
+                reason: e.to_string(),
+            })?)
+        };
+        let listed = self
+            .store
+            .list_with_delimiter(path.as_ref())
+            .await
+            .map_err(|e| self.err(e, "list", folder))?;
+        let mut out: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| self.relative(p.as_ref()).map(str::to_string))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     pub async fn delete(&self, name: &str) -> Result<()> {
         let path = self.path(name)?;
         match self.store.delete(&path).await {
@@ -586,15 +616,27 @@ impl ObjectUpload {
     }
 }
 
+/// How long dropping an unfinished upload waits for its multipart upload to be aborted.
+const DROP_ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Drop for ObjectUpload {
     fn drop(&mut self) {
-        // Neither completed nor aborted: abort the multipart upload in the background when a
-        // runtime is there to run it (best effort; a bucket lifecycle rule that aborts
-        // incomplete multipart uploads catches the rest).
+        // Neither completed nor aborted (an error path, or a cancelled future): abort the
+        // multipart upload. On a multi-threaded runtime the drop waits for it (at most
+        // DROP_ABORT_WAIT), so a process that exits right after a cancellation leaves no open
+        // upload; elsewhere it runs in the background (best effort; a bucket lifecycle rule
+        // that aborts incomplete multipart uploads catches the rest).
         let Some(writer) = self.writer.take() else {
             return;
         };
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| {
+                let _ = handle.block_on(tokio::time::timeout(DROP_ABORT_WAIT, writer.abort()));
+            });
+        } else {
             handle.spawn(async move {
                 let _ = writer.abort().await;
             });

@@ -162,6 +162,13 @@ pub fn parse_store_url(input: &str) -> Result<StoreLocation, StoreError> {
                 let path = url.to_file_path().map_err(|()| {
                     invalid("not a usable local path; write file:///absolute/dir".into())
                 })?;
+                if is_filesystem_root(&path) {
+                    return Err(invalid(
+                        "the path is empty, which names the filesystem root /; write \
+                         file:///absolute/dir"
+                            .into(),
+                    ));
+                }
                 local_path(&path.display().to_string()).map_err(invalid)
             }
             Some(host) => Err(invalid(format!(
@@ -211,7 +218,24 @@ fn local_path(input: &str) -> Result<StoreLocation, String> {
         std::path::absolute(&path).map_err(|e| format!("cannot make '{input}' absolute: {e}"))?;
     // Remove trailing slashes and `.` components; keep `..` (symlinks make it meaningful).
     let dir: PathBuf = dir.components().collect();
+    if is_filesystem_root(&dir) {
+        return Err(format!(
+            "'{input}' is the filesystem root, which cannot be a store (an empty variable in a \
+             path gives /); name a directory, e.g. /var/backups/etcd"
+        ));
+    }
     Ok(StoreLocation::Local { dir })
+}
+
+/// Whether a path names `/` (also as `/..` or `/./`).
+fn is_filesystem_root(path: &std::path::Path) -> bool {
+    use std::path::Component;
+    path.components().all(|c| {
+        matches!(
+            c,
+            Component::RootDir | Component::ParentDir | Component::CurDir
+        )
+    }) && path.has_root()
 }
 
 fn percent_decode(s: &str) -> Result<String, String> {
@@ -385,6 +409,12 @@ mod tests {
             ("file://nfs-server/export", "mount the share", "\u{0}"),
             ("s3:bucket/x", "two slashes", "\u{0}"),
             ("s3://bucket/x#frag", "fragment", "\u{0}"),
+            ("file://", "filesystem root", "\u{0}"),
+            ("file:///", "filesystem root", "\u{0}"),
+            ("file://localhost/", "filesystem root", "\u{0}"),
+            ("/", "filesystem root", "\u{0}"),
+            ("//", "filesystem root", "\u{0}"),
+            ("/..", "filesystem root", "\u{0}"),
         ];
         for (input, must, must_not) in table {
             let err = parse_store_url(input).expect_err(input);

@@ -9,9 +9,12 @@ use crate::{ObjectInfo, Result};
 /// A streaming upload in progress. Memory is bounded by a few part sizes.
 ///
 /// Dropping an upload without [`complete`](Upload::complete) or [`abort`](Upload::abort)
-/// abandons it: a local temporary file is removed at once; an object-store multipart upload
-/// is aborted in the background when a tokio runtime is running (best effort: configure a
-/// lifecycle rule that aborts incomplete multipart uploads after a day as well).
+/// (an error path, a cancelled future) abandons it: a local temporary file is removed at
+/// once; an object-store multipart upload is aborted before the drop returns on a
+/// multi-threaded tokio runtime (waiting at most 10 s), in the background on a
+/// current-thread one. A killed process leaves its upload open (object_store cannot list open
+/// multipart uploads to clean them later): configure a lifecycle rule that aborts incomplete
+/// multipart uploads after a day.
 #[derive(Debug)]
 pub struct Upload {
     inner: Inner,

@@ -182,6 +182,58 @@ async fn local_file_url_works_like_a_path() {
 }
 
 #[tokio::test]
+async fn local_unfinished_uploads_and_folders_are_listed_without_reading_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let store = local_store(&root);
+    assert!(!store.exists().await.unwrap(), "not created yet");
+    let mut upload = store.begin_upload("c1/snapshot.db").await.unwrap();
+    upload.write(Bytes::from(data(1000, 6))).await.unwrap();
+    store
+        .put_small("c2/deep/er/x.json", Bytes::from_static(b"x"))
+        .await
+        .unwrap();
+    std::fs::write(root.join("c1/.foreign.partial-XYZ"), b"not ours").unwrap();
+    assert!(store.exists().await.unwrap());
+    assert_eq!(store.list_folders("").await.unwrap(), ["c1", "c2"]);
+    assert_eq!(store.list_folders("c2").await.unwrap(), ["c2/deep"]);
+    assert!(store.list_folders("c3").await.unwrap().is_empty());
+
+    // The killed process's temporary file, named with what it was to become.
+    let unfinished = store.list_unfinished("c1/").await.unwrap();
+    assert_eq!(unfinished.len(), 1, "{unfinished:?}");
+    assert_eq!(unfinished[0].target, "c1/snapshot.db");
+    assert!(
+        unfinished[0]
+            .info
+            .name
+            .starts_with("c1/.snapshot.db.partial-")
+    );
+    assert_eq!(unfinished[0].info.size, 1000);
+    assert!(store.list_unfinished("c2/").await.unwrap().is_empty());
+
+    // Only temporary names are discarded this way.
+    for bad in [
+        "c1/snapshot.db",
+        "c1/.foreign.partial-XYZ",
+        "../x/.a.partial-1",
+    ] {
+        assert!(store.discard_unfinished(bad).await.is_err(), "{bad}");
+    }
+    let name = unfinished[0].info.name.clone();
+    std::mem::forget(upload); // as a killed process would leave it
+    store.discard_unfinished(&name).await.unwrap();
+    assert_eq!(
+        files_under(&root),
+        ["c1/.foreign.partial-XYZ", "c2/deep/er/x.json"]
+    );
+    // A file where the store's directory should be is an error, not an empty store.
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    assert!(local_store(&file).exists().await.is_err());
+}
+
+#[tokio::test]
 async fn local_partial_files_are_never_listed_and_drop_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
@@ -415,6 +467,42 @@ async fn s3_round_trip_with_multipart_upload() {
 }
 
 #[tokio::test]
+async fn s3_folders_are_listed_one_level_at_a_time() {
+    let server = S3Server::start();
+    server.create_bucket("folders");
+    // The prefixed store first, so that the bucket root then holds its folder "pre".
+    for store_url in ["s3://folders/pre/fix", "s3://folders"] {
+        let store = Store::open(store_url, &s3_options(&server)).unwrap();
+        for name in [
+            "etcd-abc/a.db",
+            "etcd-abc/x.deltas/1",
+            "etcd/etcd-abc/b.db",
+            "top.db",
+        ] {
+            store
+                .put_small(name, Bytes::from_static(b"x"))
+                .await
+                .unwrap();
+        }
+        let mut expected = vec!["etcd", "etcd-abc"];
+        if store_url == "s3://folders" {
+            expected.push("pre");
+        }
+        assert_eq!(
+            store.list_folders("").await.unwrap(),
+            expected,
+            "{store_url}"
+        );
+        assert_eq!(
+            store.list_folders("etcd-abc").await.unwrap(),
+            ["etcd-abc/x.deltas"],
+            "{store_url}"
+        );
+        assert!(store.list_unfinished("").await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
 async fn s3_upload_is_invisible_until_complete_and_abort_leaves_nothing() {
     let server = S3Server::start();
     server.create_bucket("aborts");
@@ -443,6 +531,26 @@ async fn s3_dropped_upload_is_aborted_in_the_background() {
         assert!(Instant::now() < deadline, "dropped upload was not aborted");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert_eq!(store.head("snap.db").await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_a_cancelled_upload_has_aborted_its_multipart_upload_when_the_drop_returns() {
+    let server = S3Server::start();
+    server.create_bucket("cancels");
+    let store = Store::open("s3://cancels", &s3_options(&server)).unwrap();
+    let mut upload = store.begin_upload("snap.db").await.unwrap();
+    // A writer cancelled mid-stream (as a select! with a signal cancels a save).
+    let writing = async {
+        upload.write(Bytes::from(data(6 * MIB, 5))).await.unwrap();
+        std::future::pending::<()>().await;
+    };
+    let cancelled = tokio::time::timeout(Duration::from_millis(500), writing).await;
+    assert!(cancelled.is_err());
+    assert_eq!(server.multipart_uploads("cancels"), ["snap.db"]);
+    drop(upload);
+    // No waiting: the process could exit now.
+    assert!(server.multipart_uploads("cancels").is_empty());
     assert_eq!(store.head("snap.db").await.unwrap(), None);
 }
 

@@ -36,6 +36,7 @@ mod snapshot_restore_parity;
 mod snapshot_status;
 mod snapshot_stores;
 mod terminal;
+mod store_layout;
 mod tls;
 
 use etcdops_tests::{Cluster, Run, etcdops};

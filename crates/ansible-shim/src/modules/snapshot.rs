@@ -1,5 +1,6 @@
 //! `etcd_snapshot`: saves a snapshot to a store URL with compression and labels, then applies
-//! the retention rules (`keep_*`); returns the manifest.
+//! the retention rules (`keep_*`) in the saved cluster's folder (every cluster's with
+//! `all_clusters`); returns the manifest.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,8 +9,8 @@ use chrono::Utc;
 use etcd_core::parse_duration;
 use etcd_k8s::{OpenshiftBackupRequest, write_openshift_backup};
 use etcd_snapshot::{
-    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, Recipients, RetentionPolicy,
-    SaveRequest, prune_backups, save_snapshot, write_save_metrics,
+    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, PruneRequest, Recipients,
+    RetentionPolicy, SaveRequest, prune_store, save_snapshot, write_save_metrics,
 };
 use serde::Deserialize;
 
@@ -37,6 +38,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("keep_monthly", Kind::Int),
         opt("max_age", Kind::Str),
         opt("orphan_grace", Kind::Str),
+        opt("all_clusters", Kind::Bool),
     ],
     STORE_OPTIONS,
 ];
@@ -72,6 +74,8 @@ struct Args {
     keep_monthly: Option<u32>,
     max_age: Option<String>,
     orphan_grace: Option<String>,
+    #[serde(default)]
+    all_clusters: bool,
     #[serde(flatten)]
     store: StoreArgs,
 }
@@ -127,8 +131,29 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         ));
         outcome.changed = true;
         if !policy.is_empty() {
-            let report = prune_backups(&store, &policy, orphan_grace, true, Utc::now()).await?;
-            outcome = outcome.with("pruned", &report.deleted);
+            // The cluster a save would prune is the one etcd names.
+            let cluster = if args.all_clusters {
+                Ok(None)
+            } else {
+                etcd_core::member_list(&config)
+                    .await
+                    .map(|l| Some(l.cluster_id))
+            };
+            match cluster {
+                Ok(cluster) => {
+                    let request = PruneRequest {
+                        policy,
+                        cluster,
+                        orphan_grace,
+                        dry_run: true,
+                    };
+                    let report = prune_store(&store, &request, Utc::now()).await?;
+                    outcome = outcome.with("pruned", &report.deleted);
+                }
+                Err(e) => outcome.warnings.push(format!(
+                    "what retention would delete is not shown: the cluster ID is unknown ({e})"
+                )),
+            }
         }
         return Ok(outcome);
     }
@@ -176,8 +201,16 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         outcome = outcome.with("openshift", &pair);
     }
     if !policy.is_empty() {
-        let report = prune_backups(&store, &policy, orphan_grace, false, Utc::now()).await?;
-        outcome = outcome.with("pruned", &report.deleted);
+        let request = PruneRequest {
+            policy,
+            cluster: (!args.all_clusters).then_some(saved.manifest.cluster_id),
+            orphan_grace,
+            dry_run: false,
+        };
+        let report = prune_store(&store, &request, Utc::now()).await?;
+        outcome = outcome
+            .with("pruned", &report.deleted)
+            .with("prune_report", &report);
     }
     Ok(outcome)
 }

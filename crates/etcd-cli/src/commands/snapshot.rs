@@ -9,12 +9,12 @@ use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
     Catalog, Compression, CopyAction, CopyReport, CopyRequest, Identities, NoProgress, PitrPlan,
-    PointInTime, Progress, PruneReport, Recipients, RestoreError, RestoreRequest, RestoreResult,
-    RestoreSource, RetentionPolicy, SaveRequest, SaveResult, SnapshotError, SnapshotStatus,
-    StatusOptions, TrailerCheck, VerifyReport, copy_backups, delete_backup, list_backups,
-    new_identity_file, open_restore_source, open_snapshot_file_decrypting,
-    open_snapshot_object_decrypting, prune_backups, restore_snapshot, restore_to_point,
-    save_snapshot, verify_backup, write_save_metrics,
+    PointInTime, Progress, PruneReport, PruneRequest, Recipients, RestoreError, RestoreRequest,
+    RestoreResult, RestoreSource, RetentionPolicy, SaveRequest, SaveResult, SnapshotError,
+    SnapshotStatus, StatusOptions, TrailerCheck, VerifyReport, copy_backups, delete_backup,
+    list_backups, new_identity_file, open_restore_source, open_snapshot_file_decrypting,
+    open_snapshot_object_decrypting, prune_store, restore_snapshot, restore_to_point,
+    save_snapshot, split_backup_url, verify_backup, write_save_metrics,
 };
 use etcd_store::{Store, StoreOptions, split_object_url};
 
@@ -39,6 +39,13 @@ pub async fn run(
             let store = open_store(&args.store, &args.store_flags)?;
             let catalog = list_backups(&store).await?;
             warn_about_chains(&catalog);
+            let folder = store.url().rsplit('/').next().unwrap_or_default();
+            if catalog.backups.is_empty() && etcd_snapshot::cluster_folder_id(folder).is_some() {
+                eprintln!(
+                    "etcdops: warning: {} is a cluster folder, not a store: list the store that holds it",
+                    store.url()
+                );
+            }
             if args.orphans {
                 print(format, &OrphansView(catalog))?;
             } else {
@@ -87,7 +94,9 @@ pub async fn run(
             }
         }
         SnapshotCommand::Delete(args) => {
-            let (store_url, name) = split_object_url(&args.url);
+            // STORE/etcd-<cluster>/OBJECT: the store is the one holding the cluster folder.
+            let (store_url, name) =
+                split_backup_url(&args.url).unwrap_or_else(|| split_object_url(&args.url));
             let store = open_store(&store_url, &args.store_flags)?;
             let report = delete_backup(&store, &name).await?;
             print(format, &DeletedView(report.deleted))?;
@@ -95,14 +104,13 @@ pub async fn run(
         }
         SnapshotCommand::Prune(args) => {
             let store = open_store(&args.store, &args.store_flags)?;
-            let report = prune_backups(
-                &store,
-                &policy(&args.retention),
-                args.retention.orphan_grace,
-                args.dry_run,
-                Utc::now(),
-            )
-            .await?;
+            let request = PruneRequest {
+                policy: policy(&args.retention),
+                cluster: args.cluster,
+                orphan_grace: args.retention.orphan_grace,
+                dry_run: args.dry_run,
+            };
+            let report = prune_store(&store, &request, Utc::now()).await?;
             print(format, &PruneView(report))?;
             Ok(ExitStatus::Success)
         }
@@ -463,21 +471,46 @@ async fn save(
         Some(request) => Some(write_openshift_backup(&store, &result.manifest, request).await?),
         None => None,
     };
-    print(format, &SaveView { result, openshift })?;
     let policy = policy(&args.retention);
-    if !policy.is_empty() {
-        let report = prune_backups(
-            &store,
-            &policy,
-            args.retention.orphan_grace,
-            false,
-            Utc::now(),
-        )
-        .await?;
-        for deleted in &report.deleted {
-            eprintln!("etcdops: pruned {}", deleted.object);
+    let pruned = if policy.is_empty() {
+        None
+    } else {
+        let request = PruneRequest {
+            policy,
+            // The saved cluster's folder only, unless told otherwise.
+            cluster: (!args.all_clusters).then_some(result.manifest.cluster_id),
+            orphan_grace: args.retention.orphan_grace,
+            dry_run: false,
+        };
+        match prune_store(&store, &request, Utc::now()).await {
+            Ok(report) => Some(report),
+            Err(e) => {
+                // The backup is saved: say so before the prune's failure.
+                print(
+                    format,
+                    &SaveView {
+                        result,
+                        openshift,
+                        pruned: None,
+                    },
+                )?;
+                return Err(anyhow::Error::from(e).context("the backup was saved; pruning failed"));
+            }
+        }
+    };
+    if let Some(report) = &pruned {
+        for line in PruneView(report.clone()).simple_lines() {
+            eprintln!("etcdops: pruned: {line}");
         }
     }
+    print(
+        format,
+        &SaveView {
+            result,
+            openshift,
+            pruned,
+        },
+    )?;
     Ok(ExitStatus::Success)
 }
 
@@ -524,6 +557,9 @@ struct SaveView {
     /// The pair for OpenShift's cluster-restore.sh, with --openshift-backup-dir.
     #[serde(skip_serializing_if = "Option::is_none")]
     openshift: Option<OpenshiftBackupResult>,
+    /// What the prune after the save deleted and kept, with --keep-*.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pruned: Option<PruneReport>,
 }
 
 impl Render for SaveView {
@@ -769,9 +805,11 @@ impl Render for OrphansView {
     }
 
     fn rows(&self) -> Vec<Vec<String>> {
+        // Objects without a manifest, then temporary files of uploads never completed.
         self.0
             .orphans
             .iter()
+            .chain(self.0.unfinished_uploads.iter().map(|u| &u.info))
             .map(|o| {
                 vec![
                     o.last_modified.clone(),
@@ -783,7 +821,7 @@ impl Render for OrphansView {
     }
 
     fn simple_lines(&self) -> Vec<String> {
-        self.0.orphans.iter().map(|o| o.name.clone()).collect()
+        self.rows().into_iter().map(|r| r[2].clone()).collect()
     }
 }
 
@@ -1053,6 +1091,14 @@ impl Render for PruneView {
                 format!("{delete} (orphan)"),
                 String::new(),
                 orphan.clone(),
+                String::new(),
+            ]);
+        }
+        for unfinished in &self.0.unfinished_deleted {
+            rows.push(vec![
+                format!("{delete} (unfinished upload)"),
+                String::new(),
+                unfinished.clone(),
                 String::new(),
             ]);
         }

@@ -1,0 +1,372 @@
+//! Pruning a store: the retention rules applied per cluster folder, chains still being
+//! written kept, and what etcdops left behind (objects without a manifest, dangling segments,
+//! temporary files of killed uploads) removed after a grace period. Only the store's own
+//! layout ([`crate::layout`]) is ever looked at or deleted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use etcd_core::MemberId;
+use etcd_store::{Store, StoreError};
+use serde::Serialize;
+
+use crate::catalog::{
+    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, delete_backup, list_backups,
+};
+use crate::delta::backup_stem;
+use crate::error::{Result, SnapshotError};
+use crate::layout::cluster_of;
+use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
+use crate::run_lock::{RunLock, run_lock_name};
+
+/// What to prune and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneRequest {
+    /// The rules, applied within each cluster's folder separately.
+    pub policy: RetentionPolicy,
+    /// Only this cluster's folder (a save prunes the cluster it saved); `None`: every
+    /// cluster folder of the store, each by its own rules' outcome.
+    pub cluster: Option<MemberId>,
+    /// Leftovers (objects without a manifest, temporary upload files) older than this are
+    /// removed; a chain whose newest segment is younger is kept whatever the rules say.
+    pub orphan_grace: Duration,
+    /// Say what would be deleted, delete nothing.
+    pub dry_run: bool,
+}
+
+impl Default for PruneRequest {
+    fn default() -> Self {
+        PruneRequest {
+            policy: RetentionPolicy::default(),
+            cluster: None,
+            orphan_grace: DEFAULT_ORPHAN_GRACE,
+            dry_run: false,
+        }
+    }
+}
+
+/// One backup's fate in a prune.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PruneEntry {
+    /// The backup object.
+    pub object: String,
+    /// When it was taken.
+    pub created_at: DateTime<Utc>,
+    /// Rules that keep it; empty when deleted.
+    pub kept_by: Vec<String>,
+    /// Delta segments of its chain, kept or deleted with it (absent from JSON when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deltas: usize,
+    /// Those segments' object names, by sequence (each with its manifest,
+    /// `<object>.manifest.json`, as the backup's) (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What a prune did (or, with `dry_run`, would do). Every name deleted is in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PruneReport {
+    /// The store's URL.
+    pub store: String,
+    /// Whether nothing was deleted because it was a dry run.
+    pub dry_run: bool,
+    /// The cluster folders pruned.
+    pub clusters: Vec<MemberId>,
+    /// Backups kept, newest first.
+    pub kept: Vec<PruneEntry>,
+    /// Backups deleted (or to delete), newest first, each with its chain.
+    pub deleted: Vec<PruneEntry>,
+    /// Backups kept because their chain is being written (a live backup-run lock names it,
+    /// or its newest segment is younger than the grace), whatever the rules say (absent from
+    /// JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_live: Vec<String>,
+    /// Orphan objects older than the grace period, deleted (or to delete).
+    pub orphans_deleted: Vec<String>,
+    /// Delta segments whose full backup has no manifest, deleted (or to delete) (absent from
+    /// JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dangling_deleted: Vec<String>,
+    /// Temporary files of uploads never completed, older than the grace period, deleted (or
+    /// to delete) (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unfinished_deleted: Vec<String>,
+}
+
+/// Deletes the backups no rule keeps, with their chains; segments whose full backup is gone;
+/// orphans older than `orphan_grace`; in every cluster folder of the store, the rules applied
+/// per cluster. The same as [`prune_store`] with `cluster: None`.
+pub async fn prune_backups(
+    store: &Store,
+    policy: &RetentionPolicy,
+    orphan_grace: Duration,
+    dry_run: bool,
+    now: DateTime<Utc>,
+) -> Result<PruneReport> {
+    let request = PruneRequest {
+        policy: policy.clone(),
+        cluster: None,
+        orphan_grace,
+        dry_run,
+    };
+    prune_store(store, &request, now).await
+}
+
+/// Whether `time` (RFC 3339) is more than `grace` before `now`; unreadable times are young.
+fn older_than(time: &str, grace: Duration, now: DateTime<Utc>) -> bool {
+    DateTime::parse_from_rfc3339(time)
+        .map(|t| {
+            now.signed_duration_since(t.with_timezone(&Utc))
+                .to_std()
+                .is_ok_and(|age| age > grace)
+        })
+        .unwrap_or(false)
+}
+
+/// The live run lock of a cluster folder, if any. A lock that cannot be read stops the prune:
+/// it may protect a chain.
+async fn live_lock(
+    store: &Store,
+    cluster: MemberId,
+    now: DateTime<Utc>,
+) -> Result<Option<RunLock>> {
+    let name = run_lock_name(cluster);
+    let bytes = match store.get_small(&name).await {
+        Ok(bytes) => bytes,
+        Err(StoreError::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let lock = RunLock::from_json(&name, &bytes).map_err(|e| {
+        let reason = match e {
+            SnapshotError::BadManifest { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        SnapshotError::BadManifest {
+            name: format!("{}/{name}", store.url()),
+            reason: format!(
+                "{reason}; this backup-run lock may protect a chain being written, so nothing \
+                 was pruned (remove the lock once no backup run holds it)"
+            ),
+        }
+    })?;
+    Ok(lock.is_live(now).then_some(lock))
+}
+
+/// Why a backup's chain counts as being written, if it does.
+fn live_reason(
+    backup: &BackupEntry,
+    lock: Option<&RunLock>,
+    grace: Duration,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    if let Some(lock) = lock
+        && lock.protected_backups().any(|b| b == backup.object)
+    {
+        return Some(format!(
+            "chain being written (backup run on {} pid {}, lock until {})",
+            lock.host,
+            lock.pid,
+            lock.expires_at.format("%Y-%m-%dT%H:%M:%SZ")
+        ));
+    }
+    let chain = backup.chain.as_ref()?;
+    // A segment from the future (clock skew) counts as young.
+    let young = match now.signed_duration_since(chain.last_published).to_std() {
+        Ok(age) => age <= grace,
+        Err(_) => true,
+    };
+    young.then(|| {
+        "chain published within the orphan grace (a backup run may still write it)".to_string()
+    })
+}
+
+/// Applies the rules to one cluster's backups and adds the live-chain protection.
+fn decide(
+    backups: &[&BackupEntry],
+    policy: &RetentionPolicy,
+    lock: Option<&RunLock>,
+    request: &PruneRequest,
+    now: DateTime<Utc>,
+    report: &mut PruneReport,
+) -> Result<()> {
+    let items: Vec<RetentionItem> = backups
+        .iter()
+        .map(|b| RetentionItem {
+            name: b.object.clone(),
+            created_at: b.manifest.created_at,
+            complete: b.complete,
+        })
+        .collect();
+    for decision in apply_retention(policy, &items, now)? {
+        let Some(backup) = backups.iter().find(|b| b.object == decision.name) else {
+            continue;
+        };
+        let mut kept_by = decision.kept_by;
+        if let Some(reason) = live_reason(backup, lock, request.orphan_grace, now) {
+            report.kept_live.push(backup.object.clone());
+            kept_by.push(reason);
+        }
+        let entry = PruneEntry {
+            object: decision.name,
+            created_at: backup.manifest.created_at,
+            kept_by,
+            deltas: backup.deltas.len(),
+            segments: backup.deltas.iter().map(|d| d.object.clone()).collect(),
+        };
+        if entry.kept_by.is_empty() {
+            report.deleted.push(entry);
+        } else {
+            report.kept.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// Prunes a store as `request` says: per cluster folder, the newest complete backup of each
+/// cluster kept whatever the rules, chains being written kept with their full backups, and
+/// leftovers of etcdops's own older than the grace removed. Nothing outside the layout is
+/// touched.
+pub async fn prune_store(
+    store: &Store,
+    request: &PruneRequest,
+    now: DateTime<Utc>,
+) -> Result<PruneReport> {
+    if request.policy.is_empty() {
+        // The same refusal apply_retention gives, before anything is read.
+        apply_retention(&request.policy, &[], now)?;
+    }
+    let catalog = list_backups(store).await?;
+    let in_scope = |name: &str| {
+        let cluster = cluster_of(name);
+        cluster.is_some() && (request.cluster.is_none() || cluster == request.cluster)
+    };
+    let mut groups: BTreeMap<MemberId, Vec<&BackupEntry>> = BTreeMap::new();
+    for backup in &catalog.backups {
+        if let Some(cluster) = cluster_of(&backup.object)
+            && in_scope(&backup.object)
+        {
+            groups.entry(cluster).or_default().push(backup);
+        }
+    }
+    let mut clusters: BTreeSet<MemberId> = groups.keys().copied().collect();
+    clusters.extend(request.cluster);
+    let mut report = PruneReport {
+        store: catalog.store.clone(),
+        dry_run: request.dry_run,
+        clusters: clusters.iter().copied().collect(),
+        kept: Vec::new(),
+        deleted: Vec::new(),
+        kept_live: Vec::new(),
+        orphans_deleted: Vec::new(),
+        dangling_deleted: Vec::new(),
+        unfinished_deleted: Vec::new(),
+    };
+    let mut locks: BTreeMap<MemberId, RunLock> = BTreeMap::new();
+    for &cluster in &clusters {
+        if let Some(lock) = live_lock(store, cluster, now).await? {
+            locks.insert(cluster, lock);
+        }
+    }
+    for (cluster, backups) in &groups {
+        decide(
+            backups,
+            &request.policy,
+            locks.get(cluster),
+            request,
+            now,
+            &mut report,
+        )?;
+    }
+    sort_newest_first(&mut report.kept);
+    sort_newest_first(&mut report.deleted);
+    let dangling = dangling_to_delete(&catalog, &locks, &in_scope);
+    report.dangling_deleted = dangling.iter().map(|d| d.object.clone()).collect();
+    report.orphans_deleted = catalog
+        .orphans
+        .iter()
+        .filter(|o| in_scope(&o.name) && older_than(&o.last_modified, request.orphan_grace, now))
+        .map(|o| o.name.clone())
+        .collect();
+    report.unfinished_deleted = catalog
+        .unfinished_uploads
+        .iter()
+        .filter(|u| {
+            in_scope(&u.target) && older_than(&u.info.last_modified, request.orphan_grace, now)
+        })
+        .map(|u| u.info.name.clone())
+        .collect();
+    if !request.dry_run {
+        apply(store, &report, &dangling).await?;
+    }
+    Ok(report)
+}
+
+/// Deletes what `report` decided, `dangling` being its dangling segments. What is already
+/// gone (a concurrent prune deleted it first) is no error.
+async fn apply(store: &Store, report: &PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
+    for entry in &report.deleted {
+        match delete_backup(store, &entry.object).await {
+            Ok(_) | Err(SnapshotError::Store(StoreError::NotFound { .. })) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for delta in dangling {
+        store.delete(&delta.manifest_name).await?;
+        store.delete(&delta.object).await?;
+    }
+    for orphan in &report.orphans_deleted {
+        store.delete(orphan).await?;
+    }
+    for unfinished in &report.unfinished_deleted {
+        store.discard_unfinished(unfinished).await?;
+    }
+    Ok(())
+}
+
+fn sort_newest_first(entries: &mut [PruneEntry]) {
+    entries.sort_by(|a, b| {
+        b.created_at
+            .cmp(&a.created_at)
+            .then(b.object.cmp(&a.object))
+    });
+}
+
+/// Segments whose full backup has no manifest, newest sequence first (a chain shortens from
+/// its end), except those of a chain a live lock names.
+fn dangling_to_delete<'a>(
+    catalog: &'a Catalog,
+    locks: &BTreeMap<MemberId, RunLock>,
+    in_scope: &dyn Fn(&str) -> bool,
+) -> Vec<&'a DeltaEntry> {
+    let protected: BTreeSet<&str> = locks
+        .values()
+        .flat_map(|l| l.protected_backups())
+        .map(backup_stem)
+        .collect();
+    let mut dangling: Vec<&DeltaEntry> = catalog
+        .dangling_deltas
+        .iter()
+        .filter(|d| in_scope(&d.object))
+        .filter(|d| {
+            !protected
+                .iter()
+                .any(|stem| d.object.starts_with(&format!("{stem}.deltas/")))
+        })
+        .collect();
+    dangling.sort_by(|a, b| {
+        b.manifest
+            .sequence
+            .cmp(&a.manifest.sequence)
+            .then(b.object.cmp(&a.object))
+    });
+    dangling
+}
+
+#[cfg(test)]
+#[path = "prune_tests.rs"]
+mod tests;
