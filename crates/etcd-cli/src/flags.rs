@@ -803,9 +803,14 @@ pub struct RunArgs {
     #[arg(long = "encrypt-to-file", value_name = "FILE")]
     pub encrypt_to_file: Vec<PathBuf>,
     /// After each full backup, prune with these rules (a full backup and its segments are
-    /// kept or deleted together)
+    /// kept or deleted together; in the backed-up cluster's folder only, unless
+    /// --all-clusters)
     #[command(flatten)]
     pub retention: RetentionFlags,
+    /// With --keep-*: prune every cluster folder of the store, each by its own newest
+    /// backups, instead of only the backed-up cluster's
+    #[arg(long)]
+    pub all_clusters: bool,
     /// Keep Prometheus metrics here (node_exporter textfile collector): last full, last
     /// published revision, lag, gaps
     #[arg(long, value_name = "PATH")]

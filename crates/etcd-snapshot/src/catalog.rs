@@ -29,7 +29,6 @@ use crate::progress::Progress;
 use crate::verify::{VerifyExpectation, VerifyReport, verify_object};
 
 // `backup run` (delta/run.rs) prunes through this path.
-pub(crate) use crate::prune::prune_backups;
 
 /// Default age after which `prune` removes orphans.
 pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(3600);

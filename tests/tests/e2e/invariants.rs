@@ -275,9 +275,13 @@ impl World {
 
     fn list(&self, rel: &str) -> Vec<Listed> {
         let url = self.place.url(rel);
-        let catalog = self
-            .ok(None, &["snapshot", "list", &url, "-w", "json"])
-            .json();
+        let run = self.cmd(None, &["snapshot", "list", &url, "-w", "json"]);
+        // A local folder that does not exist is no store (exit 2, one line): nothing in it.
+        if run.code == 2 && run.stderr.contains("does not exist") {
+            return Vec::new();
+        }
+        assert_eq!(run.code, 0, "{}\n{run}", self.context());
+        let catalog = run.json();
         catalog["backups"]
             .as_array()
             .unwrap()

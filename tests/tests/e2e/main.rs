@@ -35,8 +35,8 @@ mod snapshot_restore;
 mod snapshot_restore_parity;
 mod snapshot_status;
 mod snapshot_stores;
-mod terminal;
 mod store_layout;
+mod terminal;
 mod tls;
 
 use etcdops_tests::{Cluster, Run, etcdops};

@@ -772,3 +772,74 @@ fn backup_run_on_a_parent_store_never_continues_a_nested_stores_chain() {
         "the nested store's chain changed"
     );
 }
+
+#[test]
+fn backup_run_retention_prunes_only_its_own_clusters_folder() {
+    let place = Place::local();
+    let a = Cluster::start(1, Security::Plain);
+    let b = Cluster::start(1, Security::Plain);
+    let root = place.url("");
+    // Two backups of B: a prune of every folder by A's rule would take B's older one.
+    let (b_older, _, _) = save(&place, &b, &root, &[]);
+    let (b_newer, _, _) = save(&place, &b, &root, &[]);
+    let (a_old, _, _) = save(&place, &a, &root, &[]);
+    let out = a.dir().join("keep-run.jsonl");
+    let mut args = a.client_flags();
+    args.extend(
+        [
+            "-w",
+            "json",
+            "backup",
+            "run",
+            &root,
+            "--full-every",
+            "2s",
+            "--delta-every",
+            "1s",
+            "--keep-last",
+            "1",
+            // Chains published within the grace are kept as live: none here.
+            "--orphan-grace",
+            "0s",
+        ]
+        .map(String::from),
+    );
+    let run = Reaped(
+        Command::new(etcdops_path())
+            .args(&args)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Full backups every 2 s: once the older ones' chains are finished, the rule prunes.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let pruned = loop {
+        a.put("/keep/1", "a");
+        if let Some(e) = events(&out).into_iter().find(|e| e["event"] == "pruned") {
+            break e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "backup run never pruned:\n{:#?}",
+            events(&out)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    stop(run);
+    let a_folder = a_old.split('/').next().unwrap().to_string();
+    for deleted in strings(&pruned["deleted"]) {
+        assert!(
+            deleted.starts_with(&format!("{a_folder}/")),
+            "backup run of cluster A pruned {deleted}, outside its own folder"
+        );
+    }
+    let after = listed(&place, &root);
+    for b_backup in [&b_older, &b_newer] {
+        assert!(
+            after.contains(b_backup),
+            "backup run of cluster A with --keep-last 1 deleted cluster B's {b_backup}:\n{after:#?}\n{:#?}",
+            events(&out)
+        );
+    }
+}

@@ -120,6 +120,7 @@ async fn run_loop(
         retention: policy(&args.retention),
         orphan_grace: args.retention.orphan_grace,
         stop_grace: args.stop_grace,
+        all_clusters: args.all_clusters,
         ..RunRequest::default()
     };
     let printer = LinePrinter {

@@ -159,6 +159,15 @@ impl Shared {
 }
 
 impl LockKeeper {
+    /// The cluster whose chain this lock claims.
+    pub(crate) fn cluster(&self) -> MemberId {
+        self.shared
+            .lock
+            .lock()
+            .map(|l| l.cluster_id)
+            .unwrap_or_else(|poisoned| poisoned.into_inner().cluster_id)
+    }
+
     /// Claims the lock of `cluster`'s chain in `store` for `ttl`, refusing (naming the other
     /// holder's host, process ID and expiry) while another holder's lock is live.
     pub(crate) async fn acquire(store: &Store, cluster: MemberId, ttl: Duration) -> Result<Self> {

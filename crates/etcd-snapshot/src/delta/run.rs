@@ -60,6 +60,9 @@ pub struct RunRequest {
     /// past it, the upload is abandoned (its temporary file removed, its multipart upload
     /// aborted) and the run stops.
     pub stop_grace: Duration,
+    /// With `retention`: prune every cluster folder of the store (each by its own rules)
+    /// instead of only the folder of the cluster being backed up.
+    pub all_clusters: bool,
 }
 
 impl Default for RunRequest {
@@ -74,6 +77,7 @@ impl Default for RunRequest {
             retention: RetentionPolicy::default(),
             orphan_grace: DEFAULT_ORPHAN_GRACE,
             stop_grace: DEFAULT_STOP_GRACE,
+            all_clusters: false,
         }
     }
 }

@@ -14,10 +14,10 @@ use futures::future::FusedFuture;
 use super::events::{RunEvent, RunObserver, RunState};
 use super::lock::{LockCheck, LockKeeper};
 use super::run::RunRequest;
-use crate::catalog::prune_backups;
 use crate::error::{Result, SnapshotError};
 use crate::manifest::Manifest;
 use crate::progress::NoProgress;
+use crate::prune::{PruneRequest, prune_store};
 use crate::save::{SaveResult, save_snapshot};
 
 /// Everything one run shares between its steps.
@@ -198,14 +198,19 @@ impl Runner<'_> {
         if self.request.retention.is_empty() {
             return;
         }
-        let pruned = prune_backups(
-            self.store,
-            &self.request.retention,
-            self.request.orphan_grace,
-            false,
-            Utc::now(),
-        )
-        .await;
+        // Only this cluster's folder, unless asked for all: another cluster sharing the
+        // store keeps its backups whatever this run's rules say.
+        let cluster = match (&self.lock, self.request.all_clusters) {
+            (Some(lock), false) => Some(lock.cluster()),
+            _ => None,
+        };
+        let request = PruneRequest {
+            policy: self.request.retention.clone(),
+            cluster,
+            orphan_grace: self.request.orphan_grace,
+            dry_run: false,
+        };
+        let pruned = prune_store(self.store, &request, Utc::now()).await;
         match pruned {
             Ok(report) if !report.deleted.is_empty() => self.emit(RunEvent::Pruned {
                 deleted: report.deleted.into_iter().map(|d| d.object).collect(),
