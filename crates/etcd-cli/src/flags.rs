@@ -634,25 +634,7 @@ pub struct StoreFlags {
 
 /// Parses `8MiB`, `5MB`, `1048576`.
 pub fn byte_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: usize = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size; write it like 8MiB or 5242880"))?;
-    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        _ => return Err(format!("'{text}' has an unknown unit; use KiB, MiB or GiB")),
-    };
-    number
-        .checked_mul(scale)
-        .ok_or_else(|| format!("'{text}' is too large"))
+    etcd_store::parse_size(text)
 }
 
 /// Retention rules: a backup is kept when any rule keeps it; the newest complete backup is

@@ -76,6 +76,10 @@ pub struct CheckReport {
     pub cluster: ClusterView,
     /// Active alarms.
     pub alarms: Vec<Alarm>,
+    /// Why the alarms could not be read, when they could not: an alarm may then be active
+    /// unseen, so this is a finding of its own, never "no alarm".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alarms_error: Option<String>,
     /// KV hashes of the healthy members at one revision.
     pub hashkv: Option<HashKvReport>,
 }
@@ -88,6 +92,32 @@ fn finding(check: &'static str, severity: Severity, message: String) -> Finding 
     }
 }
 
+/// The alarms finding: what was read, or that nothing could be (never "no alarm" then).
+fn alarm_finding(alarms: &[Alarm], error: Option<&str>) -> Finding {
+    if let Some(error) = error {
+        return finding(
+            "alarms",
+            Severity::Warning,
+            format!("the alarms could not be read ({error}): an alarm may be active"),
+        );
+    }
+    if alarms.is_empty() {
+        return finding("alarms", Severity::Ok, "no alarm".into());
+    }
+    let list = alarms
+        .iter()
+        .map(|a| format!("{} on {}", a.alarm, a.member_id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    finding(
+        "alarms",
+        Severity::Critical,
+        format!(
+            "active alarms: {list}; NOSPACE: compact, defrag, then `alarm disarm`; CORRUPT: replace the member"
+        ),
+    )
+}
+
 fn mib(bytes: i64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
 }
@@ -95,7 +125,10 @@ fn mib(bytes: i64) -> String {
 /// Looks at the cluster and judges it.
 pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<CheckReport> {
     let view = cluster_view(config).await?;
-    let alarms = alarm_list(config).await.unwrap_or_default();
+    let (alarms, alarms_error) = match alarm_list(config).await {
+        Ok(alarms) => (alarms, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
     let hashkv = endpoint_hashkv(config, Targets::Cluster, 0).await.ok();
     let mut findings = Vec::new();
 
@@ -169,12 +202,7 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
         )
     });
 
-    findings.push(if alarms.is_empty() {
-        finding("alarms", Severity::Ok, "no alarm".into())
-    } else {
-        let list = alarms.iter().map(|a| format!("{} on {}", a.alarm, a.member_id)).collect::<Vec<_>>().join(", ");
-        finding("alarms", Severity::Critical, format!("active alarms: {list}; NOSPACE: compact, defrag, then `alarm disarm`; CORRUPT: replace the member"))
-    });
+    findings.push(alarm_finding(&alarms, alarms_error.as_deref()));
 
     findings.push(match &hashkv {
         Some(h) if h.all_agree => finding("hashkv", Severity::Ok, format!("all members hash the same key space at revision {}", h.revision)),
@@ -304,6 +332,27 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
         leader: view.leader,
         cluster: view,
         alarms,
+        alarms_error,
         hashkv,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alarms_that_could_not_be_read_are_a_warning_never_no_alarm() {
+        let unread = alarm_finding(&[], Some("deadline exceeded"));
+        assert_eq!(unread.severity, Severity::Warning);
+        assert!(unread.message.contains("could not be read"), "{unread:?}");
+        assert_eq!(alarm_finding(&[], None).severity, Severity::Ok);
+        let active = [Alarm {
+            member_id: MemberId(7),
+            alarm: "NOSPACE".into(),
+        }];
+        let raised = alarm_finding(&active, None);
+        assert_eq!(raised.severity, Severity::Critical);
+        assert!(raised.message.contains("NOSPACE on 7"), "{raised:?}");
+    }
 }

@@ -68,8 +68,8 @@ pub struct StoreOptions {
     /// `http://127.0.0.1:PORT`). GCS: the base URL instead of `https://storage.googleapis.com`.
     pub endpoint_override: Option<String>,
     /// Multipart part size in bytes (object stores); at least 5 MiB for S3 and GCS, at most
-    /// 5 GiB; 0 means [`DEFAULT_PART_SIZE`] (8 MiB) (`ETCDOPS_PART_SIZE`, bytes or with a
-    /// `K`, `KiB`, `M`, `MiB`, `G`, `GiB` suffix, all powers of 1024). Memory per upload is
+    /// 5 GiB; 0 means [`DEFAULT_PART_SIZE`] (8 MiB) (`ETCDOPS_PART_SIZE`, bytes or a size as
+    /// [`parse_size`](crate::parse_size) reads it: `MB` powers of 1000, `MiB` of 1024). Memory per upload is
     /// about three part sizes; S3 allows at most 10,000 parts (80 GB at 8 MiB).
     pub part_size: usize,
     /// Credentials and other settings as `(key, value)` pairs in object_store's config-key
@@ -143,7 +143,7 @@ impl StoreOptions {
     /// | `ETCDOPS_ALLOW_HTTP` (bool) | [`allow_http`](Self::allow_http) |
     /// | `ETCDOPS_AZURE_USE_EMULATOR` (bool) | [`azure_use_emulator`](Self::azure_use_emulator) |
     /// | `ETCDOPS_STORE_ENDPOINT` | [`endpoint_override`](Self::endpoint_override) |
-    /// | `ETCDOPS_PART_SIZE` (`8388608`, `8MiB`, `16M`) | [`part_size`](Self::part_size) |
+    /// | `ETCDOPS_PART_SIZE` (`8388608`, `8MiB`, `16MB`: [`parse_size`](crate::parse_size)) | [`part_size`](Self::part_size) |
     /// | `ETCDOPS_STORE_MAX_RETRIES` | [`max_retries`](Self::max_retries) |
     ///
     /// Booleans accept `1`/`true`/`yes`/`on` and `0`/`false`/`no`/`off`. Empty variables
@@ -218,12 +218,9 @@ impl StoreOptions {
         options.azure_use_emulator = emulator;
 
         if let Some(value) = get("ETCDOPS_PART_SIZE") {
-            match parse_size(&value) {
-                Some(size) => options.part_size = size,
-                None => options.env_errors.push((
-                    "ETCDOPS_PART_SIZE",
-                    format!("'{value}' is not a size; use bytes or a suffix, e.g. 16MiB"),
-                )),
+            match crate::size::parse_size(&value) {
+                Ok(size) => options.part_size = size,
+                Err(reason) => options.env_errors.push(("ETCDOPS_PART_SIZE", reason)),
             }
         }
         if let Some(value) = get("ETCDOPS_STORE_MAX_RETRIES") {
@@ -296,24 +293,6 @@ fn parse_bool(value: &str) -> Option<bool> {
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
     }
-}
-
-/// `8388608`, `8MiB`, `8M`, `512KiB`, `1G` (powers of 1024).
-pub(crate) fn parse_size(value: &str) -> Option<usize> {
-    let v = value.trim();
-    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    if digits == 0 {
-        return None;
-    }
-    let number: usize = v[..digits].parse().ok()?;
-    let unit = match v[digits..].trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1024,
-        "m" | "mb" | "mib" => 1024 * 1024,
-        "g" | "gb" | "gib" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    number.checked_mul(unit)
 }
 
 /// The `key = value` pairs of `[section]` in an INI file such as `~/.aws/credentials`; empty
@@ -483,15 +462,15 @@ mod tests {
     }
 
     #[test]
-    fn sizes_parse_with_binary_suffixes() {
-        assert_eq!(parse_size("8388608"), Some(8 * 1024 * 1024));
-        assert_eq!(parse_size("8M"), Some(8 * 1024 * 1024));
-        assert_eq!(parse_size("5 MiB"), Some(5 * 1024 * 1024));
-        assert_eq!(parse_size("512kib"), Some(512 * 1024));
-        assert_eq!(parse_size("1G"), Some(1024 * 1024 * 1024));
-        assert_eq!(parse_size("MiB"), None);
-        assert_eq!(parse_size("8 parsecs"), None);
-        assert_eq!(parse_size("-1"), None);
+    fn the_part_size_variable_means_what_the_flag_means() {
+        assert_eq!(env(&[("ETCDOPS_PART_SIZE", "5MB")]).part_size, 5_000_000);
+        assert_eq!(env(&[("ETCDOPS_PART_SIZE", "5MiB")]).part_size, 5 << 20);
+        let bad = env(&[("ETCDOPS_PART_SIZE", "5 parsecs")]);
+        assert!(
+            bad.env_errors
+                .iter()
+                .any(|(v, _)| *v == "ETCDOPS_PART_SIZE")
+        );
     }
 
     #[test]

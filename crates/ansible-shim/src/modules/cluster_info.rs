@@ -66,6 +66,12 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                     .collect();
                 reasons.push(format!("active alarms: {}", alarms.join(", ")));
             }
+            FailOn::Alarm if report.alarms_error.is_some() => {
+                reasons.push(format!(
+                    "the alarms could not be read ({}): an alarm may be active",
+                    report.alarms_error.as_deref().unwrap_or_default()
+                ));
+            }
             FailOn::Inconsistent if !consistent => {
                 reasons.push("members' KV hashes disagree (or could not all be read)".into());
             }
