@@ -9,6 +9,7 @@
 //! role, and (unless forced) when the cluster holds Kubernetes data, whose kube-apiserver
 //! would be locked out.
 
+use crate::kv::prefix_end;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -347,19 +348,6 @@ impl KeyRange {
             (None, false) => Ok((key, Vec::new())),
         }
     }
-}
-
-/// The end of the range of keys starting with `prefix`, as etcd computes it; `[0]` (every key
-/// from `prefix` on) when no such end exists.
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }
 
 /// A request to grant a role a permission.
@@ -961,14 +949,6 @@ pub async fn role_revoke_permission(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefix_end_is_etcds() {
-        assert_eq!(prefix_end(b"/registry/"), b"/registry0".to_vec());
-        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
-        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
-        assert_eq!(prefix_end(b""), vec![0]);
-    }
 
     #[test]
     fn key_ranges_resolve_like_etcdctl() {

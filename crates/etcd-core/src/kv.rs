@@ -163,7 +163,8 @@ pub struct GetSummary {
     pub more: bool,
 }
 
-/// The end of the range of keys starting with `prefix`.
+/// The end of the range of keys starting with `prefix`, as etcd computes it; `[0]` (every key
+/// from `prefix` on) when no such end exists. The one copy: every range of a prefix uses it.
 pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
@@ -397,6 +398,7 @@ mod tests {
         assert_eq!(prefix_end(b"/registry/"), b"/registry0".to_vec());
         assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
         assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+        assert_eq!(prefix_end(b""), vec![0]);
     }
 
     #[test]
