@@ -466,6 +466,33 @@ fn the_restore_marker_is_checked_against_the_db_and_wal_on_disk() {
 }
 
 #[test]
+fn a_restored_db_replaced_by_another_valid_db_is_not_taken_for_the_restore() {
+    let (_source, file) = source_with_snapshot(1, "none");
+    let source = file.display().to_string();
+    let planned = Cluster::plan_restore(1, "m");
+    let data = planned.members[0].data_dir.clone();
+    restore_from(&source, &planned, 0, &[], &[]).expect_code(0);
+    // Another cluster's valid db in its place, WAL and marker untouched.
+    let (_other, other_file) = source_with_snapshot(2, "none");
+    let other = Cluster::plan_restore(1, "o");
+    restore_from(&other_file.display().to_string(), &other, 0, &[], &[]).expect_code(0);
+    std::fs::copy(
+        other.members[0].data_dir.join("member/snap/db"),
+        data.join("member/snap/db"),
+    )
+    .unwrap();
+
+    let before = tree(planned.dir());
+    let refused = restore_from(&source, &planned, 0, &[], &[]);
+    assert_clear_error(&refused, "incomplete or damaged");
+    assert!(
+        refused.stderr.contains("not the one this restore wrote"),
+        "{refused}"
+    );
+    assert_eq!(tree(planned.dir()), before);
+}
+
+#[test]
 fn a_backup_replaced_by_another_valid_backup_is_refused_as_verify_refuses_it() {
     let source = Cluster::start(1, Security::Plain);
     source.put(CHECK_KEY, CHECK_VALUE);

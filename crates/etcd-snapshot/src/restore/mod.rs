@@ -164,6 +164,11 @@ pub struct RestoreMarker {
     pub to_revision: Option<i64>,
     /// When the restore was done (UTC, RFC 3339).
     pub restored_at: String,
+    /// A fingerprint of the db this restore wrote (SHA-256 of its size and first bytes, both
+    /// meta pages among them): while no member has run on the dir, a db replaced since does
+    /// not pass for this restore. Absent in markers of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_fingerprint: Option<String>,
 }
 
 /// Reads the restore marker of `data_dir`, if there is a readable one.
@@ -919,6 +924,8 @@ pub fn restore_point_in_time(
     )?;
     sync_dir(&wal_dir_staged)?;
     let (wal_size, wal_files, wal_modified_ns) = wal_state(&wal_dir_staged);
+    let staged_db = member_stage.join("snap").join("db");
+    let db_fingerprint = on_disk::db_fingerprint(&staged_db).map_err(io_err(&staged_db))?;
     let marker = RestoreMarker {
         db_sha256: db_sha256.clone(),
         name: me.name.clone(),
@@ -934,6 +941,7 @@ pub fn restore_point_in_time(
         cluster_id: format!("{cluster:x}"),
         revision,
         restored_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        db_fingerprint: Some(db_fingerprint),
     };
     let marker_json = serde_json::to_vec_pretty(&marker)
         .map_err(|e| invalid("--data-dir")(format!("cannot encode the restore marker: {e}")))?;

@@ -35,7 +35,36 @@ pub(super) fn damage(data_dir: &Path, marker: &RestoreMarker) -> Option<String> 
     if !holds_file_ending(snap, ".snap") {
         return Some(format!("no raft snap file in {}", snap.display()));
     }
+    // Until a member runs on it (its WAL grows), the db is exactly the one restored.
+    if let Some(want) = &marker.db_fingerprint
+        && !super::ran_since_restore(marker)
+    {
+        match db_fingerprint(&db) {
+            Ok(got) if got == *want => {}
+            Ok(_) => {
+                return Some(format!(
+                    "the db {} is not the one this restore wrote (replaced since)",
+                    db.display()
+                ));
+            }
+            Err(e) => return Some(format!("the db {} cannot be read: {e}", db.display())),
+        }
+    }
     None
+}
+
+/// SHA-256 (hex) of a db file's size and its first [`META_REGION`] bytes (both meta pages
+/// among them): cheap to compute on a db of any size, and different for another db.
+pub(super) fn db_fingerprint(db: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let file = fs::File::open(db)?;
+    let size = file.metadata()?.len();
+    let mut head = Vec::with_capacity(META_REGION);
+    file.take(META_REGION as u64).read_to_end(&mut head)?;
+    let mut hasher = Sha256::new();
+    hasher.update(size.to_le_bytes());
+    hasher.update(&head);
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// Whether `dir` holds a file whose name ends with `suffix`.
@@ -70,6 +99,7 @@ mod tests {
             revision: 0,
             to_revision: None,
             restored_at: String::new(),
+            db_fingerprint: None,
         }
     }
 
@@ -86,5 +116,24 @@ mod tests {
         assert!(found.contains("is not a sound bbolt file"), "{found}");
         assert!(holds_file_ending(db.parent().unwrap(), "db"));
         assert!(!holds_file_ending(&wal, ".wal"));
+    }
+
+    #[test]
+    fn fingerprints_tell_dbs_apart_by_size_and_first_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+        );
+        fs::write(&a, vec![1u8; 8192]).unwrap();
+        fs::write(&b, vec![1u8; 8192 + 4096]).unwrap();
+        let mut other = vec![1u8; 8192];
+        other[100] = 2;
+        fs::write(&c, other).unwrap();
+        let fa = db_fingerprint(&a).unwrap();
+        assert_eq!(fa, db_fingerprint(&a).unwrap());
+        assert_ne!(fa, db_fingerprint(&b).unwrap());
+        assert_ne!(fa, db_fingerprint(&c).unwrap());
     }
 }
