@@ -423,6 +423,13 @@ fn point_in_time_restores_serve_exactly_what_the_source_served_at_each_revision(
         .as_str()
         .unwrap()
         .to_string();
+    // A backup's own URL is no store to plan a point in time over: said so, nothing written.
+    let backup_url = store.join(&object);
+    let refused = restore_refused(&backup_url, &["--to-revision", &first[1].to_string()]);
+    assert_clear_error(
+        &refused,
+        "a point-in-time restore takes the store that holds it",
+    );
     let verified = etcdops(
         &[
             "snapshot".into(),

@@ -178,6 +178,16 @@ pub async fn open_point_in_time(
     store_options: &StoreOptions,
     identities: &Identities,
 ) -> Result<PointInTimeSource, RestoreError> {
+    // A backup's own URL names one full backup; a point in time is planned over the store's
+    // chains.
+    if let Some((store, _)) = crate::layout::split_backup_url(store_url) {
+        return Err(RestoreError::InvalidOption {
+            option: "source",
+            reason: format!(
+                "'{store_url}' is a backup; a point-in-time restore takes the store that holds it: '{store}'"
+            ),
+        });
+    }
     let spool = checked_spool(request)?;
     let spool = spool.as_deref();
     let store = Store::open(store_url, store_options).map_err(SnapshotError::from)?;
