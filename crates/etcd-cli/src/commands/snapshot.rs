@@ -271,7 +271,9 @@ async fn restore(args: &RestoreArgs, format: OutputFormat) -> Result<ExitStatus>
 fn restore_hint(error: RestoreError) -> anyhow::Error {
     match &error {
         RestoreError::NoTrailer { .. } => anyhow::anyhow!("{error} (--skip-hash-check)"),
-        RestoreError::Incomplete { .. } => anyhow::anyhow!("{error} (--move-aside)"),
+        RestoreError::Incomplete { .. } | RestoreError::HoldsOtherRestore { .. } => {
+            anyhow::anyhow!("{error} (--move-aside)")
+        }
         _ => error.into(),
     }
 }

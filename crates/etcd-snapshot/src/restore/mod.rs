@@ -356,6 +356,22 @@ pub enum RestoreError {
         /// What was wrong.
         reason: String,
     },
+    /// The data dir already holds another etcdops restore (another snapshot or request).
+    #[error(
+        "'{path}' holds an etcdops restore of another snapshot or request (member {name} of \
+         cluster {cluster_id}, restored at {restored_at}); restore only into a new or empty \
+         directory, or move this one aside"
+    )]
+    HoldsOtherRestore {
+        /// The data dir.
+        path: PathBuf,
+        /// The member it was restored as.
+        name: String,
+        /// The cluster it was restored into.
+        cluster_id: String,
+        /// When.
+        restored_at: String,
+    },
     /// The data dir or WAL dir already holds something.
     #[error("'{path}' is not empty; restore only into a new or empty directory")]
     NotEmpty {
@@ -680,6 +696,15 @@ pub fn restore_point_in_time(
     for target in targets {
         if request.move_aside && non_empty(&target) {
             to_move.push(target);
+        } else if target == data_target
+            && let Some(marker) = read_marker(&data_dir)
+        {
+            return Err(RestoreError::HoldsOtherRestore {
+                path: data_dir.clone(),
+                name: marker.name,
+                cluster_id: marker.cluster_id,
+                restored_at: marker.restored_at,
+            });
         } else {
             ensure_empty(&target)?;
         }
