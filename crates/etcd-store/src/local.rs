@@ -315,6 +315,31 @@ impl LocalStore {
         self.delete(name).await
     }
 
+    /// `rmdir`: fails (and so keeps it) when anything is in it.
+    pub async fn remove_empty_folder(&self, folder: &str) -> Result<bool> {
+        let path = self.path_of(folder);
+        match tokio::fs::remove_dir(&path).await {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound
+                        | io::ErrorKind::DirectoryNotEmpty
+                        | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(map_io(e, "delete", &self.url, folder, &path)),
+        }
+        if let Some(parent) = path.parent().map(Path::to_path_buf) {
+            blocking(move || sync_dir(&parent))
+                .await
+                .map_err(|e| map_io(e, "delete", &self.url, folder, &path))?;
+        }
+        Ok(true)
+    }
+
     pub async fn delete(&self, name: &str) -> Result<()> {
         let path = self.path_of(name);
         match tokio::fs::remove_file(&path).await {
