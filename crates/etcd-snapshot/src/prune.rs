@@ -19,6 +19,7 @@ use crate::crypt::Identities;
 use crate::delta::backup_stem;
 use crate::error::{Result, SnapshotError};
 use crate::layout::cluster_of;
+use crate::manifest::Manifest;
 use crate::progress::NoProgress;
 use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
 use crate::run_lock::{RunLock, run_lock_name};
@@ -380,7 +381,7 @@ pub async fn prune_store(
         .map(|u| u.info.name.clone())
         .collect();
     if !request.dry_run {
-        apply(store, &report, &dangling).await?;
+        apply(store, &mut report, &dangling).await?;
     }
     Ok(report)
 }
@@ -442,8 +443,10 @@ async fn verify_newest(
 }
 
 /// Deletes what `report` decided, `dangling` being its dangling segments. What is already
-/// gone (a concurrent prune deleted it first) is no error.
-async fn apply(store: &Store, report: &PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
+/// gone (a concurrent prune deleted it first) is no error. An orphan whose manifest appeared
+/// since the listing (a save finished meanwhile) is a backup now: kept, and dropped from the
+/// report.
+async fn apply(store: &Store, report: &mut PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
     for entry in &report.deleted {
         match delete_backup(store, &entry.object).await {
             Ok(_) | Err(SnapshotError::Store(StoreError::NotFound { .. })) => {}
@@ -459,9 +462,15 @@ async fn apply(store: &Store, report: &PruneReport, dangling: &[&DeltaEntry]) ->
     for stem in stems {
         remove_chain_folder(store, stem).await;
     }
-    for orphan in &report.orphans_deleted {
-        store.delete(orphan).await?;
+    let mut orphans_deleted = Vec::new();
+    for orphan in std::mem::take(&mut report.orphans_deleted) {
+        if store.head(&Manifest::name_for(&orphan)).await?.is_some() {
+            continue;
+        }
+        store.delete(&orphan).await?;
+        orphans_deleted.push(orphan);
     }
+    report.orphans_deleted = orphans_deleted;
     for unfinished in &report.unfinished_deleted {
         store.discard_unfinished(unfinished).await?;
     }

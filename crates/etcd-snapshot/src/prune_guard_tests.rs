@@ -221,3 +221,28 @@ async fn with_verify_newest_a_damaged_newest_backup_stops_its_clusters_deletions
     let left = names(&store).await;
     assert!(left.contains(&old) && left.iter().any(|n| n == orphan));
 }
+
+#[tokio::test]
+async fn an_orphan_whose_manifest_appears_after_the_listing_is_not_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let full = publish_full(&store, 1, 10).await;
+    let manifest = store.get_small(&Manifest::name_for(&full)).await.unwrap();
+    // A save between its object's rename and its manifest: an orphan to the listing.
+    store.delete(&Manifest::name_for(&full)).await.unwrap();
+    let request = PruneRequest {
+        orphan_grace: Duration::ZERO,
+        dry_run: true,
+        ..keep_last(1)
+    };
+    let mut report = prune_store(&store, &request, Utc::now()).await.unwrap();
+    assert_eq!(report.orphans_deleted, [full.as_str()]);
+    // The save writes its manifest before this prune deletes.
+    store
+        .put_small(&Manifest::name_for(&full), manifest)
+        .await
+        .unwrap();
+    apply(&store, &mut report, &[]).await.unwrap();
+    assert!(report.orphans_deleted.is_empty(), "{report:?}");
+    assert!(list_backups(&store).await.unwrap().backups[0].complete);
+}

@@ -111,11 +111,15 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// Renames `temp` to `final_path` and fsyncs the directory.
 fn publish(temp: &Path, final_path: &Path) -> io::Result<std::fs::Metadata> {
+    // The file's metadata before it is renamed (the same file after): once under its final
+    // name another process may delete it, which is then the caller's to notice (a save checks
+    // its object after writing the manifest), not a failed upload.
+    let meta = std::fs::metadata(temp)?;
     std::fs::rename(temp, final_path)?;
     if let Some(parent) = final_path.parent() {
         sync_dir(parent)?;
     }
-    std::fs::metadata(final_path)
+    Ok(meta)
 }
 
 async fn blocking<T: Send + 'static>(
