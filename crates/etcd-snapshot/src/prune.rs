@@ -356,15 +356,7 @@ pub async fn prune_store(
             &mut report,
         )?;
     }
-    let mut unverified: BTreeSet<MemberId> = BTreeSet::new();
-    if request.verify_newest {
-        unverified = verify_newest(store, &groups, &mut report).await;
-    }
-    let in_scope =
-        |name: &str| in_scope(name) && cluster_of(name).is_none_or(|c| !unverified.contains(&c));
-    sort_newest_first(&mut report.kept);
-    sort_newest_first(&mut report.deleted);
-    let dangling = dangling_to_delete(&catalog, &locks, &in_scope);
+    let mut dangling = dangling_to_delete(&catalog, &locks, &in_scope);
     report.dangling_deleted = dangling.iter().map(|d| d.object.clone()).collect();
     report.orphans_deleted = catalog
         .orphans
@@ -380,18 +372,54 @@ pub async fn prune_store(
         })
         .map(|u| u.info.name.clone())
         .collect();
+    if request.verify_newest {
+        // The layout name each deletion belongs to (an unfinished upload: its target).
+        let target_of = |name: &str| {
+            catalog
+                .unfinished_uploads
+                .iter()
+                .find(|u| u.info.name == name)
+                .map(|u| u.target.clone())
+        };
+        let pending: BTreeSet<MemberId> = report
+            .deleted
+            .iter()
+            .map(|e| e.object.clone())
+            .chain(report.dangling_deleted.iter().cloned())
+            .chain(report.orphans_deleted.iter().cloned())
+            .chain(
+                report
+                    .unfinished_deleted
+                    .iter()
+                    .filter_map(|n| target_of(n)),
+            )
+            .filter_map(|n| cluster_of(&n))
+            .collect();
+        let failed = verify_newest(store, &groups, &pending, &mut report).await;
+        let ok = |name: &str| cluster_of(name).is_none_or(|c| !failed.contains(&c));
+        dangling.retain(|d| ok(&d.object));
+        report.dangling_deleted.retain(|n| ok(n));
+        report.orphans_deleted.retain(|n| ok(n));
+        report
+            .unfinished_deleted
+            .retain(|n| target_of(n).is_none_or(|t| ok(&t)));
+    }
+    sort_newest_first(&mut report.kept);
+    sort_newest_first(&mut report.deleted);
     if !request.dry_run {
         apply(store, &mut report, &dangling).await?;
     }
     Ok(report)
 }
 
-/// Verifies the newest complete backup of each cluster that has deletions pending; for each
-/// one that fails (or cannot be read), moves that cluster's deletions back to kept, records
-/// the failure and returns the cluster, so that nothing else of it is deleted either.
+/// Verifies the newest complete backup of each cluster in `pending` (those with deletions
+/// pending); for each one that fails (or cannot be read), moves that cluster's deletions back
+/// to kept, records the failure and returns the cluster, so that nothing else of it is
+/// deleted either.
 async fn verify_newest(
     store: &Store,
     groups: &BTreeMap<MemberId, Vec<&BackupEntry>>,
+    pending: &BTreeSet<MemberId>,
     report: &mut PruneReport,
 ) -> BTreeSet<MemberId> {
     let mut failed = BTreeSet::new();
@@ -406,11 +434,7 @@ async fn verify_newest(
                     .then(a.object.cmp(&b.object))
             });
         let Some(newest) = newest else { continue };
-        if !report
-            .deleted
-            .iter()
-            .any(|e| cluster_of(&e.object) == Some(cluster))
-        {
+        if !pending.contains(&cluster) {
             continue; // Nothing of it to delete: no need to read it.
         }
         let problem =

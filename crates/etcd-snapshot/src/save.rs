@@ -527,6 +527,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(text.contains("was replaced (5 bytes"), "{text}");
-        assert_eq!(names(&store).await, [manifest.object.clone()]);
+        assert_eq!(names(&store).await, [manifest.object.as_str()]);
     }
 }

@@ -169,7 +169,7 @@ fn verify_newest_keeps_every_backup_of_a_cluster_whose_newest_is_rotten() {
     // By default "complete" is the size only: the rotten one counts as the newest kept.
     let dry = prune(store, &["--keep-last", "1", "--dry-run", "-w", "json"]);
     dry.expect_code(0);
-    assert_eq!(objects(&dry.json()["deleted"]), [first.clone()], "{dry}");
+    assert_eq!(objects(&dry.json()["deleted"]), [first.as_str()], "{dry}");
     assert!(listed(store).contains(&(second.clone(), true)));
 
     let checked = prune(
