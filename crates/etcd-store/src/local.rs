@@ -470,6 +470,15 @@ impl LocalUpload {
             Err(e) => {
                 let _ = tokio::fs::remove_file(&self.temp).await;
                 self.temp = PathBuf::new();
+                let e = if e.kind() == io::ErrorKind::NotFound {
+                    io::Error::new(
+                        e.kind(),
+                        "its temporary file was removed by another process before it was \
+                         complete (a prune with a short orphan grace?)",
+                    )
+                } else {
+                    e
+                };
                 Err(self.err(e))
             }
         }
