@@ -895,6 +895,12 @@ pub struct PruneArgs {
     /// Show what would be deleted, delete nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Before deleting anything of a cluster, verify its newest backup (read it whole, as
+    /// `snapshot verify` does); when that fails, nothing of that cluster is deleted, a warning
+    /// says why and the exit code is 1. Without it, the newest backup kept is the newest
+    /// whose object has the recorded size
+    #[arg(long)]
+    pub verify_newest: bool,
     /// Retention rules
     #[command(flatten)]
     pub retention: RetentionFlags,

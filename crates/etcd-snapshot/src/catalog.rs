@@ -136,7 +136,7 @@ fn is_backup_object(name: &str) -> bool {
 }
 
 /// The stem of the full backup a segment (or anything under its `.deltas/`) belongs to.
-fn chain_stem(name: &str) -> Option<&str> {
+pub(crate) fn chain_stem(name: &str) -> Option<&str> {
     name.find(DELTAS_DIR).map(|at| &name[..at])
 }
 
@@ -727,7 +727,20 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
     // A segment published while this ran would be left without its full backup.
     let late = chain_objects(store, &prefix).await?;
     delete_segments(store, &late, &mut deleted).await?;
+    remove_chain_folder(store, backup_stem(object)).await;
     Ok(DeleteReport { deleted })
+}
+
+/// Removes the `.deltas/` folder of the full backup `stem` once it is empty, as deleting its
+/// segments leaves it in a local store. Only a folder named as etcdops names a chain's
+/// (`etcd-<cluster>/<full backup stem>.deltas`) is touched, and only when nothing is in it;
+/// best effort: the segments are gone either way.
+pub(crate) async fn remove_chain_folder(store: &Store, stem: &str) {
+    if classify(&format!("{stem}.db")).map(|l| l.kind) == Some(LayoutKind::Full) {
+        let _ = store
+            .remove_empty_folder(&format!("{stem}{DELTAS_DIR}"))
+            .await;
+    }
 }
 
 #[cfg(test)]

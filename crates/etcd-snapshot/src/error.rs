@@ -154,4 +154,27 @@ pub enum SnapshotError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A prune named a cluster the store holds no folder of.
+    #[error(
+        "no backups of cluster {cluster} in {store}; listing the store shows the clusters it holds"
+    )]
+    NoSuchCluster {
+        /// The cluster named.
+        cluster: etcd_core::MemberId,
+        /// The store's URL.
+        store: String,
+    },
+    /// A save's object was deleted or replaced in the store before its manifest was in
+    /// place (a concurrent prune took it for an orphan): nothing is saved.
+    #[error(
+        "the backup object '{object}' in {store} was {what} by another process (a concurrent prune with a short orphan grace?) before its manifest was written; its manifest was removed and nothing is saved: save again, and give prunes an orphan grace longer than a save takes"
+    )]
+    ObjectGoneBeforeManifest {
+        /// The object.
+        object: String,
+        /// The store's URL.
+        store: String,
+        /// "deleted" or "replaced (N bytes, M expected)".
+        what: String,
+    },
 }

@@ -85,7 +85,9 @@ pub use manifest::{
 pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use progress::{NoProgress, Progress};
-pub use prune::{PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store};
+pub use prune::{
+    FUTURE_TOLERANCE, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,
+};
 pub use restore::{
     AppendReport, MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest,
     RestoreResult, RestoreSource, RestoredMember, append_sorted, cluster_id, member_id,

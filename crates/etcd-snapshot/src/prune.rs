@@ -12,11 +12,15 @@ use etcd_store::{Store, StoreError};
 use serde::Serialize;
 
 use crate::catalog::{
-    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, delete_backup, list_backups,
+    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, chain_stem, delete_backup,
+    list_backups, remove_chain_folder, verify_backup,
 };
+use crate::crypt::Identities;
 use crate::delta::backup_stem;
 use crate::error::{Result, SnapshotError};
 use crate::layout::cluster_of;
+use crate::manifest::Manifest;
+use crate::progress::NoProgress;
 use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
 use crate::run_lock::{RunLock, run_lock_name};
 
@@ -33,7 +37,19 @@ pub struct PruneRequest {
     pub orphan_grace: Duration,
     /// Say what would be deleted, delete nothing.
     pub dry_run: bool,
+    /// Backups (object names) kept whatever the rules say: a save passes the one it has just
+    /// written.
+    pub protected: Vec<String>,
+    /// Before deleting anything of a cluster, verify its newest complete backup (read it
+    /// whole: SHA-256, etcd's trailer, the db); when that fails, nothing of that cluster is
+    /// deleted and the report says why. Off: "complete" only means the object has the
+    /// recorded size.
+    pub verify_newest: bool,
 }
+
+/// How far in the future a backup's `created_at` may be (clocks differ a little) before it
+/// counts as dated in the future.
+pub const FUTURE_TOLERANCE: Duration = Duration::from_secs(300);
 
 impl Default for PruneRequest {
     fn default() -> Self {
@@ -42,6 +58,8 @@ impl Default for PruneRequest {
             cluster: None,
             orphan_grace: DEFAULT_ORPHAN_GRACE,
             dry_run: false,
+            protected: Vec::new(),
+            verify_newest: false,
         }
     }
 }
@@ -96,6 +114,18 @@ pub struct PruneReport {
     /// to delete) (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unfinished_deleted: Vec<String>,
+    /// Backups whose `created_at` is more than [`FUTURE_TOLERANCE`] after now (a clock was
+    /// wrong when they were saved): kept, and not counted by the rules, so they push no
+    /// other backup out (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub future_dated: Vec<String>,
+    /// Newest backups that failed the verification `verify_newest` asked for: nothing of
+    /// their cluster was deleted (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub verify_failed: Vec<String>,
+    /// What the user should know, one sentence each (absent from JSON when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Deletes the backups no rule keeps, with their chains; segments whose full backup is gone;
@@ -113,6 +143,7 @@ pub async fn prune_backups(
         cluster: None,
         orphan_grace,
         dry_run,
+        ..PruneRequest::default()
     };
     prune_store(store, &request, now).await
 }
@@ -185,6 +216,16 @@ fn live_reason(
     })
 }
 
+fn entry_of(backup: &BackupEntry, kept_by: Vec<String>) -> PruneEntry {
+    PruneEntry {
+        object: backup.object.clone(),
+        created_at: backup.manifest.created_at,
+        kept_by,
+        deltas: backup.deltas.len(),
+        segments: backup.deltas.iter().map(|d| d.object.clone()).collect(),
+    }
+}
+
 /// Applies the rules to one cluster's backups and adds the live-chain protection.
 fn decide(
     backups: &[&BackupEntry],
@@ -194,7 +235,30 @@ fn decide(
     now: DateTime<Utc>,
     report: &mut PruneReport,
 ) -> Result<()> {
-    let items: Vec<RetentionItem> = backups
+    // A backup dated in the future would count as the newest for ever: it is kept, and the
+    // rules judge the others without it.
+    let horizon = now + chrono::Duration::from_std(FUTURE_TOLERANCE).unwrap_or_default();
+    let (future, judged): (Vec<&BackupEntry>, Vec<&BackupEntry>) = backups
+        .iter()
+        .copied()
+        .partition(|b| b.manifest.created_at > horizon);
+    for backup in future {
+        let created = backup.manifest.created_at.format("%Y-%m-%dT%H:%M:%SZ");
+        report.future_dated.push(backup.object.clone());
+        report.warnings.push(format!(
+            "backup {} is dated {created}, in the future (the clock of the host that saved \
+             it was wrong?): kept, and not counted by the retention rules; delete it when it \
+             is not needed",
+            backup.object
+        ));
+        report.kept.push(entry_of(
+            backup,
+            vec![format!(
+                "dated in the future ({created}): not judged by the rules"
+            )],
+        ));
+    }
+    let items: Vec<RetentionItem> = judged
         .iter()
         .map(|b| RetentionItem {
             name: b.object.clone(),
@@ -207,17 +271,14 @@ fn decide(
             continue;
         };
         let mut kept_by = decision.kept_by;
+        if request.protected.contains(&backup.object) {
+            kept_by.push("just written by this save".into());
+        }
         if let Some(reason) = live_reason(backup, lock, request.orphan_grace, now) {
             report.kept_live.push(backup.object.clone());
             kept_by.push(reason);
         }
-        let entry = PruneEntry {
-            object: decision.name,
-            created_at: backup.manifest.created_at,
-            kept_by,
-            deltas: backup.deltas.len(),
-            segments: backup.deltas.iter().map(|d| d.object.clone()).collect(),
-        };
+        let entry = entry_of(backup, kept_by);
         if entry.kept_by.is_empty() {
             report.deleted.push(entry);
         } else {
@@ -236,10 +297,8 @@ pub async fn prune_store(
     request: &PruneRequest,
     now: DateTime<Utc>,
 ) -> Result<PruneReport> {
-    if request.policy.is_empty() {
-        // The same refusal apply_retention gives, before anything is read.
-        apply_retention(&request.policy, &[], now)?;
-    }
+    // The same refusals apply_retention gives (no rule, a zero rule), before anything is read.
+    apply_retention(&request.policy, &[], now)?;
     let catalog = list_backups(store).await?;
     let in_scope = |name: &str| {
         let cluster = cluster_of(name);
@@ -253,6 +312,18 @@ pub async fn prune_store(
             groups.entry(cluster).or_default().push(backup);
         }
     }
+    if let Some(cluster) = request.cluster
+        && !groups.contains_key(&cluster)
+        && !store
+            .list_folders("")
+            .await?
+            .contains(&format!("etcd-{cluster}"))
+    {
+        return Err(SnapshotError::NoSuchCluster {
+            cluster,
+            store: catalog.store.clone(),
+        });
+    }
     let mut clusters: BTreeSet<MemberId> = groups.keys().copied().collect();
     clusters.extend(request.cluster);
     let mut report = PruneReport {
@@ -265,6 +336,9 @@ pub async fn prune_store(
         orphans_deleted: Vec::new(),
         dangling_deleted: Vec::new(),
         unfinished_deleted: Vec::new(),
+        future_dated: Vec::new(),
+        verify_failed: Vec::new(),
+        warnings: Vec::new(),
     };
     let mut locks: BTreeMap<MemberId, RunLock> = BTreeMap::new();
     for &cluster in &clusters {
@@ -282,9 +356,7 @@ pub async fn prune_store(
             &mut report,
         )?;
     }
-    sort_newest_first(&mut report.kept);
-    sort_newest_first(&mut report.deleted);
-    let dangling = dangling_to_delete(&catalog, &locks, &in_scope);
+    let mut dangling = dangling_to_delete(&catalog, &locks, &in_scope);
     report.dangling_deleted = dangling.iter().map(|d| d.object.clone()).collect();
     report.orphans_deleted = catalog
         .orphans
@@ -300,28 +372,129 @@ pub async fn prune_store(
         })
         .map(|u| u.info.name.clone())
         .collect();
+    if request.verify_newest {
+        // The layout name each deletion belongs to (an unfinished upload: its target).
+        let target_of = |name: &str| {
+            catalog
+                .unfinished_uploads
+                .iter()
+                .find(|u| u.info.name == name)
+                .map(|u| u.target.clone())
+        };
+        let pending: BTreeSet<MemberId> = report
+            .deleted
+            .iter()
+            .map(|e| e.object.clone())
+            .chain(report.dangling_deleted.iter().cloned())
+            .chain(report.orphans_deleted.iter().cloned())
+            .chain(
+                report
+                    .unfinished_deleted
+                    .iter()
+                    .filter_map(|n| target_of(n)),
+            )
+            .filter_map(|n| cluster_of(&n))
+            .collect();
+        let failed = verify_newest(store, &groups, &pending, &mut report).await;
+        let ok = |name: &str| cluster_of(name).is_none_or(|c| !failed.contains(&c));
+        dangling.retain(|d| ok(&d.object));
+        report.dangling_deleted.retain(|n| ok(n));
+        report.orphans_deleted.retain(|n| ok(n));
+        report
+            .unfinished_deleted
+            .retain(|n| target_of(n).is_none_or(|t| ok(&t)));
+    }
+    sort_newest_first(&mut report.kept);
+    sort_newest_first(&mut report.deleted);
     if !request.dry_run {
-        apply(store, &report, &dangling).await?;
+        apply(store, &mut report, &dangling).await?;
     }
     Ok(report)
 }
 
+/// Verifies the newest complete backup of each cluster in `pending` (those with deletions
+/// pending); for each one that fails (or cannot be read), moves that cluster's deletions back
+/// to kept, records the failure and returns the cluster, so that nothing else of it is
+/// deleted either.
+async fn verify_newest(
+    store: &Store,
+    groups: &BTreeMap<MemberId, Vec<&BackupEntry>>,
+    pending: &BTreeSet<MemberId>,
+    report: &mut PruneReport,
+) -> BTreeSet<MemberId> {
+    let mut failed = BTreeSet::new();
+    for (&cluster, backups) in groups {
+        let newest = backups
+            .iter()
+            .filter(|b| b.complete && !report.future_dated.contains(&b.object))
+            .max_by(|a, b| {
+                a.manifest
+                    .created_at
+                    .cmp(&b.manifest.created_at)
+                    .then(a.object.cmp(&b.object))
+            });
+        let Some(newest) = newest else { continue };
+        if !pending.contains(&cluster) {
+            continue; // Nothing of it to delete: no need to read it.
+        }
+        let problem =
+            match verify_backup(store, &newest.object, &Identities::none(), &NoProgress).await {
+                Ok(_) => continue,
+                // Encrypted, no identity here: its stored bytes matched the manifest's SHA-256.
+                Err(SnapshotError::Encrypted {
+                    stored_ok: true, ..
+                }) => continue,
+                Err(e) => e.to_string(),
+            };
+        failed.insert(cluster);
+        report.verify_failed.push(newest.object.clone());
+        report.warnings.push(format!(
+            "the newest backup of cluster {cluster} failed verification, so nothing of that \
+             cluster was pruned: {problem}"
+        ));
+        let (skipped, deleted): (Vec<PruneEntry>, Vec<PruneEntry>) =
+            std::mem::take(&mut report.deleted)
+                .into_iter()
+                .partition(|e| cluster_of(&e.object) == Some(cluster));
+        report.deleted = deleted;
+        report.kept.extend(skipped.into_iter().map(|mut e| {
+            e.kept_by
+                .push("not pruned: the newest backup of its cluster failed verification".into());
+            e
+        }));
+    }
+    failed
+}
+
 /// Deletes what `report` decided, `dangling` being its dangling segments. What is already
-/// gone (a concurrent prune deleted it first) is no error.
-async fn apply(store: &Store, report: &PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
+/// gone (a concurrent prune deleted it first) is no error. An orphan whose manifest appeared
+/// since the listing (a save finished meanwhile) is a backup now: kept, and dropped from the
+/// report.
+async fn apply(store: &Store, report: &mut PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
     for entry in &report.deleted {
         match delete_backup(store, &entry.object).await {
             Ok(_) | Err(SnapshotError::Store(StoreError::NotFound { .. })) => {}
             Err(e) => return Err(e),
         }
     }
+    let mut stems = BTreeSet::new();
     for delta in dangling {
         store.delete(&delta.manifest_name).await?;
         store.delete(&delta.object).await?;
+        stems.extend(chain_stem(&delta.object));
     }
-    for orphan in &report.orphans_deleted {
-        store.delete(orphan).await?;
+    for stem in stems {
+        remove_chain_folder(store, stem).await;
     }
+    let mut orphans_deleted = Vec::new();
+    for orphan in std::mem::take(&mut report.orphans_deleted) {
+        if store.head(&Manifest::name_for(&orphan)).await?.is_some() {
+            continue;
+        }
+        store.delete(&orphan).await?;
+        orphans_deleted.push(orphan);
+    }
+    report.orphans_deleted = orphans_deleted;
     for unfinished in &report.unfinished_deleted {
         store.discard_unfinished(unfinished).await?;
     }
@@ -370,3 +543,7 @@ fn dangling_to_delete<'a>(
 #[cfg(test)]
 #[path = "prune_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "prune_guard_tests.rs"]
+mod guard_tests;

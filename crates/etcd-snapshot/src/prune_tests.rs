@@ -351,7 +351,8 @@ async fn what_a_concurrent_prune_deleted_first_is_no_error() {
     assert_eq!(report.deleted[0].object, old);
     // Another prune removes it between this one's listing and its deletions.
     delete_backup(&store, &old).await.unwrap();
-    apply(&store, &report, &[]).await.unwrap();
+    let mut report = report;
+    apply(&store, &mut report, &[]).await.unwrap();
     let mut left = vec![newest.clone(), Manifest::name_for(&newest)];
     left.sort();
     assert_eq!(names(&store).await, left);

@@ -36,6 +36,38 @@ impl RetentionPolicy {
             && self.keep_monthly.is_none()
             && self.max_age.is_none()
     }
+
+    /// Refuses a rule set to zero: `keep_last: 0` (any `keep_*` 0) or a zero `max_age` keeps
+    /// nothing by itself, so alone it would prune everything but the newest backup. The error
+    /// names the option as this struct does (`keep_last`); front-ends phrase it as theirs.
+    pub fn validate(&self) -> Result<()> {
+        let counts = [
+            ("keep_last", self.keep_last),
+            ("keep_hourly", self.keep_hourly),
+            ("keep_daily", self.keep_daily),
+            ("keep_weekly", self.keep_weekly),
+            ("keep_monthly", self.keep_monthly),
+        ];
+        for (option, count) in counts {
+            if count == Some(0) {
+                return Err(SnapshotError::InvalidOption {
+                    option,
+                    reason: "must be at least 1; 0 keeps nothing by this rule (leave the rule \
+                             out instead)"
+                        .into(),
+                });
+            }
+        }
+        if self.max_age == Some(Duration::ZERO) {
+            return Err(SnapshotError::InvalidOption {
+                option: "max_age",
+                reason: "must be more than 0s; 0 keeps nothing by this rule (leave the \
+                         rule out instead)"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// One backup as retention sees it.
@@ -70,6 +102,7 @@ pub fn apply_retention(
             reason: "give at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly or --max-age".into(),
         });
     }
+    policy.validate()?;
     let mut sorted: Vec<&RetentionItem> = items.iter().collect();
     sorted.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.name.cmp(&a.name)));
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -200,6 +233,46 @@ mod tests {
         let decisions = apply_retention(&tiny, &items, now).unwrap();
         assert_eq!(kept(&decisions), ["old"]);
         assert_eq!(decisions[1].kept_by, ["newest complete backup"]);
+    }
+
+    #[test]
+    fn a_zero_rule_is_refused() {
+        let items = vec![item("a", 2026, 11, 29, 10), item("b", 2026, 11, 28, 10)];
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+        let zero = |f: fn(&mut RetentionPolicy)| {
+            let mut policy = RetentionPolicy::default();
+            f(&mut policy);
+            policy
+        };
+        let cases: [(&str, RetentionPolicy); 6] = [
+            ("keep_last", zero(|p| p.keep_last = Some(0))),
+            ("keep_hourly", zero(|p| p.keep_hourly = Some(0))),
+            ("keep_daily", zero(|p| p.keep_daily = Some(0))),
+            ("keep_weekly", zero(|p| p.keep_weekly = Some(0))),
+            ("keep_monthly", zero(|p| p.keep_monthly = Some(0))),
+            ("max_age", zero(|p| p.max_age = Some(Duration::ZERO))),
+        ];
+        for (option, policy) in cases {
+            assert!(!policy.is_empty(), "{option}");
+            let err = apply_retention(&policy, &items, now)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("invalid {option}: must be")), "{err}");
+            assert!(!err.contains("--") && !err.contains('\n'), "{err}");
+            assert!(policy.validate().is_err(), "{option}");
+        }
+        // Also beside a sound rule.
+        let mixed = RetentionPolicy {
+            keep_last: Some(3),
+            keep_daily: Some(0),
+            ..Default::default()
+        };
+        assert!(apply_retention(&mixed, &items, now).is_err());
+        let one = RetentionPolicy {
+            keep_last: Some(1),
+            ..Default::default()
+        };
+        assert!(one.validate().is_ok());
     }
 
     #[test]

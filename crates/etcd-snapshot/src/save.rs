@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::Utc;
@@ -23,6 +23,8 @@ use crate::crypt::{Encryption, Identities, Recipients, encryptor};
 use crate::error::{Result, SnapshotError};
 use crate::manifest::{Compression, MANIFEST_FORMAT_VERSION, Manifest, backup_object_name};
 use crate::progress::Progress;
+use crate::prune::PruneRequest;
+use crate::retention::RetentionPolicy;
 use crate::source::{SnapshotSource, choose_source};
 use crate::verify::{VerifyExpectation, verify_object};
 
@@ -156,15 +158,65 @@ pub async fn save_snapshot(
         manifest.verified_after_upload = true;
     }
     manifest.completed_at = Utc::now();
-    let manifest_name = Manifest::name_for(&object);
-    store
-        .put_small(&manifest_name, Bytes::from(manifest.to_json()))
-        .await?;
+    let manifest_name = publish_manifest(store, &manifest).await?;
     Ok(SaveResult {
         manifest,
         manifest_name,
         store: store.url().to_string(),
         duration_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+impl SaveResult {
+    /// The prune a save applies after it (`--keep-*`): the saved cluster's folder, or every
+    /// cluster folder with `all_clusters`; the backup just saved protected whatever the rules
+    /// say (a backup dated in the future must not push it out).
+    pub fn prune_request(
+        &self,
+        policy: RetentionPolicy,
+        all_clusters: bool,
+        orphan_grace: Duration,
+    ) -> PruneRequest {
+        PruneRequest {
+            policy,
+            cluster: (!all_clusters).then_some(self.manifest.cluster_id),
+            orphan_grace,
+            protected: vec![self.manifest.object.clone()],
+            ..PruneRequest::default()
+        }
+    }
+}
+
+/// Writes the manifest of an object already in the store, then checks that the object is
+/// still there with the size the manifest records. Until the manifest exists the object is
+/// an orphan, which a concurrent prune may delete (with a short orphan grace, or on an object
+/// store where a multipart object's Last-Modified is its upload's start); then the manifest
+/// is removed again and the save fails, instead of reporting a backup that is not there.
+pub(crate) async fn publish_manifest(store: &Store, manifest: &Manifest) -> Result<String> {
+    let object = &manifest.object;
+    let manifest_name = Manifest::name_for(object);
+    store
+        .put_small(&manifest_name, Bytes::from(manifest.to_json()))
+        .await?;
+    let what = match store.head(object).await {
+        Ok(Some(info)) if info.size == manifest.object_size => return Ok(manifest_name),
+        Ok(Some(info)) => format!(
+            "replaced ({} bytes, {} expected)",
+            info.size, manifest.object_size
+        ),
+        Ok(None) => "deleted".to_string(),
+        Err(e) => {
+            // Unknown whether it is there: the manifest stays (prune treats a manifest
+            // without its object as an incomplete backup), the save fails.
+            return Err(e.into());
+        }
+    };
+    // Best effort: the error that matters is the missing object.
+    let _ = store.delete(&manifest_name).await;
+    Err(SnapshotError::ObjectGoneBeforeManifest {
+        object: object.clone(),
+        store: store.url().to_string(),
+        what,
     })
 }
 
@@ -413,4 +465,68 @@ async fn stream_into(
         object_sha256,
         object_size,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::list_backups;
+    use crate::catalog::tests::{local_store, names};
+
+    /// An object in the store and a manifest describing it, not yet published.
+    async fn stored_object(store: &Store) -> Manifest {
+        let mut manifest = crate::manifest::tests::sample();
+        manifest.object = "etcd-abc/20261130T010000.000Z-rev10-0000000a.db.zst".into();
+        let bytes = Bytes::from_static(b"the snapshot's stored bytes");
+        manifest.object_size = bytes.len() as u64;
+        store.put_small(&manifest.object, bytes).await.unwrap();
+        manifest
+    }
+
+    #[tokio::test]
+    async fn a_manifest_is_published_only_over_its_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = local_store(&dir);
+        let manifest = stored_object(&store).await;
+        let name = publish_manifest(&store, &manifest).await.unwrap();
+        assert_eq!(name, Manifest::name_for(&manifest.object));
+        assert!(list_backups(&store).await.unwrap().backups[0].complete);
+    }
+
+    #[tokio::test]
+    async fn an_object_deleted_before_its_manifest_fails_the_save_and_leaves_no_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = local_store(&dir);
+        let manifest = stored_object(&store).await;
+        // A concurrent prune with a short orphan grace removes it as an orphan.
+        store.delete(&manifest.object).await.unwrap();
+        let err = publish_manifest(&store, &manifest).await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(
+            err,
+            SnapshotError::ObjectGoneBeforeManifest { .. }
+        ));
+        assert!(text.contains("was deleted by another process"), "{text}");
+        assert!(
+            text.contains(&manifest.object) && !text.contains('\n'),
+            "{text}"
+        );
+        assert!(
+            names(&store).await.is_empty(),
+            "the manifest is removed again"
+        );
+
+        // Replaced by other bytes: the same.
+        let manifest = stored_object(&store).await;
+        store
+            .put_small(&manifest.object, Bytes::from_static(b"short"))
+            .await
+            .unwrap();
+        let text = publish_manifest(&store, &manifest)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("was replaced (5 bytes"), "{text}");
+        assert_eq!(names(&store).await, [manifest.object.as_str()]);
+    }
 }

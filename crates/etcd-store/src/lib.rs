@@ -296,6 +296,20 @@ impl Store {
         }
     }
 
+    /// Removes `folder` (a name relative to the store) when it is an empty directory of a
+    /// local store, as deleting its last object leaves it; returns whether it did. A folder
+    /// that holds anything (a file written meanwhile included), or is absent, stays and is no
+    /// error. Object stores have no folders: nothing to do. The caller decides which folders
+    /// are its own to remove.
+    pub async fn remove_empty_folder(&self, folder: &str) -> Result<bool> {
+        let folder = folder.trim_end_matches('/');
+        self.check(folder)?;
+        match &*self.backend {
+            Backend::Local(s) => s.remove_empty_folder(folder).await,
+            Backend::Object(_) => Ok(false),
+        }
+    }
+
     /// Deletes an object; deleting an absent object is not an error.
     pub async fn delete(&self, name: &str) -> Result<()> {
         self.check(name)?;

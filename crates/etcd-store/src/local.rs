@@ -111,11 +111,15 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// Renames `temp` to `final_path` and fsyncs the directory.
 fn publish(temp: &Path, final_path: &Path) -> io::Result<std::fs::Metadata> {
+    // The file's metadata before it is renamed (the same file after): once under its final
+    // name another process may delete it, which is then the caller's to notice (a save checks
+    // its object after writing the manifest), not a failed upload.
+    let meta = std::fs::metadata(temp)?;
     std::fs::rename(temp, final_path)?;
     if let Some(parent) = final_path.parent() {
         sync_dir(parent)?;
     }
-    std::fs::metadata(final_path)
+    Ok(meta)
 }
 
 async fn blocking<T: Send + 'static>(
@@ -315,6 +319,31 @@ impl LocalStore {
         self.delete(name).await
     }
 
+    /// `rmdir`: fails (and so keeps it) when anything is in it.
+    pub async fn remove_empty_folder(&self, folder: &str) -> Result<bool> {
+        let path = self.path_of(folder);
+        match tokio::fs::remove_dir(&path).await {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound
+                        | io::ErrorKind::DirectoryNotEmpty
+                        | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(map_io(e, "delete", &self.url, folder, &path)),
+        }
+        if let Some(parent) = path.parent().map(Path::to_path_buf) {
+            blocking(move || sync_dir(&parent))
+                .await
+                .map_err(|e| map_io(e, "delete", &self.url, folder, &path))?;
+        }
+        Ok(true)
+    }
+
     pub async fn delete(&self, name: &str) -> Result<()> {
         let path = self.path_of(name);
         match tokio::fs::remove_file(&path).await {
@@ -441,6 +470,15 @@ impl LocalUpload {
             Err(e) => {
                 let _ = tokio::fs::remove_file(&self.temp).await;
                 self.temp = PathBuf::new();
+                let e = if e.kind() == io::ErrorKind::NotFound {
+                    io::Error::new(
+                        e.kind(),
+                        "its temporary file was removed by another process before it was \
+                         complete (a prune with a short orphan grace?)",
+                    )
+                } else {
+                    e
+                };
                 Err(self.err(e))
             }
         }

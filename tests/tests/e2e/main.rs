@@ -24,6 +24,7 @@ mod keys;
 mod load;
 mod member;
 mod platform;
+mod prune_safety;
 mod restore_host;
 mod restore_safety;
 mod secrets;

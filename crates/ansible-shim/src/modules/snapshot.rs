@@ -10,7 +10,7 @@ use etcd_core::parse_duration;
 use etcd_k8s::{OpenshiftBackupRequest, write_openshift_backup};
 use etcd_snapshot::{
     Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, NoProgress, PruneRequest, Recipients,
-    RetentionPolicy, SaveRequest, prune_store, save_snapshot, write_save_metrics,
+    RetentionPolicy, SaveRequest, SnapshotError, prune_store, save_snapshot, write_save_metrics,
 };
 use serde::Deserialize;
 
@@ -102,6 +102,8 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         keep_monthly: args.keep_monthly,
         max_age: duration_option("max_age", &args.max_age)?,
     };
+    // A rule set to zero is refused before anything is saved.
+    policy.validate()?;
     let orphan_grace =
         duration_option("orphan_grace", &args.orphan_grace)?.unwrap_or(DEFAULT_ORPHAN_GRACE);
     // Bad recipients are refused in check mode too.
@@ -146,9 +148,19 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                         cluster,
                         orphan_grace,
                         dry_run: true,
+                        ..PruneRequest::default()
                     };
-                    let report = prune_store(&store, &request, Utc::now()).await?;
-                    outcome = outcome.with("pruned", &report.deleted);
+                    match prune_store(&store, &request, Utc::now()).await {
+                        Ok(report) => {
+                            outcome.warnings.extend(report.warnings.iter().cloned());
+                            outcome = outcome.with("pruned", &report.deleted);
+                        }
+                        // The first save of this cluster: nothing to prune yet.
+                        Err(SnapshotError::NoSuchCluster { .. }) => {
+                            outcome = outcome.with("pruned", Vec::<String>::new());
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
                 }
                 Err(e) => outcome.warnings.push(format!(
                     "what retention would delete is not shown: the cluster ID is unknown ({e})"
@@ -201,13 +213,10 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         outcome = outcome.with("openshift", &pair);
     }
     if !policy.is_empty() {
-        let request = PruneRequest {
-            policy,
-            cluster: (!args.all_clusters).then_some(saved.manifest.cluster_id),
-            orphan_grace,
-            dry_run: false,
-        };
+        // Never the backup just saved.
+        let request = saved.prune_request(policy, args.all_clusters, orphan_grace);
         let report = prune_store(&store, &request, Utc::now()).await?;
+        outcome.warnings.extend(report.warnings.iter().cloned());
         outcome = outcome
             .with("pruned", &report.deleted)
             .with("prune_report", &report);

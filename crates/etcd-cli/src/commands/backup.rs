@@ -117,7 +117,7 @@ async fn run_loop(
             encrypt_to: recipients(&args.encrypt_to, &args.encrypt_to_file)?,
         },
         metrics_file: args.metrics_file.clone(),
-        retention: policy(&args.retention),
+        retention: policy(&args.retention)?,
         orphan_grace: args.retention.orphan_grace,
         stop_grace: args.stop_grace,
         all_clusters: args.all_clusters,

@@ -105,14 +105,24 @@ pub async fn run(
         SnapshotCommand::Prune(args) => {
             let store = open_store(&args.store, &args.store_flags)?;
             let request = PruneRequest {
-                policy: policy(&args.retention),
+                policy: policy(&args.retention)?,
                 cluster: args.cluster,
                 orphan_grace: args.retention.orphan_grace,
                 dry_run: args.dry_run,
+                verify_newest: args.verify_newest,
+                ..PruneRequest::default()
             };
-            let report = prune_store(&store, &request, Utc::now()).await?;
+            let report = match prune_store(&store, &request, Utc::now()).await {
+                Ok(report) => report,
+                Err(SnapshotError::NoSuchCluster { cluster, store }) => anyhow::bail!(
+                    "no backups of cluster {cluster} in {store}; `snapshot list` shows the clusters it holds"
+                ),
+                Err(e) => return Err(e.into()),
+            };
+            warn_about_prune(&report);
+            let failed = !report.verify_failed.is_empty();
             print(format, &PruneView(report))?;
-            Ok(ExitStatus::Success)
+            Ok(ExitStatus::from_ok(!failed))
         }
         SnapshotCommand::Copy(args) => {
             let source = open_store(&args.source, &args.store_flags)?;
@@ -442,6 +452,8 @@ async fn save(
     if let Some(request) = &openshift {
         request.check(!args.encrypt_to.is_empty() || !args.encrypt_to_file.is_empty())?;
     }
+    // Bad rules are refused before anything is saved.
+    let policy = policy(&args.retention)?;
     let request = SaveRequest {
         endpoint: args.endpoint.clone(),
         compression: match args.compression {
@@ -473,17 +485,11 @@ async fn save(
         Some(request) => Some(write_openshift_backup(&store, &result.manifest, request).await?),
         None => None,
     };
-    let policy = policy(&args.retention);
     let pruned = if policy.is_empty() {
         None
     } else {
-        let request = PruneRequest {
-            policy,
-            // The saved cluster's folder only, unless told otherwise.
-            cluster: (!args.all_clusters).then_some(result.manifest.cluster_id),
-            orphan_grace: args.retention.orphan_grace,
-            dry_run: false,
-        };
+        // The saved cluster's folder only, unless told otherwise; never the backup just saved.
+        let request = result.prune_request(policy, args.all_clusters, args.retention.orphan_grace);
         match prune_store(&store, &request, Utc::now()).await {
             Ok(report) => Some(report),
             Err(e) => {
@@ -501,6 +507,7 @@ async fn save(
         }
     };
     if let Some(report) = &pruned {
+        warn_about_prune(report);
         for line in PruneView(report.clone()).simple_lines() {
             eprintln!("etcdops: pruned: {line}");
         }
@@ -516,14 +523,30 @@ async fn save(
     Ok(ExitStatus::Success)
 }
 
-pub(crate) fn policy(flags: &RetentionFlags) -> RetentionPolicy {
-    RetentionPolicy {
+/// The rules of the flags; a rule set to zero is refused, named as its flag.
+pub(crate) fn policy(flags: &RetentionFlags) -> Result<RetentionPolicy> {
+    let policy = RetentionPolicy {
         keep_last: flags.keep_last,
         keep_hourly: flags.keep_hourly,
         keep_daily: flags.keep_daily,
         keep_weekly: flags.keep_weekly,
         keep_monthly: flags.keep_monthly,
         max_age: flags.max_age,
+    };
+    match policy.validate() {
+        Ok(()) => Ok(policy),
+        Err(SnapshotError::InvalidOption { option, reason }) => {
+            anyhow::bail!("--{} {reason}", option.replace('_', "-"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A prune's warnings (backups dated in the future, a newest backup that failed
+/// verification), one line each on stderr.
+fn warn_about_prune(report: &PruneReport) {
+    for warning in &report.warnings {
+        eprintln!("etcdops: warning: {warning}");
     }
 }
 

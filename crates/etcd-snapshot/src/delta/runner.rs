@@ -209,6 +209,7 @@ impl Runner<'_> {
             cluster,
             orphan_grace: self.request.orphan_grace,
             dry_run: false,
+            ..PruneRequest::default()
         };
         let pruned = prune_store(self.store, &request, Utc::now()).await;
         match pruned {
