@@ -3,7 +3,14 @@
 //! be below what the chain already received (the cluster was restored to an earlier revision
 //! and kept its ID: what follows is another history, which the chain must not continue).
 
+use std::future::Future;
+use std::time::Duration;
+
 use etcd_core::MemberId;
+
+use super::events::RunEvent;
+use super::runner::{Runner, Stop, backoff_after, pause, store_header};
+use crate::error::{Result, SnapshotError};
 
 /// Why the chain cannot go on when the cluster is at `cluster_revision` and the chain has
 /// received every change up to `received`: `None` while the cluster is at or past it.
@@ -70,6 +77,52 @@ pub(super) fn one_line(error: &etcd_client::Error) -> String {
         source = cause.source();
     }
     parts.join(": ").replace('\n', " ")
+}
+
+/// The cluster's ID and revision, asked of every member given, retried until one answers
+/// (`None`: stopped); refused when the members belong to different clusters.
+pub(super) async fn cluster_id<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    stop: &mut Stop<'_, F>,
+) -> Result<Option<(MemberId, i64)>> {
+    let mut delay = Duration::from_secs(1);
+    loop {
+        let endpoints = runner.config.resolve_endpoints().await.unwrap_or_default();
+        let mut answers = Vec::new();
+        let mut revision = 0;
+        let mut errors = Vec::new();
+        for client in runner.config.connect_each(&endpoints).await {
+            let header = match client {
+                Ok(client) => store_header(&client)
+                    .await
+                    .map(|h| (client.endpoint().to_string(), h)),
+                Err(e) => Err(e),
+            };
+            match header {
+                Ok((endpoint, header)) => {
+                    answers.push((endpoint, header.cluster));
+                    revision = revision.max(header.revision);
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        match one_cluster(&answers) {
+            Err(reason) => {
+                return Err(SnapshotError::InvalidOption {
+                    option: "endpoints",
+                    reason,
+                });
+            }
+            Ok(Some(cluster)) => return Ok(Some((cluster, revision))),
+            Ok(None) => runner.emit(RunEvent::Failed {
+                error: format!("no member answers: {}", errors.join("; ")),
+            }),
+        }
+        if pause(stop, delay).await {
+            return Ok(None);
+        }
+        delay = backoff_after(delay);
+    }
 }
 
 #[cfg(test)]

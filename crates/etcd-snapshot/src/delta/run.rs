@@ -20,10 +20,10 @@ use tokio::time::Instant;
 
 pub use super::events::{RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
-use super::history::{one_cluster, one_line, rewound};
+use super::history::{cluster_id, one_line, rewound};
 use super::lock::{LockKeeper, lock_ttl};
 use super::resume::{Resume, resumable_chain};
-use super::runner::{Guard, Runner, Stop, StoreHeader, backoff_after, store_header};
+use super::runner::{Guard, Runner, Stop, StoreHeader, backoff_after, pause};
 use super::segment::{ChainPosition, MAX_RECORD_BYTES, SegmentBuilder, SegmentSource};
 use crate::catalog::DEFAULT_ORPHAN_GRACE;
 use crate::error::{Result, SnapshotError};
@@ -141,63 +141,6 @@ pub async fn run_backups(
         lock.release().await;
     }
     result.map(|()| runner.state)
-}
-
-/// Waits `delay` unless stopped first; `true` when stopped.
-async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay: Duration) -> bool {
-    if stop.is_terminated() {
-        return true;
-    }
-    tokio::select! {
-        () = &mut *stop => true,
-        () = tokio::time::sleep(delay) => false,
-    }
-}
-
-/// The cluster's ID and revision, asked of every member given, retried until one answers
-/// (`None`: stopped); refused when the members belong to different clusters.
-async fn cluster_id<F: Future<Output = ()>>(
-    runner: &mut Runner<'_>,
-    stop: &mut Stop<'_, F>,
-) -> Result<Option<(MemberId, i64)>> {
-    let mut delay = Duration::from_secs(1);
-    loop {
-        let endpoints = runner.config.resolve_endpoints().await.unwrap_or_default();
-        let mut answers = Vec::new();
-        let mut revision = 0;
-        let mut errors = Vec::new();
-        for client in runner.config.connect_each(&endpoints).await {
-            let header = match client {
-                Ok(client) => store_header(&client)
-                    .await
-                    .map(|h| (client.endpoint().to_string(), h)),
-                Err(e) => Err(e),
-            };
-            match header {
-                Ok((endpoint, header)) => {
-                    answers.push((endpoint, header.cluster));
-                    revision = revision.max(header.revision);
-                }
-                Err(e) => errors.push(e.to_string()),
-            }
-        }
-        match one_cluster(&answers) {
-            Err(reason) => {
-                return Err(SnapshotError::InvalidOption {
-                    option: "endpoints",
-                    reason,
-                });
-            }
-            Ok(Some(cluster)) => return Ok(Some((cluster, revision))),
-            Ok(None) => runner.emit(RunEvent::Failed {
-                error: format!("no member answers: {}", errors.join("; ")),
-            }),
-        }
-        if pause(stop, delay).await {
-            return Ok(None);
-        }
-        delay = backoff_after(delay);
-    }
 }
 
 async fn run_locked<F: Future<Output = ()>>(

@@ -61,6 +61,17 @@ pub(super) fn backoff_after(delay: Duration) -> Duration {
     (delay * 2).min(MAX_BACKOFF)
 }
 
+/// Waits `delay` unless stopped first; `true` when stopped.
+pub(super) async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay: Duration) -> bool {
+    if stop.is_terminated() {
+        return true;
+    }
+    tokio::select! {
+        () = &mut *stop => true,
+        () = tokio::time::sleep(delay) => false,
+    }
+}
+
 impl Runner<'_> {
     pub(super) fn emit(&mut self, event: RunEvent) {
         if let RunEvent::Failed { .. } = event {
