@@ -46,6 +46,16 @@ fn wait_after(backup: &BackupRun, skip: usize, what: &str, pred: impl Fn(&Value)
     }
 }
 
+/// A child process killed (and reaped) when dropped, so a failing test leaves none behind.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Waits until `child` exits; its exit code, or `None` if it still runs at the deadline.
 fn exit_within(child: &mut Child, limit: Duration) -> Option<i32> {
     let deadline = Instant::now() + limit;
@@ -188,7 +198,7 @@ fn a_cluster_rolled_back_under_the_chain_ends_it_and_the_new_history_restores() 
 }
 
 /// Starts a one-member etcd cluster of its own (token `token`) on `client_url`/`peer_url`.
-fn start_other_cluster(cluster: &Cluster, client_url: &str, peer_url: &str, token: &str) -> Child {
+fn start_other_cluster(cluster: &Cluster, client_url: &str, peer_url: &str, token: &str) -> Reaped {
     let data = cluster.dir().join(format!("other-{token}"));
     let mut cmd = Command::new(cluster.version.etcd());
     cmd.args(["--name", "other", "--data-dir"])
@@ -200,7 +210,10 @@ fn start_other_cluster(cluster: &Cluster, client_url: &str, peer_url: &str, toke
         .args(["--initial-cluster", &format!("other={peer_url}")])
         .args(["--initial-cluster-token", token])
         .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
-    let child = spawn_logged(cmd, &cluster.dir().join(format!("other-{token}.log")));
+    let child = Reaped(spawn_logged(
+        cmd,
+        &cluster.dir().join(format!("other-{token}.log")),
+    ));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !cluster
         .etcdctl(&["endpoint", "health", "--endpoints", client_url])
@@ -254,7 +267,7 @@ fn another_cluster_on_the_endpoint_is_never_published_and_mixed_endpoints_are_re
         a.members[0].peer_url.clone(),
     );
     a.kill_member_now(0);
-    let mut other = start_other_cluster(&a, &client_url, &peer_url, "other-cluster");
+    let other = start_other_cluster(&a, &client_url, &peer_url, "other-cluster");
     // More revisions than cluster A had, so no revision check could catch them.
     etcdops_tests::block_on(async {
         let mut client = etcd_client::Client::connect([client_url.clone()], None).await?;
@@ -276,8 +289,7 @@ fn another_cluster_on_the_endpoint_is_never_published_and_mixed_endpoints_are_re
         e["event"] == "segment_published"
     });
     let events = backup.stop();
-    let _ = other.kill();
-    let _ = other.wait();
+    drop(other);
     let published: Vec<&Value> = events
         .iter()
         .skip(seen)
@@ -340,7 +352,7 @@ fn a_full_backup_whose_object_is_deleted_under_its_manifest_is_reported_lost() {
 }
 
 /// `backup run` as PID 1 of a new PID namespace (a container), JSON lines to a file.
-fn start_in_pid_namespace(cluster: &Cluster, store: &Path) -> (Child, PathBuf, PathBuf) {
+fn start_in_pid_namespace(cluster: &Cluster, store: &Path) -> (Reaped, PathBuf, PathBuf) {
     let tag = std::process::id() ^ rand_u32();
     let out = cluster.dir().join(format!("ns-{tag}.jsonl"));
     let err = cluster.dir().join(format!("ns-{tag}.err"));
@@ -356,7 +368,7 @@ fn start_in_pid_namespace(cluster: &Cluster, store: &Path) -> (Child, PathBuf, P
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
-    (child, out, err)
+    (Reaped(child), out, err)
 }
 
 #[test]
@@ -384,9 +396,8 @@ fn a_second_container_on_the_same_host_name_as_pid_1_is_refused_while_the_first_
     let locked = events_in(&first_out);
     assert!(locked.iter().any(|e| e["event"] == "locked"));
     let (mut second, _, second_err) = start_in_pid_namespace(&cluster, &store);
-    let code = exit_within(&mut second, Duration::from_secs(30));
-    let _ = second.kill();
-    let _ = second.wait();
+    let code = exit_within(&mut second.0, Duration::from_secs(30));
+    drop(second);
     let stderr = std::fs::read_to_string(&second_err).unwrap();
     assert_eq!(code, Some(2), "the second run was not refused: {stderr}");
     assert!(stderr.contains("another backup run writes"), "{stderr}");
@@ -399,13 +410,18 @@ fn a_second_container_on_the_same_host_name_as_pid_1_is_refused_while_the_first_
         .skip(seen)
         .any(|e| e["event"] == "segment_published")
     {
-        assert!(first.try_wait().unwrap().is_none(), "the first run stopped");
+        assert!(
+            first.0.try_wait().unwrap().is_none(),
+            "the first run stopped"
+        );
         assert!(Instant::now() < deadline, "{:#?}", events_in(&first_out));
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(first.try_wait().unwrap().is_none(), "the first run stopped");
-    let _ = first.kill();
-    let _ = first.wait();
+    assert!(
+        first.0.try_wait().unwrap().is_none(),
+        "the first run stopped"
+    );
+    drop(first);
 }
 
 #[test]
@@ -413,15 +429,17 @@ fn failure_lines_are_one_line_without_debug_dumps_and_empty_segments_say_no_chan
     let mut cluster = Cluster::start(1, Security::Plain);
     let store = cluster.dir().join("store");
     let out = cluster.dir().join("text.out");
-    let mut child = Command::new(etcdops_path())
-        .args(cluster.client_flags())
-        .args(["backup", "run"])
-        .arg(&store)
-        .args(["--delta-every", "1s", "--full-every", "1h"])
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Reaped(
+        Command::new(etcdops_path())
+            .args(cluster.client_flags())
+            .args(["backup", "run"])
+            .arg(&store)
+            .args(["--delta-every", "1s", "--full-every", "1h"])
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let text = || std::fs::read_to_string(&out).unwrap_or_default();
     let wait = |what: &str, pred: &dyn Fn(&str) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -437,8 +455,7 @@ fn failure_lines_are_one_line_without_debug_dumps_and_empty_segments_say_no_chan
     wait("of a failed watch", &|l| {
         l.starts_with("failed, will retry: watch on")
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let all = text();
     for line in all.lines() {
         assert!(!line.contains("0 changes, revisions"), "{line}");
