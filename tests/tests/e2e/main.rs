@@ -11,6 +11,7 @@ mod ansible_roles;
 mod auth;
 mod backup_run;
 mod backup_run_safety;
+mod backup_run_seams;
 mod cluster_ops;
 mod discovery;
 mod endpoint;

@@ -43,6 +43,17 @@ impl RunObserver for LinePrinter {
                     after_revision,
                     to_revision,
                     ..
+                } if *changes == 0 || after_revision >= to_revision => {
+                    format!(
+                        "segment {object}: no changes (every change up to revision {to_revision} published)"
+                    )
+                }
+                RunEvent::SegmentPublished {
+                    object,
+                    changes,
+                    after_revision,
+                    to_revision,
+                    ..
                 } => format!(
                     "segment {object}: {changes} changes, revisions {}..={to_revision}",
                     after_revision + 1

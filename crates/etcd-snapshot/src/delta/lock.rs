@@ -88,14 +88,31 @@ fn describe(lock: &RunLock) -> String {
 }
 
 /// Whether a lock was left by a process of this host that is gone (killed, crashed): its
-/// process ID no longer exists, or is ours (a restarted container). Such a lock need not be
-/// waited out. A process ID reused by another process counts as alive: then the lock is
-/// waited out, which is safe.
+/// process ID no longer exists. Such a lock need not be waited out. A process ID reused by
+/// another process counts as alive: then the lock is waited out, which is safe. A lock with
+/// our own process ID is never taken as dead: another container on the same host name (each
+/// PID 1 in its own PID namespace) may hold it; a restarted container waits it out.
 fn died_here(lock: &RunLock) -> bool {
     if lock.host != host_name() || !Path::new("/proc/self").exists() {
         return false;
     }
-    lock.pid == std::process::id() || !Path::new(&format!("/proc/{}", lock.pid)).exists()
+    lock.pid != std::process::id() && !Path::new(&format!("/proc/{}", lock.pid)).exists()
+}
+
+/// A lock that expires more than this after now cannot have been written by a run whose
+/// clock was right (no lifetime this version sets comes near it).
+const PLAUSIBLE_EXPIRY: chrono::TimeDelta = chrono::TimeDelta::days(1);
+
+/// What to do about a live lock held by another run: wait it out, or, when its expiry is
+/// implausibly far ahead (a clock that jumped), delete it by hand if no run holds it.
+fn refusal_advice(lock: &RunLock, name: &str, now: DateTime<Utc>) -> String {
+    if lock.expires_at > now + PLAUSIBLE_EXPIRY {
+        format!(
+            "its expiry is implausible (more than a day ahead: a clock that was wrong when it was written); if no backup run holds it, delete the lock object {name} by hand"
+        )
+    } else {
+        "stop it first, or wait until its lock expires if it was killed".to_string()
+    }
 }
 
 fn locked(reason: String) -> SnapshotError {
@@ -178,9 +195,10 @@ impl LockKeeper {
             && !died_here(&other)
         {
             return Err(locked(format!(
-                "another backup run writes this cluster's chain in {} ({}; lock {name}); stop it first, or wait until its lock expires if it was killed",
+                "another backup run writes this cluster's chain in {} ({}; lock {name}); {}",
                 store.url(),
-                describe(&other)
+                describe(&other),
+                refusal_advice(&other, &name, now)
             )));
         }
         let ours = RunLock {
@@ -479,5 +497,57 @@ mod tests {
                 .unwrap()
                 .is_some()
         );
+    }
+
+    #[tokio::test]
+    async fn a_lock_with_our_pid_is_waited_out_and_an_implausible_expiry_is_named() {
+        let (_dir, store) = store();
+        let cluster = MemberId(0xabc);
+        let now = Utc::now();
+        // Another container on this host name, PID 1 like us: live, never taken over.
+        let twin = RunLock {
+            format_version: RUN_LOCK_FORMAT_VERSION,
+            holder: "twin".into(),
+            host: host_name(),
+            pid: std::process::id(),
+            cluster_id: cluster,
+            full_backup: None,
+            previous_full_backup: None,
+            renewed_at: now,
+            expires_at: now + chrono::Duration::seconds(60),
+        };
+        let name = run_lock_name(cluster);
+        store
+            .put_small(&name, Bytes::from(twin.to_json()))
+            .await
+            .unwrap();
+        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(refused.contains("wait until its lock expires"), "{refused}");
+        assert!(!refused.contains("implausible"), "{refused}");
+        // Written under a clock years ahead: the refusal says so and names the object.
+        let future = RunLock {
+            host: "other-host".into(),
+            expires_at: now + chrono::Duration::days(400),
+            ..twin
+        };
+        store
+            .put_small(&name, Bytes::from(future.to_json()))
+            .await
+            .unwrap();
+        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(refused.contains("its expiry is implausible"), "{refused}");
+        assert!(
+            refused.contains(&format!("delete the lock object {name} by hand")),
+            "{refused}"
+        );
+        assert!(!refused.contains('\n'), "{refused}");
     }
 }

@@ -3,6 +3,7 @@
 
 mod events;
 mod format;
+mod history;
 mod lock;
 mod manifest;
 mod plan;

@@ -5,6 +5,7 @@ use etcd_core::MemberId;
 use etcd_store::Store;
 use tokio::time::Instant;
 
+use super::history::rewound;
 use super::segment::ChainPosition;
 use crate::catalog::{BackupEntry, list_backups};
 use crate::error::Result;
@@ -53,11 +54,13 @@ fn continued<'a>(fulls: &[&'a BackupEntry]) -> Option<&'a BackupEntry> {
 /// The newest chain of `cluster` in `store`, continued whatever its full backup's age: the
 /// watch resumes after its last published revision, so the changes made while nothing ran
 /// are in it (or, if history was compacted meanwhile, the watch reports a gap). A chain with
-/// a break (a missing or repeated segment) cannot be continued.
+/// a break (a missing or repeated segment), or one that reaches past `cluster_revision` (the
+/// cluster's revision now: it was rolled back), cannot be continued.
 pub(super) async fn resumable_chain(
     store: &Store,
     cluster: MemberId,
     full_every: std::time::Duration,
+    cluster_revision: i64,
 ) -> Result<Resume> {
     let catalog = list_backups(store).await?;
     let mut fulls: Vec<&BackupEntry> = catalog
@@ -96,6 +99,15 @@ pub(super) async fn resumable_chain(
             });
         }
     };
+    // The cluster went back below what the chain holds (restored from an older backup with
+    // the same ID): its new history must not continue this chain.
+    if let Some(reason) = rewound(cluster_revision, covered_revision) {
+        return Ok(Resume::Broken {
+            base: newest.object.clone(),
+            covered_revision,
+            reason,
+        });
+    }
     let age = (Utc::now() - newest.manifest.created_at)
         .to_std()
         .unwrap_or_default();

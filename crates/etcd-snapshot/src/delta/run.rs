@@ -20,9 +20,10 @@ use tokio::time::Instant;
 
 pub use super::events::{RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
+use super::history::{cluster_id, one_line, rewound};
 use super::lock::{LockKeeper, lock_ttl};
 use super::resume::{Resume, resumable_chain};
-use super::runner::{Guard, Runner, Stop, StoreHeader, backoff_after, store_header};
+use super::runner::{Guard, Runner, Stop, StoreHeader, backoff_after, pause};
 use super::segment::{ChainPosition, MAX_RECORD_BYTES, SegmentBuilder, SegmentSource};
 use crate::catalog::DEFAULT_ORPHAN_GRACE;
 use crate::error::{Result, SnapshotError};
@@ -132,6 +133,8 @@ pub async fn run_backups(
         state: RunState::default(),
         lock: None,
         taken_over: None,
+        cluster: MemberId(0),
+        full_size: None,
     };
     let result = run_locked(&mut runner, &mut stop).await;
     if let Some(lock) = runner.lock.take() {
@@ -140,49 +143,15 @@ pub async fn run_backups(
     result.map(|()| runner.state)
 }
 
-/// Waits `delay` unless stopped first; `true` when stopped.
-async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay: Duration) -> bool {
-    if stop.is_terminated() {
-        return true;
-    }
-    tokio::select! {
-        () = &mut *stop => true,
-        () = tokio::time::sleep(delay) => false,
-    }
-}
-
-/// The cluster's ID, asked of any member, retried until it answers (`None`: stopped).
-async fn cluster_id<F: Future<Output = ()>>(
-    runner: &mut Runner<'_>,
-    stop: &mut Stop<'_, F>,
-) -> Option<MemberId> {
-    let mut delay = Duration::from_secs(1);
-    loop {
-        let asked = async {
-            let client = runner.config.connect_any().await?;
-            store_header(&client).await
-        };
-        match asked.await {
-            Ok(header) => return Some(header.cluster),
-            Err(e) => runner.emit(RunEvent::Failed {
-                error: format!("no member answers: {e}"),
-            }),
-        }
-        if pause(stop, delay).await {
-            return None;
-        }
-        delay = backoff_after(delay);
-    }
-}
-
 async fn run_locked<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     stop: &mut Stop<'_, F>,
 ) -> Result<()> {
     let request = runner.request;
-    let Some(cluster) = cluster_id(runner, stop).await else {
+    let Some((cluster, revision)) = cluster_id(runner, stop).await? else {
         return Ok(());
     };
+    runner.cluster = cluster;
     let lock = LockKeeper::acquire(runner.store, cluster, lock_ttl(request.delta_every)).await?;
     runner.emit(RunEvent::Locked {
         lock: lock.name().to_string(),
@@ -192,7 +161,7 @@ async fn run_locked<F: Future<Output = ()>>(
     // The chain an earlier run left is continued, whatever its full backup's age.
     let mut delay = Duration::from_secs(1);
     let mut resume = loop {
-        match resumable_chain(runner.store, cluster, request.full_every).await {
+        match resumable_chain(runner.store, cluster, request.full_every, revision).await {
             Ok(Resume::Chain {
                 chain,
                 endpoint,
@@ -400,6 +369,7 @@ async fn follow_chain<F: Future<Output = ()>>(
         let client = match client {
             Ok(c) => c,
             Err(e) => {
+                // A member of another cluster was reported by `connect` and is never used.
                 runner.emit(RunEvent::Failed {
                     error: format!("watch: no member answers: {e}"),
                 });
@@ -432,6 +402,21 @@ async fn follow_chain<F: Future<Output = ()>>(
                 follow.backoff = backoff_after(follow.backoff);
             }
         }
+    }
+}
+
+/// Ends the chain early (a gap, `reason`): what was received stays published; the rest is
+/// lost to this chain.
+async fn ended<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
+    reason: String,
+) -> ChainEnd {
+    match cut(runner, chain, follow, stop).await {
+        Err(end @ (ChainEnd::Lost | ChainEnd::TakenOver(_))) => end,
+        _ => ChainEnd::Gap(reason),
     }
 }
 
@@ -538,13 +523,23 @@ async fn publish<F: Future<Output = ()>>(
 
 /// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);
 /// an error when etcd could not be asked.
-async fn granted_ttl(client: &EndpointClient, id: i64) -> etcd_core::Result<Option<i64>> {
+async fn granted_ttl(
+    client: &EndpointClient,
+    id: i64,
+) -> etcd_core::Result<(Option<i64>, MemberId)> {
     let response = client
         .call("lease time-to-live", |mut c| async move {
             c.lease_time_to_live(id, None).await
         })
         .await?;
-    Ok((response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl()))
+    let cluster = MemberId(
+        response
+            .header()
+            .map(|h| h.cluster_id())
+            .unwrap_or_default(),
+    );
+    let ttl = (response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl());
+    Ok((ttl, cluster))
 }
 
 fn now_ms() -> i64 {
@@ -580,9 +575,14 @@ async fn watch_once<F: Future<Output = ()>>(
     stop: &mut Stop<'_, F>,
 ) -> WatchEnd {
     let request = runner.request;
-    match store_header(client).await {
-        Ok(header) => follow.source.member_id = header.member,
-        Err(e) => return WatchEnd::Reconnect(e.to_string()),
+    match runner.header(client).await {
+        Ok(header) => {
+            if let Some(reason) = rewound(header.revision, follow.received) {
+                return WatchEnd::Chain(ended(runner, chain, follow, stop, reason).await);
+            }
+            follow.source.member_id = header.member;
+        }
+        Err(e) => return WatchEnd::Reconnect(e),
     }
     follow.source.endpoint = client.endpoint().to_string();
     let options = WatchOptions::new()
@@ -611,8 +611,11 @@ async fn watch_once<F: Future<Output = ()>>(
                 return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
             }
             _ = tick.tick() => {
-                match store_header(client).await {
+                match runner.header(client).await {
                     Ok(StoreHeader { revision, .. }) => {
+                        if let Some(reason) = rewound(revision, follow.received) {
+                            return WatchEnd::Chain(ended(runner, chain, follow, stop, reason).await);
+                        }
                         runner.state.lag_revisions = (revision - follow.received).max(0);
                         if follow.received >= revision {
                             // Caught up: the store was at `revision` now, and every change up
@@ -623,18 +626,18 @@ async fn watch_once<F: Future<Output = ()>>(
                             }
                         }
                     }
-                    Err(e) => return WatchEnd::Reconnect(e.to_string()),
+                    Err(e) => return WatchEnd::Reconnect(e),
                 }
                 if follow.next_full.is_none() && Instant::now() >= follow.full_due {
                     // The next full backup, taken while this chain goes on.
                     match runner.save_full(stop).await {
                         Ok(full) => {
                             runner.lock_chains(Some(&full.manifest.object), Some(&chain.base)).await;
-                            match store_header(client).await {
+                            match runner.header(client).await {
                                 Ok(header) => follow.next_full = Some((full, header.revision)),
                                 Err(e) => {
                                     follow.next_full = Some((full.clone(), full.manifest.revision));
-                                    return WatchEnd::Reconnect(e.to_string());
+                                    return WatchEnd::Reconnect(e);
                                 }
                             }
                         }
@@ -661,18 +664,21 @@ async fn watch_once<F: Future<Output = ()>>(
                 let response = match message {
                     Ok(Some(response)) => response,
                     Ok(None) => return WatchEnd::Reconnect("the member closed the watch".into()),
-                    Err(e) => return WatchEnd::Reconnect(e.to_string()),
+                    Err(e) => return WatchEnd::Reconnect(one_line(&e)),
                 };
+                let cluster = MemberId(response.header().map(|h| h.cluster_id()).unwrap_or_default());
+                if let Err(e) = runner.check_cluster(client.endpoint(), cluster) {
+                    return WatchEnd::Reconnect(e);
+                }
                 follow.backoff = Duration::from_millis(200);
                 if response.canceled() {
                     if response.compact_revision() > 0 {
-                        // What was received stays published; the rest is lost to this chain.
-                        let _ = cut(runner, chain, follow, stop).await;
-                        return WatchEnd::Chain(ChainEnd::Gap(format!(
+                        let reason = format!(
                             "the watch fell behind a compaction: history starts at revision {} but revision {} was next",
                             response.compact_revision(),
                             follow.received + 1
-                        )));
+                        );
+                        return WatchEnd::Chain(ended(runner, chain, follow, stop, reason).await);
                     }
                     return WatchEnd::Reconnect(format!("etcd cancelled the watch: {}", response.cancel_reason()));
                 }
@@ -725,7 +731,10 @@ async fn record_events<F: Future<Output = ()>>(
                 let lease = kv.lease();
                 if lease != 0 && !follow.leases.contains(&lease) {
                     // Asked once per chain; a failed lookup is asked again at its next use.
-                    if let Ok(ttl) = granted_ttl(client, lease).await {
+                    // An answer of another cluster is not used (asked again too).
+                    if let Ok((ttl, cluster)) = granted_ttl(client, lease).await
+                        && runner.check_cluster(client.endpoint(), cluster).is_ok()
+                    {
                         follow.leases.insert(lease);
                         if let Some(ttl) = ttl {
                             follow

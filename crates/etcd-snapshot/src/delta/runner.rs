@@ -12,6 +12,7 @@ use etcd_store::Store;
 use futures::future::FusedFuture;
 
 use super::events::{RunEvent, RunObserver, RunState};
+use super::history::foreign_cluster;
 use super::lock::{LockCheck, LockKeeper};
 use super::run::RunRequest;
 use crate::error::{Result, SnapshotError};
@@ -31,6 +32,11 @@ pub(super) struct Runner<'a> {
     pub(super) lock: Option<LockKeeper>,
     /// Set when another holder took the lock over: the run stops with this error.
     pub(super) taken_over: Option<String>,
+    /// The cluster being backed up (0 until known): an answer of another cluster is never
+    /// used.
+    pub(super) cluster: MemberId,
+    /// The chain's full backup and the size its manifest gives its object.
+    pub(super) full_size: Option<(String, u64)>,
 }
 
 /// What the check before a publication found.
@@ -53,6 +59,17 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 pub(super) fn backoff_after(delay: Duration) -> Duration {
     (delay * 2).min(MAX_BACKOFF)
+}
+
+/// Waits `delay` unless stopped first; `true` when stopped.
+pub(super) async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay: Duration) -> bool {
+    if stop.is_terminated() {
+        return true;
+    }
+    tokio::select! {
+        () = &mut *stop => true,
+        () = tokio::time::sleep(delay) => false,
+    }
 }
 
 impl Runner<'_> {
@@ -79,7 +96,8 @@ impl Runner<'_> {
     }
 
     /// The check before anything is published: the lock is still ours and (with `base`) the
-    /// chain's full backup is still in the store (its manifest, one HEAD).
+    /// chain's full backup is still in the store: its manifest, and its object with the size
+    /// the manifest gives (one HEAD each).
     pub(super) async fn guard(&mut self, base: Option<&str>) -> Guard {
         if let Some(error) = self.lock.as_ref().and_then(LockKeeper::take_renew_error) {
             self.emit(RunEvent::Failed { error });
@@ -97,12 +115,35 @@ impl Runner<'_> {
         let Some(base) = base else {
             return Guard::Go;
         };
-        match self.store.head(&Manifest::name_for(base)).await {
-            Ok(Some(_)) => Guard::Go,
-            Ok(None) => Guard::Lost,
-            Err(e) => Guard::Retry(format!(
+        let retry = |e: &dyn std::fmt::Display| {
+            Guard::Retry(format!(
                 "cannot check that the full backup {base} is still there: {e}"
-            )),
+            ))
+        };
+        let manifest_name = Manifest::name_for(base);
+        match self.store.head(&manifest_name).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return Guard::Lost,
+            Err(e) => return retry(&e),
+        }
+        let size = match &self.full_size {
+            Some((name, size)) if name == base => *size,
+            _ => match self.store.get_small(&manifest_name).await {
+                Ok(bytes) => match Manifest::from_json(&manifest_name, &bytes) {
+                    Ok(manifest) => {
+                        self.full_size = Some((base.to_string(), manifest.object_size));
+                        manifest.object_size
+                    }
+                    Err(e) => return retry(&e),
+                },
+                Err(etcd_store::StoreError::NotFound { .. }) => return Guard::Lost,
+                Err(e) => return retry(&e),
+            },
+        };
+        match self.store.head(base).await {
+            Ok(Some(object)) if object.size == size => Guard::Go,
+            Ok(_) => Guard::Lost,
+            Err(e) => retry(&e),
         }
     }
 
@@ -173,6 +214,22 @@ impl Runner<'_> {
                 }
             }
         };
+        let saved = saved.and_then(|full| {
+            match foreign_cluster(
+                &full.manifest.endpoint,
+                full.manifest.cluster_id,
+                self.cluster,
+            ) {
+                // Stored in that cluster's own folder (a backup of it), never continued here.
+                Some(why) if self.cluster.0 != 0 => Err(SnapshotError::NoSource {
+                    reason: format!(
+                        "the full backup {} was taken from {why}",
+                        full.manifest.object
+                    ),
+                }),
+                _ => Ok(full),
+            }
+        });
         match saved {
             Ok(full) => {
                 self.state.last_full_at = Some(full.manifest.completed_at);
@@ -223,13 +280,14 @@ impl Runner<'_> {
         }
     }
 
-    /// A member that answers a linearizable read: `preferred` first, then the others in
-    /// turn, `avoid` (the one that just failed) last.
+    /// A member of the cluster being backed up that answers a linearizable read:
+    /// `preferred` first, then the others in turn, `avoid` (the one that just failed) last.
+    /// A member of another cluster is skipped (reported).
     pub(super) async fn connect(
-        &self,
+        &mut self,
         preferred: Option<&str>,
         avoid: Option<&str>,
-    ) -> Result<EndpointClient> {
+    ) -> std::result::Result<EndpointClient, String> {
         let mut order: Vec<String> = preferred
             .filter(|p| Some(*p) != avoid)
             .map(str::to_string)
@@ -249,16 +307,48 @@ impl Runner<'_> {
         let mut last_error = None;
         for endpoint in order {
             match self.config.connect_endpoint(&endpoint).await {
-                Ok(client) => match store_header(&client).await {
+                Ok(client) => match self.header(&client).await {
                     Ok(_) => return Ok(client),
                     Err(e) => last_error = Some(e),
                 },
-                Err(e) => last_error = Some(e),
+                Err(e) => last_error = Some(e.to_string()),
             }
         }
         match last_error {
-            Some(e) => Err(e.into()),
-            None => Ok(self.config.connect_any().await?),
+            Some(e) if self.cluster.0 != 0 => Err(format!(
+                "no member of cluster {} answers (last: {e}); trying again",
+                self.cluster
+            )),
+            Some(e) => Err(e),
+            None => match self.config.connect_any().await {
+                Ok(client) => self.header(&client).await.map(|_| client),
+                Err(e) => Err(e.to_string()),
+            },
+        }
+    }
+
+    /// [`store_header`], refused (and reported) when it comes from another cluster.
+    pub(super) async fn header(
+        &mut self,
+        client: &EndpointClient,
+    ) -> std::result::Result<StoreHeader, String> {
+        let header = store_header(client).await.map_err(|e| e.to_string())?;
+        self.check_cluster(client.endpoint(), header.cluster)?;
+        Ok(header)
+    }
+
+    /// `Err` (reported) when `cluster`, from an answer of `endpoint`, is not the run's.
+    pub(super) fn check_cluster(
+        &mut self,
+        endpoint: &str,
+        cluster: MemberId,
+    ) -> std::result::Result<(), String> {
+        match foreign_cluster(endpoint, cluster, self.cluster) {
+            Some(why) if self.cluster.0 != 0 => {
+                self.emit(RunEvent::Failed { error: why.clone() });
+                Err(why)
+            }
+            _ => Ok(()),
         }
     }
 }
