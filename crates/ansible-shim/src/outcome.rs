@@ -47,8 +47,16 @@ impl From<etcd_snapshot::SnapshotError> for ModuleError {
 }
 
 impl From<etcd_snapshot::RestoreError> for ModuleError {
+    /// A refusal the module's own option gets past says which, in the module's words.
     fn from(e: etcd_snapshot::RestoreError) -> Self {
-        ModuleError(e.to_string())
+        use etcd_snapshot::RestoreError as R;
+        match e {
+            R::Incomplete { .. } | R::HoldsOtherRestore { .. } => {
+                ModuleError(format!("{e} (move_aside: true)"))
+            }
+            R::NoTrailer { .. } => ModuleError(format!("{e} (skip_hash_check: true)")),
+            _ => ModuleError(e.to_string()),
+        }
     }
 }
 
