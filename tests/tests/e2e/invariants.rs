@@ -16,7 +16,6 @@
 //! seed (printed at the start and in every failure).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,6 +23,8 @@ use std::time::{Duration, Instant};
 use etcdops_tests::{Cluster, Run, S3Server, Security, etcdops, etcdops_path, http_request};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::backup_run::BackupRun;
 
 const SHORT_STEPS: usize = 14;
 const S3_ENV: [(&str, &str); 3] = [
@@ -605,47 +606,20 @@ impl World {
     /// the run goes on publishing into a chain that is still there.
     fn live_chain(&mut self, kill: bool) {
         let root = self.place.url("root");
-        let out = self.clusters[0]
-            .dir()
-            .join(format!("run-{}.jsonl", self.step));
-        let mut args = self.clusters[0].client_flags();
-        args.extend(
-            [
-                "-w",
-                "json",
-                "backup",
-                "run",
-                &root,
-                "--full-every",
-                "1h",
-                "--delta-every",
-                "300ms",
-            ]
-            .map(String::from),
+        let store_flags = self.place.flags();
+        let mut extra = vec!["--delta-every", "300ms"];
+        extra.extend(store_flags.iter().map(String::as_str));
+        let mut run = BackupRun::start_with(
+            self.clusters[0].client_flags(),
+            self.clusters[0].dir(),
+            &root,
+            &extra,
+            &self.place.env(),
         );
-        args.extend(self.place.flags());
-        let mut child = Command::new(etcdops_path())
-            .args(&args)
-            .envs(self.place.env())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let events = |out: &Path| -> Vec<Value> {
-            std::fs::File::open(out)
-                .map(|f| {
-                    std::io::BufReader::new(f)
-                        .lines()
-                        .map_while(Result::ok)
-                        .filter_map(|l| serde_json::from_str(&l).ok())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let wait_segment_past = |revision: i64, child: &mut Child| -> Value {
+        let wait_segment_past = |revision: i64, run: &mut BackupRun| -> Value {
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
-                let found = events(&out).into_iter().find(|e| {
+                let found = run.events().into_iter().find(|e| {
                     e["event"] == "segment_published"
                         && e["to_revision"].as_i64().unwrap_or(0) >= revision
                 });
@@ -653,10 +627,10 @@ impl World {
                     return e;
                 }
                 assert!(
-                    child.try_wait().unwrap().is_none(),
+                    run.child.try_wait().unwrap().is_none(),
                     "{}: backup run exited early: {:#?}",
                     self.context(),
-                    events(&out)
+                    run.events()
                 );
                 assert!(
                     Instant::now() < deadline,
@@ -667,7 +641,7 @@ impl World {
             }
         };
         let first = self.clusters[0].put(&format!("/live/{}/a", self.step), "1");
-        let segment = wait_segment_past(first, &mut child);
+        let segment = wait_segment_past(first, &mut run);
         let object = segment["object"].as_str().unwrap_or_default();
         let stem = object
             .split_once(".deltas/")
@@ -686,7 +660,7 @@ impl World {
         self.save(0, "root", &["--keep-last", "1"]);
         self.ok(None, &["snapshot", "prune", &root, "--keep-last", "1"]);
         let second = self.clusters[0].put(&format!("/live/{}/b", self.step), "2");
-        wait_segment_past(second, &mut child);
+        wait_segment_past(second, &mut run);
         let listed = self.list("root");
         if let Some(full) = &full {
             assert!(
@@ -696,19 +670,10 @@ impl World {
             );
         }
         if kill {
-            let _ = child.kill();
-            let _ = child.wait();
+            run.kill();
         } else {
-            Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status()
-                .unwrap();
-            let status = child.wait().unwrap();
-            assert!(
-                status.success(),
-                "{}: backup run exited with {status}",
-                self.context()
-            );
+            // SIGTERM: exits 0 once the last segment is published (asserted by stop).
+            run.stop();
         }
         if let Some(full) = full {
             self.ok(None, &["snapshot", "verify", &format!("{root}/{full}")]);

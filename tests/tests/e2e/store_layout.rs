@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use etcdops_tests::{Cluster, Run, S3Server, Security, etcdops, etcdops_path, http_request};
 
 use crate::assert_clear_error;
+use crate::backup_run::BackupRun;
 
 const S3_ENV: [(&str, &str); 3] = [
     ("AWS_ACCESS_KEY_ID", "test-key-id"),
@@ -613,20 +614,12 @@ fn the_filesystem_root_and_a_missing_directory_are_not_stores() {
     assert!(run.json()["backups"].as_array().unwrap().is_empty());
 }
 
-/// The JSON lines a background `backup run` wrote so far.
-fn events(out: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-/// Waits (60 s at most) until `backup run` has published `n` segments.
-fn wait_segments(out: &std::path::Path, n: usize) {
+/// Waits (60 s at most) until `run` has published `n` segments.
+fn wait_segments(run: &BackupRun, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let published = events(out)
+        let published = run
+            .events()
             .iter()
             .filter(|e| e["event"] == "segment_published")
             .count();
@@ -636,19 +629,9 @@ fn wait_segments(out: &std::path::Path, n: usize) {
         assert!(
             Instant::now() < deadline,
             "backup run published {published} of {n} segments:\n{:#?}",
-            events(out)
+            run.events()
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A background process killed (and reaped) on drop, whatever the test's outcome.
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -657,10 +640,9 @@ fn prune_beside_a_running_backup_run_keeps_the_chain_it_writes() {
     let place = Place::local();
     let cluster = Cluster::start(1, Security::Plain);
     let root = place.url("");
-    let out = cluster.dir().join("store-layout-run.jsonl");
-    let _run = start_run(&cluster, &root, &out);
+    let backup_run = BackupRun::start_at(&cluster, &root, &[], &[]);
     cluster.put("/live/1", "a");
-    wait_segments(&out, 1);
+    wait_segments(&backup_run, 1);
     // A manual save beside the chain, then the tightest rule.
     let (manual, _, _) = save(&place, &cluster, &root, &[]);
     let run = place.run(
@@ -675,11 +657,12 @@ fn prune_beside_a_running_backup_run_keeps_the_chain_it_writes() {
     assert_ne!(live[0], manual);
     // The run goes on publishing into a chain that is still there.
     cluster.put("/live/2", "b");
-    let before = events(&out)
+    let before = backup_run
+        .events()
         .iter()
         .filter(|e| e["event"] == "segment_published")
         .count();
-    wait_segments(&out, before + 1);
+    wait_segments(&backup_run, before + 1);
     let list = place.run(None, &["snapshot", "list", &root, "-w", "json"]);
     list.expect_code(0);
     let catalog = list.json();
@@ -697,70 +680,26 @@ fn prune_beside_a_running_backup_run_keeps_the_chain_it_writes() {
     );
 }
 
-/// Starts `backup run` on `store`, its JSON lines in `out`.
-fn start_run(cluster: &Cluster, store: &str, out: &std::path::Path) -> Reaped {
-    let mut args = cluster.client_flags();
-    args.extend(
-        [
-            "-w",
-            "json",
-            "backup",
-            "run",
-            store,
-            "--full-every",
-            "1h",
-            "--delta-every",
-            "1s",
-        ]
-        .map(String::from),
-    );
-    Reaped(
-        Command::new(etcdops_path())
-            .args(&args)
-            .stdout(std::fs::File::create(out).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-/// SIGTERM, then waits for the exit.
-fn stop(mut run: Reaped) {
-    let pid = run.0.id().to_string();
-    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let _ = run.0.wait();
-}
-
 #[test]
 fn backup_run_on_a_parent_store_never_continues_a_nested_stores_chain() {
     let place = Place::local();
     let cluster = Cluster::start(1, Security::Plain);
     let nested = place.url("sub");
     let root = place.url("");
-    let nested_out = cluster.dir().join("nested-run.jsonl");
-    let run = start_run(&cluster, &nested, &nested_out);
+    let run = BackupRun::start_at(&cluster, &nested, &[], &[]);
     cluster.put("/n/1", "a");
-    wait_segments(&nested_out, 1);
-    stop(run);
+    wait_segments(&run, 1);
+    run.stop();
     let nested_before = place.run(None, &["snapshot", "list", &nested, "-w", "json"]);
     nested_before.expect_code(0);
 
-    let out = cluster.dir().join("root-run.jsonl");
-    let run = start_run(&cluster, &root, &out);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let first = loop {
-        if let Some(e) = events(&out)
-            .into_iter()
-            .find(|e| e["event"] == "full_saved" || e["event"] == "resumed")
-        {
-            break e;
-        }
-        assert!(Instant::now() < deadline, "{:#?}", events(&out));
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let run = BackupRun::start_at(&cluster, &root, &[], &[]);
+    let first = run.wait_for("a full backup or a resumed chain", |e| {
+        e["event"] == "full_saved" || e["event"] == "resumed"
+    });
     cluster.put("/r/1", "b");
-    wait_segments(&out, 1);
-    stop(run);
+    wait_segments(&run, 1);
+    run.stop();
     assert_eq!(first["event"], "full_saved", "{first}");
     let object = first["object"].as_str().unwrap();
     assert!(object.starts_with("etcd-"), "{first}");
@@ -783,50 +722,24 @@ fn backup_run_retention_prunes_only_its_own_clusters_folder() {
     let (b_older, _, _) = save(&place, &b, &root, &[]);
     let (b_newer, _, _) = save(&place, &b, &root, &[]);
     let (a_old, _, _) = save(&place, &a, &root, &[]);
-    let out = a.dir().join("keep-run.jsonl");
-    let mut args = a.client_flags();
-    args.extend(
-        [
-            "-w",
-            "json",
-            "backup",
-            "run",
-            &root,
+    // Full backups every 2 s: once the older ones' chains are finished, the rule prunes.
+    let run = BackupRun::start_at(
+        &a,
+        &root,
+        &[
             "--full-every",
             "2s",
-            "--delta-every",
-            "1s",
             "--keep-last",
             "1",
             // Chains published within the grace are kept as live: none here.
             "--orphan-grace",
             "0s",
-        ]
-        .map(String::from),
+        ],
+        &[],
     );
-    let run = Reaped(
-        Command::new(etcdops_path())
-            .args(&args)
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    // Full backups every 2 s: once the older ones' chains are finished, the rule prunes.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let pruned = loop {
-        a.put("/keep/1", "a");
-        if let Some(e) = events(&out).into_iter().find(|e| e["event"] == "pruned") {
-            break e;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "backup run never pruned:\n{:#?}",
-            events(&out)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    stop(run);
+    a.put("/keep/1", "a");
+    let pruned = run.wait_for("a prune", |e| e["event"] == "pruned");
+    let events = run.stop();
     let a_folder = a_old.split('/').next().unwrap().to_string();
     for deleted in strings(&pruned["deleted"]) {
         assert!(
@@ -838,8 +751,7 @@ fn backup_run_retention_prunes_only_its_own_clusters_folder() {
     for b_backup in [&b_older, &b_newer] {
         assert!(
             after.contains(b_backup),
-            "backup run of cluster A with --keep-last 1 deleted cluster B's {b_backup}:\n{after:#?}\n{:#?}",
-            events(&out)
+            "backup run of cluster A with --keep-last 1 deleted cluster B's {b_backup}:\n{after:#?}\n{events:#?}"
         );
     }
 }
