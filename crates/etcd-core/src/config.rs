@@ -10,9 +10,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::duration::parse_duration;
+use etcd_common::parse_duration;
 use crate::error::{Error, Result};
-use crate::redact::redact_endpoint;
+use etcd_common::redact_endpoint;
 
 /// etcdctl's default endpoint when none is given.
 pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:2379";

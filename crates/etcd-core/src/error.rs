@@ -177,3 +177,13 @@ impl Error {
         )
     }
 }
+
+impl From<etcd_common::FileError> for Error {
+    fn from(e: etcd_common::FileError) -> Self {
+        Error::FileIo {
+            operation: e.operation,
+            path: e.path,
+            source: e.source,
+        }
+    }
+}

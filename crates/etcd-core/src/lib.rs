@@ -37,10 +37,8 @@ mod cluster;
 mod config;
 mod connect;
 mod discovery;
-mod duration;
 mod endpoint;
 mod error;
-mod file;
 mod history;
 mod id;
 mod kv;
@@ -49,7 +47,6 @@ mod maintenance;
 mod member;
 mod membership;
 mod pki;
-mod redact;
 mod server_config;
 mod snapshot;
 mod tls;
@@ -70,13 +67,13 @@ pub use config::{
 };
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
-pub use duration::parse_duration;
+pub use etcd_common::parse_duration;
 pub use endpoint::{
     EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
     endpoint_hashkv, endpoint_health, endpoint_status,
 };
 pub use error::{Error, Result};
-pub use file::write_file_atomically;
+pub use etcd_common::write_file_atomically;
 pub use history::{
     EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
 };
@@ -99,7 +96,7 @@ pub use membership::{
 pub use pki::{
     CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
 };
-pub use redact::{redact_endpoint, redact_urls};
+pub use etcd_common::{redact_endpoint, redact_urls};
 pub use server_config::{
     ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
     ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,

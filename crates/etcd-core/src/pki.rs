@@ -36,7 +36,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::time::ASN1Time;
 
 use crate::error::{Error, Result};
-use crate::file::write_file_atomically;
+use etcd_common::write_file_atomically;
 
 /// Mode of written keys.
 const KEY_MODE: u32 = 0o600;

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::file::write_file_atomically;
+use etcd_common::write_file_atomically;
 
 /// Mode of the written file.
 pub const SERVER_CONFIG_MODE: u32 = 0o600;

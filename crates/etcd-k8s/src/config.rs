@@ -497,7 +497,8 @@ fn write_private(path: &Path, content: &str) -> Result<()> {
         content.as_bytes(),
         FILE_MODE,
         None,
-    )?)
+    )
+    .map_err(etcd_core::Error::from)?)
 }
 
 fn key_name_of(request: &EncryptionConfigRequest) -> Result<String> {

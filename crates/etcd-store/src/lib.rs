@@ -41,7 +41,6 @@ mod local;
 mod object;
 mod options;
 mod parse;
-mod size;
 mod upload;
 
 use std::pin::Pin;
@@ -54,7 +53,7 @@ use serde::Serialize;
 pub use error::{Result, StoreError, scrub};
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
-pub use size::parse_size;
+pub use etcd_common::parse_size;
 pub use upload::Upload;
 
 use local::LocalStore;

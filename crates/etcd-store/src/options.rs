@@ -218,7 +218,7 @@ impl StoreOptions {
         options.azure_use_emulator = emulator;
 
         if let Some(value) = get("ETCDOPS_PART_SIZE") {
-            match crate::size::parse_size(&value) {
+            match etcd_common::parse_size(&value) {
                 Ok(size) => options.part_size = size,
                 Err(reason) => options.env_errors.push(("ETCDOPS_PART_SIZE", reason)),
             }

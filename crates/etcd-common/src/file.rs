@@ -5,11 +5,22 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+/// A file could not be written: what was being done, to which path, and the I/O error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {operation} '{}': {source}", path.display())]
+pub struct FileError {
+    /// What was being done ("create", "write", "rename into", "sync").
+    pub operation: &'static str,
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The I/O error.
+    #[source]
+    pub source: std::io::Error,
+}
 
-fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> FileError {
     let path = path.to_path_buf();
-    move |source| Error::FileIo {
+    move |source| FileError {
         operation,
         path,
         source,
@@ -24,7 +35,7 @@ pub fn write_file_atomically(
     content: &[u8],
     mode: u32,
     keep_owner_of: Option<&std::fs::Metadata>,
-) -> Result<()> {
+) -> Result<(), FileError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -38,9 +49,11 @@ pub fn write_file_atomically(
     }
     let file_name = path
         .file_name()
-        .ok_or_else(|| Error::InvalidOption {
-            option: "path",
-            reason: format!("'{}' is not a file name", path.display()),
+        .ok_or_else(|| {
+            io("name", path)(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a file name",
+            ))
         })?
         .to_string_lossy()
         .into_owned();

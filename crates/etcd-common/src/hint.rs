@@ -1,0 +1,169 @@
+//! Neutral option ids and hints. A library error that an option of the operation gets past
+//! (or fixes) names that option by its neutral id, never by a front-end's spelling: the CLI
+//! renders `skip_hash_check` as `--skip-hash-check`, the Ansible shim as
+//! `skip_hash_check: true`. Library error messages therefore never name a `--flag`.
+
+use serde::Serialize;
+
+/// How an option takes its value, which decides how a front-end spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionKind {
+    /// A switch: `--force` on the command line, `force: true` in a module.
+    Switch,
+    /// An option with a value: `--cacert FILE`, `cacert: FILE`.
+    Value,
+}
+
+/// An option of an operation by its neutral id: the snake_case name both front-ends derive
+/// their own spelling from (CLI flags and module options share these names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct OptionId {
+    /// The snake_case name, e.g. `skip_hash_check`.
+    pub name: &'static str,
+    /// Switch or value.
+    pub kind: OptionKind,
+}
+
+impl OptionId {
+    /// A switch option (`force`, `move_aside`).
+    pub const fn switch(name: &'static str) -> OptionId {
+        OptionId {
+            name,
+            kind: OptionKind::Switch,
+        }
+    }
+
+    /// An option that takes a value (`cacert`, `data_dir`).
+    pub const fn value(name: &'static str) -> OptionId {
+        OptionId {
+            name,
+            kind: OptionKind::Value,
+        }
+    }
+
+    /// The option as a front-end spells it.
+    pub fn render(&self, style: Style) -> String {
+        match (style, self.kind) {
+            (Style::Cli, _) => format!("--{}", self.name.replace('_', "-")),
+            (Style::Module, OptionKind::Switch) => format!("{}: true", self.name),
+            (Style::Module, OptionKind::Value) => self.name.to_string(),
+            (Style::Neutral, _) => format!("option {}", self.name),
+        }
+    }
+}
+
+/// The options commonly named by hints, so that every crate spells an id the same way.
+pub mod options {
+    use super::OptionId;
+
+    /// Go ahead although a guard refused (the OpenShift operator, a quorum check).
+    pub const FORCE: OptionId = OptionId::switch("force");
+    /// Move an existing data dir aside instead of refusing it.
+    pub const MOVE_ASIDE: OptionId = OptionId::switch("move_aside");
+    /// Restore or read a db whose SHA-256 trailer is missing or wrong.
+    pub const SKIP_HASH_CHECK: OptionId = OptionId::switch("skip_hash_check");
+    /// The CA that signed the servers' certificates.
+    pub const CACERT: OptionId = OptionId::value("cacert");
+    /// Trust any server certificate.
+    pub const INSECURE_SKIP_TLS_VERIFY: OptionId = OptionId::switch("insecure_skip_tls_verify");
+    /// The client certificate.
+    pub const CERT: OptionId = OptionId::value("cert");
+    /// The client certificate's key.
+    pub const KEY: OptionId = OptionId::value("key");
+    /// The etcd user (and password).
+    pub const USER: OptionId = OptionId::value("user");
+    /// The endpoints to connect to.
+    pub const ENDPOINTS: OptionId = OptionId::value("endpoints");
+    /// An age identity that decrypts an encrypted backup.
+    pub const IDENTITY: OptionId = OptionId::value("identity");
+}
+
+/// Which front-end renders a hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// The `etcdops` command line: `--skip-hash-check`.
+    Cli,
+    /// An Ansible module of etcd.core: `skip_hash_check: true`.
+    Module,
+    /// A library caller: `option skip_hash_check`.
+    Neutral,
+}
+
+/// What gets past an error or fixes it: any one of `options`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hint {
+    /// The options, any one of which would do.
+    pub options: Vec<OptionId>,
+}
+
+impl Hint {
+    /// A hint naming one option.
+    pub fn option(option: OptionId) -> Hint {
+        Hint {
+            options: vec![option],
+        }
+    }
+
+    /// A hint naming several options, any one of which would do.
+    pub fn any_of(options: &[OptionId]) -> Hint {
+        Hint {
+            options: options.to_vec(),
+        }
+    }
+
+    /// The options in a front-end's words, `--cacert or --insecure-skip-tls-verify`.
+    pub fn render(&self, style: Style) -> String {
+        self.options
+            .iter()
+            .map(|o| o.render(style))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+/// Implemented by every library error type: the hint an error carries, and whether trying
+/// again may succeed (an unreachable endpoint, a store's 503), for callers that retry.
+pub trait Hinted {
+    /// The options that get past or fix this error, if any.
+    fn hint(&self) -> Option<Hint> {
+        None
+    }
+
+    /// Whether the same call may succeed if tried again later.
+    fn is_transient(&self) -> bool {
+        false
+    }
+}
+
+/// An error message with its hint appended in `style`: `message (--skip-hash-check)`.
+pub fn with_hint(message: &str, hint: Option<&Hint>, style: Style) -> String {
+    match hint {
+        Some(hint) if !hint.options.is_empty() => format!("{message} ({})", hint.render(style)),
+        _ => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::options::*;
+    use super::*;
+
+    #[test]
+    fn front_ends_spell_an_option_their_own_way() {
+        assert_eq!(SKIP_HASH_CHECK.render(Style::Cli), "--skip-hash-check");
+        assert_eq!(SKIP_HASH_CHECK.render(Style::Module), "skip_hash_check: true");
+        assert_eq!(CACERT.render(Style::Module), "cacert");
+        assert_eq!(CACERT.render(Style::Neutral), "option cacert");
+        let hint = Hint::any_of(&[CACERT, INSECURE_SKIP_TLS_VERIFY]);
+        assert_eq!(
+            with_hint("not trusted", Some(&hint), Style::Cli),
+            "not trusted (--cacert or --insecure-skip-tls-verify)"
+        );
+        assert_eq!(
+            with_hint("not trusted", Some(&hint), Style::Module),
+            "not trusted (cacert or insecure_skip_tls_verify: true)"
+        );
+        assert_eq!(with_hint("plain", None, Style::Cli), "plain");
+    }
+}

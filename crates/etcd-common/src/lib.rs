@@ -1,0 +1,29 @@
+//! What every etcdops crate shares and none owns: the neutral option hints that library errors
+//! carry (each front-end spells them its own way), the atomic file writer, the size and
+//! duration parsers behind every `--*-size` and `--*-age` option, and URL password redaction.
+//! It depends on no etcd, network or store crate, so the offline crates can use it.
+//!
+//! ```
+//! use etcd_common::{Hint, Style, options, parse_duration, parse_size, with_hint};
+//!
+//! assert_eq!(parse_size("5MiB").unwrap(), 5 * 1024 * 1024);
+//! assert_eq!(parse_duration("7d").unwrap().as_secs(), 7 * 86400);
+//! let hint = Hint::option(options::SKIP_HASH_CHECK);
+//! assert_eq!(
+//!     with_hint("the db has no SHA-256 trailer", Some(&hint), Style::Cli),
+//!     "the db has no SHA-256 trailer (--skip-hash-check)"
+//! );
+//! ```
+#![deny(missing_docs)]
+
+mod duration;
+mod file;
+mod hint;
+mod redact;
+mod size;
+
+pub use duration::parse_duration;
+pub use file::{FileError, write_file_atomically};
+pub use hint::{Hint, Hinted, OptionId, OptionKind, Style, options, with_hint};
+pub use redact::{redact_endpoint, redact_urls};
+pub use size::parse_size;
