@@ -187,3 +187,5 @@ impl From<etcd_common::FileError> for Error {
         }
     }
 }
+
+impl etcd_common::Hinted for Error {}

@@ -88,3 +88,5 @@ pub enum K8sError {
     #[error("the OS random number generator failed: {0}")]
     Random(String),
 }
+
+impl etcd_common::Hinted for K8sError {}

@@ -178,3 +178,5 @@ pub enum SnapshotError {
         what: String,
     },
 }
+
+impl etcd_common::Hinted for SnapshotError {}

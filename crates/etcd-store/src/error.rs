@@ -449,6 +449,9 @@ impl ErrorInfo {
     }
 }
 
+
+impl etcd_common::Hinted for StoreError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

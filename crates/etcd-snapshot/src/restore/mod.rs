@@ -381,7 +381,7 @@ pub enum RestoreError {
     /// `--move-aside` of a restored data dir a member has run on since.
     #[error(
         "'{path}' was restored by etcdops and a member has run on it since (its WAL changed); \
-         pass --force to move it aside anyway"
+         force it to move it aside anyway"
     )]
     RanSinceRestore {
         /// The data dir.
@@ -432,6 +432,20 @@ pub enum RestoreError {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+impl etcd_common::Hinted for RestoreError {
+    fn hint(&self) -> Option<etcd_common::Hint> {
+        use etcd_common::{Hint, options};
+        match self {
+            RestoreError::NoTrailer { .. } => Some(Hint::option(options::SKIP_HASH_CHECK)),
+            RestoreError::Incomplete { .. } | RestoreError::HoldsOtherRestore { .. } => {
+                Some(Hint::option(options::MOVE_ASIDE))
+            }
+            RestoreError::RanSinceRestore { .. } => Some(Hint::option(options::FORCE)),
+            _ => None,
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RestoreError + '_ {

@@ -1,0 +1,104 @@
+//! The error of a workflow: the library error it came from (kept as its source, never
+//! flattened into a string), its hint (the neutral option that gets past it) and whether it
+//! is transient. The front-ends render [`hint_of`] in their own words.
+
+use etcd_common::{Hint, Hinted};
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a workflow could not do its job.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Talking to etcd, or a cluster operation, failed.
+    #[error(transparent)]
+    Etcd(#[from] etcd_core::Error),
+    /// A snapshot, backup or restore step failed.
+    #[error(transparent)]
+    Snapshot(#[from] etcd_snapshot::SnapshotError),
+    /// A restore step failed.
+    #[error(transparent)]
+    Restore(#[from] etcd_snapshot::RestoreError),
+    /// A store could not be reached or read.
+    #[error(transparent)]
+    Store(#[from] etcd_store::StoreError),
+    /// A Kubernetes or OpenShift step (platform, guard, encryption config) failed.
+    #[error(transparent)]
+    K8s(#[from] etcd_k8s::K8sError),
+    /// The request itself is wrong: two options that exclude each other, one missing.
+    #[error("{message}")]
+    InvalidRequest {
+        /// What is wrong, without a front-end's option spelling.
+        message: String,
+        /// The options involved.
+        hint: Option<Hint>,
+    },
+}
+
+impl Error {
+    /// A request that is wrong, with the options that would fix it.
+    pub fn invalid(message: impl Into<String>, hint: Option<Hint>) -> Error {
+        Error::InvalidRequest {
+            message: message.into(),
+            hint,
+        }
+    }
+}
+
+impl Hinted for Error {
+    fn hint(&self) -> Option<Hint> {
+        match self {
+            Error::InvalidRequest { hint, .. } => hint.clone(),
+            other => std::error::Error::source(other).and_then(hint_of),
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        std::error::Error::source(self).is_some_and(is_transient)
+    }
+}
+
+/// Runs `f` on the first library error found in `error`'s chain (itself, then its sources).
+fn find<T>(
+    error: &(dyn std::error::Error + 'static),
+    f: &dyn Fn(&dyn Hinted) -> Option<T>,
+) -> Option<T> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        let hinted: Option<&dyn Hinted> = if let Some(e) = e.downcast_ref::<Error>() {
+            if let Error::InvalidRequest { .. } = e {
+                Some(e)
+            } else {
+                None
+            }
+        } else if let Some(e) = e.downcast_ref::<etcd_core::Error>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::SnapshotError>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::RestoreError>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_store::StoreError>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_k8s::K8sError>() {
+            Some(e)
+        } else {
+            None
+        };
+        if let Some(found) = hinted.and_then(f) {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// The hint of an error from any etcdops library (or of one of its sources): the options
+/// that get past it. The CLI renders it as flags, the shim as module options.
+pub fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<Hint> {
+    find(error, &|e| e.hint())
+}
+
+/// Whether an error from any etcdops library (or one of its sources) may pass if retried.
+pub fn is_transient(error: &(dyn std::error::Error + 'static)) -> bool {
+    find(error, &|e| e.is_transient().then_some(())).is_some()
+}
