@@ -34,43 +34,38 @@ impl ModuleError {
     }
 }
 
-impl From<etcd_core::Error> for ModuleError {
-    fn from(e: etcd_core::Error) -> Self {
-        ModuleError(e.to_string())
+impl ModuleError {
+    /// A library error in the module's words: its message, then the module option that gets
+    /// past or fixes it (`(move_aside: true)`), found anywhere in its chain of sources.
+    pub fn from_library(error: &(dyn std::error::Error + 'static)) -> ModuleError {
+        let hint = etcdops::hint_of(error);
+        ModuleError(etcdops::common::with_hint(
+            &error.to_string(),
+            hint.as_ref(),
+            etcdops::common::Style::Module,
+        ))
     }
 }
 
-impl From<etcd_snapshot::SnapshotError> for ModuleError {
-    fn from(e: etcd_snapshot::SnapshotError) -> Self {
-        ModuleError(e.to_string())
-    }
-}
-
-impl From<etcd_snapshot::RestoreError> for ModuleError {
-    /// A refusal the module's own option gets past says which, in the module's words.
-    fn from(e: etcd_snapshot::RestoreError) -> Self {
-        use etcd_snapshot::RestoreError as R;
-        match e {
-            R::Incomplete { .. } | R::HoldsOtherRestore { .. } => {
-                ModuleError(format!("{e} (move_aside: true)"))
+/// Every library error becomes a module error through [`ModuleError::from_library`].
+macro_rules! from_library {
+    ($($error:ty),* $(,)?) => {
+        $(impl From<$error> for ModuleError {
+            fn from(e: $error) -> Self {
+                ModuleError::from_library(&e)
             }
-            R::NoTrailer { .. } => ModuleError(format!("{e} (skip_hash_check: true)")),
-            _ => ModuleError(e.to_string()),
-        }
-    }
+        })*
+    };
 }
 
-impl From<etcd_k8s::K8sError> for ModuleError {
-    fn from(e: etcd_k8s::K8sError) -> Self {
-        ModuleError(e.to_string())
-    }
-}
-
-impl From<etcd_store::StoreError> for ModuleError {
-    fn from(e: etcd_store::StoreError) -> Self {
-        ModuleError(e.to_string())
-    }
-}
+from_library!(
+    etcdops::Error,
+    etcd_core::Error,
+    etcd_snapshot::SnapshotError,
+    etcd_snapshot::RestoreError,
+    etcd_k8s::K8sError,
+    etcd_store::StoreError,
+);
 
 impl Outcome {
     /// A result that changed nothing.

@@ -52,6 +52,16 @@ fn one_line(err: &anyhow::Error) -> String {
             line.push_str(&text);
         }
     }
+    // The flag that gets past or fixes it, found anywhere in the chain.
+    let hint = err
+        .chain()
+        .find_map(etcdops::hint_of)
+        .map(|hint| hint.render(etcdops::common::Style::Cli));
+    if let Some(hint) = hint
+        && !line.contains(&hint)
+    {
+        line.push_str(&format!(" ({hint})"));
+    }
     // One line, no password of a URL in it (whichever library wrote it), and nothing in it
     // (a key, etcd's message) reaches the terminal raw.
     let line = etcd_core::redact_urls(&line.replace('\n', " "));
