@@ -3,14 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::cluster::{ClusterView, cluster_view};
+use crate::client::Client;
+use crate::cluster::ClusterView;
 use crate::config::ClusterConfig;
-use crate::endpoint::{HashKvReport, endpoint_hashkv};
+use crate::endpoint::HashKvReport;
 use crate::error::Result;
 use crate::id::MemberId;
-use crate::maintenance::{Alarm, alarm_list};
+use crate::maintenance::Alarm;
 use crate::member::Targets;
 
 /// etcd's default backend quota (`--quota-backend-bytes`), assumed when not given.
@@ -40,8 +41,10 @@ pub struct Finding {
     pub message: String,
 }
 
-/// Thresholds of `check`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Thresholds of `check`. Deserializes from `quota_bytes`, `defrag_min_percent` and
+/// `defrag_min_bytes`, each optional.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
 pub struct CheckOptions {
     /// The backend quota; `None` uses the member's report (etcd 3.6) or etcd's 2 GiB default.
     pub quota_bytes: Option<i64>,
@@ -113,7 +116,7 @@ fn alarm_finding(alarms: &[Alarm], error: Option<&str>) -> Finding {
         "alarms",
         Severity::Critical,
         format!(
-            "active alarms: {list}; NOSPACE: compact, defrag, then `alarm disarm`; CORRUPT: replace the member"
+            "active alarms: {list}; NOSPACE: compact, defragment, then disarm the alarms; CORRUPT: replace the member"
         ),
     )
 }
@@ -122,24 +125,75 @@ fn mib(bytes: i64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
 }
 
-/// Looks at the cluster and judges it.
+/// Looks at the cluster and judges it (see [`Client::check`]).
 pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<CheckReport> {
-    let view = cluster_view(config).await?;
-    let (alarms, alarms_error) = match alarm_list(config).await {
-        Ok(alarms) => (alarms, None),
-        Err(e) => (Vec::new(), Some(e.to_string())),
-    };
-    let hashkv = endpoint_hashkv(config, Targets::Cluster, 0).await.ok();
-    let mut findings = Vec::new();
+    Client::new(config.clone()).check(options).await
+}
 
+impl Client {
+    /// Looks at the cluster and judges it: one look at every member, the alarms and the KV
+    /// hashes, over one connection per member (reused by every step), then one finding per
+    /// aspect. Alarms that could not be read are a warning of their own, never "no alarm".
+    pub async fn check(&self, options: &CheckOptions) -> Result<CheckReport> {
+        let view = self.cluster_view().await?;
+        let (alarms, alarms_error) = match self.alarm_list().await {
+            Ok(alarms) => (alarms, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        let hashkv = self.endpoint_hashkv(Targets::Cluster, 0).await.ok();
+        let findings = vec![
+            quorum_finding(&view),
+            leader_finding(&view),
+            members_finding(&view),
+            alarm_finding(&alarms, alarms_error.as_deref()),
+            hashkv_finding(hashkv.as_ref()),
+        ]
+        .into_iter()
+        .chain(size_findings(&view, options))
+        .chain([versions_finding(&view), learners_finding(&view)])
+        .collect::<Vec<_>>();
+        let verdict = findings
+            .iter()
+            .map(|f| f.severity)
+            .max()
+            .unwrap_or(Severity::Ok);
+        Ok(CheckReport {
+            verdict,
+            findings,
+            cluster_id: view.cluster_id,
+            leader: view.leader,
+            cluster: view,
+            alarms,
+            alarms_error,
+            hashkv,
+        })
+    }
+}
+
+/// Whether enough voting members are healthy for the cluster to accept writes.
+fn quorum_finding(view: &ClusterView) -> Finding {
     let voters = view.voters().count();
     let healthy = view.healthy_voters();
-    findings.push(if healthy >= view.quorum() {
-        finding("quorum", Severity::Ok, format!("{healthy} of {voters} voting members healthy; quorum is {}", view.quorum()))
+    let quorum = view.quorum();
+    if healthy >= quorum {
+        finding(
+            "quorum",
+            Severity::Ok,
+            format!("{healthy} of {voters} voting members healthy; quorum is {quorum}"),
+        )
     } else {
-        finding("quorum", Severity::Critical, format!("only {healthy} of {voters} voting members healthy, quorum needs {}: the cluster cannot accept writes; bring members back or restore", view.quorum()))
-    });
+        finding(
+            "quorum",
+            Severity::Critical,
+            format!(
+                "only {healthy} of {voters} voting members healthy, quorum needs {quorum}: the cluster cannot accept writes; bring members back or restore"
+            ),
+        )
+    }
+}
 
+/// Whether the healthy members agree on one leader.
+fn leader_finding(view: &ClusterView) -> Finding {
     let leaders: BTreeSet<MemberId> = view
         .members
         .iter()
@@ -147,7 +201,7 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
         .filter_map(|m| m.status.as_ref().map(|s| s.leader))
         .filter(|l| l.0 != 0)
         .collect();
-    findings.push(match (view.leader, leaders.len()) {
+    match (view.leader, leaders.len()) {
         (Some(leader), 1) => finding("leader", Severity::Ok, format!("member {leader} leads")),
         (Some(leader), _) => finding(
             "leader",
@@ -166,63 +220,99 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
             Severity::Critical,
             "no member knows a leader".into(),
         ),
-    });
+    }
+}
 
+/// Every member that is unhealthy or not started, with why.
+fn members_finding(view: &ClusterView) -> Finding {
     let unhealthy = view.unhealthy();
-    findings.push(if unhealthy.is_empty() {
-        finding(
+    if unhealthy.is_empty() {
+        return finding(
             "members",
             Severity::Ok,
             format!("all {} members healthy", view.members.len()),
-        )
-    } else {
-        let list = unhealthy
-            .iter()
-            .map(|m| {
-                format!(
-                    "{} ({}): {}",
-                    m.member.id,
-                    if m.member.started {
-                        m.member.name.as_str()
-                    } else {
-                        "not started"
-                    },
-                    m.error.as_deref().unwrap_or("unhealthy")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        finding(
-            "members",
-            Severity::Warning,
+        );
+    }
+    let list = unhealthy
+        .iter()
+        .map(|m| {
             format!(
-                "{} member(s) unhealthy or not started: {list}",
-                unhealthy.len()
+                "{} ({}): {}",
+                m.member.id,
+                if m.member.started {
+                    m.member.name.as_str()
+                } else {
+                    "not started"
+                },
+                m.error.as_deref().unwrap_or("unhealthy")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    finding(
+        "members",
+        Severity::Warning,
+        format!(
+            "{} member(s) unhealthy or not started: {list}",
+            unhealthy.len()
+        ),
+    )
+}
+
+/// Whether the members hash the same key space (different hashes: data inconsistency).
+fn hashkv_finding(hashkv: Option<&HashKvReport>) -> Finding {
+    let Some(h) = hashkv else {
+        return finding(
+            "hashkv",
+            Severity::Warning,
+            "could not compare KV hashes".into(),
+        );
+    };
+    if h.all_agree {
+        return finding(
+            "hashkv",
+            Severity::Ok,
+            format!(
+                "all members hash the same key space at revision {}",
+                h.revision
+            ),
+        );
+    }
+    let answered: BTreeSet<Option<u32>> = h
+        .endpoints
+        .iter()
+        .filter(|e| e.error.is_none())
+        .map(|e| e.hash)
+        .collect();
+    if answered.len() > 1 {
+        finding(
+            "hashkv",
+            Severity::Critical,
+            format!(
+                "members hold DIFFERENT data at revision {}: data inconsistency; stop writes and investigate (etcd 3.5.0-3.5.2 have a known bug)",
+                h.revision
             ),
         )
-    });
+    } else {
+        finding(
+            "hashkv",
+            Severity::Warning,
+            format!(
+                "not every member could be hashed at revision {}",
+                h.revision
+            ),
+        )
+    }
+}
 
-    findings.push(alarm_finding(&alarms, alarms_error.as_deref()));
-
-    findings.push(match &hashkv {
-        Some(h) if h.all_agree => finding("hashkv", Severity::Ok, format!("all members hash the same key space at revision {}", h.revision)),
-        Some(h) => {
-            let answered: BTreeSet<Option<u32>> = h.endpoints.iter().filter(|e| e.error.is_none()).map(|e| e.hash).collect();
-            if answered.len() > 1 {
-                finding("hashkv", Severity::Critical, format!("members hold DIFFERENT data at revision {}: data inconsistency; stop writes and investigate (etcd 3.5.0-3.5.2 have a known bug)", h.revision))
-            } else {
-                finding("hashkv", Severity::Warning, format!("not every member could be hashed at revision {}", h.revision))
-            }
-        }
-        None => finding("hashkv", Severity::Warning, "could not compare KV hashes".into()),
-    });
-
+/// The db size against the quota, and whether a defrag would pay.
+fn size_findings(view: &ClusterView, options: &CheckOptions) -> [Finding; 2] {
+    let quota = options.quota_bytes.unwrap_or(DEFAULT_QUOTA_BYTES);
     let mut quota_notes = Vec::new();
     let mut quota_severity = Severity::Ok;
     let mut frag_notes = Vec::new();
     for m in view.members.iter() {
         let Some(s) = &m.status else { continue };
-        let quota = options.quota_bytes.unwrap_or(DEFAULT_QUOTA_BYTES);
         let used = s.db_size * 100 / quota.max(1);
         let severity = if used >= 95 {
             Severity::Critical
@@ -246,20 +336,20 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
             ));
         }
     }
-    findings.push(finding(
+    let quota_finding = finding(
         "db_quota",
         quota_severity,
         format!(
             "db size against quota{}: {}",
             if options.quota_bytes.is_none() {
-                " (etcd's default 2 GiB assumed; give --quota-bytes)"
+                " (etcd's default 2 GiB assumed; give the members' quota if it differs)"
             } else {
                 ""
             },
             quota_notes.join(", ")
         ),
-    ));
-    findings.push(if frag_notes.is_empty() {
+    );
+    let frag_finding = if frag_notes.is_empty() {
         finding(
             "fragmentation",
             Severity::Ok,
@@ -270,18 +360,22 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
             "fragmentation",
             Severity::Warning,
             format!(
-                "a defrag pays: {}; run `etcdops defrag --cluster`",
+                "a defrag pays: {}; defragment every member, one at a time, the leader last",
                 frag_notes.join("; ")
             ),
         )
-    });
+    };
+    [quota_finding, frag_finding]
+}
 
+/// Whether every member runs the same etcd version.
+fn versions_finding(view: &ClusterView) -> Finding {
     let versions: BTreeSet<&str> = view
         .members
         .iter()
         .filter_map(|m| m.status.as_ref().map(|s| s.version.as_str()))
         .collect();
-    findings.push(if versions.len() <= 1 {
+    if versions.len() <= 1 {
         finding(
             "versions",
             Severity::Ok,
@@ -299,42 +393,29 @@ pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<Che
                 versions.iter().copied().collect::<Vec<_>>().join(", ")
             ),
         )
-    });
+    }
+}
 
+/// Learners waiting to be promoted.
+fn learners_finding(view: &ClusterView) -> Finding {
     let learners: Vec<String> = view
         .members
         .iter()
         .filter(|m| m.member.is_learner)
         .map(|m| m.member.id.to_string())
         .collect();
-    findings.push(if learners.is_empty() {
+    if learners.is_empty() {
         finding("learners", Severity::Ok, "no learner waiting".into())
     } else {
         finding(
             "learners",
             Severity::Warning,
             format!(
-                "learners not promoted: {}; `etcdops member promote ID` once in sync",
+                "learners not promoted: {}; promote each once it is in sync",
                 learners.join(", ")
             ),
         )
-    });
-
-    let verdict = findings
-        .iter()
-        .map(|f| f.severity)
-        .max()
-        .unwrap_or(Severity::Ok);
-    Ok(CheckReport {
-        verdict,
-        findings,
-        cluster_id: view.cluster_id,
-        leader: view.leader,
-        cluster: view,
-        alarms,
-        alarms_error,
-        hashkv,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -4,11 +4,12 @@
 use etcd_client::GetOptions;
 use serde::Serialize;
 
+use crate::client::Client;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::id::MemberId;
-use crate::member::{Member, member_list};
+use crate::member::Member;
 
 /// What one member reported, when it answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -106,7 +107,7 @@ pub(crate) async fn linearizable_read(client: &EndpointClient) -> Result<()> {
     }
 }
 
-async fn probe(config: &ClusterConfig, member: &Member) -> MemberState {
+async fn probe(client: &Client, member: &Member) -> MemberState {
     let Some(endpoint) = member.client_urls.first().cloned() else {
         return MemberState {
             member: member.clone(),
@@ -121,7 +122,7 @@ async fn probe(config: &ClusterConfig, member: &Member) -> MemberState {
         };
     };
     let answer = async {
-        let client = config.connect_endpoint(&endpoint).await?;
+        let client = client.endpoint(&endpoint).await?;
         let status = client
             .call("status", |mut c| async move { c.status().await })
             .await?;
@@ -168,25 +169,34 @@ async fn probe(config: &ClusterConfig, member: &Member) -> MemberState {
     }
 }
 
-/// Looks at every member concurrently.
+/// Looks at every member concurrently, over connections opened for this call (see
+/// [`Client::cluster_view`]).
 pub async fn cluster_view(config: &ClusterConfig) -> Result<ClusterView> {
-    let list = member_list(config).await?;
-    let members = futures::future::join_all(list.members.iter().map(|m| probe(config, m))).await;
-    let leader = members
-        .iter()
-        .filter_map(|m| m.status.as_ref())
-        .find(|s| s.is_leader)
-        .map(|s| s.leader)
-        .or_else(|| {
-            members
-                .iter()
-                .filter_map(|m| m.status.as_ref())
-                .map(|s| s.leader)
-                .find(|l| l.0 != 0)
-        });
-    Ok(ClusterView {
-        cluster_id: list.cluster_id,
-        members,
-        leader,
-    })
+    Client::new(config.clone()).cluster_view().await
+}
+
+impl Client {
+    /// Looks at every member concurrently: the member list, then each member's status and
+    /// (for voters) a linearizable read, each over its own connection.
+    pub async fn cluster_view(&self) -> Result<ClusterView> {
+        let list = self.member_list().await?;
+        let members = futures::future::join_all(list.members.iter().map(|m| probe(self, m))).await;
+        let leader = members
+            .iter()
+            .filter_map(|m| m.status.as_ref())
+            .find(|s| s.is_leader)
+            .map(|s| s.leader)
+            .or_else(|| {
+                members
+                    .iter()
+                    .filter_map(|m| m.status.as_ref())
+                    .map(|s| s.leader)
+                    .find(|l| l.0 != 0)
+            });
+        Ok(ClusterView {
+            cluster_id: list.cluster_id,
+            members,
+            leader,
+        })
+    }
 }

@@ -5,13 +5,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Client as RawClient, ConnectOptions};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::ClientConfig;
 use tonic::transport::Endpoint;
 
+use crate::client::Client;
 use crate::config::{ClusterConfig, TlsSettings};
 use crate::discovery::discover_endpoints;
 use crate::error::{Error, Result};
@@ -21,7 +22,7 @@ use crate::tls;
 #[derive(Clone)]
 pub struct EndpointClient {
     endpoint: String,
-    client: Client,
+    client: RawClient,
     command_timeout: Duration,
     user: Option<String>,
     tls: TlsSettings,
@@ -53,7 +54,7 @@ impl EndpointClient {
     }
 
     /// The underlying etcd-client, for operations this crate wraps.
-    pub fn raw(&self) -> Client {
+    pub fn raw(&self) -> RawClient {
         self.client.clone()
     }
 
@@ -61,7 +62,7 @@ impl EndpointClient {
     /// name this endpoint and the operation.
     pub async fn call<T, F, Fut>(&self, operation: &'static str, request: F) -> Result<T>
     where
-        F: FnOnce(Client) -> Fut,
+        F: FnOnce(RawClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         let err =
@@ -161,48 +162,17 @@ impl ClusterConfig {
     /// Connects to the first endpoint (in the order given) that answers. For cluster-wide
     /// reads such as the member list, where any healthy member will do.
     pub async fn connect_any(&self) -> Result<EndpointClient> {
-        self.read_any(|client| async move { Ok(client) }).await
+        Client::new(self.clone()).any().await
     }
 
-    /// Runs the idempotent read `read` on the first endpoint, going on to the next one when
-    /// that endpoint fails (unreachable, connection reset, unavailable, timed out, see
-    /// [`Error::is_endpoint_failure`]), as etcdctl's client does. An answer from etcd
-    /// (permission denied, key not found, a bad request) or a bad setting is returned at
-    /// once. Never for writes: a write that timed out may have been applied.
+    /// Runs the idempotent read `read` on the first endpoint that serves it, over a
+    /// connection opened for this call (see [`Client::read_any`], which reuses its own).
     pub async fn read_any<T, F, Fut>(&self, read: F) -> Result<T>
     where
         F: Fn(EndpointClient) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let endpoints = self.resolve_endpoints().await?;
-        let mut errors = Vec::new();
-        for endpoint in &endpoints {
-            let client = match self.connect_endpoint(endpoint).await {
-                Ok(client) => client,
-                // A bad file or option fails the same way everywhere: say it once.
-                Err(
-                    err @ (Error::ReadFile { .. }
-                    | Error::InvalidPem { .. }
-                    | Error::InvalidOption { .. }
-                    | Error::AuthFailed { .. }),
-                ) => return Err(err),
-                Err(err) => {
-                    errors.push(err);
-                    continue;
-                }
-            };
-            match read(client).await {
-                Ok(value) => return Ok(value),
-                Err(err) if err.is_endpoint_failure() => errors.push(err),
-                Err(err) => return Err(err),
-            }
-        }
-        match errors.len() {
-            1 => Err(errors.remove(0)),
-            _ => Err(Error::NoEndpointAvailable {
-                errors: errors.iter().map(ToString::to_string).collect(),
-            }),
-        }
+        Client::new(self.clone()).read_any(read).await
     }
 
     async fn connect_with(
@@ -286,12 +256,12 @@ impl ClusterConfig {
         // As etcdctl, credentials for a cluster without auth are not an error.
         let authenticated = tokio::time::timeout(self.dial_timeout, async {
             let channel = etcd_client::Channel::Tonic(channel);
-            match Client::from_channel(channel.clone(), Some(with_user)).await {
+            match RawClient::from_channel(channel.clone(), Some(with_user)).await {
                 Err(etcd_client::Error::GRpcStatus(status))
                     if self.auth.is_some()
                         && status.message().contains("authentication is not enabled") =>
                 {
-                    Client::from_channel(channel, Some(options)).await
+                    RawClient::from_channel(channel, Some(options)).await
                 }
                 other => other,
             }

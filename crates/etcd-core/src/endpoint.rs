@@ -7,12 +7,13 @@ use std::time::Instant;
 use etcd_client::GetOptions;
 use serde::Serialize;
 
+use crate::client::Client;
 use crate::cluster::linearizable_read;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::id::MemberId;
-use crate::member::{Targets, target_endpoints};
+use crate::member::Targets;
 
 /// Health of one endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,18 +41,91 @@ pub struct HealthReport {
 /// `health` must succeed (permission denied counts as success: the read went through raft),
 /// and the member must report no alarm.
 pub async fn endpoint_health(config: &ClusterConfig, targets: Targets) -> Result<HealthReport> {
-    let endpoints = target_endpoints(config, targets).await?;
-    let rows = futures::future::join_all(endpoints.iter().map(|e| check_health(config, e))).await;
-    Ok(HealthReport {
-        all_healthy: !rows.is_empty() && rows.iter().all(|r| r.health),
-        endpoints: rows,
-    })
+    Client::new(config.clone()).endpoint_health(targets).await
 }
 
-async fn check_health(config: &ClusterConfig, endpoint: &str) -> EndpointHealth {
+/// Reads the status of each endpoint.
+pub async fn endpoint_status(config: &ClusterConfig, targets: Targets) -> Result<StatusReport> {
+    Client::new(config.clone()).endpoint_status(targets).await
+}
+
+/// Hashes each member's key space at one revision and says whether they agree (see
+/// [`Client::endpoint_hashkv`]).
+pub async fn endpoint_hashkv(
+    config: &ClusterConfig,
+    targets: Targets,
+    revision: i64,
+) -> Result<HashKvReport> {
+    Client::new(config.clone())
+        .endpoint_hashkv(targets, revision)
+        .await
+}
+
+impl Client {
+    /// Checks the health of each endpoint, as [`endpoint_health`].
+    pub async fn endpoint_health(&self, targets: Targets) -> Result<HealthReport> {
+        let endpoints = self.target_endpoints(targets).await?;
+        let rows = futures::future::join_all(endpoints.iter().map(|e| check_health(self, e))).await;
+        Ok(HealthReport {
+            all_healthy: !rows.is_empty() && rows.iter().all(|r| r.health),
+            endpoints: rows,
+        })
+    }
+
+    /// Reads the status of each endpoint.
+    pub async fn endpoint_status(&self, targets: Targets) -> Result<StatusReport> {
+        let endpoints = self.target_endpoints(targets).await?;
+        let rows = futures::future::join_all(endpoints.iter().map(|e| read_status(self, e))).await;
+        Ok(StatusReport {
+            all_answered: !rows.is_empty() && rows.iter().all(|r| r.error.is_none()),
+            endpoints: rows,
+        })
+    }
+
+    /// Hashes each member's key space at one revision and says whether they agree.
+    ///
+    /// With `revision` 0 the revision is the lowest current revision among the endpoints
+    /// that answer, so that every member hashes the same history even while writes go on
+    /// (etcdctl would let each member hash up to its own latest revision, which differ under
+    /// load).
+    pub async fn endpoint_hashkv(&self, targets: Targets, revision: i64) -> Result<HashKvReport> {
+        if revision < 0 {
+            return Err(Error::InvalidOption {
+                option: "rev",
+                reason: format!("{revision} is negative; give a revision of 0 (latest) or more"),
+            });
+        }
+        let endpoints = self.target_endpoints(targets).await?;
+        let clients = self.each(&endpoints).await;
+        let revision = if revision > 0 {
+            revision
+        } else {
+            lowest_revision(&clients).await
+        };
+        let rows = futures::future::join_all(
+            endpoints
+                .iter()
+                .zip(clients)
+                .map(|(endpoint, client)| hash_one(endpoint, client, revision)),
+        )
+        .await;
+        let first = rows.first().and_then(|r| r.hash);
+        let all_agree = !rows.is_empty()
+            && rows
+                .iter()
+                .all(|r| r.error.is_none() && r.hash.is_some() && r.hash == first);
+        Ok(HashKvReport {
+            revision,
+            endpoints: rows,
+            all_agree,
+        })
+    }
+}
+
+async fn check_health(client: &Client, endpoint: &str) -> EndpointHealth {
     let started = Instant::now();
     let verdict = async {
-        let client = config.connect_endpoint(endpoint).await?;
+        let client = client.endpoint(endpoint).await?;
         linearizable_read(&client).await?;
         let alarms = client
             .call("alarm list", |mut c| async move {
@@ -141,19 +215,9 @@ pub struct StatusReport {
     pub all_answered: bool,
 }
 
-/// Reads the status of each endpoint.
-pub async fn endpoint_status(config: &ClusterConfig, targets: Targets) -> Result<StatusReport> {
-    let endpoints = target_endpoints(config, targets).await?;
-    let rows = futures::future::join_all(endpoints.iter().map(|e| read_status(config, e))).await;
-    Ok(StatusReport {
-        all_answered: !rows.is_empty() && rows.iter().all(|r| r.error.is_none()),
-        endpoints: rows,
-    })
-}
-
-async fn read_status(config: &ClusterConfig, endpoint: &str) -> EndpointStatus {
+async fn read_status(client: &Client, endpoint: &str) -> EndpointStatus {
     let answer = async {
-        let client: EndpointClient = config.connect_endpoint(endpoint).await?;
+        let client: EndpointClient = client.endpoint(endpoint).await?;
         client
             .call("status", |mut c| async move { c.status().await })
             .await
@@ -224,85 +288,54 @@ pub struct HashKvReport {
     pub all_agree: bool,
 }
 
-/// Hashes each member's key space at one revision and says whether they agree.
-///
-/// With `revision` 0 the revision is the lowest current revision among the endpoints that
-/// answer, so that every member hashes the same history even while writes go on (etcdctl
-/// would let each member hash up to its own latest revision, which differ under load).
-pub async fn endpoint_hashkv(
-    config: &ClusterConfig,
-    targets: Targets,
-    revision: i64,
-) -> Result<HashKvReport> {
-    if revision < 0 {
-        return Err(Error::InvalidOption {
-            option: "rev",
-            reason: format!("{revision} is negative; give a revision of 0 (latest) or more"),
-        });
-    }
-    let endpoints = target_endpoints(config, targets).await?;
-    let clients = config.connect_each(&endpoints).await;
-    let revision = if revision > 0 {
-        revision
-    } else {
-        let mut lowest: Option<i64> = None;
-        for client in clients.iter().flatten() {
-            let current = client
-                .call("read revision", |mut c| async move {
-                    c.get("health", Some(GetOptions::new().with_count_only()))
-                        .await
-                })
-                .await;
-            if let Ok(response) = current {
-                let rev = response.header().map(|h| h.revision()).unwrap_or(0);
-                lowest = Some(lowest.map_or(rev, |l| l.min(rev)));
-            }
+/// The lowest current revision among the endpoints that answer (0 when none does).
+async fn lowest_revision(clients: &[Result<EndpointClient>]) -> i64 {
+    let mut lowest: Option<i64> = None;
+    for client in clients.iter().flatten() {
+        let current = client
+            .call("read revision", |mut c| async move {
+                c.get("health", Some(GetOptions::new().with_count_only()))
+                    .await
+            })
+            .await;
+        if let Ok(response) = current {
+            let rev = response.header().map(|h| h.revision()).unwrap_or(0);
+            lowest = Some(lowest.map_or(rev, |l| l.min(rev)));
         }
-        lowest.unwrap_or(0)
+    }
+    lowest.unwrap_or(0)
+}
+
+/// One endpoint's row of the hash report.
+async fn hash_one(endpoint: &str, client: Result<EndpointClient>, revision: i64) -> EndpointHashKv {
+    let answer = match client {
+        Ok(client) => {
+            client
+                .call("hashkv", |mut c| async move { c.hash_kv(revision).await })
+                .await
+        }
+        Err(e) => Err(e),
     };
-    let rows = futures::future::join_all(endpoints.iter().zip(clients).map(
-        |(endpoint, client)| async move {
-            let answer = match client {
-                Ok(client) => {
-                    client
-                        .call("hashkv", |mut c| async move { c.hash_kv(revision).await })
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            match answer {
-                Ok(h) => EndpointHashKv {
-                    endpoint: endpoint.clone(),
-                    member_id: h.header().map(|hd| MemberId(hd.member_id())),
-                    hash: Some(h.hash()),
-                    hash_revision: Some(if revision > 0 {
-                        revision
-                    } else {
-                        h.header().map(|hd| hd.revision()).unwrap_or(0)
-                    }),
-                    compact_revision: Some(h.compact_version()),
-                    error: None,
-                },
-                Err(e) => EndpointHashKv {
-                    endpoint: endpoint.clone(),
-                    member_id: None,
-                    hash: None,
-                    hash_revision: None,
-                    compact_revision: None,
-                    error: Some(e.to_string()),
-                },
-            }
+    match answer {
+        Ok(h) => EndpointHashKv {
+            endpoint: endpoint.to_string(),
+            member_id: h.header().map(|hd| MemberId(hd.member_id())),
+            hash: Some(h.hash()),
+            hash_revision: Some(if revision > 0 {
+                revision
+            } else {
+                h.header().map(|hd| hd.revision()).unwrap_or(0)
+            }),
+            compact_revision: Some(h.compact_version()),
+            error: None,
         },
-    ))
-    .await;
-    let first = rows.first().and_then(|r| r.hash);
-    let all_agree = !rows.is_empty()
-        && rows
-            .iter()
-            .all(|r| r.error.is_none() && r.hash.is_some() && r.hash == first);
-    Ok(HashKvReport {
-        revision,
-        endpoints: rows,
-        all_agree,
-    })
+        Err(e) => EndpointHashKv {
+            endpoint: endpoint.to_string(),
+            member_id: None,
+            hash: None,
+            hash_revision: None,
+            compact_revision: None,
+            error: Some(e.to_string()),
+        },
+    }
 }

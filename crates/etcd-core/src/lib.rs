@@ -7,6 +7,17 @@
 //! a typed request and returns a serde-serializable result, so every front-end prints the same
 //! data. Operations aimed at a member connect to exactly that member ([`EndpointClient`]).
 //!
+//! Connections are held by a [`Client`]: one handle on a cluster that dials each endpoint
+//! once, on first use, and reuses that connection for every later call on it (and on its
+//! clones). Its methods are the operations (`client.check(..)`, `client.defrag(..)`,
+//! `client.cluster_view()`); a multi-step operation such as `check` or a rolling defrag
+//! runs all its steps over one `Client`, so it connects once per member. The free functions
+//! that take a `&ClusterConfig` (`check(&config, ..)`) stay: each builds a `Client` for its
+//! one call, so existing callers keep working and a caller running several operations
+//! builds one `Client` and calls its methods. Options are typed requests with builders
+//! ([`CompactRequest::new(target).physical(true)`](CompactRequest)), never positional
+//! booleans.
+//!
 //! For members of standalone clusters it also writes etcd's own config file
 //! ([`write_server_config`]) and keeps a small CA and member certificates ([`ensure_ca`],
 //! [`ensure_member_certificate`]).
@@ -33,6 +44,7 @@
 
 mod auth;
 mod check;
+mod client;
 mod cluster;
 mod config;
 mod connect;
@@ -59,6 +71,7 @@ pub use auth::{
     user_passwd, user_revoke_role,
 };
 pub use check::{CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding, Severity, check};
+pub use client::Client;
 pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
 pub use config::{
     ClientIdentity, ClusterConfig, ConnectionOptions, Credentials, DEFAULT_COMMAND_TIMEOUT,
@@ -67,13 +80,14 @@ pub use config::{
 };
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
-pub use etcd_common::parse_duration;
 pub use endpoint::{
     EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
     endpoint_hashkv, endpoint_health, endpoint_status,
 };
 pub use error::{Error, Result};
+pub use etcd_common::parse_duration;
 pub use etcd_common::write_file_atomically;
+pub use etcd_common::{redact_endpoint, redact_urls};
 pub use history::{
     EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
 };
@@ -84,9 +98,9 @@ pub use kv::{
 };
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 pub use maintenance::{
-    Alarm, AlarmDisarmResult, CompactResult, CompactTarget, DefragReport, DefragStep,
-    MemberVersion, MoveLeaderResult, VersionReport, alarm_disarm, alarm_list, compact, defrag,
-    move_leader, version, versions,
+    Alarm, AlarmDisarmRequest, AlarmDisarmResult, CompactRequest, CompactResult, CompactTarget,
+    DefragReport, DefragStep, MemberVersion, MoveLeaderRequest, MoveLeaderResult, VersionReport,
+    alarm_disarm, alarm_list, compact, defrag, move_leader, version, versions,
 };
 pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
 pub use membership::{
@@ -96,7 +110,6 @@ pub use membership::{
 pub use pki::{
     CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
 };
-pub use etcd_common::{redact_endpoint, redact_urls};
 pub use server_config::{
     ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
     ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,

@@ -3,13 +3,15 @@
 use std::time::Instant;
 
 use etcd_client::{AlarmAction, AlarmType, CompactionOptions, GetOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::cluster::{ClusterView, cluster_view, linearizable_read};
+use crate::client::Client;
+use crate::cluster::{ClusterView, linearizable_read};
 use crate::config::ClusterConfig;
+use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::id::MemberId;
-use crate::member::{Targets, target_endpoints};
+use crate::member::Targets;
 use crate::membership::find_member;
 
 fn refused(reason: String) -> Error {
@@ -27,66 +29,97 @@ pub struct MoveLeaderResult {
     pub to: MemberId,
 }
 
-/// Moves leadership to the member `selector` names (peer URL, ID or name). The request goes
-/// to the current leader, as etcd requires.
-///
-/// With `dry_run` every check runs and nothing moves.
+/// What [`move_leader`] is asked: the member to lead, and whether only to check.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct MoveLeaderRequest {
+    /// The member to lead: its peer URL, ID (hex) or name.
+    pub leader: String,
+    /// Run every check, move nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl MoveLeaderRequest {
+    /// Leadership to the member `leader` names (peer URL, ID or name).
+    pub fn new(leader: impl Into<String>) -> MoveLeaderRequest {
+        MoveLeaderRequest {
+            leader: leader.into(),
+            dry_run: false,
+        }
+    }
+
+    /// Only check (`true`): say what would move, move nothing.
+    pub fn dry_run(mut self, dry_run: bool) -> MoveLeaderRequest {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+/// Moves leadership to the member the request names (see [`Client::move_leader`]).
 pub async fn move_leader(
     config: &ClusterConfig,
-    selector: &str,
-    dry_run: bool,
+    request: &MoveLeaderRequest,
 ) -> Result<MoveLeaderResult> {
-    crate::membership::check_selector(selector)?;
-    let view = cluster_view(config).await?;
-    let target = find_member(&view, selector)
-        .ok_or_else(|| refused(format!("no member matches '{selector}'")))?;
-    let leader = view
-        .leader_state()
-        .ok_or_else(|| refused("the cluster has no reachable leader".into()))?;
-    if leader.member.id == target.member.id {
-        return Ok(MoveLeaderResult {
+    Client::new(config.clone()).move_leader(request).await
+}
+
+impl Client {
+    /// Moves leadership to the member the request names (peer URL, ID or name). The request
+    /// goes to the current leader, as etcd requires. Refuses a learner or an unhealthy
+    /// target; changes nothing when the target already leads.
+    ///
+    /// With `dry_run` every check runs and nothing moves.
+    pub async fn move_leader(&self, request: &MoveLeaderRequest) -> Result<MoveLeaderResult> {
+        let selector = request.leader.as_str();
+        crate::membership::check_selector(selector)?;
+        let view = self.cluster_view().await?;
+        let target = find_member(&view, selector)
+            .ok_or_else(|| refused(format!("no member matches '{selector}'")))?;
+        let leader = view
+            .leader_state()
+            .ok_or_else(|| refused("the cluster has no reachable leader".into()))?;
+        let unchanged = MoveLeaderResult {
             changed: false,
             from: leader.member.id,
             to: target.member.id,
-        });
-    }
-    if target.member.is_learner {
-        return Err(refused(format!(
-            "member {} is a learner and cannot lead",
-            target.member.id
-        )));
-    }
-    if !target.healthy {
-        return Err(refused(format!(
-            "member {} is not healthy ({}); leadership would be lost",
-            target.member.id,
-            target.error.as_deref().unwrap_or("unreachable")
-        )));
-    }
-    if dry_run {
-        return Ok(MoveLeaderResult {
+        };
+        if leader.member.id == target.member.id {
+            return Ok(unchanged);
+        }
+        if target.member.is_learner {
+            return Err(refused(format!(
+                "member {} is a learner and cannot lead",
+                target.member.id
+            )));
+        }
+        if !target.healthy {
+            return Err(refused(format!(
+                "member {} is not healthy ({}); leadership would be lost",
+                target.member.id,
+                target.error.as_deref().unwrap_or("unreachable")
+            )));
+        }
+        let moved = MoveLeaderResult {
             changed: true,
-            from: leader.member.id,
-            to: target.member.id,
-        });
+            ..unchanged
+        };
+        if request.dry_run {
+            return Ok(moved);
+        }
+        let endpoint = leader
+            .endpoint
+            .clone()
+            .ok_or_else(|| refused("the leader has no client URL".into()))?;
+        let client = self.endpoint(&endpoint).await?;
+        let to = target.member.id;
+        client
+            .call(
+                "move leader",
+                |mut c| async move { c.move_leader(to.0).await },
+            )
+            .await?;
+        Ok(moved)
     }
-    let endpoint = leader
-        .endpoint
-        .clone()
-        .ok_or_else(|| refused("the leader has no client URL".into()))?;
-    let client = config.connect_endpoint(&endpoint).await?;
-    let to = target.member.id;
-    client
-        .call(
-            "move leader",
-            |mut c| async move { c.move_leader(to.0).await },
-        )
-        .await?;
-    Ok(MoveLeaderResult {
-        changed: true,
-        from: leader.member.id,
-        to,
-    })
 }
 
 /// An active alarm.
@@ -108,23 +141,7 @@ fn alarm_name(alarm: AlarmType) -> &'static str {
 
 /// Lists the cluster's active alarms.
 pub async fn alarm_list(config: &ClusterConfig) -> Result<Vec<Alarm>> {
-    let response = config
-        .read_any(|client| async move {
-            client
-                .call("alarm list", |mut c| async move {
-                    c.alarm(AlarmAction::Get, AlarmType::None, None).await
-                })
-                .await
-        })
-        .await?;
-    Ok(response
-        .alarms()
-        .iter()
-        .map(|a| Alarm {
-            member_id: MemberId(a.member_id()),
-            alarm: alarm_name(a.alarm()).to_string(),
-        })
-        .collect())
+    Client::new(config.clone()).alarm_list().await
 }
 
 /// What `alarm disarm` did.
@@ -138,40 +155,93 @@ pub struct AlarmDisarmResult {
     pub still_active: Vec<Alarm>,
 }
 
-/// Clears every active alarm.
-///
-/// With `dry_run` it lists what it would clear and clears nothing.
-pub async fn alarm_disarm(config: &ClusterConfig, dry_run: bool) -> Result<AlarmDisarmResult> {
-    let active = alarm_list(config).await?;
-    if dry_run {
-        return Ok(AlarmDisarmResult {
-            changed: !active.is_empty(),
-            still_active: active.clone(),
-            disarmed: active,
-        });
+/// What [`alarm_disarm`] is asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct AlarmDisarmRequest {
+    /// List what would be cleared, clear nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl AlarmDisarmRequest {
+    /// Clear every active alarm.
+    pub fn new() -> AlarmDisarmRequest {
+        AlarmDisarmRequest::default()
     }
-    let client = config.connect_any().await?;
-    for alarm in &active {
-        let member = alarm.member_id.0;
-        let kind = match alarm.alarm.as_str() {
-            "NOSPACE" => AlarmType::Nospace,
-            "CORRUPT" => AlarmType::Corrupt,
-            _ => AlarmType::None,
-        };
-        client
-            .call("alarm disarm", |mut c| async move {
-                let mut options = etcd_client::AlarmOptions::new();
-                options.with_member(member);
-                c.alarm(AlarmAction::Deactivate, kind, Some(options)).await
+
+    /// Only list (`true`) what would be cleared.
+    pub fn dry_run(mut self, dry_run: bool) -> AlarmDisarmRequest {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+/// Clears every active alarm (see [`Client::alarm_disarm`]).
+pub async fn alarm_disarm(
+    config: &ClusterConfig,
+    request: AlarmDisarmRequest,
+) -> Result<AlarmDisarmResult> {
+    Client::new(config.clone()).alarm_disarm(request).await
+}
+
+impl Client {
+    /// Lists the cluster's active alarms.
+    pub async fn alarm_list(&self) -> Result<Vec<Alarm>> {
+        let response = self
+            .read_any(|client| async move {
+                client
+                    .call("alarm list", |mut c| async move {
+                        c.alarm(AlarmAction::Get, AlarmType::None, None).await
+                    })
+                    .await
             })
             .await?;
+        Ok(response
+            .alarms()
+            .iter()
+            .map(|a| Alarm {
+                member_id: MemberId(a.member_id()),
+                alarm: alarm_name(a.alarm()).to_string(),
+            })
+            .collect())
     }
-    let still_active = alarm_list(config).await?;
-    Ok(AlarmDisarmResult {
-        changed: !active.is_empty(),
-        disarmed: active,
-        still_active,
-    })
+
+    /// Clears every active alarm, then lists what is still active (a NOSPACE alarm comes
+    /// back while the db is over its quota).
+    ///
+    /// With `dry_run` it lists what it would clear and clears nothing.
+    pub async fn alarm_disarm(&self, request: AlarmDisarmRequest) -> Result<AlarmDisarmResult> {
+        let active = self.alarm_list().await?;
+        if request.dry_run {
+            return Ok(AlarmDisarmResult {
+                changed: !active.is_empty(),
+                still_active: active.clone(),
+                disarmed: active,
+            });
+        }
+        let client = self.any().await?;
+        for alarm in &active {
+            let member = alarm.member_id.0;
+            let kind = match alarm.alarm.as_str() {
+                "NOSPACE" => AlarmType::Nospace,
+                "CORRUPT" => AlarmType::Corrupt,
+                _ => AlarmType::None,
+            };
+            client
+                .call("alarm disarm", |mut c| async move {
+                    let mut options = etcd_client::AlarmOptions::new();
+                    options.with_member(member);
+                    c.alarm(AlarmAction::Deactivate, kind, Some(options)).await
+                })
+                .await?;
+        }
+        let still_active = self.alarm_list().await?;
+        Ok(AlarmDisarmResult {
+            changed: !active.is_empty(),
+            disarmed: active,
+            still_active,
+        })
+    }
 }
 
 /// One member's defragmentation.
@@ -204,14 +274,53 @@ pub struct DefragReport {
     pub completed: bool,
 }
 
-/// Defragments one endpoint at a time: followers first, the leader last, checking health after
-/// each and stopping at the first failure. A defragmenting member stops serving for a while;
-/// doing them one by one keeps the quorum.
+/// Defragments one endpoint at a time, the leader last (see [`Client::defrag`]).
 pub async fn defrag(config: &ClusterConfig, targets: Targets) -> Result<DefragReport> {
-    let endpoints = target_endpoints(config, targets).await?;
-    let mut ordered = Vec::new();
-    for endpoint in endpoints {
-        let client = config.connect_endpoint(&endpoint).await;
+    Client::new(config.clone()).defrag(targets).await
+}
+
+/// An endpoint to defragment, with what its status said before.
+struct Planned {
+    endpoint: String,
+    client: Result<EndpointClient>,
+    member_id: Option<MemberId>,
+    is_leader: bool,
+    db_size: Option<i64>,
+}
+
+impl Client {
+    /// Defragments one endpoint at a time: followers first, the leader last, checking health
+    /// after each and stopping at the first failure. A defragmenting member stops serving
+    /// for a while; doing them one by one keeps the quorum. Every step reuses this handle's
+    /// connection to that member.
+    pub async fn defrag(&self, targets: Targets) -> Result<DefragReport> {
+        let endpoints = self.target_endpoints(targets).await?;
+        let mut planned = Vec::with_capacity(endpoints.len());
+        for endpoint in endpoints {
+            planned.push(self.plan_defrag(endpoint).await);
+        }
+        // Stable: followers keep their order, the leader goes last.
+        planned.sort_by_key(|p| p.is_leader);
+        let mut steps = Vec::new();
+        let mut skipped = Vec::new();
+        for plan in planned {
+            if steps.iter().any(|s: &DefragStep| s.error.is_some()) {
+                skipped.push(plan.endpoint);
+                continue;
+            }
+            steps.push(defrag_one(plan).await);
+        }
+        let failed = steps.iter().any(|s| s.error.is_some());
+        Ok(DefragReport {
+            completed: !failed && skipped.is_empty() && !steps.is_empty(),
+            steps,
+            skipped,
+        })
+    }
+
+    /// Connects to `endpoint` and reads its status (who it is, whether it leads, its size).
+    async fn plan_defrag(&self, endpoint: String) -> Planned {
+        let client = self.endpoint(&endpoint).await;
         let status = match &client {
             Ok(c) => c
                 .call("status", |mut c| async move { c.status().await })
@@ -219,54 +328,49 @@ pub async fn defrag(config: &ClusterConfig, targets: Targets) -> Result<DefragRe
                 .ok(),
             Err(_) => None,
         };
-        let (member_id, is_leader, size) = match &status {
+        let (member_id, is_leader, db_size) = match &status {
             Some(s) => {
                 let id = s.header().map(|h| h.member_id()).unwrap_or_default();
                 (Some(MemberId(id)), s.leader() == id, Some(s.db_size()))
             }
             None => (None, false, None),
         };
-        ordered.push((endpoint, client, member_id, is_leader, size));
-    }
-    ordered.sort_by_key(|(_, _, _, is_leader, _)| *is_leader);
-    let mut steps = Vec::new();
-    let mut skipped = Vec::new();
-    let mut failed = false;
-    for (endpoint, client, member_id, was_leader, size) in ordered {
-        if failed {
-            skipped.push(endpoint);
-            continue;
-        }
-        let started = Instant::now();
-        let outcome = async {
-            let client = client?;
-            client
-                .call("defragment", |mut c| async move { c.defragment().await })
-                .await?;
-            linearizable_read(&client).await?;
-            let after = client
-                .call("status", |mut c| async move { c.status().await })
-                .await?;
-            Ok::<_, Error>(after.db_size())
-        }
-        .await;
-        let error = outcome.as_ref().err().map(ToString::to_string);
-        failed = error.is_some();
-        steps.push(DefragStep {
+        Planned {
             endpoint,
+            client,
             member_id,
-            was_leader,
-            db_size_before: size,
-            db_size_after: outcome.ok(),
-            took_seconds: started.elapsed().as_secs_f64(),
-            error,
-        });
+            is_leader,
+            db_size,
+        }
     }
-    Ok(DefragReport {
-        completed: !failed && skipped.is_empty() && !steps.is_empty(),
-        steps,
-        skipped,
-    })
+}
+
+/// Defragments one member, then checks it serves again (a linearizable read) and reads its
+/// new size.
+async fn defrag_one(plan: Planned) -> DefragStep {
+    let started = Instant::now();
+    let outcome = async {
+        let client = plan.client?;
+        client
+            .call("defragment", |mut c| async move { c.defragment().await })
+            .await?;
+        linearizable_read(&client).await?;
+        let after = client
+            .call("status", |mut c| async move { c.status().await })
+            .await?;
+        Ok::<_, Error>(after.db_size())
+    }
+    .await;
+    let error = outcome.as_ref().err().map(ToString::to_string);
+    DefragStep {
+        endpoint: plan.endpoint,
+        member_id: plan.member_id,
+        was_leader: plan.is_leader,
+        db_size_before: plan.db_size,
+        db_size_after: outcome.ok(),
+        took_seconds: started.elapsed().as_secs_f64(),
+        error,
+    }
 }
 
 /// How far to compact.
@@ -276,6 +380,77 @@ pub enum CompactTarget {
     Revision(i64),
     /// Keep this many revisions before the current one.
     KeepRevisions(i64),
+}
+
+/// What [`compact`] is asked: how far, whether to wait for the backend, whether only to
+/// check. Deserializes from `revision` or `keep_revisions` (exactly one), `physical`.
+///
+/// ```
+/// use etcd_core::{CompactRequest, CompactTarget};
+///
+/// let request = CompactRequest::new(CompactTarget::KeepRevisions(1000)).physical(true);
+/// assert!(request.physical && !request.dry_run);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "CompactFields")]
+pub struct CompactRequest {
+    /// How far.
+    pub target: CompactTarget,
+    /// Wait until the compaction is applied to the backend.
+    pub physical: bool,
+    /// Say whether compacting would change anything, compact nothing.
+    pub dry_run: bool,
+}
+
+impl CompactRequest {
+    /// Compact to `target`, not waiting for the backend.
+    pub fn new(target: CompactTarget) -> CompactRequest {
+        CompactRequest {
+            target,
+            physical: false,
+            dry_run: false,
+        }
+    }
+
+    /// Wait (`true`) until the compaction is applied to the backend.
+    pub fn physical(mut self, physical: bool) -> CompactRequest {
+        self.physical = physical;
+        self
+    }
+
+    /// Only check (`true`) whether compacting would change anything.
+    pub fn dry_run(mut self, dry_run: bool) -> CompactRequest {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+/// [`CompactRequest`] as a module's arguments spell it.
+#[derive(Deserialize)]
+struct CompactFields {
+    revision: Option<i64>,
+    keep_revisions: Option<i64>,
+    #[serde(default)]
+    physical: bool,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+impl TryFrom<CompactFields> for CompactRequest {
+    type Error = String;
+
+    fn try_from(fields: CompactFields) -> std::result::Result<CompactRequest, String> {
+        let target = match (fields.revision, fields.keep_revisions) {
+            (Some(r), None) => CompactTarget::Revision(r),
+            (None, Some(n)) => CompactTarget::KeepRevisions(n),
+            _ => return Err("compact needs exactly one of revision or keep_revisions".into()),
+        };
+        Ok(CompactRequest {
+            target,
+            physical: fields.physical,
+            dry_run: fields.dry_run,
+        })
+    }
 }
 
 /// What `compact` did.
@@ -291,33 +466,20 @@ pub struct CompactResult {
     pub physical: bool,
 }
 
-/// Compacts the key history. Refuses a revision in the future; compacting again to an
-/// already compacted revision changes nothing.
-///
-/// With `dry_run` it says whether compacting would change anything (reading one revision
-/// below the target answers "compacted" when it already was) and compacts nothing.
-pub async fn compact(
-    config: &ClusterConfig,
-    target: CompactTarget,
-    physical: bool,
-    dry_run: bool,
-) -> Result<CompactResult> {
-    let client = config.connect_any().await?;
-    let current = client
-        .call("read revision", |mut c| async move {
-            c.get("health", Some(GetOptions::new().with_count_only()))
-                .await
-        })
-        .await?
-        .header()
-        .map(|h| h.revision())
-        .unwrap_or_default();
+/// Compacts the key history (see [`Client::compact`]).
+pub async fn compact(config: &ClusterConfig, request: &CompactRequest) -> Result<CompactResult> {
+    Client::new(config.clone()).compact(request).await
+}
+
+/// The revision to compact to: refuses a negative count, nothing to compact and a revision
+/// in the future.
+fn compaction_revision(target: CompactTarget, current: i64) -> Result<i64> {
     let revision = match target {
         CompactTarget::Revision(r) => r,
         CompactTarget::KeepRevisions(n) if n >= 0 => current - n,
         CompactTarget::KeepRevisions(n) => {
             return Err(Error::InvalidOption {
-                option: "keep-revisions",
+                option: "keep_revisions",
                 reason: format!("{n} is negative"),
             });
         }
@@ -334,12 +496,45 @@ pub async fn compact(
             reason: format!("{revision} is in the future; the current revision is {current}"),
         });
     }
-    if dry_run {
-        let below = revision - 1;
-        let probe = if below == 0 {
-            Ok(())
-        } else {
-            client
+    Ok(revision)
+}
+
+/// Whether etcd answered that the revision asked for is compacted already.
+fn already_compacted<T>(result: &Result<T>) -> bool {
+    matches!(result, Err(Error::Request { message, .. }) if message.contains("has been compacted"))
+}
+
+impl Client {
+    /// Compacts the key history. Refuses a revision in the future; compacting again to an
+    /// already compacted revision changes nothing.
+    ///
+    /// With `dry_run` it says whether compacting would change anything (reading one revision
+    /// below the target answers "compacted" when it already was) and compacts nothing.
+    pub async fn compact(&self, request: &CompactRequest) -> Result<CompactResult> {
+        let client = self.any().await?;
+        let current = client
+            .call("read revision", |mut c| async move {
+                c.get("health", Some(GetOptions::new().with_count_only()))
+                    .await
+            })
+            .await?
+            .header()
+            .map(|h| h.revision())
+            .unwrap_or_default();
+        let revision = compaction_revision(request.target, current)?;
+        let physical = request.physical;
+        let result = |changed| CompactResult {
+            changed,
+            revision,
+            current_revision: current,
+            physical,
+        };
+        if request.dry_run {
+            let below = revision - 1;
+            if below == 0 {
+                return Ok(result(true));
+            }
+            let probe = client
                 .call("read revision", |mut c| async move {
                     c.get(
                         "health",
@@ -347,47 +542,22 @@ pub async fn compact(
                     )
                     .await
                 })
-                .await
-                .map(|_| ())
-        };
-        let changed = match probe {
-            Ok(()) => true,
-            Err(Error::Request { message, .. }) if message.contains("has been compacted") => false,
-            Err(e) => return Err(e),
-        };
-        return Ok(CompactResult {
-            changed,
-            revision,
-            current_revision: current,
-            physical,
-        });
-    }
-    let result = client
-        .call("compact", |mut c| async move {
-            let options = if physical {
-                Some(CompactionOptions::new().with_physical())
-            } else {
-                None
-            };
-            c.compact(revision, options).await
-        })
-        .await;
-    match result {
-        Ok(_) => Ok(CompactResult {
-            changed: true,
-            revision,
-            current_revision: current,
-            physical,
-        }),
-        Err(Error::Request { message, .. }) if message.contains("has been compacted") => {
-            Ok(CompactResult {
-                changed: false,
-                revision,
-                current_revision: current,
-                physical,
-            })
+                .await;
+            if already_compacted(&probe) {
+                return Ok(result(false));
+            }
+            return probe.map(|_| result(true));
         }
-        Err(e) => Err(e),
+        let compacted = client
+            .call("compact", |mut c| async move {
+                let options = physical.then(|| CompactionOptions::new().with_physical());
+                c.compact(revision, options).await
+            })
+            .await;
+        if already_compacted(&compacted) {
+            return Ok(result(false));
+        }
+        compacted.map(|_| result(true))
     }
 }
 
@@ -429,5 +599,5 @@ pub fn versions(view: &ClusterView) -> VersionReport {
 
 /// Versions of this tool and of every member.
 pub async fn version(config: &ClusterConfig) -> Result<VersionReport> {
-    Ok(versions(&cluster_view(config).await?))
+    Ok(versions(&Client::new(config.clone()).cluster_view().await?))
 }

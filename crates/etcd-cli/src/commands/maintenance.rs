@@ -1,14 +1,21 @@
-//! `etcdops move-leader | alarm | defrag | compact | version`
+//! `etcdops move-leader | alarm | defrag | compact | check | version`: parse the flags into
+//! the maintenance workflows' requests (`etcdops::maintenance`), print their results.
+
+use std::path::Path;
 
 use anyhow::Result;
 use etcd_core::{
-    Alarm, AlarmDisarmResult, CheckOptions, CheckReport, ClusterConfig, CompactResult,
-    CompactTarget, DefragReport, MoveLeaderResult, Severity, Targets, VersionReport, alarm_disarm,
-    alarm_list, check, compact, defrag, move_leader, version,
+    Alarm, AlarmDisarmResult, CheckReport, Client, ClusterConfig, CompactResult, CompactTarget,
+    DefragReport, MoveLeaderResult, Severity, VersionReport, version,
+};
+use etcdops::guard::Guards;
+use etcdops::maintenance::{
+    AlarmDisarmRequest, CheckOptions, CompactRequest, DefragRequest, MoveLeaderRequest,
+    alarm_disarm, alarm_list, check, compact, defrag, move_leader,
 };
 
 use super::ExitStatus;
-use crate::flags::{AlarmCommand, CheckArgs, ClusterFlag, CompactArgs, OutputFormat};
+use crate::flags::{AlarmCommand, CheckArgs, ClusterFlag, CompactArgs, DefragArgs, OutputFormat};
 use crate::output::{Render, cell, human_bytes, plain, print};
 
 /// `move-leader MEMBER`
@@ -17,7 +24,9 @@ pub async fn run_move_leader(
     member: &str,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    print(format, &MoveView(move_leader(config, member, false).await?))?;
+    let client = Client::new(config.clone());
+    let result = move_leader(&client, &MoveLeaderRequest::new(member)).await?;
+    print(format, &MoveView(result))?;
     Ok(ExitStatus::Success)
 }
 
@@ -27,10 +36,11 @@ pub async fn run_alarm(
     command: &AlarmCommand,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
+    let client = Client::new(config.clone());
     match command {
-        AlarmCommand::List => print(format, &AlarmsView(alarm_list(config).await?))?,
+        AlarmCommand::List => print(format, &AlarmsView(alarm_list(&client).await?))?,
         AlarmCommand::Disarm => {
-            let result = alarm_disarm(config, false).await?;
+            let result = alarm_disarm(&client, AlarmDisarmRequest::new()).await?;
             let clear = result.still_active.is_empty();
             print(format, &DisarmView(result))?;
             if !clear {
@@ -44,18 +54,56 @@ pub async fn run_alarm(
     Ok(ExitStatus::Success)
 }
 
-/// `defrag [--cluster]`
+/// `defrag [--cluster] [--force]`: the guarded rolling defragmentation; `root` is the host
+/// root the OpenShift guard looks under (`--platform-root`, default `/`).
+// Not dispatched yet: `main` still calls `run_defrag` behind `platform::guard`.
+#[allow(dead_code)]
+pub async fn run_defrag_guarded(
+    config: &ClusterConfig,
+    args: &DefragArgs,
+    root: Option<&Path>,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let request = if args.cluster.cluster {
+        DefragRequest::cluster()
+    } else {
+        DefragRequest::configured()
+    }
+    .force(args.force);
+    let guards = root.map(Guards::on_host).unwrap_or_default();
+    let outcome = defrag(&Client::new(config.clone()), &guards, &request).await?;
+    if let Some(warning) = &outcome.warning {
+        crate::output::warn(warning);
+    }
+    print_defrag(outcome.report.unwrap_or_else(empty_report), format)
+}
+
+/// `defrag [--cluster]` as `main` dispatches it while `platform::guard` still guards it in
+/// front: the same rolling defragmentation, its guard left to that caller. Goes once `main`
+/// calls [`run_defrag_guarded`].
 pub async fn run_defrag(
     config: &ClusterConfig,
     flag: &ClusterFlag,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     let targets = if flag.cluster {
-        Targets::Cluster
+        etcd_core::Targets::Cluster
     } else {
-        Targets::Configured
+        etcd_core::Targets::Configured
     };
-    let report = defrag(config, targets).await?;
+    let report = Client::new(config.clone()).defrag(targets).await?;
+    print_defrag(report, format)
+}
+
+fn empty_report() -> DefragReport {
+    DefragReport {
+        steps: Vec::new(),
+        skipped: Vec::new(),
+        completed: false,
+    }
+}
+
+fn print_defrag(report: DefragReport, format: OutputFormat) -> Result<ExitStatus> {
     let completed = report.completed;
     print(format, &DefragView(report))?;
     Ok(ExitStatus::from_ok(completed))
@@ -72,10 +120,9 @@ pub async fn run_compact(
         (None, Some(n)) => CompactTarget::KeepRevisions(n),
         (None, None) => anyhow::bail!("give a revision or --keep-revisions N"),
     };
-    print(
-        format,
-        &CompactView(compact(config, target, args.physical, false).await?),
-    )?;
+    let request = CompactRequest::new(target).physical(args.physical);
+    let result = compact(&Client::new(config.clone()), &request).await?;
+    print(format, &CompactView(result))?;
     Ok(ExitStatus::Success)
 }
 
@@ -90,7 +137,7 @@ pub async fn run_check(
         defrag_min_bytes: args.defrag_min_bytes as i64,
         ..CheckOptions::default()
     };
-    let report = check(config, &options).await?;
+    let report = check(&Client::new(config.clone()), &options).await?;
     let verdict = report.verdict;
     print(format, &CheckView(report))?;
     Ok(match verdict {
