@@ -45,6 +45,8 @@
 mod auth;
 mod check;
 mod client;
+#[cfg(test)]
+mod client_tests;
 mod cluster;
 mod config;
 mod connect;
