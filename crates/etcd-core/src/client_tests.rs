@@ -17,7 +17,7 @@ use crate::member::Targets;
 fn etcd_binary() -> PathBuf {
     ["ETCDOPS_ETCD35_BIN_DIR", "ETCDOPS_ETCD34_BIN_DIR"]
         .iter()
-        .filter_map(|var| std::env::var_os(var))
+        .filter_map(std::env::var_os)
         .map(|dir| PathBuf::from(dir).join("etcd"))
         .find(|path| path.exists())
         .unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"))

@@ -12,6 +12,8 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::ClientConfig;
 use tonic::transport::Endpoint;
 
+use etcd_common::{Hint, options};
+
 use crate::client::Client;
 use crate::config::{ClusterConfig, TlsSettings};
 use crate::discovery::discover_endpoints;
@@ -92,7 +94,7 @@ impl EndpointClient {
 /// An `http://` endpoint whose server speaks TLS fails in unhelpful ways (the server drops
 /// the HTTP/2 preface: "operation was canceled", a reset, a timeout). When a request to one
 /// failed so, a TLS handshake is tried once; when the server answers it, the error says so.
-async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Error {
+pub(crate) async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Error {
     // An answer with a gRPC status (no leader, unhealthy cluster) proves plain HTTP/2.
     let suspicious = match &err {
         Error::Unavailable { message, .. } => message.starts_with(CONNECTION_FAILED),
@@ -120,7 +122,7 @@ async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Duration) -> Err
 
 fn missing_cert_hint(endpoint: &str, tls: &TlsSettings) -> String {
     if endpoint.starts_with("https://") && tls.identity.is_none() {
-        "; etcd may require a client certificate (--cert and --key): it answers a missing one only by not answering".into()
+        "; etcd may require a client certificate and key: it answers a missing one only by not answering".into()
     } else {
         String::new()
     }
@@ -353,10 +355,7 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         || lower.contains("alert")
         || lower.contains("corrupt message")
     {
-        return Error::Tls {
-            endpoint,
-            reason: tls::explain_handshake_error(&chain, ctx.tls),
-        };
+        return tls::explain_handshake_error(&chain, ctx.tls).into_error(endpoint);
     }
     // After a TLS 1.3 handshake, etcd checks the client certificate and, when it is missing
     // or untrusted, just drops the connection: the client sees a broken pipe or a reset.
@@ -373,7 +372,7 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
     {
         return Error::Tls {
             endpoint,
-            reason: "the server closed the connection during the TLS handshake; if etcd serves plain HTTP there, use an http:// endpoint".into(),
+            reason: tls::CLOSED_DURING_HANDSHAKE.into(),
         };
     }
     if ctx.operation != "connect"
@@ -381,11 +380,15 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         && dropped.iter().any(|p| lower.contains(p))
     {
         let reason = if ctx.tls.identity.is_none() {
-            "etcd closed the connection after the TLS handshake: it requires a client certificate; give --cert and --key".to_string()
+            "etcd closed the connection after the TLS handshake: it requires a client certificate; give a client certificate and its key"
         } else {
-            "etcd closed the connection after the TLS handshake: it may not trust the client certificate; check --cert and --key against etcd's --trusted-ca-file".to_string()
+            "etcd closed the connection after the TLS handshake: it may not trust the client certificate; check the client certificate and key against the CA etcd trusts (its trusted CA file)"
         };
-        return Error::Tls { endpoint, reason };
+        return Error::TlsSetting {
+            endpoint,
+            reason: reason.into(),
+            hint: Hint::any_of(&[options::CERT, options::KEY]),
+        };
     }
     let connection_problem = [
         "connection refused",
@@ -406,17 +409,14 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         "stream closed",
         "connection error",
     ];
-    if let Some(hit) = connection_problem.iter().find(|p| lower.contains(*p))
-        && ctx.operation == "connect"
-    {
-        let reason = match *hit {
-            "connection refused" | "tcp connect error" | "error trying to connect"
-                if lower.contains("refused") =>
-            {
-                "connection refused".to_string()
-            }
-            "operation timed out" | "timed out" => "no connection established in time".to_string(),
-            _ => chain.clone(),
+    if ctx.operation == "connect" && connection_problem.iter().any(|p| lower.contains(p)) {
+        // Whichever words came first ("tcp connect error: ..."), say what happened.
+        let reason = if lower.contains("refused") {
+            "connection refused".to_string()
+        } else if lower.contains("timed out") {
+            "no connection established in time".to_string()
+        } else {
+            chain.clone()
         };
         return Error::Unreachable {
             endpoint,

@@ -160,6 +160,18 @@ pub enum Error {
         /// One message per endpoint tried.
         errors: Vec<String>,
     },
+
+    /// The TLS handshake failed in a way one of `hint`'s connection options fixes: the CA
+    /// that signed etcd's certificate, a client certificate and key, the expected name.
+    #[error("TLS with {endpoint} failed: {reason}")]
+    TlsSetting {
+        /// The endpoint.
+        endpoint: String,
+        /// What failed and what to do, without a front-end's spelling of an option.
+        reason: String,
+        /// The options that fix it.
+        hint: etcd_common::Hint,
+    },
 }
 
 impl Error {
@@ -174,6 +186,7 @@ impl Error {
                 | Error::Unavailable { .. }
                 | Error::Timeout { .. }
                 | Error::Tls { .. }
+                | Error::TlsSetting { .. }
         )
     }
 }

@@ -50,6 +50,8 @@ mod client_tests;
 mod cluster;
 mod config;
 mod connect;
+#[cfg(test)]
+mod connect_tests;
 mod discovery;
 mod endpoint;
 mod error;

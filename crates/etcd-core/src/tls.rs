@@ -1,5 +1,6 @@
 //! Client TLS, built with rustls directly so that we control what tonic cannot express:
-//! `--insecure-skip-tls-verify`, a server-name override, and errors that say which file is bad.
+//! skipping server verification, a server-name override, and errors that say which file is
+//! bad or which connection option fixes a failed handshake.
 
 use std::sync::Arc;
 
@@ -14,6 +15,8 @@ use tokio_rustls::rustls::server::ParsedCertificate;
 use tokio_rustls::rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
+
+use etcd_common::{Hint, OptionId, options};
 
 use crate::config::{PemSource, TlsSettings};
 use crate::error::{Error, Result};
@@ -61,7 +64,7 @@ fn load_key(source: &PemSource) -> Result<PrivateKeyDer<'static>> {
         invalid_pem(
             source,
             WHAT,
-            "no PEM private key found (PKCS#8, PKCS#1 or SEC1); give the key that matches --cert",
+            "no PEM private key found (PKCS#8, PKCS#1 or SEC1); give the key that matches the client certificate",
         )
     })
 }
@@ -96,7 +99,7 @@ pub fn client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>> {
                 }
             }
             None => {
-                // As etcdctl: without --cacert the system's trusted roots are used.
+                // As etcdctl: without a CA certificate the system's trusted roots are used.
                 let native = rustls_native_certs::load_native_certs();
                 roots.add_parsable_certificates(native.certs);
             }
@@ -153,7 +156,7 @@ pub fn server_name(settings: &TlsSettings, host: &str) -> Result<ServerName<'sta
     let name = settings.server_name.as_deref().unwrap_or(host);
     let name = name.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(name.to_string()).map_err(|_| Error::InvalidOption {
-        option: "server-name",
+        option: "server_name",
         reason: format!("'{name}' is not a valid DNS name or IP address"),
     })
 }
@@ -192,22 +195,71 @@ pub(crate) async fn speaks_tls(host_port: &str, limit: std::time::Duration) -> b
     matches!(tokio::time::timeout(limit, probe).await, Ok(Some(true)))
 }
 
+/// The option naming the host the server certificate must be valid for.
+const SERVER_NAME: OptionId = OptionId::value("server_name");
+
+/// A failed handshake in words an operator can act on, with the options that fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Handshake {
+    /// What failed and what to do, without a front-end's spelling of an option.
+    pub(crate) reason: String,
+    /// The connection options that fix it, when one does.
+    pub(crate) hint: Option<Hint>,
+}
+
+impl Handshake {
+    fn fixed_by(reason: impl Into<String>, options: &[OptionId]) -> Handshake {
+        Handshake {
+            reason: reason.into(),
+            hint: Some(Hint::any_of(options)),
+        }
+    }
+
+    fn plain(reason: impl Into<String>) -> Handshake {
+        Handshake {
+            reason: reason.into(),
+            hint: None,
+        }
+    }
+
+    /// The error for `endpoint`: [`Error::TlsSetting`] when an option fixes it.
+    pub(crate) fn into_error(self, endpoint: String) -> Error {
+        match self.hint {
+            Some(hint) => Error::TlsSetting {
+                endpoint,
+                reason: self.reason,
+                hint,
+            },
+            None => Error::Tls {
+                endpoint,
+                reason: self.reason,
+            },
+        }
+    }
+}
+
 /// Explains a rustls or I/O error from a handshake in words an operator can act on.
-pub fn explain_handshake_error(message: &str, settings: &TlsSettings) -> String {
+pub(crate) fn explain_handshake_error(message: &str, settings: &TlsSettings) -> Handshake {
     let lower = message.to_ascii_lowercase();
     if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
         let ca = settings
             .ca
             .as_ref()
             .map(|c| format!("the CA in {}", c.describe()))
-            .unwrap_or_else(|| "the system's trusted roots (no --cacert given)".into());
-        format!(
-            "the server's certificate is not signed by {ca}; give the CA that signed etcd's certificate with --cacert"
+            .unwrap_or_else(|| "the system's trusted roots (no CA certificate given)".into());
+        Handshake::fixed_by(
+            format!(
+                "the server's certificate is not signed by {ca}; give the CA that signed etcd's certificate"
+            ),
+            &[options::CACERT, options::INSECURE_SKIP_TLS_VERIFY],
         )
     } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
-        "the server's certificate is not valid for this host name or IP; connect by a name in its subjectAltName or set the expected name".into()
+        Handshake::fixed_by(
+            "the server's certificate is not valid for this host name or IP; connect by a name in its subjectAltName or set the name to expect",
+            &[options::ENDPOINTS, SERVER_NAME],
+        )
     } else if lower.contains("expired") {
-        "the server's certificate has expired (or the clock is wrong)".into()
+        Handshake::plain("the server's certificate has expired (or the clock is wrong)")
     } else if lower.contains("certificaterequired")
         || lower.contains("certificate required")
         || lower.contains("badcertificate")
@@ -215,20 +267,25 @@ pub fn explain_handshake_error(message: &str, settings: &TlsSettings) -> String 
         || lower.contains("unknownca")
         || lower.contains("unknown ca")
     {
-        if settings.identity.is_some() {
-            "etcd rejected the client certificate: it is not signed by a CA etcd trusts (--trusted-ca-file); check --cert and --key".into()
+        let reason = if settings.identity.is_some() {
+            "etcd rejected the client certificate: it is not signed by a CA etcd trusts (its trusted CA file); check the client certificate and key"
         } else {
-            "etcd requires a client certificate; give --cert and --key".into()
-        }
+            "etcd requires a client certificate; give a client certificate and its key"
+        };
+        Handshake::fixed_by(reason, &[options::CERT, options::KEY])
     } else if lower.contains("corrupt message") || lower.contains("invalidcontenttype") {
-        "the server did not answer with TLS; use an http:// endpoint if etcd serves plain HTTP"
-            .into()
+        Handshake::plain(
+            "the server did not answer with TLS; use an http:// endpoint if etcd serves plain HTTP",
+        )
     } else if lower.contains("handshake eof") {
-        "the server closed the connection during the TLS handshake; if etcd serves plain HTTP there, use an http:// endpoint".into()
+        Handshake::plain(CLOSED_DURING_HANDSHAKE)
     } else {
-        message.to_string()
+        Handshake::plain(message)
     }
 }
+
+/// A server that closed the connection in the middle of the TLS handshake.
+pub(crate) const CLOSED_DURING_HANDSHAKE: &str = "the server closed the connection during the TLS handshake; if etcd serves plain HTTP there, use an http:// endpoint";
 
 /// The standard (webpki) verifier, plus one case etcdctl accepts and webpki does not: a
 /// self-signed server certificate with `CA:TRUE` (what `openssl req -x509` makes by default)
@@ -307,7 +364,7 @@ impl ServerCertVerifier for BundleVerifier {
     }
 }
 
-/// Verifier for `--insecure-skip-tls-verify`: accepts any certificate but still checks that
+/// Verifier for `insecure_skip_tls_verify`: accepts any certificate but still checks that
 /// the server holds its key, so the connection is encrypted, only not authenticated.
 #[derive(Debug)]
 struct AcceptAnyServerCert(Arc<CryptoProvider>);
