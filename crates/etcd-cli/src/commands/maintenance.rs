@@ -1,8 +1,6 @@
 //! `etcdops move-leader | alarm | defrag | compact | check | version`: parse the flags into
 //! the maintenance workflows' requests (`etcdops::maintenance`), print their results.
 
-use std::path::Path;
-
 use anyhow::Result;
 use etcd_core::{
     Alarm, AlarmDisarmResult, CheckReport, Client, ClusterConfig, CompactResult, CompactTarget,
@@ -54,14 +52,14 @@ pub async fn run_alarm(
     Ok(ExitStatus::Success)
 }
 
-/// `defrag [--cluster] [--force]`: the guarded rolling defragmentation; `root` is the host
-/// root the OpenShift guard looks under (`--platform-root`, default `/`).
+/// `defrag [--cluster] [--force]`: the rolling defragmentation, which passes the OpenShift
+/// operator guard of `guards` (the host under `--platform-root`) itself.
 // Not dispatched yet: `main` still calls `run_defrag` behind `platform::guard`.
 #[allow(dead_code)]
 pub async fn run_defrag_guarded(
     config: &ClusterConfig,
+    guards: &Guards,
     args: &DefragArgs,
-    root: Option<&Path>,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     let request = if args.cluster.cluster {
@@ -70,8 +68,7 @@ pub async fn run_defrag_guarded(
         DefragRequest::configured()
     }
     .force(args.force);
-    let guards = root.map(Guards::on_host).unwrap_or_default();
-    let outcome = defrag(&Client::new(config.clone()), &guards, &request).await?;
+    let outcome = defrag(&Client::new(config.clone()), guards, &request).await?;
     if let Some(warning) = &outcome.warning {
         crate::output::warn(warning);
     }
