@@ -53,7 +53,16 @@ struct Inner {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("endpoints", &self.inner.config.endpoints)
+            .field(
+                "endpoints",
+                &self
+                    .inner
+                    .config
+                    .endpoints
+                    .iter()
+                    .map(|e| etcd_common::redact_endpoint(e))
+                    .collect::<Vec<_>>(),
+            )
             .field("dials", &self.dials())
             .finish_non_exhaustive()
     }

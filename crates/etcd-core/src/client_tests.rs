@@ -134,3 +134,12 @@ async fn a_failed_dial_is_not_kept_the_next_call_dials_again() {
         assert_eq!(client.dials(), expected);
     }
 }
+
+#[test]
+fn a_client_never_prints_a_password_of_an_endpoint_url() {
+    let mut config = ClusterConfig::for_endpoints(["http://127.0.0.1:2379"]).unwrap();
+    config.endpoints = vec!["http://root:hunter2@127.0.0.1:2379".into()];
+    let printed = format!("{:?}", Client::new(config));
+    assert!(!printed.contains("hunter2"), "{printed}");
+    assert!(printed.contains("127.0.0.1:2379"), "{printed}");
+}
