@@ -1,6 +1,7 @@
 //! Incremental backups: delta segments of watched changes that continue a full backup (a
 //! chain), published one by one beside it, and read back for a point-in-time restore.
 
+mod chain;
 mod events;
 mod format;
 mod history;
