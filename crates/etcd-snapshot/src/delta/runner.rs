@@ -79,7 +79,7 @@ impl Runner<'_> {
             return;
         };
         let text = self.state.metrics_text(Utc::now());
-        if let Err(e) = etcd_core::write_file_atomically(path, text.as_bytes(), 0o644, None) {
+        if let Err(e) = etcd_common::write_file_atomically(path, text.as_bytes(), 0o644, None) {
             let event = RunEvent::Failed {
                 error: format!("cannot write the metrics file: {e}"),
             };
