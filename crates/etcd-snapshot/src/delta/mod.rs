@@ -14,6 +14,8 @@ mod resume;
 mod run;
 mod runner;
 mod segment;
+#[cfg(test)]
+mod test_fixtures;
 
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
