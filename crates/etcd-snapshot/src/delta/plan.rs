@@ -137,8 +137,8 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
         ));
     }
     let option = match point {
-        PointInTime::Revision(_) => "--to-revision",
-        PointInTime::Time(_) => "--to-time",
+        PointInTime::Revision(_) => "to_revision",
+        PointInTime::Time(_) => "to_time",
     };
     let mut all = complete.clone();
     all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
@@ -183,10 +183,11 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
                 .map(|(_, e)| e.manifest.created_at)
                 .min()
                 .unwrap_or_default();
+            // Restoring to a time (the option that gets past it) is unambiguous.
             return Err(invalid(
-                option,
+                "to_time",
                 format!(
-                    "revision {r} was reached twice: the cluster went back to an earlier revision (a restore that kept its ID) before {}; restore by --to-time instead",
+                    "revision {r} was reached twice: the cluster went back to an earlier revision (a restore that kept its ID) before {}; restore to a point in time instead",
                     later.format("%Y-%m-%dT%H:%M:%SZ")
                 ),
             ));

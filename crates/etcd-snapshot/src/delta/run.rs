@@ -225,16 +225,19 @@ fn validate(request: &RunRequest) -> Result<()> {
         })
     };
     if request.delta_every.is_zero() {
-        return invalid("delta-every", "must be more than 0");
+        return invalid("delta_every", "must be more than 0");
     }
     if request.full_every < request.delta_every {
-        return invalid("full-every", "must be at least --delta-every");
+        return invalid(
+            "full_every",
+            "must be at least the time between segments (delta_every)",
+        );
     }
     if !(4096..=MAX_CUT_BYTES).contains(&request.segment_bytes) {
-        return invalid("segment-bytes", "must be from 4096 to 67108864 (64 MiB)");
+        return invalid("segment_bytes", "must be from 4096 to 67108864 (64 MiB)");
     }
     if request.check_every.is_zero() {
-        return invalid("check-every", "must be more than 0");
+        return invalid("check_every", "must be more than 0");
     }
     Ok(())
 }
