@@ -3,6 +3,9 @@
 //! falls behind a compaction the chain ends where its last change was received and a new full
 //! backup starts a new chain (a gap, reported); a lost member is replaced by another, the
 //! watch resuming at the first revision not yet received.
+//!
+//! What to do at each step is decided by the pure state machines of `chain.rs`; this file
+//! does the I/O (watch, store, clock) they are fed from and carries out what they decide.
 
 use std::future::Future;
 use std::path::PathBuf;
