@@ -529,7 +529,7 @@ pub fn parse_pod_manifest(
         .env
         .get("ETCDCTL_ENDPOINTS")
         .map(|v| expand(v, &pod.env));
-    let mut endpoints = resolved(advertised, "--advertise-client-urls", &mut notes);
+    let mut endpoints = resolved(advertised, "etcd's advertise-client-urls", &mut notes);
     if endpoints.is_empty() {
         endpoints = resolved(
             list(etcdctl_endpoints.as_ref()),
@@ -540,7 +540,7 @@ pub fn parse_pod_manifest(
     if endpoints.is_empty() {
         endpoints = resolved(
             local_urls(&info.listen_client_urls),
-            "--listen-client-urls",
+            "etcd's listen-client-urls",
             &mut notes,
         );
     }

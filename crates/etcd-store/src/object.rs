@@ -404,8 +404,9 @@ fn s3_hint(options: &StoreOptions) -> String {
     {
         hint.push_str(&format!(
             "; note: AWS_PROFILE={profile} has no static keys in ~/.aws/credentials (SSO, role \
-             and credential_process profiles are not supported): export its credentials, e.g. \
-             `eval \"$(aws configure export-credentials --profile {profile} --format env)\"`"
+             and credential_process profiles are not supported): export its credentials into \
+             the environment first (the AWS CLI's configure export-credentials, in env format, \
+             prints them for profile {profile})"
         ));
     }
     hint

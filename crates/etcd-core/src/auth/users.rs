@@ -97,7 +97,7 @@ pub async fn user_add(
         Err(err) if says(&err, "user name already exists") => Ok(AuthChange::new(
             false,
             format!(
-                "user '{name}' already exists; its password and roles were not changed (`user passwd` changes the password)"
+                "user '{name}' already exists; its password and roles were not changed (changing its password is a separate step)"
             ),
         )
         .user(name)),
