@@ -98,7 +98,8 @@ pub enum Error {
         endpoint: String,
         /// The timeout in force.
         timeout: Duration,
-        /// Extra advice, such as a client certificate that may be required.
+        /// Extra advice, or empty: that etcd may require a client certificate (then the
+        /// error's [`Hinted::hint`] is the client certificate and key).
         hint: String,
     },
 

@@ -11,6 +11,9 @@ use crate::scan::raw_value;
 use crate::value::{PROTOBUF_MAGIC, PlainFormat, Storage, classify};
 use etcd_common::{Hint, OptionId};
 
+/// The key given is a prefix: every key starting with it.
+const PREFIX_SWITCH: OptionId = OptionId::switch("prefix");
+
 /// The annotation `kubectl apply` leaves behind: for a Secret it holds the data again.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -255,7 +258,7 @@ pub async fn k8s_get(
         return Err(K8sError::InvalidRequest {
             what: "key",
             reason: "give a key, or a prefix of keys (e.g. /registry/secrets/default/)".into(),
-            hint: Hint::option(OptionId::switch("prefix")),
+            hint: Hint::option(PREFIX_SWITCH),
         });
     }
     let get = GetRequest {
