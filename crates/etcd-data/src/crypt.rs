@@ -166,7 +166,9 @@ pub fn decrypting_reader<R: io::BufRead>(
         other => DecryptFailure::Damaged(other),
     };
     let decryptor = age::Decryptor::new_buffered(reader).map_err(failed)?;
-    decryptor.decrypt(identities.age_identities()).map_err(failed)
+    decryptor
+        .decrypt(identities.age_identities())
+        .map_err(failed)
 }
 
 #[cfg(test)]

@@ -34,7 +34,9 @@ pub mod mvcc;
 pub mod restore;
 pub mod status;
 
-pub use crypt::{AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age, new_identity_file};
+pub use crypt::{
+    AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age, new_identity_file,
+};
 pub use error::{Error, Result, encrypted_message, recipients_text, wrong_identity_message};
 pub use file::{
     CHUNK, Compression, SnapshotFile, Spool, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,

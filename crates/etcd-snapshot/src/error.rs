@@ -205,3 +205,35 @@ impl Hinted for SnapshotError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_come_from_the_error_or_the_one_it_wraps() {
+        let mismatch = SnapshotError::HashMismatch {
+            name: "b".into(),
+            expected: "aa".into(),
+            actual: "bb".into(),
+        };
+        assert_eq!(
+            mismatch.hint(),
+            Some(Hint::option(options::SKIP_HASH_CHECK))
+        );
+        assert!(!mismatch.to_string().contains("--"), "{mismatch}");
+        let wrapped = SnapshotError::Data(etcd_data::Error::WrongIdentity {
+            name: "b".into(),
+            recipients: vec!["age1aaa".into()],
+        });
+        assert_eq!(wrapped.hint(), Some(Hint::option(options::IDENTITY)));
+        assert!(!wrapped.to_string().contains("--"), "{wrapped}");
+        let encrypted = SnapshotError::Encrypted {
+            name: "b".into(),
+            recipients: Vec::new(),
+            stored_ok: false,
+        };
+        assert_eq!(encrypted.hint(), Some(Hint::option(options::IDENTITY)));
+        assert!(!wrapped.is_transient() && !encrypted.is_transient());
+    }
+}

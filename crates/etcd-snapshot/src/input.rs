@@ -223,7 +223,10 @@ mod tests {
         std::fs::write(&path, writer.finish().unwrap()).unwrap();
         let err = open_snapshot_file(&path, None).unwrap_err();
         assert!(
-            matches!(&err, SnapshotError::Data(etcd_data::Error::Encrypted { .. })),
+            matches!(
+                &err,
+                SnapshotError::Data(etcd_data::Error::Encrypted { .. })
+            ),
             "{err}"
         );
         assert_eq!(

@@ -75,6 +75,9 @@ pub use delta::{
 };
 pub use delta::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub use error::{Result, SnapshotError};
+/// etcd-data's error (snapshot files, their status, identities), as [`SnapshotError::Data`]
+/// and [`RestoreError::Snapshot`] hold it.
+pub use etcd_data::Error as DataError;
 pub use input::{
     SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
     open_snapshot_object_decrypting,
@@ -94,11 +97,10 @@ pub use prune::{
     FUTURE_TOLERANCE, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,
 };
 pub use restore::{
-    MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest,
-    RestoreResult, RestoreSource, RestoredMember, cluster_id, member_id,
-    open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
-    restore_point_in_time, restore_snapshot, restore_spool_dir, restore_to_point,
-    validate_restore_request, wal_usage,
+    MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest, RestoreResult,
+    RestoreSource, RestoredMember, cluster_id, member_id, open_point_in_time, open_restore_source,
+    parse_initial_cluster, read_marker, restore_point_in_time, restore_snapshot, restore_spool_dir,
+    restore_to_point, validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use run_lock::{RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name};

@@ -473,7 +473,6 @@ where
     Ok(Some((root, appended, last_key)))
 }
 
-
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;

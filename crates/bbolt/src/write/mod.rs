@@ -136,4 +136,3 @@ fn assemble_page(
     page.resize(span * page_size, 0);
     Some(page)
 }
-

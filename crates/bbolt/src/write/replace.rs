@@ -324,4 +324,3 @@ pub fn verify_rewrite<S: PageSource>(
     }
     Ok(())
 }
-

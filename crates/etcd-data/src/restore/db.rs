@@ -105,7 +105,12 @@ impl Rewrite<'_> {
             let bump = append.map(|a| Ok((a.key, a.value)));
             let report = replay
                 .replay_into(self.db_revision, &detach, &mut |changes| {
-                    append_sorted(&written, db_file.file(), b"key", changes.chain(bump.clone()))
+                    append_sorted(
+                        &written,
+                        db_file.file(),
+                        b"key",
+                        changes.chain(bump.clone()),
+                    )
                 })
                 .map_err(&failed)?;
             db_size = report.new_size;
@@ -181,7 +186,11 @@ pub fn db_revision(snapshot: &SnapshotFile) -> Result<i64, BoltError> {
 /// Copies the db of `snapshot` (without its trailer) to a new file `to` and returns its
 /// SHA-256: the kernel copies (`copy_file_range`) while a second thread hashes, unless the hash
 /// is known already.
-pub(super) fn copy_db(snapshot: &SnapshotFile, to: &Path, name: &str) -> Result<String, RestoreError> {
+pub(super) fn copy_db(
+    snapshot: &SnapshotFile,
+    to: &Path,
+    name: &str,
+) -> Result<String, RestoreError> {
     let mut out = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -246,4 +255,3 @@ fn current_bucket<S: PageSource>(
     }
     Ok(contents)
 }
-

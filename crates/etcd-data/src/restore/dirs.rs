@@ -135,7 +135,6 @@ pub(super) fn aside_path(dir: &Path, stamp: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-
 /// Whether `dir` is absent or an empty directory.
 pub(super) fn ensure_empty(dir: &Path) -> Result<(), RestoreError> {
     match fs::read_dir(dir) {
@@ -184,7 +183,6 @@ pub(super) fn sync_dir(path: &Path) -> Result<(), RestoreError> {
         .map_err(io_err(path))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,4 +221,3 @@ mod tests {
         assert!(!is_mount_point(dir.path()));
     }
 }
-

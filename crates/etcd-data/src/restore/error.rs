@@ -129,8 +129,6 @@ pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RestoreError + '
     }
 }
 
-
 pub(crate) fn invalid(option: OptionId) -> impl Fn(String) -> RestoreError {
     move |reason| RestoreError::InvalidOption { option, reason }
 }
-

@@ -95,4 +95,3 @@ pub(super) fn ran_since_restore(marker: &RestoreMarker) -> bool {
         || files != marker.wal_files
         || (marker.wal_modified_ns > 0 && newest > marker.wal_modified_ns)
 }
-

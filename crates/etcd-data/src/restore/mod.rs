@@ -39,10 +39,10 @@ use crate::status::TrailerCheck;
 
 pub use db::db_revision;
 pub use dirs::resolve_owner;
-pub use lock::lock_shared;
 pub use error::RestoreError;
 pub(crate) use error::{invalid, io_err};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
+pub use lock::lock_shared;
 pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
 pub use replay::{KeyEntry, NoReplay, Replay};
 pub use run::{restore_snapshot, restore_with_replay};
@@ -154,4 +154,3 @@ pub struct RestoreResult<P = NoReplay> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub leftovers_removed: Vec<PathBuf>,
 }
-

@@ -16,8 +16,8 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use super::lock::refuse_if_running;
 use super::dirs::DirLayout;
+use super::lock::refuse_if_running;
 use super::{RestoreError, RestoreRequest, invalid, opts};
 
 /// Where the WAL goes.
@@ -121,8 +121,9 @@ pub(super) fn resolved(path: &Path) -> Result<PathBuf, RestoreError> {
                         path.display()
                     )));
                 }
-                let target = fs::read_link(&candidate)
-                    .map_err(|e| invalid(opts::DATA_DIR)(format!("{}: {e}", candidate.display())))?;
+                let target = fs::read_link(&candidate).map_err(|e| {
+                    invalid(opts::DATA_DIR)(format!("{}: {e}", candidate.display()))
+                })?;
                 // The link's target is walked in its place (relative to the link's dir).
                 todo.extend(parts(&target));
             }

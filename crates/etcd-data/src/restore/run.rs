@@ -19,8 +19,8 @@ use super::staging::{Staging, remove_leftovers};
 use super::validate::validate;
 use super::{
     MARKER_FILE, NoReplay, Replay, RestoreError, RestoreMarker, RestoreRequest, RestoreResult,
-    RestoredMember, cluster_id, invalid, io_err, on_disk, opts, parse_initial_cluster,
-    read_marker, selinux, snap, v2store, wal,
+    RestoredMember, cluster_id, invalid, io_err, on_disk, opts, parse_initial_cluster, read_marker,
+    selinux, snap, v2store, wal,
 };
 use crate::file::{SnapshotFile, sha256_of};
 use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
@@ -48,7 +48,12 @@ pub fn restore_with_replay<R: Replay>(
     request: &RestoreRequest,
     mut replay: Option<&mut R>,
 ) -> Result<RestoreResult<R::Summary>, RestoreError> {
-    let job = Job::new(name, snapshot, request, replay.as_deref().map(Replay::target_revision))?;
+    let job = Job::new(
+        name,
+        snapshot,
+        request,
+        replay.as_deref().map(Replay::target_revision),
+    )?;
     // Without etcd's trailer nothing vouches for the db: refused before anything is written.
     if snapshot.trailer().is_none() && !request.skip_hash_check {
         return Err(RestoreError::NoTrailer {
@@ -363,7 +368,13 @@ impl<'a> Job<'a> {
             bump_revision: self.request.bump_revision,
         }
         .apply(db_file, db_len, replay)?;
-        let wal = self.stage_files(&data, &snap_dir, rewritten.revision, to_revision, &db_sha256)?;
+        let wal = self.stage_files(
+            &data,
+            &snap_dir,
+            rewritten.revision,
+            to_revision,
+            &db_sha256,
+        )?;
         Ok(Staged {
             data,
             wal,
@@ -402,7 +413,11 @@ impl<'a> Job<'a> {
         })?;
         let snap_bytes = snap::file_bytes(&store, &member_ids, commit, term);
         let wal_bytes = wal::first_segment(&self.members, node_id, self.cluster);
-        write_file(&snap_dir.join(snap::file_name(term, commit)), &snap_bytes, None)?;
+        write_file(
+            &snap_dir.join(snap::file_name(term, commit)),
+            &snap_bytes,
+            None,
+        )?;
         sync_dir(snap_dir)?;
         let member_stage = self.member_stage(data);
         let wal_stage = match &self.targets.wal_target {

@@ -70,4 +70,3 @@ pub fn restore_spool_dir(data_dir: &Path) -> Result<PathBuf, RestoreError> {
     make_dir(&parent)?;
     Ok(parent)
 }
-

@@ -73,3 +73,48 @@ impl From<SnapshotError> for RestoreError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcd_common::{Hint, Hinted, options};
+
+    #[test]
+    fn a_restore_keeps_this_crates_errors_as_sources_and_etcd_datas_as_its_own() {
+        let damaged = SnapshotError::Data(etcd_data::Error::HashMismatch {
+            name: "b.db".into(),
+            expected: "aa".into(),
+            actual: "bb".into(),
+        });
+        let restore = RestoreError::from(damaged);
+        assert!(matches!(
+            restore,
+            RestoreError::Snapshot(etcd_data::Error::HashMismatch { .. })
+        ));
+        assert_eq!(restore.hint(), Some(Hint::option(options::SKIP_HASH_CHECK)));
+        assert!(!restore.to_string().contains("--"), "{restore}");
+
+        let refused = RestoreError::from(SnapshotError::VerifyFailed {
+            name: "b.db".into(),
+            reason: "replaced".into(),
+        });
+        let text = refused.to_string();
+        assert!(text.contains("backup 'b.db' failed verification"), "{text}");
+        let source = std::error::Error::source(&refused).expect("the store's error is kept");
+        assert!(matches!(
+            source.downcast_ref::<SnapshotError>(),
+            Some(SnapshotError::VerifyFailed { .. })
+        ));
+    }
+
+    #[test]
+    fn a_point_in_time_target_names_the_option_that_set_it() {
+        use crate::delta::PointInTime;
+        let by_revision = DeltaReplay::new("full", PointInTime::Revision(9), 5);
+        assert_eq!(Replay::target_option(&by_revision), opts::TO_REVISION);
+        assert_eq!(Replay::target_revision(&by_revision), 9);
+        assert_eq!(Replay::base_name(&by_revision), "full");
+        let by_time = DeltaReplay::new("full", PointInTime::Time(chrono::Utc::now()), 5);
+        assert_eq!(Replay::target_option(&by_time), opts::TO_TIME);
+    }
+}
