@@ -44,7 +44,7 @@ pub(crate) use error::{invalid, io_err};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
 pub use lock::lock_shared;
 pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
-pub use replay::{KeyEntry, NoReplay, Replay};
+pub use replay::{AppendChanges, Changes, KeyEntry, NoReplay, Replay};
 pub use run::{restore_snapshot, restore_with_replay};
 pub use validate::{restore_spool_dir, validate_restore_request};
 

@@ -10,6 +10,12 @@ use serde::Serialize;
 /// One entry of etcd's `key` bucket: revision key and `mvccpb.KeyValue` bytes.
 pub type KeyEntry = (Vec<u8>, Vec<u8>);
 
+/// The changes of a replay, in revision order.
+pub type Changes<'a> = dyn Iterator<Item = Result<KeyEntry, BoltError>> + 'a;
+
+/// What appends a replay's changes to the db (see [`Replay::replay_into`]).
+pub type AppendChanges<'a> = dyn FnMut(&mut Changes<'_>) -> Result<AppendReport, BoltError> + 'a;
+
 /// Changes after a snapshot's revision, appended to the restored db's `key` bucket up to a
 /// target revision, with the leases they use (see [`super::restore_with_replay`]).
 pub trait Replay {
@@ -40,9 +46,7 @@ pub trait Replay {
         &mut self,
         db_revision: i64,
         detach: &BTreeSet<i64>,
-        write: &mut dyn FnMut(
-            &mut dyn Iterator<Item = Result<KeyEntry, BoltError>>,
-        ) -> Result<AppendReport, BoltError>,
+        write: &mut AppendChanges<'_>,
     ) -> Result<AppendReport, BoltError>;
 
     /// What was (or, before the restore, will be) applied.
@@ -80,9 +84,7 @@ impl Replay for NoReplay {
         &mut self,
         _: i64,
         _: &BTreeSet<i64>,
-        _: &mut dyn FnMut(
-            &mut dyn Iterator<Item = Result<KeyEntry, BoltError>>,
-        ) -> Result<AppendReport, BoltError>,
+        _: &mut AppendChanges<'_>,
     ) -> Result<AppendReport, BoltError> {
         match *self {}
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use bbolt::{AppendReport, BoltError};
 use etcd_common::OptionId;
-use etcd_data::restore::{KeyEntry, Replay, RestoreError, opts};
+use etcd_data::restore::{AppendChanges, KeyEntry, Replay, RestoreError, opts};
 
 use crate::delta::{DeltaReplay, ReplaySummary, lease_entry};
 use crate::error::SnapshotError;
@@ -46,9 +46,7 @@ impl Replay for DeltaReplay {
         &mut self,
         db_revision: i64,
         detach: &BTreeSet<i64>,
-        write: &mut dyn FnMut(
-            &mut dyn Iterator<Item = Result<KeyEntry, BoltError>>,
-        ) -> Result<AppendReport, BoltError>,
+        write: &mut AppendChanges<'_>,
     ) -> Result<AppendReport, BoltError> {
         let mut summary = self.summary.clone();
         let mut changes = self.changes(db_revision, detach);
