@@ -211,7 +211,7 @@ pub(crate) enum PumpError {
     /// None of the identities matches a recipient.
     NoMatchingIdentity,
     /// The age file is damaged (header, MAC or a payload chunk fails authentication).
-    Damaged(String),
+    Damaged(Box<dyn std::error::Error + Send + Sync>),
     /// The plaintext sink failed.
     Sink(io::Error),
 }
@@ -222,14 +222,14 @@ fn from_io(e: io::Error) -> PumpError {
         .get_ref()
         .is_some_and(|inner| inner.is::<etcd_store::StoreError>())
     {
-        return PumpError::Damaged(e.to_string());
+        return PumpError::Damaged(Box::new(e));
     }
     match e
         .into_inner()
         .map(|inner| inner.downcast::<etcd_store::StoreError>())
     {
         Some(Ok(store)) => PumpError::Store(*store),
-        Some(Err(other)) => PumpError::Damaged(other.to_string()),
+        Some(Err(other)) => PumpError::Damaged(other),
         None => PumpError::Damaged("read failed".into()),
     }
 }
@@ -238,7 +238,7 @@ fn from_decrypt(e: age::DecryptError) -> PumpError {
     match e {
         age::DecryptError::NoMatchingKeys => PumpError::NoMatchingIdentity,
         age::DecryptError::Io(e) => from_io(e),
-        other => PumpError::Damaged(other.to_string()),
+        other => PumpError::Damaged(Box::new(other)),
     }
 }
 
@@ -341,16 +341,14 @@ pub(crate) fn pump_error(name: &str, recipients: &[String], e: PumpError) -> Sna
             name: name.to_string(),
             recipients: recipients.to_vec(),
         },
-        PumpError::Damaged(reason) => SnapshotError::Codec {
-            operation: "decrypt",
-            reason: format!(
-                "'{name}' is damaged or was changed (age authentication failed: {reason})"
-            ),
-        },
-        PumpError::Sink(e) => SnapshotError::Codec {
-            operation: "decompress",
-            reason: format!("{name}: {e}"),
-        },
+        PumpError::Damaged(source) => SnapshotError::Data(etcd_data::Error::Damaged {
+            name: name.to_string(),
+            source,
+        }),
+        PumpError::Sink(source) => SnapshotError::Data(etcd_data::Error::Decompress {
+            name: name.to_string(),
+            source,
+        }),
     }
 }
 
