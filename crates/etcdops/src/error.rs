@@ -77,6 +77,10 @@ fn find<T>(
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_snapshot::RestoreError>() {
             Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::DataError>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::BoltError>() {
+            Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_store::StoreError>() {
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_k8s::K8sError>() {

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use etcd_data::restore::opts;
 use etcd_store::{Store, StoreOptions, split_object_url};
 
 use super::{
@@ -135,7 +136,7 @@ pub async fn open_restore_source(
             // Only read, never modified.
             let db = dir.join("member").join("snap").join("db");
             let snapshot = open_snapshot_file_decrypting(&db, spool, &Identities::none())?;
-            super::lock::lock_shared(snapshot.db().file(), dir)?;
+            etcd_data::restore::lock_shared(snapshot.db().file(), dir)?;
             request.skip_hash_check = true;
             Ok((db.display().to_string(), snapshot))
         }
@@ -181,12 +182,13 @@ pub async fn open_point_in_time(
     // A backup's own URL names one full backup; a point in time is planned over the store's
     // chains.
     if let Some((store, _)) = crate::layout::split_backup_url(store_url) {
-        return Err(RestoreError::InvalidOption {
+        return Err(SnapshotError::InvalidOption {
             option: "source",
             reason: format!(
                 "'{store_url}' is a backup; a point-in-time restore takes the store that holds it: '{store}'"
             ),
-        });
+        }
+        .into());
     }
     let spool = checked_spool(request)?;
     let spool = spool.as_deref();
@@ -224,16 +226,15 @@ pub async fn open_point_in_time(
     }
     let (full, holds) = last_refusal.unwrap_or_default();
     let option = match point {
-        PointInTime::Revision(_) => "--to-revision",
-        PointInTime::Time(_) => "--to-time",
+        PointInTime::Revision(_) => opts::TO_REVISION,
+        PointInTime::Time(_) => opts::TO_TIME,
     };
-    Err(SnapshotError::InvalidOption {
+    Err(RestoreError::InvalidOption {
         option,
         reason: format!(
             "the full backup {full} already holds changes up to revision {holds}, past the point, and no earlier chain reaches it"
         ),
-    }
-    .into())
+    })
 }
 
 /// A whole point-in-time restore: [`open_point_in_time`], then
