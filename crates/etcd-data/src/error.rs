@@ -128,10 +128,9 @@ pub fn encrypted_message(name: &str, recipients: &[String], stored_ok: bool) -> 
     } else {
         ""
     };
-    // The e2e tests of the CLI read "pass --identity FILE" here; the hint names the option
-    // as well (IDENTITY), for front-ends that spell it otherwise.
+    // The option that gives an identity is the error's hint (IDENTITY).
     format!(
-        "'{name}' is encrypted with age to {}; {checked}pass --identity FILE (Ansible: identity_file or identity_content) with the identity of one of them",
+        "'{name}' is encrypted with age to {}; {checked}give the identity of one of them",
         recipients_text(recipients)
     )
 }

@@ -426,7 +426,8 @@ mod tests {
             text.contains("encrypted with age to age1aaa, age1bbb"),
             "{text}"
         );
-        assert!(text.contains("--identity FILE"), "{text}");
+        assert!(text.contains("give the identity of one of them"), "{text}");
+        assert!(!text.contains("--"), "{text}");
         assert!(!text.contains('\n'));
         let text = SnapshotError::WrongIdentity {
             name: "b".into(),

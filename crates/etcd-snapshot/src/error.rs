@@ -181,6 +181,9 @@ pub enum SnapshotError {
     Data(#[from] etcd_data::Error),
 }
 
+/// Names of positional arguments that `InvalidOption` may carry: no hint names them.
+const POSITIONAL: &[&str] = &["backup", "source", "store"];
+
 impl Hinted for SnapshotError {
     fn hint(&self) -> Option<Hint> {
         match self {
@@ -191,6 +194,13 @@ impl Hinted for SnapshotError {
             SnapshotError::HashMismatch { .. } => Some(Hint::option(options::SKIP_HASH_CHECK)),
             SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. } => {
                 Some(Hint::option(options::IDENTITY))
+            }
+            // The option itself, unless it names a positional argument (the backup, the
+            // source, the store), which has no option spelling.
+            SnapshotError::InvalidOption { option, .. }
+                if !POSITIONAL.contains(option) && !option.chars().any(char::is_uppercase) =>
+            {
+                Some(Hint::option(etcd_common::OptionId::value(option)))
             }
             _ => None,
         }
