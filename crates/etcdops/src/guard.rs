@@ -1,14 +1,19 @@
 //! The guards every changing operation passes, keyed by a typed [`Operation`] with a typed
-//! [`Force`]: today the OpenShift operator guard (OpenShift's cluster-etcd-operator owns
-//! membership, defragmentation and restores). The workflows call [`Guards::check`] themselves,
-//! so neither a front-end nor another program calling them can skip it.
+//! [`Force`]: the OpenShift operator guard (OpenShift's cluster-etcd-operator owns
+//! membership, defragmentation and restores), [`Guards::check`], and the quorum guards of
+//! membership changes, [`quorum`] (a removal must leave a quorum of healthy voters, a voter
+//! is not added to a sick cluster, a learner is promoted only once in sync). The workflows
+//! call them themselves, so neither a front-end nor another program calling them can skip
+//! them. A refusal is an error whose hint is `force` (or another option that gets past it),
+//! which each front-end spells in its own words.
 
 use std::path::{Path, PathBuf};
 
-use etcd_core::ClusterConfig;
+use etcd_common::{Hint, OptionId, options::FORCE};
+use etcd_core::{ClusterConfig, ClusterView, LEARNER_READY_PERCENT, MemberState};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// An operation that a guard may refuse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,9 +96,166 @@ impl Guards {
     ) -> Result<Passed> {
         let cluster = if operation.online() { cluster } else { None };
         let operator =
-            etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await?;
+            match etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await
+            {
+                Ok(operator) => operator,
+                // Refused: the refusal's own words, with the option that gets past it.
+                Err(refusal @ etcd_k8s::K8sError::ManagedByOperator { .. }) => {
+                    return Err(refused(refusal.to_string(), Hint::option(FORCE)));
+                }
+                Err(other) => return Err(other.into()),
+            };
         Ok(Passed { operator })
     }
+}
+
+/// A guard's refusal: what it found and what to do, with the options that get past it.
+fn refused(reason: String, hint: Hint) -> Error {
+    Error::invalid(reason, Some(hint))
+}
+
+/// The option that adds a member as a learner.
+pub const LEARNER: OptionId = OptionId::switch("learner");
+
+/// What a membership change is about, for the [`quorum`] guards.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    /// A member to be added: a voter, or a learner.
+    New {
+        /// Whether it joins as a non-voting learner.
+        learner: bool,
+    },
+    /// A member of the cluster (to be removed, updated or promoted).
+    Member(&'a MemberState),
+}
+
+/// The quorum guards of a membership change, decided on `view` (the cluster as the change
+/// is about to be made against it): refuses, unless `force`,
+/// - [`Operation::MemberRemove`] of a voter that would leave fewer healthy voters than the
+///   quorum, or no voter at all;
+/// - [`Operation::MemberAdd`] of a voter while any member is unhealthy (the new voter raises
+///   the quorum before it can vote);
+/// - [`Operation::MemberPromote`] of a learner that does not answer, or is behind the leader
+///   (below [`LEARNER_READY_PERCENT`] of its raft index), or without a reachable leader.
+///
+/// Other operations and subjects pass.
+pub fn quorum(
+    operation: Operation,
+    force: Force,
+    view: &ClusterView,
+    subject: Subject<'_>,
+) -> Result<()> {
+    if force.0 {
+        return Ok(());
+    }
+    match (operation, subject) {
+        (Operation::MemberRemove, Subject::Member(target)) => removal(view, target),
+        (Operation::MemberAdd, Subject::New { learner: false }) => new_voter(view),
+        (Operation::MemberPromote, Subject::Member(target)) => promotion(view, target),
+        _ => Ok(()),
+    }
+}
+
+fn removal(view: &ClusterView, target: &MemberState) -> Result<()> {
+    if target.member.is_learner {
+        return Ok(());
+    }
+    let voters_after = view.voters().count().saturating_sub(1);
+    let quorum_after = voters_after / 2 + 1;
+    let healthy_after = view
+        .healthy_voters()
+        .saturating_sub(usize::from(target.healthy));
+    if voters_after == 0 {
+        return Err(refused(
+            "this is the last voting member; removing it would destroy the cluster".into(),
+            Hint::option(FORCE),
+        ));
+    }
+    if healthy_after < quorum_after {
+        return Err(refused(
+            format!(
+                "removing {} would leave {healthy_after} healthy voting member(s) of {voters_after}, below the quorum of {quorum_after}; fix the unhealthy members first ({})",
+                target.member.id,
+                unhealthy_summary(view)
+            ),
+            Hint::option(FORCE),
+        ));
+    }
+    Ok(())
+}
+
+fn new_voter(view: &ClusterView) -> Result<()> {
+    if view.unhealthy().is_empty() {
+        return Ok(());
+    }
+    Err(refused(
+        format!(
+            "not adding a voting member while members are unhealthy ({}): the new member raises the quorum before it can vote; add it as a learner and promote it once in sync, or force it",
+            unhealthy_summary(view)
+        ),
+        Hint::any_of(&[LEARNER, FORCE]),
+    ))
+}
+
+fn promotion(view: &ClusterView, target: &MemberState) -> Result<()> {
+    if !target.member.is_learner {
+        return Ok(());
+    }
+    let hint = || Hint::option(FORCE);
+    let leader_index = view
+        .leader_state()
+        .and_then(|l| l.status.as_ref())
+        .map(|s| s.raft_index)
+        .ok_or_else(|| {
+            refused(
+                "the cluster has no reachable leader; promotion needs one".into(),
+                hint(),
+            )
+        })?;
+    let learner_index = target
+        .status
+        .as_ref()
+        .map(|s| s.raft_applied_index)
+        .ok_or_else(|| {
+            refused(
+                format!(
+                    "learner {} does not answer ({}); start it and let it catch up first",
+                    target.member.id,
+                    target.error.as_deref().unwrap_or("unreachable")
+                ),
+                hint(),
+            )
+        })?;
+    if learner_index * 100 < leader_index * LEARNER_READY_PERCENT {
+        return Err(refused(
+            format!(
+                "learner {} is not in sync: applied index {learner_index} against the leader's {leader_index}; wait and retry",
+                target.member.id
+            ),
+            hint(),
+        ));
+    }
+    Ok(())
+}
+
+/// The unhealthy members, `id (name): why`, for refusals.
+fn unhealthy_summary(view: &ClusterView) -> String {
+    view.unhealthy()
+        .iter()
+        .map(|m| {
+            format!(
+                "{} ({}): {}",
+                m.member.id,
+                if m.member.name.is_empty() {
+                    "unstarted"
+                } else {
+                    &m.member.name
+                },
+                m.error.as_deref().unwrap_or("unhealthy")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl Default for Guards {

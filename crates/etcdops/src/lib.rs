@@ -21,6 +21,7 @@
 
 pub mod error;
 pub mod guard;
+pub mod member;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
