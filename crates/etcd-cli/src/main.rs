@@ -97,7 +97,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Member(command) => {
             let guards = commands::platform::guards(&cli.global);
             commands::member::run(&config, &guards, command, format).await
-        },
+        }
         Command::Snapshot(command) => {
             commands::snapshot::run(
                 &config,

@@ -249,8 +249,7 @@ where
     if request.name.trim().is_empty() {
         return Err(Error::InvalidOption {
             option: "name",
-            reason: "give the new member's name (the name its etcd starts with, ETCD_NAME)"
-                .into(),
+            reason: "give the new member's name (the name its etcd starts with, ETCD_NAME)".into(),
         }
         .into());
     }

@@ -12,9 +12,10 @@ use etcd_core::{ClusterConfig, ConnectionOptions, Targets, endpoint_health};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{K8sError, Result};
+use crate::openshift_backup::STATIC_POD_RESOURCES_DIR;
 use crate::platform::{
-    DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, MANIFESTS_DIR, Platform, PlatformInfo,
-    PlatformRequest, detect_platform, parse_pod_manifest, rooted,
+    DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, OPENSHIFT_MANIFEST, Platform, PlatformInfo,
+    parse_pod_manifest, rooted,
 };
 
 /// The state asked for.
@@ -68,32 +69,30 @@ impl StaticPodRequest {
         self.root.clone().unwrap_or_else(|| PathBuf::from("/"))
     }
 
-    /// The manifest asked for, else the one detected under the root: OpenShift's or
-    /// kubeadm's in the kubelet's directory, or the original place of a parked one; else
-    /// kubeadm's. Both front-ends default to this.
+    /// The manifest asked for, else the one found under the root, in the order platform
+    /// detection looks: OpenShift's (`etcd-pod.yaml`), then kubeadm's (`etcd.yaml`), in the
+    /// kubelet's directory or parked in the parking dir; else OpenShift's on a host with
+    /// OpenShift's static pod resources, else kubeadm's. Both front-ends default to this.
     pub fn manifest_path(&self) -> PathBuf {
         if let Some(manifest) = &self.manifest {
             return manifest.clone();
         }
         let root = self.root();
-        let detected = detect_platform(&PlatformRequest {
-            root: Some(root.clone()),
+        let parking_dir = self.parking_dir_path();
+        let candidates =
+            [OPENSHIFT_MANIFEST, KUBEADM_MANIFEST].map(|m| rooted(&root, Path::new(m)));
+        let found = candidates.iter().find(|m| exists(m)).or_else(|| {
+            candidates.iter().find(|m| {
+                m.file_name()
+                    .is_some_and(|name| exists(&parking_dir.join(name)))
+            })
         });
-        match detected {
-            Ok(PlatformInfo {
-                manifest: Some(manifest),
-                parked: false,
-                ..
-            }) => manifest,
-            Ok(PlatformInfo {
-                manifest: Some(parked),
-                parked: true,
-                ..
-            }) => {
-                let name = parked.file_name().map(PathBuf::from).unwrap_or_default();
-                rooted(&root, Path::new(MANIFESTS_DIR)).join(name)
+        match found {
+            Some(manifest) => manifest.clone(),
+            None if exists(&rooted(&root, Path::new(STATIC_POD_RESOURCES_DIR))) => {
+                candidates[0].clone()
             }
-            _ => rooted(&root, Path::new(KUBEADM_MANIFEST)),
+            None => candidates[1].clone(),
         }
     }
 
@@ -512,5 +511,50 @@ mod tests {
         };
         let err = static_pod(&request, None).await.unwrap_err().to_string();
         assert!(err.contains("parking_dir"), "{err}");
+    }
+
+    fn request_under(root: &Path) -> StaticPodRequest {
+        StaticPodRequest {
+            state: PodState::Stopped,
+            manifest: None,
+            parking_dir: None,
+            timeout: 1,
+            root: Some(root.to_path_buf()),
+            dry_run: true,
+            crictl: None,
+        }
+    }
+
+    #[test]
+    fn the_default_manifest_is_the_one_on_the_host_openshifts_or_kubeadms() {
+        let host = tempfile::tempdir().unwrap();
+        let request = request_under(host.path());
+        let kubeadm = host.path().join("etc/kubernetes/manifests/etcd.yaml");
+        let openshift = host.path().join("etc/kubernetes/manifests/etcd-pod.yaml");
+        let parking = host.path().join("etc/kubernetes/etcdops-parked");
+        assert_eq!(request.parking_dir_path(), parking);
+        // Nothing there: kubeadm's.
+        assert_eq!(request.manifest_path(), kubeadm);
+        // OpenShift's static pod resources, no manifest: OpenShift's.
+        std::fs::create_dir_all(host.path().join("etc/kubernetes/static-pod-resources")).unwrap();
+        assert_eq!(request.manifest_path(), openshift);
+        // OpenShift's manifest parked: back to where it came from.
+        std::fs::create_dir_all(&parking).unwrap();
+        std::fs::write(parking.join("etcd-pod.yaml"), "kind: Pod\n").unwrap();
+        assert_eq!(request.manifest_path(), openshift);
+        // kubeadm's manifest in place wins over a parked copy; OpenShift's in place over both.
+        std::fs::create_dir_all(kubeadm.parent().unwrap()).unwrap();
+        std::fs::write(&kubeadm, "kind: Pod\n").unwrap();
+        assert_eq!(request.manifest_path(), kubeadm);
+        std::fs::write(&openshift, "kind: Pod\n").unwrap();
+        assert_eq!(request.manifest_path(), openshift);
+        // Given paths are kept.
+        let given = StaticPodRequest {
+            manifest: Some("/srv/etcd.yaml".into()),
+            parking_dir: Some("/srv/parked".into()),
+            ..request
+        };
+        assert_eq!(given.manifest_path(), Path::new("/srv/etcd.yaml"));
+        assert_eq!(given.parking_dir_path(), Path::new("/srv/parked"));
     }
 }

@@ -96,8 +96,7 @@ impl Guards {
     ) -> Result<Passed> {
         let cluster = if operation.online() { cluster } else { None };
         let operator =
-            match etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await
-            {
+            match etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await {
                 Ok(operator) => operator,
                 // Refused: the refusal's own words, with the option that gets past it.
                 Err(refusal @ etcd_k8s::K8sError::ManagedByOperator { .. }) => {
@@ -261,5 +260,149 @@ fn unhealthy_summary(view: &ClusterView) -> String {
 impl Default for Guards {
     fn default() -> Guards {
         Guards::on_host("/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use etcd_common::options::FORCE;
+    use etcd_core::{Member, MemberId, MemberStatus};
+
+    use super::*;
+    use crate::hint_of;
+
+    fn state(id: u64, learner: bool, healthy: bool, applied: Option<u64>) -> MemberState {
+        MemberState {
+            member: Member {
+                id: MemberId(id),
+                name: format!("m{id}"),
+                peer_urls: vec![format!("http://10.0.0.{id}:2380")],
+                client_urls: vec![format!("http://10.0.0.{id}:2379")],
+                is_learner: learner,
+                started: true,
+            },
+            endpoint: Some(format!("http://10.0.0.{id}:2379")),
+            healthy,
+            status: applied.map(|index| MemberStatus {
+                version: "3.5.0".into(),
+                db_size: 0,
+                db_size_in_use: 0,
+                is_leader: id == 1,
+                leader: MemberId(1),
+                raft_term: 2,
+                raft_index: index,
+                raft_applied_index: index,
+                revision: 1,
+                errors: Vec::new(),
+            }),
+            error: (!healthy).then(|| "connection refused".to_string()),
+        }
+    }
+
+    fn view(members: Vec<MemberState>) -> ClusterView {
+        ClusterView {
+            cluster_id: MemberId(7),
+            members,
+            leader: Some(MemberId(1)),
+        }
+    }
+
+    fn hint(result: Result<()>) -> Vec<OptionId> {
+        let error = result.unwrap_err();
+        hint_of(&error).expect("a refusal has a hint").options
+    }
+
+    #[test]
+    fn removing_a_healthy_voter_from_a_sick_cluster_is_refused_unless_forced() {
+        let sick = view(vec![
+            state(1, false, true, Some(100)),
+            state(2, false, true, Some(100)),
+            state(3, false, false, None),
+        ]);
+        let target = Subject::Member(&sick.members[1]);
+        let refused = quorum(Operation::MemberRemove, Force(false), &sick, target).unwrap_err();
+        let message = refused.to_string();
+        assert!(message.contains("below the quorum of 2"), "{message}");
+        assert!(message.contains("m3"), "{message}");
+        assert!(!message.contains("--"), "{message}");
+        assert_eq!(hint_of(&refused).unwrap().options, vec![FORCE]);
+        assert!(quorum(Operation::MemberRemove, Force(true), &sick, target).is_ok());
+        // The dead one may go: two healthy voters of two remain.
+        let dead = Subject::Member(&sick.members[2]);
+        assert!(quorum(Operation::MemberRemove, Force(false), &sick, dead).is_ok());
+    }
+
+    #[test]
+    fn the_last_voter_is_kept_and_learners_go_freely() {
+        let alone = view(vec![
+            state(1, false, true, Some(5)),
+            state(2, true, false, None),
+        ]);
+        let last = Subject::Member(&alone.members[0]);
+        assert_eq!(
+            hint(quorum(Operation::MemberRemove, Force(false), &alone, last)),
+            vec![FORCE]
+        );
+        let learner = Subject::Member(&alone.members[1]);
+        assert!(quorum(Operation::MemberRemove, Force(false), &alone, learner).is_ok());
+    }
+
+    #[test]
+    fn a_voter_is_not_added_to_a_sick_cluster_but_a_learner_is() {
+        let sick = view(vec![
+            state(1, false, true, Some(9)),
+            state(2, false, false, None),
+        ]);
+        let voter = Subject::New { learner: false };
+        assert_eq!(
+            hint(quorum(Operation::MemberAdd, Force(false), &sick, voter)),
+            vec![LEARNER, FORCE]
+        );
+        let learner = Subject::New { learner: true };
+        assert!(quorum(Operation::MemberAdd, Force(false), &sick, learner).is_ok());
+        assert!(quorum(Operation::MemberAdd, Force(true), &sick, voter).is_ok());
+        let well = view(vec![state(1, false, true, Some(9))]);
+        assert!(quorum(Operation::MemberAdd, Force(false), &well, voter).is_ok());
+    }
+
+    #[test]
+    fn a_learner_is_promoted_only_once_it_answers_and_is_in_sync() {
+        let cluster = view(vec![
+            state(1, false, true, Some(1000)),
+            state(2, true, true, Some(500)),
+            state(3, true, false, None),
+            state(4, true, true, Some(950)),
+        ]);
+        let promote = |i: usize| {
+            quorum(
+                Operation::MemberPromote,
+                Force(false),
+                &cluster,
+                Subject::Member(&cluster.members[i]),
+            )
+        };
+        let behind = promote(1).unwrap_err().to_string();
+        assert!(behind.contains("not in sync"), "{behind}");
+        let silent = promote(2).unwrap_err().to_string();
+        assert!(silent.contains("does not answer"), "{silent}");
+        assert!(promote(3).is_ok());
+        let forced = Subject::Member(&cluster.members[1]);
+        assert!(quorum(Operation::MemberPromote, Force(true), &cluster, forced).is_ok());
+    }
+
+    #[test]
+    fn updates_restores_and_defrags_pass_the_quorum_guards() {
+        let sick = view(vec![
+            state(1, false, true, Some(9)),
+            state(2, false, false, None),
+        ]);
+        let member = Subject::Member(&sick.members[0]);
+        for operation in [
+            Operation::MemberUpdate,
+            Operation::Defrag,
+            Operation::SnapshotRestore,
+        ] {
+            assert!(quorum(operation, Force(false), &sick, member).is_ok());
+        }
     }
 }

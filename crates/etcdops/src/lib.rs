@@ -25,6 +25,8 @@ pub mod member;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
+/// What every crate shares: hints, sizes, durations.
+pub use etcd_common as common;
 /// Connecting to etcd and every cluster operation.
 pub use etcd_core as core;
 /// Kubernetes and OpenShift knowledge.
@@ -33,5 +35,3 @@ pub use etcd_k8s as k8s;
 pub use etcd_snapshot as snapshot;
 /// Where backups live.
 pub use etcd_store as store;
-/// What every crate shares: hints, sizes, durations.
-pub use etcd_common as common;
