@@ -127,6 +127,32 @@ pub struct StaticPodResult {
     pub notes: Vec<String>,
 }
 
+impl StaticPodResult {
+    /// What was done (or would be, in a dry run), in words.
+    pub fn summary(&self, dry_run: bool) -> String {
+        let waited = Duration::from_millis(self.waited_ms).as_secs_f64();
+        let (manifest, parked) = (self.manifest.display(), self.parked_manifest.display());
+        match (self.state, self.changed, dry_run) {
+            (PodState::Stopped, true, true) => {
+                format!("would move {manifest} to {parked} and wait for etcd to stop")
+            }
+            (PodState::Stopped, true, false) => {
+                format!("stopped: manifest parked at {parked}; etcd gone after {waited:.1}s")
+            }
+            (PodState::Stopped, false, _) => {
+                format!("already stopped: manifest parked at {parked}")
+            }
+            (PodState::Started, true, true) => {
+                format!("would move {parked} back to {manifest} and wait for etcd to be healthy")
+            }
+            (PodState::Started, true, false) => {
+                format!("started: manifest back at {manifest}; etcd healthy after {waited:.1}s")
+            }
+            (PodState::Started, false, _) => format!("already started: manifest at {manifest}"),
+        }
+    }
+}
+
 fn io<'a>(operation: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> K8sError + 'a {
     move |source| K8sError::Io {
         operation,

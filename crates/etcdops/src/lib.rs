@@ -22,6 +22,7 @@
 pub mod error;
 pub mod guard;
 pub mod member;
+pub mod platform;
 
 pub use error::{Error, Result, hint_of, is_transient};
 

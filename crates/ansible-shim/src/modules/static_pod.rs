@@ -42,16 +42,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         }
     };
     let stopping = request.state == PodState::Stopped;
-    let msg = match (stopping, result.changed, context.check_mode) {
-        (true, true, true) => "would park the manifest and wait for etcd to stop (check mode)",
-        (true, true, false) => "parked the manifest; etcd stopped",
-        (true, false, _) => "already stopped",
-        (false, true, true) => {
-            "would move the manifest back and wait for etcd to be healthy (check mode)"
-        }
-        (false, true, false) => "moved the manifest back; etcd is healthy",
-        (false, false, _) => "already started",
-    };
+    let msg = result.summary(context.check_mode);
     let mut outcome = Outcome::unchanged(msg);
     outcome.changed = result.changed;
     if result.changed {

@@ -2,7 +2,6 @@
 //! in etcd-k8s and etcdops; this prints its results.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use etcd_core::{ClusterConfig, ConnectionOptions};
@@ -32,12 +31,7 @@ pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
     let options = global.connection_options().or_env()?;
     match global.platform {
         None => Ok(options),
-        Some(PlatformMode::Auto) => {
-            let info = detect_platform(&PlatformRequest {
-                root: Some(root(global)),
-            })?;
-            Ok(info.fill_connection(options)?)
-        }
+        Some(PlatformMode::Auto) => Ok(etcdops::platform::fill_from_host(options, &root(global))?),
     }
 }
 
@@ -189,47 +183,13 @@ impl serde::Serialize for PodView {
     }
 }
 
-impl PodView {
-    fn line(&self) -> String {
-        let r = &self.0;
-        let waited = Duration::from_millis(r.waited_ms).as_secs_f64();
-        match (r.state, r.changed, self.1) {
-            (PodState::Stopped, true, true) => format!(
-                "would move {} to {} and wait for etcd to stop",
-                r.manifest.display(),
-                r.parked_manifest.display()
-            ),
-            (PodState::Stopped, true, false) => format!(
-                "stopped: manifest parked at {}; etcd gone after {waited:.1}s",
-                r.parked_manifest.display()
-            ),
-            (PodState::Stopped, false, _) => format!(
-                "already stopped: manifest parked at {}",
-                r.parked_manifest.display()
-            ),
-            (PodState::Started, true, true) => format!(
-                "would move {} back to {} and wait for etcd to be healthy",
-                r.parked_manifest.display(),
-                r.manifest.display()
-            ),
-            (PodState::Started, true, false) => format!(
-                "started: manifest back at {}; etcd healthy after {waited:.1}s",
-                r.manifest.display()
-            ),
-            (PodState::Started, false, _) => {
-                format!("already started: manifest at {}", r.manifest.display())
-            }
-        }
-    }
-}
-
 impl Render for PodView {
     fn headers(&self) -> Vec<&'static str> {
         vec!["RESULT"]
     }
 
     fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows = vec![vec![self.line()]];
+        let mut rows = vec![vec![self.0.summary(self.1)]];
         if let Some(backup) = &self.0.backup {
             rows.push(vec![format!(
                 "an older parked manifest was kept as {}",

@@ -21,6 +21,8 @@
 //! # }
 //! ```
 
+pub mod info;
+
 use std::collections::BTreeMap;
 
 use etcd_common::{Hint, OptionId};
