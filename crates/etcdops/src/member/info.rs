@@ -156,3 +156,82 @@ fn failure(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use etcd_core::{ClusterView, Member};
+
+    use super::*;
+
+    fn report(alarms: Vec<Alarm>, alarms_error: Option<&str>, healthy: bool) -> CheckReport {
+        let member = |id: u64, healthy: bool| MemberState {
+            member: Member {
+                id: MemberId(id),
+                name: format!("m{id}"),
+                peer_urls: vec![],
+                client_urls: vec![],
+                is_learner: false,
+                started: true,
+            },
+            endpoint: None,
+            healthy,
+            status: None,
+            error: (!healthy).then(|| "connection refused".to_string()),
+        };
+        CheckReport {
+            verdict: Severity::Warning,
+            findings: Vec::new(),
+            cluster_id: MemberId(9),
+            leader: Some(MemberId(1)),
+            cluster: ClusterView {
+                cluster_id: MemberId(9),
+                members: vec![member(1, true), member(2, healthy)],
+                leader: Some(MemberId(1)),
+            },
+            alarms,
+            alarms_error: alarms_error.map(str::to_string),
+            hashkv: None,
+        }
+    }
+
+    #[test]
+    fn fail_on_names_what_failed_and_nothing_else() {
+        let all = [FailOn::Unhealthy, FailOn::Alarm, FailOn::Inconsistent];
+        let sick = summarize(report(Vec::new(), None, false), &all);
+        assert_eq!(
+            sick.failures,
+            vec![
+                "unhealthy members: m2 (connection refused)".to_string(),
+                "members' KV hashes disagree (or could not all be read)".to_string(),
+            ]
+        );
+        assert_eq!(
+            sick.summary,
+            "1 of 2 members healthy, leader 1, verdict warning"
+        );
+        assert!(!sick.healthy && !sick.consistent);
+        // Without conditions nothing fails, whatever was found.
+        assert!(
+            summarize(report(Vec::new(), None, false), &[])
+                .failures
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn alarms_that_could_not_be_read_fail_fail_on_alarm() {
+        let nospace = Alarm {
+            member_id: MemberId(2),
+            alarm: "NOSPACE".into(),
+        };
+        let active = summarize(report(vec![nospace], None, true), &[FailOn::Alarm]);
+        assert_eq!(active.failures, vec!["active alarms: NOSPACE on 2"]);
+        let unread = summarize(report(Vec::new(), Some("denied"), true), &[FailOn::Alarm]);
+        assert_eq!(
+            unread.failures,
+            vec!["the alarms could not be read (denied): an alarm may be active"]
+        );
+        let quiet = summarize(report(Vec::new(), None, true), &[FailOn::Alarm]);
+        assert!(quiet.failures.is_empty());
+    }
+}

@@ -422,3 +422,69 @@ fn after_change(before: &[Member], state: Wanted, outcome: &MemberOutcome) -> Ve
     }
     after
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: u64, learner: bool) -> Member {
+        Member {
+            id: MemberId(id),
+            name: format!("m{id}"),
+            peer_urls: vec![format!("http://10.0.0.{id}:2380")],
+            client_urls: vec![],
+            is_learner: learner,
+            started: true,
+        }
+    }
+
+    #[test]
+    fn the_member_is_named_by_member_then_name_then_peer_url() {
+        let mut request = MemberRequest {
+            member: Some("5f62".into()),
+            name: Some("m2".into()),
+            peer_urls: vec!["http://10.0.0.2:2380".into()],
+            ..Default::default()
+        };
+        assert_eq!(request.selector().unwrap(), "5f62");
+        request.member = None;
+        assert_eq!(request.selector().unwrap(), "m2");
+        request.name = None;
+        assert_eq!(request.selector().unwrap(), "http://10.0.0.2:2380");
+        request.peer_urls.clear();
+        let error = request.selector().unwrap_err();
+        assert_eq!(
+            crate::hint_of(&error).unwrap().options,
+            vec![MEMBER, NAME, PEER_URLS]
+        );
+    }
+
+    #[test]
+    fn the_diff_shows_the_members_as_the_change_leaves_them() {
+        let before = vec![member(1, false), member(2, true)];
+        let outcome = |changed: bool, member: Member| MemberOutcome {
+            changed,
+            message: String::new(),
+            member: Some(member),
+            leadership_moved_to: None,
+            initial_cluster: None,
+            initial_cluster_state: None,
+            env: BTreeMap::new(),
+            diff: None,
+            warnings: Vec::new(),
+        };
+        let added = after_change(&before, Wanted::Present, &outcome(true, member(3, true)));
+        assert_eq!(added.len(), 3);
+        let removed = after_change(&before, Wanted::Absent, &outcome(true, member(2, true)));
+        assert_eq!(removed, vec![member(1, false)]);
+        let promoted = after_change(&before, Wanted::Promoted, &outcome(true, member(2, true)));
+        assert!(!promoted[1].is_learner);
+        let mut moved = member(1, false);
+        moved.peer_urls = vec!["http://10.0.0.9:2380".into()];
+        let updated = after_change(&before, Wanted::Updated, &outcome(true, moved.clone()));
+        assert_eq!(updated[0].peer_urls, moved.peer_urls);
+        // Nothing changed: the same list.
+        let same = after_change(&before, Wanted::Absent, &outcome(false, member(2, true)));
+        assert_eq!(same, before);
+    }
+}
