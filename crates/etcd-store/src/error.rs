@@ -449,6 +449,7 @@ impl ErrorInfo {
     }
 }
 
+
 impl etcd_common::Hinted for StoreError {}
 
 #[cfg(test)]
