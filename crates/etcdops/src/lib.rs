@@ -21,6 +21,8 @@
 
 pub mod error;
 pub mod guard;
+pub mod member;
+pub mod platform;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
