@@ -25,6 +25,14 @@ pub enum Error {
     /// A Kubernetes or OpenShift step (platform, guard, encryption config) failed.
     #[error(transparent)]
     K8s(#[from] etcd_k8s::K8sError),
+    /// A guard refused the operation (a quorum check); `hint` names what gets past it.
+    #[error("{reason}")]
+    Refused {
+        /// What the guard found and what to do, in neutral words.
+        reason: String,
+        /// The options that get past it (`force`, `learner`).
+        hint: Hint,
+    },
     /// The request itself is wrong: two options that exclude each other, one missing.
     #[error("{message}")]
     InvalidRequest {
@@ -54,7 +62,7 @@ impl Error {
             Error::Restore(e) => Some(e),
             Error::Store(e) => Some(e),
             Error::K8s(e) => Some(e),
-            Error::InvalidRequest { .. } => None,
+            Error::InvalidRequest { .. } | Error::Refused { .. } => None,
         }
     }
 }
@@ -63,6 +71,7 @@ impl Hinted for Error {
     fn hint(&self) -> Option<Hint> {
         match self {
             Error::InvalidRequest { hint, .. } => hint.clone(),
+            Error::Refused { hint, .. } => Some(hint.clone()),
             other => other.wrapped().and_then(hint_of),
         }
     }

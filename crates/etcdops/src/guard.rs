@@ -95,22 +95,16 @@ impl Guards {
         cluster: Option<&ClusterConfig>,
     ) -> Result<Passed> {
         let cluster = if operation.online() { cluster } else { None };
+        // A refusal is K8sError::ManagedByOperator, whose hint is `force`.
         let operator =
-            match etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await {
-                Ok(operator) => operator,
-                // Refused: the refusal's own words, with the option that gets past it.
-                Err(refusal @ etcd_k8s::K8sError::ManagedByOperator { .. }) => {
-                    return Err(refused(refusal.to_string(), Hint::option(FORCE)));
-                }
-                Err(other) => return Err(other.into()),
-            };
+            etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await?;
         Ok(Passed { operator })
     }
 }
 
 /// A guard's refusal: what it found and what to do, with the options that get past it.
 fn refused(reason: String, hint: Hint) -> Error {
-    Error::invalid(reason, Some(hint))
+    Error::Refused { reason, hint }
 }
 
 /// The option that adds a member as a learner.
