@@ -49,12 +49,15 @@ impl Hinted for Error {
     fn hint(&self) -> Option<Hint> {
         match self {
             Error::InvalidRequest { hint, .. } => hint.clone(),
-            other => std::error::Error::source(other).and_then(hint_of),
+            other => hint_of(other),
         }
     }
 
     fn is_transient(&self) -> bool {
-        std::error::Error::source(self).is_some_and(is_transient)
+        match self {
+            Error::InvalidRequest { .. } => false,
+            other => is_transient(other),
+        }
     }
 }
 
@@ -65,11 +68,16 @@ fn find<T>(
 ) -> Option<T> {
     let mut current = Some(error);
     while let Some(e) = current {
+        // A wrapped library error is transparent: its `source()` is the library error's
+        // source, so the library error itself is looked at here.
         let hinted: Option<&dyn Hinted> = if let Some(e) = e.downcast_ref::<Error>() {
-            if let Error::InvalidRequest { .. } = e {
-                Some(e)
-            } else {
-                None
+            match e {
+                Error::InvalidRequest { .. } => Some(e),
+                Error::Etcd(inner) => Some(inner),
+                Error::Snapshot(inner) => Some(inner),
+                Error::Restore(inner) => Some(inner),
+                Error::Store(inner) => Some(inner),
+                Error::K8s(inner) => Some(inner),
             }
         } else if let Some(e) = e.downcast_ref::<etcd_core::Error>() {
             Some(e)
@@ -101,4 +109,23 @@ pub fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<Hint> {
 /// Whether an error from any etcdops library (or one of its sources) may pass if retried.
 pub fn is_transient(error: &(dyn std::error::Error + 'static)) -> bool {
     find(error, &|e| e.is_transient().then_some(())).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapped_library_error_keeps_its_hint() {
+        let restore = etcd_snapshot::RestoreError::Incomplete {
+            path: "/var/lib/etcd".into(),
+            problem: "no WAL".into(),
+        };
+        let error = Error::from(restore);
+        let hint = hint_of(&error).expect("the restore error's hint");
+        assert_eq!(hint, Hint::option(etcd_common::options::MOVE_ASIDE));
+        assert_eq!(error.hint(), Some(hint));
+        assert!(!is_transient(&error));
+        assert!(hint_of(&Error::invalid("bad", None)).is_none());
+    }
 }
