@@ -21,6 +21,8 @@
 
 pub mod error;
 pub mod guard;
+pub mod kv;
+pub mod snapshot;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
@@ -28,8 +30,6 @@ pub use error::{Error, Result, hint_of, is_transient};
 pub use etcd_core as core;
 /// Kubernetes and OpenShift knowledge.
 pub use etcd_k8s as k8s;
-/// Snapshot streams, the backup catalog and continuous backup.
-pub use etcd_snapshot as snapshot;
 /// Where backups live.
 pub use etcd_store as store;
 /// What every crate shares: hints, sizes, durations.
