@@ -10,8 +10,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use etcd_common::parse_duration;
 use crate::error::{Error, Result};
+use etcd_common::parse_duration;
 use etcd_common::redact_endpoint;
 
 /// etcdctl's default endpoint when none is given.

@@ -492,13 +492,10 @@ fn read_config(path: &Path) -> Result<Option<(EncryptionConfiguration, u32)>> {
 /// Writes `content` to `path` with mode 0600, never seen half-written (a missing parent is
 /// made 0700: it holds keys).
 fn write_private(path: &Path, content: &str) -> Result<()> {
-    Ok(etcd_core::write_file_atomically(
-        path,
-        content.as_bytes(),
-        FILE_MODE,
-        None,
+    Ok(
+        etcd_core::write_file_atomically(path, content.as_bytes(), FILE_MODE, None)
+            .map_err(etcd_core::Error::from)?,
     )
-    .map_err(etcd_core::Error::from)?)
 }
 
 fn key_name_of(request: &EncryptionConfigRequest) -> Result<String> {

@@ -449,7 +449,6 @@ impl ErrorInfo {
     }
 }
 
-
 impl etcd_common::Hinted for StoreError {}
 
 #[cfg(test)]

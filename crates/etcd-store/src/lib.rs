@@ -52,10 +52,10 @@ use futures::Stream;
 use serde::Serialize;
 
 pub use error::{Result, StoreError, scrub};
+pub use etcd_common::parse_size;
 pub use location::Location;
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
-pub use etcd_common::parse_size;
 pub use upload::Upload;
 
 use local::LocalStore;

@@ -59,7 +59,10 @@ mod tests {
                     name: "x.db".into(),
                 },
             ),
-            ("/var/backups/x.db", Location::File("/var/backups/x.db".into())),
+            (
+                "/var/backups/x.db",
+                Location::File("/var/backups/x.db".into()),
+            ),
             ("x.db", Location::File("x.db".into())),
             // A path with a colon but no scheme is still a file.
             ("./a:b/x.db", Location::File("./a:b/x.db".into())),

@@ -68,6 +68,12 @@ mod tests {
         assert_eq!(request.key, b"/registry/");
         assert!(request.prefix && !query.is_one_key());
         assert_eq!(request.limit, 5);
-        assert!(KeyQuery { key: "a".into(), ..KeyQuery::default() }.is_one_key());
+        assert!(
+            KeyQuery {
+                key: "a".into(),
+                ..KeyQuery::default()
+            }
+            .is_one_key()
+        );
     }
 }

@@ -26,11 +26,11 @@ pub mod snapshot;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
+/// What every crate shares: hints, sizes, durations.
+pub use etcd_common as common;
 /// Connecting to etcd and every cluster operation.
 pub use etcd_core as core;
 /// Kubernetes and OpenShift knowledge.
 pub use etcd_k8s as k8s;
 /// Where backups live.
 pub use etcd_store as store;
-/// What every crate shares: hints, sizes, durations.
-pub use etcd_common as common;

@@ -36,7 +36,10 @@ struct Args {
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
-    let Args { mut query, history: wants_history } = context.args()?;
+    let Args {
+        mut query,
+        history: wants_history,
+    } = context.args()?;
     let config = context.cluster()?;
     if wants_history {
         if !query.is_one_key() {

@@ -74,7 +74,10 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             catalog.backups.len(),
             catalog.store
         ));
-        warn(&mut outcome, listed.warnings.iter().map(|w| w.message()).collect());
+        warn(
+            &mut outcome,
+            listed.warnings.iter().map(|w| w.message()).collect(),
+        );
         outcome = outcome.with("latest", latest).with_fields(&listed);
     }
     let Some(source) = &args.snapshot else {

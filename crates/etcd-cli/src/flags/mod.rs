@@ -358,5 +358,4 @@ mod tests {
             OutputFormat::Simple
         );
     }
-
 }

@@ -461,7 +461,6 @@ pub struct CopyArgs {
     pub store_flags: StoreFlags,
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,9 +50,9 @@ impl ListWarning {
             ListWarning::DanglingDeltas(count) => format!(
                 "{count} delta segment(s) have no full backup; a prune of the store deletes them"
             ),
-            ListWarning::ClusterFolder(url) => format!(
-                "{url} is a cluster folder, not a store: list the store that holds it"
-            ),
+            ListWarning::ClusterFolder(url) => {
+                format!("{url} is a cluster folder, not a store: list the store that holds it")
+            }
         }
     }
 }

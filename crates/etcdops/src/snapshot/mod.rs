@@ -16,14 +16,14 @@ mod status;
 mod verify;
 
 pub use catalog::{
-    CopyRequest, ListRequest, Listed, ListWarning, PruneRequest, copy, delete, list, prune,
+    CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
 pub use run::{BackupRunRequest, backup_run};
 pub use save::{Retention, SavePreview, SaveRequest, Saved, preview_save, save};
 pub use settings::{IdentitySettings, StoreSettings};
 pub use status::{StatusRequest, StatusResult, status};
-pub use verify::{VerifyRequest, Verified, verify};
+pub use verify::{Verified, VerifyRequest, verify};
 
 /// Snapshot streams, the backup catalog and continuous backup: the library these workflows
 /// are made of.

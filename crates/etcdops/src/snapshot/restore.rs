@@ -155,7 +155,7 @@ pub enum Previous {
     /// Nothing (absent or empty).
     Empty,
     /// A restore, as its marker records it.
-    Restore(RestoreMarker),
+    Restore(Box<RestoreMarker>),
     /// Something not written by a restore.
     Other,
 }
@@ -208,9 +208,7 @@ impl RestoreWarning {
     /// The option that explains it (`skip_hash_check` for an ignored trailer).
     pub fn hint(&self) -> Option<Hint> {
         match self {
-            RestoreWarning::TrailerMismatchIgnored => {
-                Some(Hint::option(options::SKIP_HASH_CHECK))
-            }
+            RestoreWarning::TrailerMismatchIgnored => Some(Hint::option(options::SKIP_HASH_CHECK)),
             _ => None,
         }
     }
@@ -244,7 +242,7 @@ pub struct Restored {
 /// What `data_dir` holds now.
 fn previous(data_dir: &Path) -> Previous {
     match read_marker(data_dir) {
-        Some(marker) => Previous::Restore(marker),
+        Some(marker) => Previous::Restore(Box::new(marker)),
         None if std::fs::read_dir(data_dir).is_ok_and(|mut d| d.next().is_some()) => {
             Previous::Other
         }
@@ -284,13 +282,29 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
             (restore_snapshot(&name, &snapshot, &library)?, None)
         }
     };
-    let mut warnings: Vec<RestoreWarning> = passed.warning().map(RestoreWarning::Forced).into_iter().collect();
+    let mut warnings: Vec<RestoreWarning> = passed
+        .warning()
+        .map(RestoreWarning::Forced)
+        .into_iter()
+        .collect();
     warnings.extend(identity_warnings.into_iter().map(RestoreWarning::Identity));
     if result.trailer == TrailerCheck::MismatchIgnored {
         warnings.push(RestoreWarning::TrailerMismatchIgnored);
     }
-    warnings.extend(result.leftovers_removed.iter().cloned().map(RestoreWarning::LeftoverRemoved));
-    warnings.extend(result.moved_aside.iter().cloned().map(RestoreWarning::MovedAside));
+    warnings.extend(
+        result
+            .leftovers_removed
+            .iter()
+            .cloned()
+            .map(RestoreWarning::LeftoverRemoved),
+    );
+    warnings.extend(
+        result
+            .moved_aside
+            .iter()
+            .cloned()
+            .map(RestoreWarning::MovedAside),
+    );
     if let Some(pitr) = &result.point_in_time
         && !pitr.leases_detached.is_empty()
     {
@@ -333,16 +347,26 @@ mod tests {
         assert_eq!(r.initial_cluster_token, "etcd-cluster");
         assert_eq!(r.force, Force(true));
         assert!(r.store.s3_path_style);
-        assert!(matches!(r.source(), Ok(Source::Point("s3://b/etcd-1", PointInTime::Time(_)))));
+        assert!(matches!(
+            r.source(),
+            Ok(Source::Point("s3://b/etcd-1", PointInTime::Time(_)))
+        ));
         assert_eq!(r.guards, Guards::default());
-        let bad = request(serde_json::json!({"snapshot": "x", "to_time": "yesterday"})).unwrap_err();
-        assert!(bad.contains("to_time 'yesterday' is not an RFC 3339 time"), "{bad}");
+        let bad =
+            request(serde_json::json!({"snapshot": "x", "to_time": "yesterday"})).unwrap_err();
+        assert!(
+            bad.contains("to_time 'yesterday' is not an RFC 3339 time"),
+            "{bad}"
+        );
     }
 
     #[test]
     fn exactly_one_source_is_taken() {
         let neither = request(serde_json::json!({})).unwrap();
-        assert!(matches!(neither.source(), Err(Error::InvalidRequest { .. })));
+        assert!(matches!(
+            neither.source(),
+            Err(Error::InvalidRequest { .. })
+        ));
         let both = request(serde_json::json!({"snapshot": "x", "from_data_dir": "/d"})).unwrap();
         assert!(both.source().is_err());
         let dir = request(serde_json::json!({"from_data_dir": "/d"})).unwrap();

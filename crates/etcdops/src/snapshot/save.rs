@@ -9,7 +9,7 @@ use chrono::Utc;
 use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
-    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, PruneEntry, PruneReport, Progress,
+    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
     RetentionPolicy, SaveResult, SnapshotError, prune_store, save_snapshot, write_save_metrics,
 };
 use etcd_store::Store;

@@ -2,7 +2,9 @@
 //! then its chain of delta segments: a broken chain is a failed verify, whichever front-end
 //! asks.
 
-use etcd_snapshot::{ChainReport, Progress, SnapshotError, VerifyReport, verify_backup, verify_chain};
+use etcd_snapshot::{
+    ChainReport, Progress, SnapshotError, VerifyReport, verify_backup, verify_chain,
+};
 use etcd_store::split_object_url;
 use serde::{Deserialize, Serialize};
 
