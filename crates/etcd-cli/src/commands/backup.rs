@@ -33,59 +33,7 @@ impl RunObserver for LinePrinter {
         let line = if self.json {
             serde_json::to_string(event).unwrap_or_default()
         } else {
-            match event {
-                RunEvent::FullSaved { object, revision } => {
-                    format!("full backup {object} at revision {revision}")
-                }
-                RunEvent::SegmentPublished {
-                    object,
-                    changes,
-                    after_revision,
-                    to_revision,
-                    ..
-                } if *changes == 0 || after_revision >= to_revision => {
-                    format!(
-                        "segment {object}: no changes (every change up to revision {to_revision} published)"
-                    )
-                }
-                RunEvent::SegmentPublished {
-                    object,
-                    changes,
-                    after_revision,
-                    to_revision,
-                    ..
-                } => format!(
-                    "segment {object}: {changes} changes, revisions {}..={to_revision}",
-                    after_revision + 1
-                ),
-                RunEvent::Gap {
-                    base,
-                    covered_revision,
-                    reason,
-                } => format!(
-                    "gap: the chain of {base} ends at revision {covered_revision} ({reason}); a new full backup follows"
-                ),
-                RunEvent::FullBackupLost {
-                    base,
-                    covered_revision,
-                } => format!(
-                    "full backup lost: {base} is gone from the store, so its chain (up to revision {covered_revision}) cannot be restored; a new full backup follows"
-                ),
-                RunEvent::Locked { lock, expires_at } => format!(
-                    "holding the lock {lock} (renewed while running; until {})",
-                    expires_at.format("%Y-%m-%dT%H:%M:%SZ")
-                ),
-                RunEvent::Stopping { reason } => format!("stopping: {reason}"),
-                RunEvent::Reconnected { endpoint, reason } => {
-                    format!("watching {endpoint} now ({reason})")
-                }
-                RunEvent::Resumed {
-                    base,
-                    covered_revision,
-                } => format!("continuing the chain of {base} after revision {covered_revision}"),
-                RunEvent::Pruned { deleted } => format!("pruned {}", deleted.join(", ")),
-                RunEvent::Failed { error } => format!("failed, will retry: {error}"),
-            }
+            etcdops::snapshot::event_line(event)
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");

@@ -19,7 +19,7 @@ pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
-pub use run::{BackupRunRequest, backup_run};
+pub use run::{BackupRunRequest, backup_run, event_line};
 pub use save::{Retention, SavePreview, SaveRequest, Saved, preview_save, save};
 pub use settings::{IdentitySettings, StoreSettings};
 pub use status::{StatusRequest, StatusResult, status};

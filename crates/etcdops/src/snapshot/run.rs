@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use etcd_core::ClusterConfig;
-use etcd_snapshot::{Compression, RunObserver, RunRequest, SaveRequest, run_backups};
+use etcd_snapshot::{Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups};
 
 use super::save::Retention;
 use super::settings::{StoreSettings, recipients};
@@ -76,4 +76,61 @@ pub async fn backup_run(
     };
     run_backups(config, &store, &run, observer, stop).await?;
     Ok(())
+}
+
+/// What a `backup run` event says, as one sentence for a log line.
+pub fn event_line(event: &RunEvent) -> String {
+    match event {
+        RunEvent::FullSaved { object, revision } => {
+            format!("full backup {object} at revision {revision}")
+        }
+        RunEvent::SegmentPublished {
+            object,
+            changes,
+            after_revision,
+            to_revision,
+            ..
+        } if *changes == 0 || after_revision >= to_revision => {
+            format!(
+                "segment {object}: no changes (every change up to revision {to_revision} published)"
+            )
+        }
+        RunEvent::SegmentPublished {
+            object,
+            changes,
+            after_revision,
+            to_revision,
+            ..
+        } => format!(
+            "segment {object}: {changes} changes, revisions {}..={to_revision}",
+            after_revision + 1
+        ),
+        RunEvent::Gap {
+            base,
+            covered_revision,
+            reason,
+        } => format!(
+            "gap: the chain of {base} ends at revision {covered_revision} ({reason}); a new full backup follows"
+        ),
+        RunEvent::FullBackupLost {
+            base,
+            covered_revision,
+        } => format!(
+            "full backup lost: {base} is gone from the store, so its chain (up to revision {covered_revision}) cannot be restored; a new full backup follows"
+        ),
+        RunEvent::Locked { lock, expires_at } => format!(
+            "holding the lock {lock} (renewed while running; until {})",
+            expires_at.format("%Y-%m-%dT%H:%M:%SZ")
+        ),
+        RunEvent::Stopping { reason } => format!("stopping: {reason}"),
+        RunEvent::Reconnected { endpoint, reason } => {
+            format!("watching {endpoint} now ({reason})")
+        }
+        RunEvent::Resumed {
+            base,
+            covered_revision,
+        } => format!("continuing the chain of {base} after revision {covered_revision}"),
+        RunEvent::Pruned { deleted } => format!("pruned {}", deleted.join(", ")),
+        RunEvent::Failed { error } => format!("failed, will retry: {error}"),
+    }
 }

@@ -101,7 +101,7 @@ impl IdentitySettings {
 pub(crate) fn recipients(keys: &[String], files: &[PathBuf]) -> Result<Recipients> {
     let mut recipients = Recipients::none();
     for key in keys {
-        recipients.add(key, "encrypt_to")?;
+        recipients.add(key, "a recipient to encrypt to")?;
     }
     for path in files {
         recipients.add_file(path)?;

@@ -163,11 +163,23 @@ pub(crate) fn retention(flags: &RetentionFlags) -> Retention {
     }
 }
 
+/// The retention rules a refusal may name (`keep_last`), each also a flag (`--keep-last`).
+const RULES: &[&str] = &[
+    "keep_last",
+    "keep_hourly",
+    "keep_daily",
+    "keep_weekly",
+    "keep_monthly",
+    "max_age",
+];
+
 /// A workflow's refusal in the flags' words: a bad rule named as its flag, a cluster not in
 /// the store with the command that lists them.
 pub(crate) fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
     match error {
-        etcdops::Error::Snapshot(SnapshotError::InvalidOption { option, reason }) => {
+        etcdops::Error::Snapshot(SnapshotError::InvalidOption { option, reason })
+            if RULES.contains(&option) =>
+        {
             anyhow::anyhow!("--{} {reason}", option.replace('_', "-"))
         }
         etcdops::Error::Snapshot(SnapshotError::NoSuchCluster { cluster, store }) => {
