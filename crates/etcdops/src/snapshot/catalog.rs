@@ -166,3 +166,39 @@ pub async fn copy(request: &CopyRequest, progress: &dyn Progress) -> Result<Copy
     };
     Ok(copy_backups(&source, &destination, &copy, progress).await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cluster_folder_given_as_the_store_is_a_warning_of_the_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("etcd-5f62a924ac85910");
+        std::fs::create_dir_all(&folder).unwrap();
+        let listing = |store: &std::path::Path| ListRequest {
+            store: store.display().to_string(),
+            settings: StoreSettings::default(),
+        };
+        let listed = list(&listing(&folder)).await.unwrap();
+        assert!(listed.catalog.backups.is_empty());
+        assert!(
+            matches!(listed.warnings.as_slice(), [ListWarning::ClusterFolder(url)] if url.ends_with("etcd-5f62a924ac85910")),
+            "{:?}",
+            listed.warnings
+        );
+        assert!(
+            listed.warnings[0]
+                .message()
+                .contains("is a cluster folder, not a store")
+        );
+        // The store that holds it lists without a warning.
+        assert!(
+            list(&listing(dir.path()))
+                .await
+                .unwrap()
+                .warnings
+                .is_empty()
+        );
+    }
+}

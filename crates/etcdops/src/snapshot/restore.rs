@@ -381,4 +381,31 @@ mod tests {
         .unwrap();
         assert!(two_points.source().is_err());
     }
+
+    #[tokio::test]
+    async fn a_library_caller_is_refused_by_the_openshift_guard_before_anything_is_read() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(
+            root.path()
+                .join("etc/kubernetes/static-pod-resources/etcd-certs"),
+        )
+        .unwrap();
+        let target = root.path().join("restored");
+        let mut r = request(serde_json::json!({"snapshot": "/nonexistent/backup.db"})).unwrap();
+        r.data_dir = target.clone();
+        r.guards = Guards::on_host(root.path());
+        let refused = restore(&r).await.unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                Error::K8s(etcd_k8s::K8sError::ManagedByOperator { .. })
+            ),
+            "{refused:?}"
+        );
+        assert!(!target.exists());
+        // Forced, it goes on to the source (which is missing here).
+        r.force = Force(true);
+        let missing = restore(&r).await.unwrap_err();
+        assert!(!matches!(missing, Error::K8s(_)), "{missing:?}");
+    }
 }
