@@ -38,6 +38,7 @@
 
 mod error;
 mod local;
+mod location;
 mod object;
 mod options;
 mod parse;
@@ -52,6 +53,7 @@ use serde::Serialize;
 
 pub use error::{Result, StoreError, scrub};
 pub use etcd_common::parse_size;
+pub use location::Location;
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
 pub use upload::Upload;

@@ -21,8 +21,10 @@
 
 pub mod error;
 pub mod guard;
+pub mod kv;
 pub mod member;
 pub mod platform;
+pub mod snapshot;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
@@ -32,7 +34,5 @@ pub use etcd_common as common;
 pub use etcd_core as core;
 /// Kubernetes and OpenShift knowledge.
 pub use etcd_k8s as k8s;
-/// Snapshot streams, the backup catalog and continuous backup.
-pub use etcd_snapshot as snapshot;
 /// Where backups live.
 pub use etcd_store as store;
