@@ -9,7 +9,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use etcd_store::Store;
+use etcd_store::{Location, Store, StoreOptions};
 
 use crate::crypt::{Identities, PumpError, pump_error, pump_stored};
 use crate::error::{Result, SnapshotError};
@@ -146,6 +146,24 @@ fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Snap
     move |source| SnapshotError::WriteFile {
         path: path.clone(),
         source,
+    }
+}
+
+/// Opens "a snapshot file or a stored object" (the argument of every snapshot command, parsed
+/// once by [`Location`]): an object of a store when `source` has a scheme, else a local file;
+/// a zstd or age file or a stored object is decrypted and decompressed into an unnamed
+/// temporary file.
+pub async fn open_snapshot(
+    source: &str,
+    options: &StoreOptions,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
+    match Location::parse(source) {
+        Location::Object { store, name } => {
+            let store = Store::open(&store, options)?;
+            open_snapshot_object_decrypting(&store, &name, None, identities).await
+        }
+        Location::File(path) => open_snapshot_file_decrypting(&path, None, identities),
     }
 }
 

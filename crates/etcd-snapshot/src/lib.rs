@@ -79,8 +79,8 @@ pub use error::{Result, SnapshotError};
 /// and [`RestoreError::Snapshot`] hold it.
 pub use etcd_data::Error as DataError;
 pub use input::{
-    SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
-    open_snapshot_object_decrypting,
+    SnapshotFile, open_snapshot, open_snapshot_file, open_snapshot_file_decrypting,
+    open_snapshot_object, open_snapshot_object_decrypting,
 };
 pub use layout::{
     LayoutKind, LayoutName, classify as classify_name, cluster_folder_id, cluster_of,

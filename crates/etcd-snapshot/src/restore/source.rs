@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use etcd_data::restore::opts;
-use etcd_store::{Store, StoreOptions, split_object_url};
+use etcd_store::{Location, Store, StoreOptions};
 
 use super::{
     RestoreError, RestoreRequest, db_revision, restore_spool_dir, validate_restore_request,
@@ -140,18 +140,19 @@ pub async fn open_restore_source(
             request.skip_hash_check = true;
             Ok((db.display().to_string(), snapshot))
         }
-        RestoreSource::Snapshot(url) if url.contains("://") => {
-            let (store_url, name) = split_object_url(url);
-            let store = Store::open(&store_url, store_options).map_err(SnapshotError::from)?;
-            let snapshot =
-                open_checked_object(&store, object_name(&name), spool, identities).await?;
-            Ok((url.to_string(), snapshot))
-        }
-        RestoreSource::Snapshot(path) => {
-            let snapshot = open_snapshot_file_decrypting(Path::new(path), spool, identities)?;
-            check_local_file(Path::new(path), &snapshot)?;
-            Ok((path.to_string(), snapshot))
-        }
+        RestoreSource::Snapshot(text) => match Location::parse(text) {
+            Location::Object { store, name } => {
+                let store = Store::open(&store, store_options).map_err(SnapshotError::from)?;
+                let snapshot =
+                    open_checked_object(&store, object_name(&name), spool, identities).await?;
+                Ok((text.to_string(), snapshot))
+            }
+            Location::File(path) => {
+                let snapshot = open_snapshot_file_decrypting(&path, spool, identities)?;
+                check_local_file(&path, &snapshot)?;
+                Ok((text.to_string(), snapshot))
+            }
+        },
     }
 }
 

@@ -1,10 +1,6 @@
 //! Open "a snapshot file or a stored object" and read its status natively.
 
-use etcd_snapshot::{
-    Compression, SnapshotFile, SnapshotStatus, StatusOptions, open_snapshot_file_decrypting,
-    open_snapshot_object_decrypting,
-};
-use etcd_store::Location;
+use etcd_snapshot::{Compression, SnapshotFile, SnapshotStatus, StatusOptions};
 use serde::{Deserialize, Serialize};
 
 use super::settings::{IdentitySettings, StoreSettings};
@@ -50,13 +46,9 @@ impl StatusRequest {
     /// decompressed into an unnamed temporary file.
     pub async fn open(&self) -> Result<(SnapshotFile, Vec<String>)> {
         let (identities, warnings) = self.identity.identities()?;
-        let snapshot = match Location::parse(&self.snapshot) {
-            Location::Object { store, name } => {
-                let store = self.store.open(&store)?;
-                open_snapshot_object_decrypting(&store, &name, None, &identities).await?
-            }
-            Location::File(path) => open_snapshot_file_decrypting(&path, None, &identities)?,
-        };
+        let snapshot =
+            etcd_snapshot::open_snapshot(&self.snapshot, &self.store.options(), &identities)
+                .await?;
         Ok((snapshot, warnings))
     }
 }
