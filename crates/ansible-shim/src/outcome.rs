@@ -38,13 +38,29 @@ impl ModuleError {
     /// A library error in the module's words: its message, then the module option that gets
     /// past or fixes it (`(move_aside: true)`), found anywhere in its chain of sources.
     pub fn from_library(error: &(dyn std::error::Error + 'static)) -> ModuleError {
-        let hint = etcdops::hint_of(error);
+        let hint = etcdops::hint_of(error).map(module_options);
         ModuleError(etcdops::common::with_hint(
             &error.to_string(),
             hint.as_ref(),
             etcdops::common::Style::Module,
         ))
     }
+}
+
+/// A hint's options as this collection names them: an identity is given by file or by
+/// content.
+fn module_options(hint: etcdops::common::Hint) -> etcdops::common::Hint {
+    use etcdops::common::OptionId;
+    let mut options = Vec::new();
+    for option in hint.options {
+        if option.name == "identity" {
+            options.push(OptionId::value("identity_file"));
+            options.push(OptionId::value("identity_content"));
+        } else {
+            options.push(option);
+        }
+    }
+    etcdops::common::Hint { options }
 }
 
 /// Every library error becomes a module error through [`ModuleError::from_library`].

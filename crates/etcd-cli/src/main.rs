@@ -94,7 +94,10 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     }
     match &cli.command {
         Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
-        Command::Member(command) => commands::member::run(&config, command, format).await,
+        Command::Member(command) => {
+            let guards = commands::platform::guards(&cli.global);
+            commands::member::run(&config, &guards, command, format).await
+        }
         Command::Snapshot(command) => {
             commands::snapshot::run(
                 &config,

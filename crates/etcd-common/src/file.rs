@@ -57,7 +57,8 @@ pub fn write_file_atomically(
         })?
         .to_string_lossy()
         .into_owned();
-    let temp = dir.join(format!(".{file_name}.etcdops-tmp"));
+    // The process id keeps two writers of one file from renaming each other's temp file.
+    let temp = dir.join(format!(".{file_name}.{}.etcdops-tmp", std::process::id()));
     match std::fs::remove_file(&temp) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

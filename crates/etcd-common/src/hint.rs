@@ -152,7 +152,10 @@ mod tests {
     #[test]
     fn front_ends_spell_an_option_their_own_way() {
         assert_eq!(SKIP_HASH_CHECK.render(Style::Cli), "--skip-hash-check");
-        assert_eq!(SKIP_HASH_CHECK.render(Style::Module), "skip_hash_check: true");
+        assert_eq!(
+            SKIP_HASH_CHECK.render(Style::Module),
+            "skip_hash_check: true"
+        );
         assert_eq!(CACERT.render(Style::Module), "cacert");
         assert_eq!(CACERT.render(Style::Neutral), "option cacert");
         let hint = Hint::any_of(&[CACERT, INSECURE_SKIP_TLS_VERIFY]);

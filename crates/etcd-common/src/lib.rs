@@ -19,11 +19,13 @@
 mod duration;
 mod file;
 mod hint;
+mod prometheus;
 mod redact;
 mod size;
 
 pub use duration::parse_duration;
 pub use file::{FileError, write_file_atomically};
 pub use hint::{Hint, Hinted, OptionId, OptionKind, Style, options, with_hint};
+pub use prometheus::{MetricKind, PrometheusText, SampleValue};
 pub use redact::{redact_endpoint, redact_urls};
 pub use size::parse_size;

@@ -10,9 +10,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use etcd_common::parse_duration;
 use crate::error::{Error, Result};
+use etcd_common::parse_duration;
 use etcd_common::redact_endpoint;
+use etcd_common::{Hint, options};
 
 /// etcdctl's default endpoint when none is given.
 pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:2379";
@@ -228,9 +229,10 @@ impl ConnectionOptions {
         let (user, password) = match (self.user, self.password) {
             (None, None) => (None, None),
             (None, Some(_)) => {
-                return Err(Error::InvalidOption {
-                    option: "password",
-                    reason: "a password was given without a user; add --user".into(),
+                return Err(Error::InvalidRequest {
+                    what: "password",
+                    reason: "a password was given without a user; give the user too".into(),
+                    hint: Hint::option(options::USER),
                 });
             }
             (Some(user), password) => match (user.split_once(':'), password) {
@@ -238,7 +240,7 @@ impl ConnectionOptions {
                 (Some(_), Some(_)) => {
                     return Err(Error::InvalidOption {
                         option: "user",
-                        reason: "give the password either as --user NAME:PASSWORD or with --password, not both".into(),
+                        reason: "give the password either with the user (NAME:PASSWORD) or on its own, not both".into(),
                     });
                 }
                 (None, Some(p)) => (Some(user), Some(p)),
@@ -246,7 +248,7 @@ impl ConnectionOptions {
                     return Err(Error::InvalidOption {
                         option: "password",
                         reason: format!(
-                            "user '{user}' has no password; give --password (or ETCDCTL_PASSWORD) or --user {user}:PASSWORD"
+                            "user '{user}' has no password; give it (or ETCDCTL_PASSWORD), or the user as {user}:PASSWORD"
                         ),
                     });
                 }
@@ -271,13 +273,16 @@ impl ConnectionOptions {
             (Some(_), None) => {
                 return Err(Error::InvalidOption {
                     option: "key",
-                    reason: "a client certificate was given without its key; add --key".into(),
+                    reason: "a client certificate was given without its key; give the key too"
+                        .into(),
                 });
             }
             (None, Some(_)) => {
                 return Err(Error::InvalidOption {
                     option: "cert",
-                    reason: "a client key was given without its certificate; add --cert".into(),
+                    reason:
+                        "a client key was given without its certificate; give the certificate too"
+                            .into(),
                 });
             }
             _ => {}
@@ -296,8 +301,9 @@ impl ConnectionOptions {
             Some(domain) => {
                 if self.endpoints.as_ref().is_some_and(|e| !e.is_empty()) {
                     return Err(Error::InvalidOption {
-                        option: "discovery-srv",
-                        reason: "give either --endpoints or --discovery-srv, not both".into(),
+                        option: "discovery_srv",
+                        reason: "give either endpoints or a domain for DNS SRV discovery, not both"
+                            .into(),
                     });
                 }
                 Some(SrvDiscovery {
@@ -319,11 +325,11 @@ impl ConnectionOptions {
             discovery,
             tls,
             auth,
-            dial_timeout: positive(self.dial_timeout, DEFAULT_DIAL_TIMEOUT, "dial-timeout")?,
+            dial_timeout: positive(self.dial_timeout, DEFAULT_DIAL_TIMEOUT, "dial_timeout")?,
             command_timeout: positive(
                 self.command_timeout,
                 DEFAULT_COMMAND_TIMEOUT,
-                "command-timeout",
+                "command_timeout",
             )?,
         };
         // Endpoints given explicitly are checked now, so a typo fails before any connection.
@@ -520,7 +526,8 @@ impl ClusterConfig {
             .ok_or_else(|| invalid("it has no host; write it as https://HOST:PORT".into()))?;
         if !url.username().is_empty() || url.password().is_some() {
             return Err(invalid(
-                "credentials in the URL are not accepted; use --user and --password".into(),
+                "credentials in the URL are not accepted; give the user and password separately"
+                    .into(),
             ));
         }
         if url.path() != "/" && !url.path().is_empty() {
@@ -539,6 +546,7 @@ impl ClusterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use etcd_common::Hinted;
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -642,7 +650,8 @@ mod tests {
         }
         .build()
         .unwrap_err();
-        assert!(err.to_string().contains("--password"), "{err}");
+        assert!(err.to_string().contains("has no password"), "{err}");
+        assert_eq!(err.hint(), Some(Hint::option(crate::error::PASSWORD)));
     }
 
     #[test]
@@ -653,7 +662,8 @@ mod tests {
         }
         .build()
         .unwrap_err();
-        assert!(err.to_string().contains("--key"), "{err}");
+        assert!(err.to_string().contains("without its key"), "{err}");
+        assert_eq!(err.hint(), Some(Hint::option(options::KEY)));
     }
 
     #[test]
@@ -716,7 +726,8 @@ mod tests {
         }
         .build()
         .unwrap_err();
-        assert!(err.to_string().contains("--discovery-srv"), "{err}");
+        assert!(!err.to_string().contains("--"), "{err}");
+        assert_eq!(err.hint(), Some(Hint::option(crate::error::DISCOVERY_SRV)));
     }
 
     #[test]

@@ -367,24 +367,30 @@ fn etcd_unavailable_goes_on_and_its_other_answers_are_requests() {
 
 #[test]
 fn the_tls_setting_error_carries_its_options_for_the_front_ends() {
-    let err = Error::TlsSetting {
-        endpoint: HTTPS.into(),
-        reason: "etcd requires a client certificate".into(),
-        hint: Hint::any_of(&[options::CERT, options::KEY]),
-    };
-    assert_eq!(
-        err.to_string(),
-        "TLS with https://127.0.0.1:2379 failed: etcd requires a client certificate"
+    let tls = with_ca();
+    let err = classify(
+        &io(
+            ErrorKind::InvalidData,
+            "invalid peer certificate: UnknownIssuer",
+        ),
+        &ctx(HTTPS, "connect", &tls),
     );
-    // Rendered by a front-end, never by the library.
-    let Error::TlsSetting { hint, .. } = &err else {
-        unreachable!()
-    };
+    let hint = etcd_common::Hinted::hint(&err).expect("a hint");
+    assert_eq!(
+        hint,
+        Hint::any_of(&[options::CACERT, options::INSECURE_SKIP_TLS_VERIFY])
+    );
+    // Each front-end spells it; the library's message names no option.
     assert_eq!(
         hint.render(etcd_common::Style::Cli),
-        "--cert or --key",
-        "{hint:?}"
+        "--cacert or --insecure-skip-tls-verify"
     );
+    let module = etcd_common::with_hint(&err.to_string(), Some(&hint), etcd_common::Style::Module);
+    assert!(
+        module.ends_with("(cacert or insecure_skip_tls_verify: true)"),
+        "{module}"
+    );
+    assert!(!etcd_common::Hinted::is_transient(&err));
 }
 
 /// A TLS server on a loopback port that completes handshakes and then closes.

@@ -42,7 +42,7 @@ fn resolver(discovery: &SrvDiscovery) -> Result<TokioResolver> {
                 .parse()
                 .or_else(|_| server.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
                 .map_err(|_| Error::InvalidOption {
-                    option: "dns-server",
+                    option: "dns_server",
                     reason: format!("'{server}' is not IP or IP:PORT"),
                 })?;
             let mut name_server = NameServerConfig::udp_and_tcp(addr.ip());

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use etcd_common::{Hint, Hinted, OptionId, options};
+
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -11,10 +13,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A setting has a bad value or contradicts another.
+    /// A setting has a bad value or contradicts another. When `option` is a connection
+    /// option's neutral id (`cacert`, `dial_timeout`), that option is the error's hint.
     #[error("invalid {option}: {reason}")]
     InvalidOption {
-        /// The flag or variable name.
+        /// The option's neutral id, or the environment variable it came from.
         option: &'static str,
         /// What was wrong and what to do.
         reason: String,
@@ -95,7 +98,8 @@ pub enum Error {
         endpoint: String,
         /// The timeout in force.
         timeout: Duration,
-        /// Extra advice, such as a client certificate that may be required.
+        /// Extra advice, or empty: that etcd may require a client certificate (then the
+        /// error's [`Hinted::hint`] is the client certificate and key).
         hint: String,
     },
 
@@ -110,9 +114,9 @@ pub enum Error {
         message: String,
     },
 
-    /// DNS SRV discovery found no usable records.
+    /// DNS SRV discovery found no usable records (hint: give the endpoints instead).
     #[error(
-        "DNS SRV discovery for '{domain}' found no etcd client endpoints (looked up {looked_up}): {reason}; check the domain and its SRV records, or give --endpoints"
+        "DNS SRV discovery for '{domain}' found no etcd client endpoints (looked up {looked_up}): {reason}; check the domain and its SRV records, or give the endpoints instead"
     )]
     Discovery {
         /// The domain.
@@ -123,11 +127,44 @@ pub enum Error {
         reason: String,
     },
 
-    /// A safety guard refused the operation; `--force` overrides where that is sane.
+    /// The operation was refused, and no option gets past it (see [`Error::Guarded`]).
     #[error("refused: {reason}")]
     Refused {
         /// Why, and what to do instead.
         reason: String,
+    },
+
+    /// A safety guard refused the operation; one of `hint`'s options gets past it (`force`)
+    /// or takes a safe way around it.
+    #[error("refused: {reason}")]
+    Guarded {
+        /// Why, and what to do instead.
+        reason: String,
+        /// The options that get past the guard.
+        hint: Hint,
+    },
+
+    /// A request is wrong in a way that one of `hint`'s options fixes (two options that
+    /// exclude each other, a missing one, an argument that needs a switch).
+    #[error("invalid {what}: {reason}")]
+    InvalidRequest {
+        /// What is wrong: the argument or option, in words.
+        what: &'static str,
+        /// What was wrong and what to do, without a front-end's spelling of an option.
+        reason: String,
+        /// The options that fix it.
+        hint: Hint,
+    },
+
+    /// etcd refused a request for lack of rights (hint: connect as another user).
+    #[error("{operation} on {endpoint} failed: {message}")]
+    PermissionDenied {
+        /// What was asked.
+        operation: &'static str,
+        /// The endpoint.
+        endpoint: String,
+        /// etcd's message, with what rights it takes.
+        message: String,
     },
 
     /// A file etcdops writes or reads for itself (etcd's config file, certificates) could
@@ -201,4 +238,97 @@ impl From<etcd_common::FileError> for Error {
     }
 }
 
-impl etcd_common::Hinted for Error {}
+/// The connection options an [`Error::InvalidOption`] may name (by neutral id, or with
+/// hyphens as older messages spelled them); each is that error's hint.
+const CONNECTION_OPTIONS: &[OptionId] = &[
+    options::ENDPOINTS,
+    options::CACERT,
+    options::CERT,
+    options::KEY,
+    options::INSECURE_SKIP_TLS_VERIFY,
+    options::USER,
+    PASSWORD,
+    DIAL_TIMEOUT,
+    COMMAND_TIMEOUT,
+    DISCOVERY_SRV,
+    DISCOVERY_SRV_NAME,
+    INSECURE_DISCOVERY,
+    DNS_SERVER,
+    SERVER_NAME,
+];
+
+/// The password of the connection's user.
+pub(crate) const PASSWORD: OptionId = OptionId::value("password");
+/// How long to wait for a connection.
+pub(crate) const DIAL_TIMEOUT: OptionId = OptionId::value("dial_timeout");
+/// How long to wait for an answer.
+pub(crate) const COMMAND_TIMEOUT: OptionId = OptionId::value("command_timeout");
+/// The domain whose DNS SRV records list the endpoints.
+pub(crate) const DISCOVERY_SRV: OptionId = OptionId::value("discovery_srv");
+/// The service name of the SRV records.
+pub(crate) const DISCOVERY_SRV_NAME: OptionId = OptionId::value("discovery_srv_name");
+/// Accept discovered endpoints without checking them against the certificates.
+pub(crate) const INSECURE_DISCOVERY: OptionId = OptionId::switch("insecure_discovery");
+/// The DNS server asked for SRV records.
+pub(crate) const DNS_SERVER: OptionId = OptionId::value("dns_server");
+/// The name expected in the servers' certificates.
+pub(crate) const SERVER_NAME: OptionId = OptionId::value("server_name");
+
+/// The option that names the file a [`Error::ReadFile`] or [`Error::InvalidPem`] is about.
+fn file_option(what: &str) -> Option<OptionId> {
+    match what {
+        "CA certificate" => Some(options::CACERT),
+        "client certificate" => Some(options::CERT),
+        "client key" => Some(options::KEY),
+        crate::auth::PASSWORD_FILE_WHAT => Some(crate::auth::PASSWORD_FILE),
+        _ => None,
+    }
+}
+
+/// The connection option called `name` (`dial_timeout` or `dial-timeout`), if it is one.
+fn connection_option(name: &str) -> Option<OptionId> {
+    let name = name.replace('-', "_");
+    CONNECTION_OPTIONS.iter().copied().find(|o| o.name == name)
+}
+
+impl Hinted for Error {
+    fn hint(&self) -> Option<Hint> {
+        match self {
+            Error::InvalidOption { option, .. } => connection_option(option).map(Hint::option),
+            Error::ReadFile { what, .. } | Error::InvalidPem { what, .. } => {
+                file_option(what).map(Hint::option)
+            }
+            Error::InvalidRequest { hint, .. }
+            | Error::Guarded { hint, .. }
+            | Error::TlsSetting { hint, .. } => Some(hint.clone()),
+            Error::Discovery { .. } => Some(Hint::option(options::ENDPOINTS)),
+            Error::AuthFailed { .. } | Error::PermissionDenied { .. } => {
+                Some(Hint::option(options::USER))
+            }
+            // The advice a timeout carries is that etcd may want a client certificate.
+            Error::Timeout { hint, .. } if !hint.is_empty() => {
+                Some(Hint::any_of(&[options::CERT, options::KEY]))
+            }
+            _ => None,
+        }
+    }
+
+    /// An endpoint that cannot be reached or cannot serve now (no leader, leader changed,
+    /// connection broken), a request that got no answer in time, or etcd saying it is
+    /// overloaded: trying again later may work. Bad input, refused credentials or rights,
+    /// TLS trouble and etcd's answers to the request itself are not transient.
+    fn is_transient(&self) -> bool {
+        match self {
+            Error::Unreachable { .. }
+            | Error::Unavailable { .. }
+            | Error::Timeout { .. }
+            | Error::NoEndpointAvailable { .. } => true,
+            Error::Request { message, .. } => message.contains("too many requests"),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

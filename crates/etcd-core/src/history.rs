@@ -10,6 +10,12 @@ use tokio::time::Instant;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use etcd_common::{Hint, OptionId};
+
+/// The revision a watch stops at.
+const UNTIL_REV: OptionId = OptionId::value("until_rev");
+/// How long a watch runs.
+const TIMEOUT: OptionId = OptionId::value("timeout");
 use crate::kv::{Encoding, encode_bytes, prefix_end, show_value};
 
 /// One change of a key.
@@ -332,9 +338,10 @@ pub async fn watch(
     on_event: &mut (dyn FnMut(KeyEvent) -> Result<()> + Send),
 ) -> Result<WatchSummary> {
     if request.bound.until_revision.is_none() && request.bound.timeout.is_none() {
-        return Err(Error::InvalidOption {
-            option: "until-rev",
-            reason: "give --until-rev REV or --timeout DURATION: a watch must end".into(),
+        return Err(Error::InvalidRequest {
+            what: "watch",
+            reason: "give a revision to stop at or a duration: a watch must end".into(),
+            hint: Hint::any_of(&[UNTIL_REV, TIMEOUT]),
         });
     }
     let client = config.connect_any().await?;

@@ -37,7 +37,7 @@ impl FromStr for MemberId {
         let hex = s.trim().trim_start_matches("0x");
         u64::from_str_radix(hex, 16)
             .map(MemberId)
-            .map_err(|_| format!("'{s}' is not a member ID (hex, as `member list` prints it)"))
+            .map_err(|_| format!("'{s}' is not a member ID (hex, as the member list shows it)"))
     }
 }
 

@@ -10,6 +10,10 @@ use serde::Serialize;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use etcd_common::{Hint, OptionId};
+
+/// Read every key from the given one on.
+const FROM_KEY: OptionId = OptionId::switch("from_key");
 
 /// Key prefixes whose values are Kubernetes Secrets (kubeadm and most distributions, OpenShift).
 pub const SECRET_PREFIXES: &[&str] = &["/registry/secrets/", "/kubernetes.io/secrets/"];
@@ -29,7 +33,7 @@ pub enum Encoding {
     Text,
     /// Binary (Kubernetes protobuf, encrypted data), shown as base64.
     Base64,
-    /// Hidden: a Kubernetes Secret (`--show-secrets` to show it).
+    /// Hidden: a Kubernetes Secret (shown only when asked for).
     Redacted,
 }
 
@@ -51,7 +55,7 @@ pub fn show_value(key: &[u8], value: &[u8], show_secrets: bool) -> (String, Enco
     if !show_secrets && is_kubernetes_secret(key) {
         (
             format!(
-                "<redacted Kubernetes Secret, {} bytes; --show-secrets shows it>",
+                "<redacted Kubernetes Secret, {} bytes; shown only when secrets are asked for>",
                 value.len()
             ),
             Encoding::Redacted,
@@ -194,9 +198,10 @@ pub async fn get_pages(
     mut on_page: impl FnMut(Vec<KeyValueView>) -> Result<()>,
 ) -> Result<GetSummary> {
     if request.key.is_empty() && !request.from_key {
-        return Err(Error::InvalidOption {
-            option: "key",
-            reason: "give a key (use --from-key with an empty key for every key)".into(),
+        return Err(Error::InvalidRequest {
+            what: "key",
+            reason: "give a key, or read from the key on with an empty key for every key".into(),
+            hint: Hint::option(FROM_KEY),
         });
     }
     let range_end: Option<Vec<u8>> = if request.prefix {
@@ -206,32 +211,15 @@ pub async fn get_pages(
     } else {
         request.range_end.clone()
     };
-    let base = |revision: i64| {
-        let mut options = GetOptions::new().with_revision(revision);
-        if let Some(end) = &range_end {
-            options = options.with_range(end.clone());
-        }
-        if request.keys_only {
-            options = options.with_keys_only();
-        }
-        options
-    };
-
-    // The first request goes to the first endpoint that serves it (the next one when an
-    // endpoint fails); the rest of a paged read stays on that endpoint.
-    let first_read = |options: GetOptions| {
-        config.read_any(move |client| {
-            let (key, options) = (request.key.clone(), options.clone());
-            async move {
-                let response = fetch(&client, key, options).await?;
-                Ok((client, response))
-            }
-        })
+    let read = Read {
+        config,
+        request,
+        range_end,
     };
 
     if request.count_only {
-        let options = base(request.revision).with_count_only();
-        let (_, response) = first_read(options).await?;
+        let options = read.base(request.revision).with_count_only();
+        let (_, response) = read.first(options).await?;
         return Ok(GetSummary {
             revision: response.header().map(|h| h.revision()).unwrap_or_default(),
             count: response.count(),
@@ -241,8 +229,62 @@ pub async fn get_pages(
     }
 
     let natural = matches!(request.sort, None | Some((SortBy::Key, true)));
-    if !natural || range_end.is_none() {
-        let mut options = base(request.revision);
+    if !natural || read.range_end.is_none() {
+        return read.one_page(&mut on_page).await;
+    }
+    read.paged(&mut on_page).await
+}
+
+/// One `get` on its way: the request and the range it covers.
+struct Read<'a> {
+    config: &'a ClusterConfig,
+    request: &'a GetRequest,
+    range_end: Option<Vec<u8>>,
+}
+
+impl Read<'_> {
+    /// The options of every request of this read, at `revision`.
+    fn base(&self, revision: i64) -> GetOptions {
+        let mut options = GetOptions::new().with_revision(revision);
+        if let Some(end) = &self.range_end {
+            options = options.with_range(end.clone());
+        }
+        if self.request.keys_only {
+            options = options.with_keys_only();
+        }
+        options
+    }
+
+    /// The first request goes to the first endpoint that serves it (the next one when an
+    /// endpoint fails); the rest of a paged read stays on that endpoint.
+    async fn first(
+        &self,
+        options: GetOptions,
+    ) -> Result<(EndpointClient, etcd_client::GetResponse)> {
+        self.config
+            .read_any(move |client| {
+                let (key, options) = (self.request.key.clone(), options.clone());
+                async move {
+                    let response = fetch(&client, key, options).await?;
+                    Ok((client, response))
+                }
+            })
+            .await
+    }
+
+    fn views(&self, kvs: &[etcd_client::KeyValue]) -> Vec<KeyValueView> {
+        kvs.iter()
+            .map(|kv| KeyValueView::from_kv(kv, self.request.keys_only, self.request.show_secrets))
+            .collect()
+    }
+
+    /// A sorted read, or one key: a single request, sorted by etcd.
+    async fn one_page(
+        &self,
+        on_page: &mut impl FnMut(Vec<KeyValueView>) -> Result<()>,
+    ) -> Result<GetSummary> {
+        let request = self.request;
+        let mut options = self.base(request.revision);
         if let Some((by, ascending)) = request.sort {
             let order = if ascending {
                 SortOrder::Ascend
@@ -254,112 +296,125 @@ pub async fn get_pages(
         if request.limit > 0 {
             options = options.with_limit(request.limit);
         }
-        let (_, response) = first_read(options).await?;
-        let page: Vec<KeyValueView> = response
-            .kvs()
-            .iter()
-            .map(|kv| KeyValueView::from_kv(kv, request.keys_only, request.show_secrets))
-            .collect();
+        let (_, response) = self.first(options).await?;
+        let page = self.views(response.kvs());
         let returned = page.len() as u64;
         on_page(page)?;
-        return Ok(GetSummary {
+        Ok(GetSummary {
             revision: response.header().map(|h| h.revision()).unwrap_or_default(),
             count: response.count(),
             returned,
             more: response.more(),
-        });
+        })
     }
 
-    // Pages adapt to the data: etcd counts the whole remaining range on every page (O(n) per
-    // request), so few large pages are much faster than many small ones, while the bytes per
-    // page stay near PAGE_BYTES whatever the value sizes. The next page is requested before the
-    // current one is handed over, so etcd's work overlaps ours.
-    let adaptive = request.page_size <= 0;
-    let mut page_size = if !adaptive {
-        request.page_size
-    } else if request.keys_only {
-        FIRST_PAGE_KEYS_ONLY
-    } else {
-        FIRST_PAGE_WITH_VALUES
-    };
-    let limit_for = |returned: u64, page_size: i64| {
-        if request.limit > 0 {
-            page_size.min(request.limit - returned as i64)
+    /// A range in key order, page by page at the first page's revision.
+    ///
+    /// Pages adapt to the data: etcd counts the whole remaining range on every page (O(n) per
+    /// request), so few large pages are much faster than many small ones, while the bytes per
+    /// page stay near PAGE_BYTES whatever the value sizes. The next page is requested before
+    /// the current one is handed over, so etcd's work overlaps ours.
+    async fn paged(
+        &self,
+        on_page: &mut impl FnMut(Vec<KeyValueView>) -> Result<()>,
+    ) -> Result<GetSummary> {
+        let request = self.request;
+        let adaptive = request.page_size <= 0;
+        let mut page_size = if !adaptive {
+            request.page_size
+        } else if request.keys_only {
+            FIRST_PAGE_KEYS_ONLY
         } else {
-            page_size
-        }
-    };
-    let (client, first) =
-        first_read(base(request.revision).with_limit(limit_for(0, page_size))).await?;
-    let spawn_fetch = |key: Vec<u8>, options: GetOptions| {
-        let client = client.clone();
-        tokio::spawn(async move { fetch(&client, key, options).await })
-    };
-    let joined =
-        |r: std::result::Result<Result<etcd_client::GetResponse>, tokio::task::JoinError>| {
-            r.map_err(|e| Error::Request {
-                operation: "get",
-                endpoint: client.endpoint().to_string(),
-                message: e.to_string(),
-            })?
+            FIRST_PAGE_WITH_VALUES
         };
-    let mut revision = request.revision;
-    let mut returned: u64 = 0;
-    let mut count: Option<i64> = None;
-    let mut pending = Some(tokio::spawn(std::future::ready(Ok(first))));
-    while let Some(next) = pending.take() {
-        let response = joined(next.await)?;
-        if revision == 0 {
-            // Pin every later page to the first page's revision: one consistent view.
-            revision = response.header().map(|h| h.revision()).unwrap_or_default();
-        }
-        count.get_or_insert(response.count());
-        let kvs = response.kvs();
-        let page_bytes: usize = kvs.iter().map(|kv| kv.key().len() + kv.value().len()).sum();
-        if adaptive {
-            let full = kvs.len() as i64 >= page_size;
-            if full && page_bytes < PAGE_BYTES / 4 {
-                page_size = (page_size * 4).min(MAX_PAGE_KEYS);
-            } else if full && page_bytes < PAGE_BYTES / 2 {
-                page_size = (page_size * 2).min(MAX_PAGE_KEYS);
-            } else if page_bytes > PAGE_BYTES * 2 {
-                page_size = (page_size / 2).max(16);
+        let limit_for = |returned: u64, page_size: i64| {
+            if request.limit > 0 {
+                page_size.min(request.limit - returned as i64)
+            } else {
+                page_size
+            }
+        };
+        let (client, first) = self
+            .first(
+                self.base(request.revision)
+                    .with_limit(limit_for(0, page_size)),
+            )
+            .await?;
+        let spawn_fetch = |key: Vec<u8>, options: GetOptions| {
+            let client = client.clone();
+            tokio::spawn(async move { fetch(&client, key, options).await })
+        };
+        let joined =
+            |r: std::result::Result<Result<etcd_client::GetResponse>, tokio::task::JoinError>| {
+                r.map_err(|e| Error::Request {
+                    operation: "get",
+                    endpoint: client.endpoint().to_string(),
+                    message: e.to_string(),
+                })?
+            };
+        let mut revision = request.revision;
+        let mut returned: u64 = 0;
+        let mut count: Option<i64> = None;
+        let mut pending = Some(tokio::spawn(std::future::ready(Ok(first))));
+        while let Some(next) = pending.take() {
+            let response = joined(next.await)?;
+            if revision == 0 {
+                // Pin every later page to the first page's revision: one consistent view.
+                revision = response.header().map(|h| h.revision()).unwrap_or_default();
+            }
+            count.get_or_insert(response.count());
+            let kvs = response.kvs();
+            if adaptive {
+                page_size = next_page_size(page_size, kvs);
+            }
+            returned += kvs.len() as u64;
+            let limit_reached = request.limit > 0 && returned as i64 >= request.limit;
+            let more = response.more();
+            if let Some(last) = kvs.last()
+                && more
+                && !limit_reached
+            {
+                let mut start = last.key().to_vec();
+                start.push(0);
+                pending = Some(spawn_fetch(
+                    start,
+                    self.base(revision)
+                        .with_limit(limit_for(returned, page_size)),
+                ));
+            }
+            on_page(self.views(kvs))?;
+            if pending.is_none() {
+                return Ok(GetSummary {
+                    revision,
+                    count: count.unwrap_or_default(),
+                    returned,
+                    more: more && limit_reached,
+                });
             }
         }
-        returned += kvs.len() as u64;
-        let limit_reached = request.limit > 0 && returned as i64 >= request.limit;
-        let more = response.more();
-        if let Some(last) = kvs.last()
-            && more
-            && !limit_reached
-        {
-            let mut start = last.key().to_vec();
-            start.push(0);
-            pending = Some(spawn_fetch(
-                start,
-                base(revision).with_limit(limit_for(returned, page_size)),
-            ));
-        }
-        let page: Vec<KeyValueView> = kvs
-            .iter()
-            .map(|kv| KeyValueView::from_kv(kv, request.keys_only, request.show_secrets))
-            .collect();
-        on_page(page)?;
-        if pending.is_none() {
-            return Ok(GetSummary {
-                revision,
-                count: count.unwrap_or_default(),
-                returned,
-                more: more && limit_reached,
-            });
-        }
+        Ok(GetSummary {
+            revision,
+            count: count.unwrap_or_default(),
+            returned,
+            more: false,
+        })
     }
-    Ok(GetSummary {
-        revision,
-        count: count.unwrap_or_default(),
-        returned,
-        more: false,
-    })
+}
+
+/// The size of the next page after a page of `page_size` keys that held `kvs`: larger while
+/// pages are full and small in bytes, smaller when a page is far above PAGE_BYTES.
+fn next_page_size(page_size: i64, kvs: &[etcd_client::KeyValue]) -> i64 {
+    let page_bytes: usize = kvs.iter().map(|kv| kv.key().len() + kv.value().len()).sum();
+    let full = kvs.len() as i64 >= page_size;
+    if full && page_bytes < PAGE_BYTES / 4 {
+        (page_size * 4).min(MAX_PAGE_KEYS)
+    } else if full && page_bytes < PAGE_BYTES / 2 {
+        (page_size * 2).min(MAX_PAGE_KEYS)
+    } else if page_bytes > PAGE_BYTES * 2 {
+        (page_size / 2).max(16)
+    } else {
+        page_size
+    }
 }
 
 /// First page size for keys-only reads (keys are small).

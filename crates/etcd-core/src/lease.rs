@@ -50,7 +50,7 @@ impl FromStr for LeaseId {
         match i64::from_str_radix(hex, 16) {
             Ok(id) if id > 0 => Ok(LeaseId(id)),
             _ => Err(format!(
-                "'{s}' is not a lease ID (hex, as `lease list` prints it)"
+                "'{s}' is not a lease ID (hex, as the lease list shows it)"
             )),
         }
     }
@@ -165,7 +165,7 @@ pub async fn lease_time_to_live(
     if id.0 <= 0 {
         return Err(Error::InvalidOption {
             option: "lease ID",
-            reason: format!("{id} is not a lease ID; `lease list` shows the IDs"),
+            reason: format!("{id} is not a lease ID; the lease list shows the IDs"),
         });
     }
     config

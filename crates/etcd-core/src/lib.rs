@@ -84,13 +84,14 @@ pub use config::{
 };
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
-pub use etcd_common::parse_duration;
 pub use endpoint::{
     EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
     endpoint_hashkv, endpoint_health, endpoint_status,
 };
 pub use error::{Error, Result};
+pub use etcd_common::parse_duration;
 pub use etcd_common::write_file_atomically;
+pub use etcd_common::{redact_endpoint, redact_urls};
 pub use history::{
     EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
 };
@@ -113,7 +114,6 @@ pub use membership::{
 pub use pki::{
     CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
 };
-pub use etcd_common::{redact_endpoint, redact_urls};
 pub use server_config::{
     ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
     ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,

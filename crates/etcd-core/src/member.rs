@@ -1,5 +1,5 @@
-//! Cluster membership: listing members (adding and removing come with the cluster-operations
-//! issue).
+//! Cluster membership: listing members, and which endpoints a command addresses (adding,
+//! removing, updating and promoting are in `membership`).
 
 use serde::Serialize;
 
@@ -89,6 +89,18 @@ pub enum Targets {
     Configured,
     /// Every member's client URLs, from the member list.
     Cluster,
+}
+
+impl Targets {
+    /// Every member's client URLs when `cluster` (a `--cluster` switch or `cluster: true`
+    /// option), else the configured endpoints.
+    pub fn of(cluster: bool) -> Targets {
+        if cluster {
+            Targets::Cluster
+        } else {
+            Targets::Configured
+        }
+    }
 }
 
 /// Resolves [`Targets`] to endpoint URLs.

@@ -1,6 +1,10 @@
-//! Changing membership safely: add, remove, update, promote. Each is idempotent (asking for
-//! what is already true changes nothing and says so) and guarded; every guard can be
-//! overridden only with `force`.
+//! Changing membership: add, remove, update, promote. Each is idempotent (asking for what is
+//! already true changes nothing and says so) and asks the caller's guard before it changes
+//! anything: the guard gets the cluster as the change is about to be made against it (the
+//! same view, so nothing can change between the check and the change) and the member
+//! concerned, and its refusal stops the change. The quorum guards themselves, with their
+//! typed `force`, are the workflow layer's (`etcdops::guard::quorum`), which every
+//! `etcdops::member` workflow passes here.
 //!
 //! Members are matched by peer URLs first, then by ID, then by name: a member added but not
 //! yet started has no name, and peer URLs are what the operator actually knows.
@@ -72,25 +76,6 @@ fn same_urls(a: &[String], b: &[String]) -> bool {
 
 fn refused(reason: String) -> Error {
     Error::Refused { reason }
-}
-
-fn unhealthy_summary(view: &ClusterView) -> String {
-    view.unhealthy()
-        .iter()
-        .map(|m| {
-            format!(
-                "{} ({}): {}",
-                m.member.id,
-                if m.member.name.is_empty() {
-                    "unstarted"
-                } else {
-                    &m.member.name
-                },
-                m.error.as_deref().unwrap_or("unhealthy")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// A client to a healthy member other than `avoid`, preferring the leader (membership
@@ -174,14 +159,12 @@ where
 /// A request to add a member.
 #[derive(Debug, Clone, Default)]
 pub struct MemberAddRequest {
-    /// Name the new member will start with (`--name` of etcd).
+    /// Name the new member will start with (etcd's `ETCD_NAME`).
     pub name: String,
     /// Its peer URLs.
     pub peer_urls: Vec<String>,
     /// Add as a non-voting learner.
     pub learner: bool,
-    /// Skip the guards.
-    pub force: bool,
     /// Run every check and report what would change, but change nothing (check mode).
     pub dry_run: bool,
 }
@@ -232,18 +215,18 @@ fn start_env(members: &[Member], member: &Member, name: &str) -> BTreeMap<String
 fn validate_peer_urls(urls: &[String]) -> Result<()> {
     if urls.is_empty() {
         return Err(Error::InvalidOption {
-            option: "peer-urls",
+            option: "peer_urls",
             reason: "give at least one peer URL, e.g. https://10.0.0.4:2380".into(),
         });
     }
     for u in urls {
         let parsed = url::Url::parse(u).map_err(|e| Error::InvalidOption {
-            option: "peer-urls",
+            option: "peer_urls",
             reason: format!("'{u}' is not a URL ({e}); write it as https://HOST:2380"),
         })?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.port().is_none() {
             return Err(Error::InvalidOption {
-                option: "peer-urls",
+                option: "peer_urls",
                 reason: format!("'{u}' must be http(s)://HOST:PORT"),
             });
         }
@@ -251,18 +234,24 @@ fn validate_peer_urls(urls: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Adds a member, or confirms it is there. Refuses (unless forced) to add a voter while any
-/// member is unhealthy: a new voter raises the quorum before it can vote.
-pub async fn member_add(
+/// Adds a member, or confirms it is there. Refuses a name or peer URLs another member has;
+/// asks `guard` (with the cluster as read) before adding, also in a dry run.
+pub async fn member_add<E, G>(
     config: &ClusterConfig,
     request: &MemberAddRequest,
-) -> Result<MemberAddResult> {
+    guard: G,
+) -> std::result::Result<MemberAddResult, E>
+where
+    E: From<Error>,
+    G: FnOnce(&ClusterView) -> std::result::Result<(), E>,
+{
     validate_peer_urls(&request.peer_urls)?;
     if request.name.trim().is_empty() {
         return Err(Error::InvalidOption {
             option: "name",
-            reason: "give the new member's name (its etcd --name)".into(),
-        });
+            reason: "give the new member's name (the name its etcd starts with, ETCD_NAME)".into(),
+        }
+        .into());
     }
     let view = cluster_view(config).await?;
     let members: Vec<Member> = view.members.iter().map(|m| m.member.clone()).collect();
@@ -274,9 +263,10 @@ pub async fn member_add(
         let member = existing.member.clone();
         if member.is_learner && !request.learner {
             return Err(refused(format!(
-                "member {} with these peer URLs exists as a learner; promote it with `member promote {}`",
-                member.id, member.id
-            )));
+                "member {} with these peer URLs exists as a learner; promote it instead",
+                member.id
+            ))
+            .into());
         }
         return Ok(MemberAddResult {
             changed: false,
@@ -290,11 +280,12 @@ pub async fn member_add(
     }
     if let Some(clash) = view.members.iter().find(|m| m.member.name == request.name) {
         return Err(refused(format!(
-            "a member named '{}' ({}) exists with peer URLs {}; use `member update` to change them or pick another name",
+            "a member named '{}' ({}) exists with peer URLs {}; update its peer URLs instead, or pick another name",
             request.name,
             clash.member.id,
             clash.member.peer_urls.join(",")
-        )));
+        ))
+        .into());
     }
     if let Some(overlap) = view.members.iter().find(|m| {
         m.member.peer_urls.iter().any(|u| {
@@ -308,14 +299,10 @@ pub async fn member_add(
             "member {} already uses some of these peer URLs ({}); give all of its URLs or remove it first",
             overlap.member.id,
             overlap.member.peer_urls.join(",")
-        )));
+        ))
+        .into());
     }
-    if !request.learner && !request.force && !view.unhealthy().is_empty() {
-        return Err(refused(format!(
-            "not adding a voting member while members are unhealthy ({}): the new member raises the quorum before it can vote; add it with --learner and promote it once in sync, or use --force",
-            unhealthy_summary(&view)
-        )));
-    }
+    guard(&view)?;
     if request.dry_run {
         let member = Member {
             id: MemberId(0),
@@ -354,10 +341,12 @@ pub async fn member_add(
         }
     })
     .await?;
-    let added = response.member().ok_or_else(|| Error::Request {
-        operation: "member add",
-        endpoint: client.endpoint().to_string(),
-        message: "etcd did not return the new member".into(),
+    let added = response.member().ok_or_else(|| {
+        E::from(Error::Request {
+            operation: "member add",
+            endpoint: client.endpoint().to_string(),
+            message: "etcd did not return the new member".into(),
+        })
     })?;
     let member = Member {
         id: MemberId(added.id()),
@@ -397,15 +386,19 @@ pub struct MemberChangeResult {
     pub leadership_moved_to: Option<MemberId>,
 }
 
-/// Removes a member, or confirms it is gone. Guards: the removal must leave a quorum of
-/// healthy voters; a leader hands leadership to a healthy follower first. With `dry_run`
-/// the guards run and nothing changes.
-pub async fn member_remove(
+/// Removes a member, or confirms it is gone; a leader hands leadership to a healthy
+/// follower first. Asks `guard` (with the cluster as read and the member) before removing,
+/// also in a dry run.
+pub async fn member_remove<E, G>(
     config: &ClusterConfig,
     selector: &str,
-    force: bool,
     dry_run: bool,
-) -> Result<MemberChangeResult> {
+    guard: G,
+) -> std::result::Result<MemberChangeResult, E>
+where
+    E: From<Error>,
+    G: FnOnce(&ClusterView, &MemberState) -> std::result::Result<(), E>,
+{
     check_selector(selector)?;
     let view = cluster_view(config).await?;
     let Some(target) = find_member(&view, selector) else {
@@ -417,23 +410,7 @@ pub async fn member_remove(
         });
     };
     let target = target.clone();
-    if !target.member.is_learner && !force {
-        let voters_after = view.voters().count() - 1;
-        let quorum_after = voters_after / 2 + 1;
-        let healthy_after = view.healthy_voters() - usize::from(target.healthy);
-        if voters_after == 0 {
-            return Err(refused(
-                "this is the last voting member; removing it would destroy the cluster".into(),
-            ));
-        }
-        if healthy_after < quorum_after {
-            return Err(refused(format!(
-                "removing {} would leave {healthy_after} healthy voting member(s) of {voters_after}, below the quorum of {quorum_after}; fix the unhealthy members first ({}), or use --force",
-                target.member.id,
-                unhealthy_summary(&view)
-            )));
-        }
-    }
+    guard(&view, &target)?;
     let is_leader = view.leader == Some(target.member.id);
     if dry_run {
         return Ok(MemberChangeResult {
@@ -451,28 +428,11 @@ pub async fn member_remove(
             leadership_moved_to: None,
         });
     }
-    let mut moved_to = None;
-    if is_leader && view.voters().count() > 1 {
-        let successor = view
-            .voters()
-            .filter(|m| m.healthy && m.member.id != target.member.id)
-            .max_by_key(|m| m.status.as_ref().map(|s| s.raft_index).unwrap_or(0))
-            .ok_or_else(|| {
-                refused("the leader has no healthy follower to hand leadership to".into())
-            })?;
-        let successor_id = successor.member.id;
-        let endpoint = target
-            .endpoint
-            .clone()
-            .ok_or_else(|| refused("the leader has no client URL".into()))?;
-        let leader_client = config.connect_endpoint(&endpoint).await?;
-        leader_client
-            .call("move leader", |mut c| async move {
-                c.move_leader(successor_id.0).await
-            })
-            .await?;
-        moved_to = Some(successor_id);
-    }
+    let moved_to = if is_leader && view.voters().count() > 1 {
+        Some(move_leadership_off(config, &view, &target).await?)
+    } else {
+        None
+    };
     // Send the removal through another member: the removed one stops serving.
     let client = client_for_change(config, &view, Some(target.member.id)).await?;
     let id = target.member.id.0;
@@ -492,6 +452,33 @@ pub async fn member_remove(
         member: Some(target.member),
         leadership_moved_to: moved_to,
     })
+}
+
+/// Hands leadership from `target` (the leader) to its healthy follower with the highest raft index.
+async fn move_leadership_off(
+    config: &ClusterConfig,
+    view: &ClusterView,
+    target: &MemberState,
+) -> Result<MemberId> {
+    let successor = view
+        .voters()
+        .filter(|m| m.healthy && m.member.id != target.member.id)
+        .max_by_key(|m| m.status.as_ref().map(|s| s.raft_index).unwrap_or(0))
+        .ok_or_else(|| {
+            refused("the leader has no healthy follower to hand leadership to".into())
+        })?;
+    let successor_id = successor.member.id;
+    let endpoint = target
+        .endpoint
+        .clone()
+        .ok_or_else(|| refused("the leader has no client URL".into()))?;
+    let leader_client = config.connect_endpoint(&endpoint).await?;
+    leader_client
+        .call("move leader", |mut c| async move {
+            c.move_leader(successor_id.0).await
+        })
+        .await?;
+    Ok(successor_id)
 }
 
 /// Changes a member's peer URLs, or confirms they are already these (`dry_run`: only says).
@@ -542,7 +529,7 @@ pub async fn member_update(
     Ok(MemberChangeResult {
         changed: true,
         message: format!(
-            "updated the peer URLs of member {}; restart it with the new --initial-advertise-peer-urls",
+            "updated the peer URLs of member {}; restart it advertising the new peer URLs (ETCD_INITIAL_ADVERTISE_PEER_URLS)",
             member.id
         ),
         member: Some(member),
@@ -553,14 +540,18 @@ pub async fn member_update(
 /// How close a learner must be to the leader's raft index to be promoted, as etcd checks.
 pub const LEARNER_READY_PERCENT: u64 = 90;
 
-/// Promotes a learner to a voter, or confirms it is one. Refuses (unless forced) a learner
-/// that is unreachable or behind the leader. With `dry_run` the guards run, nothing changes.
-pub async fn member_promote(
+/// Promotes a learner to a voter, or confirms it is one. Asks `guard` (with the cluster as
+/// read and the learner) before promoting, also in a dry run.
+pub async fn member_promote<E, G>(
     config: &ClusterConfig,
     selector: &str,
-    force: bool,
     dry_run: bool,
-) -> Result<MemberChangeResult> {
+    guard: G,
+) -> std::result::Result<MemberChangeResult, E>
+where
+    E: From<Error>,
+    G: FnOnce(&ClusterView, &MemberState) -> std::result::Result<(), E>,
+{
     check_selector(selector)?;
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
@@ -577,32 +568,7 @@ pub async fn member_promote(
             leadership_moved_to: None,
         });
     }
-    if !force {
-        let leader_index = view
-            .leader_state()
-            .and_then(|l| l.status.as_ref())
-            .map(|s| s.raft_index)
-            .ok_or_else(|| {
-                refused("the cluster has no reachable leader; promotion needs one".into())
-            })?;
-        let learner_index = target
-            .status
-            .as_ref()
-            .map(|s| s.raft_applied_index)
-            .ok_or_else(|| {
-                refused(format!(
-                    "learner {} does not answer ({}); start it and let it catch up first",
-                    target.member.id,
-                    target.error.as_deref().unwrap_or("unreachable")
-                ))
-            })?;
-        if learner_index * 100 < leader_index * LEARNER_READY_PERCENT {
-            return Err(refused(format!(
-                "learner {} is not in sync: applied index {learner_index} against the leader's {leader_index}; wait and retry, or use --force",
-                target.member.id
-            )));
-        }
-    }
+    guard(&view, &target)?;
     if dry_run {
         return Ok(MemberChangeResult {
             changed: true,

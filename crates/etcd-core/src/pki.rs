@@ -494,7 +494,8 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
         ExtendedKeyUsagePurpose::ClientAuth,
     ];
     let not_after = params.not_after.unix_timestamp();
-    let key = KeyPair::generate().map_err(|e| invalid("key", format!("cannot generate: {e}")))?;
+    let key =
+        KeyPair::generate().map_err(|e| invalid("key pair", format!("cannot generate: {e}")))?;
     let cert = params
         .signed_by(&key, &issuer)
         .map_err(|e| invalid("certificate", format!("cannot sign: {e}")))?;

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{K8sError, Result};
 use crate::scan::raw_value;
 use crate::value::{PROTOBUF_MAGIC, PlainFormat, Storage, classify};
+use etcd_common::{Hint, OptionId};
+
+/// The key given is a prefix: every key starting with it.
+const PREFIX_SWITCH: OptionId = OptionId::switch("prefix");
 
 /// The annotation `kubectl apply` leaves behind: for a Secret it holds the data again.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -251,10 +255,10 @@ pub async fn k8s_get(
     mut on_value: impl FnMut(DecodedValue) -> std::io::Result<()>,
 ) -> Result<GetSummary> {
     if request.key.is_empty() {
-        return Err(K8sError::InvalidOption {
-            option: "key",
-            reason: "give a key, or a prefix with --prefix (e.g. /registry/secrets/default/)"
-                .into(),
+        return Err(K8sError::InvalidRequest {
+            what: "key",
+            reason: "give a key, or a prefix of keys (e.g. /registry/secrets/default/)".into(),
+            hint: Hint::option(PREFIX_SWITCH),
         });
     }
     let get = GetRequest {

@@ -1,5 +1,7 @@
 //! The error type of etcd-k8s. No variant ever carries key material or Secret data.
 
+use etcd_common::{Hint, Hinted, OptionId, options};
+
 /// Result with [`K8sError`].
 pub type Result<T, E = K8sError> = std::result::Result<T, E>;
 
@@ -17,7 +19,8 @@ pub enum K8sError {
     /// The store holding a snapshot failed.
     #[error(transparent)]
     Store(#[from] etcd_store::StoreError),
-    /// Bad input from the user.
+    /// Bad input from the user. When `option` is an option's neutral id (`prefix`,
+    /// `resources`, `key_name`), that option is the error's hint.
     #[error("invalid {option}: {reason}")]
     InvalidOption {
         /// The option.
@@ -25,12 +28,42 @@ pub enum K8sError {
         /// What was wrong and what to do.
         reason: String,
     },
+    /// A request is wrong in a way one of `hint`'s options fixes.
+    #[error("invalid {what}: {reason}")]
+    InvalidRequest {
+        /// What is wrong, in words.
+        what: &'static str,
+        /// What was wrong and what to do, without a front-end's spelling of an option.
+        reason: String,
+        /// The options that fix it.
+        hint: Hint,
+    },
+    /// No known prefix holds Kubernetes data (hint: give the prefix).
+    #[error(
+        "no Kubernetes data found: no key under {looked}; give the prefix kube-apiserver \
+         stores under (its etcd-prefix setting)"
+    )]
+    NoPrefixFound {
+        /// The prefixes looked under, `/registry/ or /kubernetes.io/`.
+        looked: String,
+    },
+    /// Platform detection found no etcd, so no connection settings (hint: give them).
+    #[error(
+        "platform auto: no etcd found under {root} ({looked}); give the endpoints and TLS \
+         files instead"
+    )]
+    NoEtcdFound {
+        /// The root looked under.
+        root: String,
+        /// Where it looked.
+        looked: String,
+    },
     /// No Kubernetes data was found where it was looked for.
     #[error("{0}")]
     NoKubernetesData(String),
     /// A scan found no object at all: never a pass.
     #[error(
-        "scanned 0 objects under {prefix} for {resources}: nothing proves encryption; check --prefix and --resource (and that this is the etcd of a Kubernetes cluster)"
+        "scanned 0 objects under {prefix} for {resources}: nothing proves encryption; check the prefix and the resources (and that this is the etcd of a Kubernetes cluster)"
     )]
     NothingScanned {
         /// The prefix scanned.
@@ -53,6 +86,30 @@ pub enum K8sError {
         path: String,
         /// What was wrong and what to do (never a key's material).
         reason: String,
+    },
+    /// `generate` would replace a file that holds other keys (hint: force it).
+    #[error(
+        "{path}: exists with other keys ({keys}); change keys with the rotation steps, or \
+         replace the file, forced (objects written with the keys it holds become unreadable)"
+    )]
+    WouldReplace {
+        /// The file.
+        path: String,
+        /// The file's key names, per entry.
+        keys: String,
+    },
+    /// No entry of the file covers the resources asked for (hint: give an entry's resources).
+    #[error(
+        "{path}: no entry for resources {resources}; give the resources of one of its entries \
+         (the file has: {entries})"
+    )]
+    NoEntry {
+        /// The file.
+        path: String,
+        /// The resources asked for, comma-separated.
+        resources: String,
+        /// The resources of each entry of the file.
+        entries: String,
     },
     /// A key-rotation step was asked for out of order, or the file is in no state for it.
     #[error("{path}: refusing rotation step {step}: {reason}")]
@@ -89,4 +146,74 @@ pub enum K8sError {
     Random(String),
 }
 
-impl etcd_common::Hinted for K8sError {}
+/// A key prefix under which kube-apiserver stores its objects.
+pub(crate) const PREFIX: OptionId = OptionId::value("prefix");
+/// The resources to scan or an entry covers.
+pub(crate) const RESOURCES: OptionId = OptionId::value("resources");
+/// The name of an encryption key.
+pub(crate) const KEY_NAME: OptionId = OptionId::value("key_name");
+/// A snapshot to scan offline.
+pub(crate) const SNAPSHOT: OptionId = OptionId::value("snapshot");
+/// The directory standing for `/` in platform detection.
+pub(crate) const ROOT: OptionId = OptionId::value("root");
+/// OpenShift's backup pair's directory.
+pub(crate) const OPENSHIFT_BACKUP_DIR: OptionId = OptionId::value("openshift_backup_dir");
+/// The age recipients a backup is encrypted to.
+pub(crate) const ENCRYPT_TO: OptionId = OptionId::value("encrypt_to");
+
+/// The options an [`K8sError::InvalidOption`] may name (by neutral id, or with hyphens).
+const OPTIONS: &[OptionId] = &[
+    PREFIX,
+    RESOURCES,
+    KEY_NAME,
+    SNAPSHOT,
+    ROOT,
+    OPENSHIFT_BACKUP_DIR,
+];
+
+fn option_named(name: &str) -> Option<OptionId> {
+    let name = match name.replace('-', "_").as_str() {
+        "resource" => "resources".to_string(),
+        other => other.to_string(),
+    };
+    OPTIONS.iter().copied().find(|o| o.name == name)
+}
+
+impl Hinted for K8sError {
+    fn hint(&self) -> Option<Hint> {
+        match self {
+            K8sError::Etcd(e) => e.hint(),
+            K8sError::Snapshot(e) => e.hint(),
+            K8sError::Store(e) => e.hint(),
+            K8sError::InvalidOption { option, .. } => option_named(option).map(Hint::option),
+            K8sError::InvalidRequest { hint, .. } => Some(hint.clone()),
+            K8sError::NoPrefixFound { .. } => Some(Hint::option(PREFIX)),
+            K8sError::NoEtcdFound { .. } => Some(Hint::any_of(&[
+                options::ENDPOINTS,
+                options::CACERT,
+                options::CERT,
+                options::KEY,
+            ])),
+            K8sError::NothingScanned { .. } => Some(Hint::any_of(&[PREFIX, RESOURCES])),
+            K8sError::WouldReplace { .. } | K8sError::ManagedByOperator { .. } => {
+                Some(Hint::option(options::FORCE))
+            }
+            K8sError::NoEntry { .. } => Some(Hint::option(RESOURCES)),
+            _ => None,
+        }
+    }
+
+    /// Transient when the etcd, snapshot or store error it wraps is.
+    fn is_transient(&self) -> bool {
+        match self {
+            K8sError::Etcd(e) => e.is_transient(),
+            K8sError::Snapshot(e) => e.is_transient(),
+            K8sError::Store(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

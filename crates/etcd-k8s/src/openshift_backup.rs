@@ -15,6 +15,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use etcd_common::Hint;
+
 use chrono::Local;
 use etcd_snapshot::{Manifest, open_snapshot_object};
 use etcd_store::Store;
@@ -22,7 +24,7 @@ use flate2::Compression as GzLevel;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{K8sError, Result};
+use crate::error::{ENCRYPT_TO, K8sError, OPENSHIFT_BACKUP_DIR, Result};
 use crate::platform::rooted;
 
 /// Where OpenShift keeps its static pods' resources (one `<pod>-<revision>` dir each).
@@ -58,9 +60,10 @@ impl OpenshiftBackupRequest {
 }
 
 fn not_with_encryption() -> K8sError {
-    K8sError::InvalidOption {
-        option: "openshift-backup-dir",
-        reason: "it writes the plain snapshot cluster-restore.sh reads, so it cannot be combined with encryption (--encrypt-to); keep the encrypted backup in the store and the pair on the control-plane host, with two saves".into(),
+    K8sError::InvalidRequest {
+        what: "OpenShift backup dir",
+        reason: "it writes the plain snapshot cluster-restore.sh reads, so it cannot be combined with encryption; keep the encrypted backup in the store and the pair on the control-plane host, with two saves".into(),
+        hint: Hint::any_of(&[ENCRYPT_TO, OPENSHIFT_BACKUP_DIR]),
     }
 }
 
@@ -102,7 +105,7 @@ pub fn latest_static_pod_resources(root: &Path) -> Result<Vec<(String, PathBuf)>
             return Err(K8sError::BadConfig {
                 path: base.display().to_string(),
                 reason: format!(
-                    "cannot read OpenShift's static pod resources ({e}); --openshift-backup-dir works on an OpenShift control-plane node only"
+                    "cannot read OpenShift's static pod resources ({e}); OpenShift's backup pair can be written on an OpenShift control-plane node only"
                 ),
             });
         }
@@ -158,7 +161,7 @@ pub async fn write_openshift_backup(
     for path in [&snapshot, &archive] {
         if path.symlink_metadata().is_ok() {
             return Err(K8sError::InvalidOption {
-                option: "openshift-backup-dir",
+                option: "openshift_backup_dir",
                 reason: format!("{} already exists; it is never overwritten", path.display()),
             });
         }

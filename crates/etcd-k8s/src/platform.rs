@@ -142,10 +142,12 @@ impl PlatformInfo {
     /// what was detected. Fails when no etcd was found.
     pub fn fill_connection(&self, mut options: ConnectionOptions) -> Result<ConnectionOptions> {
         if self.platform == Platform::None {
-            return Err(K8sError::NoKubernetesData(format!(
-                "platform auto: no etcd found under {} (no static pod manifest in {MANIFESTS_DIR}, no etcd.conf, no etcd systemd unit); give the endpoints and TLS files instead (--endpoints, --cacert, --cert, --key, or the module options of the same names)",
-                self.root.display()
-            )));
+            return Err(K8sError::NoEtcdFound {
+                root: self.root.display().to_string(),
+                looked: format!(
+                    "no static pod manifest in {MANIFESTS_DIR}, no etcd.conf, no etcd systemd unit"
+                ),
+            });
         }
         let nothing_set = options.endpoints.is_none() && options.discovery_srv.is_none();
         if nothing_set && !self.endpoints.is_empty() {
@@ -527,7 +529,7 @@ pub fn parse_pod_manifest(
         .env
         .get("ETCDCTL_ENDPOINTS")
         .map(|v| expand(v, &pod.env));
-    let mut endpoints = resolved(advertised, "--advertise-client-urls", &mut notes);
+    let mut endpoints = resolved(advertised, "etcd's advertise-client-urls", &mut notes);
     if endpoints.is_empty() {
         endpoints = resolved(
             list(etcdctl_endpoints.as_ref()),
@@ -538,7 +540,7 @@ pub fn parse_pod_manifest(
     if endpoints.is_empty() {
         endpoints = resolved(
             local_urls(&info.listen_client_urls),
-            "--listen-client-urls",
+            "etcd's listen-client-urls",
             &mut notes,
         );
     }
@@ -606,7 +608,7 @@ pub fn parse_pod_manifest(
         info.version_source = Some("image".into());
     } else if pod.image.is_some() {
         notes.push(
-            "etcd's version is not in the image reference (a digest); ask etcd: etcdops version"
+            "etcd's version is not in the image reference (a digest); ask etcd for its version"
                 .into(),
         );
     }
@@ -617,195 +619,6 @@ pub fn parse_pod_manifest(
     }
     info.notes.extend(notes);
     Ok(info)
-}
-
-const CONFIG_YAML: &str = "/etc/etcd/etcd.conf.yml";
-const CONFIG_ENV: [&str; 2] = ["/etc/etcd/etcd.conf", "/etc/default/etcd"];
-const UNITS: [&str; 3] = [
-    "/etc/systemd/system/etcd.service",
-    "/usr/lib/systemd/system/etcd.service",
-    "/lib/systemd/system/etcd.service",
-];
-const BINARIES: [&str; 3] = ["/usr/bin/etcd", "/usr/local/bin/etcd", "/opt/etcd/etcd"];
-
-/// `KEY=value` lines (comments and `export` allowed, quotes stripped).
-fn env_file(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| {
-            let l = l.strip_prefix("export ").unwrap_or(l);
-            let (k, v) = l.split_once('=')?;
-            Some((k.trim().to_string(), unquote(v)))
-        })
-        .collect()
-}
-
-/// A systemd unit's `ExecStart` words, `Environment=` pairs and `EnvironmentFile=` paths.
-struct Unit {
-    exec: Vec<String>,
-    env: BTreeMap<String, String>,
-    env_files: Vec<String>,
-}
-
-fn parse_unit(text: &str) -> Unit {
-    let mut unit = Unit {
-        exec: Vec::new(),
-        env: BTreeMap::new(),
-        env_files: Vec::new(),
-    };
-    // Continuation lines end with a backslash.
-    let joined = text.replace("\\\n", " ");
-    for line in joined.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("ExecStart=") {
-            unit.exec = shell_words(rest.trim_start_matches(['-', '@', '+', '!']))
-                .into_iter()
-                .map(|w| unquote(&w))
-                .collect();
-        } else if let Some(rest) = line.strip_prefix("Environment=") {
-            for pair in rest.split_whitespace() {
-                if let Some((k, v)) = unquote(pair).split_once('=') {
-                    unit.env.insert(k.to_string(), unquote(v));
-                }
-            }
-        } else if let Some(rest) = line.strip_prefix("EnvironmentFile=") {
-            unit.env_files
-                .push(rest.trim().trim_start_matches('-').to_string());
-        }
-    }
-    unit
-}
-
-/// The settings of a YAML config file (`etcd.conf.yml`) as flag name -> value.
-fn yaml_config(path: &Path, text: &str) -> Result<BTreeMap<String, String>> {
-    let doc: Value = serde_yaml_ng::from_str(text).map_err(|e| K8sError::BadConfig {
-        path: path.display().to_string(),
-        reason: format!("not an etcd YAML configuration: {e}"),
-    })?;
-    let mut flags = BTreeMap::new();
-    let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    };
-    if let Some(map) = doc.as_mapping() {
-        for (k, v) in map {
-            let Some(k) = k.as_str() else { continue };
-            if k == "client-transport-security" {
-                for (ik, iv) in v.as_mapping().into_iter().flatten() {
-                    if let (Some(ik), Some(iv)) = (ik.as_str(), scalar(iv)) {
-                        flags.insert(ik.to_string(), iv);
-                    }
-                }
-            } else if let Some(v) = scalar(v) {
-                flags.insert(k.to_string(), v);
-            }
-        }
-    }
-    Ok(flags)
-}
-
-fn detect_standalone(root: &Path) -> Result<PlatformInfo> {
-    let mut info = PlatformInfo::empty(Platform::Standalone, root);
-    // Settings by flag name; later sources fill only what earlier ones left unset:
-    // unit command line, unit Environment=, environment files, then the YAML file.
-    let mut flags: BTreeMap<String, String> = BTreeMap::new();
-    let mut binary = None;
-    if let Some(unit_path) = UNITS
-        .iter()
-        .map(|u| rooted(root, Path::new(u)))
-        .find(|p| exists(p))
-    {
-        let unit = parse_unit(&read(&unit_path)?);
-        info.unit_file = Some(unit_path);
-        if let Some(program) = unit.exec.first() {
-            binary = Some(rooted(root, Path::new(program)));
-        }
-        let mut env = unit.env.clone();
-        for file in &unit.env_files {
-            let path = rooted(root, Path::new(file));
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                for (k, v) in env_file(&text) {
-                    env.entry(k).or_insert(v);
-                }
-                info.config_file.get_or_insert(path);
-            }
-        }
-        for (k, v) in parse_flags(unit.exec.get(1..).unwrap_or(&[])) {
-            flags.insert(k, expand(&v, &env));
-        }
-        add_env_settings(&mut flags, &env);
-    }
-    if info.config_file.is_none()
-        && let Some(path) = CONFIG_ENV
-            .iter()
-            .map(|c| rooted(root, Path::new(c)))
-            .find(|p| exists(p))
-    {
-        add_env_settings(&mut flags, &env_file(&read(&path)?));
-        info.config_file = Some(path);
-    }
-    let yaml = flags
-        .get("config-file")
-        .map(|p| rooted(root, Path::new(p)))
-        .or_else(|| Some(rooted(root, Path::new(CONFIG_YAML))).filter(|p| exists(p)));
-    if let Some(path) = yaml {
-        // etcd ignores every other flag and variable when given a config file.
-        flags = yaml_config(&path, &read(&path)?)?;
-        info.config_file = Some(path);
-    }
-    if info.unit_file.is_none() && info.config_file.is_none() {
-        return Ok(PlatformInfo::empty(Platform::None, root));
-    }
-    let get = |flag: &str| flags.get(flag).cloned();
-    info.name = get("name");
-    info.listen_client_urls = list(get("listen-client-urls").as_ref());
-    let mut endpoints = list(get("advertise-client-urls").as_ref());
-    if endpoints.is_empty() {
-        endpoints = local_urls(&info.listen_client_urls);
-    }
-    if endpoints.is_empty() {
-        endpoints = vec!["http://127.0.0.1:2379".into()];
-    }
-    info.endpoints = resolved(endpoints, "client URLs", &mut info.notes);
-    info.peer_urls = list(get("initial-advertise-peer-urls").as_ref());
-    info.initial_cluster = get("initial-cluster");
-    let path = |flag: &str| get(flag).map(|p| rooted(root, Path::new(&p)));
-    info.data_dir = path("data-dir").or_else(|| {
-        info.name
-            .as_ref()
-            .map(|n| rooted(root, Path::new(&format!("{n}.etcd"))))
-    });
-    info.client_cert_auth = get("client-cert-auth").is_some_and(|v| v != "false");
-    info.cacert = path("trusted-ca-file");
-    info.server_cert = path("cert-file");
-    info.server_key = path("key-file");
-    if info.client_cert_auth && info.server_cert.is_some() {
-        info.cert = info.server_cert.clone();
-        info.key = info.server_key.clone();
-        info.notes.push("using etcd's server certificate as the client certificate (works when it carries the clientAuth usage); give --cert/--key otherwise".into());
-    }
-    let binary = binary.or_else(|| {
-        BINARIES
-            .iter()
-            .map(|b| rooted(root, Path::new(b)))
-            .find(|p| exists(p))
-    });
-    if let Some(version) = binary.as_deref().and_then(binary_version) {
-        info.version = Some(version);
-        info.version_source = Some("binary".into());
-    }
-    Ok(info)
-}
-
-fn add_env_settings(flags: &mut BTreeMap<String, String>, env: &BTreeMap<String, String>) {
-    for (k, v) in env {
-        if let Some(name) = k.strip_prefix("ETCD_") {
-            let flag = name.to_ascii_lowercase().replace('_', "-");
-            flags.entry(flag).or_insert_with(|| expand(v, env));
-        }
-    }
 }
 
 /// The file on the host under `root` that shows OpenShift's cluster-etcd-operator runs etcd
@@ -820,173 +633,8 @@ pub(crate) fn openshift_evidence_on_host(root: &Path) -> Option<String> {
     .find(|host_path| exists(&rooted(root, Path::new(host_path))))
 }
 
+mod standalone;
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    #[test]
-    fn flags_in_both_spellings() {
-        let words: Vec<String> = [
-            "etcd",
-            "--name=m0",
-            "--data-dir",
-            "/var/lib/etcd",
-            "--client-cert-auth",
-            "--x=\"q\"",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let flags = parse_flags(&words);
-        assert_eq!(flags["name"], "m0");
-        assert_eq!(flags["data-dir"], "/var/lib/etcd");
-        assert_eq!(flags["client-cert-auth"], "true");
-        assert_eq!(flags["x"], "q");
-    }
-
-    #[test]
-    fn image_tags_give_versions() {
-        assert_eq!(
-            version_from_image("registry.k8s.io/etcd:3.5.9-0").as_deref(),
-            Some("3.5.9")
-        );
-        assert_eq!(
-            version_from_image("quay.io/coreos/etcd:v3.4.23").as_deref(),
-            Some("3.4.23")
-        );
-        assert_eq!(version_from_image("localhost:5000/etcd"), None);
-        assert_eq!(version_from_image("quay.io/x/etcd@sha256:abc"), None);
-        assert_eq!(version_from_image("etcd:latest"), None);
-    }
-
-    #[test]
-    fn variables_expand_and_unknown_ones_stay() {
-        let env = BTreeMap::from([("IP".to_string(), "10.0.0.1".to_string())]);
-        assert_eq!(expand("https://${IP}:2379", &env), "https://10.0.0.1:2379");
-        assert_eq!(expand("https://$IP:2379", &env), "https://10.0.0.1:2379");
-        assert_eq!(expand("${NOPE}/x", &env), "${NOPE}/x");
-    }
-
-    #[test]
-    fn openshift_shell_script_and_volumes_are_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let manifest = rooted(root, Path::new(OPENSHIFT_MANIFEST));
-        std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
-        std::fs::write(
-            &manifest,
-            r#"
-apiVersion: v1
-kind: Pod
-spec:
-  containers:
-  - name: etcdctl
-    image: quay.io/openshift/etcd@sha256:0123
-    env:
-    - name: ETCDCTL_CERT
-      value: /etc/kubernetes/static-pod-certs/secrets/etcd-all-certs/etcd-peer-n1.crt
-    - name: ETCDCTL_KEY
-      value: /etc/kubernetes/static-pod-certs/secrets/etcd-all-certs/etcd-peer-n1.key
-  - name: etcd
-    image: quay.io/openshift/etcd@sha256:0123
-    env:
-    - name: NODE_n1_IP
-      value: 10.0.0.1
-    - name: ETCD_DATA_DIR
-      value: /var/lib/etcd
-    command:
-    - /bin/sh
-    - -c
-    - |
-      #!/bin/sh
-      set -euo pipefail
-      exec etcd \
-        --name=n1 \
-        --initial-advertise-peer-urls=https://${NODE_n1_IP}:2380 \
-        --trusted-ca-file=/etc/kubernetes/static-pod-certs/configmaps/etcd-serving-ca/ca-bundle.crt \
-        --client-cert-auth=true \
-        --advertise-client-urls=https://${NODE_n1_IP}:2379 \
-        --listen-client-urls=https://0.0.0.0:2379
-    volumeMounts:
-    - mountPath: /etc/kubernetes/static-pod-certs
-      name: cert-dir
-    - mountPath: /var/lib/etcd
-      name: data-dir
-  volumes:
-  - name: cert-dir
-    hostPath:
-      path: /etc/kubernetes/static-pod-resources/etcd-certs
-  - name: data-dir
-    hostPath:
-      path: /var/lib/etcd
-"#,
-        )
-        .unwrap();
-        let info = detect_platform(&PlatformRequest {
-            root: Some(root.to_path_buf()),
-        })
-        .unwrap();
-        assert_eq!(info.platform, Platform::Openshift);
-        assert_eq!(info.name.as_deref(), Some("n1"));
-        assert_eq!(info.endpoints, vec!["https://10.0.0.1:2379"]);
-        assert_eq!(info.peer_urls, vec!["https://10.0.0.1:2380"]);
-        assert_eq!(info.data_dir, Some(root.join("var/lib/etcd")));
-        assert_eq!(
-            info.cacert,
-            Some(root.join(
-                "etc/kubernetes/static-pod-resources/etcd-certs/configmaps/etcd-serving-ca/ca-bundle.crt"
-            ))
-        );
-        assert_eq!(
-            info.cert,
-            Some(root.join(
-                "etc/kubernetes/static-pod-resources/etcd-certs/secrets/etcd-all-certs/etcd-peer-n1.crt"
-            ))
-        );
-        assert_eq!(info.version, None);
-        assert_eq!(
-            openshift_evidence_on_host(root).as_deref(),
-            Some(OPENSHIFT_MANIFEST)
-        );
-    }
-
-    #[test]
-    fn package_env_file_and_unit() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let conf = rooted(root, Path::new("/etc/etcd/etcd.conf"));
-        std::fs::create_dir_all(conf.parent().unwrap()).unwrap();
-        std::fs::write(
-            &conf,
-            "# etcd\nETCD_NAME=default\nETCD_DATA_DIR=\"/var/lib/etcd/default.etcd\"\nETCD_LISTEN_CLIENT_URLS=\"http://0.0.0.0:2379\"\n",
-        )
-        .unwrap();
-        let unit = rooted(root, Path::new("/usr/lib/systemd/system/etcd.service"));
-        std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
-        std::fs::write(
-            &unit,
-            "[Service]\nEnvironmentFile=-/etc/etcd/etcd.conf\nExecStart=/usr/bin/etcd \\\n  --name=${ETCD_NAME}\n",
-        )
-        .unwrap();
-        let info = detect_platform(&PlatformRequest {
-            root: Some(root.to_path_buf()),
-        })
-        .unwrap();
-        assert_eq!(info.platform, Platform::Standalone);
-        assert_eq!(info.name.as_deref(), Some("default"));
-        assert_eq!(info.endpoints, vec!["http://127.0.0.1:2379"]);
-        assert_eq!(info.data_dir, Some(root.join("var/lib/etcd/default.etcd")));
-        assert_eq!(openshift_evidence_on_host(root), None);
-    }
-
-    #[test]
-    fn nothing_found_is_none() {
-        let dir = tempfile::tempdir().unwrap();
-        let info = detect_platform(&PlatformRequest {
-            root: Some(dir.path().to_path_buf()),
-        })
-        .unwrap();
-        assert_eq!(info.platform, Platform::None);
-        assert!(info.fill_connection(ConnectionOptions::default()).is_err());
-    }
-}
+use standalone::detect_standalone;

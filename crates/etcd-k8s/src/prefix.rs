@@ -15,7 +15,7 @@ pub fn normalize_prefix(prefix: &str) -> Result<String> {
     if trimmed.is_empty() {
         return Err(K8sError::InvalidOption {
             option: "prefix",
-            reason: "empty; give kube-apiserver's --etcd-prefix, e.g. /registry".into(),
+            reason: "empty; give the prefix kube-apiserver stores under (its etcd-prefix setting), e.g. /registry".into(),
         });
     }
     Ok(if trimmed.starts_with('/') {
@@ -51,14 +51,13 @@ pub fn choose_prefix(counts: &[(String, u64)]) -> Result<String> {
     with_keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     match with_keys.first() {
         Some((prefix, _)) => Ok(prefix.clone()),
-        None => Err(K8sError::NoKubernetesData(format!(
-            "no Kubernetes data found: no key under {}; give kube-apiserver's --etcd-prefix with --prefix",
-            counts
+        None => Err(K8sError::NoPrefixFound {
+            looked: counts
                 .iter()
                 .map(|(p, _)| format!("{p}/"))
                 .collect::<Vec<_>>()
-                .join(" or ")
-        ))),
+                .join(" or "),
+        }),
     }
 }
 
@@ -117,7 +116,7 @@ mod tests {
         assert_eq!(choose_prefix(&counts(2, 30)).unwrap(), "/kubernetes.io");
         let err = choose_prefix(&counts(0, 0)).unwrap_err().to_string();
         assert!(err.contains("/registry/ or /kubernetes.io/"), "{err}");
-        assert!(err.contains("--prefix"), "{err}");
+        assert!(err.contains("etcd-prefix setting"), "{err}");
     }
 
     #[test]

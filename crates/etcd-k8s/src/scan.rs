@@ -9,10 +9,9 @@ use base64::Engine;
 use etcd_core::{ClusterConfig, Encoding, GetRequest, KeyValueView, get_pages};
 use etcd_snapshot::{
     BoltDb, Identities, PageSource, SnapshotError, SnapshotFile, key_value_fields,
-    open_snapshot_file_decrypting, open_snapshot_object_decrypting, parse_revision_key,
-    split_trailer,
+    parse_revision_key, split_trailer,
 };
-use etcd_store::{Store, StoreOptions};
+use etcd_store::StoreOptions;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -353,18 +352,6 @@ pub async fn scan_live(
     tally.finish("etcd".into(), false, detected, revision)
 }
 
-/// Splits a backup URL `STORE/OBJECT` at the last `/`.
-fn split_url(url: &str) -> (String, String) {
-    let trimmed = url.trim_end_matches('/');
-    match trimmed.rsplit_once('/') {
-        Some((store, name)) if !store.is_empty() && !store.ends_with(':') => {
-            (store.to_string(), name.to_string())
-        }
-        Some((_, name)) => ("/".to_string(), name.to_string()),
-        None => (".".to_string(), trimmed.to_string()),
-    }
-}
-
 /// Opens a snapshot for reading page by page: a backup URL `STORE/OBJECT` when `source` has a
 /// scheme (downloaded, and decompressed when zstd, into an unnamed temporary file), else a
 /// local file (read in place, or decompressed into an unnamed temporary file when zstd).
@@ -373,17 +360,7 @@ pub async fn open_snapshot(
     options: &StoreOptions,
     identities: &Identities,
 ) -> Result<SnapshotFile> {
-    if source.contains("://") {
-        let (store_url, name) = split_url(source);
-        let store = Store::open(&store_url, options)?;
-        Ok(open_snapshot_object_decrypting(&store, &name, None, identities).await?)
-    } else {
-        Ok(open_snapshot_file_decrypting(
-            std::path::Path::new(source),
-            None,
-            identities,
-        )?)
-    }
+    Ok(etcd_snapshot::open_snapshot(source, options, identities).await?)
 }
 
 /// Audits an opened snapshot (`name` is for messages): see [`scan_db`].
@@ -700,15 +677,6 @@ mod tests {
             ..Default::default()
         };
         assert!(scan_snapshot_bytes("z.db", &bytes, &bad).is_err());
-    }
-
-    #[test]
-    fn urls_split_at_the_last_slash() {
-        assert_eq!(
-            split_url("s3://b/p/x.db.zst"),
-            ("s3://b/p".to_string(), "x.db.zst".to_string())
-        );
-        assert_eq!(split_url("x.db"), (".".to_string(), "x.db".to_string()));
     }
 
     #[test]

@@ -12,7 +12,11 @@ use etcd_core::{ClusterConfig, ConnectionOptions, Targets, endpoint_health};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{K8sError, Result};
-use crate::platform::{DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, Platform, parse_pod_manifest};
+use crate::openshift_backup::STATIC_POD_RESOURCES_DIR;
+use crate::platform::{
+    DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, OPENSHIFT_MANIFEST, Platform, PlatformInfo,
+    parse_pod_manifest, rooted,
+};
 
 /// The state asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,14 +26,6 @@ pub enum PodState {
     Stopped,
     /// The manifest is in the kubelet's directory and etcd is healthy.
     Started,
-}
-
-fn default_manifest() -> PathBuf {
-    PathBuf::from(KUBEADM_MANIFEST)
-}
-
-fn default_parking_dir() -> PathBuf {
-    PathBuf::from(DEFAULT_PARKING_DIR)
 }
 
 fn default_timeout() -> u64 {
@@ -42,14 +38,15 @@ fn default_timeout() -> u64 {
 pub struct StaticPodRequest {
     /// Stopped or started.
     pub state: PodState,
-    /// The manifest's path in the kubelet's directory (default
-    /// `/etc/kubernetes/manifests/etcd.yaml`).
-    #[serde(default = "default_manifest")]
-    pub manifest: PathBuf,
+    /// The manifest's path in the kubelet's directory (default: the one found under `root`,
+    /// OpenShift's `etcd-pod.yaml` or kubeadm's `etcd.yaml`, parked or not; else kubeadm's
+    /// `/etc/kubernetes/manifests/etcd.yaml`). See [`StaticPodRequest::manifest_path`].
+    #[serde(default)]
+    pub manifest: Option<PathBuf>,
     /// Where the manifest waits while etcd is stopped (default
-    /// `/etc/kubernetes/etcdops-parked`); must not be the kubelet's directory.
-    #[serde(default = "default_parking_dir")]
-    pub parking_dir: PathBuf,
+    /// `/etc/kubernetes/etcdops-parked` under `root`); must not be the kubelet's directory.
+    #[serde(default)]
+    pub parking_dir: Option<PathBuf>,
     /// Seconds to wait for etcd to go or to become healthy (default 120).
     #[serde(default = "default_timeout")]
     pub timeout: u64,
@@ -64,6 +61,47 @@ pub struct StaticPodRequest {
     /// there is one; without it, only the client ports are watched).
     #[serde(default)]
     pub crictl: Option<PathBuf>,
+}
+
+impl StaticPodRequest {
+    /// The host root (default `/`).
+    pub fn root(&self) -> PathBuf {
+        self.root.clone().unwrap_or_else(|| PathBuf::from("/"))
+    }
+
+    /// The manifest asked for, else the one found under the root, in the order platform
+    /// detection looks: OpenShift's (`etcd-pod.yaml`), then kubeadm's (`etcd.yaml`), in the
+    /// kubelet's directory or parked in the parking dir; else OpenShift's on a host with
+    /// OpenShift's static pod resources, else kubeadm's. Both front-ends default to this.
+    pub fn manifest_path(&self) -> PathBuf {
+        if let Some(manifest) = &self.manifest {
+            return manifest.clone();
+        }
+        let root = self.root();
+        let parking_dir = self.parking_dir_path();
+        let candidates =
+            [OPENSHIFT_MANIFEST, KUBEADM_MANIFEST].map(|m| rooted(&root, Path::new(m)));
+        let found = candidates.iter().find(|m| exists(m)).or_else(|| {
+            candidates.iter().find(|m| {
+                m.file_name()
+                    .is_some_and(|name| exists(&parking_dir.join(name)))
+            })
+        });
+        match found {
+            Some(manifest) => manifest.clone(),
+            None if exists(&rooted(&root, Path::new(STATIC_POD_RESOURCES_DIR))) => {
+                candidates[0].clone()
+            }
+            None => candidates[1].clone(),
+        }
+    }
+
+    /// The parking dir asked for, else `/etc/kubernetes/etcdops-parked` under the root.
+    pub fn parking_dir_path(&self) -> PathBuf {
+        self.parking_dir
+            .clone()
+            .unwrap_or_else(|| rooted(&self.root(), Path::new(DEFAULT_PARKING_DIR)))
+    }
 }
 
 /// What was done.
@@ -87,6 +125,32 @@ pub struct StaticPodResult {
     pub crictl: Option<PathBuf>,
     /// Notes (such as a leftover parked copy).
     pub notes: Vec<String>,
+}
+
+impl StaticPodResult {
+    /// What was done (or would be, in a dry run), in words.
+    pub fn summary(&self, dry_run: bool) -> String {
+        let waited = Duration::from_millis(self.waited_ms).as_secs_f64();
+        let (manifest, parked) = (self.manifest.display(), self.parked_manifest.display());
+        match (self.state, self.changed, dry_run) {
+            (PodState::Stopped, true, true) => {
+                format!("would move {manifest} to {parked} and wait for etcd to stop")
+            }
+            (PodState::Stopped, true, false) => {
+                format!("stopped: manifest parked at {parked}; etcd gone after {waited:.1}s")
+            }
+            (PodState::Stopped, false, _) => {
+                format!("already stopped: manifest parked at {parked}")
+            }
+            (PodState::Started, true, true) => {
+                format!("would move {parked} back to {manifest} and wait for etcd to be healthy")
+            }
+            (PodState::Started, true, false) => {
+                format!("started: manifest back at {manifest}; etcd healthy after {waited:.1}s")
+            }
+            (PodState::Started, false, _) => format!("already started: manifest at {manifest}"),
+        }
+    }
 }
 
 fn io<'a>(operation: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> K8sError + 'a {
@@ -203,13 +267,24 @@ async fn accepts(address: &str) -> bool {
     )
 }
 
-/// Stops or starts the static etcd pod. `connection` is used for the health check when
-/// starting; when `None`, endpoints and certificates come from the manifest.
-pub async fn static_pod(
-    request: &StaticPodRequest,
-    connection: Option<&ClusterConfig>,
-) -> Result<StaticPodResult> {
-    let manifest = &request.manifest;
+/// Where a pod's manifest is and may go, as [`static_pod`] found them.
+struct Places {
+    /// In the kubelet's directory.
+    manifest: PathBuf,
+    /// In the parking dir.
+    parked: PathBuf,
+    /// The parking dir.
+    parking_dir: PathBuf,
+    /// Whether the manifest is in the kubelet's directory.
+    in_place: bool,
+    /// Whether a parked copy exists.
+    is_parked: bool,
+}
+
+/// Finds the manifest (in place or parked) and reads it.
+fn locate(request: &StaticPodRequest) -> Result<(Places, PlatformInfo)> {
+    let manifest = request.manifest_path();
+    let parking_dir = request.parking_dir_path();
     let file_name = manifest
         .file_name()
         .ok_or_else(|| K8sError::InvalidOption {
@@ -220,164 +295,199 @@ pub async fn static_pod(
             ),
         })?;
     let manifests_dir = manifest.parent().unwrap_or(Path::new("/"));
-    if same_dir(manifests_dir, &request.parking_dir) {
+    if same_dir(manifests_dir, &parking_dir) {
         return Err(K8sError::InvalidOption {
             option: "parking_dir",
             reason: "is the kubelet's manifests directory, where the kubelet would keep running etcd; choose a directory outside it".into(),
         });
     }
-    let parked = request.parking_dir.join(file_name);
-    let root = request.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let parked = parking_dir.join(file_name);
     let platform = if file_name == "etcd-pod.yaml" {
         Platform::Openshift
     } else {
         Platform::Kubeadm
     };
-    let in_place = exists(manifest);
-    let is_parked = exists(&parked);
+    let (in_place, is_parked) = (exists(&manifest), exists(&parked));
     let source = match (in_place, is_parked) {
-        (true, _) => manifest.clone(),
-        (false, true) => parked.clone(),
+        (true, _) => &manifest,
+        (false, true) => &parked,
         (false, false) => {
             return Err(K8sError::BadConfig {
                 path: manifest.display().to_string(),
                 reason: format!(
-                    "no such manifest, and none parked in {}; give the manifest's path (option manifest) and the parking dir used to stop it",
-                    request.parking_dir.display()
+                    "no such manifest, and none parked in {}; give the manifest's path and the parking dir used to stop it",
+                    parking_dir.display()
                 ),
             });
         }
     };
-    let info = parse_pod_manifest(&root, &source, platform)?;
+    let info = parse_pod_manifest(&request.root(), source, platform)?;
+    let places = Places {
+        manifest,
+        parked,
+        parking_dir,
+        in_place,
+        is_parked,
+    };
+    Ok((places, info))
+}
+
+/// Stops or starts the static etcd pod. `connection` is used for the health check when
+/// starting; when `None`, endpoints and certificates come from the manifest.
+pub async fn static_pod(
+    request: &StaticPodRequest,
+    connection: Option<&ClusterConfig>,
+) -> Result<StaticPodResult> {
+    let (places, info) = locate(request)?;
     let mut result = StaticPodResult {
         state: request.state,
         changed: false,
-        manifest: manifest.clone(),
-        parked_manifest: parked.clone(),
+        manifest: places.manifest.clone(),
+        parked_manifest: places.parked.clone(),
         backup: None,
         endpoints: Vec::new(),
         waited_ms: 0,
         crictl: None,
         notes: Vec::new(),
     };
-    let timeout = Duration::from_secs(request.timeout);
     match request.state {
-        PodState::Stopped => {
-            let urls = if info.listen_client_urls.is_empty() {
-                info.endpoints.clone()
-            } else {
-                info.listen_client_urls.clone()
-            };
-            result.endpoints = urls.clone();
-            result.changed = in_place;
-            if request.dry_run {
-                return Ok(result);
-            }
-            if in_place {
-                std::fs::create_dir_all(&request.parking_dir)
-                    .map_err(io("create", &request.parking_dir))?;
-                if is_parked {
-                    let backup = backup_name(&parked);
-                    move_no_clobber(&parked, &backup)?;
-                    result.backup = Some(backup);
-                }
-                move_no_clobber(manifest, &parked)?;
-            }
-            let addresses = socket_addresses(&urls);
-            let mut crictl = request.crictl.clone().or_else(crictl_on_path);
-            let started = Instant::now();
-            loop {
-                let mut open = Vec::new();
-                for address in &addresses {
-                    if accepts(address).await {
-                        open.push(format!("etcd still accepts connections on {address}"));
-                    }
-                }
-                if open.is_empty()
-                    && let Some(tool) = crictl.clone()
-                {
-                    match running_etcd_containers(&tool).await {
-                        Ok(ids) if ids.is_empty() => {}
-                        Ok(ids) => open.push(format!(
-                            "crictl still lists a running etcd container ({})",
-                            ids.join(", ")
-                        )),
-                        Err(e) => {
-                            result.notes.push(format!(
-                                "{} could not list containers ({e}); watched the client ports only",
-                                tool.display()
-                            ));
-                            crictl = None;
-                        }
-                    }
-                }
-                if open.is_empty() {
-                    break;
-                }
-                if started.elapsed() > timeout {
-                    return Err(K8sError::BadConfig {
-                        path: parked.display().to_string(),
-                        reason: format!(
-                            "manifest parked, but after {}s {}; check the kubelet (journalctl -u kubelet, crictl ps --name etcd) and run again",
-                            request.timeout,
-                            open.join("; ")
-                        ),
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            result.crictl = crictl;
-            result.waited_ms = started.elapsed().as_millis() as u64;
-        }
-        PodState::Started => {
-            if in_place && is_parked {
-                result.notes.push(format!(
-                    "a parked copy remains at {} (kept; the manifest in place is the one running)",
-                    parked.display()
-                ));
-            }
-            result.changed = !in_place;
-            let config = match connection {
-                Some(config) => config.clone(),
-                None => info
-                    .fill_connection(ConnectionOptions::default())?
-                    .build()?,
-            };
-            result.endpoints = config.endpoints.clone();
-            if request.dry_run {
-                return Ok(result);
-            }
-            if !in_place {
-                move_no_clobber(&parked, manifest)?;
-            }
-            let started = Instant::now();
-            loop {
-                let report = endpoint_health(&config, Targets::Configured).await;
-                let last_error = match report {
-                    Ok(report) if report.all_healthy => break,
-                    Ok(report) => report
-                        .endpoints
-                        .iter()
-                        .filter_map(|e| e.error.clone())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                    Err(e) => e.to_string(),
-                };
-                if started.elapsed() > timeout {
-                    return Err(K8sError::BadConfig {
-                        path: manifest.display().to_string(),
-                        reason: format!(
-                            "manifest in place, but etcd is not healthy after {}s ({last_error}); check the kubelet and etcd's log (crictl logs)",
-                            request.timeout
-                        ),
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
-            result.waited_ms = started.elapsed().as_millis() as u64;
-        }
+        PodState::Stopped => stop(request, &places, &info, &mut result).await?,
+        PodState::Started => start(request, &places, &info, connection, &mut result).await?,
     }
     Ok(result)
+}
+
+/// Parks the manifest and waits until etcd's client ports close (and crictl, when there is
+/// one, lists no running etcd container).
+async fn stop(
+    request: &StaticPodRequest,
+    places: &Places,
+    info: &PlatformInfo,
+    result: &mut StaticPodResult,
+) -> Result<()> {
+    let urls = if info.listen_client_urls.is_empty() {
+        info.endpoints.clone()
+    } else {
+        info.listen_client_urls.clone()
+    };
+    result.endpoints = urls.clone();
+    result.changed = places.in_place;
+    if request.dry_run {
+        return Ok(());
+    }
+    if places.in_place {
+        std::fs::create_dir_all(&places.parking_dir).map_err(io("create", &places.parking_dir))?;
+        if places.is_parked {
+            let backup = backup_name(&places.parked);
+            move_no_clobber(&places.parked, &backup)?;
+            result.backup = Some(backup);
+        }
+        move_no_clobber(&places.manifest, &places.parked)?;
+    }
+    let addresses = socket_addresses(&urls);
+    let mut crictl = request.crictl.clone().or_else(crictl_on_path);
+    let timeout = Duration::from_secs(request.timeout);
+    let started = Instant::now();
+    loop {
+        let mut open = Vec::new();
+        for address in &addresses {
+            if accepts(address).await {
+                open.push(format!("etcd still accepts connections on {address}"));
+            }
+        }
+        if open.is_empty()
+            && let Some(tool) = crictl.clone()
+        {
+            match running_etcd_containers(&tool).await {
+                Ok(ids) if ids.is_empty() => {}
+                Ok(ids) => open.push(format!(
+                    "crictl still lists a running etcd container ({})",
+                    ids.join(", ")
+                )),
+                Err(e) => {
+                    result.notes.push(format!(
+                        "{} could not list containers ({e}); watched the client ports only",
+                        tool.display()
+                    ));
+                    crictl = None;
+                }
+            }
+        }
+        if open.is_empty() {
+            break;
+        }
+        if started.elapsed() > timeout {
+            return Err(K8sError::BadConfig {
+                path: places.parked.display().to_string(),
+                reason: format!(
+                    "manifest parked, but after {}s {}; check the kubelet (journalctl -u kubelet, crictl ps --name etcd) and run again",
+                    request.timeout,
+                    open.join("; ")
+                ),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    result.crictl = crictl;
+    result.waited_ms = started.elapsed().as_millis() as u64;
+    Ok(())
+}
+
+/// Moves the manifest back and waits until etcd is healthy.
+async fn start(
+    request: &StaticPodRequest,
+    places: &Places,
+    info: &PlatformInfo,
+    connection: Option<&ClusterConfig>,
+    result: &mut StaticPodResult,
+) -> Result<()> {
+    if places.in_place && places.is_parked {
+        result.notes.push(format!(
+            "a parked copy remains at {} (kept; the manifest in place is the one running)",
+            places.parked.display()
+        ));
+    }
+    result.changed = !places.in_place;
+    let config = match connection {
+        Some(config) => config.clone(),
+        None => info
+            .fill_connection(ConnectionOptions::default())?
+            .build()?,
+    };
+    result.endpoints = config.endpoints.clone();
+    if request.dry_run {
+        return Ok(());
+    }
+    if !places.in_place {
+        move_no_clobber(&places.parked, &places.manifest)?;
+    }
+    let timeout = Duration::from_secs(request.timeout);
+    let started = Instant::now();
+    loop {
+        let report = endpoint_health(&config, Targets::Configured).await;
+        let last_error = match report {
+            Ok(report) if report.all_healthy => break,
+            Ok(report) => report
+                .endpoints
+                .iter()
+                .filter_map(|e| e.error.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+            Err(e) => e.to_string(),
+        };
+        if started.elapsed() > timeout {
+            return Err(K8sError::BadConfig {
+                path: places.manifest.display().to_string(),
+                reason: format!(
+                    "manifest in place, but etcd is not healthy after {}s ({last_error}); check the kubelet and etcd's log (crictl logs)",
+                    request.timeout
+                ),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    result.waited_ms = started.elapsed().as_millis() as u64;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -418,8 +528,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let request = StaticPodRequest {
             state: PodState::Stopped,
-            manifest: dir.path().join("etcd.yaml"),
-            parking_dir: dir.path().to_path_buf(),
+            manifest: Some(dir.path().join("etcd.yaml")),
+            parking_dir: Some(dir.path().to_path_buf()),
             timeout: 1,
             root: None,
             dry_run: true,
@@ -427,5 +537,50 @@ mod tests {
         };
         let err = static_pod(&request, None).await.unwrap_err().to_string();
         assert!(err.contains("parking_dir"), "{err}");
+    }
+
+    fn request_under(root: &Path) -> StaticPodRequest {
+        StaticPodRequest {
+            state: PodState::Stopped,
+            manifest: None,
+            parking_dir: None,
+            timeout: 1,
+            root: Some(root.to_path_buf()),
+            dry_run: true,
+            crictl: None,
+        }
+    }
+
+    #[test]
+    fn the_default_manifest_is_the_one_on_the_host_openshifts_or_kubeadms() {
+        let host = tempfile::tempdir().unwrap();
+        let request = request_under(host.path());
+        let kubeadm = host.path().join("etc/kubernetes/manifests/etcd.yaml");
+        let openshift = host.path().join("etc/kubernetes/manifests/etcd-pod.yaml");
+        let parking = host.path().join("etc/kubernetes/etcdops-parked");
+        assert_eq!(request.parking_dir_path(), parking);
+        // Nothing there: kubeadm's.
+        assert_eq!(request.manifest_path(), kubeadm);
+        // OpenShift's static pod resources, no manifest: OpenShift's.
+        std::fs::create_dir_all(host.path().join("etc/kubernetes/static-pod-resources")).unwrap();
+        assert_eq!(request.manifest_path(), openshift);
+        // OpenShift's manifest parked: back to where it came from.
+        std::fs::create_dir_all(&parking).unwrap();
+        std::fs::write(parking.join("etcd-pod.yaml"), "kind: Pod\n").unwrap();
+        assert_eq!(request.manifest_path(), openshift);
+        // kubeadm's manifest in place wins over a parked copy; OpenShift's in place over both.
+        std::fs::create_dir_all(kubeadm.parent().unwrap()).unwrap();
+        std::fs::write(&kubeadm, "kind: Pod\n").unwrap();
+        assert_eq!(request.manifest_path(), kubeadm);
+        std::fs::write(&openshift, "kind: Pod\n").unwrap();
+        assert_eq!(request.manifest_path(), openshift);
+        // Given paths are kept.
+        let given = StaticPodRequest {
+            manifest: Some("/srv/etcd.yaml".into()),
+            parking_dir: Some("/srv/parked".into()),
+            ..request
+        };
+        assert_eq!(given.manifest_path(), Path::new("/srv/etcd.yaml"));
+        assert_eq!(given.parking_dir_path(), Path::new("/srv/parked"));
     }
 }

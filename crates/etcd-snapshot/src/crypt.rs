@@ -15,13 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SnapshotError};
 
-/// Every age file starts with these bytes (`age-encryption.org/v1` and a newline).
-pub const AGE_MAGIC: &[u8] = b"age-encryption.org/";
-
-/// Whether `head` (the first bytes of a file or object) is the start of an age file.
-pub fn is_age(head: &[u8]) -> bool {
-    head.starts_with(AGE_MAGIC)
-}
+pub use etcd_data::{AGE_MAGIC, is_age};
 
 /// How a backup object is encrypted, as its manifest records it: public keys only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,22 +128,14 @@ fn parse_recipient(text: &str) -> std::result::Result<age::x25519::Recipient, St
     })
 }
 
-/// The identities to decrypt backups with (`--identity FILE`, module `identity_file` or
-/// `identity_content`). Its `Debug` never shows key material.
+/// The identities to decrypt backups with (`identity` files, or an identity's text): etcd-data's
+/// [`etcd_data::Identities`], with this crate's errors. Its `Debug` never shows key material.
 #[derive(Clone, Default)]
-pub struct Identities {
-    keys: Vec<age::x25519::Identity>,
-    origins: Vec<String>,
-}
+pub struct Identities(etcd_data::Identities);
 
 impl fmt::Debug for Identities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Identities({} key(s) from {:?})",
-            self.keys.len(),
-            self.origins
-        )
+        self.0.fmt(f)
     }
 }
 
@@ -161,126 +147,43 @@ impl Identities {
 
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.0.is_empty()
     }
 
     /// Adds the identities of an identity file's text: `AGE-SECRET-KEY-1...` lines, `#`
     /// comments and blank lines. Errors name the origin and the line number, never the line.
     pub fn add_text(&mut self, text: &str, origin: &str) -> Result<()> {
-        let bad = |reason: String| SnapshotError::BadKey {
-            origin: origin.to_string(),
-            reason,
-        };
-        let mut found = 0;
-        for (index, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let number = index + 1;
-            if line.starts_with("AGE-PLUGIN-") {
-                return Err(bad(format!(
-                    "line {number} is an age plugin identity; only X25519 identities (AGE-SECRET-KEY-1...) are supported"
-                )));
-            }
-            let key = age::x25519::Identity::from_str(line).map_err(|_| {
-                bad(format!(
-                    "line {number} is not an age X25519 identity (AGE-SECRET-KEY-1... as age-keygen writes it)"
-                ))
-            })?;
-            self.keys.push(key);
-            found += 1;
-        }
-        if found == 0 {
-            return Err(bad(
-                "holds no identity (an AGE-SECRET-KEY-1... line, as age-keygen writes it)".into(),
-            ));
-        }
-        self.origins.push(origin.to_string());
-        Ok(())
+        Ok(self.0.add_text(text, origin)?)
     }
 
     /// Adds the identities of an identity file. Returns a warning when the file can be read
     /// by its group or by others (it should be 0600): the key is used anyway.
     pub fn add_file(&mut self, path: &Path) -> Result<Option<String>> {
-        let failed = |source: io::Error| SnapshotError::ReadFile {
-            path: path.display().to_string(),
-            source,
-        };
-        let text = std::fs::read_to_string(path).map_err(failed)?;
-        self.add_text(&text, &format!("identity file '{}'", path.display()))?;
-        let mode = std::fs::metadata(path).map_err(failed)?;
-        let mode = std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777;
-        Ok((mode & 0o077 != 0).then(|| {
-            format!(
-                "identity file '{}' can be read by its group or others (mode {mode:04o}); chmod 600 it",
-                path.display()
-            )
-        }))
-    }
-
-    pub(crate) fn as_dyn(&self) -> impl Iterator<Item = &dyn age::Identity> {
-        self.keys.iter().map(|k| k as &dyn age::Identity)
+        Ok(self.0.add_file(path)?)
     }
 
     /// The public keys of these identities (for tests and diagnostics; public, not secret).
     pub fn public_keys(&self) -> Vec<String> {
-        self.keys
-            .iter()
-            .map(|k| k.to_public().to_string())
-            .collect()
+        self.0.public_keys()
+    }
+
+    /// The identities as etcd-data takes them.
+    pub fn as_data(&self) -> &etcd_data::Identities {
+        &self.0
+    }
+
+    pub(crate) fn as_dyn(&self) -> impl Iterator<Item = &dyn age::Identity> {
+        self.0.age_identities()
     }
 }
 
 /// A new identity written to a new file `path` (mode 0600; an existing file is refused), in
 /// age-keygen's format; returns its recipient (public key). The identity is never returned.
 pub fn new_identity_file(path: &Path) -> Result<String> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let identity = age::x25519::Identity::generate();
-    let public = identity.to_public().to_string();
-    let failed = |source: io::Error| SnapshotError::WriteFile {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(failed)?;
-    let secret = identity.to_string();
-    let text = format!(
-        "# created: {}\n# public key: {public}\n{}\n",
-        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        age::secrecy::ExposeSecret::expose_secret(&secret)
-    );
-    file.write_all(text.as_bytes()).map_err(failed)?;
-    file.sync_all().map_err(failed)?;
-    Ok(public)
+    Ok(etcd_data::new_identity_file(path)?)
 }
 
-/// The recipients list as messages show it.
-pub(crate) fn recipients_text(recipients: &[String]) -> String {
-    if recipients.is_empty() {
-        "recipients not recorded (no manifest found)".into()
-    } else {
-        recipients.join(", ")
-    }
-}
-
-/// The message of [`SnapshotError::Encrypted`].
-pub(crate) fn encrypted_message(name: &str, recipients: &[String], stored_ok: bool) -> String {
-    let checked = if stored_ok {
-        "its stored bytes match the manifest's SHA-256, but its contents were not checked: "
-    } else {
-        ""
-    };
-    format!(
-        "'{name}' is encrypted with age to {}; {checked}pass --identity FILE (Ansible: identity_file or identity_content) with the identity of one of them",
-        recipients_text(recipients)
-    )
-}
+pub(crate) use etcd_data::{encrypted_message, wrong_identity_message};
 
 /// A writer that encrypts to recipients, finished explicitly.
 pub(crate) fn encryptor<W: io::Write>(
@@ -308,7 +211,7 @@ pub(crate) enum PumpError {
     /// None of the identities matches a recipient.
     NoMatchingIdentity,
     /// The age file is damaged (header, MAC or a payload chunk fails authentication).
-    Damaged(String),
+    Damaged(Box<dyn std::error::Error + Send + Sync>),
     /// The plaintext sink failed.
     Sink(io::Error),
 }
@@ -319,14 +222,14 @@ fn from_io(e: io::Error) -> PumpError {
         .get_ref()
         .is_some_and(|inner| inner.is::<etcd_store::StoreError>())
     {
-        return PumpError::Damaged(e.to_string());
+        return PumpError::Damaged(Box::new(e));
     }
     match e
         .into_inner()
         .map(|inner| inner.downcast::<etcd_store::StoreError>())
     {
         Some(Ok(store)) => PumpError::Store(*store),
-        Some(Err(other)) => PumpError::Damaged(other.to_string()),
+        Some(Err(other)) => PumpError::Damaged(other),
         None => PumpError::Damaged("read failed".into()),
     }
 }
@@ -335,7 +238,7 @@ fn from_decrypt(e: age::DecryptError) -> PumpError {
     match e {
         age::DecryptError::NoMatchingKeys => PumpError::NoMatchingIdentity,
         age::DecryptError::Io(e) => from_io(e),
-        other => PumpError::Damaged(other.to_string()),
+        other => PumpError::Damaged(Box::new(other)),
     }
 }
 
@@ -413,13 +316,15 @@ async fn pump_reader<R: AsyncRead + Unpin, F: FnMut(&[u8]) -> io::Result<()> + S
     }
 }
 
-/// Decrypts a local age file (`reader` positioned at its start) into a reader of plaintext.
+/// Decrypts age bytes (`reader` positioned at their start) into a reader of plaintext.
 pub(crate) fn decrypting_reader<R: io::BufRead>(
     reader: R,
     identities: &Identities,
 ) -> std::result::Result<age::stream::StreamReader<R>, PumpError> {
-    let decryptor = age::Decryptor::new_buffered(reader).map_err(from_decrypt)?;
-    decryptor.decrypt(identities.as_dyn()).map_err(from_decrypt)
+    etcd_data::decrypting_reader(reader, identities.as_data()).map_err(|e| match e {
+        etcd_data::DecryptFailure::NoMatchingIdentity => PumpError::NoMatchingIdentity,
+        etcd_data::DecryptFailure::Damaged(e) => from_decrypt(e),
+    })
 }
 
 /// Turns a [`PumpError`] into the error a reader of `name` reports; `recipients` are the
@@ -436,16 +341,14 @@ pub(crate) fn pump_error(name: &str, recipients: &[String], e: PumpError) -> Sna
             name: name.to_string(),
             recipients: recipients.to_vec(),
         },
-        PumpError::Damaged(reason) => SnapshotError::Codec {
-            operation: "decrypt",
-            reason: format!(
-                "'{name}' is damaged or was changed (age authentication failed: {reason})"
-            ),
-        },
-        PumpError::Sink(e) => SnapshotError::Codec {
-            operation: "decompress",
-            reason: format!("{name}: {e}"),
-        },
+        PumpError::Damaged(source) => SnapshotError::Data(etcd_data::Error::Damaged {
+            name: name.to_string(),
+            source,
+        }),
+        PumpError::Sink(source) => SnapshotError::Data(etcd_data::Error::Decompress {
+            name: name.to_string(),
+            source,
+        }),
     }
 }
 
@@ -512,79 +415,6 @@ mod tests {
     }
 
     #[test]
-    fn identity_files_parse_and_errors_never_show_the_key() {
-        let (secret, public) = key_pair();
-        let mut ids = Identities::none();
-        ids.add_text(
-            &format!("# created: now\n# public key: {public}\n\n{secret}\n"),
-            "identity file 'k'",
-        )
-        .unwrap();
-        assert_eq!(ids.public_keys(), vec![public.clone()]);
-        let debug = format!("{ids:?}");
-        assert!(
-            !debug.contains(&secret) && debug.contains("1 key"),
-            "{debug}"
-        );
-
-        // A damaged key: the error names the line, never its text.
-        // (Another last character, so that the bech32 checksum fails whatever the key.)
-        let last = if secret.ends_with('X') { 'Q' } else { 'X' };
-        let damaged = format!("{}{last}", &secret[..secret.len() - 1]);
-        let err = Identities::none()
-            .add_text(&format!("# c\n{damaged}\n"), "identity file 'k'")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("identity file 'k'") && err.contains("line 2"),
-            "{err}"
-        );
-        assert!(!err.contains(&damaged[..20]), "{err}");
-        let err = Identities::none()
-            .add_text(&format!("# only a comment: {public}\n"), "identity_content")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("holds no identity"), "{err}");
-    }
-
-    #[test]
-    fn group_readable_identity_files_are_used_with_a_warning() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("key.txt");
-        let (secret, _) = key_pair();
-        std::fs::write(&path, format!("{secret}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(Identities::none().add_file(&path).unwrap(), None);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let mut ids = Identities::none();
-        let warning = ids.add_file(&path).unwrap().unwrap();
-        assert!(
-            warning.contains("0644") && warning.contains("chmod 600"),
-            "{warning}"
-        );
-        assert!(!warning.contains(&secret));
-        assert!(!ids.is_empty());
-    }
-
-    #[test]
-    fn new_identity_files_are_private_readable_and_never_overwritten() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("key.txt");
-        let public = new_identity_file(&path).unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        let mut ids = Identities::none();
-        assert_eq!(ids.add_file(&path).unwrap(), None);
-        assert_eq!(ids.public_keys(), vec![public]);
-        assert!(matches!(
-            new_identity_file(&path),
-            Err(SnapshotError::WriteFile { .. })
-        ));
-    }
-
-    #[test]
     fn messages_name_the_recipients_and_what_to_pass() {
         let text = SnapshotError::Encrypted {
             name: "b.db.zst.age".into(),
@@ -596,7 +426,8 @@ mod tests {
             text.contains("encrypted with age to age1aaa, age1bbb"),
             "{text}"
         );
-        assert!(text.contains("--identity FILE"), "{text}");
+        assert!(text.contains("give the identity of one of them"), "{text}");
+        assert!(!text.contains("--"), "{text}");
         assert!(!text.contains('\n'));
         let text = SnapshotError::WrongIdentity {
             name: "b".into(),

@@ -1,5 +1,7 @@
 //! The error type of etcd-snapshot.
 
+use etcd_common::{Hint, Hinted, options};
+
 /// Result with [`SnapshotError`].
 pub type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
@@ -83,7 +85,7 @@ pub enum SnapshotError {
     },
     /// A snapshot's SHA-256 trailer does not match its db.
     #[error(
-        "'{name}' is damaged: etcd's SHA-256 trailer {expected} does not match the db ({actual}); use another copy, or --skip-hash-check to read it anyway"
+        "'{name}' is damaged: etcd's SHA-256 trailer {expected} does not match the db ({actual}); use another copy, or skip the hash check to read it anyway"
     )]
     HashMismatch {
         /// The file or object.
@@ -99,7 +101,7 @@ pub enum SnapshotError {
         /// The file or object.
         name: String,
         /// What the bbolt reader found.
-        source: crate::bbolt::BoltError,
+        source: bbolt::BoltError,
     },
     /// The db is sound bbolt but does not hold what etcd writes.
     #[error("'{name}' does not hold etcd data: {reason}")]
@@ -128,10 +130,7 @@ pub enum SnapshotError {
         stored_ok: bool,
     },
     /// None of the identities given can decrypt the backup.
-    #[error(
-        "none of the given identities can decrypt '{name}': it is encrypted to {}; pass --identity FILE with the identity of one of them",
-        crate::crypt::recipients_text(recipients)
-    )]
+    #[error("{}", crate::crypt::wrong_identity_message(name, recipients))]
     WrongIdentity {
         /// The file or object.
         name: String,
@@ -177,6 +176,74 @@ pub enum SnapshotError {
         /// "deleted" or "replaced (N bytes, M expected)".
         what: String,
     },
+    /// A snapshot file, its status, or an identity (etcd-data).
+    #[error(transparent)]
+    Data(#[from] etcd_data::Error),
 }
 
-impl etcd_common::Hinted for SnapshotError {}
+/// Names of positional arguments that `InvalidOption` may carry: no hint names them.
+const POSITIONAL: &[&str] = &["backup", "source", "store"];
+
+impl Hinted for SnapshotError {
+    fn hint(&self) -> Option<Hint> {
+        match self {
+            SnapshotError::Etcd(e) => e.hint(),
+            SnapshotError::Store(e) => e.hint(),
+            SnapshotError::Data(e) => e.hint(),
+            SnapshotError::BadDb { source, .. } => source.hint(),
+            SnapshotError::HashMismatch { .. } => Some(Hint::option(options::SKIP_HASH_CHECK)),
+            SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. } => {
+                Some(Hint::option(options::IDENTITY))
+            }
+            // The option itself, unless it names a positional argument (the backup, the
+            // source, the store), which has no option spelling.
+            SnapshotError::InvalidOption { option, .. }
+                if !POSITIONAL.contains(option) && !option.chars().any(char::is_uppercase) =>
+            {
+                Some(Hint::option(etcd_common::OptionId::value(option)))
+            }
+            _ => None,
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            SnapshotError::Etcd(e) => e.is_transient(),
+            SnapshotError::Store(e) => e.is_transient(),
+            SnapshotError::Data(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_come_from_the_error_or_the_one_it_wraps() {
+        let mismatch = SnapshotError::HashMismatch {
+            name: "b".into(),
+            expected: "aa".into(),
+            actual: "bb".into(),
+        };
+        assert_eq!(
+            mismatch.hint(),
+            Some(Hint::option(options::SKIP_HASH_CHECK))
+        );
+        assert!(!mismatch.to_string().contains("--"), "{mismatch}");
+        let wrapped = SnapshotError::Data(etcd_data::Error::WrongIdentity {
+            name: "b".into(),
+            recipients: vec!["age1aaa".into()],
+        });
+        assert_eq!(wrapped.hint(), Some(Hint::option(options::IDENTITY)));
+        assert!(!wrapped.to_string().contains("--"), "{wrapped}");
+        let encrypted = SnapshotError::Encrypted {
+            name: "b".into(),
+            recipients: Vec::new(),
+            stored_ok: false,
+        };
+        assert_eq!(encrypted.hint(), Some(Hint::option(options::IDENTITY)));
+        assert!(!wrapped.is_transient() && !encrypted.is_transient());
+    }
+}

@@ -1,8 +1,10 @@
-//! etcd snapshot streams and files: the save pipeline, the manifest type, the backup catalog
-//! (list, verify, delete, prune) over `etcd-store`, a bbolt reader, and native `snapshot
-//! status` and `snapshot restore`. Snapshots are read page by page from a file (a zstd file or
-//! a stored object is first streamed into a temporary file), so memory stays bounded whatever
-//! the db's size.
+//! etcd snapshot streams and stored backups: the save pipeline, the manifest type, the backup
+//! catalog (list, verify, copy, delete, prune) over `etcd-store`, incremental backups (delta
+//! chains) and point-in-time restores. What needs no etcd and no store (snapshot files, their
+//! status, the restore into a data dir) is etcd-data's, the db format the `bbolt` crate's;
+//! both are re-exported here under the names this crate always had. Snapshots are read page
+//! by page from a file (a zstd file or a stored object is first streamed into a temporary
+//! file), so memory stays bounded whatever the db's size.
 //!
 //! ```no_run
 //! use etcd_core::ConnectionOptions;
@@ -22,7 +24,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod bbolt;
 mod catalog;
 mod copy;
 mod crypt;
@@ -32,7 +33,6 @@ mod input;
 mod layout;
 mod manifest;
 mod metrics;
-mod mvcc;
 mod progress;
 mod prune;
 mod restore;
@@ -43,9 +43,14 @@ mod source;
 mod status;
 mod verify;
 
-pub use bbolt::{
-    BoltDb, BoltError, BranchElement, Bucket, DbFile, Entry, LeafElement, MetaSummary, Page,
-    PageError, PageSource, check_meta_pages, fnv1a64,
+/// The bbolt crate, where this crate's modules name it `crate::bbolt`.
+pub(crate) use ::bbolt;
+/// etcd-data's mvcc key formats, where this crate's modules name them `crate::mvcc`.
+pub(crate) use etcd_data::mvcc;
+
+pub use ::bbolt::{
+    AppendReport, BoltDb, BoltError, BranchElement, Bucket, DbFile, Entry, LeafElement,
+    MetaSummary, Page, PageError, PageSource, append_sorted, check_meta_pages, fnv1a64,
 };
 pub use catalog::{
     BackupEntry, BrokenManifest, Catalog, DEFAULT_ORPHAN_GRACE, DeleteReport, delete_backup,
@@ -70,9 +75,12 @@ pub use delta::{
 };
 pub use delta::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub use error::{Result, SnapshotError};
+/// etcd-data's error (snapshot files, their status, identities), as [`SnapshotError::Data`]
+/// and [`RestoreError::Snapshot`] hold it.
+pub use etcd_data::Error as DataError;
 pub use input::{
-    SnapshotFile, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_object,
-    open_snapshot_object_decrypting,
+    SnapshotFile, open_snapshot, open_snapshot_file, open_snapshot_file_decrypting,
+    open_snapshot_object, open_snapshot_object_decrypting,
 };
 pub use layout::{
     LayoutKind, LayoutName, classify as classify_name, cluster_folder_id, cluster_of,
@@ -89,11 +97,10 @@ pub use prune::{
     FUTURE_TOLERANCE, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,
 };
 pub use restore::{
-    AppendReport, MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest,
-    RestoreResult, RestoreSource, RestoredMember, append_sorted, cluster_id, member_id,
-    open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
-    restore_point_in_time, restore_snapshot, restore_spool_dir, restore_to_point,
-    validate_restore_request, wal_usage,
+    MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest, RestoreResult,
+    RestoreSource, RestoredMember, cluster_id, member_id, open_point_in_time, open_restore_source,
+    parse_initial_cluster, read_marker, restore_point_in_time, restore_snapshot, restore_spool_dir,
+    restore_to_point, validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use run_lock::{RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name};

@@ -1,12 +1,11 @@
-//! Prometheus text-format metrics for node_exporter's textfile collector, written atomically
-//! (temporary file in the same directory, fsync, rename) so the collector never reads half a
-//! file.
+//! Prometheus text-format metrics of `snapshot save` for node_exporter's textfile collector,
+//! written atomically (temporary file in the same directory, fsync, rename) so the collector
+//! never reads half a file.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
+use etcd_common::{PrometheusText, write_file_atomically};
 
 use crate::error::{Result, SnapshotError};
 use crate::save::SaveResult;
@@ -21,119 +20,77 @@ pub fn write_save_metrics(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let previous = std::fs::read_to_string(path).unwrap_or_default();
-    let mut text = String::new();
-    let mut gauge = |name: &str, help: &str, value: String| {
-        text.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
-        ));
-    };
+    let mut text = PrometheusText::new();
     let now_secs = now.timestamp_millis() as f64 / 1000.0;
-    gauge(
+    text.gauge(
         "etcdops_snapshot_last_attempt_timestamp_seconds",
         "Time of the last snapshot save attempt.",
-        format!("{now_secs}"),
+        now_secs,
     );
     match outcome {
         Ok(result) => {
-            gauge(
+            text.gauge(
                 "etcdops_snapshot_last_attempt_success",
                 "1 if the last snapshot save succeeded, else 0.",
-                "1".into(),
-            );
-            gauge(
+                1_i64,
+            )
+            .gauge(
                 LAST_SUCCESS,
                 "Time of the last successful snapshot save.",
-                format!("{now_secs}"),
-            );
-            gauge(
+                now_secs,
+            )
+            .gauge(
                 "etcdops_snapshot_duration_seconds",
                 "Wall time of the last successful save.",
-                format!("{}", result.duration_seconds),
-            );
-            gauge(
+                result.duration_seconds,
+            )
+            .gauge(
                 "etcdops_snapshot_db_bytes",
                 "Size of the etcd db in the last successful save.",
-                result.manifest.db_size.to_string(),
-            );
-            gauge(
+                result.manifest.db_size,
+            )
+            .gauge(
                 "etcdops_snapshot_stored_bytes",
                 "Bytes stored by the last successful save (after compression).",
-                result.manifest.object_size.to_string(),
-            );
-            gauge(
+                result.manifest.object_size,
+            )
+            .gauge(
                 "etcdops_snapshot_revision",
                 "etcd revision of the last successful save.",
-                result.manifest.revision.to_string(),
+                result.manifest.revision,
             );
         }
         Err(_) => {
-            gauge(
+            text.gauge(
                 "etcdops_snapshot_last_attempt_success",
                 "1 if the last snapshot save succeeded, else 0.",
-                "0".into(),
+                0_i64,
             );
             // Carry the last success forward.
-            let kept: Vec<&str> = previous
-                .lines()
-                .filter(|l| {
-                    [
-                        LAST_SUCCESS,
-                        "etcdops_snapshot_duration_seconds",
-                        "etcdops_snapshot_db_bytes",
-                        "etcdops_snapshot_stored_bytes",
-                        "etcdops_snapshot_revision",
-                    ]
-                    .iter()
-                    .any(|m| l.contains(m))
-                })
-                .collect();
+            let kept = previous.lines().filter(|l| {
+                [
+                    LAST_SUCCESS,
+                    "etcdops_snapshot_duration_seconds",
+                    "etcdops_snapshot_db_bytes",
+                    "etcdops_snapshot_stored_bytes",
+                    "etcdops_snapshot_revision",
+                ]
+                .iter()
+                .any(|m| l.contains(m))
+            });
             for line in kept {
-                text.push_str(line);
-                text.push('\n');
+                text.kept_line(line);
             }
         }
     }
-    write_atomically(path, text.as_bytes())
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let failed = |source: std::io::Error| SnapshotError::WriteFile {
-        path: path.display().to_string(),
-        source,
-    };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "metrics.prom".into());
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    // A leftover of a killed run with the same pid.
-    let _ = std::fs::remove_file(&tmp);
-    let result = (|| {
-        // 0644 whatever the umask: node_exporter reads it as its own user, and it holds only
-        // timings, sizes and revisions.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
+    // 0644 whatever the umask: node_exporter reads it as its own user, and it holds only
+    // timings, sizes and revisions.
+    write_file_atomically(path, text.finish().as_bytes(), 0o644, None).map_err(|e| {
+        SnapshotError::WriteFile {
+            path: e.path.display().to_string(),
+            source: e.source,
         }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(failed)
+    })
 }
 
 #[cfg(test)]
@@ -162,5 +119,50 @@ mod tests {
         assert!(text.contains("etcdops_snapshot_revision 42"), "{text}");
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_success_writes_every_gauge_readable_by_anyone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("etcd.prom");
+        let mut manifest = crate::manifest::tests::sample();
+        manifest.db_size = 4096;
+        manifest.object_size = 1024;
+        manifest.revision = 42;
+        let result = SaveResult {
+            manifest,
+            manifest_name: "m".into(),
+            store: "file:///b".into(),
+            duration_seconds: 0.75,
+        };
+        let now = chrono::TimeZone::timestamp_millis_opt(&Utc, 1_700_000_000_250).unwrap();
+        write_save_metrics(&path, Ok(&result), now).unwrap();
+        let expected = "\
+# HELP etcdops_snapshot_last_attempt_timestamp_seconds Time of the last snapshot save attempt.
+# TYPE etcdops_snapshot_last_attempt_timestamp_seconds gauge
+etcdops_snapshot_last_attempt_timestamp_seconds 1700000000.25
+# HELP etcdops_snapshot_last_attempt_success 1 if the last snapshot save succeeded, else 0.
+# TYPE etcdops_snapshot_last_attempt_success gauge
+etcdops_snapshot_last_attempt_success 1
+# HELP etcdops_snapshot_last_success_timestamp_seconds Time of the last successful snapshot save.
+# TYPE etcdops_snapshot_last_success_timestamp_seconds gauge
+etcdops_snapshot_last_success_timestamp_seconds 1700000000.25
+# HELP etcdops_snapshot_duration_seconds Wall time of the last successful save.
+# TYPE etcdops_snapshot_duration_seconds gauge
+etcdops_snapshot_duration_seconds 0.75
+# HELP etcdops_snapshot_db_bytes Size of the etcd db in the last successful save.
+# TYPE etcdops_snapshot_db_bytes gauge
+etcdops_snapshot_db_bytes 4096
+# HELP etcdops_snapshot_stored_bytes Bytes stored by the last successful save (after compression).
+# TYPE etcdops_snapshot_stored_bytes gauge
+etcdops_snapshot_stored_bytes 1024
+# HELP etcdops_snapshot_revision etcd revision of the last successful save.
+# TYPE etcdops_snapshot_revision gauge
+etcdops_snapshot_revision 42
+";
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::{Result, SnapshotError};
 
-/// The `--keep-*` and `--max-age` options.
+/// The retention rules (`keep_*` and `max_age` options).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RetentionPolicy {
     /// Keep the N newest backups.
@@ -98,8 +98,8 @@ pub fn apply_retention(
 ) -> Result<Vec<RetentionDecision>> {
     if policy.is_empty() {
         return Err(SnapshotError::InvalidOption {
-            option: "keep",
-            reason: "give at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly or --max-age".into(),
+            option: "keep_last",
+            reason: "give at least one retention rule: keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly or max_age".into(),
         });
     }
     policy.validate()?;
@@ -278,6 +278,19 @@ mod tests {
     #[test]
     fn no_rule_is_refused() {
         let err = apply_retention(&RetentionPolicy::default(), &[], Utc::now()).unwrap_err();
-        assert!(err.to_string().contains("--keep-last"), "{err}");
+        // The option is named by its neutral id (front-ends render the hint their own way).
+        assert!(
+            matches!(
+                &err,
+                SnapshotError::InvalidOption {
+                    option: "keep_last",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("keep_last, keep_hourly"), "{text}");
+        assert!(!text.contains("--"), "{text}");
     }
 }

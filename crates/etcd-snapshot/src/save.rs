@@ -102,7 +102,7 @@ pub async fn save_snapshot(
 ) -> Result<SaveResult> {
     if !(1..=19).contains(&request.level) && request.compression == Compression::Zstd {
         return Err(SnapshotError::InvalidOption {
-            option: "compression-level",
+            option: "compression_level",
             reason: format!("{} is outside 1..=19", request.level),
         });
     }

@@ -4,6 +4,9 @@
 //! (where Azure SAS tokens live) and user-info from URLs, and any known secret value.
 
 use std::io;
+use std::path::PathBuf;
+
+use etcd_common::{Hint, Hinted, OptionId};
 
 /// Everything that can go wrong with a store. Messages never contain credentials.
 #[derive(Debug, thiserror::Error)]
@@ -17,10 +20,11 @@ pub enum StoreError {
         /// What was wrong and what to do.
         reason: String,
     },
-    /// An option is missing or has a bad value.
+    /// An option is missing or has a bad value. When `option` is a store option's neutral id
+    /// (`part_size`, `s3_endpoint`), that option is the error's hint.
     #[error("invalid store option {option}: {reason}")]
     InvalidOption {
-        /// The flag or variable.
+        /// The option's neutral id, the backend ("s3"), or the environment variable.
         option: &'static str,
         /// What was wrong and what to do.
         reason: String,
@@ -73,7 +77,48 @@ pub enum StoreError {
         /// The file being written.
         path: String,
     },
-    /// Any other failure of an operation.
+    /// A store endpoint is plain http, which is refused unless allowed (hint: `allow_http`).
+    #[error(
+        "invalid store option {option}: '{endpoint}' is plain http; allow plain http (or set \
+         ETCDOPS_ALLOW_HTTP=true) to use it"
+    )]
+    PlainHttp {
+        /// The option that gave the endpoint.
+        option: &'static str,
+        /// The endpoint (credentials removed).
+        endpoint: String,
+    },
+    /// The store answered with a server error (5xx) or throttled the request (429, SlowDown,
+    /// ServerBusy) after the client's own retries: trying again later may work.
+    #[error("{operation} '{name}' in {store} failed: {reason}")]
+    Unavailable {
+        /// "upload", "download", "list", "delete", ...
+        operation: &'static str,
+        /// The store URL.
+        store: String,
+        /// The object name.
+        name: String,
+        /// What the store said (credentials removed).
+        reason: String,
+    },
+    /// A local store's file or directory could not be handled.
+    #[error("{operation} '{name}' in {store} failed: {source} ({}){advice}", .path.display())]
+    LocalIo {
+        /// "upload", "download", "list", "delete", ...
+        operation: &'static str,
+        /// The store URL.
+        store: String,
+        /// The object name.
+        name: String,
+        /// The file or directory.
+        path: PathBuf,
+        /// What to do about it, or empty.
+        advice: &'static str,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// Any other failure of an operation. An object store's error is kept as text, scrubbed
+    /// of credentials, not as a source: its own text may hold a SAS token or a key.
     #[error("{operation} '{name}' in {store} failed: {reason}")]
     Operation {
         /// "upload", "download", "list", "delete", ...
@@ -241,22 +286,22 @@ pub(crate) fn map_io(
             name: name.to_string(),
         };
     }
-    let reason = match err.kind() {
-        io::ErrorKind::PermissionDenied => format!(
-            "{err} ({}): check the permissions of the directory, or run as a user who may write it",
-            path.display()
-        ),
-        io::ErrorKind::ReadOnlyFilesystem => format!(
-            "{err} ({}): the file system is mounted read-only; choose another destination",
-            path.display()
-        ),
-        _ => format!("{err} ({})", path.display()),
+    let advice = match err.kind() {
+        io::ErrorKind::PermissionDenied => {
+            ": check the permissions of the directory, or run as a user who may write it"
+        }
+        io::ErrorKind::ReadOnlyFilesystem => {
+            ": the file system is mounted read-only; choose another destination"
+        }
+        _ => "",
     };
-    StoreError::Operation {
+    StoreError::LocalIo {
         operation,
         store: store.to_string(),
         name: name.to_string(),
-        reason,
+        path: path.to_path_buf(),
+        advice,
+        source: err,
     }
 }
 
@@ -323,6 +368,14 @@ pub(crate) fn map_object(
         return StoreError::Auth {
             store,
             reason: format!("{text}; {}", ctx.auth_hint),
+        };
+    }
+    if info.is_server_trouble() {
+        return StoreError::Unavailable {
+            operation,
+            store,
+            name: name.to_string(),
+            reason: text,
         };
     }
     StoreError::Operation {
@@ -433,6 +486,21 @@ impl ErrorInfo {
         info
     }
 
+    /// A server error or throttling: 5xx, 429, or the stores' own words for them.
+    fn is_server_trouble(&self) -> bool {
+        matches!(self.status, Some(429 | 500..=599))
+            || self.body_has(&[
+                "SlowDown",
+                "ServerBusy",
+                "ServiceUnavailable",
+                "InternalError",
+                "OperationTimedOut",
+                "RequestTimeout",
+                "TooManyRequests",
+                "rateLimitExceeded",
+            ])
+    }
+
     fn body_has(&self, needles: &[&str]) -> bool {
         self.body
             .as_deref()
@@ -449,118 +517,67 @@ impl ErrorInfo {
     }
 }
 
+/// The store options an [`StoreError::InvalidOption`] may name; each is that error's hint.
+const STORE_OPTIONS: &[OptionId] = &[
+    S3_ENDPOINT,
+    S3_REGION,
+    S3_PATH_STYLE,
+    ALLOW_HTTP,
+    AZURE_EMULATOR,
+    STORE_ENDPOINT,
+    PART_SIZE,
+];
 
-impl etcd_common::Hinted for StoreError {}
+/// An S3-compatible endpoint.
+pub(crate) const S3_ENDPOINT: OptionId = OptionId::value("s3_endpoint");
+/// The S3 region.
+pub(crate) const S3_REGION: OptionId = OptionId::value("s3_region");
+/// Path-style S3 requests.
+pub(crate) const S3_PATH_STYLE: OptionId = OptionId::switch("s3_path_style");
+/// Allow plain-http store endpoints.
+pub(crate) const ALLOW_HTTP: OptionId = OptionId::switch("allow_http");
+/// Use the Azurite emulator's account.
+pub(crate) const AZURE_EMULATOR: OptionId = OptionId::switch("azure_emulator");
+/// The endpoint of a GCS or Azure store.
+pub(crate) const STORE_ENDPOINT: OptionId = OptionId::value("store_endpoint");
+/// The multipart part size.
+pub(crate) const PART_SIZE: OptionId = OptionId::value("part_size");
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The store option an [`StoreError::InvalidOption`] is about, if it names one (the
+/// endpoint override is the `store_endpoint` option).
+fn store_option(name: &str) -> Option<OptionId> {
+    let name = if name == "endpoint_override" {
+        STORE_ENDPOINT.name
+    } else {
+        name
+    };
+    STORE_OPTIONS.iter().copied().find(|o| o.name == name)
+}
 
-    #[test]
-    fn scrub_removes_values_quoted_by_serde() {
-        let text = r#"Unable to decode service account file: invalid type: string "-----BEGIN PRIVATE KEY-----\"x", expected a map at line 1 column 40"#;
-        let out = scrub(text);
-        assert!(!out.contains("PRIVATE"), "{out}");
-        assert!(
-            out.contains("string \"<redacted>\", expected a map"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn scrub_removes_query_strings_and_userinfo() {
-        let text = "Error performing GET https://acct.blob.core.windows.net/c/x?sv=2020&sig=SECRET%2B in 1s, \
-                    then http://user:pass@host:9000/b?X-Amz-Signature=abc done";
-        let out = scrub(text);
-        assert!(!out.contains("SECRET"), "{out}");
-        assert!(!out.contains("pass"), "{out}");
-        assert!(!out.contains("X-Amz-Signature=abc"), "{out}");
-        assert!(
-            out.contains("https://acct.blob.core.windows.net/c/x?<redacted>"),
-            "{out}"
-        );
-        assert!(out.contains("http://host:9000/b?<redacted> done"), "{out}");
-    }
-
-    #[test]
-    fn scrub_redacts_sig_outside_urls_and_known_secrets() {
-        let ctx = ErrorContext {
-            secrets: vec!["hunter22".into()],
-            ..ErrorContext::default()
-        };
-        let out = ctx.scrub("token sv=1&sig=abc%3D&se=2 and key hunter22");
-        assert_eq!(out, "token sv=1&sig=<redacted>&se=2 and key <redacted>");
-    }
-
-    #[test]
-    fn enospc_and_edquot_are_no_space() {
-        for code in [28, 122] {
-            let err = map_io(
-                io::Error::from_raw_os_error(code),
-                "upload",
-                "/backups",
-                "x.db",
-                std::path::Path::new("/backups/.x.db.partial-1"),
-            );
-            assert!(matches!(err, StoreError::NoSpace { .. }), "{code}: {err:?}");
-            assert!(err.to_string().contains("free space"), "{err}");
+impl Hinted for StoreError {
+    fn hint(&self) -> Option<Hint> {
+        match self {
+            StoreError::InvalidOption { option, .. } => store_option(option).map(Hint::option),
+            StoreError::PlainHttp { .. } => Some(Hint::option(ALLOW_HTTP)),
+            _ => None,
         }
     }
 
-    fn generic(text: &str) -> object_store::Error {
-        object_store::Error::Generic {
-            store: "S3",
-            source: text.to_string().into(),
+    /// An unreachable store, a server error or throttling, or a local I/O timeout may pass
+    /// if tried again; bad input, refused credentials, a missing object or bucket, a full
+    /// disk do not.
+    fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Unreachable { .. } | StoreError::Unavailable { .. } => true,
+            StoreError::LocalIo { source, .. } => matches!(
+                source.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ),
+            _ => false,
         }
-    }
-
-    fn ctx() -> ErrorContext {
-        ErrorContext {
-            store: "s3://b".into(),
-            bucket: "b".into(),
-            backend: "S3",
-            auth_hint: "set AWS_ACCESS_KEY_ID".into(),
-            secrets: vec!["topsecretkey".into()],
-        }
-    }
-
-    #[test]
-    fn object_errors_map_to_variants() {
-        let missing = generic(
-            "Error performing PUT http://h/b/x in 1ms - Server returned non-2xx status code: \
-             404 Not Found: <Error><Code>NoSuchBucket</Code><Message>The specified bucket does \
-             not exist</Message></Error>",
-        );
-        assert!(matches!(
-            map_object(missing, "upload", &ctx(), "x"),
-            StoreError::MissingBucket { .. }
-        ));
-        let denied = generic(
-            "Error performing GET https://h/b?sig=topsecretkey in 1ms - Server returned non-2xx \
-             status code: 403 Forbidden: <Error><Code>SignatureDoesNotMatch</Code><Message>key \
-             topsecretkey bad</Message></Error>",
-        );
-        let err = map_object(denied, "download", &ctx(), "x");
-        let text = err.to_string();
-        assert!(matches!(err, StoreError::Auth { .. }), "{err:?}");
-        assert!(text.contains("SignatureDoesNotMatch"), "{text}");
-        assert!(text.contains("set AWS_ACCESS_KEY_ID"), "{text}");
-        assert!(!text.contains("topsecretkey"), "{text}");
-        let not_found = object_store::Error::NotFound {
-            path: "x".into(),
-            source: "404".into(),
-        };
-        assert!(matches!(
-            map_object(not_found, "download", &ctx(), "x"),
-            StoreError::NotFound { .. }
-        ));
-        let other = generic("Server returned non-2xx status code: 500 Internal: boom");
-        assert!(matches!(
-            map_object(other, "list", &ctx(), ""),
-            StoreError::Operation {
-                operation: "list",
-                ..
-            }
-        ));
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

@@ -38,6 +38,7 @@
 
 mod error;
 mod local;
+mod location;
 mod object;
 mod options;
 mod parse;
@@ -51,9 +52,10 @@ use futures::Stream;
 use serde::Serialize;
 
 pub use error::{Result, StoreError, scrub};
+pub use etcd_common::parse_size;
+pub use location::Location;
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
-pub use etcd_common::parse_size;
 pub use upload::Upload;
 
 use local::LocalStore;
@@ -402,6 +404,10 @@ mod tests {
         };
         let err = Store::open("s3://b", &options).unwrap_err();
         assert!(err.to_string().contains("ETCDOPS_ALLOW_HTTP"), "{err}");
+        assert_eq!(
+            etcd_common::Hinted::hint(&err).map(|h| h.render(etcd_common::Style::Cli)),
+            Some("--allow-http".to_string())
+        );
         options.allow_http = true;
         let store = Store::open("s3://b/p/", &options).unwrap();
         assert_eq!(store.url(), "s3://b/p");

@@ -101,19 +101,18 @@ fn check_endpoint(option: &'static str, endpoint: &str, allow_http: bool) -> Res
     if !url.username().is_empty() || url.password().is_some() {
         return Err(StoreError::InvalidOption {
             option,
-            reason: "credentials in the endpoint URL are refused; pass them as options".into(),
+            reason:
+                "credentials in the endpoint URL are refused; give them through the environment"
+                    .into(),
         });
     }
     match url.scheme() {
         "https" => {}
         "http" if allow_http => {}
         "http" => {
-            return Err(StoreError::InvalidOption {
+            return Err(StoreError::PlainHttp {
                 option,
-                reason: format!(
-                    "'{}' is plain http; set ETCDOPS_ALLOW_HTTP=true (allow_http) to allow it",
-                    crate::error::scrub(endpoint)
-                ),
+                endpoint: crate::error::scrub(endpoint),
             });
         }
         other => {
@@ -405,8 +404,9 @@ fn s3_hint(options: &StoreOptions) -> String {
     {
         hint.push_str(&format!(
             "; note: AWS_PROFILE={profile} has no static keys in ~/.aws/credentials (SSO, role \
-             and credential_process profiles are not supported): export its credentials, e.g. \
-             `eval \"$(aws configure export-credentials --profile {profile} --format env)\"`"
+             and credential_process profiles are not supported): export its credentials into \
+             the environment first (the AWS CLI's configure export-credentials, in env format, \
+             prints them for profile {profile})"
         ));
     }
     hint

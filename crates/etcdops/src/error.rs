@@ -25,6 +25,14 @@ pub enum Error {
     /// A Kubernetes or OpenShift step (platform, guard, encryption config) failed.
     #[error(transparent)]
     K8s(#[from] etcd_k8s::K8sError),
+    /// A guard refused the operation (a quorum check); `hint` names what gets past it.
+    #[error("{reason}")]
+    Refused {
+        /// What the guard found and what to do, in neutral words.
+        reason: String,
+        /// The options that get past it (`force`, `learner`).
+        hint: Hint,
+    },
     /// The request itself is wrong: two options that exclude each other, one missing.
     #[error("{message}")]
     InvalidRequest {
@@ -45,16 +53,31 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The library error this one wraps (its variants are transparent, so `source()` skips it).
+    fn wrapped(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Etcd(e) => Some(e),
+            Error::Snapshot(e) => Some(e),
+            Error::Restore(e) => Some(e),
+            Error::Store(e) => Some(e),
+            Error::K8s(e) => Some(e),
+            Error::InvalidRequest { .. } | Error::Refused { .. } => None,
+        }
+    }
+}
+
 impl Hinted for Error {
     fn hint(&self) -> Option<Hint> {
         match self {
             Error::InvalidRequest { hint, .. } => hint.clone(),
-            other => std::error::Error::source(other).and_then(hint_of),
+            Error::Refused { hint, .. } => Some(hint.clone()),
+            other => other.wrapped().and_then(hint_of),
         }
     }
 
     fn is_transient(&self) -> bool {
-        std::error::Error::source(self).is_some_and(is_transient)
+        self.wrapped().is_some_and(is_transient)
     }
 }
 
@@ -66,16 +89,16 @@ fn find<T>(
     let mut current = Some(error);
     while let Some(e) = current {
         let hinted: Option<&dyn Hinted> = if let Some(e) = e.downcast_ref::<Error>() {
-            if let Error::InvalidRequest { .. } = e {
-                Some(e)
-            } else {
-                None
-            }
+            Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_core::Error>() {
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_snapshot::SnapshotError>() {
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_snapshot::RestoreError>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::DataError>() {
+            Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::BoltError>() {
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_store::StoreError>() {
             Some(e)
@@ -101,4 +124,24 @@ pub fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<Hint> {
 /// Whether an error from any etcdops library (or one of its sources) may pass if retried.
 pub fn is_transient(error: &(dyn std::error::Error + 'static)) -> bool {
     find(error, &|e| e.is_transient().then_some(())).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapped_library_error_keeps_its_hint_and_transience() {
+        let restore = Error::from(etcd_snapshot::RestoreError::NoTrailer { name: "x".into() });
+        assert_eq!(
+            hint_of(&restore),
+            Some(Hint::option(etcd_common::options::SKIP_HASH_CHECK))
+        );
+        let invalid = Error::invalid("bad", Some(Hint::option(etcd_common::options::FORCE)));
+        assert_eq!(
+            hint_of(&invalid),
+            Some(Hint::option(etcd_common::options::FORCE))
+        );
+        assert!(!is_transient(&invalid));
+    }
 }

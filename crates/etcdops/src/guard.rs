@@ -1,14 +1,19 @@
 //! The guards every changing operation passes, keyed by a typed [`Operation`] with a typed
-//! [`Force`]: today the OpenShift operator guard (OpenShift's cluster-etcd-operator owns
-//! membership, defragmentation and restores). The workflows call [`Guards::check`] themselves,
-//! so neither a front-end nor another program calling them can skip it.
+//! [`Force`]: the OpenShift operator guard (OpenShift's cluster-etcd-operator owns
+//! membership, defragmentation and restores), [`Guards::check`], and the quorum guards of
+//! membership changes, [`quorum`] (a removal must leave a quorum of healthy voters, a voter
+//! is not added to a sick cluster, a learner is promoted only once in sync). The workflows
+//! call them themselves, so neither a front-end nor another program calling them can skip
+//! them. A refusal is an error whose hint is `force` (or another option that gets past it),
+//! which each front-end spells in its own words.
 
 use std::path::{Path, PathBuf};
 
-use etcd_core::ClusterConfig;
+use etcd_common::{Hint, OptionId, options::FORCE};
+use etcd_core::{ClusterConfig, ClusterView, LEARNER_READY_PERCENT, MemberState};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// An operation that a guard may refuse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,14 +95,308 @@ impl Guards {
         cluster: Option<&ClusterConfig>,
     ) -> Result<Passed> {
         let cluster = if operation.online() { cluster } else { None };
+        // A refusal is K8sError::ManagedByOperator, whose hint is `force`.
         let operator =
             etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await?;
         Ok(Passed { operator })
     }
 }
 
+/// A guard's refusal: what it found and what to do, with the options that get past it.
+fn refused(reason: String, hint: Hint) -> Error {
+    Error::Refused { reason, hint }
+}
+
+/// The option that adds a member as a learner.
+pub const LEARNER: OptionId = OptionId::switch("learner");
+
+/// What a membership change is about, for the [`quorum`] guards.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    /// A member to be added: a voter, or a learner.
+    New {
+        /// Whether it joins as a non-voting learner.
+        learner: bool,
+    },
+    /// A member of the cluster (to be removed, updated or promoted).
+    Member(&'a MemberState),
+}
+
+/// The quorum guards of a membership change, decided on `view` (the cluster as the change
+/// is about to be made against it): refuses, unless `force`,
+/// - [`Operation::MemberRemove`] of a voter that would leave fewer healthy voters than the
+///   quorum, or no voter at all;
+/// - [`Operation::MemberAdd`] of a voter while any member is unhealthy (the new voter raises
+///   the quorum before it can vote);
+/// - [`Operation::MemberPromote`] of a learner that does not answer, or is behind the leader
+///   (below [`LEARNER_READY_PERCENT`] of its raft index), or without a reachable leader.
+///
+/// Other operations and subjects pass.
+pub fn quorum(
+    operation: Operation,
+    force: Force,
+    view: &ClusterView,
+    subject: Subject<'_>,
+) -> Result<()> {
+    if force.0 {
+        return Ok(());
+    }
+    match (operation, subject) {
+        (Operation::MemberRemove, Subject::Member(target)) => removal(view, target),
+        (Operation::MemberAdd, Subject::New { learner: false }) => new_voter(view),
+        (Operation::MemberPromote, Subject::Member(target)) => promotion(view, target),
+        _ => Ok(()),
+    }
+}
+
+fn removal(view: &ClusterView, target: &MemberState) -> Result<()> {
+    if target.member.is_learner {
+        return Ok(());
+    }
+    let voters_after = view.voters().count().saturating_sub(1);
+    let quorum_after = voters_after / 2 + 1;
+    let healthy_after = view
+        .healthy_voters()
+        .saturating_sub(usize::from(target.healthy));
+    if voters_after == 0 {
+        return Err(refused(
+            "this is the last voting member; removing it would destroy the cluster".into(),
+            Hint::option(FORCE),
+        ));
+    }
+    if healthy_after < quorum_after {
+        return Err(refused(
+            format!(
+                "removing {} would leave {healthy_after} healthy voting member(s) of {voters_after}, below the quorum of {quorum_after}; fix the unhealthy members first ({})",
+                target.member.id,
+                unhealthy_summary(view)
+            ),
+            Hint::option(FORCE),
+        ));
+    }
+    Ok(())
+}
+
+fn new_voter(view: &ClusterView) -> Result<()> {
+    if view.unhealthy().is_empty() {
+        return Ok(());
+    }
+    Err(refused(
+        format!(
+            "not adding a voting member while members are unhealthy ({}): the new member raises the quorum before it can vote; add it as a learner and promote it once in sync, or force it",
+            unhealthy_summary(view)
+        ),
+        Hint::any_of(&[LEARNER, FORCE]),
+    ))
+}
+
+fn promotion(view: &ClusterView, target: &MemberState) -> Result<()> {
+    if !target.member.is_learner {
+        return Ok(());
+    }
+    let hint = || Hint::option(FORCE);
+    let leader_index = view
+        .leader_state()
+        .and_then(|l| l.status.as_ref())
+        .map(|s| s.raft_index)
+        .ok_or_else(|| {
+            refused(
+                "the cluster has no reachable leader; promotion needs one".into(),
+                hint(),
+            )
+        })?;
+    let learner_index = target
+        .status
+        .as_ref()
+        .map(|s| s.raft_applied_index)
+        .ok_or_else(|| {
+            refused(
+                format!(
+                    "learner {} does not answer ({}); start it and let it catch up first",
+                    target.member.id,
+                    target.error.as_deref().unwrap_or("unreachable")
+                ),
+                hint(),
+            )
+        })?;
+    if learner_index * 100 < leader_index * LEARNER_READY_PERCENT {
+        return Err(refused(
+            format!(
+                "learner {} is not in sync: applied index {learner_index} against the leader's {leader_index}; wait and retry",
+                target.member.id
+            ),
+            hint(),
+        ));
+    }
+    Ok(())
+}
+
+/// The unhealthy members, `id (name): why`, for refusals.
+fn unhealthy_summary(view: &ClusterView) -> String {
+    view.unhealthy()
+        .iter()
+        .map(|m| {
+            format!(
+                "{} ({}): {}",
+                m.member.id,
+                if m.member.name.is_empty() {
+                    "unstarted"
+                } else {
+                    &m.member.name
+                },
+                m.error.as_deref().unwrap_or("unhealthy")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl Default for Guards {
     fn default() -> Guards {
         Guards::on_host("/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use etcd_common::options::FORCE;
+    use etcd_core::{Member, MemberId, MemberStatus};
+
+    use super::*;
+    use crate::hint_of;
+
+    fn state(id: u64, learner: bool, healthy: bool, applied: Option<u64>) -> MemberState {
+        MemberState {
+            member: Member {
+                id: MemberId(id),
+                name: format!("m{id}"),
+                peer_urls: vec![format!("http://10.0.0.{id}:2380")],
+                client_urls: vec![format!("http://10.0.0.{id}:2379")],
+                is_learner: learner,
+                started: true,
+            },
+            endpoint: Some(format!("http://10.0.0.{id}:2379")),
+            healthy,
+            status: applied.map(|index| MemberStatus {
+                version: "3.5.0".into(),
+                db_size: 0,
+                db_size_in_use: 0,
+                is_leader: id == 1,
+                leader: MemberId(1),
+                raft_term: 2,
+                raft_index: index,
+                raft_applied_index: index,
+                revision: 1,
+                errors: Vec::new(),
+            }),
+            error: (!healthy).then(|| "connection refused".to_string()),
+        }
+    }
+
+    fn view(members: Vec<MemberState>) -> ClusterView {
+        ClusterView {
+            cluster_id: MemberId(7),
+            members,
+            leader: Some(MemberId(1)),
+        }
+    }
+
+    fn hint(result: Result<()>) -> Vec<OptionId> {
+        let error = result.unwrap_err();
+        hint_of(&error).expect("a refusal has a hint").options
+    }
+
+    #[test]
+    fn removing_a_healthy_voter_from_a_sick_cluster_is_refused_unless_forced() {
+        let sick = view(vec![
+            state(1, false, true, Some(100)),
+            state(2, false, true, Some(100)),
+            state(3, false, false, None),
+        ]);
+        let target = Subject::Member(&sick.members[1]);
+        let refused = quorum(Operation::MemberRemove, Force(false), &sick, target).unwrap_err();
+        let message = refused.to_string();
+        assert!(message.contains("below the quorum of 2"), "{message}");
+        assert!(message.contains("m3"), "{message}");
+        assert!(!message.contains("--"), "{message}");
+        assert_eq!(hint_of(&refused).unwrap().options, vec![FORCE]);
+        assert!(quorum(Operation::MemberRemove, Force(true), &sick, target).is_ok());
+        // The dead one may go: two healthy voters of two remain.
+        let dead = Subject::Member(&sick.members[2]);
+        assert!(quorum(Operation::MemberRemove, Force(false), &sick, dead).is_ok());
+    }
+
+    #[test]
+    fn the_last_voter_is_kept_and_learners_go_freely() {
+        let alone = view(vec![
+            state(1, false, true, Some(5)),
+            state(2, true, false, None),
+        ]);
+        let last = Subject::Member(&alone.members[0]);
+        assert_eq!(
+            hint(quorum(Operation::MemberRemove, Force(false), &alone, last)),
+            vec![FORCE]
+        );
+        let learner = Subject::Member(&alone.members[1]);
+        assert!(quorum(Operation::MemberRemove, Force(false), &alone, learner).is_ok());
+    }
+
+    #[test]
+    fn a_voter_is_not_added_to_a_sick_cluster_but_a_learner_is() {
+        let sick = view(vec![
+            state(1, false, true, Some(9)),
+            state(2, false, false, None),
+        ]);
+        let voter = Subject::New { learner: false };
+        assert_eq!(
+            hint(quorum(Operation::MemberAdd, Force(false), &sick, voter)),
+            vec![LEARNER, FORCE]
+        );
+        let learner = Subject::New { learner: true };
+        assert!(quorum(Operation::MemberAdd, Force(false), &sick, learner).is_ok());
+        assert!(quorum(Operation::MemberAdd, Force(true), &sick, voter).is_ok());
+        let well = view(vec![state(1, false, true, Some(9))]);
+        assert!(quorum(Operation::MemberAdd, Force(false), &well, voter).is_ok());
+    }
+
+    #[test]
+    fn a_learner_is_promoted_only_once_it_answers_and_is_in_sync() {
+        let cluster = view(vec![
+            state(1, false, true, Some(1000)),
+            state(2, true, true, Some(500)),
+            state(3, true, false, None),
+            state(4, true, true, Some(950)),
+        ]);
+        let promote = |i: usize| {
+            quorum(
+                Operation::MemberPromote,
+                Force(false),
+                &cluster,
+                Subject::Member(&cluster.members[i]),
+            )
+        };
+        let behind = promote(1).unwrap_err().to_string();
+        assert!(behind.contains("not in sync"), "{behind}");
+        let silent = promote(2).unwrap_err().to_string();
+        assert!(silent.contains("does not answer"), "{silent}");
+        assert!(promote(3).is_ok());
+        let forced = Subject::Member(&cluster.members[1]);
+        assert!(quorum(Operation::MemberPromote, Force(true), &cluster, forced).is_ok());
+    }
+
+    #[test]
+    fn updates_restores_and_defrags_pass_the_quorum_guards() {
+        let sick = view(vec![
+            state(1, false, true, Some(9)),
+            state(2, false, false, None),
+        ]);
+        let member = Subject::Member(&sick.members[0]);
+        for operation in [
+            Operation::MemberUpdate,
+            Operation::Defrag,
+            Operation::SnapshotRestore,
+        ] {
+            assert!(quorum(operation, Force(false), &sick, member).is_ok());
+        }
     }
 }

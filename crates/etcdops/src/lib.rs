@@ -21,17 +21,19 @@
 
 pub mod error;
 pub mod guard;
+pub mod kv;
 pub mod maintenance;
+pub mod member;
+pub mod platform;
+pub mod snapshot;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
+/// What every crate shares: hints, sizes, durations.
+pub use etcd_common as common;
 /// Connecting to etcd and every cluster operation.
 pub use etcd_core as core;
 /// Kubernetes and OpenShift knowledge.
 pub use etcd_k8s as k8s;
-/// Snapshot streams, the backup catalog and continuous backup.
-pub use etcd_snapshot as snapshot;
 /// Where backups live.
 pub use etcd_store as store;
-/// What every crate shares: hints, sizes, durations.
-pub use etcd_common as common;

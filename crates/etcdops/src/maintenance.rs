@@ -80,11 +80,7 @@ impl DefragRequest {
     }
 
     fn targets(&self) -> Targets {
-        if self.cluster {
-            Targets::Cluster
-        } else {
-            Targets::Configured
-        }
+        Targets::of(self.cluster)
     }
 }
 

@@ -245,7 +245,7 @@ fn encrypted_backups_in_a_local_dir_verify_restore_and_refuse_without_the_identi
 
     // Without an identity: the stored bytes are checked, the contents are not; exit 2.
     let locked = out.keep(run(&cluster, &["snapshot", "verify", &url]));
-    assert_clear_error(&locked, "pass --identity FILE");
+    assert_clear_error(&locked, "give the identity of one of them (--identity)");
     assert!(locked.stderr.contains("encrypted with age to"), "{locked}");
     assert!(
         locked.stderr.contains(&public_a) && locked.stderr.contains(&public_b),
@@ -302,7 +302,7 @@ fn encrypted_backups_in_a_local_dir_verify_restore_and_refuse_without_the_identi
     ));
     status_url.expect_code(0);
     let locked = out.keep(run(&cluster, &["snapshot", "status", &file_arg]));
-    assert_clear_error(&locked, "pass --identity FILE");
+    assert_clear_error(&locked, "give the identity of one of them (--identity)");
     // A local file beside its manifest: the recipients are named too.
     assert!(locked.stderr.contains(&public_a), "{locked}");
 
@@ -329,7 +329,7 @@ fn encrypted_backups_in_a_local_dir_verify_restore_and_refuse_without_the_identi
     // etcd serves every key from the restored data dir.
     let mut restored = Cluster::plan_restore(1, "enc");
     let refused = out.keep(crate::snapshot_restore::restore(&file, &restored, 0, &[]));
-    assert_clear_error(&refused, "pass --identity FILE");
+    assert_clear_error(&refused, "give the identity of one of them (--identity)");
     assert!(!restored.members[0].data_dir.exists());
     let id_b_arg = id_b.display().to_string();
     let done = out.keep(crate::snapshot_restore::restore(
@@ -467,7 +467,7 @@ fn encrypted_backups_in_s3_list_verify_and_restore_from_the_url() {
     ]));
     verified.expect_code(0);
     let locked = out.keep(etcdops_s3(&["snapshot", "verify", &url]));
-    assert_clear_error(&locked, "pass --identity FILE");
+    assert_clear_error(&locked, "give the identity of one of them (--identity)");
     assert!(locked.stderr.contains(&public_a), "{locked}");
     let wrong = out.keep(etcdops_s3(&[
         "snapshot",
@@ -500,7 +500,7 @@ fn encrypted_backups_in_s3_list_verify_and_restore_from_the_url() {
     let locked = out.keep(etcdops_s3(
         &restore_args.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
-    assert_clear_error(&locked, "pass --identity FILE");
+    assert_clear_error(&locked, "give the identity of one of them (--identity)");
     let mut with_identity: Vec<&str> = restore_args.iter().map(String::as_str).collect();
     with_identity.extend(["--identity", &id_a_arg]);
     let done = out.keep(etcdops_s3(&with_identity));

@@ -3,7 +3,8 @@
 //! `show_secrets`. Returns at most `limit` keys (default 1000): a module result is held in
 //! memory by Ansible, so big ranges belong to `count_only` or the CLI.
 
-use etcd_core::{GetRequest, get_pages, history};
+use etcd_core::{get_pages, history};
+use etcdops::kv::KeyQuery;
 use serde::Deserialize;
 
 use crate::context::Context;
@@ -28,37 +29,25 @@ const DEFAULT_LIMIT: i64 = 1000;
 
 #[derive(Debug, Deserialize)]
 struct Args {
-    /// The etcd key (`key` is the client key of the connection options).
-    #[serde(default)]
-    etcd_key: String,
-    #[serde(default)]
-    prefix: bool,
-    range_end: Option<String>,
-    #[serde(default)]
-    from_key: bool,
-    #[serde(default)]
-    revision: i64,
-    #[serde(default)]
-    keys_only: bool,
-    #[serde(default)]
-    count_only: bool,
-    limit: Option<i64>,
+    #[serde(flatten)]
+    query: KeyQuery,
     #[serde(default)]
     history: bool,
-    #[serde(default)]
-    show_secrets: bool,
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
-    let args: Args = context.args()?;
+    let Args {
+        mut query,
+        history: wants_history,
+    } = context.args()?;
     let config = context.cluster()?;
-    if args.history {
-        if args.etcd_key.is_empty() || args.prefix || args.range_end.is_some() {
+    if wants_history {
+        if !query.is_one_key() {
             return Err(ModuleError::new(
                 "etcd_kv_info: history reads one key: give etcd_key, without prefix or range_end",
             ));
         }
-        let report = history(&config, args.etcd_key.as_bytes(), args.show_secrets).await?;
+        let report = history(&config, query.key.as_bytes(), query.show_secrets).await?;
         let msg = format!(
             "{} event(s) of {} up to revision {}",
             report.events.len(),
@@ -67,21 +56,9 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         );
         return Ok(Outcome::unchanged(msg).with_fields(&report));
     }
-    let request = GetRequest {
-        key: args.etcd_key.as_bytes().to_vec(),
-        range_end: args.range_end.as_ref().map(|e| e.as_bytes().to_vec()),
-        prefix: args.prefix,
-        from_key: args.from_key,
-        revision: args.revision,
-        keys_only: args.keys_only,
-        count_only: args.count_only,
-        limit: args.limit.unwrap_or(DEFAULT_LIMIT),
-        sort: None,
-        show_secrets: args.show_secrets,
-        page_size: 0,
-    };
+    query.limit.get_or_insert(DEFAULT_LIMIT);
     let mut kvs = Vec::new();
-    let summary = get_pages(&config, &request, |page| {
+    let summary = get_pages(&config, &query.request(), |page| {
         kvs.extend(page);
         Ok(())
     })

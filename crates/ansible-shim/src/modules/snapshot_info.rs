@@ -1,18 +1,17 @@
 //! `etcd_snapshot_info`: the backups in a store (`store`), the status of one snapshot file or
 //! stored object (`snapshot`), and with `verify` a full integrity check of a stored backup
-//! against its manifest. Read-only.
+//! against its manifest, then of its chain of delta segments. Read-only.
 
-use etcd_snapshot::{
-    NoProgress, SnapshotError, StatusOptions, list_backups, open_snapshot_file_decrypting,
-    open_snapshot_object_decrypting, verify_backup,
+use etcdops::snapshot::{
+    IdentitySettings, ListRequest, StatusRequest, StoreSettings, VerifyRequest, lib::NoProgress,
+    list, status, verify,
 };
-use etcd_store::split_object_url;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
+use crate::store::{IDENTITY_OPTIONS, STORE_OPTIONS};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
@@ -34,9 +33,18 @@ struct Args {
     #[serde(default)]
     skip_hash_check: bool,
     #[serde(flatten)]
-    identity: IdentityArgs,
+    identity: IdentitySettings,
     #[serde(flatten)]
-    store_args: StoreArgs,
+    settings: StoreSettings,
+}
+
+/// Adds warnings not given yet (status and verify read the same identity file).
+fn warn(outcome: &mut Outcome, warnings: Vec<String>) {
+    for warning in warnings {
+        if !outcome.warnings.contains(&warning) {
+            outcome.warnings.push(warning);
+        }
+    }
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
@@ -49,8 +57,12 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         ));
     }
     if let Some(url) = &args.store {
-        let store = args.store_args.open(url)?;
-        let catalog = list_backups(&store).await?;
+        let request = ListRequest {
+            store: url.clone(),
+            settings: args.settings.clone(),
+        };
+        let listed = list(&request).await?;
+        let catalog = &listed.catalog;
         let latest = catalog
             .backups
             .iter()
@@ -62,50 +74,57 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             catalog.backups.len(),
             catalog.store
         ));
-        outcome = outcome.with("latest", latest).with_fields(&catalog);
+        warn(
+            &mut outcome,
+            listed.warnings.iter().map(|w| w.message()).collect(),
+        );
+        outcome = outcome.with("latest", latest).with_fields(&listed);
     }
-    if let Some(source) = &args.snapshot {
-        let (identities, warnings) = args.identity.identities()?;
-        outcome.warnings.extend(warnings);
-        let is_url = source.contains("://");
-        // A zstd or age file or a stored object is decrypted and decompressed into an
-        // unnamed temporary file.
-        let snapshot = if is_url {
-            let (store_url, name) = split_object_url(source);
-            let store = args.store_args.open(&store_url)?;
-            open_snapshot_object_decrypting(&store, &name, None, &identities).await?
-        } else {
-            open_snapshot_file_decrypting(std::path::Path::new(source), None, &identities)?
-        };
-        let options = StatusOptions {
-            skip_hash_check: args.skip_hash_check,
-        };
-        let status = snapshot.status(source, &options)?;
-        said.push(format!(
-            "{source}: revision {}, {} keys",
-            status.revision, status.total_key
-        ));
-        outcome = outcome
-            .with("status", &status)
-            .with("encrypted", snapshot.encrypted());
+    let Some(source) = &args.snapshot else {
         if args.verify {
-            let (store_url, name) = split_object_url(source);
-            let store = args.store_args.open(&store_url)?;
-            match verify_backup(&store, &name, &identities, &NoProgress).await {
-                Ok(report) => {
-                    said.push("verified".into());
-                    outcome = outcome.with("verify", &report);
-                }
-                Err(e @ SnapshotError::VerifyFailed { .. }) => {
-                    return Ok(Outcome::failure(format!("verify failed: {e}")));
-                }
-                Err(e) => return Err(e.into()),
-            }
+            return Err(ModuleError::new(
+                "etcd_snapshot_info: verify needs snapshot (the backup's URL or path)",
+            ));
         }
-    } else if args.verify {
-        return Err(ModuleError::new(
-            "etcd_snapshot_info: verify needs snapshot (the backup's URL or path)",
-        ));
+        outcome.msg = said.join("; ");
+        return Ok(outcome);
+    };
+    let request = StatusRequest {
+        snapshot: source.clone(),
+        skip_hash_check: args.skip_hash_check,
+        identity: args.identity.clone(),
+        store: args.settings.clone(),
+    };
+    let opened = status(&request).await?;
+    warn(&mut outcome, opened.warnings.clone());
+    said.push(format!(
+        "{source}: revision {}, {} keys",
+        opened.status.revision, opened.status.total_key
+    ));
+    outcome = outcome
+        .with("status", &opened.status)
+        .with("encrypted", opened.encrypted);
+    if args.verify {
+        let request = VerifyRequest {
+            snapshot: source.clone(),
+            identity: args.identity,
+            store: args.settings,
+        };
+        // The backup, then its chain: a broken chain fails the task as it fails the CLI.
+        let verified = verify(&request, &NoProgress).await?;
+        warn(&mut outcome, verified.warnings.clone());
+        if let Some(chain) = &verified.chain {
+            outcome = outcome.with("chain", chain);
+        }
+        if let Some(report) = &verified.report {
+            outcome = outcome.with("verify", report);
+        }
+        if !verified.ok() {
+            outcome.failed = true;
+            outcome.msg = format!("verify failed: {}", verified.failures.join("; "));
+            return Ok(outcome);
+        }
+        said.push("verified".into());
     }
     outcome.msg = said.join("; ");
     Ok(outcome)

@@ -2,10 +2,7 @@
 //! directory (kept, never deleted) and waiting until etcd is gone, or start it by moving the
 //! manifest back and waiting until etcd is healthy. No Python needed on the host.
 
-use std::path::PathBuf;
-
-use etcd_k8s::{DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, PodState, StaticPodRequest, static_pod};
-use serde::Deserialize;
+use etcd_k8s::{PodState, StaticPodRequest, static_pod};
 use serde_json::json;
 
 use crate::context::Context;
@@ -20,22 +17,11 @@ pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("root", Kind::Str),
 ]];
 
-fn default_timeout() -> u64 {
-    120
-}
-
-#[derive(Debug, Deserialize)]
-struct Args {
-    state: PodState,
-    manifest: Option<PathBuf>,
-    parking_dir: Option<PathBuf>,
-    #[serde(default = "default_timeout")]
-    timeout: u64,
-    root: Option<PathBuf>,
-}
-
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
-    let args: Args = context.args()?;
+    // The manifest and parking dir default to the library's: the manifest found under root
+    // (OpenShift's or kubeadm's), as the CLI's `platform stop/start`.
+    let mut request: StaticPodRequest = context.args()?;
+    request.dry_run = context.check_mode;
     // Connection options given (or set by module_defaults / ETCDCTL_*) are used for the
     // health check; without endpoints, the manifest's own endpoints and certificates are.
     let explicit = context.params().contains_key("endpoints")
@@ -44,20 +30,6 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         Some(context.cluster()?)
     } else {
         None
-    };
-    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-    let request = StaticPodRequest {
-        state: args.state,
-        manifest: args
-            .manifest
-            .unwrap_or_else(|| etcd_k8s::rooted(&root, std::path::Path::new(KUBEADM_MANIFEST))),
-        parking_dir: args
-            .parking_dir
-            .unwrap_or_else(|| etcd_k8s::rooted(&root, std::path::Path::new(DEFAULT_PARKING_DIR))),
-        timeout: args.timeout,
-        root: Some(root),
-        dry_run: context.check_mode,
-        crictl: None,
     };
     let result = static_pod(&request, connection.as_ref())
         .await
@@ -69,17 +41,8 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             format!("manifest at {}\n", result.manifest.display())
         }
     };
-    let stopping = args.state == PodState::Stopped;
-    let msg = match (stopping, result.changed, context.check_mode) {
-        (true, true, true) => "would park the manifest and wait for etcd to stop (check mode)",
-        (true, true, false) => "parked the manifest; etcd stopped",
-        (true, false, _) => "already stopped",
-        (false, true, true) => {
-            "would move the manifest back and wait for etcd to be healthy (check mode)"
-        }
-        (false, true, false) => "moved the manifest back; etcd is healthy",
-        (false, false, _) => "already started",
-    };
+    let stopping = request.state == PodState::Stopped;
+    let msg = result.summary(context.check_mode);
     let mut outcome = Outcome::unchanged(msg);
     outcome.changed = result.changed;
     if result.changed {

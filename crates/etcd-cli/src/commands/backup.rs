@@ -1,15 +1,15 @@
 //! `backup run`: parses the flags, runs the library loop until SIGTERM or Ctrl-C, and prints
 //! one line per thing it did.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
 use etcd_core::ClusterConfig;
-use etcd_snapshot::{Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups};
+use etcd_snapshot::{RunEvent, RunObserver};
+use etcdops::snapshot::{BackupRunRequest, backup_run};
 
 use super::ExitStatus;
-use super::snapshot::{open_store, policy, recipients};
+use super::snapshot::{in_flag_words, retention, settings};
 use crate::flags::{BackupCommand, OutputFormat, RunArgs};
 
 /// Runs a `backup` subcommand.
@@ -33,59 +33,7 @@ impl RunObserver for LinePrinter {
         let line = if self.json {
             serde_json::to_string(event).unwrap_or_default()
         } else {
-            match event {
-                RunEvent::FullSaved { object, revision } => {
-                    format!("full backup {object} at revision {revision}")
-                }
-                RunEvent::SegmentPublished {
-                    object,
-                    changes,
-                    after_revision,
-                    to_revision,
-                    ..
-                } if *changes == 0 || after_revision >= to_revision => {
-                    format!(
-                        "segment {object}: no changes (every change up to revision {to_revision} published)"
-                    )
-                }
-                RunEvent::SegmentPublished {
-                    object,
-                    changes,
-                    after_revision,
-                    to_revision,
-                    ..
-                } => format!(
-                    "segment {object}: {changes} changes, revisions {}..={to_revision}",
-                    after_revision + 1
-                ),
-                RunEvent::Gap {
-                    base,
-                    covered_revision,
-                    reason,
-                } => format!(
-                    "gap: the chain of {base} ends at revision {covered_revision} ({reason}); a new full backup follows"
-                ),
-                RunEvent::FullBackupLost {
-                    base,
-                    covered_revision,
-                } => format!(
-                    "full backup lost: {base} is gone from the store, so its chain (up to revision {covered_revision}) cannot be restored; a new full backup follows"
-                ),
-                RunEvent::Locked { lock, expires_at } => format!(
-                    "holding the lock {lock} (renewed while running; until {})",
-                    expires_at.format("%Y-%m-%dT%H:%M:%SZ")
-                ),
-                RunEvent::Stopping { reason } => format!("stopping: {reason}"),
-                RunEvent::Reconnected { endpoint, reason } => {
-                    format!("watching {endpoint} now ({reason})")
-                }
-                RunEvent::Resumed {
-                    base,
-                    covered_revision,
-                } => format!("continuing the chain of {base} after revision {covered_revision}"),
-                RunEvent::Pruned { deleted } => format!("pruned {}", deleted.join(", ")),
-                RunEvent::Failed { error } => format!("failed, will retry: {error}"),
-            }
+            etcdops::snapshot::event_line(event)
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
@@ -114,29 +62,27 @@ async fn run_loop(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     let stop = stop_signal()?;
-    let store = open_store(&args.store, &args.store_flags)?;
-    let request = RunRequest {
+    let request = BackupRunRequest {
+        store: args.store.clone(),
         full_every: args.full_every,
         delta_every: args.delta_every,
         segment_bytes: args.segment_bytes,
-        save: SaveRequest {
-            endpoint: args.endpoint.clone(),
-            compression: Compression::Zstd,
-            level: args.compression_level,
-            labels: args.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
-            verify_after_upload: false,
-            encrypt_to: recipients(&args.encrypt_to, &args.encrypt_to_file)?,
-        },
-        metrics_file: args.metrics_file.clone(),
-        retention: policy(&args.retention)?,
-        orphan_grace: args.retention.orphan_grace,
-        stop_grace: args.stop_grace,
+        endpoint: args.endpoint.clone(),
+        compression_level: args.compression_level,
+        labels: args.labels.iter().cloned().collect(),
+        encrypt_to: args.encrypt_to.clone(),
+        encrypt_to_file: args.encrypt_to_file.clone(),
+        retention: retention(&args.retention),
         all_clusters: args.all_clusters,
-        ..RunRequest::default()
+        metrics_file: args.metrics_file.clone(),
+        stop_grace: args.stop_grace,
+        settings: settings(&args.store_flags),
     };
     let printer = LinePrinter {
         json: matches!(format, OutputFormat::Json),
     };
-    run_backups(config, &store, &request, &printer, stop).await?;
+    backup_run(config, &request, &printer, stop)
+        .await
+        .map_err(in_flag_words)?;
     Ok(ExitStatus::Success)
 }

@@ -10,14 +10,6 @@ use super::ExitStatus;
 use crate::flags::{EndpointCommand, OutputFormat};
 use crate::output::{Render, cell, human_bytes, plain, print};
 
-fn targets(cluster: bool) -> Targets {
-    if cluster {
-        Targets::Cluster
-    } else {
-        Targets::Configured
-    }
-}
-
 /// Runs an endpoint command.
 pub async fn run(
     config: &ClusterConfig,
@@ -26,18 +18,18 @@ pub async fn run(
 ) -> Result<ExitStatus> {
     match command {
         EndpointCommand::Health(flag) => {
-            let report = HealthView(endpoint_health(config, targets(flag.cluster)).await?);
+            let report = HealthView(endpoint_health(config, Targets::of(flag.cluster)).await?);
             print(format, &report)?;
             Ok(ExitStatus::from_ok(report.0.all_healthy))
         }
         EndpointCommand::Status(flag) => {
-            let report = StatusView(endpoint_status(config, targets(flag.cluster)).await?);
+            let report = StatusView(endpoint_status(config, Targets::of(flag.cluster)).await?);
             print(format, &report)?;
             Ok(ExitStatus::from_ok(report.0.all_answered))
         }
         EndpointCommand::Hashkv(args) => {
             let report =
-                HashKvView(endpoint_hashkv(config, targets(args.cluster), args.rev).await?);
+                HashKvView(endpoint_hashkv(config, Targets::of(args.cluster), args.rev).await?);
             print(format, &report)?;
             Ok(ExitStatus::from_ok(report.0.all_agree))
         }

@@ -200,11 +200,20 @@ impl Render for ObjectsView<'_> {
     }
 }
 
+/// How a key file written by `encryption-key new --out` starts (JSON); else a bare key.
+const JSON_OBJECT: char = '{';
+
 /// The key given with --key-file: `encryption-key new --out` JSON, or bare base64.
 fn read_key(args: &EncryptionConfigArgs) -> Result<Option<KeyMaterial>> {
     let Some(path) = &args.key_file else {
         return Ok(None);
     };
+    let text = read_key_text(path)?;
+    parse_key(text.trim(), path, args.key_name.as_deref()).map(Some)
+}
+
+/// The key file's text (`-`: standard input).
+fn read_key_text(path: &std::path::Path) -> Result<String> {
     let mut text = String::new();
     if path.as_os_str() == "-" {
         io::stdin()
@@ -215,44 +224,49 @@ fn read_key(args: &EncryptionConfigArgs) -> Result<Option<KeyMaterial>> {
             .and_then(|mut f| f.read_to_string(&mut text))
             .with_context(|| format!("cannot read the key file '{}'", path.display()))?;
     }
+    Ok(text)
+}
+
+/// The key in `text`: JSON with its name (which `key_name`, when given, must match), or a
+/// bare key named by `key_name`. Never echoes the text: it holds the key.
+fn parse_key(text: &str, path: &std::path::Path, key_name: Option<&str>) -> Result<KeyMaterial> {
     #[derive(serde::Deserialize)]
     struct KeyFile {
         name: String,
         secret: String,
     }
-    let trimmed = text.trim();
-    if trimmed.starts_with('{') {
-        // Never echo the parse error: it may quote the key.
-        let file: KeyFile = serde_json::from_str(trimmed).map_err(|_| {
+    if !text.starts_with(JSON_OBJECT) {
+        let name = key_name.ok_or_else(|| {
             anyhow::anyhow!(
-                "the key file '{}' is JSON but not {{\"name\": ..., \"secret\": ...}}",
+                "'{}' holds a bare key: name it with --key-name",
                 path.display()
             )
         })?;
-        if let Some(name) = &args.key_name
-            && *name != file.name
-        {
-            anyhow::bail!(
-                "--key-name {name} differs from the name {} in '{}'",
-                file.name,
-                path.display()
-            );
-        }
-        return Ok(Some(KeyMaterial {
-            name: file.name,
-            secret: KeySecret::new(file.secret),
-        }));
+        return Ok(KeyMaterial {
+            name: name.to_string(),
+            secret: KeySecret::new(text),
+        });
     }
-    let name = args.key_name.clone().ok_or_else(|| {
+    // Never echo the parse error: it may quote the key.
+    let file: KeyFile = serde_json::from_str(text).map_err(|_| {
         anyhow::anyhow!(
-            "'{}' holds a bare key: name it with --key-name",
+            "the key file '{}' is JSON but not {{\"name\": ..., \"secret\": ...}}",
             path.display()
         )
     })?;
-    Ok(Some(KeyMaterial {
-        name,
-        secret: KeySecret::new(trimmed),
-    }))
+    if let Some(name) = key_name
+        && name != file.name
+    {
+        anyhow::bail!(
+            "--key-name {name} differs from the name {} in '{}'",
+            file.name,
+            path.display()
+        );
+    }
+    Ok(KeyMaterial {
+        name: file.name,
+        secret: KeySecret::new(file.secret),
+    })
 }
 
 fn config_step(

@@ -4,9 +4,10 @@ use std::io::{self, BufWriter, Write};
 
 use anyhow::Result;
 use etcd_core::{
-    ClusterConfig, Encoding, GetRequest, KeyEvent, KeyHistory, SortBy, WatchBound, WatchRequest,
-    get_pages, history, watch,
+    ClusterConfig, Encoding, GetRequest, KeyEvent, KeyHistory, KeyValueView, SortBy, WatchBound,
+    WatchRequest, get_pages, history, watch,
 };
+use etcdops::kv::KeyQuery;
 
 use super::ExitStatus;
 use crate::flags::{GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg, WatchArgs};
@@ -20,64 +21,84 @@ fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
     }
 }
 
+/// The JSON document `get -w json` streams: its opening, then one key a line.
+const KVS_OPEN: &str = "{\"kvs\":[";
+
+/// The library request of `get`'s flags.
+fn get_request(args: &GetArgs) -> GetRequest {
+    let query = KeyQuery {
+        key: args.key.clone(),
+        prefix: args.prefix,
+        range_end: args.range_end.clone(),
+        from_key: args.from_key,
+        revision: args.rev,
+        keys_only: args.keys_only,
+        count_only: args.count_only,
+        limit: Some(args.limit),
+        show_secrets: args.show_secrets,
+    };
+    let mut request = query.request();
+    request.sort = match (args.sort_by, args.order) {
+        (None, None) => None,
+        (by, order) => Some((
+            match by.unwrap_or(SortByArg::Key) {
+                SortByArg::Key => SortBy::Key,
+                SortByArg::Create => SortBy::Create,
+                SortByArg::Modify => SortBy::Modify,
+                SortByArg::Version => SortBy::Version,
+                SortByArg::Value => SortBy::Value,
+            },
+            order != Some(OrderArg::Descend),
+        )),
+    };
+    request
+}
+
+/// One key of `get` as its format prints it; `first` says whether a JSON separator goes before.
+fn write_kv(
+    out: &mut impl Write,
+    kv: &KeyValueView,
+    args: &GetArgs,
+    format: OutputFormat,
+    first: &mut bool,
+) -> io::Result<()> {
+    match format {
+        OutputFormat::Json => {
+            let sep = if *first { "" } else { "," };
+            *first = false;
+            json_line(kv).and_then(|json| write!(out, "{sep}\n{json}"))
+        }
+        _ if args.print_value_only => match &kv.value {
+            Some(v) => writeln!(out, "{}", value_alone(v, kv.value_encoding)),
+            None => Ok(()),
+        },
+        _ => {
+            let key = text(&kv.key, kv.key_encoding);
+            match &kv.value {
+                Some(v) => writeln!(out, "{key}\n{}", value_text(v, kv.value_encoding)),
+                None => writeln!(out, "{key}"),
+            }
+        }
+    }
+}
+
 /// `get`
 pub async fn run_get(
     config: &ClusterConfig,
     args: &GetArgs,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    let request = GetRequest {
-        key: args.key.as_bytes().to_vec(),
-        range_end: args.range_end.as_ref().map(|e| e.as_bytes().to_vec()),
-        prefix: args.prefix,
-        from_key: args.from_key,
-        revision: args.rev,
-        keys_only: args.keys_only,
-        count_only: args.count_only,
-        limit: args.limit,
-        sort: match (args.sort_by, args.order) {
-            (None, None) => None,
-            (by, order) => Some((
-                match by.unwrap_or(SortByArg::Key) {
-                    SortByArg::Key => SortBy::Key,
-                    SortByArg::Create => SortBy::Create,
-                    SortByArg::Modify => SortBy::Modify,
-                    SortByArg::Version => SortBy::Version,
-                    SortByArg::Value => SortBy::Value,
-                },
-                order != Some(OrderArg::Descend),
-            )),
-        },
-        show_secrets: args.show_secrets,
-        page_size: 0,
-    };
+    let request = get_request(args);
     let mut out = BufWriter::new(io::stdout());
     let mut io_error: Option<io::Error> = None;
     let mut first = true;
     if format == OutputFormat::Json {
-        write!(out, "{{\"kvs\":[")?;
+        out.write_all(KVS_OPEN.as_bytes())?;
     }
     let result = get_pages(config, &request, |page| {
         for kv in page {
-            let written = match format {
-                OutputFormat::Json => {
-                    let sep = if first { "" } else { "," };
-                    first = false;
-                    json_line(&kv).and_then(|json| write!(out, "{sep}\n{json}"))
-                }
-                _ if args.print_value_only => match &kv.value {
-                    Some(v) => writeln!(out, "{}", value_alone(v, kv.value_encoding)),
-                    None => Ok(()),
-                },
-                _ => {
-                    let key = text(&kv.key, kv.key_encoding);
-                    match &kv.value {
-                        Some(v) => writeln!(out, "{key}\n{}", value_text(v, kv.value_encoding)),
-                        None => writeln!(out, "{key}"),
-                    }
-                }
-            };
-            written.map_err(|e| stop(&mut io_error, e))?;
+            write_kv(&mut out, &kv, args, format, &mut first)
+                .map_err(|e| stop(&mut io_error, e))?;
         }
         Ok(())
     })

@@ -83,11 +83,7 @@ pub async fn run_defrag(
     flag: &ClusterFlag,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    let targets = if flag.cluster {
-        etcd_core::Targets::Cluster
-    } else {
-        etcd_core::Targets::Configured
-    };
+    let targets = etcd_core::Targets::of(flag.cluster);
     let report = Client::new(config.clone()).defrag(targets).await?;
     print_defrag(report, format)
 }

@@ -1,18 +1,18 @@
 //! `etcdops member ...`
 
 use anyhow::Result;
-use etcd_core::{
-    ClusterConfig, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberList, member_add,
-    member_list, member_promote, member_remove, member_update,
-};
+use etcd_core::{ClusterConfig, MemberAddResult, MemberChangeResult, MemberList, member_list};
+use etcdops::guard::{Force, Guards};
+use etcdops::member::{self, AddRequest, Guarded, RemoveRequest, UpdateRequest};
 
 use super::ExitStatus;
 use crate::flags::{MemberCommand, OutputFormat};
-use crate::output::{Render, plain, print};
+use crate::output::{Render, plain, print, warn};
 
-/// Runs a member command.
+/// Runs a member command; `guards` look at the host (for the OpenShift operator).
 pub async fn run(
     config: &ClusterConfig,
+    guards: &Guards,
     command: &MemberCommand,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
@@ -20,39 +20,55 @@ pub async fn run(
         MemberCommand::List => {
             let list = MemberListView(member_list(config).await?);
             print(format, &list)?;
-            Ok(ExitStatus::Success)
         }
         MemberCommand::Add(args) => {
-            let request = MemberAddRequest {
+            let request = AddRequest {
                 name: args.name.clone(),
                 peer_urls: args.peer_urls.clone(),
                 learner: args.learner,
-                force: args.force,
+                force: Force(args.force),
                 dry_run: false,
             };
-            let result = member_add(config, &request).await?;
-            crate::output::note(&result.message);
-            print(format, &AddView(result))?;
-            Ok(ExitStatus::Success)
+            let done = warned(member::add(config, guards, &request).await?);
+            crate::output::note(&done.message);
+            print(format, &AddView(done))?;
         }
-        MemberCommand::Remove(args) => change(
-            member_remove(config, &args.member, args.force, false).await?,
-            format,
-        ),
-        MemberCommand::Update(args) => change(
-            member_update(config, &args.member, &args.peer_urls, false).await?,
-            format,
-        ),
-        MemberCommand::Promote(args) => change(
-            member_promote(config, &args.member, args.force, false).await?,
-            format,
-        ),
+        MemberCommand::Remove(args) => {
+            let request = select(&args.member, args.force);
+            let done = warned(member::remove(config, guards, &request).await?);
+            print(format, &ChangeView(done))?;
+        }
+        MemberCommand::Update(args) => {
+            let request = UpdateRequest {
+                member: args.member.clone(),
+                peer_urls: args.peer_urls.clone(),
+                force: Force(args.force),
+                dry_run: false,
+            };
+            let done = warned(member::update(config, guards, &request).await?);
+            print(format, &ChangeView(done))?;
+        }
+        MemberCommand::Promote(args) => {
+            let request = select(&args.member, args.force);
+            let done = warned(member::promote(config, guards, &request).await?);
+            print(format, &ChangeView(done))?;
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn select(member: &str, force: bool) -> RemoveRequest {
+    RemoveRequest {
+        member: member.to_string(),
+        force: Force(force),
+        dry_run: false,
     }
 }
 
-fn change(result: MemberChangeResult, format: OutputFormat) -> Result<ExitStatus> {
-    print(format, &ChangeView(result))?;
-    Ok(ExitStatus::Success)
+/// Prints the warnings of the guards forced through; the result.
+fn warned<T>(done: Guarded<T>) -> T {
+    done.warnings.iter().for_each(|w| warn(w));
+    done.result
 }
 
 /// Shell-quotes a value for `KEY='value'` lines.

@@ -1,20 +1,20 @@
-//! `etcdops platform ...`, `--platform auto`, and the OpenShift guard in front of membership
-//! and defragmentation. The work is in etcd-k8s; this prints its results.
+//! `etcdops platform ...`, `--platform auto`, and the host the guards look at. The work is
+//! in etcd-k8s and etcdops; this prints its results.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use etcd_core::{ClusterConfig, ConnectionOptions};
 use etcd_k8s::{
-    DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, PlatformInfo, PlatformRequest, PodState,
-    StaticPodRequest, StaticPodResult, check_operator, detect_platform, rooted, static_pod,
+    PlatformInfo, PlatformRequest, PodState, StaticPodRequest, StaticPodResult, detect_platform,
+    static_pod,
 };
+use etcdops::guard::{Force, Guards, Operation};
 
 use super::ExitStatus;
 use crate::flags::{
-    Command, GlobalFlags, MemberCommand, OutputFormat, PlatformCommand, PlatformMode,
-    SnapshotCommand, StaticPodArgs,
+    Command, GlobalFlags, OutputFormat, PlatformCommand, PlatformMode, SnapshotCommand,
+    StaticPodArgs,
 };
 use crate::output::{Render, print};
 
@@ -31,31 +31,29 @@ pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
     let options = global.connection_options().or_env()?;
     match global.platform {
         None => Ok(options),
-        Some(PlatformMode::Auto) => {
-            let info = detect_platform(&PlatformRequest {
-                root: Some(root(global)),
-            })?;
-            Ok(info.fill_connection(options)?)
-        }
+        Some(PlatformMode::Auto) => Ok(etcdops::platform::fill_from_host(options, &root(global))?),
     }
 }
 
-/// Where OpenShift's cluster-etcd-operator manages etcd (seen on this host or in the cluster),
-/// refuses membership changes, defragmentation and restores without `--force`.
+/// The guards of the host under `--platform-root` (default `/`).
+pub fn guards(global: &GlobalFlags) -> Guards {
+    Guards::on_host(root(global))
+}
+
+/// The OpenShift operator guard of the commands whose workflow does not pass it yet
+/// (defragmentation, restores); member commands pass it inside their workflows.
 pub async fn guard(global: &GlobalFlags, command: &Command, config: &ClusterConfig) -> Result<()> {
-    let (operation, force, online) = match command {
-        Command::Member(MemberCommand::Add(args)) => ("member add", args.force, true),
-        Command::Member(MemberCommand::Remove(args)) => ("member remove", args.force, true),
-        Command::Member(MemberCommand::Update(args)) => ("member update", args.force, true),
-        Command::Member(MemberCommand::Promote(args)) => ("member promote", args.force, true),
-        Command::Defrag(args) => ("defrag", args.force, true),
+    let (operation, force) = match command {
+        Command::Defrag(args) => (Operation::Defrag, args.force),
         Command::Snapshot(SnapshotCommand::Restore(args)) => {
-            ("snapshot restore", args.force, false)
+            (Operation::SnapshotRestore, args.force)
         }
         _ => return Ok(()),
     };
-    let check = check_operator(&root(global), online.then_some(config), operation, force).await?;
-    if let Some(warning) = check.warning() {
+    let passed = guards(global)
+        .check(operation, Force(force), Some(config))
+        .await?;
+    if let Some(warning) = passed.warning() {
         crate::output::warn(&warning);
     }
     Ok(())
@@ -85,20 +83,12 @@ async fn pod(
     state: PodState,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    let root = root(global);
-    let manifest = match &args.manifest {
-        Some(path) => path.clone(),
-        None => default_manifest(&root),
-    };
     let request = StaticPodRequest {
         state,
-        manifest,
-        parking_dir: args
-            .parking_dir
-            .clone()
-            .unwrap_or_else(|| rooted(&root, Path::new(DEFAULT_PARKING_DIR))),
+        manifest: args.manifest.clone(),
+        parking_dir: args.parking_dir.clone(),
         timeout: args.timeout.as_secs().max(1),
-        root: Some(root),
+        root: Some(root(global)),
         dry_run: args.dry_run,
         crictl: None,
     };
@@ -114,28 +104,6 @@ async fn pod(
         .with_context(|| format!("platform {}", state_word(state)))?;
     print(format, &PodView(result, args.dry_run))?;
     Ok(ExitStatus::Success)
-}
-
-/// The detected manifest (OpenShift's, else kubeadm's, else a parked one's original place).
-fn default_manifest(root: &Path) -> PathBuf {
-    match detect_platform(&PlatformRequest {
-        root: Some(root.to_path_buf()),
-    }) {
-        Ok(PlatformInfo {
-            manifest: Some(manifest),
-            parked: false,
-            ..
-        }) => manifest,
-        Ok(PlatformInfo {
-            manifest: Some(parked),
-            parked: true,
-            ..
-        }) => {
-            let name = parked.file_name().map(PathBuf::from).unwrap_or_default();
-            rooted(root, Path::new(etcd_k8s::MANIFESTS_DIR)).join(name)
-        }
-        _ => rooted(root, Path::new(KUBEADM_MANIFEST)),
-    }
 }
 
 fn state_word(state: PodState) -> &'static str {
@@ -215,47 +183,13 @@ impl serde::Serialize for PodView {
     }
 }
 
-impl PodView {
-    fn line(&self) -> String {
-        let r = &self.0;
-        let waited = Duration::from_millis(r.waited_ms).as_secs_f64();
-        match (r.state, r.changed, self.1) {
-            (PodState::Stopped, true, true) => format!(
-                "would move {} to {} and wait for etcd to stop",
-                r.manifest.display(),
-                r.parked_manifest.display()
-            ),
-            (PodState::Stopped, true, false) => format!(
-                "stopped: manifest parked at {}; etcd gone after {waited:.1}s",
-                r.parked_manifest.display()
-            ),
-            (PodState::Stopped, false, _) => format!(
-                "already stopped: manifest parked at {}",
-                r.parked_manifest.display()
-            ),
-            (PodState::Started, true, true) => format!(
-                "would move {} back to {} and wait for etcd to be healthy",
-                r.parked_manifest.display(),
-                r.manifest.display()
-            ),
-            (PodState::Started, true, false) => format!(
-                "started: manifest back at {}; etcd healthy after {waited:.1}s",
-                r.manifest.display()
-            ),
-            (PodState::Started, false, _) => {
-                format!("already started: manifest at {}", r.manifest.display())
-            }
-        }
-    }
-}
-
 impl Render for PodView {
     fn headers(&self) -> Vec<&'static str> {
         vec!["RESULT"]
     }
 
     fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows = vec![vec![self.line()]];
+        let mut rows = vec![vec![self.0.summary(self.1)]];
         if let Some(backup) = &self.0.backup {
             rows.push(vec![format!(
                 "an older parked manifest was kept as {}",

@@ -1,6 +1,7 @@
 //! What `backup run` reports: the events of its log and the state its metrics file shows.
 
 use chrono::{DateTime, Utc};
+use etcd_common::PrometheusText;
 use serde::Serialize;
 
 /// Something `backup run` did, for its log.
@@ -126,80 +127,133 @@ impl RunState {
         let last_publication = self.last_delta_at.max(self.last_full_at);
         let lag_seconds =
             last_publication.map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0);
-        let rows: [(&str, &str, &str, String); 11] = [
-            (
-                "etcdops_backup_run_last_full_timestamp_seconds",
-                "gauge",
-                "Time the last full backup was stored.",
-                format!("{}", secs(self.last_full_at)),
-            ),
-            (
-                "etcdops_backup_run_last_full_revision",
-                "gauge",
-                "Revision of the last full backup.",
-                self.last_full_revision.to_string(),
-            ),
-            (
-                "etcdops_backup_run_last_delta_timestamp_seconds",
-                "gauge",
-                "Time the last delta segment was published.",
-                format!("{}", secs(self.last_delta_at)),
-            ),
-            (
-                "etcdops_backup_run_last_delta_revision",
-                "gauge",
-                "Every change up to this revision is published.",
-                self.last_delta_revision.to_string(),
-            ),
-            (
-                "etcdops_backup_run_lag_revisions",
-                "gauge",
-                "Revisions the watch was behind the store at the last check.",
-                self.lag_revisions.to_string(),
-            ),
-            (
-                "etcdops_backup_run_lag_seconds",
-                "gauge",
-                "Seconds since the last publication (full or segment).",
-                format!("{lag_seconds}"),
-            ),
-            (
-                "etcdops_backup_run_gaps_total",
-                "counter",
-                "Chains ended early (changes could not be watched, or the full backup was lost).",
-                self.gaps.to_string(),
-            ),
-            (
-                "etcdops_backup_run_full_backups_lost_total",
-                "counter",
-                "Full backups found gone from the store while their chain was written.",
-                self.fulls_lost.to_string(),
-            ),
-            (
-                "etcdops_backup_run_segments_total",
-                "counter",
-                "Delta segments published.",
-                self.segments.to_string(),
-            ),
-            (
-                "etcdops_backup_run_changes_total",
-                "counter",
-                "Changes published in delta segments.",
-                self.changes.to_string(),
-            ),
-            (
-                "etcdops_backup_run_failures_total",
-                "counter",
-                "Failed steps (retried).",
-                self.failures.to_string(),
-            ),
-        ];
-        let mut text = String::new();
-        for (name, kind, help, value) in rows {
-            text.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-            ));
-        }
-        text
+        let mut text = PrometheusText::new();
+        text.gauge(
+            "etcdops_backup_run_last_full_timestamp_seconds",
+            "Time the last full backup was stored.",
+            secs(self.last_full_at),
+        )
+        .gauge(
+            "etcdops_backup_run_last_full_revision",
+            "Revision of the last full backup.",
+            self.last_full_revision,
+        )
+        .gauge(
+            "etcdops_backup_run_last_delta_timestamp_seconds",
+            "Time the last delta segment was published.",
+            secs(self.last_delta_at),
+        )
+        .gauge(
+            "etcdops_backup_run_last_delta_revision",
+            "Every change up to this revision is published.",
+            self.last_delta_revision,
+        )
+        .gauge(
+            "etcdops_backup_run_lag_revisions",
+            "Revisions the watch was behind the store at the last check.",
+            self.lag_revisions,
+        )
+        .gauge(
+            "etcdops_backup_run_lag_seconds",
+            "Seconds since the last publication (full or segment).",
+            lag_seconds,
+        )
+        .counter(
+            "etcdops_backup_run_gaps_total",
+            "Chains ended early (changes could not be watched, or the full backup was lost).",
+            self.gaps,
+        )
+        .counter(
+            "etcdops_backup_run_full_backups_lost_total",
+            "Full backups found gone from the store while their chain was written.",
+            self.fulls_lost,
+        )
+        .counter(
+            "etcdops_backup_run_segments_total",
+            "Delta segments published.",
+            self.segments,
+        )
+        .counter(
+            "etcdops_backup_run_changes_total",
+            "Changes published in delta segments.",
+            self.changes,
+        )
+        .counter(
+            "etcdops_backup_run_failures_total",
+            "Failed steps (retried).",
+            self.failures,
+        );
+        text.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn the_metrics_text_names_every_value_with_its_help_and_type() {
+        let full = Utc.timestamp_millis_opt(1_700_000_000_500).unwrap();
+        let delta = Utc.timestamp_millis_opt(1_700_000_030_000).unwrap();
+        let state = RunState {
+            last_full_at: Some(full),
+            last_full_revision: 100,
+            last_delta_at: Some(delta),
+            last_delta_revision: 130,
+            lag_revisions: 2,
+            gaps: 1,
+            fulls_lost: 0,
+            segments: 5,
+            changes: 30,
+            failures: 3,
+        };
+        let now = Utc.timestamp_millis_opt(1_700_000_031_250).unwrap();
+        let expected = "\
+# HELP etcdops_backup_run_last_full_timestamp_seconds Time the last full backup was stored.
+# TYPE etcdops_backup_run_last_full_timestamp_seconds gauge
+etcdops_backup_run_last_full_timestamp_seconds 1700000000.5
+# HELP etcdops_backup_run_last_full_revision Revision of the last full backup.
+# TYPE etcdops_backup_run_last_full_revision gauge
+etcdops_backup_run_last_full_revision 100
+# HELP etcdops_backup_run_last_delta_timestamp_seconds Time the last delta segment was published.
+# TYPE etcdops_backup_run_last_delta_timestamp_seconds gauge
+etcdops_backup_run_last_delta_timestamp_seconds 1700000030
+# HELP etcdops_backup_run_last_delta_revision Every change up to this revision is published.
+# TYPE etcdops_backup_run_last_delta_revision gauge
+etcdops_backup_run_last_delta_revision 130
+# HELP etcdops_backup_run_lag_revisions Revisions the watch was behind the store at the last check.
+# TYPE etcdops_backup_run_lag_revisions gauge
+etcdops_backup_run_lag_revisions 2
+# HELP etcdops_backup_run_lag_seconds Seconds since the last publication (full or segment).
+# TYPE etcdops_backup_run_lag_seconds gauge
+etcdops_backup_run_lag_seconds 1.25
+# HELP etcdops_backup_run_gaps_total Chains ended early (changes could not be watched, or the full backup was lost).
+# TYPE etcdops_backup_run_gaps_total counter
+etcdops_backup_run_gaps_total 1
+# HELP etcdops_backup_run_full_backups_lost_total Full backups found gone from the store while their chain was written.
+# TYPE etcdops_backup_run_full_backups_lost_total counter
+etcdops_backup_run_full_backups_lost_total 0
+# HELP etcdops_backup_run_segments_total Delta segments published.
+# TYPE etcdops_backup_run_segments_total counter
+etcdops_backup_run_segments_total 5
+# HELP etcdops_backup_run_changes_total Changes published in delta segments.
+# TYPE etcdops_backup_run_changes_total counter
+etcdops_backup_run_changes_total 30
+# HELP etcdops_backup_run_failures_total Failed steps (retried).
+# TYPE etcdops_backup_run_failures_total counter
+etcdops_backup_run_failures_total 3
+";
+        assert_eq!(state.metrics_text(now), expected);
+        // Nothing stored yet: zero times, zero lag.
+        let empty = RunState::default().metrics_text(now);
+        assert!(
+            empty.contains("\netcdops_backup_run_last_full_timestamp_seconds 0\n"),
+            "{empty}"
+        );
+        assert!(
+            empty.contains("\netcdops_backup_run_lag_seconds 0\n"),
+            "{empty}"
+        );
     }
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use etcd_core::MemberId;
 
+use super::chain::backoff_after;
 use super::events::RunEvent;
-use super::runner::{Runner, Stop, backoff_after, pause, store_header};
+use super::runner::{Runner, Stop, pause, store_header};
 use crate::error::{Result, SnapshotError};
 
 /// Why the chain cannot go on when the cluster is at `cluster_revision` and the chain has

@@ -359,6 +359,41 @@ mod tests {
         (dir, store)
     }
 
+    const CLUSTER: MemberId = MemberId(0xabc);
+
+    /// A lock of `CLUSTER` as another process left it, valid for a minute.
+    fn left_lock(holder: &str, host: String, pid: u32) -> RunLock {
+        let now = Utc::now();
+        RunLock {
+            format_version: RUN_LOCK_FORMAT_VERSION,
+            holder: holder.into(),
+            host,
+            pid,
+            cluster_id: CLUSTER,
+            full_backup: None,
+            previous_full_backup: None,
+            renewed_at: now,
+            expires_at: now + chrono::Duration::seconds(60),
+        }
+    }
+
+    /// Writes `lock` as the lock object of its cluster.
+    async fn put(store: &Store, lock: &RunLock) {
+        store
+            .put_small(&run_lock_name(lock.cluster_id), Bytes::from(lock.to_json()))
+            .await
+            .unwrap();
+    }
+
+    async fn acquire(store: &Store) -> Result<LockKeeper> {
+        LockKeeper::acquire(store, CLUSTER, Duration::from_secs(60)).await
+    }
+
+    /// Why taking the lock of `CLUSTER` is refused.
+    async fn refusal(store: &Store) -> String {
+        acquire(store).await.err().unwrap().to_string()
+    }
+
     #[test]
     fn the_ttl_is_three_intervals_and_at_least_a_minute() {
         assert_eq!(lock_ttl(Duration::from_secs(1)), Duration::from_secs(60));
@@ -368,10 +403,7 @@ mod tests {
     #[tokio::test]
     async fn a_live_lock_refuses_a_second_holder_and_release_frees_it() {
         let (_dir, store) = store();
-        let cluster = MemberId(0xabc);
-        let first = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .unwrap();
+        let first = acquire(&store).await.unwrap();
         assert!(matches!(first.check().await, LockCheck::Held));
         first
             .set_chains(Some("etcd-0000000000000abc/a.db.zst"), None)
@@ -384,7 +416,7 @@ mod tests {
         );
         first.release().await;
         assert!(
-            read(&store, &run_lock_name(cluster))
+            read(&store, &run_lock_name(CLUSTER))
                 .await
                 .unwrap()
                 .is_none()
@@ -396,15 +428,8 @@ mod tests {
             pid: 4242,
             ..stored
         };
-        store
-            .put_small(&run_lock_name(cluster), Bytes::from(other.to_json()))
-            .await
-            .unwrap();
-        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        put(&store, &other).await;
+        let refused = refusal(&store).await;
         assert!(
             refused.contains("host other-host, pid 4242, until "),
             "{refused}"
@@ -414,77 +439,39 @@ mod tests {
             expires_at: Utc::now() - chrono::Duration::seconds(1),
             ..other
         };
-        store
-            .put_small(&run_lock_name(cluster), Bytes::from(expired.to_json()))
-            .await
-            .unwrap();
-        let second = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .unwrap();
-        second.release().await;
+        put(&store, &expired).await;
+        acquire(&store).await.unwrap().release().await;
     }
 
     #[tokio::test]
     async fn a_lock_left_by_a_dead_process_of_this_host_is_taken_at_once() {
         let (_dir, store) = store();
-        let cluster = MemberId(0xabc);
         let mut dead = Command::new("true").spawn().unwrap();
         let dead_pid = dead.id();
         dead.wait().unwrap();
-        let now = Utc::now();
-        let left = RunLock {
-            format_version: RUN_LOCK_FORMAT_VERSION,
-            holder: "killed".into(),
-            host: host_name(),
-            pid: dead_pid,
-            cluster_id: cluster,
-            full_backup: None,
-            previous_full_backup: None,
-            renewed_at: now,
-            expires_at: now + chrono::Duration::seconds(60),
-        };
-        let name = run_lock_name(cluster);
-        store
-            .put_small(&name, Bytes::from(left.to_json()))
-            .await
-            .unwrap();
-        let ours = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .unwrap();
-        ours.release().await;
+        let left = left_lock("killed", host_name(), dead_pid);
+        put(&store, &left).await;
+        acquire(&store).await.unwrap().release().await;
         // Another host's live lock is waited out.
         let elsewhere = RunLock {
             host: "another-host".into(),
             ..left
         };
-        store
-            .put_small(&name, Bytes::from(elsewhere.to_json()))
-            .await
-            .unwrap();
-        assert!(
-            LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-                .await
-                .is_err()
-        );
+        put(&store, &elsewhere).await;
+        assert!(acquire(&store).await.is_err());
     }
 
     #[tokio::test]
     async fn a_takeover_is_seen_at_the_next_check_and_a_vanished_lock_is_rewritten() {
         let (_dir, store) = store();
-        let cluster = MemberId(0xabc);
-        let ours = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .unwrap();
+        let ours = acquire(&store).await.unwrap();
         store.delete(ours.name()).await.unwrap();
         assert!(matches!(ours.check().await, LockCheck::Held));
         assert!(read(&store, ours.name()).await.unwrap().is_some());
         let mut other = read(&store, ours.name()).await.unwrap().unwrap();
         other.holder = "someone-else".into();
         other.host = "other-host".into();
-        store
-            .put_small(ours.name(), Bytes::from(other.to_json()))
-            .await
-            .unwrap();
+        put(&store, &other).await;
         match ours.check().await {
             LockCheck::TakenOver(message) => assert!(message.contains("other-host"), "{message}"),
             _ => panic!("the takeover was not seen"),
@@ -492,7 +479,7 @@ mod tests {
         // Ours is not deleted on release: it is the other holder's now.
         ours.release().await;
         assert!(
-            read(&store, &run_lock_name(cluster))
+            read(&store, &run_lock_name(CLUSTER))
                 .await
                 .unwrap()
                 .is_some()
@@ -502,48 +489,22 @@ mod tests {
     #[tokio::test]
     async fn a_lock_with_our_pid_is_waited_out_and_an_implausible_expiry_is_named() {
         let (_dir, store) = store();
-        let cluster = MemberId(0xabc);
-        let now = Utc::now();
         // Another container on this host name, PID 1 like us: live, never taken over.
-        let twin = RunLock {
-            format_version: RUN_LOCK_FORMAT_VERSION,
-            holder: "twin".into(),
-            host: host_name(),
-            pid: std::process::id(),
-            cluster_id: cluster,
-            full_backup: None,
-            previous_full_backup: None,
-            renewed_at: now,
-            expires_at: now + chrono::Duration::seconds(60),
-        };
-        let name = run_lock_name(cluster);
-        store
-            .put_small(&name, Bytes::from(twin.to_json()))
-            .await
-            .unwrap();
-        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        let twin = left_lock("twin", host_name(), std::process::id());
+        put(&store, &twin).await;
+        let refused = refusal(&store).await;
         assert!(refused.contains("wait until its lock expires"), "{refused}");
         assert!(!refused.contains("implausible"), "{refused}");
         // Written under a clock years ahead: the refusal says so and names the object.
         let future = RunLock {
             host: "other-host".into(),
-            expires_at: now + chrono::Duration::days(400),
+            expires_at: twin.renewed_at + chrono::Duration::days(400),
             ..twin
         };
-        store
-            .put_small(&name, Bytes::from(future.to_json()))
-            .await
-            .unwrap();
-        let refused = LockKeeper::acquire(&store, cluster, Duration::from_secs(60))
-            .await
-            .err()
-            .unwrap()
-            .to_string();
+        put(&store, &future).await;
+        let refused = refusal(&store).await;
         assert!(refused.contains("its expiry is implausible"), "{refused}");
+        let name = run_lock_name(CLUSTER);
         assert!(
             refused.contains(&format!("delete the lock object {name} by hand")),
             "{refused}"

@@ -1,6 +1,7 @@
 //! Incremental backups: delta segments of watched changes that continue a full backup (a
 //! chain), published one by one beside it, and read back for a point-in-time restore.
 
+mod chain;
 mod events;
 mod format;
 mod history;
@@ -13,6 +14,8 @@ mod resume;
 mod run;
 mod runner;
 mod segment;
+#[cfg(test)]
+mod test_fixtures;
 
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,

@@ -137,8 +137,8 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
         ));
     }
     let option = match point {
-        PointInTime::Revision(_) => "--to-revision",
-        PointInTime::Time(_) => "--to-time",
+        PointInTime::Revision(_) => "to_revision",
+        PointInTime::Time(_) => "to_time",
     };
     let mut all = complete.clone();
     all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
@@ -183,10 +183,11 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
                 .map(|(_, e)| e.manifest.created_at)
                 .min()
                 .unwrap_or_default();
+            // Restoring to a time (the option that gets past it) is unambiguous.
             return Err(invalid(
-                option,
+                "to_time",
                 format!(
-                    "revision {r} was reached twice: the cluster went back to an earlier revision (a restore that kept its ID) before {}; restore by --to-time instead",
+                    "revision {r} was reached twice: the cluster went back to an earlier revision (a restore that kept its ID) before {}; restore to a point in time instead",
                     later.format("%Y-%m-%dT%H:%M:%SZ")
                 ),
             ));
@@ -272,35 +273,13 @@ fn plan_for(store: &Store, full: &BackupEntry, point: PointInTime) -> PitrPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{ChainSummary, DeltaEntry};
-    use chrono::TimeZone;
+    use crate::delta::test_fixtures::{continuous_chain, full_entry};
 
+    /// A full backup at `minute`, with one segment reaching `(to_revision, to_minute)`.
     fn full(minute: u32, revision: i64, chain_to: Option<(i64, u32)>) -> BackupEntry {
-        let at = |m: u32| Utc.with_ymd_and_hms(2026, 11, 30, 1, m, 0).unwrap();
-        let mut manifest = crate::manifest::tests::sample();
-        manifest.created_at = at(minute);
-        manifest.revision = revision;
-        manifest.object = format!("etcd-abc/{minute:02}-rev{revision}.db.zst");
-        let chain = chain_to.map(|(to_revision, to_minute)| ChainSummary {
-            segments: 1,
-            covered_segments: 1,
-            changes: 1,
-            after_revision: revision,
-            to_revision,
-            from_time: Some(at(minute)),
-            to_time: Some(at(to_minute)),
-            last_published: at(to_minute),
-            continuous: true,
-            problems: Vec::new(),
-        });
-        BackupEntry {
-            object: manifest.object.clone(),
-            manifest_name: String::new(),
-            complete: true,
-            manifest,
-            deltas: Vec::<DeltaEntry>::new(),
-            chain,
-        }
+        let mut full = full_entry(minute, revision);
+        full.chain = chain_to.map(|(to, to_minute)| continuous_chain(&full, 1, to, to_minute));
+        full
     }
 
     #[test]

@@ -386,7 +386,10 @@ pub(crate) mod tests {
             ),
             "{err}"
         );
-        assert!(err.to_string().contains("--identity FILE"), "{err}");
+        // It names who can decrypt it (the option to pass is the error's hint, rendered by
+        // each front-end).
+        let public = identity.to_public().to_string();
+        assert!(err.to_string().contains(&public), "{err}");
         let mut ids = Identities::none();
         ids.add_text(
             age::secrecy::ExposeSecret::expose_secret(&identity.to_string()),

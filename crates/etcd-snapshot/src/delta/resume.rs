@@ -129,49 +129,7 @@ pub(super) async fn resumable_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{ChainSummary, DeltaEntry};
-    use chrono::TimeZone;
-
-    fn full(minute: u32, revision: i64, segments: usize) -> BackupEntry {
-        let at = Utc.with_ymd_and_hms(2026, 11, 30, 1, minute, 0).unwrap();
-        let mut manifest = crate::manifest::tests::sample();
-        manifest.created_at = at;
-        manifest.revision = revision;
-        manifest.object = format!("etcd-abc/{minute:02}-rev{revision}.db.zst");
-        let deltas: Vec<DeltaEntry> = (1..=segments as u64)
-            .map(|seq| DeltaEntry {
-                object: format!("{}.deltas/{seq:06}", manifest.object),
-                manifest_name: String::new(),
-                complete: true,
-                manifest: crate::delta::manifest::tests::sample(
-                    &manifest.object,
-                    seq,
-                    revision + seq as i64 - 1,
-                    revision + seq as i64,
-                ),
-            })
-            .collect();
-        let chain = (segments > 0).then(|| ChainSummary {
-            segments,
-            covered_segments: segments,
-            changes: segments as u64,
-            after_revision: revision,
-            to_revision: revision + segments as i64,
-            from_time: Some(at),
-            to_time: Some(at),
-            last_published: at,
-            continuous: true,
-            problems: Vec::new(),
-        });
-        BackupEntry {
-            object: manifest.object.clone(),
-            manifest_name: String::new(),
-            complete: true,
-            manifest,
-            deltas,
-            chain,
-        }
-    }
+    use crate::delta::test_fixtures::full_with_segments as full;
 
     #[test]
     fn a_new_full_backup_without_segments_continues_the_chain_before_it() {

@@ -3,8 +3,10 @@
 //! falls behind a compaction the chain ends where its last change was received and a new full
 //! backup starts a new chain (a gap, reported); a lost member is replaced by another, the
 //! watch resuming at the first revision not yet received.
+//!
+//! What to do at each step is decided by the pure state machines of `chain.rs`; this file
+//! does the I/O (watch, store, clock) they are fed from and carries out what they decide.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::pin;
@@ -18,13 +20,17 @@ use futures::FutureExt;
 use futures::future::FusedFuture;
 use tokio::time::Instant;
 
+use super::chain::{
+    AfterChain, AfterCheck, Attempts, Cadence, ChainEnd, ChainMachine, Change, Checked, Continue,
+    LAST_SEGMENT_ATTEMPTS, Next, Response, Resumed, RunMachine, ended_early, record_fits, stopped,
+};
 pub use super::events::{RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
-use super::history::{cluster_id, one_line, rewound};
+use super::history::{cluster_id, one_line};
 use super::lock::{LockKeeper, lock_ttl};
-use super::resume::{Resume, resumable_chain};
-use super::runner::{Guard, Runner, Stop, StoreHeader, backoff_after, pause};
-use super::segment::{ChainPosition, MAX_RECORD_BYTES, SegmentBuilder, SegmentSource};
+use super::resume::resumable_chain;
+use super::runner::{Guard, Runner, Stop, StoreHeader, pause};
+use super::segment::{ChainPosition, SegmentBuilder, SegmentSource};
 use crate::catalog::DEFAULT_ORPHAN_GRACE;
 use crate::error::{Result, SnapshotError};
 use crate::retention::RetentionPolicy;
@@ -83,24 +89,9 @@ impl Default for RunRequest {
     }
 }
 
-/// How a chain ended.
-enum ChainEnd {
-    /// The next full backup is stored and the chain reached past what it holds: continue from
-    /// it.
-    FullDue(Box<SaveResult>),
-    /// Asked to stop; the last segment was published (or could not be).
-    Stopped,
-    /// The watch cannot continue the chain.
-    Gap(String),
-    /// The chain's full backup is gone from the store: a new one at once.
-    Lost,
-    /// Another run took the writer lock over: stop with an error.
-    TakenOver(String),
-}
-
 /// How one watch connection ended.
 enum WatchEnd {
-    Chain(ChainEnd),
+    Chain(ChainEnd<SaveResult>),
     /// Reconnect (to another member) and resume.
     Reconnect(String),
 }
@@ -158,118 +149,73 @@ async fn run_locked<F: Future<Output = ()>>(
         expires_at: lock.expires_at(),
     });
     runner.lock = Some(lock);
+    let mut machine = RunMachine::<SaveResult>::default();
     // The chain an earlier run left is continued, whatever its full backup's age.
-    let mut delay = Duration::from_secs(1);
-    let mut resume = loop {
-        match resumable_chain(runner.store, cluster, request.full_every, revision).await {
-            Ok(Resume::Chain {
-                chain,
-                endpoint,
-                full_due,
-                full_at,
-            }) => {
-                runner.state.last_full_at = Some(full_at);
-                runner.state.last_full_revision = chain.base_revision;
-                runner.state.last_delta_revision = chain.covered_revision;
-                runner.emit(RunEvent::Resumed {
-                    base: chain.base.clone(),
-                    covered_revision: chain.covered_revision,
-                });
-                break Some((chain, endpoint, full_due));
-            }
-            Ok(Resume::Broken {
-                base,
-                covered_revision,
-                reason,
-            }) => {
-                runner.state.gaps += 1;
-                runner.emit(RunEvent::Gap {
-                    base,
-                    covered_revision,
-                    reason,
-                });
-                break None;
-            }
-            Ok(Resume::Nothing) => break None,
-            Err(e) => runner.emit(RunEvent::Failed {
-                error: format!("reading the store for a chain to continue: {e}"),
-            }),
+    loop {
+        let found = resumable_chain(runner.store, cluster, request.full_every, revision)
+            .await
+            .map_err(|e| e.to_string());
+        let (resumed, event) = machine.on_resume(&mut runner.state, found);
+        if let Some(event) = event {
+            runner.emit(event);
         }
-        if pause(stop, delay).await {
-            return Ok(());
+        match resumed {
+            Resumed::Decided => break,
+            Resumed::Retry(delay) => {
+                if pause(stop, delay).await {
+                    return Ok(());
+                }
+            }
         }
-        delay = backoff_after(delay);
-    };
-    let mut next: Option<SaveResult> = None;
-    let mut delay = Duration::from_secs(2);
+    }
     loop {
         if let Some(reason) = runner.taken_over.take() {
             return Err(SnapshotError::RunLocked { reason });
         }
-        let (mut chain, endpoint, full_due) = match resume.take() {
-            Some(resumed) => {
-                runner.lock_chains(Some(&resumed.0.base), None).await;
+        let Continue {
+            mut chain,
+            endpoint,
+            full_due,
+        } = match machine.next(stop.is_terminated()) {
+            Next::Stop => return Ok(()),
+            Next::Continue(resumed) => {
+                runner.lock_chains(Some(&resumed.chain.base), None).await;
                 resumed
             }
-            None => {
-                let full = match next.take() {
-                    Some(full) => full,
-                    None => {
-                        if stop.is_terminated() {
+            Next::TakeFull => {
+                match runner.save_full(stop).await {
+                    Ok(full) => machine.on_full_saved(full),
+                    Err(SnapshotError::RunLocked { reason }) => {
+                        return Err(SnapshotError::RunLocked { reason });
+                    }
+                    Err(_) => {
+                        if pause(stop, machine.on_full_failed()).await {
                             return Ok(());
                         }
-                        match runner.save_full(stop).await {
-                            Ok(full) => full,
-                            Err(SnapshotError::RunLocked { reason }) => {
-                                return Err(SnapshotError::RunLocked { reason });
-                            }
-                            Err(_) => {
-                                if pause(stop, delay).await {
-                                    return Ok(());
-                                }
-                                delay = backoff_after(delay);
-                                continue;
-                            }
-                        }
                     }
-                };
-                delay = Duration::from_secs(2);
+                }
+                continue;
+            }
+            Next::Start(full) => {
                 runner.lock_chains(Some(&full.manifest.object), None).await;
                 runner.prune().await;
-                (
-                    ChainPosition::after_full(&full.manifest),
-                    full.manifest.endpoint.clone(),
-                    Instant::now() + request.full_every,
-                )
-            }
-        };
-        match follow_chain(runner, &mut chain, &endpoint, full_due, stop).await {
-            ChainEnd::FullDue(full) => next = Some(*full),
-            ChainEnd::Stopped => return Ok(()),
-            ChainEnd::TakenOver(reason) => return Err(SnapshotError::RunLocked { reason }),
-            ChainEnd::Gap(reason) => {
-                runner.state.gaps += 1;
-                runner.emit(RunEvent::Gap {
-                    base: chain.base.clone(),
-                    covered_revision: chain.covered_revision,
-                    reason,
-                });
-            }
-            ChainEnd::Lost => {
-                // Nothing restores this chain any more: a gap, and the metrics say there is
-                // no full backup until the next one is stored.
-                runner.state.gaps += 1;
-                runner.state.fulls_lost += 1;
-                runner.state.last_full_at = None;
-                runner.state.last_full_revision = 0;
-                runner.emit(RunEvent::FullBackupLost {
-                    base: chain.base.clone(),
-                    covered_revision: chain.covered_revision,
-                });
-                if stop.is_terminated() {
-                    return Ok(());
+                Continue {
+                    chain: ChainPosition::after_full(&full.manifest),
+                    endpoint: full.manifest.endpoint.clone(),
+                    full_due: Instant::now() + request.full_every,
                 }
             }
+        };
+        let end = follow_chain(runner, &mut chain, &endpoint, full_due, stop).await;
+        let (after, event) =
+            machine.on_chain_end(&mut runner.state, &chain, end, stop.is_terminated());
+        if let Some(event) = event {
+            runner.emit(event);
+        }
+        match after {
+            AfterChain::Next => {}
+            AfterChain::Stop => return Ok(()),
+            AfterChain::TakenOver(reason) => return Err(SnapshotError::RunLocked { reason }),
         }
     }
 }
@@ -282,16 +228,19 @@ fn validate(request: &RunRequest) -> Result<()> {
         })
     };
     if request.delta_every.is_zero() {
-        return invalid("delta-every", "must be more than 0");
+        return invalid("delta_every", "must be more than 0");
     }
     if request.full_every < request.delta_every {
-        return invalid("full-every", "must be at least --delta-every");
+        return invalid(
+            "full_every",
+            "must be at least the time between segments (delta_every)",
+        );
     }
     if !(4096..=MAX_CUT_BYTES).contains(&request.segment_bytes) {
-        return invalid("segment-bytes", "must be from 4096 to 67108864 (64 MiB)");
+        return invalid("segment_bytes", "must be from 4096 to 67108864 (64 MiB)");
     }
     if request.check_every.is_zero() {
-        return invalid("check-every", "must be more than 0");
+        return invalid("check_every", "must be more than 0");
     }
     Ok(())
 }
@@ -300,25 +249,18 @@ fn validate(request: &RunRequest) -> Result<()> {
 /// stays well under what readers accept.
 const MAX_CUT_BYTES: u64 = 64 << 20;
 
-/// Where the watch of one chain stands.
+/// One chain being followed: its decisions, the segment being filled and where its
+/// changes come from.
 struct Follow {
+    machine: ChainMachine<SaveResult>,
     segment: SegmentBuilder,
-    segment_due: Instant,
-    /// Every change up to here was received.
-    received: i64,
-    /// Sub revision numbering inside the revision last received.
-    last_main: i64,
-    next_sub: i64,
-    /// Leases whose TTL is recorded in this chain, or known to be gone.
-    leases: HashSet<i64>,
     source: SegmentSource,
-    /// When the next full backup is due.
-    full_due: Instant,
-    /// The next full backup, once stored, with the store revision read after it: the chain
-    /// ends once it has received every change up to that revision.
-    next_full: Option<(SaveResult, i64)>,
-    /// Wait before the next reconnection.
-    backoff: Duration,
+}
+
+type Ended = std::result::Result<(), ChainEnd<SaveResult>>;
+
+fn gap(e: SnapshotError) -> ChainEnd<SaveResult> {
+    ChainEnd::Gap(e.to_string())
 }
 
 async fn follow_chain<F: Future<Output = ()>>(
@@ -327,41 +269,44 @@ async fn follow_chain<F: Future<Output = ()>>(
     endpoint: &str,
     full_due: Instant,
     stop: &mut Stop<'_, F>,
-) -> ChainEnd {
+) -> ChainEnd<SaveResult> {
     let request = runner.request;
     let segment = match SegmentBuilder::new(chain.covered_revision, Utc::now()) {
         Ok(s) => s,
-        Err(e) => return ChainEnd::Gap(e.to_string()),
+        Err(e) => return gap(e),
+    };
+    let cadence = Cadence {
+        full_every: request.full_every,
+        delta_every: request.delta_every,
+        segment_bytes: request.segment_bytes,
     };
     let mut follow = Follow {
+        machine: ChainMachine::new(
+            cadence,
+            chain.covered_revision,
+            endpoint,
+            full_due,
+            Instant::now(),
+        ),
         segment,
-        segment_due: Instant::now() + request.delta_every,
-        received: chain.covered_revision,
-        last_main: 0,
-        next_sub: 0,
-        leases: HashSet::new(),
         source: SegmentSource {
             member_id: MemberId(0),
             endpoint: endpoint.to_string(),
         },
-        full_due,
-        next_full: None,
-        backoff: Duration::from_millis(200),
     };
-    let mut preferred = Some(endpoint.to_string());
-    let mut avoid: Option<String> = None;
     loop {
         // A fused stop that already fired (while a full backup was finished) never fires
         // again: check it first.
         if stop.is_terminated() {
             return finish(runner, chain, &mut follow, stop).await;
         }
-        // What was received is published on time even while no member can be watched.
-        if Instant::now() >= follow.segment_due
+        if follow.machine.segment_due(Instant::now())
             && let Err(end) = cut(runner, chain, &mut follow, stop).await
         {
             return end;
         }
+        let (preferred, avoid) = follow.machine.members();
+        let (preferred, avoid) = (preferred.map(str::to_string), avoid.map(str::to_string));
         let client = tokio::select! {
             () = &mut *stop => return finish(runner, chain, &mut follow, stop).await,
             client = runner.connect(preferred.as_deref(), avoid.as_deref()) => client,
@@ -373,11 +318,11 @@ async fn follow_chain<F: Future<Output = ()>>(
                 runner.emit(RunEvent::Failed {
                     error: format!("watch: no member answers: {e}"),
                 });
+                let wait = follow.machine.on_connect_failed();
                 tokio::select! {
                     () = &mut *stop => return finish(runner, chain, &mut follow, stop).await,
-                    () = tokio::time::sleep(follow.backoff) => {}
+                    () = tokio::time::sleep(wait) => {}
                 }
-                follow.backoff = backoff_after(follow.backoff);
                 continue;
             }
         };
@@ -393,13 +338,11 @@ async fn follow_chain<F: Future<Output = ()>>(
                 runner.emit(RunEvent::Failed {
                     error: format!("watch on {}: {reason}", client.endpoint()),
                 });
-                avoid = Some(client.endpoint().to_string());
-                preferred = None;
+                let wait = follow.machine.on_watch_lost(client.endpoint());
                 tokio::select! {
                     () = &mut *stop => return finish(runner, chain, &mut follow, stop).await,
-                    () = tokio::time::sleep(follow.backoff) => {}
+                    () = tokio::time::sleep(wait) => {}
                 }
-                follow.backoff = backoff_after(follow.backoff);
             }
         }
     }
@@ -413,11 +356,8 @@ async fn ended<F: Future<Output = ()>>(
     follow: &mut Follow,
     stop: &mut Stop<'_, F>,
     reason: String,
-) -> ChainEnd {
-    match cut(runner, chain, follow, stop).await {
-        Err(end @ (ChainEnd::Lost | ChainEnd::TakenOver(_))) => end,
-        _ => ChainEnd::Gap(reason),
-    }
+) -> ChainEnd<SaveResult> {
+    ended_early(cut(runner, chain, follow, stop).await, reason)
 }
 
 /// Publishes the segment being filled (a few attempts) and ends the chain as stopped.
@@ -426,17 +366,13 @@ async fn finish<F: Future<Output = ()>>(
     chain: &mut ChainPosition,
     follow: &mut Follow,
     stop: &mut Stop<'_, F>,
-) -> ChainEnd {
-    match publish(runner, chain, follow, stop, 3).await {
-        Err(ChainEnd::Gap(reason)) => {
-            runner.emit(RunEvent::Failed {
-                error: format!("the last segment was not published: {reason}"),
-            });
-            ChainEnd::Stopped
-        }
-        Err(end @ (ChainEnd::Lost | ChainEnd::TakenOver(_))) => end,
-        _ => ChainEnd::Stopped,
+) -> ChainEnd<SaveResult> {
+    let published = publish(runner, chain, follow, stop, LAST_SEGMENT_ATTEMPTS).await;
+    let (end, failure) = stopped(published);
+    if let Some(event) = failure {
+        runner.emit(event);
     }
+    end
 }
 
 /// Publishes the segment being filled, trying again with growing waits while the store
@@ -447,11 +383,10 @@ async fn cut<F: Future<Output = ()>>(
     chain: &mut ChainPosition,
     follow: &mut Follow,
     stop: &mut Stop<'_, F>,
-) -> std::result::Result<(), ChainEnd> {
+) -> Ended {
     publish(runner, chain, follow, stop, u32::MAX).await?;
-    follow.segment = SegmentBuilder::new(chain.covered_revision, Utc::now())
-        .map_err(|e| ChainEnd::Gap(e.to_string()))?;
-    follow.segment_due = Instant::now() + runner.request.delta_every;
+    follow.segment = SegmentBuilder::new(chain.covered_revision, Utc::now()).map_err(gap)?;
+    follow.machine.on_segment_opened(Instant::now());
     Ok(())
 }
 
@@ -461,11 +396,9 @@ async fn publish<F: Future<Output = ()>>(
     follow: &mut Follow,
     stop: &mut Stop<'_, F>,
     attempts: u32,
-) -> std::result::Result<(), ChainEnd> {
-    let mut delay = Duration::from_secs(1);
-    let mut attempt = 0;
+) -> Ended {
+    let mut attempts = Attempts::new(attempts);
     loop {
-        attempt += 1;
         let changes = follow.segment.changes();
         let published = match runner.guard(Some(&chain.base)).await {
             Guard::Go => follow
@@ -482,7 +415,7 @@ async fn publish<F: Future<Output = ()>>(
             Guard::TakenOver(reason) => return Err(ChainEnd::TakenOver(reason)),
             Guard::Retry(reason) => Err(reason),
         };
-        match published {
+        let e = match published {
             Ok(manifest) => {
                 runner.state.last_delta_at = Some(manifest.completed_at);
                 runner.state.last_delta_revision = manifest.to_revision;
@@ -497,25 +430,25 @@ async fn publish<F: Future<Output = ()>>(
                 });
                 return Ok(());
             }
-            Err(e) if attempt >= attempts => return Err(ChainEnd::Gap(e)),
-            Err(e) => {
-                runner.emit(RunEvent::Failed {
-                    error: format!(
-                        "publishing segment {} of {}: {e}; trying again in {} s",
-                        chain.next_sequence,
-                        chain.base,
-                        delay.as_secs()
-                    ),
-                });
-                if stop.is_terminated() {
-                    tokio::time::sleep(delay).await;
-                } else {
-                    tokio::select! {
-                        () = &mut *stop => return Err(ChainEnd::Stopped),
-                        () = tokio::time::sleep(delay) => {}
-                    }
-                }
-                delay = backoff_after(delay);
+            Err(e) => e,
+        };
+        let Some(delay) = attempts.failed() else {
+            return Err(ChainEnd::Gap(e));
+        };
+        runner.emit(RunEvent::Failed {
+            error: format!(
+                "publishing segment {} of {}: {e}; trying again in {} s",
+                chain.next_sequence,
+                chain.base,
+                delay.as_secs()
+            ),
+        });
+        if stop.is_terminated() {
+            tokio::time::sleep(delay).await;
+        } else {
+            tokio::select! {
+                () = &mut *stop => return Err(ChainEnd::Stopped),
+                () = tokio::time::sleep(delay) => {}
             }
         }
     }
@@ -546,25 +479,111 @@ fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
 }
 
-/// The chain may end once the next full backup is stored and every change it may hold was
-/// received here.
+/// Records a time mark: every change up to `revision` was received.
+fn mark(follow: &mut Follow, revision: i64) -> Ended {
+    let mark = DeltaRecord::Mark {
+        revision,
+        unix_ms: now_ms(),
+    };
+    follow.segment.push(&mark).map_err(gap)
+}
+
+/// Cuts the segment and ends the chain when the next full backup is stored and every change
+/// it may hold was received here.
 async fn switch_if_ready<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     chain: &mut ChainPosition,
     follow: &mut Follow,
     stop: &mut Stop<'_, F>,
-) -> Option<ChainEnd> {
-    let ready = matches!(&follow.next_full, Some((_, after)) if follow.received >= *after);
-    if !ready {
+) -> Option<ChainEnd<SaveResult>> {
+    if !follow.machine.ready_to_switch() {
         return None;
     }
+    switch(runner, chain, follow, stop).await
+}
+
+async fn switch<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
+) -> Option<ChainEnd<SaveResult>> {
     if let Err(end) = cut(runner, chain, follow, stop).await {
         return Some(end);
     }
     follow
-        .next_full
-        .take()
-        .map(|(full, _)| ChainEnd::FullDue(Box::new(full)))
+        .machine
+        .take_next_full()
+        .map(|full| ChainEnd::FullDue(Box::new(full)))
+}
+
+/// A check of the store's revision (each `check_every`): lag and time marks, the next full
+/// backup when due (taken while the chain goes on), the switch to it, the segment cut when
+/// due. `Some` when the watch or the chain ends.
+async fn check<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    client: &EndpointClient,
+    stop: &mut Stop<'_, F>,
+) -> Option<WatchEnd> {
+    let revision = match runner.header(client).await {
+        Ok(StoreHeader { revision, .. }) => revision,
+        Err(e) => return Some(WatchEnd::Reconnect(e)),
+    };
+    match follow.machine.on_check(revision) {
+        Checked::Rewound(reason) => {
+            return Some(WatchEnd::Chain(
+                ended(runner, chain, follow, stop, reason).await,
+            ));
+        }
+        Checked::Fine {
+            lag,
+            mark: caught_up,
+        } => {
+            runner.state.lag_revisions = lag;
+            if let Some(revision) = caught_up
+                && let Err(end) = mark(follow, revision)
+            {
+                return Some(WatchEnd::Chain(end));
+            }
+        }
+    }
+    if follow.machine.full_needed(Instant::now()) {
+        // The next full backup, taken while this chain goes on.
+        match runner.save_full(stop).await {
+            Ok(full) => {
+                runner
+                    .lock_chains(Some(&full.manifest.object), Some(&chain.base))
+                    .await;
+                match runner.header(client).await {
+                    Ok(header) => follow.machine.on_full_saved(full, header.revision),
+                    Err(e) => {
+                        let revision = full.manifest.revision;
+                        follow.machine.on_full_saved(full, revision);
+                        return Some(WatchEnd::Reconnect(e));
+                    }
+                }
+            }
+            Err(SnapshotError::RunLocked { reason }) => {
+                return Some(WatchEnd::Chain(ChainEnd::TakenOver(reason)));
+            }
+            Err(_) => follow.machine.on_full_failed(Instant::now()),
+        }
+    }
+    match follow.machine.after_check(Instant::now()) {
+        AfterCheck::Switch => switch(runner, chain, follow, stop)
+            .await
+            .map(WatchEnd::Chain),
+        AfterCheck::Cut => cut(runner, chain, follow, stop)
+            .await
+            .err()
+            .map(WatchEnd::Chain),
+        AfterCheck::Idle => {
+            runner.write_metrics();
+            None
+        }
+    }
 }
 
 async fn watch_once<F: Future<Output = ()>>(
@@ -577,7 +596,7 @@ async fn watch_once<F: Future<Output = ()>>(
     let request = runner.request;
     match runner.header(client).await {
         Ok(header) => {
-            if let Some(reason) = rewound(header.revision, follow.received) {
+            if let Err(reason) = follow.machine.on_connected(header.revision) {
                 return WatchEnd::Chain(ended(runner, chain, follow, stop, reason).await);
             }
             follow.source.member_id = header.member;
@@ -587,7 +606,7 @@ async fn watch_once<F: Future<Output = ()>>(
     follow.source.endpoint = client.endpoint().to_string();
     let options = WatchOptions::new()
         .with_range(vec![0u8])
-        .with_start_revision(follow.received + 1);
+        .with_start_revision(follow.machine.watch_from());
     let opened = client
         .call("watch", |c| async move {
             c.watch_client()
@@ -611,53 +630,8 @@ async fn watch_once<F: Future<Output = ()>>(
                 return WatchEnd::Chain(finish(runner, chain, follow, stop).await);
             }
             _ = tick.tick() => {
-                match runner.header(client).await {
-                    Ok(StoreHeader { revision, .. }) => {
-                        if let Some(reason) = rewound(revision, follow.received) {
-                            return WatchEnd::Chain(ended(runner, chain, follow, stop, reason).await);
-                        }
-                        runner.state.lag_revisions = (revision - follow.received).max(0);
-                        if follow.received >= revision {
-                            // Caught up: the store was at `revision` now, and every change up
-                            // to it was received.
-                            let mark = DeltaRecord::Mark { revision: follow.received, unix_ms: now_ms() };
-                            if let Err(e) = follow.segment.push(&mark) {
-                                return WatchEnd::Chain(ChainEnd::Gap(e.to_string()));
-                            }
-                        }
-                    }
-                    Err(e) => return WatchEnd::Reconnect(e),
-                }
-                if follow.next_full.is_none() && Instant::now() >= follow.full_due {
-                    // The next full backup, taken while this chain goes on.
-                    match runner.save_full(stop).await {
-                        Ok(full) => {
-                            runner.lock_chains(Some(&full.manifest.object), Some(&chain.base)).await;
-                            match runner.header(client).await {
-                                Ok(header) => follow.next_full = Some((full, header.revision)),
-                                Err(e) => {
-                                    follow.next_full = Some((full.clone(), full.manifest.revision));
-                                    return WatchEnd::Reconnect(e);
-                                }
-                            }
-                        }
-                        Err(SnapshotError::RunLocked { reason }) => {
-                            return WatchEnd::Chain(ChainEnd::TakenOver(reason));
-                        }
-                        Err(_) => {
-                            follow.full_due = Instant::now() + request.full_every.min(Duration::from_secs(60));
-                        }
-                    }
-                }
-                if let Some(end) = switch_if_ready(runner, chain, follow, stop).await {
-                    return WatchEnd::Chain(end);
-                }
-                if Instant::now() >= follow.segment_due {
-                    if let Err(end) = cut(runner, chain, follow, stop).await {
-                        return WatchEnd::Chain(end);
-                    }
-                } else {
-                    runner.write_metrics();
+                if let Some(end) = check(runner, chain, follow, client, stop).await {
+                    return end;
                 }
             }
             message = stream.message() => {
@@ -670,17 +644,17 @@ async fn watch_once<F: Future<Output = ()>>(
                 if let Err(e) = runner.check_cluster(client.endpoint(), cluster) {
                     return WatchEnd::Reconnect(e);
                 }
-                follow.backoff = Duration::from_millis(200);
-                if response.canceled() {
-                    if response.compact_revision() > 0 {
-                        let reason = format!(
-                            "the watch fell behind a compaction: history starts at revision {} but revision {} was next",
-                            response.compact_revision(),
-                            follow.received + 1
-                        );
+                let what = follow.machine.on_response(
+                    response.canceled(),
+                    response.compact_revision(),
+                    response.cancel_reason(),
+                );
+                match what {
+                    Response::Record => {}
+                    Response::Reconnect(reason) => return WatchEnd::Reconnect(reason),
+                    Response::Gap(reason) => {
                         return WatchEnd::Chain(ended(runner, chain, follow, stop, reason).await);
                     }
-                    return WatchEnd::Reconnect(format!("etcd cancelled the watch: {}", response.cancel_reason()));
                 }
                 if let Err(end) = record_events(runner, chain, follow, client, response.events(), stop).await {
                     return WatchEnd::Chain(end);
@@ -694,7 +668,7 @@ async fn watch_once<F: Future<Output = ()>>(
 }
 
 /// Adds the events of one watch response to the segment, as etcd stores them; a segment that
-/// reached its size is cut between two revisions (a response holds whole revisions).
+/// reached its size is cut between two revisions.
 async fn record_events<F: Future<Output = ()>>(
     runner: &mut Runner<'_>,
     chain: &mut ChainPosition,
@@ -702,40 +676,30 @@ async fn record_events<F: Future<Output = ()>>(
     client: &EndpointClient,
     events: &[etcd_client::Event],
     stop: &mut Stop<'_, F>,
-) -> std::result::Result<(), ChainEnd> {
-    let gap = |e: SnapshotError| ChainEnd::Gap(e.to_string());
-    let floor = follow.received;
+) -> Ended {
     for event in events {
         let Some(kv) = event.kv() else { continue };
         let main = kv.mod_revision();
-        if main <= floor {
-            continue;
-        }
-        if main != follow.last_main && follow.segment.raw_bytes() >= runner.request.segment_bytes {
-            let mark = DeltaRecord::Mark {
-                revision: follow.received,
-                unix_ms: now_ms(),
-            };
-            follow.segment.push(&mark).map_err(gap)?;
-            cut(runner, chain, follow, stop).await?;
-        }
-        let sub = if main == follow.last_main {
-            follow.next_sub
-        } else {
-            0
+        let sub = match follow.machine.on_change(main, follow.segment.raw_bytes()) {
+            Change::Skip => continue,
+            Change::Record { sub, cut_at } => {
+                if let Some(revision) = cut_at {
+                    mark(follow, revision)?;
+                    cut(runner, chain, follow, stop).await?;
+                }
+                sub
+            }
         };
-        follow.last_main = main;
-        follow.next_sub = sub + 1;
         let (key, value) = match event.event_type() {
             EventType::Put => {
                 let lease = kv.lease();
-                if lease != 0 && !follow.leases.contains(&lease) {
+                if follow.machine.lease_unknown(lease) {
                     // Asked once per chain; a failed lookup is asked again at its next use.
                     // An answer of another cluster is not used (asked again too).
                     if let Ok((ttl, cluster)) = granted_ttl(client, lease).await
                         && runner.check_cluster(client.endpoint(), cluster).is_ok()
                     {
-                        follow.leases.insert(lease);
+                        follow.machine.on_lease_known(lease);
                         if let Some(ttl) = ttl {
                             follow
                                 .segment
@@ -762,26 +726,15 @@ async fn record_events<F: Future<Output = ()>>(
                 (revision_key(main, sub, true), fields.encode())
             }
         };
-        if key.len() + value.len() > MAX_RECORD_BYTES {
-            return Err(ChainEnd::Gap(format!(
-                "a change of {} bytes at revision {main} is larger than a segment record may be",
-                value.len()
-            )));
-        }
+        record_fits(key.len(), value.len(), main).map_err(ChainEnd::Gap)?;
         follow
             .segment
             .push(&DeltaRecord::Change { key, value })
             .map_err(gap)?;
-        follow.received = follow.received.max(main);
+        follow.machine.on_recorded(main);
     }
-    if follow.received > floor {
-        follow
-            .segment
-            .push(&DeltaRecord::Mark {
-                revision: follow.received,
-                unix_ms: now_ms(),
-            })
-            .map_err(gap)?;
+    if let Some(revision) = follow.machine.end_of_response() {
+        mark(follow, revision)?;
     }
     Ok(())
 }

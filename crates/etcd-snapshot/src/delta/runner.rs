@@ -54,13 +54,6 @@ pub(super) enum Guard {
 /// The stop signal, fused: polling it again after it fired is harmless.
 pub(super) type Stop<'s, F> = Pin<&'s mut futures::future::Fuse<F>>;
 
-/// Longest wait between two attempts of a failing step.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-pub(super) fn backoff_after(delay: Duration) -> Duration {
-    (delay * 2).min(MAX_BACKOFF)
-}
-
 /// Waits `delay` unless stopped first; `true` when stopped.
 pub(super) async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay: Duration) -> bool {
     if stop.is_terminated() {
@@ -86,7 +79,7 @@ impl Runner<'_> {
             return;
         };
         let text = self.state.metrics_text(Utc::now());
-        if let Err(e) = etcd_core::write_file_atomically(path, text.as_bytes(), 0o644, None) {
+        if let Err(e) = etcd_common::write_file_atomically(path, text.as_bytes(), 0o644, None) {
             let event = RunEvent::Failed {
                 error: format!("cannot write the metrics file: {e}"),
             };

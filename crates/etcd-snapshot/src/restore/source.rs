@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use etcd_store::{Store, StoreOptions, split_object_url};
+use etcd_data::restore::opts;
+use etcd_store::{Location, Store, StoreOptions};
 
 use super::{
     RestoreError, RestoreRequest, db_revision, restore_spool_dir, validate_restore_request,
@@ -135,22 +136,23 @@ pub async fn open_restore_source(
             // Only read, never modified.
             let db = dir.join("member").join("snap").join("db");
             let snapshot = open_snapshot_file_decrypting(&db, spool, &Identities::none())?;
-            super::lock::lock_shared(snapshot.db().file(), dir)?;
+            etcd_data::restore::lock_shared(snapshot.db().file(), dir)?;
             request.skip_hash_check = true;
             Ok((db.display().to_string(), snapshot))
         }
-        RestoreSource::Snapshot(url) if url.contains("://") => {
-            let (store_url, name) = split_object_url(url);
-            let store = Store::open(&store_url, store_options).map_err(SnapshotError::from)?;
-            let snapshot =
-                open_checked_object(&store, object_name(&name), spool, identities).await?;
-            Ok((url.to_string(), snapshot))
-        }
-        RestoreSource::Snapshot(path) => {
-            let snapshot = open_snapshot_file_decrypting(Path::new(path), spool, identities)?;
-            check_local_file(Path::new(path), &snapshot)?;
-            Ok((path.to_string(), snapshot))
-        }
+        RestoreSource::Snapshot(text) => match Location::parse(text) {
+            Location::Object { store, name } => {
+                let store = Store::open(&store, store_options).map_err(SnapshotError::from)?;
+                let snapshot =
+                    open_checked_object(&store, object_name(&name), spool, identities).await?;
+                Ok((text.to_string(), snapshot))
+            }
+            Location::File(path) => {
+                let snapshot = open_snapshot_file_decrypting(&path, spool, identities)?;
+                check_local_file(&path, &snapshot)?;
+                Ok((text.to_string(), snapshot))
+            }
+        },
     }
 }
 
@@ -181,12 +183,13 @@ pub async fn open_point_in_time(
     // A backup's own URL names one full backup; a point in time is planned over the store's
     // chains.
     if let Some((store, _)) = crate::layout::split_backup_url(store_url) {
-        return Err(RestoreError::InvalidOption {
+        return Err(SnapshotError::InvalidOption {
             option: "source",
             reason: format!(
                 "'{store_url}' is a backup; a point-in-time restore takes the store that holds it: '{store}'"
             ),
-        });
+        }
+        .into());
     }
     let spool = checked_spool(request)?;
     let spool = spool.as_deref();
@@ -224,16 +227,15 @@ pub async fn open_point_in_time(
     }
     let (full, holds) = last_refusal.unwrap_or_default();
     let option = match point {
-        PointInTime::Revision(_) => "--to-revision",
-        PointInTime::Time(_) => "--to-time",
+        PointInTime::Revision(_) => opts::TO_REVISION,
+        PointInTime::Time(_) => opts::TO_TIME,
     };
-    Err(SnapshotError::InvalidOption {
+    Err(RestoreError::InvalidOption {
         option,
         reason: format!(
             "the full backup {full} already holds changes up to revision {holds}, past the point, and no earlier chain reaches it"
         ),
-    }
-    .into())
+    })
 }
 
 /// A whole point-in-time restore: [`open_point_in_time`], then

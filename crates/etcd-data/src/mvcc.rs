@@ -28,7 +28,7 @@ fn varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
 
 /// One field of a protobuf message, as [`next_field`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProtoField<'a> {
+pub struct ProtoField<'a> {
     /// The field number.
     pub number: u64,
     /// Its value, for a varint field (wire type 0).
@@ -41,7 +41,7 @@ pub(crate) struct ProtoField<'a> {
 
 /// The first field of `bytes`; `None` when it is cut off or of a wire type etcd's messages do
 /// not use (groups).
-pub(crate) fn next_field(bytes: &[u8]) -> Option<ProtoField<'_>> {
+pub fn next_field(bytes: &[u8]) -> Option<ProtoField<'_>> {
     let (tag, rest) = varint(bytes)?;
     let (varint_value, payload, rest) = match tag & 7 {
         0 => {

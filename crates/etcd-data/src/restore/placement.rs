@@ -16,8 +16,9 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use super::dirs::DirLayout;
 use super::lock::refuse_if_running;
-use super::{DirLayout, RestoreError, RestoreRequest, invalid};
+use super::{RestoreError, RestoreRequest, invalid, opts};
 
 /// Where the WAL goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +62,7 @@ impl Targets {
         if let Some(wal) = &request.wal_dir
             && DirLayout::of(wal)?.mount_point
         {
-            return Err(invalid("--wal-dir")(format!(
+            return Err(invalid(opts::WAL_DIR)(format!(
                 "{} is a mount point, and a WAL dir is replaced whole; give a dir inside it",
                 wal.display()
             )));
@@ -96,7 +97,7 @@ impl Targets {
 /// created yet), `.` and `..` resolved.
 pub(super) fn resolved(path: &Path) -> Result<PathBuf, RestoreError> {
     let absolute = std::path::absolute(path)
-        .map_err(|e| invalid("--data-dir")(format!("{}: {e}", path.display())))?;
+        .map_err(|e| invalid(opts::DATA_DIR)(format!("{}: {e}", path.display())))?;
     // The components still to walk, the next one last.
     let mut todo = parts(&absolute);
     let mut out = PathBuf::from("/");
@@ -115,13 +116,14 @@ pub(super) fn resolved(path: &Path) -> Result<PathBuf, RestoreError> {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
                 if links > 40 {
-                    return Err(invalid("--data-dir")(format!(
+                    return Err(invalid(opts::DATA_DIR)(format!(
                         "{}: too many levels of symbolic links",
                         path.display()
                     )));
                 }
-                let target = fs::read_link(&candidate)
-                    .map_err(|e| invalid("--data-dir")(format!("{}: {e}", candidate.display())))?;
+                let target = fs::read_link(&candidate).map_err(|e| {
+                    invalid(opts::DATA_DIR)(format!("{}: {e}", candidate.display()))
+                })?;
                 // The link's target is walked in its place (relative to the link's dir).
                 todo.extend(parts(&target));
             }
@@ -161,7 +163,7 @@ pub(super) fn place_wal(
     let Some(wal) = wal else {
         return Ok(WalPlacement::Inside(default));
     };
-    let refuse = |why: String| Err(invalid("--wal-dir")(format!("{}: {why}", wal.display())));
+    let refuse = |why: String| Err(invalid(opts::WAL_DIR)(format!("{}: {why}", wal.display())));
     let layout = DirLayout::of(wal)?;
     let wal_real = resolved(wal)?;
     let data_real = resolved(data_dir)?;

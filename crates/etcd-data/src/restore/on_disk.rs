@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::RestoreMarker;
 use super::lock::db_of;
-use crate::bbolt::{META_REGION, check_meta_pages};
+use bbolt::{META_REGION, check_meta_pages};
 
 /// What is missing or damaged in the restored data dir `data_dir` its `marker` describes
 /// (`None`: the db reads as bbolt, the WAL dir holds a segment, the snap dir a snap file).
@@ -37,7 +37,7 @@ pub(super) fn damage(data_dir: &Path, marker: &RestoreMarker) -> Option<String> 
     }
     // Until a member runs on it (its WAL grows), the db is exactly the one restored.
     if let Some(want) = &marker.db_fingerprint
-        && !super::ran_since_restore(marker)
+        && !super::marker::ran_since_restore(marker)
     {
         match db_fingerprint(&db) {
             Ok(got) if got == *want => {}

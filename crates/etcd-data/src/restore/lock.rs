@@ -18,7 +18,7 @@ pub(super) fn db_of(data_dir: &Path) -> PathBuf {
 /// when a running etcd holds its lock. The lock lasts as long as `file` (or a clone of it) is
 /// open, so etcd cannot start on the db while it is read. A filesystem without locks (some
 /// network ones) cannot tell, and passes.
-pub(super) fn lock_shared(file: &File, dir: &Path) -> Result<(), RestoreError> {
+pub fn lock_shared(file: &File, dir: &Path) -> Result<(), RestoreError> {
     match flock(file, FlockOperation::NonBlockingLockShared) {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => Err(RestoreError::MemberRunning {
             path: dir.to_path_buf(),

@@ -1,0 +1,36 @@
+//! The error of reading or writing a bbolt db.
+
+/// A db that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BoltError {
+    /// The meta pages are unusable: not a bbolt file, damaged, or truncated.
+    #[error("not a usable bbolt db: {0}")]
+    Meta(String),
+    /// A page (0 for an inline bucket's page) is damaged or out of place.
+    #[error("page {pgid}: {reason}")]
+    Page {
+        /// The page ID.
+        pgid: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The integrity check found problems.
+    #[error("integrity check failed, {} problem(s): {}", problems.len(), problems.join("; "))]
+    Check {
+        /// One line per problem (at most 100).
+        problems: Vec<String>,
+    },
+    /// The db's bytes could not be read.
+    #[error("cannot read {len} bytes at offset {offset}: {reason}")]
+    Read {
+        /// Where the read started.
+        offset: u64,
+        /// Bytes asked for.
+        len: usize,
+        /// The I/O error.
+        reason: String,
+    },
+}
+
+impl etcd_common::Hinted for BoltError {}

@@ -1,0 +1,352 @@
+//! `etcdops snapshot ...`: builds the workflow's request from the flags, calls it, prints
+//! the result (views.rs) and its warnings.
+
+mod views;
+
+use std::path::Path;
+
+use anyhow::Result;
+use etcd_core::ClusterConfig;
+use etcd_snapshot::{
+    Identities, NoProgress, Progress, PruneReport, SnapshotError, TrailerCheck, new_identity_file,
+};
+use etcd_store::StoreOptions;
+use etcdops::common::{Style, with_hint};
+use etcdops::guard::{Force, Guards};
+use etcdops::snapshot::{
+    CopyRequest, IdentitySettings, ListRequest, ListWarning, PruneRequest, RestoreRequest,
+    Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
+};
+
+use super::ExitStatus;
+use crate::flags::{
+    CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
+    SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
+};
+use crate::output::{Render, print};
+use crate::progress::BarProgress;
+use views::{
+    CatalogView, CopyView, DeletedView, KeygenView, OrphansView, PruneView, RestoreView, SaveView,
+    StatusView, VerifyView,
+};
+
+/// Runs a snapshot command.
+pub async fn run(
+    config: &ClusterConfig,
+    command: &SnapshotCommand,
+    format: OutputFormat,
+    platform_root: Option<&Path>,
+) -> Result<ExitStatus> {
+    match command {
+        SnapshotCommand::Save(args) => save(config, args, format, platform_root).await,
+        SnapshotCommand::List(args) => {
+            let request = ListRequest {
+                store: args.store.clone(),
+                settings: settings(&args.store_flags),
+            };
+            let listed = etcdops::snapshot::list(&request).await?;
+            for warning in &listed.warnings {
+                let text = match warning {
+                    ListWarning::DanglingDeltas(count) => format!(
+                        "{count} delta segment(s) have no full backup; `snapshot prune` deletes them"
+                    ),
+                    other => other.message(),
+                };
+                eprintln!("etcdops: warning: {text}");
+            }
+            if args.orphans {
+                print(format, &OrphansView(listed.catalog))?;
+            } else {
+                print(format, &CatalogView(listed.catalog))?;
+            }
+            Ok(ExitStatus::Success)
+        }
+        SnapshotCommand::Verify(args) => verify(args, format).await,
+        SnapshotCommand::Delete(args) => {
+            let report = etcdops::snapshot::delete(&args.url, &settings(&args.store_flags)).await?;
+            print(format, &DeletedView(report.deleted))?;
+            Ok(ExitStatus::Success)
+        }
+        SnapshotCommand::Prune(args) => {
+            let request = PruneRequest {
+                store: args.store.clone(),
+                cluster: args.cluster,
+                dry_run: args.dry_run,
+                verify_newest: args.verify_newest,
+                retention: retention(&args.retention),
+                settings: settings(&args.store_flags),
+            };
+            let report = etcdops::snapshot::prune(&request)
+                .await
+                .map_err(in_flag_words)?;
+            warn_about_prune(&report);
+            let failed = !report.verify_failed.is_empty();
+            print(format, &PruneView(report))?;
+            Ok(ExitStatus::from_ok(!failed))
+        }
+        SnapshotCommand::Copy(args) => {
+            let bar = bar("copy", args.quiet, format);
+            let request = CopyRequest {
+                source: args.source.clone(),
+                destination: args.destination.clone(),
+                backups: args.backups.clone(),
+                dry_run: args.dry_run,
+                settings: settings(&args.store_flags),
+            };
+            let report = etcdops::snapshot::copy(&request, progress(&bar)).await?;
+            for segment in &report.incomplete_segments {
+                eprintln!(
+                    "etcdops: warning: delta segment {segment} not copied: its object is missing or incomplete in {}",
+                    report.source
+                );
+            }
+            print(format, &CopyView(report))?;
+            Ok(ExitStatus::Success)
+        }
+        SnapshotCommand::Status(args) => status(args, format).await,
+        SnapshotCommand::Keygen(args) => {
+            let recipient = new_identity_file(&args.out)?;
+            let view = KeygenView {
+                identity_file: args.out.display().to_string(),
+                recipient,
+            };
+            print(format, &view)?;
+            Ok(ExitStatus::Success)
+        }
+        SnapshotCommand::Restore(args) => restore(args, format, platform_root).await,
+    }
+}
+
+/// The store settings of the flags.
+pub(crate) fn settings(flags: &StoreFlags) -> StoreSettings {
+    StoreSettings {
+        s3_endpoint: flags.s3_endpoint.clone(),
+        s3_region: flags.s3_region.clone(),
+        s3_path_style: flags.s3_path_style,
+        allow_http: flags.allow_http,
+        azure_emulator: flags.azure_emulator,
+        store_endpoint: flags.store_endpoint.clone(),
+        part_size: flags.part_size,
+    }
+}
+
+/// The store options of the flags, over the environment's.
+pub(crate) fn store_options(flags: &StoreFlags) -> StoreOptions {
+    settings(flags).options()
+}
+
+/// The `--identity` files.
+fn identity_settings(flags: &IdentityFlags) -> IdentitySettings {
+    IdentitySettings {
+        identity_file: flags.identity.clone(),
+        identity_content: None,
+    }
+}
+
+/// The identities of `--identity` files; a warning on stderr for each file others can read.
+pub(crate) fn identities(flags: &IdentityFlags) -> Result<Identities> {
+    let (identities, warnings) = identity_settings(flags).identities()?;
+    warn_all(&warnings);
+    Ok(identities)
+}
+
+/// The retention rules of the flags.
+pub(crate) fn retention(flags: &RetentionFlags) -> Retention {
+    Retention {
+        keep_last: flags.keep_last,
+        keep_hourly: flags.keep_hourly,
+        keep_daily: flags.keep_daily,
+        keep_weekly: flags.keep_weekly,
+        keep_monthly: flags.keep_monthly,
+        max_age: flags.max_age,
+        orphan_grace: flags.orphan_grace,
+    }
+}
+
+/// The retention rules a refusal may name (`keep_last`), each also a flag (`--keep-last`).
+const RULES: &[&str] = &[
+    "keep_last",
+    "keep_hourly",
+    "keep_daily",
+    "keep_weekly",
+    "keep_monthly",
+    "max_age",
+];
+
+/// A workflow's refusal in the flags' words: a bad rule named as its flag, a cluster not in
+/// the store with the command that lists them.
+pub(crate) fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
+    match error {
+        etcdops::Error::Snapshot(SnapshotError::InvalidOption { option, reason })
+            if RULES.contains(&option) =>
+        {
+            anyhow::anyhow!("--{} {reason}", option.replace('_', "-"))
+        }
+        etcdops::Error::Snapshot(SnapshotError::NoSuchCluster { cluster, store }) => {
+            anyhow::anyhow!(
+                "no backups of cluster {cluster} in {store}; `snapshot list` shows the clusters it holds"
+            )
+        }
+        other => other.into(),
+    }
+}
+
+fn warn_all(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("etcdops: warning: {warning}");
+    }
+}
+
+fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgress> {
+    BarProgress::for_terminal(what, quiet || format == OutputFormat::Json)
+}
+
+fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
+    match bar {
+        Some(b) => b,
+        None => &NoProgress,
+    }
+}
+
+/// `snapshot verify`: the backup, then its chain; exit 1 when either fails the check.
+async fn verify(args: &VerifyArgs, format: OutputFormat) -> Result<ExitStatus> {
+    let request = VerifyRequest {
+        snapshot: args.backup.url.clone(),
+        identity: identity_settings(&args.identity),
+        store: settings(&args.backup.store_flags),
+    };
+    let bar = bar("verify", args.backup.quiet, format);
+    let verified = etcdops::snapshot::verify(&request, progress(&bar)).await?;
+    warn_all(&verified.warnings);
+    if let Some(report) = &verified.report {
+        let view = VerifyView {
+            report: report.clone(),
+            chain: verified.chain.clone(),
+        };
+        print(format, &view)?;
+    }
+    for failure in &verified.failures {
+        eprintln!("etcdops: verify failed: {failure}");
+    }
+    Ok(ExitStatus::from_ok(verified.ok()))
+}
+
+/// `snapshot restore`: from a file, a stored object, a member's data dir or a point in time.
+async fn restore(
+    args: &RestoreArgs,
+    format: OutputFormat,
+    platform_root: Option<&Path>,
+) -> Result<ExitStatus> {
+    let request = RestoreRequest {
+        snapshot: args.source.clone(),
+        from_data_dir: args.from_data_dir.clone(),
+        data_dir: args.data_dir.clone(),
+        wal_dir: args.wal_dir.clone(),
+        name: args.name.clone(),
+        initial_cluster: args.initial_cluster.clone(),
+        initial_cluster_token: args.initial_cluster_token.clone(),
+        initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
+        skip_hash_check: args.skip_hash_check,
+        bump_revision: args.bump_revision,
+        mark_compacted: args.mark_compacted,
+        move_aside: args.move_aside,
+        force: Force(args.force),
+        owner: args.owner.clone(),
+        to_revision: args.to_revision,
+        to_time: args.to_time,
+        dry_run: args.dry_run,
+        identity: identity_settings(&args.identity),
+        store: settings(&args.store_flags),
+        guards: Guards::on_host(platform_root.unwrap_or(Path::new("/"))),
+    };
+    let restored = etcdops::snapshot::restore(&request).await?;
+    for warning in &restored.warnings {
+        let text = with_hint(&warning.message(), warning.hint().as_ref(), Style::Cli);
+        if warning.is_warning() {
+            eprintln!("etcdops: warning: {text}");
+        } else {
+            eprintln!("etcdops: {text}");
+        }
+    }
+    let view = RestoreView {
+        restored: &restored,
+        dry_run: args.dry_run,
+    };
+    print(format, &view)?;
+    Ok(ExitStatus::Success)
+}
+
+/// `snapshot status`: a stored object when the argument has a scheme, else a local file.
+async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
+    let request = StatusRequest {
+        snapshot: args.source.clone(),
+        skip_hash_check: args.skip_hash_check,
+        identity: identity_settings(&args.identity),
+        store: settings(&args.store_flags),
+    };
+    let result = etcdops::snapshot::status(&request).await?;
+    warn_all(&result.warnings);
+    match result.status.trailer {
+        TrailerCheck::MismatchIgnored => eprintln!(
+            "etcdops: warning: etcd's SHA-256 trailer does not match the db (--skip-hash-check)"
+        ),
+        TrailerCheck::NotChecked => {
+            eprintln!("etcdops: note: etcd's SHA-256 trailer was not checked (--skip-hash-check)")
+        }
+        _ => {}
+    }
+    print(format, &StatusView(result))?;
+    Ok(ExitStatus::Success)
+}
+
+/// `snapshot save`: the backup, then metrics, the OpenShift pair and retention.
+async fn save(
+    config: &ClusterConfig,
+    args: &SaveArgs,
+    format: OutputFormat,
+    platform_root: Option<&Path>,
+) -> Result<ExitStatus> {
+    let request = SaveRequest {
+        dest: args.store.clone(),
+        endpoint: args.endpoint.clone(),
+        compression: match args.compression {
+            CompressionArg::Zstd => etcd_snapshot::Compression::Zstd,
+            CompressionArg::None => etcd_snapshot::Compression::None,
+        },
+        compression_level: args.compression_level,
+        labels: args.labels.iter().cloned().collect(),
+        verify_after_upload: args.verify_after_upload,
+        encrypt_to: args.encrypt_to.clone(),
+        encrypt_to_file: args.encrypt_to_file.clone(),
+        openshift_backup_dir: args.openshift_backup_dir.clone(),
+        metrics_file: args.metrics_file.clone(),
+        retention: retention(&args.retention),
+        all_clusters: args.all_clusters,
+        store: settings(&args.store_flags),
+        platform_root: platform_root.map(Path::to_path_buf),
+    };
+    let bar = bar("save", args.quiet, format);
+    let mut saved = etcdops::snapshot::save(config, &request, progress(&bar))
+        .await
+        .map_err(in_flag_words)?;
+    warn_all(&saved.warnings);
+    if let Some(error) = saved.prune_error.take() {
+        // The backup is saved: say so before the prune's failure.
+        print(format, &SaveView(&saved))?;
+        return Err(anyhow::Error::from(error).context("the backup was saved; pruning failed"));
+    }
+    if let Some(report) = &saved.pruned {
+        warn_about_prune(report);
+        for line in PruneView(report.clone()).simple_lines() {
+            eprintln!("etcdops: pruned: {line}");
+        }
+    }
+    print(format, &SaveView(&saved))?;
+    Ok(ExitStatus::Success)
+}
+
+/// A prune's warnings (backups dated in the future, a newest backup that failed
+/// verification), one line each on stderr.
+fn warn_about_prune(report: &PruneReport) {
+    warn_all(&report.warnings);
+}

@@ -1,0 +1,646 @@
+//! How the snapshot commands print their results: a table, `-w simple` lines, or the
+//! result's JSON.
+
+use chrono::Utc;
+use etcd_snapshot::{
+    Catalog, ChainReport, ChainSummary, CopyAction, CopyReport, PruneReport, TrailerCheck,
+    VerifyReport,
+};
+use etcdops::snapshot::{Restored, Saved, StatusResult};
+
+use crate::output::{Render, cell, human_bytes};
+
+#[derive(serde::Serialize)]
+pub(super) struct RestoreView<'a> {
+    #[serde(flatten)]
+    pub(super) restored: &'a Restored,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) dry_run: bool,
+}
+
+impl Render for RestoreView<'_> {
+    fn headers(&self) -> Vec<&'static str> {
+        vec![
+            "DATA DIR",
+            "NAME",
+            "MEMBER ID",
+            "CLUSTER ID",
+            "MEMBERS",
+            "REVISION",
+        ]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let r = &self.restored.result;
+        vec![vec![
+            r.data_dir.display().to_string(),
+            r.name.clone(),
+            r.member_id.clone(),
+            r.cluster_id.clone(),
+            r.members
+                .iter()
+                .map(|m| m.name.clone())
+                .collect::<Vec<_>>()
+                .join(","),
+            r.revision.to_string(),
+        ]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let r = &self.restored.result;
+        let mut lines = Vec::new();
+        if let Some(plan) = &self.restored.plan {
+            let target = match &r.point_in_time {
+                Some(pitr) => match pitr.target_time {
+                    Some(at) => format!(
+                        "revision {} (every change received by {at})",
+                        pitr.target_revision
+                    ),
+                    None => format!("revision {}", pitr.target_revision),
+                },
+                None => String::new(),
+            };
+            lines.push(format!(
+                "point in time: full backup {} (revision {}, {}) + {} delta segment(s), to {target}",
+                plan.full,
+                plan.full_revision,
+                plan.full_created_at.format("%Y-%m-%dT%H:%M:%SZ"),
+                plan.segments.len()
+            ));
+            for segment in &plan.segments {
+                lines.push(format!("  {segment}"));
+            }
+        }
+        if self.dry_run {
+            lines.push(format!(
+                "would restore {} as member {} ({}) of cluster {} at revision {}; nothing written (dry run)",
+                r.data_dir.display(),
+                r.name,
+                r.member_id,
+                r.cluster_id,
+                r.revision
+            ));
+            return lines;
+        }
+        if !r.changed {
+            lines.push(format!(
+                "already restored: {} is member {} ({}) of cluster {} at revision {}; nothing changed",
+                r.data_dir.display(),
+                r.name,
+                r.member_id,
+                r.cluster_id,
+                r.revision
+            ));
+            return lines;
+        }
+        lines.push(format!(
+            "restored {} as member {} ({}) of cluster {} at revision {}",
+            r.data_dir.display(),
+            r.name,
+            r.member_id,
+            r.cluster_id,
+            r.revision
+        ));
+        if let Some(pitr) = &r.point_in_time {
+            lines.push(format!(
+                "replayed {} changes; leases recreated: {}; detached: {}",
+                pitr.changes_applied,
+                pitr.leases_recreated.len(),
+                pitr.leases_detached.len()
+            ));
+        }
+        lines
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub(super) struct SaveView<'a>(pub(super) &'a Saved);
+
+impl Render for SaveView<'_> {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let m = &self.0.result.manifest;
+        let mut rows = vec![
+            vec![
+                "object".into(),
+                format!("{}/{}", self.0.result.store, m.object),
+            ],
+            vec!["manifest".into(), self.0.result.manifest_name.clone()],
+            vec!["cluster id".into(), m.cluster_id.to_string()],
+            vec![
+                "member".into(),
+                format!("{} ({}) at {}", m.member_id, m.member_name, m.endpoint),
+            ],
+            vec!["etcd version".into(), m.etcd_version.clone()],
+            vec!["revision".into(), m.revision.to_string()],
+            vec!["db size".into(), human_bytes(m.db_size as i64)],
+            vec!["stored size".into(), human_bytes(m.object_size as i64)],
+            vec!["db sha256".into(), m.db_sha256.clone()],
+            vec!["object sha256".into(), m.object_sha256.clone()],
+            vec![
+                "encrypted to".into(),
+                m.encryption
+                    .as_ref()
+                    .map(|e| format!("{} ({})", e.recipients.join(", "), e.scheme))
+                    .unwrap_or_else(|| "not encrypted".into()),
+            ],
+            vec![
+                "verified after upload".into(),
+                m.verified_after_upload.to_string(),
+            ],
+            vec![
+                "took".into(),
+                format!("{:.1}s", self.0.result.duration_seconds),
+            ],
+        ];
+        if let Some(pair) = &self.0.openshift {
+            rows.push(vec![
+                "openshift snapshot".into(),
+                pair.snapshot.display().to_string(),
+            ]);
+            rows.push(vec![
+                "openshift static resources".into(),
+                pair.static_kuberesources.display().to_string(),
+            ]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "Snapshot saved at {}/{}",
+            self.0.result.store, self.0.result.manifest.object
+        )];
+        if let Some(pair) = &self.0.openshift {
+            lines.push(format!(
+                "OpenShift backup written: {} and {}",
+                pair.snapshot.display(),
+                pair.static_kuberesources.display()
+            ));
+        }
+        lines
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub(super) struct CopyView(pub(super) CopyReport);
+
+impl Render for CopyView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["OBJECT", "STORED", "ACTION"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let action = |action: CopyAction| -> String {
+            match action {
+                CopyAction::Copied => "copied",
+                CopyAction::WouldCopy => "would copy",
+                CopyAction::AlreadyPresent => "already there",
+            }
+            .into()
+        };
+        let mut rows = Vec::new();
+        for e in &self.0.entries {
+            rows.push(vec![
+                e.object.clone(),
+                human_bytes(e.bytes as i64),
+                action(e.action),
+            ]);
+            // Its chain's segments, by sequence, under it.
+            for s in self.0.segments.iter().filter(|s| s.base == e.object) {
+                rows.push(vec![
+                    format!("  {}", s.object),
+                    human_bytes(s.bytes as i64),
+                    action(s.action),
+                ]);
+            }
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{} backup(s) copied from {} to {}, {} already there",
+            self.0.copied, self.0.source, self.0.destination, self.0.already_present
+        )];
+        if !self.0.segments.is_empty() {
+            lines.push(format!(
+                "{} delta segment(s) copied, {} already there",
+                self.0.segments_copied, self.0.segments_already_present
+            ));
+        }
+        lines
+    }
+}
+
+/// A chain as `snapshot list` shows it under its full backup:
+/// `+N deltas to rev X (time), last published <age> ago`, and what breaks it.
+fn chain_line(chain: &ChainSummary, now: chrono::DateTime<Utc>) -> String {
+    let to_time = chain
+        .to_time
+        .map(|t| format!(" ({})", t.format("%Y-%m-%d %H:%M:%S")))
+        .unwrap_or_default();
+    let covered = if chain.covered_segments == chain.segments {
+        String::new()
+    } else {
+        format!(", {} continuous", chain.covered_segments)
+    };
+    let mut line = format!(
+        "+{} delta{}{covered} to rev {}{to_time}, last published {} ago",
+        chain.segments,
+        if chain.segments == 1 { "" } else { "s" },
+        chain.to_revision,
+        ago(now.signed_duration_since(chain.last_published))
+    );
+    if let Some(first) = chain.problems.first() {
+        line.push_str(&format!("; BROKEN CHAIN: {first}"));
+        if chain.problems.len() > 1 {
+            line.push_str(&format!(" (+{} more)", chain.problems.len() - 1));
+        }
+    }
+    line
+}
+
+/// A duration as `45s`, `12m`, `3h`, `2d`.
+fn ago(elapsed: chrono::TimeDelta) -> String {
+    let secs = elapsed.num_seconds().max(0);
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86400),
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub(super) struct CatalogView(pub(super) Catalog);
+
+impl Render for CatalogView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec![
+            "CREATED (UTC)",
+            "CLUSTER",
+            "REVISION",
+            "MEMBER",
+            "DB SIZE",
+            "STORED",
+            "COMPLETE",
+            "OBJECT",
+        ]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let now = Utc::now();
+        let mut rows = Vec::new();
+        for b in &self.0.backups {
+            let m = &b.manifest;
+            rows.push(vec![
+                m.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                m.cluster_id.to_string(),
+                m.revision.to_string(),
+                m.member_name.clone(),
+                human_bytes(m.db_size as i64),
+                human_bytes(m.object_size as i64),
+                b.complete.to_string(),
+                b.object.clone(),
+            ]);
+            // A second line for its chain: what it covers, and whether it is broken.
+            if let Some(chain) = &b.chain {
+                let stored: u64 = b.deltas.iter().map(|d| d.manifest.object_size).sum();
+                rows.push(vec![
+                    String::new(),
+                    String::new(),
+                    format!("..{}", chain.to_revision),
+                    String::new(),
+                    String::new(),
+                    human_bytes(stored as i64),
+                    if chain.continuous { "true" } else { "BROKEN" }.into(),
+                    chain_line(chain, now),
+                ]);
+            }
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.0.backups.iter().map(|b| b.object.clone()).collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+pub(super) struct OrphansView(pub(super) Catalog);
+
+impl Render for OrphansView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["LAST MODIFIED", "SIZE", "OBJECT WITHOUT MANIFEST"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        // Objects without a manifest, then temporary files of uploads never completed.
+        self.0
+            .orphans
+            .iter()
+            .chain(self.0.unfinished_uploads.iter().map(|u| &u.info))
+            .map(|o| {
+                vec![
+                    o.last_modified.clone(),
+                    human_bytes(o.size as i64),
+                    o.name.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.rows().into_iter().map(|r| r[2].clone()).collect()
+    }
+}
+
+/// A verified backup and, when it has delta segments, its chain.
+#[derive(serde::Serialize)]
+pub(super) struct VerifyView {
+    #[serde(flatten)]
+    pub(super) report: VerifyReport,
+    /// Absent for a backup without segments, so its output is as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) chain: Option<ChainReport>,
+}
+
+impl Render for VerifyView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let r = &self.report;
+        let mut rows = vec![
+            vec!["object".into(), r.object.clone()],
+            vec!["result".into(), "OK".into()],
+            vec![
+                "checked against manifest".into(),
+                r.manifest_checked.to_string(),
+            ],
+            vec!["stored size".into(), r.object_size.to_string()],
+            vec!["stored sha256".into(), r.object_sha256.clone()],
+            vec!["encrypted (age)".into(), r.encrypted.to_string()],
+            vec!["db size".into(), r.db_size.to_string()],
+            vec!["db sha256 (= etcd trailer)".into(), r.db_sha256.clone()],
+            vec!["bbolt page size".into(), r.bbolt.page_size.to_string()],
+            vec!["bbolt txid".into(), r.bbolt.txid.to_string()],
+        ];
+        if let Some(chain) = &self.chain {
+            let checked = chain.segments.iter().filter(|s| s.records_checked).count();
+            rows.push(vec![
+                "chain".into(),
+                if chain.ok {
+                    "OK".into()
+                } else {
+                    format!("BROKEN ({} problem(s))", chain.problems.len())
+                },
+            ]);
+            rows.push(vec![
+                "chain segments".into(),
+                chain.segments.len().to_string(),
+            ]);
+            rows.push(vec![
+                "chain verified revisions".into(),
+                format!("{}..{}", chain.after_revision, chain.to_revision),
+            ]);
+            // Stored bytes fine but records unread: encrypted, and no --identity.
+            let locked = chain
+                .segments
+                .iter()
+                .filter(|s| s.stored_ok && !s.records_checked && s.problem.is_none())
+                .count();
+            rows.push(vec![
+                "chain records checked".into(),
+                if locked > 0 {
+                    format!(
+                        "{checked} of {} ({locked} encrypted: pass --identity to check them)",
+                        chain.segments.len()
+                    )
+                } else {
+                    format!("{checked} of {}", chain.segments.len())
+                },
+            ]);
+            for problem in &chain.problems {
+                rows.push(vec!["chain problem".into(), problem.clone()]);
+            }
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!("{}: OK", self.report.object)];
+        if let Some(chain) = &self.chain {
+            if chain.ok {
+                lines.push(format!(
+                    "{}: chain of {} delta segment(s) OK to revision {}",
+                    self.report.object,
+                    chain.segments.len(),
+                    chain.to_revision
+                ));
+            } else {
+                lines.push(format!(
+                    "{}: chain BROKEN, verified to revision {}",
+                    self.report.object, chain.to_revision
+                ));
+            }
+        }
+        lines
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub(super) struct StatusView(pub(super) StatusResult);
+
+impl Render for StatusView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec![
+            "HASH",
+            "REVISION",
+            "TOTAL KEYS",
+            "TOTAL SIZE",
+            "LIVE KEYS",
+            "COMPACTED",
+            "LEASES",
+            "CONSISTENT INDEX",
+            "TERM",
+            "MEMBERS",
+            "AUTH",
+            "STORAGE VERSION",
+            "TRAILER",
+        ]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let s = &self.0.status;
+        let members = s
+            .members
+            .iter()
+            .map(|m| {
+                if m.name.is_empty() {
+                    m.id.clone()
+                } else {
+                    m.name.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let trailer = match s.trailer {
+            TrailerCheck::Verified => "sha256 ok",
+            TrailerCheck::Absent => "none (raw db)",
+            TrailerCheck::MismatchIgnored => "MISMATCH (ignored)",
+            TrailerCheck::NotChecked => "not checked",
+        };
+        vec![vec![
+            format!("{:x}", s.hash),
+            s.revision.to_string(),
+            s.total_key.to_string(),
+            human_bytes(s.total_size as i64),
+            s.live_keys.to_string(),
+            cell(&s.compact_revision),
+            s.leases.to_string(),
+            cell(&s.consistent_index),
+            cell(&s.term),
+            members,
+            if s.auth_enabled {
+                "enabled"
+            } else {
+                "disabled"
+            }
+            .to_string(),
+            cell(&s.storage_version),
+            trailer.to_string(),
+        ]]
+    }
+
+    /// etcdutl's `-w simple`: `hash, revision, total keys, total size`.
+    fn simple_lines(&self) -> Vec<String> {
+        let s = &self.0.status;
+        vec![format!(
+            "{:x}, {}, {}, {}",
+            s.hash,
+            s.revision,
+            s.total_key,
+            human_bytes(s.total_size as i64)
+        )]
+    }
+}
+
+/// What `snapshot keygen` made: where the identity is, and its public key (never the identity).
+#[derive(serde::Serialize)]
+pub(super) struct KeygenView {
+    pub(super) identity_file: String,
+    pub(super) recipient: String,
+}
+
+impl Render for KeygenView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["IDENTITY FILE", "RECIPIENT"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        vec![vec![self.identity_file.clone(), self.recipient.clone()]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![self.recipient.clone()]
+    }
+}
+
+#[derive(serde::Serialize)]
+pub(super) struct DeletedView(pub(super) Vec<String>);
+
+impl Render for DeletedView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["DELETED"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        self.0.iter().map(|n| vec![n.clone()]).collect()
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.0.iter().map(|n| format!("deleted {n}")).collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub(super) struct PruneView(pub(super) PruneReport);
+
+impl Render for PruneView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["ACTION", "CREATED (UTC)", "OBJECT", "KEPT BY"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let delete = if self.0.dry_run {
+            "would delete"
+        } else {
+            "deleted"
+        };
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for entry in &self.0.kept {
+            rows.push(vec![
+                "keep".into(),
+                entry.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                entry.object.clone(),
+                entry.kept_by.join("; "),
+            ]);
+        }
+        for entry in &self.0.deleted {
+            rows.push(vec![
+                delete.into(),
+                entry.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                entry.object.clone(),
+                if entry.deltas > 0 {
+                    format!("with its {} delta segment(s)", entry.deltas)
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+        for segment in &self.0.dangling_deleted {
+            rows.push(vec![
+                format!("{delete} (delta without its full backup)"),
+                String::new(),
+                segment.clone(),
+                String::new(),
+            ]);
+        }
+        for orphan in &self.0.orphans_deleted {
+            rows.push(vec![
+                format!("{delete} (orphan)"),
+                String::new(),
+                orphan.clone(),
+                String::new(),
+            ]);
+        }
+        for unfinished in &self.0.unfinished_deleted {
+            rows.push(vec![
+                format!("{delete} (unfinished upload)"),
+                String::new(),
+                unfinished.clone(),
+                String::new(),
+            ]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        self.rows()
+            .into_iter()
+            .filter(|r| r[0] != "keep")
+            .map(|r| format!("{} {}", r[0], r[2]))
+            .collect()
+    }
+}

@@ -1,0 +1,178 @@
+//! Flags of `lease`, `auth`, `user` and `role`.
+
+use super::*;
+
+/// `etcdops lease ...` (no revoke: revoking a lease deletes its keys).
+#[derive(Debug, Subcommand)]
+pub enum LeaseCommand {
+    /// Every lease: ID (hex, as etcdctl prints it), granted TTL, remaining TTL, keys attached.
+    List,
+    /// One lease's granted and remaining TTL; with --keys, the keys attached. Exit code 1
+    /// when the lease does not exist (expired or revoked).
+    Timetolive(LeaseTimeToLiveArgs),
+}
+
+/// Arguments of `lease timetolive`.
+#[derive(Debug, Args)]
+pub struct LeaseTimeToLiveArgs {
+    /// The lease ID in hex, as `lease list` prints it
+    #[arg(value_name = "ID")]
+    pub id: etcd_core::LeaseId,
+    /// Also list the keys attached to the lease
+    #[arg(long)]
+    pub keys: bool,
+}
+
+/// `etcdops auth ...`
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Whether authentication is enabled, and whether the root user is ready for it.
+    Status,
+    /// Enable authentication. Refuses without a root user holding the root role, and on a
+    /// cluster holding Kubernetes data (keys under /registry/ or /kubernetes.io/) unless
+    /// --force: kube-apiserver's certificate user needs a role first.
+    Enable(AuthEnableArgs),
+    /// Disable authentication (needs the root role: --user root).
+    Disable,
+}
+
+/// Arguments of `auth enable`.
+#[derive(Debug, Args)]
+pub struct AuthEnableArgs {
+    /// Enable even though the cluster holds Kubernetes data (after giving kube-apiserver's
+    /// certificate user a role with readwrite on its prefix)
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `etcdops user ...`
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// List users.
+    List,
+    /// Show a user and its roles.
+    Get(NameArg),
+    /// Add a user (an existing one is left unchanged). The password comes from
+    /// --password-file, --password-env or a prompt on a terminal, never the command line
+    /// (the global --password is the password of --user, the connection).
+    Add(UserAddArgs),
+    /// Delete a user (one that does not exist is not an error).
+    Delete(NameArg),
+    /// Change a user's password (from --password-file, --password-env or a prompt).
+    Passwd(UserPasswdArgs),
+    /// Grant a role to a user.
+    GrantRole(UserRoleArgs),
+    /// Revoke a role from a user.
+    RevokeRole(UserRoleArgs),
+}
+
+/// A user or role name.
+#[derive(Debug, Args)]
+pub struct NameArg {
+    /// The name
+    pub name: String,
+}
+
+/// Where a new password comes from: never the command line.
+#[derive(Debug, Args)]
+pub struct PasswordFlags {
+    /// Read the new password from this file (one trailing newline is dropped)
+    #[arg(long, value_name = "FILE", conflicts_with = "password_env")]
+    pub password_file: Option<PathBuf>,
+    /// Read the new password from this environment variable (give its name)
+    #[arg(long, value_name = "VARIABLE")]
+    pub password_env: Option<String>,
+}
+
+/// Arguments of `user add`.
+#[derive(Debug, Args)]
+pub struct UserAddArgs {
+    /// The user name
+    pub name: String,
+    /// Where the password comes from
+    #[command(flatten)]
+    pub password: PasswordFlags,
+    /// No password: the user authenticates with a client certificate whose CN is its name
+    #[arg(long, conflicts_with_all = ["password_file", "password_env"])]
+    pub no_password: bool,
+}
+
+/// Arguments of `user passwd`.
+#[derive(Debug, Args)]
+pub struct UserPasswdArgs {
+    /// The user name
+    pub name: String,
+    /// Where the password comes from
+    #[command(flatten)]
+    pub password: PasswordFlags,
+}
+
+/// Arguments of `user grant-role` and `user revoke-role`.
+#[derive(Debug, Args)]
+pub struct UserRoleArgs {
+    /// The user name
+    pub name: String,
+    /// The role
+    pub role: String,
+}
+
+/// `etcdops role ...`
+#[derive(Debug, Subcommand)]
+pub enum RoleCommand {
+    /// List roles.
+    List,
+    /// Show a role and its permissions.
+    Get(NameArg),
+    /// Add a role (an existing one is left unchanged).
+    Add(NameArg),
+    /// Delete a role (one that does not exist is not an error).
+    Delete(NameArg),
+    /// Grant a role read, write or readwrite on a key, a range [KEY, RANGE_END) or a prefix.
+    GrantPermission(GrantPermissionArgs),
+    /// Revoke a role's permission on exactly this key, range or prefix.
+    RevokePermission(KeyRangeArgs),
+}
+
+/// Kind of permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PermissionArg {
+    /// Read
+    Read,
+    /// Write
+    Write,
+    /// Read and write
+    Readwrite,
+}
+
+/// Arguments of `role grant-permission`.
+#[derive(Debug, Args)]
+pub struct GrantPermissionArgs {
+    /// The role
+    pub role: String,
+    /// read, write or readwrite
+    #[arg(value_enum)]
+    pub permission: PermissionArg,
+    /// The key, or the start of the range ("" with --prefix: every key)
+    #[arg(id = "permission_key", value_name = "KEY")]
+    pub key: String,
+    /// End of the range (exclusive)
+    pub range_end: Option<String>,
+    /// Every key starting with KEY
+    #[arg(long, conflicts_with = "range_end")]
+    pub prefix: bool,
+}
+
+/// Arguments of `role revoke-permission`.
+#[derive(Debug, Args)]
+pub struct KeyRangeArgs {
+    /// The role
+    pub role: String,
+    /// The key, or the start of the range
+    #[arg(id = "permission_key", value_name = "KEY")]
+    pub key: String,
+    /// End of the range (exclusive)
+    pub range_end: Option<String>,
+    /// Every key starting with KEY
+    #[arg(long, conflicts_with = "range_end")]
+    pub prefix: bool,
+}

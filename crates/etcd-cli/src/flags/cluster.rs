@@ -1,0 +1,141 @@
+//! Flags of the cluster commands: `check`, `move-leader`, `alarm`, `compact`, `endpoint`,
+//! `defrag` and `member`.
+
+use super::*;
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The members' --quota-backend-bytes, e.g. 8GiB [default: etcd's 2GiB]
+    #[arg(long, value_parser = byte_size, value_name = "SIZE")]
+    pub quota_bytes: Option<usize>,
+    /// Report a defrag as worthwhile when at least this many bytes would be reclaimed
+    #[arg(long, value_parser = byte_size, value_name = "SIZE", default_value = "64MiB")]
+    pub defrag_min_bytes: usize,
+}
+
+/// `etcdops move-leader`.
+#[derive(Debug, Args)]
+pub struct MoveLeaderArgs {
+    /// The member to lead: ID (hex), name or peer URL
+    pub member: String,
+}
+
+/// `etcdops alarm ...`
+#[derive(Debug, Subcommand)]
+pub enum AlarmCommand {
+    /// List active alarms.
+    List,
+    /// Clear every active alarm (after freeing space: compact and defrag first for NOSPACE).
+    Disarm,
+}
+
+/// `etcdops compact`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("how").required(true).args(["revision", "keep_revisions"])))]
+pub struct CompactArgs {
+    /// Compact up to this revision
+    pub revision: Option<i64>,
+    /// Keep this many revisions before the current one
+    #[arg(long, value_name = "N")]
+    pub keep_revisions: Option<i64>,
+    /// Wait until the compaction is applied to the backend
+    #[arg(long)]
+    pub physical: bool,
+}
+
+/// `etcdops endpoint ...`
+#[derive(Debug, Subcommand)]
+pub enum EndpointCommand {
+    /// Health of each endpoint: a linearizable read and no alarm. Exit code 1 when any is unhealthy.
+    Health(ClusterFlag),
+    /// Status of each endpoint: member, version, db size, leader, raft term and indexes.
+    Status(ClusterFlag),
+    /// KV hash of each endpoint at one revision, and whether all agree. Exit code 1 when not.
+    Hashkv(HashKvArgs),
+}
+
+/// Arguments of `defrag`.
+#[derive(Debug, Args)]
+pub struct DefragArgs {
+    /// Which endpoints.
+    #[command(flatten)]
+    pub cluster: ClusterFlag,
+    /// Run even on OpenShift, whose cluster-etcd-operator owns defragmentation
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `--cluster`.
+#[derive(Debug, Args)]
+pub struct ClusterFlag {
+    /// Address every member's client URLs (from the member list), not just --endpoints
+    #[arg(long)]
+    pub cluster: bool,
+}
+
+/// Arguments of `endpoint hashkv`.
+#[derive(Debug, Args)]
+pub struct HashKvArgs {
+    /// Address every member's client URLs (from the member list), not just --endpoints
+    #[arg(long)]
+    pub cluster: bool,
+    /// Revision to hash up to; 0 means the lowest current revision among the endpoints
+    #[arg(long, default_value_t = 0)]
+    pub rev: i64,
+}
+
+/// `etcdops member ...`
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// List the cluster's members.
+    List,
+    /// Add a member (idempotent) and print what it needs to start: ETCD_NAME,
+    /// ETCD_INITIAL_CLUSTER, ETCD_INITIAL_CLUSTER_STATE=existing (`-w simple`: shell variables).
+    Add(MemberAddArgs),
+    /// Remove a member (ID, name or peer URL); refuses to break quorum, moves leadership first.
+    Remove(MemberSelectArgs),
+    /// Change a member's peer URLs.
+    Update(MemberUpdateArgs),
+    /// Promote a learner to a voting member; refuses one that is not in sync.
+    Promote(MemberSelectArgs),
+}
+
+/// Arguments of `member add`.
+#[derive(Debug, Args)]
+pub struct MemberAddArgs {
+    /// The new member's name (its etcd --name)
+    pub name: String,
+    /// Its peer URLs, comma-separated
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    pub peer_urls: Vec<String>,
+    /// Add it as a non-voting learner (promote it once in sync)
+    #[arg(long)]
+    pub learner: bool,
+    /// Add a voting member even while members are unhealthy
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A member named by ID (hex), name or peer URL.
+#[derive(Debug, Args)]
+pub struct MemberSelectArgs {
+    /// The member: ID (hex), name or peer URL
+    pub member: String,
+    /// Override the safety guard
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Arguments of `member update`.
+#[derive(Debug, Args)]
+pub struct MemberUpdateArgs {
+    /// The member: ID (hex), name or peer URL
+    pub member: String,
+    /// Its new peer URLs, comma-separated
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    pub peer_urls: Vec<String>,
+    /// Run even on OpenShift, whose cluster-etcd-operator owns membership
+    #[arg(long)]
+    pub force: bool,
+}

@@ -1,0 +1,358 @@
+//! Roles and their key permissions: list, get, add, delete, grant and revoke.
+
+use std::fmt;
+
+use etcd_client::{Permission, PermissionType, RoleRevokePermissionOptions};
+use etcd_common::Hint;
+use serde::Serialize;
+
+use super::users::not_found;
+use super::{AuthChange, PREFIX, check_name, says, with_admin_hint};
+use crate::config::ClusterConfig;
+use crate::connect::EndpointClient;
+use crate::error::{Error, Result};
+use crate::kv::prefix_end;
+
+/// Every role's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoleList {
+    /// Role names, sorted.
+    pub roles: Vec<String>,
+}
+
+/// One role with its permissions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoleInfo {
+    /// Name.
+    pub name: String,
+    /// Key permissions.
+    pub permissions: Vec<PermissionInfo>,
+}
+
+/// Read, write or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionKind {
+    /// Read.
+    Read,
+    /// Write.
+    Write,
+    /// Read and write.
+    Readwrite,
+}
+
+impl PermissionKind {
+    fn from_pb(value: i32) -> Self {
+        match PermissionType::try_from(value) {
+            Ok(PermissionType::Read) => Self::Read,
+            Ok(PermissionType::Write) => Self::Write,
+            _ => Self::Readwrite,
+        }
+    }
+
+    fn to_pb(self) -> PermissionType {
+        match self {
+            Self::Read => PermissionType::Read,
+            Self::Write => PermissionType::Write,
+            Self::Readwrite => PermissionType::Readwrite,
+        }
+    }
+}
+
+impl fmt::Display for PermissionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Readwrite => "readwrite",
+        })
+    }
+}
+
+/// One permission of a role on a key or key range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PermissionInfo {
+    /// Read, write or readwrite.
+    pub permission: PermissionKind,
+    /// The key, or the start of the range, as text.
+    pub key: String,
+    /// The end of the range (exclusive), as text; `None` for a single key.
+    pub range_end: Option<String>,
+    /// The range is every key starting with `key`.
+    pub prefix: bool,
+    /// The range is every key from `key` on (`key` empty: every key).
+    pub from_key: bool,
+}
+
+impl PermissionInfo {
+    pub(super) fn from_bytes(kind: PermissionKind, key: &[u8], range_end: &[u8]) -> Self {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let from_key = range_end == [0];
+        let prefix = !range_end.is_empty() && !from_key && range_end == prefix_end(key);
+        Self {
+            permission: kind,
+            key: text(key),
+            range_end: (!range_end.is_empty()).then(|| text(range_end)),
+            prefix,
+            from_key,
+        }
+    }
+
+    /// The keys covered, in words: `foo`, `/registry/ (prefix)`, `[a, b)`, `all keys`.
+    pub fn describe(&self) -> String {
+        if self.from_key && self.key.is_empty() {
+            "all keys".into()
+        } else if self.from_key {
+            format!("{} and every key after it", self.key)
+        } else if self.prefix {
+            format!("{} (prefix)", self.key)
+        } else {
+            match &self.range_end {
+                Some(end) => format!("[{}, {end})", self.key),
+                None => self.key.clone(),
+            }
+        }
+    }
+}
+
+/// Keys a permission covers, as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KeyRange {
+    /// The key (or the start of the range).
+    pub key: String,
+    /// The end of the range, exclusive.
+    pub range_end: Option<String>,
+    /// Every key starting with `key` (etcdctl's `--prefix`).
+    pub prefix: bool,
+}
+
+impl KeyRange {
+    /// The key and range end as etcd stores them (range end empty for a single key).
+    pub(super) fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let key = self.key.as_bytes().to_vec();
+        match (&self.range_end, self.prefix) {
+            (Some(_), true) => Err(Error::InvalidRequest {
+                what: "prefix",
+                reason: "give either a range end or a prefix, not both".into(),
+                hint: Hint::option(PREFIX),
+            }),
+            (Some(end), false) => {
+                if !end.is_empty() && end.as_bytes() <= key.as_slice() {
+                    return Err(Error::InvalidOption {
+                        option: "range end",
+                        reason: format!(
+                            "range end '{end}' is not after key '{}': the range would be empty",
+                            self.key
+                        ),
+                    });
+                }
+                Ok((key, end.as_bytes().to_vec()))
+            }
+            (None, true) => {
+                let end = prefix_end(&key);
+                Ok((key, end))
+            }
+            (None, false) if key.is_empty() => Err(Error::InvalidRequest {
+                what: "key",
+                reason: "the key is empty; give a key, or an empty key as a prefix for all keys"
+                    .into(),
+                hint: Hint::option(PREFIX),
+            }),
+            (None, false) => Ok((key, Vec::new())),
+        }
+    }
+}
+
+/// A request to grant a role a permission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionGrant {
+    /// The role.
+    pub role: String,
+    /// Read, write or readwrite.
+    pub permission: PermissionKind,
+    /// The keys.
+    pub keys: KeyRange,
+}
+
+/// Every role.
+pub async fn role_list(config: &ClusterConfig) -> Result<RoleList> {
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("role list", |mut c| async move { c.role_list().await })
+                .await
+        })
+        .await
+        .map_err(with_admin_hint)?;
+    let mut roles = response.roles().to_vec();
+    roles.sort();
+    Ok(RoleList { roles })
+}
+
+/// `Some(permissions)` of `role`, `None` when it does not exist.
+async fn role_permissions(
+    client: &EndpointClient,
+    role: &str,
+) -> Result<Option<Vec<PermissionInfo>>> {
+    let name = role.to_string();
+    match client
+        .call("role get", |mut c| async move { c.role_get(name).await })
+        .await
+    {
+        Ok(response) => Ok(Some(
+            response.permissions().iter().map(permission_info).collect(),
+        )),
+        Err(err) if says(&err, "role name not found") => Ok(None),
+        Err(err) => Err(with_admin_hint(err)),
+    }
+}
+
+fn permission_info(p: &Permission) -> PermissionInfo {
+    PermissionInfo::from_bytes(
+        PermissionKind::from_pb(p.get_type()),
+        p.key(),
+        p.range_end(),
+    )
+}
+
+/// One role and its permissions.
+pub async fn role_get(config: &ClusterConfig, name: &str) -> Result<RoleInfo> {
+    check_name("role", name)?;
+    let client = config.connect_any().await?;
+    match role_permissions(&client, name).await? {
+        Some(permissions) => Ok(RoleInfo {
+            name: name.to_string(),
+            permissions,
+        }),
+        None => Err(not_found("role get", "role", name, &client)),
+    }
+}
+
+/// Adds a role; an existing role is `changed: false`.
+pub async fn role_add(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
+    check_name("role", name)?;
+    let client = config.connect_any().await?;
+    let role = name.to_string();
+    match client
+        .call("role add", |mut c| async move { c.role_add(role).await })
+        .await
+    {
+        Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' added")).role(name)),
+        Err(err) if says(&err, "role name already exists") => Ok(AuthChange::new(
+            false,
+            format!("role '{name}' already exists; its permissions were not changed"),
+        )
+        .role(name)),
+        Err(err) => Err(with_admin_hint(err)),
+    }
+}
+
+/// Deletes a role; a role that does not exist is `changed: false`.
+pub async fn role_delete(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
+    check_name("role", name)?;
+    let client = config.connect_any().await?;
+    let role = name.to_string();
+    match client
+        .call(
+            "role delete",
+            |mut c| async move { c.role_delete(role).await },
+        )
+        .await
+    {
+        Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' deleted")).role(name)),
+        Err(err) if says(&err, "role name not found") => Ok(AuthChange::new(
+            false,
+            format!("role '{name}' does not exist; nothing changed"),
+        )
+        .role(name)),
+        Err(err) => Err(with_admin_hint(err)),
+    }
+}
+
+/// Grants a role a permission on a key or range. The same permission already held is
+/// `changed: false`; a different kind on the same range is replaced, as etcd does.
+pub async fn role_grant_permission(
+    config: &ClusterConfig,
+    grant: &PermissionGrant,
+) -> Result<AuthChange> {
+    check_name("role", &grant.role)?;
+    let (key, range_end) = grant.keys.to_bytes()?;
+    let wanted = PermissionInfo::from_bytes(grant.permission, &key, &range_end);
+    let client = config.connect_any().await?;
+    let existing = role_permissions(&client, &grant.role)
+        .await?
+        .ok_or_else(|| not_found("role grant-permission", "role", &grant.role, &client))?;
+    let same_range = existing
+        .iter()
+        .find(|p| p.key == wanted.key && p.range_end == wanted.range_end);
+    let what = wanted.describe();
+    let message = match same_range {
+        Some(p) if p.permission == grant.permission => {
+            return Ok(AuthChange::new(
+                false,
+                format!(
+                    "role '{}' already has {} permission on {what}; nothing changed",
+                    grant.role, grant.permission
+                ),
+            )
+            .role(&grant.role));
+        }
+        Some(p) => format!(
+            "permission of role '{}' on {what} changed from {} to {}",
+            grant.role, p.permission, grant.permission
+        ),
+        None => format!(
+            "{} permission on {what} granted to role '{}'",
+            grant.permission, grant.role
+        ),
+    };
+    let role = grant.role.clone();
+    let permission =
+        Permission::new(grant.permission.to_pb(), key).with_range_end(range_end.clone());
+    client
+        .call("role grant-permission", |mut c| async move {
+            c.role_grant_permission(role, permission).await
+        })
+        .await
+        .map_err(with_admin_hint)?;
+    Ok(AuthChange::new(true, message).role(&grant.role))
+}
+
+/// Revokes a role's permission on exactly this key or range; none held is `changed: false`.
+pub async fn role_revoke_permission(
+    config: &ClusterConfig,
+    role: &str,
+    keys: &KeyRange,
+) -> Result<AuthChange> {
+    check_name("role", role)?;
+    let (key, range_end) = keys.to_bytes()?;
+    let wanted = PermissionInfo::from_bytes(PermissionKind::Readwrite, &key, &range_end);
+    let client = config.connect_any().await?;
+    let existing = role_permissions(&client, role)
+        .await?
+        .ok_or_else(|| not_found("role revoke-permission", "role", role, &client))?;
+    let what = wanted.describe();
+    if !existing
+        .iter()
+        .any(|p| p.key == wanted.key && p.range_end == wanted.range_end)
+    {
+        return Ok(AuthChange::new(
+            false,
+            format!("role '{role}' has no permission on {what}; nothing changed"),
+        )
+        .role(role));
+    }
+    let name = role.to_string();
+    client
+        .call("role revoke-permission", |mut c| async move {
+            let options = RoleRevokePermissionOptions::new().with_range_end(range_end);
+            c.role_revoke_permission(name, key, Some(options)).await
+        })
+        .await
+        .map_err(with_admin_hint)?;
+    Ok(AuthChange::new(
+        true,
+        format!("permission of role '{role}' on {what} revoked"),
+    )
+    .role(role))
+}

@@ -1,0 +1,236 @@
+//! Users: list, get, add, delete, password, roles granted.
+
+use serde::Serialize;
+
+use super::{AuthChange, check_name, probe_enabled, says, user_roles, with_admin_hint};
+use crate::config::{ClusterConfig, Secret};
+use crate::connect::EndpointClient;
+use crate::error::{Error, Result};
+
+/// Every user's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UserList {
+    /// User names, sorted.
+    pub users: Vec<String>,
+}
+
+/// One user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UserInfo {
+    /// Name.
+    pub name: String,
+    /// Roles granted, sorted.
+    pub roles: Vec<String>,
+}
+
+/// Every user.
+pub async fn user_list(config: &ClusterConfig) -> Result<UserList> {
+    let response = config
+        .read_any(|client| async move {
+            client
+                .call("user list", |mut c| async move { c.user_list().await })
+                .await
+        })
+        .await
+        .map_err(with_admin_hint)?;
+    let mut users = response.users().to_vec();
+    users.sort();
+    Ok(UserList { users })
+}
+
+/// One user and its roles.
+pub async fn user_get(config: &ClusterConfig, name: &str) -> Result<UserInfo> {
+    check_name("user", name)?;
+    let client = config.connect_any().await?;
+    match user_roles(&client, name).await? {
+        Some(roles) => Ok(UserInfo {
+            name: name.to_string(),
+            roles,
+        }),
+        None => Err(not_found("user get", "user", name, &client)),
+    }
+}
+
+pub(super) fn not_found(
+    operation: &'static str,
+    what: &'static str,
+    name: &str,
+    client: &EndpointClient,
+) -> Error {
+    Error::Request {
+        operation,
+        endpoint: client.endpoint().to_string(),
+        message: format!(
+            "{what} '{name}' does not exist; listing the {what}s shows the ones there are"
+        ),
+    }
+}
+
+/// Adds a user with `password` (`None`: a user that authenticates only with a client
+/// certificate). An existing user is left as it is (`changed: false`).
+pub async fn user_add(
+    config: &ClusterConfig,
+    name: &str,
+    password: Option<&Secret>,
+) -> Result<AuthChange> {
+    check_name("user", name)?;
+    let client = config.connect_any().await?;
+    let user = name.to_string();
+    let password = password.map(|p| p.expose().to_string());
+    let result = client
+        .call("user add", |mut c| async move {
+            match password {
+                Some(password) => c.user_add(user, password, None).await,
+                None => {
+                    c.user_add(
+                        user,
+                        String::new(),
+                        Some(etcd_client::UserAddOptions::new().with_no_pwd()),
+                    )
+                    .await
+                }
+            }
+        })
+        .await;
+    match result {
+        Ok(_) => Ok(AuthChange::new(true, format!("user '{name}' added")).user(name)),
+        Err(err) if says(&err, "user name already exists") => Ok(AuthChange::new(
+            false,
+            format!(
+                "user '{name}' already exists; its password and roles were not changed (changing its password is a separate step)"
+            ),
+        )
+        .user(name)),
+        Err(err) => Err(with_admin_hint(err)),
+    }
+}
+
+/// Deletes a user; a user that does not exist is not an error (`changed: false`).
+pub async fn user_delete(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
+    check_name("user", name)?;
+    let client = config.connect_any().await?;
+    let user = name.to_string();
+    match client
+        .call(
+            "user delete",
+            |mut c| async move { c.user_delete(user).await },
+        )
+        .await
+    {
+        Ok(_) => Ok(AuthChange::new(true, format!("user '{name}' deleted")).user(name)),
+        Err(err) if says(&err, "user name not found") => Ok(AuthChange::new(
+            false,
+            format!("user '{name}' does not exist; nothing changed"),
+        )
+        .user(name)),
+        Err(err) => Err(with_admin_hint(err)),
+    }
+}
+
+/// Sets a user's password. When authentication is enabled and the password already works,
+/// nothing changes.
+pub async fn user_passwd(
+    config: &ClusterConfig,
+    name: &str,
+    password: &Secret,
+) -> Result<AuthChange> {
+    check_name("user", name)?;
+    let client = config.connect_any().await?;
+    if user_roles(&client, name).await?.is_none() {
+        return Err(not_found("user passwd", "user", name, &client));
+    }
+    if probe_enabled(config, &client).await? {
+        let (user, pw) = (name.to_string(), password.expose().to_string());
+        let works = client
+            .call("authenticate", |c| async move {
+                c.auth_client().authenticate(user, pw).await
+            })
+            .await
+            .is_ok();
+        if works {
+            return Ok(AuthChange::new(
+                false,
+                format!("user '{name}' already has this password; nothing changed"),
+            )
+            .user(name));
+        }
+    }
+    let (user, pw) = (name.to_string(), password.expose().to_string());
+    client
+        .call("user passwd", |mut c| async move {
+            c.user_change_password(user, pw).await
+        })
+        .await
+        .map_err(with_admin_hint)?;
+    Ok(AuthChange::new(true, format!("password of user '{name}' changed")).user(name))
+}
+
+/// Grants a role to a user; already granted is `changed: false`.
+pub async fn user_grant_role(config: &ClusterConfig, name: &str, role: &str) -> Result<AuthChange> {
+    check_name("user", name)?;
+    check_name("role", role)?;
+    let client = config.connect_any().await?;
+    let roles = user_roles(&client, name)
+        .await?
+        .ok_or_else(|| not_found("user grant-role", "user", name, &client))?;
+    if roles.iter().any(|r| r == role) {
+        return Ok(AuthChange::new(
+            false,
+            format!("user '{name}' already has role '{role}'; nothing changed"),
+        )
+        .user(name)
+        .role(role));
+    }
+    let (user, granted) = (name.to_string(), role.to_string());
+    client
+        .call("user grant-role", |mut c| async move {
+            c.user_grant_role(user, granted).await
+        })
+        .await
+        .map_err(|err| {
+            if says(&err, "role name not found") {
+                not_found("user grant-role", "role", role, &client)
+            } else {
+                with_admin_hint(err)
+            }
+        })?;
+    Ok(
+        AuthChange::new(true, format!("role '{role}' granted to user '{name}'"))
+            .user(name)
+            .role(role),
+    )
+}
+
+/// Revokes a role from a user; not granted is `changed: false`.
+pub async fn user_revoke_role(
+    config: &ClusterConfig,
+    name: &str,
+    role: &str,
+) -> Result<AuthChange> {
+    check_name("user", name)?;
+    check_name("role", role)?;
+    let client = config.connect_any().await?;
+    let roles = user_roles(&client, name)
+        .await?
+        .ok_or_else(|| not_found("user revoke-role", "user", name, &client))?;
+    if !roles.iter().any(|r| r == role) {
+        return Ok(AuthChange::new(
+            false,
+            format!("user '{name}' does not have role '{role}'; nothing changed"),
+        )
+        .user(name)
+        .role(role));
+    }
+    let (user, revoked) = (name.to_string(), role.to_string());
+    client
+        .call("user revoke-role", |mut c| async move {
+            c.user_revoke_role(user, revoked).await
+        })
+        .await
+        .map_err(with_admin_hint)?;
+    Ok(
+        AuthChange::new(true, format!("role '{role}' revoked from user '{name}'"))
+            .user(name)
+            .role(role),
+    )
+}

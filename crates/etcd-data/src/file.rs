@@ -1,0 +1,588 @@
+//! Opening a snapshot file for reading without holding it in memory: a plain file is read in
+//! place, page by page; a zstd or age-encrypted file is decrypted and decompressed as a stream
+//! into an unnamed temporary file (mode 0600, gone when closed, even after a crash) and read
+//! from there ([`Spool`], which other sources, a download, can fill too). etcd's SHA-256
+//! trailer is split off and the db's SHA-256 computed on the way when the bytes are streamed
+//! anyway.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use bbolt::{DbFile, PageSource};
+use serde::{Deserialize, Serialize};
+
+use crate::crypt::{AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age};
+use crate::error::{Error, Result};
+
+/// Bytes of etcd's SHA-256 trailer at the end of a snapshot.
+pub const TRAILER_LEN: usize = 32;
+
+/// How a snapshot file is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// zstd (the default).
+    #[default]
+    Zstd,
+    /// Stored as etcd sent it.
+    None,
+}
+
+impl Compression {
+    /// File name suffix for snapshots of this compression.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compression::Zstd => ".db.zst",
+            Compression::None => ".db",
+        }
+    }
+}
+
+/// zstd frames start with these bytes.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// Bytes read or written at a time when streaming a db.
+pub const CHUNK: usize = 4 << 20;
+
+/// A snapshot opened for reading: its db in a file (the snapshot itself, or a temporary
+/// decompressed or downloaded copy that disappears when this is dropped), and etcd's trailer.
+#[derive(Debug)]
+pub struct SnapshotFile {
+    db: DbFile,
+    trailer: Option<[u8; TRAILER_LEN]>,
+    sha256: Option<String>,
+    compression: Compression,
+    stored_size: u64,
+    stored_sha256: Option<String>,
+    encrypted: bool,
+}
+
+impl SnapshotFile {
+    /// The db's bytes (without the trailer).
+    pub fn db(&self) -> &DbFile {
+        &self.db
+    }
+
+    /// Bytes of the db, without the trailer.
+    pub fn db_size(&self) -> u64 {
+        self.db.size()
+    }
+
+    /// etcd's SHA-256 trailer, when the snapshot has one.
+    pub fn trailer(&self) -> Option<[u8; TRAILER_LEN]> {
+        self.trailer
+    }
+
+    /// The db's SHA-256, hex, when it was computed while streaming the snapshot in.
+    pub fn known_sha256(&self) -> Option<&str> {
+        self.sha256.as_deref()
+    }
+
+    /// The db's SHA-256, hex: the one computed while streaming the snapshot in, else read
+    /// and hashed now.
+    pub fn db_sha256(&self) -> std::io::Result<String> {
+        match self.known_sha256() {
+            Some(known) => Ok(known.to_string()),
+            None => sha256_of(self.db()),
+        }
+    }
+
+    /// Compression found.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Size as stored (compressed, encrypted).
+    pub fn stored_size(&self) -> u64 {
+        self.stored_size
+    }
+
+    /// SHA-256 (hex) of the bytes as stored, when they were hashed on the way in (a stored
+    /// object).
+    pub fn stored_sha256(&self) -> Option<&str> {
+        self.stored_sha256.as_deref()
+    }
+
+    /// Whether it was stored age-encrypted (and was decrypted to be read).
+    pub fn encrypted(&self) -> bool {
+        self.encrypted
+    }
+
+    /// Records the SHA-256 (hex) of the bytes as stored, hashed on the way in.
+    pub fn with_stored_sha256(mut self, sha256: String) -> Self {
+        self.stored_sha256 = Some(sha256);
+        self
+    }
+}
+
+/// Plain or zstd bytes (decided by their first bytes, or forced), unpacked into a writer as
+/// they come.
+pub struct Unpack<W: Write> {
+    state: Option<UnpackState<W>>,
+    forced: Option<Compression>,
+}
+
+enum UnpackState<W: Write> {
+    Pending(Vec<u8>, W),
+    Zstd(Box<zstd::stream::write::Decoder<'static, W>>),
+    Plain(W),
+}
+
+impl<W: Write> Unpack<W> {
+    /// Unpacks into `sink`; `forced` skips the detection.
+    pub fn new(sink: W, forced: Option<Compression>) -> Self {
+        Unpack {
+            state: Some(UnpackState::Pending(Vec::new(), sink)),
+            forced,
+        }
+    }
+
+    fn gone() -> std::io::Error {
+        std::io::Error::other("an earlier write failed")
+    }
+
+    /// Takes the next bytes.
+    pub fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self.state.take().ok_or_else(Self::gone)? {
+            UnpackState::Pending(mut head, sink) => {
+                head.extend_from_slice(bytes);
+                if head.len() < ZSTD_MAGIC.len() && self.forced.is_none() {
+                    self.state = Some(UnpackState::Pending(head, sink));
+                    return Ok(());
+                }
+                let is_zstd = match self.forced {
+                    Some(c) => c == Compression::Zstd,
+                    None => head.starts_with(&ZSTD_MAGIC),
+                };
+                self.state = Some(if is_zstd {
+                    UnpackState::Zstd(Box::new(zstd::stream::write::Decoder::new(sink)?))
+                } else {
+                    UnpackState::Plain(sink)
+                });
+                self.write_all(&head)
+            }
+            UnpackState::Zstd(mut d) => {
+                let written = d.write_all(bytes);
+                self.state = Some(UnpackState::Zstd(d));
+                written
+            }
+            UnpackState::Plain(mut w) => {
+                let written = w.write_all(bytes);
+                self.state = Some(UnpackState::Plain(w));
+                written
+            }
+        }
+    }
+
+    /// Flushes the decompressor: the writer, and the compression found.
+    pub fn finish(self) -> std::io::Result<(W, Compression)> {
+        match self.state.ok_or_else(Self::gone)? {
+            UnpackState::Zstd(mut d) => {
+                d.flush()?;
+                Ok((d.into_inner(), Compression::Zstd))
+            }
+            UnpackState::Plain(w) => Ok((w, Compression::None)),
+            // Fewer bytes than a zstd magic: as they are.
+            UnpackState::Pending(head, mut w) => {
+                w.write_all(&head)?;
+                Ok((w, Compression::None))
+            }
+        }
+    }
+}
+
+/// SHA-256 of `bytes` fed in pieces, holding the last 32 bytes back: when the stream ends,
+/// they are etcd's trailer if the total length says so (a bbolt file is a multiple of 512
+/// bytes, a snapshot with a trailer 32 more), else they are hashed too.
+#[derive(Default)]
+pub struct TrailerHasher {
+    hasher: Sha256,
+    held: Vec<u8>,
+    total: u64,
+}
+
+impl TrailerHasher {
+    /// Takes the next bytes.
+    pub fn update(&mut self, data: &[u8]) {
+        self.total += data.len() as u64;
+        let excess = (self.held.len() + data.len()).saturating_sub(TRAILER_LEN);
+        let from_held = excess.min(self.held.len());
+        self.hasher.update(&self.held[..from_held]);
+        self.held.drain(..from_held);
+        let from_data = excess - from_held;
+        self.hasher.update(&data[..from_data]);
+        self.held.extend_from_slice(&data[from_data..]);
+    }
+
+    /// (bytes of the db, SHA-256 hex of the db, trailer).
+    pub fn finish(mut self) -> (u64, String, Option<[u8; TRAILER_LEN]>) {
+        if has_trailer(self.total)
+            && let Ok(trailer) = <[u8; TRAILER_LEN]>::try_from(self.held.as_slice())
+        {
+            let db_len = self.total - TRAILER_LEN as u64;
+            return (db_len, hex::encode(self.hasher.finalize()), Some(trailer));
+        }
+        self.hasher.update(&self.held);
+        (self.total, hex::encode(self.hasher.finalize()), None)
+    }
+}
+
+/// Whether a snapshot of `len` bytes ends with etcd's trailer.
+pub fn has_trailer(len: u64) -> bool {
+    len % 512 == TRAILER_LEN as u64 && len > TRAILER_LEN as u64
+}
+
+/// An unnamed temporary file (mode 0600, gone when closed) that a snapshot's bytes are
+/// written into while they are hashed, etcd's trailer held back: [`Spool::finish`] makes it
+/// a [`SnapshotFile`].
+pub struct Spool {
+    file: File,
+    hasher: TrailerHasher,
+}
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn temp_file(dir: Option<&Path>) -> std::io::Result<File> {
+    match dir {
+        Some(dir) => tempfile::tempfile_in(dir),
+        None => tempfile::tempfile(),
+    }
+}
+
+impl Spool {
+    /// A new spool in `dir` (default: the system's temporary dir).
+    pub fn new(dir: Option<&Path>) -> std::io::Result<Self> {
+        Ok(Spool {
+            file: temp_file(dir)?,
+            hasher: TrailerHasher::default(),
+        })
+    }
+
+    /// The snapshot spooled: `compression` and `encrypted` as it was stored, `stored_size`
+    /// bytes.
+    pub fn finish(
+        self,
+        compression: Compression,
+        stored_size: u64,
+        encrypted: bool,
+    ) -> SnapshotFile {
+        let (db_len, sha256, trailer) = self.hasher.finish();
+        SnapshotFile {
+            db: DbFile::new(self.file, db_len),
+            trailer,
+            sha256: Some(sha256),
+            compression,
+            stored_size,
+            stored_sha256: None,
+            encrypted,
+        }
+    }
+}
+
+/// Opens a snapshot file, plain or zstd (detected from its first bytes). A zstd file is
+/// decompressed into a temporary file in `spool_dir` (default: the system's temp dir).
+/// An age-encrypted file is refused ([`Error::Encrypted`]): see
+/// [`open_snapshot_file_decrypting`].
+pub fn open_snapshot_file(path: &Path, spool_dir: Option<&Path>) -> Result<SnapshotFile> {
+    open_snapshot_file_decrypting(path, spool_dir, &Identities::none())
+}
+
+/// [`open_snapshot_file`], decrypting an age-encrypted file (`.age`, detected from its first
+/// bytes) with `identities` as it is read into the temporary file.
+pub fn open_snapshot_file_decrypting(
+    path: &Path,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
+    let failed = |source: std::io::Error| Error::ReadFile {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = File::open(path).map_err(failed)?;
+    let stored_size = file.metadata().map_err(failed)?.len();
+    let mut head = Vec::with_capacity(AGE_MAGIC.len());
+    (&mut file)
+        .take(AGE_MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(failed)?;
+    if is_age(&head) {
+        return open_encrypted_file(path, head, file, stored_size, spool_dir, identities);
+    }
+    if !head.starts_with(&ZSTD_MAGIC) {
+        let (db_len, trailer) = if has_trailer(stored_size) {
+            let mut trailer = [0u8; TRAILER_LEN];
+            let at = stored_size - TRAILER_LEN as u64;
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut trailer, at).map_err(failed)?;
+            (at, Some(trailer))
+        } else {
+            (stored_size, None)
+        };
+        return Ok(SnapshotFile {
+            db: DbFile::new(file, db_len),
+            trailer,
+            sha256: None,
+            compression: Compression::None,
+            stored_size,
+            stored_sha256: None,
+            encrypted: false,
+        });
+    }
+    let spool_failed = |source: std::io::Error| Error::WriteFile {
+        path: spool_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir)
+            .display()
+            .to_string(),
+        source,
+    };
+    let mut spool = Spool::new(spool_dir).map_err(spool_failed)?;
+    let chained = std::io::Cursor::new(head).chain(file);
+    let mut decoder = zstd::stream::read::Decoder::new(chained).map_err(failed)?;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match decoder.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Error::Decompress {
+                    name: path.display().to_string(),
+                    source: e,
+                });
+            }
+        };
+        spool.write_all(&buf[..n]).map_err(spool_failed)?;
+    }
+    Ok(spool.finish(Compression::Zstd, stored_size, false))
+}
+
+fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Error {
+    let path = spool_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir)
+        .display()
+        .to_string();
+    move |source| Error::WriteFile {
+        path: path.clone(),
+        source,
+    }
+}
+
+/// Decrypts (and decompresses) a local age file into a spool.
+fn open_encrypted_file(
+    path: &Path,
+    head: Vec<u8>,
+    file: File,
+    stored_size: u64,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile> {
+    let name = path.display().to_string();
+    if identities.is_empty() {
+        return Err(Error::Encrypted {
+            name,
+            recipients: Vec::new(),
+            stored_ok: false,
+        });
+    }
+    let input = BufReader::with_capacity(CHUNK, std::io::Cursor::new(head).chain(file));
+    let mut plain = decrypting_reader(input, identities).map_err(|e| match e {
+        DecryptFailure::NoMatchingIdentity => Error::WrongIdentity {
+            name: name.clone(),
+            recipients: Vec::new(),
+        },
+        DecryptFailure::Damaged(e) => Error::Damaged {
+            name: name.clone(),
+            source: Box::new(e),
+        },
+    })?;
+    let spool = Spool::new(spool_dir).map_err(spool_dir_failed(spool_dir))?;
+    let mut unpack = Unpack::new(spool, None);
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match plain.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Error::Damaged {
+                    name,
+                    source: Box::new(e),
+                });
+            }
+        };
+        unpack
+            .write_all(&buf[..n])
+            .map_err(|source| Error::Decompress {
+                name: name.clone(),
+                source,
+            })?;
+    }
+    let (spool, compression) = unpack
+        .finish()
+        .map_err(|source| Error::Decompress { name, source })?;
+    Ok(spool.finish(compression, stored_size, true))
+}
+
+/// SHA-256 (hex) of everything `source` holds, read in large sequential pieces.
+pub fn sha256_of<S: PageSource + ?Sized>(source: &S) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let size = source.size();
+    let mut at = 0u64;
+    while at < size {
+        let n = usize::try_from((size - at).min(CHUNK as u64)).unwrap_or(CHUNK);
+        source.read_exact_at(&mut buf[..n], at)?;
+        hasher.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(bytes: &[u8]) -> String {
+        hex::encode(Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn the_trailer_is_held_back_whatever_the_pieces() {
+        let db: Vec<u8> = (0..1024u32).map(|i| i as u8).collect();
+        let trailer = Sha256::digest(&db);
+        let mut snapshot = db.clone();
+        snapshot.extend_from_slice(&trailer);
+        for piece in [1, 7, 31, 32, 33, 500, 5000] {
+            let mut hasher = TrailerHasher::default();
+            for chunk in snapshot.chunks(piece) {
+                hasher.update(chunk);
+            }
+            let (len, digest, held) = hasher.finish();
+            assert_eq!((len, digest.as_str()), (1024, sha(&db).as_str()), "{piece}");
+            assert_eq!(held.as_ref().map(|t| &t[..]), Some(&trailer[..]));
+            // Without a trailer, the last 32 bytes are part of the db.
+            let mut hasher = TrailerHasher::default();
+            for chunk in db.chunks(piece) {
+                hasher.update(chunk);
+            }
+            assert_eq!(hasher.finish(), (1024, sha(&db), None), "{piece}");
+        }
+        let mut hasher = TrailerHasher::default();
+        hasher.update(b"ab");
+        assert_eq!(hasher.finish(), (2, sha(b"ab"), None));
+    }
+
+    #[test]
+    fn age_files_are_decrypted_with_an_identity_and_refused_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload: Vec<u8> = (0..10_240u32).map(|i| (i * 7) as u8).collect();
+        let mut with_trailer = payload.clone();
+        with_trailer.extend_from_slice(&Sha256::digest(&payload));
+        let identity = age::x25519::Identity::generate();
+        let recipient = identity.to_public();
+        let encryptor =
+            age::Encryptor::with_recipients(std::iter::once(&recipient as &dyn age::Recipient))
+                .unwrap();
+        let mut writer = encryptor.wrap_output(Vec::new()).unwrap();
+        writer
+            .write_all(&zstd::encode_all(&with_trailer[..], 3).unwrap())
+            .unwrap();
+        let path = dir.path().join("b.db.zst.age");
+        std::fs::write(&path, writer.finish().unwrap()).unwrap();
+
+        assert!(matches!(
+            open_snapshot_file(&path, None),
+            Err(Error::Encrypted { .. })
+        ));
+        let mut ids = Identities::none();
+        ids.add_text(
+            age::secrecy::ExposeSecret::expose_secret(&identity.to_string()),
+            "test",
+        )
+        .unwrap();
+        let opened = open_snapshot_file_decrypting(&path, Some(dir.path()), &ids).unwrap();
+        assert!(opened.encrypted());
+        assert_eq!(
+            (opened.db_size(), opened.compression()),
+            (10_240, Compression::Zstd)
+        );
+        assert_eq!(opened.known_sha256(), Some(sha(&payload).as_str()));
+        let other = age::x25519::Identity::generate();
+        let mut wrong = Identities::none();
+        wrong
+            .add_text(
+                age::secrecy::ExposeSecret::expose_secret(&other.to_string()),
+                "test",
+            )
+            .unwrap();
+        assert!(matches!(
+            open_snapshot_file_decrypting(&path, None, &wrong),
+            Err(Error::WrongIdentity { .. })
+        ));
+    }
+
+    #[test]
+    fn files_are_read_plain_or_zstd() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload: Vec<u8> = (0..10_240u32).map(|i| (i * 7) as u8).collect();
+        let mut with_trailer = payload.clone();
+        with_trailer.extend_from_slice(&Sha256::digest(&payload));
+        let plain = dir.path().join("plain.db");
+        std::fs::write(&plain, &with_trailer).unwrap();
+        let opened = open_snapshot_file(&plain, None).unwrap();
+        assert_eq!(
+            (
+                opened.db_size(),
+                opened.compression(),
+                opened.known_sha256()
+            ),
+            (10_240, Compression::None, None)
+        );
+        assert_eq!(opened.trailer().unwrap()[..], Sha256::digest(&payload)[..]);
+        assert_eq!(sha256_of(opened.db()).unwrap(), sha(&payload));
+
+        let packed = dir.path().join("packed.db.zst");
+        std::fs::write(&packed, zstd::encode_all(&with_trailer[..], 3).unwrap()).unwrap();
+        let opened = open_snapshot_file(&packed, Some(dir.path())).unwrap();
+        assert_eq!(
+            (opened.db_size(), opened.compression()),
+            (10_240, Compression::Zstd)
+        );
+        assert_eq!(opened.known_sha256(), Some(sha(&payload).as_str()));
+        let mut back = vec![0u8; 10_240];
+        opened.db().read_exact_at(&mut back, 0).unwrap();
+        assert_eq!(back, payload);
+        // The temporary copy has no name in the spool dir.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 2);
+
+        let tiny = dir.path().join("tiny");
+        std::fs::write(&tiny, b"ab").unwrap();
+        assert_eq!(open_snapshot_file(&tiny, None).unwrap().db_size(), 2);
+        assert!(matches!(
+            open_snapshot_file(&dir.path().join("missing"), None),
+            Err(Error::ReadFile { .. })
+        ));
+        // A damaged zstd frame is a decompression error.
+        let mut broken = zstd::encode_all(&payload[..], 3).unwrap();
+        broken.truncate(broken.len() / 2);
+        std::fs::write(&packed, broken).unwrap();
+        assert!(matches!(
+            open_snapshot_file(&packed, None),
+            Err(Error::Decompress { .. })
+        ));
+    }
+}

@@ -1,0 +1,55 @@
+//! etcd's data on disk, offline: snapshot files (plain, zstd or age-encrypted, with etcd's
+//! SHA-256 trailer), their status as `etcdutl snapshot status` computes it, the mvcc key and
+//! value formats, and a native restore of a snapshot into the data dir of a member of a new
+//! cluster (db rewritten for the new membership, WAL, snap file), as `etcdutl snapshot restore`
+//! does, without etcd's tools. No network, no etcd client, no store: the db is read page by
+//! page through the `bbolt` crate, so memory stays bounded whatever its size.
+//!
+//! ```no_run
+//! use etcd_data::{RestoreRequest, StatusOptions, open_snapshot_file, restore_snapshot};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let snapshot = open_snapshot_file("backup.db.zst".as_ref(), None)?;
+//! let status = snapshot.status("backup.db.zst", &StatusOptions::default())?;
+//! println!("revision {}, {} keys", status.revision, status.total_key);
+//! let request = RestoreRequest {
+//!     name: "m1".into(),
+//!     initial_cluster: "m1=https://10.0.0.1:2380".into(),
+//!     initial_cluster_token: "new-cluster".into(),
+//!     initial_advertise_peer_urls: vec!["https://10.0.0.1:2380".into()],
+//!     data_dir: "/var/lib/etcd".into(),
+//!     ..RestoreRequest::default()
+//! };
+//! let restored = restore_snapshot("backup.db.zst", &snapshot, &request)?;
+//! println!("member {} of cluster {}", restored.member_id, restored.cluster_id);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod crypt;
+mod error;
+pub mod file;
+pub mod mvcc;
+pub mod restore;
+pub mod status;
+
+pub use crypt::{
+    AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age, new_identity_file,
+};
+pub use error::{Error, Result, encrypted_message, recipients_text, wrong_identity_message};
+pub use file::{
+    CHUNK, Compression, SnapshotFile, Spool, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
+    open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
+};
+pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use restore::{
+    KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreMarker, RestoreRequest,
+    RestoreResult, RestoredMember, cluster_id, db_revision, member_id, parse_initial_cluster,
+    read_marker, resolve_owner, restore_snapshot, restore_spool_dir, restore_with_replay,
+    validate_restore_request, wal_usage,
+};
+pub use status::{
+    BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,
+    snapshot_status, split_trailer,
+};

@@ -1,0 +1,134 @@
+//! Why a restore failed.
+
+use std::path::{Path, PathBuf};
+
+use etcd_common::OptionId;
+
+/// Why a restore failed. Nothing is left behind at the target when it does.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// Bad input from the user.
+    #[error("invalid {}: {reason}", option.name.replace('_', " "))]
+    InvalidOption {
+        /// The option, by its neutral id (its hint).
+        option: OptionId,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The data dir already holds another etcdops restore (another snapshot or request).
+    #[error(
+        "'{path}' holds an etcdops restore of another snapshot or request (member {name} of \
+         cluster {cluster_id}, restored at {restored_at}); restore only into a new or empty \
+         directory, or move this one aside"
+    )]
+    HoldsOtherRestore {
+        /// The data dir.
+        path: PathBuf,
+        /// The member it was restored as.
+        name: String,
+        /// The cluster it was restored into.
+        cluster_id: String,
+        /// When.
+        restored_at: String,
+    },
+    /// The data dir or WAL dir already holds something.
+    #[error("'{path}' is not empty; restore only into a new or empty directory")]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Moving aside a restored data dir a member has run on since.
+    #[error(
+        "'{path}' was restored by etcdops and a member has run on it since (its WAL changed); \
+         force it to move it aside anyway"
+    )]
+    RanSinceRestore {
+        /// The data dir.
+        path: PathBuf,
+    },
+    /// etcd runs on the dir: it holds the lock on its db.
+    #[error("the member at '{path}' is running (etcd holds a lock on its db); stop it first")]
+    MemberRunning {
+        /// The data dir.
+        path: PathBuf,
+    },
+    /// The data dir holds an etcdops restore that is no longer whole (or never finished).
+    #[error(
+        "'{path}' holds an etcdops restore that is incomplete or damaged ({problem}); \
+         restore again with the move-aside option to keep it aside and restore anew"
+    )]
+    Incomplete {
+        /// The data dir.
+        path: PathBuf,
+        /// What is missing or damaged.
+        problem: String,
+    },
+    /// A snapshot without etcd's SHA-256 trailer: its integrity cannot be checked.
+    #[error(
+        "'{name}' has no SHA-256 trailer (cut off, or a raw member db), so its integrity cannot \
+         be checked; restore it with the hash check skipped only if you trust it"
+    )]
+    NoTrailer {
+        /// The snapshot.
+        name: String,
+    },
+    /// The snapshot is damaged or not etcd's.
+    #[error(transparent)]
+    Snapshot(#[from] crate::Error),
+    /// The snapshot could not be fetched or checked against what its source promises (a
+    /// store, a manifest): the caller's error, kept as the source.
+    #[error("{0}")]
+    Fetch(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Rewriting the db failed.
+    #[error("cannot rewrite the db of '{name}': {source}")]
+    Rewrite {
+        /// The snapshot.
+        name: String,
+        /// What the bbolt layer found.
+        source: bbolt::BoltError,
+    },
+    /// A file or directory could not be written.
+    #[error("cannot write '{path}': {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl etcd_common::Hinted for RestoreError {
+    fn hint(&self) -> Option<etcd_common::Hint> {
+        use etcd_common::{Hint, options};
+        match self {
+            RestoreError::NoTrailer { .. } => Some(Hint::option(options::SKIP_HASH_CHECK)),
+            RestoreError::Incomplete { .. } | RestoreError::HoldsOtherRestore { .. } => {
+                Some(Hint::option(options::MOVE_ASIDE))
+            }
+            RestoreError::RanSinceRestore { .. } => Some(Hint::option(options::FORCE)),
+            RestoreError::InvalidOption { option, .. } => Some(Hint::option(*option)),
+            RestoreError::Snapshot(e) => e.hint(),
+            RestoreError::Rewrite { source, .. } => source.hint(),
+            _ => None,
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            RestoreError::Snapshot(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RestoreError + '_ {
+    move |source| RestoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+pub(crate) fn invalid(option: OptionId) -> impl Fn(String) -> RestoreError {
+    move |reason| RestoreError::InvalidOption { option, reason }
+}

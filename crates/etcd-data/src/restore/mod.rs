@@ -1,0 +1,156 @@
+//! Native `snapshot restore`: turns a snapshot into the data dir of a member of a new cluster,
+//! as `etcdutl snapshot restore` does, without etcd's tools.
+//!
+//! The db (copied as a stream, trailer checked and stripped, then checked as bbolt page by
+//! page) gets the new membership, a consistent index equal to the number of members and term
+//! 1, written copy-on-write in place: the db is never held in memory. Beside
+//! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
+//! snap file (v2 store with the members). Everything is written to a temporary dir beside the
+//! target (0700, see `staging`; those killed restores left are removed by the next), fsynced,
+//! and renamed into place, the db never after the WAL (see `placement`); a non-empty data dir
+//! or WAL dir is refused, or with `move_aside` renamed to `DIR.bak-<UTC time>` (never
+//! deleted); a data dir a member runs on is refused (see `lock`). A marker,
+//! `member/etcdops-restore.json`, makes repeating the same restore a no-op while the db, WAL
+//! and snap file it vouches for are on disk (see `on_disk`).
+
+mod db;
+mod dirs;
+mod error;
+mod ids;
+mod lock;
+mod marker;
+mod on_disk;
+mod pb;
+mod placement;
+mod replay;
+mod run;
+mod selinux;
+mod snap;
+mod staging;
+mod v2store;
+mod validate;
+mod wal;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::status::TrailerCheck;
+
+pub use db::db_revision;
+pub use dirs::resolve_owner;
+pub use error::RestoreError;
+pub(crate) use error::{invalid, io_err};
+pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
+pub use lock::lock_shared;
+pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
+pub use replay::{AppendChanges, Changes, KeyEntry, NoReplay, Replay};
+pub use run::{restore_snapshot, restore_with_replay};
+pub use validate::{restore_spool_dir, validate_restore_request};
+
+use dirs::{make_dir, sync_dir};
+
+/// The options of a restore its errors name (by their neutral ids; a front-end spells them).
+pub mod opts {
+    use etcd_common::OptionId;
+
+    /// This member's name.
+    pub const NAME: OptionId = OptionId::value("name");
+    /// `name=peer-url,...` of the new cluster.
+    pub const INITIAL_CLUSTER: OptionId = OptionId::value("initial_cluster");
+    /// The new cluster's token.
+    pub const INITIAL_CLUSTER_TOKEN: OptionId = OptionId::value("initial_cluster_token");
+    /// This member's peer URLs.
+    pub const INITIAL_ADVERTISE_PEER_URLS: OptionId =
+        OptionId::value("initial_advertise_peer_urls");
+    /// The data dir.
+    pub const DATA_DIR: OptionId = OptionId::value("data_dir");
+    /// A separate WAL dir.
+    pub const WAL_DIR: OptionId = OptionId::value("wal_dir");
+    /// The owner of the restored tree.
+    pub const OWNER: OptionId = OptionId::value("owner");
+    /// Raise the latest revision.
+    pub const BUMP_REVISION: OptionId = OptionId::value("bump_revision");
+    /// Mark the latest revision compacted.
+    pub const MARK_COMPACTED: OptionId = OptionId::switch("mark_compacted");
+    /// A point-in-time restore's revision.
+    pub const TO_REVISION: OptionId = OptionId::value("to_revision");
+    /// A point-in-time restore's time.
+    pub const TO_TIME: OptionId = OptionId::value("to_time");
+}
+
+/// What to restore, and as which member of which new cluster.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreRequest {
+    /// This member's name; must appear in `initial_cluster`.
+    pub name: String,
+    /// `name=peer-url,...` for every member of the new cluster.
+    pub initial_cluster: String,
+    /// The new cluster's token (member IDs derive from it).
+    pub initial_cluster_token: String,
+    /// This member's peer URLs; must equal its URLs in `initial_cluster`.
+    pub initial_advertise_peer_urls: Vec<String>,
+    /// The data dir to create (absent or empty).
+    pub data_dir: PathBuf,
+    /// A separate WAL dir (absent or empty); default `<data dir>/member/wal`.
+    pub wal_dir: Option<PathBuf>,
+    /// Restore even when etcd's SHA-256 trailer does not match the db.
+    pub skip_hash_check: bool,
+    /// Raise the latest revision by this much (etcdutl's `--bump-revision`): a key with an
+    /// empty value is put at (latest + N, 0). Needs `mark_compacted`.
+    pub bump_revision: u64,
+    /// Mark the (bumped) latest revision as scheduled for compaction, so clients watching
+    /// older revisions are told to resync (etcdutl's `--mark-compacted`).
+    pub mark_compacted: bool,
+    /// Rename a non-empty data dir (and WAL dir) to `DIR.bak-<UTC time>` instead of refusing
+    /// it; nothing is ever deleted.
+    pub move_aside: bool,
+    /// With `move_aside`: move it aside even when a member has run on a restored dir since.
+    pub force: bool,
+    /// `USER[:GROUP]` (names or numeric ids) to own the restored tree.
+    pub owner: Option<String>,
+    /// Run every check (source, options, target dirs) and report what would be written, but
+    /// write nothing (check mode).
+    pub dry_run: bool,
+}
+
+/// What a restore wrote; `P` is what a replay (see [`Replay`]) reports of a point-in-time
+/// restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreResult<P = NoReplay> {
+    /// The data dir written.
+    pub data_dir: PathBuf,
+    /// The WAL dir written.
+    pub wal_dir: PathBuf,
+    /// This member's name.
+    pub name: String,
+    /// This member's ID, hex.
+    pub member_id: String,
+    /// The new cluster's ID, hex.
+    pub cluster_id: String,
+    /// Members of the new cluster, by ID.
+    pub members: Vec<RestoredMember>,
+    /// MVCC revision of the snapshot (after --bump-revision).
+    pub revision: i64,
+    /// Consistent index and raft commit index written (the number of members).
+    pub consistent_index: u64,
+    /// Bytes of the db written.
+    pub db_size: u64,
+    /// What etcd's SHA-256 trailer said.
+    pub trailer: TrailerCheck,
+    /// SHA-256 of the snapshot's db (before the rewrite), hex.
+    pub db_sha256: String,
+    /// False when the data dir already held this very restore (nothing was touched).
+    pub changed: bool,
+    /// Where the previous data dir (and WAL dir) were moved with `move_aside`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved_aside: Vec<PathBuf>,
+    /// A point-in-time restore: what its replay reports (for etcd-snapshot's chains: the
+    /// full backup, the segments replayed, the revision reached and what happened to leases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub point_in_time: Option<P>,
+    /// Staging dirs of earlier restores of this target that were killed (each could hold a
+    /// plaintext db), removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leftovers_removed: Vec<PathBuf>,
+}

@@ -1,0 +1,30 @@
+//! The snapshot and backup workflows both front-ends run, one function each: [`save`] (save,
+//! metrics file, OpenShift pair, retention) and its check-mode [`preview_save`], [`restore`]
+//! from any source (file, stored object, a member's data dir, a point in time) with the
+//! OpenShift operator guard inside, [`verify`] with the chain, [`status`] of a file or a stored
+//! object, [`list`], [`delete`], [`prune`], [`copy`] and [`backup_run`]. Requests derive
+//! `Deserialize`, so the shim reads a module's options straight into them; results are serde.
+//!
+//! The library crate behind them stays reachable as [`lib`].
+
+mod catalog;
+mod restore;
+mod run;
+mod save;
+mod settings;
+mod status;
+mod verify;
+
+pub use catalog::{
+    CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
+};
+pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
+pub use run::{BackupRunRequest, backup_run, event_line};
+pub use save::{Retention, SavePreview, SaveRequest, Saved, preview_save, save};
+pub use settings::{IdentitySettings, StoreSettings};
+pub use status::{StatusRequest, StatusResult, status};
+pub use verify::{Verified, VerifyRequest, verify};
+
+/// Snapshot streams, the backup catalog and continuous backup: the library these workflows
+/// are made of.
+pub use etcd_snapshot as lib;

@@ -1,0 +1,411 @@
+//! Restore from any source: a snapshot file, a stored object, a surviving member's data dir,
+//! or a point in time of a store `backup run` writes to. The OpenShift operator guard is
+//! checked here, first, so no caller can skip it.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use etcd_common::{Hint, options};
+use etcd_snapshot::{
+    PitrPlan, PointInTime, RestoreMarker, RestoreResult, RestoreSource, TrailerCheck,
+    open_restore_source, read_marker, restore_snapshot, restore_to_point,
+};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::settings::{IdentitySettings, StoreSettings};
+use crate::error::{Error, Result};
+use crate::guard::{Force, Guards, Operation};
+
+fn default_token() -> String {
+    "etcd-cluster".into()
+}
+
+/// An RFC 3339 time (`2026-11-30T02:15:00Z`).
+fn rfc3339<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<DateTime<Utc>>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|text| {
+            DateTime::parse_from_rfc3339(&text)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| {
+                    serde::de::Error::custom(format!(
+                        "to_time '{text}' is not an RFC 3339 time such as 2026-11-30T02:15:00Z: {e}"
+                    ))
+                })
+        })
+        .transpose()
+}
+
+/// What to restore from, into which data dir, as which member of which new cluster.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RestoreRequest {
+    /// A snapshot file, a stored object's URL, or (with `to_revision`/`to_time`) the store
+    /// `backup run` writes to.
+    pub snapshot: Option<String>,
+    /// A stopped surviving member's data dir to restore its own db from (only read).
+    pub from_data_dir: Option<PathBuf>,
+    /// The data dir to create (absent or empty).
+    pub data_dir: PathBuf,
+    /// A separate WAL dir to create.
+    pub wal_dir: Option<PathBuf>,
+    /// This member's name, as in `initial_cluster`.
+    pub name: String,
+    /// Every member of the new cluster: `name=peer-url,...`.
+    pub initial_cluster: String,
+    /// The new cluster's token.
+    #[serde(default = "default_token")]
+    pub initial_cluster_token: String,
+    /// This member's peer URLs.
+    pub initial_advertise_peer_urls: Vec<String>,
+    /// Restore even when etcd's SHA-256 trailer is missing or does not match.
+    #[serde(default)]
+    pub skip_hash_check: bool,
+    /// Raise the latest revision by this much (needs `mark_compacted`).
+    #[serde(default)]
+    pub bump_revision: u64,
+    /// Mark the bumped revision compacted.
+    #[serde(default)]
+    pub mark_compacted: bool,
+    /// Rename a non-empty data dir aside instead of refusing it.
+    #[serde(default)]
+    pub move_aside: bool,
+    /// Go past the OpenShift operator guard, and move aside a dir a member ran on.
+    #[serde(default)]
+    pub force: Force,
+    /// `USER[:GROUP]` to own the restored tree.
+    pub owner: Option<String>,
+    /// Point in time: every change up to this revision.
+    pub to_revision: Option<i64>,
+    /// Point in time: every change received by this time.
+    #[serde(default, deserialize_with = "rfc3339")]
+    pub to_time: Option<DateTime<Utc>>,
+    /// Check everything, write nothing.
+    #[serde(skip)]
+    pub dry_run: bool,
+    /// The identities of an encrypted snapshot.
+    #[serde(flatten)]
+    pub identity: IdentitySettings,
+    /// How a store is reached.
+    #[serde(flatten)]
+    pub store: StoreSettings,
+    /// The host's guards (its root, for the OpenShift operator guard).
+    #[serde(skip)]
+    pub guards: Guards,
+}
+
+/// Where a restore reads from, as the request names it.
+enum Source<'a> {
+    Snapshot(&'a str),
+    DataDir(&'a Path),
+    Point(&'a str, PointInTime),
+}
+
+impl RestoreRequest {
+    fn source(&self) -> Result<Source<'_>> {
+        let point = match (self.to_revision, self.to_time) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "give at most one of to_revision and to_time",
+                    None,
+                ));
+            }
+            (Some(revision), None) => Some(PointInTime::Revision(revision)),
+            (None, Some(time)) => Some(PointInTime::Time(time)),
+            (None, None) => None,
+        };
+        match (&self.snapshot, &self.from_data_dir, point) {
+            (Some(_), Some(_), _) | (None, None, _) => Err(Error::invalid(
+                "give exactly one source: a snapshot (a file or a store URL) or a surviving member's data dir",
+                None,
+            )),
+            (None, Some(_), Some(_)) => Err(Error::invalid(
+                "to_revision and to_time need the snapshot to be the store backup run writes to (a directory or URL), not a member's data dir",
+                None,
+            )),
+            (Some(store), None, Some(point)) => Ok(Source::Point(store, point)),
+            (Some(snapshot), None, None) => Ok(Source::Snapshot(snapshot)),
+            (None, Some(dir), None) => Ok(Source::DataDir(dir)),
+        }
+    }
+
+    fn library_request(&self) -> etcd_snapshot::RestoreRequest {
+        etcd_snapshot::RestoreRequest {
+            name: self.name.clone(),
+            initial_cluster: self.initial_cluster.clone(),
+            initial_cluster_token: self.initial_cluster_token.clone(),
+            initial_advertise_peer_urls: self.initial_advertise_peer_urls.clone(),
+            data_dir: self.data_dir.clone(),
+            wal_dir: self.wal_dir.clone(),
+            skip_hash_check: self.skip_hash_check,
+            bump_revision: self.bump_revision,
+            mark_compacted: self.mark_compacted,
+            move_aside: self.move_aside,
+            force: self.force.0,
+            owner: self.owner.clone(),
+            dry_run: self.dry_run,
+        }
+    }
+}
+
+/// What the data dir held before the restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Previous {
+    /// Nothing (absent or empty).
+    Empty,
+    /// A restore, as its marker records it.
+    Restore(Box<RestoreMarker>),
+    /// Something not written by a restore.
+    Other,
+}
+
+/// Something a front-end tells the user about a restore that went through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RestoreWarning {
+    /// The OpenShift operator guard was forced through.
+    Forced(String),
+    /// An identity file others can read.
+    Identity(String),
+    /// etcd's trailer did not match and `skip_hash_check` let it through.
+    TrailerMismatchIgnored,
+    /// The staging dir of a killed restore was removed.
+    LeftoverRemoved(PathBuf),
+    /// The previous data dir (or WAL dir) was moved aside to this path.
+    MovedAside(PathBuf),
+    /// Changes replayed without their lease, which ended before `backup run` learned its TTL.
+    LeasesDetached {
+        /// How many changes.
+        changes: u64,
+        /// The leases, hex.
+        leases: Vec<String>,
+    },
+}
+
+impl RestoreWarning {
+    /// The warning in words, without a front-end's option spelling.
+    pub fn message(&self) -> String {
+        match self {
+            RestoreWarning::Forced(text) | RestoreWarning::Identity(text) => text.clone(),
+            RestoreWarning::TrailerMismatchIgnored => {
+                "etcd's SHA-256 trailer does not match the db".into()
+            }
+            RestoreWarning::LeftoverRemoved(path) => format!(
+                "removed {}, the staging dir of a restore that was killed",
+                path.display()
+            ),
+            RestoreWarning::MovedAside(path) => {
+                format!("moved the previous dir aside to {}", path.display())
+            }
+            RestoreWarning::LeasesDetached { changes, leases } => format!(
+                "{changes} changes were restored without their lease ({}): the lease ended before backup run learned its TTL, so those keys will not expire",
+                leases.join(", ")
+            ),
+        }
+    }
+
+    /// The option that explains it (`skip_hash_check` for an ignored trailer).
+    pub fn hint(&self) -> Option<Hint> {
+        match self {
+            RestoreWarning::TrailerMismatchIgnored => Some(Hint::option(options::SKIP_HASH_CHECK)),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a warning; else a note of what was done (moved aside, removed).
+    pub fn is_warning(&self) -> bool {
+        !matches!(
+            self,
+            RestoreWarning::LeftoverRemoved(_) | RestoreWarning::MovedAside(_)
+        )
+    }
+}
+
+/// What a restore did (or, in a dry run, would do).
+#[derive(Debug, Clone, Serialize)]
+pub struct Restored {
+    /// The restored member and cluster.
+    #[serde(flatten)]
+    pub result: RestoreResult,
+    /// For a point in time: the full backup and segments it read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PitrPlan>,
+    /// What the data dir held before.
+    #[serde(skip)]
+    pub previous: Previous,
+    /// What the front-end tells the user, in order.
+    #[serde(skip)]
+    pub warnings: Vec<RestoreWarning>,
+}
+
+/// What `data_dir` holds now.
+fn previous(data_dir: &Path) -> Previous {
+    match read_marker(data_dir) {
+        Some(marker) => Previous::Restore(Box::new(marker)),
+        None if std::fs::read_dir(data_dir).is_ok_and(|mut d| d.next().is_some()) => {
+            Previous::Other
+        }
+        None => Previous::Empty,
+    }
+}
+
+/// Restores the request's source into its data dir: refused first where OpenShift's
+/// cluster-etcd-operator manages etcd (unless `force`), then every check of the source,
+/// options and target dirs; a dry run writes nothing.
+pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
+    let passed = request
+        .guards
+        .check(Operation::SnapshotRestore, request.force, None)
+        .await?;
+    let source = request.source()?;
+    let (identities, identity_warnings) = request.identity.identities()?;
+    let before = previous(&request.data_dir);
+    let mut library = request.library_request();
+    let options = request.store.options();
+    let (result, plan) = match source {
+        Source::Point(store, point) => {
+            let (result, plan) =
+                restore_to_point(&mut library, store, point, &options, &identities).await?;
+            (result, Some(plan))
+        }
+        Source::Snapshot(text) => {
+            let from = RestoreSource::Snapshot(text);
+            let (name, snapshot) =
+                open_restore_source(&mut library, from, &options, &identities).await?;
+            (restore_snapshot(&name, &snapshot, &library)?, None)
+        }
+        Source::DataDir(dir) => {
+            let from = RestoreSource::DataDir(dir);
+            let (name, snapshot) =
+                open_restore_source(&mut library, from, &options, &identities).await?;
+            (restore_snapshot(&name, &snapshot, &library)?, None)
+        }
+    };
+    let mut warnings: Vec<RestoreWarning> = passed
+        .warning()
+        .map(RestoreWarning::Forced)
+        .into_iter()
+        .collect();
+    warnings.extend(identity_warnings.into_iter().map(RestoreWarning::Identity));
+    if result.trailer == TrailerCheck::MismatchIgnored {
+        warnings.push(RestoreWarning::TrailerMismatchIgnored);
+    }
+    warnings.extend(
+        result
+            .leftovers_removed
+            .iter()
+            .cloned()
+            .map(RestoreWarning::LeftoverRemoved),
+    );
+    warnings.extend(
+        result
+            .moved_aside
+            .iter()
+            .cloned()
+            .map(RestoreWarning::MovedAside),
+    );
+    if let Some(pitr) = &result.point_in_time
+        && !pitr.leases_detached.is_empty()
+    {
+        warnings.push(RestoreWarning::LeasesDetached {
+            changes: pitr.changes_detached,
+            leases: pitr.leases_detached.clone(),
+        });
+    }
+    Ok(Restored {
+        result,
+        plan,
+        previous: before,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(extra: serde_json::Value) -> std::result::Result<RestoreRequest, String> {
+        let mut args = serde_json::json!({
+            "data_dir": "/var/lib/etcd", "name": "a",
+            "initial_cluster": "a=https://10.0.0.1:2380",
+            "initial_advertise_peer_urls": ["https://10.0.0.1:2380"],
+        });
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn module_options_deserialize_into_a_restore_request() {
+        let r = request(serde_json::json!({
+            "snapshot": "s3://b/etcd-1", "to_time": "2026-11-30T02:15:00Z", "force": true,
+            "identity_file": "/k", "s3_path_style": true
+        }))
+        .unwrap();
+        assert_eq!(r.initial_cluster_token, "etcd-cluster");
+        assert_eq!(r.force, Force(true));
+        assert!(r.store.s3_path_style);
+        assert!(matches!(
+            r.source(),
+            Ok(Source::Point("s3://b/etcd-1", PointInTime::Time(_)))
+        ));
+        assert_eq!(r.guards, Guards::default());
+        let bad =
+            request(serde_json::json!({"snapshot": "x", "to_time": "yesterday"})).unwrap_err();
+        assert!(
+            bad.contains("to_time 'yesterday' is not an RFC 3339 time"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn exactly_one_source_is_taken() {
+        let neither = request(serde_json::json!({})).unwrap();
+        assert!(matches!(
+            neither.source(),
+            Err(Error::InvalidRequest { .. })
+        ));
+        let both = request(serde_json::json!({"snapshot": "x", "from_data_dir": "/d"})).unwrap();
+        assert!(both.source().is_err());
+        let dir = request(serde_json::json!({"from_data_dir": "/d"})).unwrap();
+        assert!(matches!(dir.source(), Ok(Source::DataDir(_))));
+        let point_from_dir =
+            request(serde_json::json!({"from_data_dir": "/d", "to_revision": 5})).unwrap();
+        let err = point_from_dir.source().err().unwrap().to_string();
+        assert!(err.contains("to_revision and to_time need"), "{err}");
+        let two_points = request(serde_json::json!({
+            "snapshot": "s", "to_revision": 5, "to_time": "2026-11-30T02:15:00Z"
+        }))
+        .unwrap();
+        assert!(two_points.source().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_library_caller_is_refused_by_the_openshift_guard_before_anything_is_read() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(
+            root.path()
+                .join("etc/kubernetes/static-pod-resources/etcd-certs"),
+        )
+        .unwrap();
+        let target = root.path().join("restored");
+        let mut r = request(serde_json::json!({"snapshot": "/nonexistent/backup.db"})).unwrap();
+        r.data_dir = target.clone();
+        r.guards = Guards::on_host(root.path());
+        let refused = restore(&r).await.unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                Error::K8s(etcd_k8s::K8sError::ManagedByOperator { .. })
+            ),
+            "{refused:?}"
+        );
+        assert!(!target.exists());
+        // Forced, it goes on to the source (which is missing here).
+        r.force = Force(true);
+        let missing = restore(&r).await.unwrap_err();
+        assert!(!matches!(missing, Error::K8s(_)), "{missing:?}");
+    }
+}

@@ -1,0 +1,360 @@
+//! Save once: the snapshot, then the metrics file, then the OpenShift pair, then retention
+//! (never the backup just saved). And what a save would do, for check mode.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::Utc;
+use etcd_core::ClusterConfig;
+use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
+use etcd_snapshot::{
+    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
+    RetentionPolicy, SaveResult, SnapshotError, prune_store, save_snapshot, write_save_metrics,
+};
+use etcd_store::Store;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::settings::{StoreSettings, one_or_many, recipients};
+use crate::error::{Error, Result};
+
+/// Retention rules: a backup is kept when any rule keeps it; the newest complete backup is
+/// always kept. No rule set: nothing is pruned.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Retention {
+    /// Keep the N newest backups.
+    pub keep_last: Option<u32>,
+    /// Keep the newest backup of each of the last N hours.
+    pub keep_hourly: Option<u32>,
+    /// Keep the newest backup of each of the last N days.
+    pub keep_daily: Option<u32>,
+    /// Keep the newest backup of each of the last N weeks.
+    pub keep_weekly: Option<u32>,
+    /// Keep the newest backup of each of the last N months.
+    pub keep_monthly: Option<u32>,
+    /// Keep every backup younger than this (`36h`, `7d`).
+    #[serde(deserialize_with = "max_age")]
+    pub max_age: Option<Duration>,
+    /// Remove backup objects without a manifest once older than this.
+    #[serde(deserialize_with = "orphan_grace")]
+    pub orphan_grace: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            keep_last: None,
+            keep_hourly: None,
+            keep_daily: None,
+            keep_weekly: None,
+            keep_monthly: None,
+            max_age: None,
+            orphan_grace: DEFAULT_ORPHAN_GRACE,
+        }
+    }
+}
+
+impl Retention {
+    /// The rules, checked: a rule set to zero is refused ([`SnapshotError::InvalidOption`]
+    /// naming it).
+    pub fn policy(&self) -> Result<RetentionPolicy> {
+        let policy = RetentionPolicy {
+            keep_last: self.keep_last,
+            keep_hourly: self.keep_hourly,
+            keep_daily: self.keep_daily,
+            keep_weekly: self.keep_weekly,
+            keep_monthly: self.keep_monthly,
+            max_age: self.max_age,
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+}
+
+/// A duration option given as text (`7d`, `36h`), named in its error.
+fn duration<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    name: &str,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|text| {
+            etcd_common::parse_duration(&text)
+                .map_err(|e| serde::de::Error::custom(format!("{name}: {e}")))
+        })
+        .transpose()
+}
+
+fn max_age<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Duration>, D::Error> {
+    duration(d, "max_age")
+}
+
+fn orphan_grace<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration, D::Error> {
+    Ok(duration(d, "orphan_grace")?.unwrap_or(DEFAULT_ORPHAN_GRACE))
+}
+
+fn default_level() -> i32 {
+    DEFAULT_ZSTD_LEVEL
+}
+
+/// What to save where, and what to do after.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SaveRequest {
+    /// The store: a directory, `file://`, `s3://`, `gs://`, `az://`.
+    pub dest: String,
+    /// Stream from this member only, instead of choosing a healthy follower.
+    pub endpoint: Option<String>,
+    /// Compression of the stored object.
+    #[serde(default)]
+    pub compression: Compression,
+    /// zstd level, 1 (fast) to 19 (small).
+    #[serde(default = "default_level")]
+    pub compression_level: i32,
+    /// Labels recorded in the manifest.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Read the stored object back and check it before writing the manifest.
+    #[serde(default)]
+    pub verify_after_upload: bool,
+    /// Encrypt with age to these public keys.
+    #[serde(default)]
+    pub encrypt_to: Vec<String>,
+    /// Encrypt to every public key of these files.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub encrypt_to_file: Vec<PathBuf>,
+    /// Also write the pair OpenShift's cluster-restore.sh reads into this directory.
+    pub openshift_backup_dir: Option<PathBuf>,
+    /// Write Prometheus metrics of the save here (textfile collector), atomically.
+    pub metrics_file: Option<PathBuf>,
+    /// After the save, prune with these rules.
+    #[serde(flatten)]
+    pub retention: Retention,
+    /// Prune every cluster folder of the store, not only the saved cluster's.
+    #[serde(default)]
+    pub all_clusters: bool,
+    /// How the store is reached.
+    #[serde(flatten)]
+    pub store: StoreSettings,
+    /// The directory standing for the host's `/` (where the OpenShift pair's static pod
+    /// resources are found); `/` when absent.
+    #[serde(skip)]
+    pub platform_root: Option<PathBuf>,
+}
+
+/// What a save did.
+#[derive(Debug, Serialize)]
+pub struct Saved {
+    /// The backup saved.
+    #[serde(flatten)]
+    pub result: SaveResult,
+    /// The pair for OpenShift's cluster-restore.sh, with `openshift_backup_dir`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openshift: Option<OpenshiftBackupResult>,
+    /// What the prune after the save deleted and kept, with retention rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<PruneReport>,
+    /// Why the prune after the save failed: the backup is saved all the same.
+    #[serde(skip)]
+    pub prune_error: Option<Error>,
+    /// What went wrong on the side (the metrics file could not be written).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+impl Saved {
+    /// The saved backup's URL: the store's, then the object's name.
+    pub fn object_url(&self) -> String {
+        format!(
+            "{}/{}",
+            self.result.store.trim_end_matches('/'),
+            self.result.manifest.object
+        )
+    }
+}
+
+/// What a save would do (check mode).
+#[derive(Debug, Clone, Serialize)]
+pub struct SavePreview {
+    /// The store it would save to.
+    pub store: String,
+    /// What retention would delete now; `None` without rules, or when the cluster is unknown.
+    pub pruned: Option<Vec<PruneEntry>>,
+    /// Why the prune is not shown, and the prune's own warnings.
+    pub warnings: Vec<String>,
+}
+
+/// A request checked before anything is saved.
+struct Checked {
+    store: Store,
+    policy: RetentionPolicy,
+    save: etcd_snapshot::SaveRequest,
+    openshift: Option<OpenshiftBackupRequest>,
+}
+
+impl SaveRequest {
+    /// Opens the store and refuses bad rules, recipients or an OpenShift pair that cannot
+    /// be written, before anything is saved.
+    fn check(&self) -> Result<Checked> {
+        let store = self.store.open(&self.dest)?;
+        let policy = self.retention.policy()?;
+        let encrypt_to = recipients(&self.encrypt_to, &self.encrypt_to_file)?;
+        let openshift = match &self.openshift_backup_dir {
+            Some(dir) => {
+                let request = OpenshiftBackupRequest {
+                    dir: dir.clone(),
+                    root: self.platform_root.clone(),
+                };
+                request.check(!encrypt_to.is_empty())?;
+                Some(request)
+            }
+            None => None,
+        };
+        let save = etcd_snapshot::SaveRequest {
+            endpoint: self.endpoint.clone(),
+            compression: self.compression,
+            level: self.compression_level,
+            labels: self.labels.clone(),
+            verify_after_upload: self.verify_after_upload,
+            encrypt_to,
+        };
+        Ok(Checked {
+            store,
+            policy,
+            save,
+            openshift,
+        })
+    }
+}
+
+/// Saves a snapshot, then writes the metrics file (of the save's success or failure), then
+/// the OpenShift pair, then prunes with the rules (never the backup just saved). A prune that
+/// fails after the save leaves the backup saved: it is reported, with `prune_error`.
+pub async fn save(
+    config: &ClusterConfig,
+    request: &SaveRequest,
+    progress: &dyn Progress,
+) -> Result<Saved> {
+    let checked = request.check()?;
+    let saved = save_snapshot(config, &checked.store, &checked.save, progress).await;
+    let mut warnings = Vec::new();
+    if let Some(path) = &request.metrics_file {
+        let written = match &saved {
+            Ok(result) => write_save_metrics(path, Ok(result), Utc::now()),
+            Err(e) => write_save_metrics(path, Err(&e.to_string()), Utc::now()),
+        };
+        if let Err(e) = written {
+            warnings.push(e.to_string());
+        }
+    }
+    let result = saved?;
+    let openshift = match &checked.openshift {
+        Some(pair) => Some(write_openshift_backup(&checked.store, &result.manifest, pair).await?),
+        None => None,
+    };
+    let mut saved = Saved {
+        result,
+        openshift,
+        pruned: None,
+        prune_error: None,
+        warnings,
+    };
+    if !checked.policy.is_empty() {
+        let prune = saved.result.prune_request(
+            checked.policy,
+            request.all_clusters,
+            request.retention.orphan_grace,
+        );
+        match prune_store(&checked.store, &prune, Utc::now()).await {
+            Ok(report) => saved.pruned = Some(report),
+            Err(e) => saved.prune_error = Some(e.into()),
+        }
+    }
+    Ok(saved)
+}
+
+/// What [`save`] would do, saving nothing: every check it makes first, then what retention
+/// would delete now in the cluster etcd names (every cluster's with `all_clusters`).
+pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Result<SavePreview> {
+    let checked = request.check()?;
+    let mut preview = SavePreview {
+        store: checked.store.url().to_string(),
+        pruned: None,
+        warnings: Vec::new(),
+    };
+    if checked.policy.is_empty() {
+        return Ok(preview);
+    }
+    let cluster = if request.all_clusters {
+        None
+    } else {
+        match etcd_core::member_list(config).await {
+            Ok(list) => Some(list.cluster_id),
+            Err(e) => {
+                preview.warnings.push(format!(
+                    "what retention would delete is not shown: the cluster ID is unknown ({e})"
+                ));
+                return Ok(preview);
+            }
+        }
+    };
+    let prune = etcd_snapshot::PruneRequest {
+        policy: checked.policy,
+        cluster,
+        orphan_grace: request.retention.orphan_grace,
+        dry_run: true,
+        ..etcd_snapshot::PruneRequest::default()
+    };
+    match prune_store(&checked.store, &prune, Utc::now()).await {
+        Ok(report) => {
+            preview.warnings.extend(report.warnings);
+            preview.pruned = Some(report.deleted);
+        }
+        // The first save of this cluster: nothing to prune yet.
+        Err(SnapshotError::NoSuchCluster { .. }) => preview.pruned = Some(Vec::new()),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(preview)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_options_deserialize_into_a_save_request() {
+        let request: SaveRequest = serde_json::from_value(serde_json::json!({
+            "dest": "/backups", "compression": "none", "keep_last": 3, "max_age": "7d",
+            "encrypt_to_file": "/r.txt", "s3_region": "eu-west-1"
+        }))
+        .unwrap();
+        assert_eq!(request.compression, Compression::None);
+        assert_eq!(request.compression_level, DEFAULT_ZSTD_LEVEL);
+        assert_eq!(request.retention.keep_last, Some(3));
+        assert_eq!(
+            request.retention.max_age,
+            Some(Duration::from_secs(7 * 86400))
+        );
+        assert_eq!(request.retention.orphan_grace, DEFAULT_ORPHAN_GRACE);
+        assert_eq!(request.encrypt_to_file, [PathBuf::from("/r.txt")]);
+        assert_eq!(request.store.s3_region.as_deref(), Some("eu-west-1"));
+        let bad = serde_json::from_value::<SaveRequest>(serde_json::json!({
+            "dest": "/b", "orphan_grace": "soon"
+        }))
+        .unwrap_err();
+        assert!(bad.to_string().contains("orphan_grace"), "{bad}");
+    }
+
+    #[test]
+    fn a_rule_of_zero_is_refused_naming_it() {
+        let retention = Retention {
+            keep_daily: Some(0),
+            ..Retention::default()
+        };
+        match retention.policy() {
+            Err(Error::Snapshot(SnapshotError::InvalidOption { option, .. })) => {
+                assert_eq!(option, "keep_daily")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

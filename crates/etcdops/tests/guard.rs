@@ -1,0 +1,151 @@
+//! A library caller, not a front-end, is refused by the OpenShift operator guard: the
+//! workflows of `etcdops::member` pass it themselves, with `force` as the refusal's hint.
+#![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+
+use std::time::Duration;
+
+use etcdops::common::{Style, options::FORCE, with_hint};
+use etcdops::core::{ClusterConfig, ConnectionOptions};
+use etcdops::guard::{Force, Guards, Operation};
+use etcdops::member::{self, AddRequest, MemberRequest, RemoveRequest, Wanted};
+use etcdops::{Error, hint_of};
+
+/// A host tree holding OpenShift's etcd pod manifest, as a control-plane node has it.
+fn openshift_host() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let manifests = root.path().join("etc/kubernetes/manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("etcd-pod.yaml"), "kind: Pod\n").unwrap();
+    root
+}
+
+/// A cluster nobody listens on: the guard must refuse before any connection is tried.
+fn unreachable_cluster() -> ClusterConfig {
+    ConnectionOptions {
+        endpoints: Some(vec!["http://127.0.0.1:1".into()]),
+        dial_timeout: Some(Duration::from_millis(200)),
+        command_timeout: Some(Duration::from_millis(500)),
+        ..Default::default()
+    }
+    .build()
+    .unwrap()
+}
+
+fn assert_operator_refusal(error: &Error, operation: &str) {
+    let message = error.to_string();
+    assert!(
+        message.contains("OpenShift's cluster-etcd-operator manages this etcd"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("refusing `{operation}`")),
+        "{message}"
+    );
+    assert!(
+        message.contains("etc/kubernetes/manifests/etcd-pod.yaml"),
+        "{message}"
+    );
+    // Neutral words: no front-end's spelling in the message; the hint carries the option.
+    assert!(
+        !message.contains("--") && !message.contains("etcdops "),
+        "{message}"
+    );
+    let hint = hint_of(error).expect("the refusal names the option that gets past it");
+    assert_eq!(hint.options, vec![FORCE]);
+    assert!(with_hint(&message, Some(&hint), Style::Cli).ends_with(" (--force)"));
+    assert!(with_hint(&message, Some(&hint), Style::Module).ends_with(" (force: true)"));
+}
+
+#[tokio::test]
+async fn member_remove_called_from_a_program_is_refused_on_openshift() {
+    let host = openshift_host();
+    let request = RemoveRequest {
+        member: "etcd-2".into(),
+        ..Default::default()
+    };
+    let refused = member::remove(
+        &unreachable_cluster(),
+        &Guards::on_host(host.path()),
+        &request,
+    )
+    .await
+    .unwrap_err();
+    assert_operator_refusal(&refused, "member remove");
+}
+
+#[tokio::test]
+async fn every_membership_change_is_refused_on_openshift_also_in_a_dry_run() {
+    let host = openshift_host();
+    let guards = Guards::on_host(host.path());
+    let config = unreachable_cluster();
+    let add = AddRequest {
+        name: "etcd-9".into(),
+        peer_urls: vec!["https://10.0.0.9:2380".into()],
+        learner: true,
+        dry_run: true,
+        ..Default::default()
+    };
+    assert_operator_refusal(
+        &member::add(&config, &guards, &add).await.unwrap_err(),
+        "member add",
+    );
+    for (state, operation) in [
+        (Wanted::Absent, "member remove"),
+        (Wanted::Promoted, "member promote"),
+        (Wanted::Updated, "member update"),
+    ] {
+        let request = MemberRequest {
+            state,
+            member: Some("etcd-2".into()),
+            peer_urls: vec!["https://10.0.0.2:2380".into()],
+            dry_run: true,
+            ..Default::default()
+        };
+        let refused = member::apply(&config, &guards, &request).await.unwrap_err();
+        assert_operator_refusal(&refused, operation);
+    }
+}
+
+#[tokio::test]
+async fn forced_the_guard_passes_with_its_warning_and_the_workflow_goes_on() {
+    let host = openshift_host();
+    let guards = Guards::on_host(host.path());
+    let passed = guards
+        .check(Operation::MemberRemove, Force(true), None)
+        .await
+        .unwrap();
+    let warning = passed.warning().expect("a forced guard warns");
+    assert!(
+        warning.starts_with("forced: running `member remove`"),
+        "{warning}"
+    );
+    assert!(warning.contains("behind the operator's back"), "{warning}");
+
+    // Forced, the removal gets past the guard and only then fails: nobody listens.
+    let request = RemoveRequest {
+        member: "etcd-2".into(),
+        force: Force(true),
+        dry_run: true,
+    };
+    let error = member::remove(&unreachable_cluster(), &guards, &request)
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(!message.contains("cluster-etcd-operator"), "{message}");
+    assert_ne!(
+        hint_of(&error).map(|h| h.options),
+        Some(vec![FORCE]),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_plain_host_is_not_refused() {
+    let plain = tempfile::tempdir().unwrap();
+    let passed = Guards::on_host(plain.path())
+        .check(Operation::Defrag, Force(false), None)
+        .await
+        .unwrap();
+    assert_eq!(passed.warning(), None);
+    assert!(!passed.operator.managed_by_operator);
+}
