@@ -86,7 +86,6 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         return commands::pki::run(command, format);
     }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
-    commands::platform::guard(&cli.global, &cli.command, &config).await?;
     if config.tls.insecure_skip_verify {
         eprintln!(
             "etcdops: warning: --insecure-skip-tls-verify: server certificates are not verified; anyone on the network path can impersonate etcd"
@@ -113,7 +112,8 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         }
         Command::Alarm(command) => commands::maintenance::run_alarm(&config, command, format).await,
         Command::Defrag(args) => {
-            commands::maintenance::run_defrag(&config, &args.cluster, format).await
+            let guards = commands::platform::guards(&cli.global);
+            commands::maintenance::run_defrag_guarded(&config, &guards, args, format).await
         }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
         Command::Version => commands::maintenance::run_version(&config, format).await,

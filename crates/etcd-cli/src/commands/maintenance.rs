@@ -13,7 +13,7 @@ use etcdops::maintenance::{
 };
 
 use super::ExitStatus;
-use crate::flags::{AlarmCommand, CheckArgs, ClusterFlag, CompactArgs, DefragArgs, OutputFormat};
+use crate::flags::{AlarmCommand, CheckArgs, CompactArgs, DefragArgs, OutputFormat};
 use crate::output::{Render, cell, human_bytes, plain, print};
 
 /// `move-leader MEMBER`
@@ -54,8 +54,6 @@ pub async fn run_alarm(
 
 /// `defrag [--cluster] [--force]`: the rolling defragmentation, which passes the OpenShift
 /// operator guard of `guards` (the host under `--platform-root`) itself.
-// Not dispatched yet: `main` still calls `run_defrag` behind `platform::guard`.
-#[allow(dead_code)]
 pub async fn run_defrag_guarded(
     config: &ClusterConfig,
     guards: &Guards,
@@ -73,19 +71,6 @@ pub async fn run_defrag_guarded(
         crate::output::warn(warning);
     }
     print_defrag(outcome.report.unwrap_or_else(empty_report), format)
-}
-
-/// `defrag [--cluster]` as `main` dispatches it while `platform::guard` still guards it in
-/// front: the same rolling defragmentation, its guard left to that caller. Goes once `main`
-/// calls [`run_defrag_guarded`].
-pub async fn run_defrag(
-    config: &ClusterConfig,
-    flag: &ClusterFlag,
-    format: OutputFormat,
-) -> Result<ExitStatus> {
-    let targets = etcd_core::Targets::of(flag.cluster);
-    let report = Client::new(config.clone()).defrag(targets).await?;
-    print_defrag(report, format)
 }
 
 fn empty_report() -> DefragReport {

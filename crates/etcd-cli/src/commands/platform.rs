@@ -4,18 +4,15 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use etcd_core::{ClusterConfig, ConnectionOptions};
+use etcd_core::ConnectionOptions;
 use etcd_k8s::{
     PlatformInfo, PlatformRequest, PodState, StaticPodRequest, StaticPodResult, detect_platform,
     static_pod,
 };
-use etcdops::guard::{Force, Guards, Operation};
+use etcdops::guard::Guards;
 
 use super::ExitStatus;
-use crate::flags::{
-    Command, GlobalFlags, OutputFormat, PlatformCommand, PlatformMode, SnapshotCommand,
-    StaticPodArgs,
-};
+use crate::flags::{GlobalFlags, OutputFormat, PlatformCommand, PlatformMode, StaticPodArgs};
 use crate::output::{Render, print};
 
 fn root(global: &GlobalFlags) -> PathBuf {
@@ -38,25 +35,6 @@ pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
 /// The guards of the host under `--platform-root` (default `/`).
 pub fn guards(global: &GlobalFlags) -> Guards {
     Guards::on_host(root(global))
-}
-
-/// The OpenShift operator guard of the commands whose workflow does not pass it yet
-/// (defragmentation, restores); member commands pass it inside their workflows.
-pub async fn guard(global: &GlobalFlags, command: &Command, config: &ClusterConfig) -> Result<()> {
-    let (operation, force) = match command {
-        Command::Defrag(args) => (Operation::Defrag, args.force),
-        Command::Snapshot(SnapshotCommand::Restore(args)) => {
-            (Operation::SnapshotRestore, args.force)
-        }
-        _ => return Ok(()),
-    };
-    let passed = guards(global)
-        .check(operation, Force(force), Some(config))
-        .await?;
-    if let Some(warning) = passed.warning() {
-        crate::output::warn(&warning);
-    }
-    Ok(())
 }
 
 /// Runs a `platform` command.
