@@ -12,6 +12,7 @@ use etcd_core::{ClusterConfig, ConnectionOptions, Secret, parse_duration};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::outcome::ModuleError;
 use crate::spec::{Kind, OptionSpec, opt, secret};
 
 /// The shared options, as modules accept them.
@@ -89,7 +90,7 @@ impl ConnectionArgs {
 
     /// Validates the options into a cluster configuration: task values first, then the
     /// `ETCDCTL_*` environment, then etcdctl's defaults.
-    pub fn build(self) -> Result<ClusterConfig, String> {
+    pub fn build(self) -> Result<ClusterConfig, ModuleError> {
         let options = ConnectionOptions {
             endpoints: self.endpoints,
             cacert: self.cacert,
@@ -102,28 +103,31 @@ impl ConnectionArgs {
             server_name: self.server_name,
             user: self.user,
             password: self.password.map(Secret::new),
-            dial_timeout: duration("dial_timeout", self.dial_timeout)?,
-            command_timeout: duration("command_timeout", self.command_timeout)?,
+            dial_timeout: duration("dial_timeout", self.dial_timeout).map_err(ModuleError::new)?,
+            command_timeout: duration("command_timeout", self.command_timeout)
+                .map_err(ModuleError::new)?,
             discovery_srv: self.discovery_srv,
             discovery_srv_name: self.discovery_srv_name,
             insecure_discovery: self.insecure_discovery,
             dns_server: self.dns_server,
         };
-        let options = options.or_env().map_err(|e| e.to_string())?;
+        // Library errors keep their hint: the module option that fixes them.
+        let options = options.or_env()?;
         // `platform: auto` fills what is still unset from the etcd found on the host.
         let options = match self.platform.as_deref() {
             None => options,
-            Some("auto") => etcd_k8s::detect_platform(&etcd_k8s::PlatformRequest {
-                root: self.platform_root,
-            })
-            .and_then(|info| info.fill_connection(options))
-            .map_err(|e| e.to_string())?,
+            Some("auto") => etcdops::platform::fill_from_host(
+                options,
+                self.platform_root
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("/")),
+            )?,
             Some(other) => {
-                return Err(format!(
+                return Err(ModuleError::new(format!(
                     "option 'platform' must be auto (or unset), got '{other}'"
-                ));
+                )));
             }
         };
-        options.build().map_err(|e| e.to_string())
+        Ok(options.build()?)
     }
 }

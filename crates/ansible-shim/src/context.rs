@@ -134,7 +134,7 @@ impl Context {
     pub fn cluster(&self) -> Result<ClusterConfig, ModuleError> {
         let mut normalized = self.normalized()?;
         ConnectionArgs::take(&mut normalized)
-            .and_then(ConnectionArgs::build)
-            .map_err(ModuleError::new)
+            .map_err(ModuleError::new)?
+            .build()
     }
 }

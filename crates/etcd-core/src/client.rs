@@ -157,9 +157,7 @@ impl Client {
         }
         match errors.len() {
             1 => Err(errors.remove(0)),
-            _ => Err(Error::NoEndpointAvailable {
-                errors: errors.iter().map(ToString::to_string).collect(),
-            }),
+            _ => Err(Error::NoEndpointAvailable { errors }),
         }
     }
 

@@ -192,10 +192,10 @@ pub enum Error {
     },
 
     /// None of the endpoints could be reached.
-    #[error("no endpoint answered: {}", .errors.join("; "))]
+    #[error("no endpoint answered: {}", endpoint_errors(.errors))]
     NoEndpointAvailable {
-        /// One message per endpoint tried.
-        errors: Vec<String>,
+        /// One error per endpoint tried (none: no healthy member was left to try).
+        errors: Vec<Error>,
     },
 
     /// The TLS handshake failed in a way one of `hint`'s connection options fixes: the CA
@@ -291,9 +291,23 @@ fn connection_option(name: &str) -> Option<OptionId> {
     CONNECTION_OPTIONS.iter().copied().find(|o| o.name == name)
 }
 
+/// The endpoints' errors on one line.
+fn endpoint_errors(errors: &[Error]) -> String {
+    if errors.is_empty() {
+        return "no healthy member to send the change to".into();
+    }
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl Hinted for Error {
     fn hint(&self) -> Option<Hint> {
         match self {
+            // The first endpoint's hint that has one (a wrong CA fails every endpoint alike).
+            Error::NoEndpointAvailable { errors } => errors.iter().find_map(Hinted::hint),
             Error::InvalidOption { option, .. } => connection_option(option).map(Hint::option),
             Error::ReadFile { what, .. } | Error::InvalidPem { what, .. } => {
                 file_option(what).map(Hint::option)
@@ -322,7 +336,10 @@ impl Hinted for Error {
             Error::Unreachable { .. }
             | Error::Unavailable { .. }
             | Error::Timeout { .. }
-            | Error::NoEndpointAvailable { .. } => true,
+            => true,
+            // Worth a retry only when every endpoint's failure is: a CA that signed none of
+            // them stays wrong however often it is tried.
+            Error::NoEndpointAvailable { errors } => errors.iter().all(Hinted::is_transient),
             Error::Request { message, .. } => message.contains("too many requests"),
             _ => false,
         }

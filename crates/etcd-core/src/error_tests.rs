@@ -30,7 +30,18 @@ fn endpoint_trouble_is_transient_and_bad_input_is_not() {
             hint: String::new(),
         },
         Error::NoEndpointAvailable {
-            errors: vec!["a: refused".into(), "b: refused".into()],
+            errors: vec![
+                Error::Unreachable {
+                    endpoint: "a".into(),
+                    timeout: Duration::from_secs(5),
+                    reason: "refused".into(),
+                },
+                Error::Unreachable {
+                    endpoint: "b".into(),
+                    timeout: Duration::from_secs(5),
+                    reason: "refused".into(),
+                },
+            ],
         },
         Error::Request {
             operation: "put",
@@ -156,4 +167,22 @@ fn variants_name_the_option_that_fixes_them() {
         .hint(),
         None
     );
+}
+
+#[test]
+fn endpoints_failing_alike_keep_their_hint_and_a_bad_ca_is_not_worth_a_retry() {
+    let tls = |endpoint: &str| Error::TlsSetting {
+        endpoint: endpoint.into(),
+        reason: "the server's certificate is not signed by a trusted CA".into(),
+        hint: Hint::any_of(&[options::CACERT, options::INSECURE_SKIP_TLS_VERIFY]),
+    };
+    let all = Error::NoEndpointAvailable {
+        errors: vec![tls("https://a:2379"), tls("https://b:2379")],
+    };
+    assert_eq!(
+        all.hint(),
+        Some(Hint::any_of(&[options::CACERT, options::INSECURE_SKIP_TLS_VERIFY]))
+    );
+    assert!(!all.is_transient());
+    assert!(all.to_string().contains("https://a:2379") && all.to_string().contains("https://b:2379"));
 }

@@ -96,17 +96,11 @@ async fn client_for_change(
         if let Some(endpoint) = &m.endpoint {
             match config.connect_endpoint(endpoint).await {
                 Ok(client) => return Ok(client),
-                Err(e) => errors.push(e.to_string()),
+                Err(e) => errors.push(e),
             }
         }
     }
-    Err(Error::NoEndpointAvailable {
-        errors: if errors.is_empty() {
-            vec!["no healthy member to send the change to".into()]
-        } else {
-            errors
-        },
-    })
+    Err(Error::NoEndpointAvailable { errors })
 }
 
 /// How long a membership change waits out etcd's "unhealthy cluster" answer. etcd refuses

@@ -75,6 +75,12 @@ pub enum SnapshotError {
         /// Why.
         reason: String,
     },
+    /// No member could be asked for a snapshot: each one's error, kept.
+    #[error("no member can serve a snapshot: {}", member_errors(.problems))]
+    NoMemberAnswered {
+        /// The endpoint tried and why it failed.
+        problems: Vec<(String, SnapshotError)>,
+    },
     /// Compression or decompression failed.
     #[error("{operation} failed: {reason}")]
     Codec {
@@ -181,6 +187,15 @@ pub enum SnapshotError {
     Data(#[from] etcd_data::Error),
 }
 
+/// Each member's failure on one line.
+fn member_errors(problems: &[(String, SnapshotError)]) -> String {
+    problems
+        .iter()
+        .map(|(endpoint, e)| format!("{endpoint}: {e}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Names of positional arguments that `InvalidOption` may carry: no hint names them.
 const POSITIONAL: &[&str] = &["backup", "source", "store"];
 
@@ -192,6 +207,9 @@ impl Hinted for SnapshotError {
             SnapshotError::Data(e) => e.hint(),
             SnapshotError::BadDb { source, .. } => source.hint(),
             SnapshotError::HashMismatch { .. } => Some(Hint::option(options::SKIP_HASH_CHECK)),
+            SnapshotError::NoMemberAnswered { problems } => {
+                problems.iter().find_map(|(_, e)| e.hint())
+            }
             SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. } => {
                 Some(Hint::option(options::IDENTITY))
             }
@@ -211,6 +229,11 @@ impl Hinted for SnapshotError {
             SnapshotError::Etcd(e) => e.is_transient(),
             SnapshotError::Store(e) => e.is_transient(),
             SnapshotError::Data(e) => e.is_transient(),
+            // A stream cut or damaged on the way: another try (or member) may succeed.
+            SnapshotError::TrailerMismatch { .. } | SnapshotError::Truncated { .. } => true,
+            SnapshotError::NoMemberAnswered { problems } => {
+                problems.iter().all(|(_, e)| e.is_transient())
+            }
             _ => false,
         }
     }
@@ -219,6 +242,50 @@ impl Hinted for SnapshotError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn members_that_all_failed_keep_their_errors_hints_and_transience() {
+        let down = |e: &str| {
+            (
+                e.to_string(),
+                SnapshotError::Etcd(etcd_core::Error::Unreachable {
+                    endpoint: e.into(),
+                    timeout: std::time::Duration::from_secs(5),
+                    reason: "connection refused".into(),
+                }),
+            )
+        };
+        let all_down = SnapshotError::NoMemberAnswered {
+            problems: vec![down("http://a:2379"), down("http://b:2379")],
+        };
+        assert!(all_down.is_transient());
+        assert!(all_down.to_string().contains("http://b:2379"));
+        let with_bad_input = SnapshotError::NoMemberAnswered {
+            problems: vec![
+                down("http://a:2379"),
+                (
+                    "http://b:2379".into(),
+                    SnapshotError::HashMismatch {
+                        name: "x".into(),
+                        expected: "1".into(),
+                        actual: "2".into(),
+                    },
+                ),
+            ],
+        };
+        assert!(!with_bad_input.is_transient());
+        assert_eq!(
+            with_bad_input.hint(),
+            Some(Hint::option(options::SKIP_HASH_CHECK))
+        );
+        assert!(
+            SnapshotError::Truncated {
+                endpoint: "e".into(),
+                size: 3
+            }
+            .is_transient()
+        );
+    }
 
     #[test]
     fn hints_come_from_the_error_or_the_one_it_wraps() {

@@ -102,7 +102,7 @@ pub async fn choose_source(
     for (probe, (endpoint, _)) in probes.into_iter().zip(&targets) {
         match probe {
             Ok(c) => healthy.push(c),
-            Err(e) => problems.push(format!("{endpoint}: {e}")),
+            Err(e) => problems.push((endpoint.clone(), e)),
         }
     }
     healthy.sort_by(|a, b| {
@@ -119,12 +119,9 @@ pub async fn choose_source(
     });
     match healthy.into_iter().next() {
         Some(best) => Ok((best.source, best.client)),
-        None => Err(SnapshotError::NoSource {
-            reason: if problems.is_empty() {
-                "the member list has no started voting member with a client URL".into()
-            } else {
-                problems.join("; ")
-            },
+        None if problems.is_empty() => Err(SnapshotError::NoSource {
+            reason: "the member list has no started voting member with a client URL".into(),
         }),
+        None => Err(SnapshotError::NoMemberAnswered { problems }),
     }
 }
