@@ -285,6 +285,13 @@ fn file_option(what: &str) -> Option<OptionId> {
     }
 }
 
+/// An operation's own option (`peer_urls`, `keep_revisions`, `name`): every id but those of
+/// positional arguments (the member, the revision to compact to).
+fn operation_option(name: &'static str) -> Option<OptionId> {
+    const POSITIONAL: &[&str] = &["member", "revision"];
+    (!POSITIONAL.contains(&name) && !name.contains('-')).then(|| OptionId::value(name))
+}
+
 /// The connection option called `name` (`dial_timeout` or `dial-timeout`), if it is one.
 fn connection_option(name: &str) -> Option<OptionId> {
     let name = name.replace('-', "_");
@@ -308,7 +315,9 @@ impl Hinted for Error {
         match self {
             // The first endpoint's hint that has one (a wrong CA fails every endpoint alike).
             Error::NoEndpointAvailable { errors } => errors.iter().find_map(Hinted::hint),
-            Error::InvalidOption { option, .. } => connection_option(option).map(Hint::option),
+            Error::InvalidOption { option, .. } => connection_option(option)
+                .or_else(|| operation_option(option))
+                .map(Hint::option),
             Error::ReadFile { what, .. } | Error::InvalidPem { what, .. } => {
                 file_option(what).map(Hint::option)
             }
@@ -333,10 +342,7 @@ impl Hinted for Error {
     /// TLS trouble and etcd's answers to the request itself are not transient.
     fn is_transient(&self) -> bool {
         match self {
-            Error::Unreachable { .. }
-            | Error::Unavailable { .. }
-            | Error::Timeout { .. }
-            => true,
+            Error::Unreachable { .. } | Error::Unavailable { .. } | Error::Timeout { .. } => true,
             // Worth a retry only when every endpoint's failure is: a CA that signed none of
             // them stays wrong however often it is tried.
             Error::NoEndpointAvailable { errors } => errors.iter().all(Hinted::is_transient),

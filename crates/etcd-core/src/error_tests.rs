@@ -181,8 +181,13 @@ fn endpoints_failing_alike_keep_their_hint_and_a_bad_ca_is_not_worth_a_retry() {
     };
     assert_eq!(
         all.hint(),
-        Some(Hint::any_of(&[options::CACERT, options::INSECURE_SKIP_TLS_VERIFY]))
+        Some(Hint::any_of(&[
+            options::CACERT,
+            options::INSECURE_SKIP_TLS_VERIFY
+        ]))
     );
     assert!(!all.is_transient());
-    assert!(all.to_string().contains("https://a:2379") && all.to_string().contains("https://b:2379"));
+    assert!(
+        all.to_string().contains("https://a:2379") && all.to_string().contains("https://b:2379")
+    );
 }

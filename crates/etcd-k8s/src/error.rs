@@ -155,7 +155,7 @@ pub(crate) const KEY_NAME: OptionId = OptionId::value("key_name");
 /// A snapshot to scan offline.
 pub(crate) const SNAPSHOT: OptionId = OptionId::value("snapshot");
 /// The directory standing for `/` in platform detection.
-pub(crate) const ROOT: OptionId = OptionId::value("root");
+pub(crate) const ROOT: OptionId = OptionId::value("platform_root");
 /// OpenShift's backup pair's directory.
 pub(crate) const OPENSHIFT_BACKUP_DIR: OptionId = OptionId::value("openshift_backup_dir");
 /// The age recipients a backup is encrypted to.

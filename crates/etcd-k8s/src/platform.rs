@@ -189,7 +189,7 @@ pub fn detect_platform(request: &PlatformRequest) -> Result<PlatformInfo> {
     let root = request.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     if !root.is_dir() {
         return Err(K8sError::InvalidOption {
-            option: "root",
+            option: "platform_root",
             reason: format!(
                 "'{}' is not a directory; give the directory standing for / (default /)",
                 root.display()

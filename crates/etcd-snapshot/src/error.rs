@@ -75,6 +75,9 @@ pub enum SnapshotError {
         /// Why.
         reason: String,
     },
+    /// A prune without any retention rule: it would not know what to keep.
+    #[error("give at least one retention rule (how many backups to keep, or their maximum age)")]
+    NoRetentionRule,
     /// No member could be asked for a snapshot: each one's error, kept.
     #[error("no member can serve a snapshot: {}", member_errors(.problems))]
     NoMemberAnswered {
@@ -196,6 +199,16 @@ fn member_errors(problems: &[(String, SnapshotError)]) -> String {
         .join("; ")
 }
 
+/// The retention rules, any one of which a prune needs.
+const RETENTION_RULES: [etcd_common::OptionId; 6] = [
+    etcd_common::OptionId::value("keep_last"),
+    etcd_common::OptionId::value("keep_hourly"),
+    etcd_common::OptionId::value("keep_daily"),
+    etcd_common::OptionId::value("keep_weekly"),
+    etcd_common::OptionId::value("keep_monthly"),
+    etcd_common::OptionId::value("max_age"),
+];
+
 /// Names of positional arguments that `InvalidOption` may carry: no hint names them.
 const POSITIONAL: &[&str] = &["backup", "source", "store"];
 
@@ -210,6 +223,7 @@ impl Hinted for SnapshotError {
             SnapshotError::NoMemberAnswered { problems } => {
                 problems.iter().find_map(|(_, e)| e.hint())
             }
+            SnapshotError::NoRetentionRule => Some(Hint::any_of(&RETENTION_RULES)),
             SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. } => {
                 Some(Hint::option(options::IDENTITY))
             }

@@ -97,10 +97,7 @@ pub fn apply_retention(
     now: DateTime<Utc>,
 ) -> Result<Vec<RetentionDecision>> {
     if policy.is_empty() {
-        return Err(SnapshotError::InvalidOption {
-            option: "keep_last",
-            reason: "give at least one retention rule: keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly or max_age".into(),
-        });
+        return Err(SnapshotError::NoRetentionRule);
     }
     policy.validate()?;
     let mut sorted: Vec<&RetentionItem> = items.iter().collect();
@@ -278,19 +275,22 @@ mod tests {
     #[test]
     fn no_rule_is_refused() {
         let err = apply_retention(&RetentionPolicy::default(), &[], Utc::now()).unwrap_err();
-        // The option is named by its neutral id (front-ends render the hint their own way).
-        assert!(
-            matches!(
-                &err,
-                SnapshotError::InvalidOption {
-                    option: "keep_last",
-                    ..
-                }
-            ),
-            "{err}"
+        // Every rule is in the hint (front-ends render it their own way), none in the text.
+        assert!(matches!(&err, SnapshotError::NoRetentionRule), "{err}");
+        let hint = etcd_common::Hinted::hint(&err).expect("a hint");
+        let names: Vec<_> = hint.options.iter().map(|o| o.name).collect();
+        assert_eq!(
+            names,
+            [
+                "keep_last",
+                "keep_hourly",
+                "keep_daily",
+                "keep_weekly",
+                "keep_monthly",
+                "max_age"
+            ]
         );
         let text = err.to_string();
-        assert!(text.contains("keep_last, keep_hourly"), "{text}");
-        assert!(!text.contains("--"), "{text}");
+        assert!(!text.contains("--") && !text.contains("keep_"), "{text}");
     }
 }

@@ -92,6 +92,20 @@ fn unique_tag() -> u32 {
     })
 }
 
+impl SaveRequest {
+    /// Refuses a request that no save could carry out (a zstd level outside 1..=19), before
+    /// anything is read: a preview (check mode) refuses what the save would.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=19).contains(&self.level) && self.compression == Compression::Zstd {
+            return Err(SnapshotError::InvalidOption {
+                option: "compression_level",
+                reason: format!("{} is outside 1..=19", self.level),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Takes a snapshot and stores it with its manifest. On any failure nothing is left under the
 /// final names: the upload is aborted and no manifest is written.
 pub async fn save_snapshot(
@@ -100,12 +114,7 @@ pub async fn save_snapshot(
     request: &SaveRequest,
     progress: &dyn Progress,
 ) -> Result<SaveResult> {
-    if !(1..=19).contains(&request.level) && request.compression == Compression::Zstd {
-        return Err(SnapshotError::InvalidOption {
-            option: "compression_level",
-            reason: format!("{} is outside 1..=19", request.level),
-        });
-    }
+    request.validate()?;
     let started = Instant::now();
     let (source, client) = choose_source(config, request.endpoint.as_deref()).await?;
     let created_at = Utc::now();

@@ -89,6 +89,28 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         outcome.msg = said.join("; ");
         return Ok(outcome);
     };
+    if args.verify {
+        let request = VerifyRequest {
+            snapshot: source.clone(),
+            identity: args.identity.clone(),
+            store: args.settings.clone(),
+        };
+        // The backup, then its chain, before the status: a damaged or broken backup fails
+        // the task with verify's findings, as it fails the CLI.
+        let verified = verify(&request, &NoProgress).await?;
+        warn(&mut outcome, verified.warnings.clone());
+        if let Some(chain) = &verified.chain {
+            outcome = outcome.with("chain", chain);
+        }
+        if let Some(report) = &verified.report {
+            outcome = outcome.with("verify", report);
+        }
+        if !verified.ok() {
+            outcome.failed = true;
+            outcome.msg = format!("verify failed: {}", verified.failures.join("; "));
+            return Ok(outcome);
+        }
+    }
     let request = StatusRequest {
         snapshot: source.clone(),
         skip_hash_check: args.skip_hash_check,
@@ -105,25 +127,6 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         .with("status", &opened.status)
         .with("encrypted", opened.encrypted);
     if args.verify {
-        let request = VerifyRequest {
-            snapshot: source.clone(),
-            identity: args.identity,
-            store: args.settings,
-        };
-        // The backup, then its chain: a broken chain fails the task as it fails the CLI.
-        let verified = verify(&request, &NoProgress).await?;
-        warn(&mut outcome, verified.warnings.clone());
-        if let Some(chain) = &verified.chain {
-            outcome = outcome.with("chain", chain);
-        }
-        if let Some(report) = &verified.report {
-            outcome = outcome.with("verify", report);
-        }
-        if !verified.ok() {
-            outcome.failed = true;
-            outcome.msg = format!("verify failed: {}", verified.failures.join("; "));
-            return Ok(outcome);
-        }
         said.push("verified".into());
     }
     outcome.msg = said.join("; ");

@@ -283,8 +283,7 @@ pub struct MemberOutcome {
     pub message: String,
     /// The member concerned (none when it was not a member).
     pub member: Option<Member>,
-    /// Where leadership moved first (removals).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Where leadership moved first (removals); `null` when it did not move, as documented.
     pub leadership_moved_to: Option<MemberId>,
     /// A new member's `ETCD_INITIAL_CLUSTER` (additions).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -217,6 +217,7 @@ impl SaveRequest {
             verify_after_upload: self.verify_after_upload,
             encrypt_to,
         };
+        save.validate()?;
         Ok(Checked {
             store,
             policy,
