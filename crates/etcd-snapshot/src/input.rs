@@ -41,28 +41,12 @@ impl From<etcd_data::SnapshotFile> for SnapshotFile {
 impl SnapshotFile {
     /// Compression found.
     pub fn compression(&self) -> Compression {
-        from_data(self.0.compression())
+        self.0.compression()
     }
 
     /// The etcd-data snapshot file.
     pub fn into_inner(self) -> etcd_data::SnapshotFile {
         self.0
-    }
-}
-
-/// The manifest's compression of etcd-data's.
-fn from_data(compression: etcd_data::Compression) -> Compression {
-    match compression {
-        etcd_data::Compression::Zstd => Compression::Zstd,
-        etcd_data::Compression::None => Compression::None,
-    }
-}
-
-/// etcd-data's compression of the manifest's.
-fn to_data(compression: Compression) -> etcd_data::Compression {
-    match compression {
-        Compression::Zstd => etcd_data::Compression::Zstd,
-        Compression::None => etcd_data::Compression::None,
     }
 }
 
@@ -73,7 +57,7 @@ pub(crate) struct Unpack<W: Write>(etcd_data::Unpack<W>);
 impl<W: Write> Unpack<W> {
     /// Unpacks into `sink`; `forced` skips the detection.
     pub(crate) fn new(sink: W, forced: Option<Compression>) -> Self {
-        Unpack(etcd_data::Unpack::new(sink, forced.map(to_data)))
+        Unpack(etcd_data::Unpack::new(sink, forced))
     }
 
     /// Takes the next bytes.
@@ -84,7 +68,7 @@ impl<W: Write> Unpack<W> {
     /// Flushes the decompressor: the writer, and the compression found.
     pub(crate) fn finish(self) -> std::io::Result<(W, Compression)> {
         let (sink, compression) = self.0.finish()?;
-        Ok((sink, from_data(compression)))
+        Ok((sink, compression))
     }
 }
 

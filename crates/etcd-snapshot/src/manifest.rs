@@ -19,26 +19,8 @@ pub const MANIFEST_SUFFIX: &str = ".manifest.json";
 /// Suffix added to the name of an age-encrypted backup object (`.db.zst.age`).
 pub const ENCRYPTED_SUFFIX: &str = ".age";
 
-/// How a backup's bytes are compressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    /// zstd (the default).
-    #[default]
-    Zstd,
-    /// Stored as etcd sent it.
-    None,
-}
-
-impl Compression {
-    /// File name suffix for objects of this compression.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Compression::Zstd => ".db.zst",
-            Compression::None => ".db",
-        }
-    }
-}
+/// How a backup's bytes are compressed: etcd-data's, which reads such files.
+pub use etcd_data::Compression;
 
 /// Everything known about one backup. Field names are part of the documented schema
 /// (`docs/MANIFEST.md`); add fields, never rename them.
