@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::check::CheckOptions;
 use crate::client::Client;
 use crate::config::ClusterConfig;
+use crate::guard::Unguarded;
 use crate::maintenance::{CompactRequest, CompactTarget};
 use crate::member::Targets;
 
@@ -106,7 +107,7 @@ async fn check_and_every_later_call_reuse_one_connection_per_member() {
         .await
         .unwrap();
     assert!(compacted.changed && compacted.revision == compacted.current_revision);
-    let defrag = clone.defrag(Targets::Cluster).await.unwrap();
+    let defrag = clone.defrag(Targets::Cluster, &Unguarded).await.unwrap();
     assert!(defrag.completed, "{defrag:?}");
     assert_eq!(client.dials(), 1);
 }
@@ -142,4 +143,69 @@ fn a_client_never_prints_a_password_of_an_endpoint_url() {
     let printed = format!("{:?}", Client::new(config));
     assert!(!printed.contains("hunter2"), "{printed}");
     assert!(printed.contains("127.0.0.1:2379"), "{printed}");
+}
+
+/// Refuses every change, naming it.
+struct RefuseAll;
+
+impl crate::guard::ChangeGuard for RefuseAll {
+    type Error = crate::error::Error;
+
+    fn check(&self, change: crate::guard::Change<'_>) -> crate::error::Result<()> {
+        Err(crate::error::Error::Refused {
+            reason: format!("test guard refuses {}", change.words()),
+        })
+    }
+}
+
+#[tokio::test]
+async fn every_membership_primitive_asks_its_guard_before_changing() {
+    use crate::membership::{
+        MemberAddRequest, member_add, member_promote, member_remove, member_update,
+    };
+    let etcd = Etcd::start();
+    let config = etcd.ready().await;
+    let before = crate::member::member_list(&config).await.unwrap();
+    let new_peer = vec![format!("http://127.0.0.1:{}", free_port())];
+    let refused = member_update(&config, "m0", &new_peer, false, &RefuseAll)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("refuses member update"),
+        "{refused}"
+    );
+    let refused = member_remove(&config, "m0", false, &RefuseAll)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("refuses member remove"),
+        "{refused}"
+    );
+    let add = MemberAddRequest {
+        name: "m1".into(),
+        peer_urls: new_peer.clone(),
+        learner: true,
+        dry_run: false,
+    };
+    let refused = member_add(&config, &add, &RefuseAll).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("refuses member add"),
+        "{refused}"
+    );
+    // m0 votes already: promote confirms it without asking (nothing to change).
+    assert!(
+        !member_promote(&config, "m0", false, &RefuseAll)
+            .await
+            .unwrap()
+            .changed
+    );
+    assert_eq!(crate::member::member_list(&config).await.unwrap(), before);
+    // Unguarded is the named way past: the dry-run update goes through to its answer.
+    let would = member_update(&config, "m0", &new_peer, true, &Unguarded)
+        .await
+        .unwrap();
+    assert!(
+        would.changed && would.message.contains("dry run"),
+        "{would:?}"
+    );
 }

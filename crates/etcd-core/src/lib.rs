@@ -55,6 +55,7 @@ mod connect_tests;
 mod discovery;
 mod endpoint;
 mod error;
+mod guard;
 mod history;
 mod id;
 mod kv;
@@ -92,6 +93,7 @@ pub use error::{Error, Result};
 pub use etcd_common::parse_duration;
 pub use etcd_common::write_file_atomically;
 pub use etcd_common::{redact_endpoint, redact_urls};
+pub use guard::{Change, ChangeGuard, Unguarded};
 pub use history::{
     EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
 };

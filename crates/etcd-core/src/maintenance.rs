@@ -10,6 +10,7 @@ use crate::cluster::{ClusterView, linearizable_read};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::guard::{Change, ChangeGuard};
 use crate::id::MemberId;
 use crate::member::Targets;
 use crate::membership::find_member;
@@ -274,9 +275,14 @@ pub struct DefragReport {
     pub completed: bool,
 }
 
-/// Defragments one endpoint at a time, the leader last (see [`Client::defrag`]).
-pub async fn defrag(config: &ClusterConfig, targets: Targets) -> Result<DefragReport> {
-    Client::new(config.clone()).defrag(targets).await
+/// Defragments one endpoint at a time, the leader last, after `guard` let it through (see
+/// [`Client::defrag`]).
+pub async fn defrag<G: ChangeGuard>(
+    config: &ClusterConfig,
+    targets: Targets,
+    guard: &G,
+) -> std::result::Result<DefragReport, G::Error> {
+    Client::new(config.clone()).defrag(targets, guard).await
 }
 
 /// An endpoint to defragment, with what its status said before.
@@ -292,8 +298,14 @@ impl Client {
     /// Defragments one endpoint at a time: followers first, the leader last, checking health
     /// after each and stopping at the first failure. A defragmenting member stops serving
     /// for a while; doing them one by one keeps the quorum. Every step reuses this handle's
-    /// connection to that member.
-    pub async fn defrag(&self, targets: Targets) -> Result<DefragReport> {
+    /// connection to that member. Asks `guard` first, before any member is dialled: its
+    /// refusal is the error.
+    pub async fn defrag<G: ChangeGuard>(
+        &self,
+        targets: Targets,
+        guard: &G,
+    ) -> std::result::Result<DefragReport, G::Error> {
+        guard.check(Change::Defrag { targets })?;
         let endpoints = self.target_endpoints(targets).await?;
         let mut planned = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {

@@ -1,6 +1,7 @@
 //! Changing membership: add, remove, update, promote. Each is idempotent (asking for what is
-//! already true changes nothing and says so) and asks the caller's guard before it changes
-//! anything: the guard gets the cluster as the change is about to be made against it (the
+//! already true changes nothing and says so) and asks the caller's [`ChangeGuard`] before it
+//! changes anything (there is no way to call one without a guard; [`Unguarded`] is the named
+//! "none"): the guard gets the cluster as the change is about to be made against it (the
 //! same view, so nothing can change between the check and the change) and the member
 //! concerned, and its refusal stops the change. The quorum guards themselves, with their
 //! typed `force`, are the workflow layer's (`etcdops::guard::quorum`), which every
@@ -17,6 +18,7 @@ use crate::cluster::{ClusterView, MemberState, cluster_view};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::guard::{Change, ChangeGuard};
 use crate::id::MemberId;
 use crate::member::Member;
 
@@ -230,15 +232,11 @@ fn validate_peer_urls(urls: &[String]) -> Result<()> {
 
 /// Adds a member, or confirms it is there. Refuses a name or peer URLs another member has;
 /// asks `guard` (with the cluster as read) before adding, also in a dry run.
-pub async fn member_add<E, G>(
+pub async fn member_add<G: ChangeGuard>(
     config: &ClusterConfig,
     request: &MemberAddRequest,
-    guard: G,
-) -> std::result::Result<MemberAddResult, E>
-where
-    E: From<Error>,
-    G: FnOnce(&ClusterView) -> std::result::Result<(), E>,
-{
+    guard: &G,
+) -> std::result::Result<MemberAddResult, G::Error> {
     validate_peer_urls(&request.peer_urls)?;
     if request.name.trim().is_empty() {
         return Err(Error::InvalidOption {
@@ -296,7 +294,10 @@ where
         ))
         .into());
     }
-    guard(&view)?;
+    guard.check(Change::MemberAdd {
+        view: &view,
+        learner: request.learner,
+    })?;
     if request.dry_run {
         let member = Member {
             id: MemberId(0),
@@ -336,7 +337,7 @@ where
     })
     .await?;
     let added = response.member().ok_or_else(|| {
-        E::from(Error::Request {
+        G::Error::from(Error::Request {
             operation: "member add",
             endpoint: client.endpoint().to_string(),
             message: "etcd did not return the new member".into(),
@@ -383,16 +384,12 @@ pub struct MemberChangeResult {
 /// Removes a member, or confirms it is gone; a leader hands leadership to a healthy
 /// follower first. Asks `guard` (with the cluster as read and the member) before removing,
 /// also in a dry run.
-pub async fn member_remove<E, G>(
+pub async fn member_remove<G: ChangeGuard>(
     config: &ClusterConfig,
     selector: &str,
     dry_run: bool,
-    guard: G,
-) -> std::result::Result<MemberChangeResult, E>
-where
-    E: From<Error>,
-    G: FnOnce(&ClusterView, &MemberState) -> std::result::Result<(), E>,
-{
+    guard: &G,
+) -> std::result::Result<MemberChangeResult, G::Error> {
     check_selector(selector)?;
     let view = cluster_view(config).await?;
     let Some(target) = find_member(&view, selector) else {
@@ -404,7 +401,10 @@ where
         });
     };
     let target = target.clone();
-    guard(&view, &target)?;
+    guard.check(Change::MemberRemove {
+        view: &view,
+        member: &target,
+    })?;
     let is_leader = view.leader == Some(target.member.id);
     if dry_run {
         return Ok(MemberChangeResult {
@@ -476,12 +476,14 @@ async fn move_leadership_off(
 }
 
 /// Changes a member's peer URLs, or confirms they are already these (`dry_run`: only says).
-pub async fn member_update(
+/// Asks `guard` (with the cluster as read and the member) before changing, also in a dry run.
+pub async fn member_update<G: ChangeGuard>(
     config: &ClusterConfig,
     selector: &str,
     peer_urls: &[String],
     dry_run: bool,
-) -> Result<MemberChangeResult> {
+    guard: &G,
+) -> std::result::Result<MemberChangeResult, G::Error> {
     validate_peer_urls(peer_urls)?;
     check_selector(selector)?;
     let view = cluster_view(config).await?;
@@ -499,6 +501,10 @@ pub async fn member_update(
             leadership_moved_to: None,
         });
     }
+    guard.check(Change::MemberUpdate {
+        view: &view,
+        member: &target,
+    })?;
     if dry_run {
         return Ok(MemberChangeResult {
             changed: true,
@@ -536,16 +542,12 @@ pub const LEARNER_READY_PERCENT: u64 = 90;
 
 /// Promotes a learner to a voter, or confirms it is one. Asks `guard` (with the cluster as
 /// read and the learner) before promoting, also in a dry run.
-pub async fn member_promote<E, G>(
+pub async fn member_promote<G: ChangeGuard>(
     config: &ClusterConfig,
     selector: &str,
     dry_run: bool,
-    guard: G,
-) -> std::result::Result<MemberChangeResult, E>
-where
-    E: From<Error>,
-    G: FnOnce(&ClusterView, &MemberState) -> std::result::Result<(), E>,
-{
+    guard: &G,
+) -> std::result::Result<MemberChangeResult, G::Error> {
     check_selector(selector)?;
     let view = cluster_view(config).await?;
     let target = find_member(&view, selector)
@@ -562,7 +564,10 @@ where
             leadership_moved_to: None,
         });
     }
-    guard(&view, &target)?;
+    guard.check(Change::MemberPromote {
+        view: &view,
+        member: &target,
+    })?;
     if dry_run {
         return Ok(MemberChangeResult {
             changed: true,

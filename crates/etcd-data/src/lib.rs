@@ -6,7 +6,7 @@
 //! page through the `bbolt` crate, so memory stays bounded whatever its size.
 //!
 //! ```no_run
-//! use etcd_data::{RestoreRequest, StatusOptions, open_snapshot_file, restore_snapshot};
+//! use etcd_data::{RestoreRequest, StatusOptions, Unguarded, open_snapshot_file, restore_snapshot};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let snapshot = open_snapshot_file("backup.db.zst".as_ref(), None)?;
@@ -20,7 +20,8 @@
 //!     data_dir: "/var/lib/etcd".into(),
 //!     ..RestoreRequest::default()
 //! };
-//! let restored = restore_snapshot("backup.db.zst", &snapshot, &request)?;
+//! // No guard: this program took the decision itself (etcdops' `Guards` is the real one).
+//! let restored = restore_snapshot("backup.db.zst", &snapshot, &request, &Unguarded)?;
 //! println!("member {} of cluster {}", restored.member_id, restored.cluster_id);
 //! # Ok(())
 //! # }
@@ -44,10 +45,10 @@ pub use file::{
 };
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use restore::{
-    KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreMarker, RestoreRequest,
-    RestoreResult, RestoredMember, cluster_id, db_revision, member_id, parse_initial_cluster,
-    read_marker, resolve_owner, restore_snapshot, restore_spool_dir, restore_with_replay,
-    validate_restore_request, wal_usage,
+    KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker,
+    RestoreRequest, RestoreResult, RestoredMember, Unguarded, cluster_id, db_revision, member_id,
+    parse_initial_cluster, read_marker, resolve_owner, restore_snapshot, restore_spool_dir,
+    restore_with_replay, validate_restore_request, wal_usage,
 };
 pub use status::{
     BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,

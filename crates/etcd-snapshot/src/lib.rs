@@ -97,10 +97,11 @@ pub use prune::{
     FUTURE_TOLERANCE, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,
 };
 pub use restore::{
-    MARKER_FILE, PointInTimeSource, RestoreError, RestoreMarker, RestoreRequest, RestoreResult,
-    RestoreSource, RestoredMember, cluster_id, member_id, open_point_in_time, open_restore_source,
-    parse_initial_cluster, read_marker, restore_point_in_time, restore_snapshot, restore_spool_dir,
-    restore_to_point, validate_restore_request, wal_usage,
+    MARKER_FILE, PointInTimeSource, RestoreError, RestoreGuard, RestoreMarker, RestoreRequest,
+    RestoreResult, RestoreSource, RestoredMember, Unguarded, cluster_id, member_id,
+    open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
+    restore_point_in_time, restore_snapshot, restore_spool_dir, restore_to_point,
+    validate_restore_request, wal_usage,
 };
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use run_lock::{RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name};

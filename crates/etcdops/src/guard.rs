@@ -10,7 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use etcd_common::{Hint, OptionId, options::FORCE};
-use etcd_core::{ClusterConfig, ClusterView, LEARNER_READY_PERCENT, MemberState};
+use etcd_core::{
+    Change, ChangeGuard, ClusterConfig, ClusterView, LEARNER_READY_PERCENT, MemberState,
+};
+use etcd_snapshot::RestoreGuard;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -64,17 +67,83 @@ pub struct Guards {
     pub root: PathBuf,
 }
 
-/// What the guards found for one operation that they let through.
+/// What the guards found for one operation that they let through, and the decision the
+/// changing primitives ask for: only [`Guards::check`] makes one. Passed to etcd-core's
+/// membership changes and defrag (a [`ChangeGuard`]: it runs the [`quorum`] guards on the
+/// cluster as read, with the same `force`) and to etcd-snapshot's restores (a
+/// [`RestoreGuard`]); for any other operation than the one checked it refuses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Passed {
     /// What the OpenShift operator guard found.
     pub operator: etcd_k8s::OperatorCheck,
+    /// The operation checked.
+    #[serde(skip)]
+    operation: Operation,
+    /// Whether it was forced.
+    #[serde(skip)]
+    force: Force,
 }
 
 impl Passed {
     /// The warning to give when a guard was forced through.
     pub fn warning(&self) -> Option<String> {
         self.operator.warning()
+    }
+
+    /// The operation this decision is for.
+    pub fn operation(&self) -> Operation {
+        self.operation
+    }
+
+    /// Refuses using this decision for another operation than the one checked.
+    fn for_operation(&self, asked: Operation) -> Result<()> {
+        if asked == self.operation {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            format!(
+                "the guards were checked for `{}`, not for `{}`; check them for this operation",
+                self.operation.words(),
+                asked.words()
+            ),
+            None,
+        ))
+    }
+}
+
+impl ChangeGuard for Passed {
+    type Error = Error;
+
+    fn check(&self, change: Change<'_>) -> Result<()> {
+        let (operation, view, subject) = match change {
+            Change::MemberAdd { view, learner } => {
+                (Operation::MemberAdd, Some(view), Subject::New { learner })
+            }
+            Change::MemberRemove { view, member } => {
+                (Operation::MemberRemove, Some(view), Subject::Member(member))
+            }
+            Change::MemberUpdate { view, member } => {
+                (Operation::MemberUpdate, Some(view), Subject::Member(member))
+            }
+            Change::MemberPromote { view, member } => (
+                Operation::MemberPromote,
+                Some(view),
+                Subject::Member(member),
+            ),
+            Change::Defrag { .. } => (Operation::Defrag, None, Subject::New { learner: false }),
+        };
+        self.for_operation(operation)?;
+        match view {
+            Some(view) => quorum(operation, self.force, view, subject),
+            None => Ok(()),
+        }
+    }
+}
+
+impl RestoreGuard for Passed {
+    fn check_restore(&self) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.for_operation(Operation::SnapshotRestore)
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
     }
 }
 
@@ -98,7 +167,11 @@ impl Guards {
         // A refusal is K8sError::ManagedByOperator, whose hint is `force`.
         let operator =
             etcd_k8s::check_operator(&self.root, cluster, operation.words(), force.0).await?;
-        Ok(Passed { operator })
+        Ok(Passed {
+            operator,
+            operation,
+            force,
+        })
     }
 }
 
@@ -398,5 +471,77 @@ mod tests {
         ] {
             assert!(quorum(operation, Force(false), &sick, member).is_ok());
         }
+    }
+
+    async fn decision(operation: Operation, force: bool) -> Passed {
+        let plain = tempfile::tempdir().unwrap();
+        Guards::on_host(plain.path())
+            .check(operation, Force(force), None)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_decision_the_membership_primitives_ask_runs_the_quorum_guards() {
+        let sick = view(vec![
+            state(1, false, true, Some(100)),
+            state(2, false, true, Some(100)),
+            state(3, false, false, None),
+        ]);
+        let change = Change::MemberRemove {
+            view: &sick,
+            member: &sick.members[1],
+        };
+        let refused = decision(Operation::MemberRemove, false)
+            .await
+            .check(change)
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("below the quorum"),
+            "{refused}"
+        );
+        assert!(
+            decision(Operation::MemberRemove, true)
+                .await
+                .check(change)
+                .is_ok()
+        );
+        let add = Change::MemberAdd {
+            view: &sick,
+            learner: false,
+        };
+        let refused = decision(Operation::MemberAdd, false)
+            .await
+            .check(add)
+            .unwrap_err();
+        assert_eq!(hint_of(&refused).unwrap().options, vec![LEARNER, FORCE]);
+    }
+
+    #[tokio::test]
+    async fn a_decision_is_only_good_for_the_operation_checked() {
+        let well = view(vec![state(1, false, true, Some(9))]);
+        let update = Change::MemberUpdate {
+            view: &well,
+            member: &well.members[0],
+        };
+        assert!(
+            decision(Operation::MemberUpdate, false)
+                .await
+                .check(update)
+                .is_ok()
+        );
+        let forced_defrag = decision(Operation::Defrag, true).await;
+        let refused = forced_defrag.check(update).unwrap_err().to_string();
+        assert!(
+            refused.contains("checked for `defrag`, not for `member update`"),
+            "{refused}"
+        );
+        assert!(forced_defrag.check_restore().is_err());
+        assert!(
+            decision(Operation::SnapshotRestore, false)
+                .await
+                .check_restore()
+                .is_ok()
+        );
     }
 }

@@ -114,7 +114,7 @@ pub async fn defrag(
             warning,
         });
     }
-    let report = client.defrag(request.targets()).await?;
+    let report = client.defrag(request.targets(), &passed).await?;
     Ok(DefragOutcome {
         endpoints: report
             .steps

@@ -50,6 +50,34 @@ pub use validate::{restore_spool_dir, validate_restore_request};
 
 use dirs::{make_dir, sync_dir};
 
+/// The guard decision every restore into a data dir asks before it reads or writes
+/// anything (also in a dry run): the OpenShift operator guard (cluster-etcd-operator owns
+/// restores there). `etcdops::guard::Guards::check` for a snapshot restore hands out one
+/// that is the real decision; [`Unguarded`] is the explicit "no guard" of tests and of tools
+/// that took the decision themselves.
+pub trait RestoreGuard {
+    /// Lets the restore through, or refuses it (the restore's error then carries the
+    /// refusal as its source, with the refusal's hint).
+    fn check_restore(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// No guard at all: every restore passes. For tests, and for a tool that took the guard
+/// decision itself; a program on an OpenShift host passes `etcdops::guard::Guards` instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unguarded;
+
+impl RestoreGuard for Unguarded {
+    fn check_restore(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Ok(())
+    }
+}
+
+impl<G: RestoreGuard + ?Sized> RestoreGuard for &G {
+    fn check_restore(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        (**self).check_restore()
+    }
+}
+
 /// The options of a restore its errors name (by their neutral ids; a front-end spells them).
 pub mod opts {
     use etcd_common::OptionId;

@@ -18,9 +18,9 @@ use super::placement::{Targets, WalPlacement};
 use super::staging::{Staging, remove_leftovers};
 use super::validate::validate;
 use super::{
-    MARKER_FILE, NoReplay, Replay, RestoreError, RestoreMarker, RestoreRequest, RestoreResult,
-    RestoredMember, cluster_id, invalid, io_err, on_disk, opts, parse_initial_cluster, read_marker,
-    selinux, snap, v2store, wal,
+    MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker, RestoreRequest,
+    RestoreResult, RestoredMember, cluster_id, invalid, io_err, on_disk, opts,
+    parse_initial_cluster, read_marker, selinux, snap, v2store, wal,
 };
 use crate::file::{SnapshotFile, sha256_of};
 use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
@@ -29,25 +29,29 @@ use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 /// stream into a temporary dir beside the target (its SHA-256 computed on the way), checked
 /// there page by page, and rewritten in place with copy-on-write pages: memory stays small
 /// whatever the db's size.
+/// `guard` is asked first: its refusal ([`RestoreError::Fetch`] holding it) writes nothing.
 pub fn restore_snapshot(
     name: &str,
     snapshot: &SnapshotFile,
     request: &RestoreRequest,
+    guard: &dyn RestoreGuard,
 ) -> Result<RestoreResult, RestoreError> {
-    restore_with_replay::<NoReplay>(name, snapshot, request, None)
+    restore_with_replay::<NoReplay>(name, snapshot, request, None, guard)
 }
 
 /// [`restore_snapshot`], then the changes of `replay` appended to the restored db's `key`
 /// bucket up to the replay's target revision, with their original revisions; the leases they
 /// use are added (or taken off them, see [`Replay::plan_leases`]). The db is rewritten before
 /// the WAL and snap files are made, so the result is a plain restore of the state at the
-/// target revision.
+/// target revision. `guard` is asked first, as by [`restore_snapshot`].
 pub fn restore_with_replay<R: Replay>(
     name: &str,
     snapshot: &SnapshotFile,
     request: &RestoreRequest,
     mut replay: Option<&mut R>,
+    guard: &dyn RestoreGuard,
 ) -> Result<RestoreResult<R::Summary>, RestoreError> {
+    guard.check_restore().map_err(RestoreError::Fetch)?;
     let job = Job::new(
         name,
         snapshot,

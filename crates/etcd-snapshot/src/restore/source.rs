@@ -6,7 +6,8 @@ use etcd_data::restore::opts;
 use etcd_store::{Location, Store, StoreOptions};
 
 use super::{
-    RestoreError, RestoreRequest, db_revision, restore_spool_dir, validate_restore_request,
+    RestoreError, RestoreGuard, RestoreRequest, db_revision, restore_spool_dir,
+    validate_restore_request,
 };
 use crate::catalog::object_name;
 use crate::crypt::Identities;
@@ -240,13 +241,16 @@ pub async fn open_point_in_time(
 
 /// A whole point-in-time restore: [`open_point_in_time`], then
 /// [`super::restore_point_in_time`]. Returns what was restored and the plan it followed.
+/// `guard` is asked first, before the store is read.
 pub async fn restore_to_point(
     request: &mut RestoreRequest,
     store_url: &str,
     point: PointInTime,
     store_options: &StoreOptions,
     identities: &Identities,
+    guard: &(dyn RestoreGuard + Sync),
 ) -> Result<(super::RestoreResult, PitrPlan), RestoreError> {
+    guard.check_restore().map_err(RestoreError::Fetch)?;
     let mut opened =
         open_point_in_time(request, store_url, point, store_options, identities).await?;
     let result = super::restore_point_in_time(
@@ -254,6 +258,7 @@ pub async fn restore_to_point(
         &opened.snapshot,
         request,
         Some(&mut opened.replay),
+        guard,
     )?;
     Ok((result, opened.plan))
 }

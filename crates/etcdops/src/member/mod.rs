@@ -33,7 +33,7 @@ use etcd_core::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::guard::{self, Force, Guards, Operation, Subject};
+use crate::guard::{Force, Guards, Operation, Passed};
 
 /// The option naming the member a change is about.
 pub const MEMBER: OptionId = OptionId::value("member");
@@ -103,15 +103,17 @@ pub struct UpdateRequest {
     pub dry_run: bool,
 }
 
-/// The operator guard of `operation`, its warning when forced through.
+/// The operator guard of `operation`: the decision the primitive asks (it runs the quorum
+/// guards), and its warning when forced through.
 async fn operator(
     config: &ClusterConfig,
     guards: &Guards,
     operation: Operation,
     force: Force,
-) -> Result<Vec<String>> {
+) -> Result<(Passed, Vec<String>)> {
     let passed = guards.check(operation, force, Some(config)).await?;
-    Ok(passed.warning().into_iter().collect())
+    let warnings = passed.warning().into_iter().collect();
+    Ok((passed, warnings))
 }
 
 /// Adds a member, or confirms it is there; refused by the OpenShift operator guard, and
@@ -121,20 +123,14 @@ pub async fn add(
     guards: &Guards,
     request: &AddRequest,
 ) -> Result<Guarded<MemberAddResult>> {
-    let warnings = operator(config, guards, Operation::MemberAdd, request.force).await?;
+    let (passed, warnings) = operator(config, guards, Operation::MemberAdd, request.force).await?;
     let core = MemberAddRequest {
         name: request.name.clone(),
         peer_urls: request.peer_urls.clone(),
         learner: request.learner,
         dry_run: request.dry_run,
     };
-    let subject = Subject::New {
-        learner: request.learner,
-    };
-    let result = etcd_core::member_add(config, &core, |view| {
-        guard::quorum(Operation::MemberAdd, request.force, view, subject)
-    })
-    .await?;
+    let result = etcd_core::member_add(config, &core, &passed).await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -146,17 +142,10 @@ pub async fn remove(
     guards: &Guards,
     request: &RemoveRequest,
 ) -> Result<Guarded<MemberChangeResult>> {
-    let warnings = operator(config, guards, Operation::MemberRemove, request.force).await?;
+    let (passed, warnings) =
+        operator(config, guards, Operation::MemberRemove, request.force).await?;
     let result =
-        etcd_core::member_remove(config, &request.member, request.dry_run, |view, target| {
-            guard::quorum(
-                Operation::MemberRemove,
-                request.force,
-                view,
-                Subject::Member(target),
-            )
-        })
-        .await?;
+        etcd_core::member_remove(config, &request.member, request.dry_run, &passed).await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -167,10 +156,16 @@ pub async fn update(
     guards: &Guards,
     request: &UpdateRequest,
 ) -> Result<Guarded<MemberChangeResult>> {
-    let warnings = operator(config, guards, Operation::MemberUpdate, request.force).await?;
-    let result =
-        etcd_core::member_update(config, &request.member, &request.peer_urls, request.dry_run)
-            .await?;
+    let (passed, warnings) =
+        operator(config, guards, Operation::MemberUpdate, request.force).await?;
+    let result = etcd_core::member_update(
+        config,
+        &request.member,
+        &request.peer_urls,
+        request.dry_run,
+        &passed,
+    )
+    .await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -181,17 +176,10 @@ pub async fn promote(
     guards: &Guards,
     request: &PromoteRequest,
 ) -> Result<Guarded<MemberChangeResult>> {
-    let warnings = operator(config, guards, Operation::MemberPromote, request.force).await?;
+    let (passed, warnings) =
+        operator(config, guards, Operation::MemberPromote, request.force).await?;
     let result =
-        etcd_core::member_promote(config, &request.member, request.dry_run, |view, target| {
-            guard::quorum(
-                Operation::MemberPromote,
-                request.force,
-                view,
-                Subject::Member(target),
-            )
-        })
-        .await?;
+        etcd_core::member_promote(config, &request.member, request.dry_run, &passed).await?;
     Ok(Guarded { result, warnings })
 }
 

@@ -266,20 +266,21 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
     let (result, plan) = match source {
         Source::Point(store, point) => {
             let (result, plan) =
-                restore_to_point(&mut library, store, point, &options, &identities).await?;
+                restore_to_point(&mut library, store, point, &options, &identities, &passed)
+                    .await?;
             (result, Some(plan))
         }
         Source::Snapshot(text) => {
             let from = RestoreSource::Snapshot(text);
             let (name, snapshot) =
                 open_restore_source(&mut library, from, &options, &identities).await?;
-            (restore_snapshot(&name, &snapshot, &library)?, None)
+            (restore_snapshot(&name, &snapshot, &library, &passed)?, None)
         }
         Source::DataDir(dir) => {
             let from = RestoreSource::DataDir(dir);
             let (name, snapshot) =
                 open_restore_source(&mut library, from, &options, &identities).await?;
-            (restore_snapshot(&name, &snapshot, &library)?, None)
+            (restore_snapshot(&name, &snapshot, &library, &passed)?, None)
         }
     };
     let mut warnings: Vec<RestoreWarning> = passed
