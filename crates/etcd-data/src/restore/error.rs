@@ -80,6 +80,10 @@ pub enum RestoreError {
     /// store, a manifest): the caller's error, kept as the source.
     #[error("{0}")]
     Fetch(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The restore's guard refused it (OpenShift's operator owns restores here): the
+    /// guard's error, kept as the source with its hint. Nothing was written.
+    #[error("{0}")]
+    Refused(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Rewriting the db failed.
     #[error("cannot rewrite the db of '{name}': {source}")]
     Rewrite {

@@ -29,7 +29,7 @@ use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 /// stream into a temporary dir beside the target (its SHA-256 computed on the way), checked
 /// there page by page, and rewritten in place with copy-on-write pages: memory stays small
 /// whatever the db's size.
-/// `guard` is asked first: its refusal ([`RestoreError::Fetch`] holding it) writes nothing.
+/// `guard` is asked first: its refusal ([`RestoreError::Refused`] holding it) writes nothing.
 pub fn restore_snapshot(
     name: &str,
     snapshot: &SnapshotFile,
@@ -51,7 +51,7 @@ pub fn restore_with_replay<R: Replay>(
     mut replay: Option<&mut R>,
     guard: &dyn RestoreGuard,
 ) -> Result<RestoreResult<R::Summary>, RestoreError> {
-    guard.check_restore().map_err(RestoreError::Fetch)?;
+    guard.check_restore().map_err(RestoreError::Refused)?;
     let job = Job::new(
         name,
         snapshot,

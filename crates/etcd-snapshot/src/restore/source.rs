@@ -250,7 +250,7 @@ pub async fn restore_to_point(
     identities: &Identities,
     guard: &(dyn RestoreGuard + Sync),
 ) -> Result<(super::RestoreResult, PitrPlan), RestoreError> {
-    guard.check_restore().map_err(RestoreError::Fetch)?;
+    guard.check_restore().map_err(RestoreError::Refused)?;
     let mut opened =
         open_point_in_time(request, store_url, point, store_options, identities).await?;
     let result = super::restore_point_in_time(
