@@ -286,10 +286,16 @@ fn file_option(what: &str) -> Option<OptionId> {
 }
 
 /// An operation's own option (`peer_urls`, `keep_revisions`, `name`): every id but those of
-/// positional arguments (the member, the revision to compact to).
+/// positional arguments (the member, the revision to compact to) and environment variables.
 fn operation_option(name: &'static str) -> Option<OptionId> {
     const POSITIONAL: &[&str] = &["member", "revision"];
-    (!POSITIONAL.contains(&name) && !name.contains('-')).then(|| OptionId::value(name))
+    // An environment variable (`ETCDCTL_DIAL_TIMEOUT`) or a description (`lease ID`) is not
+    // an option either: option ids are snake_case.
+    let option = !POSITIONAL.contains(&name)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    option.then(|| OptionId::value(name))
 }
 
 /// The connection option called `name` (`dial_timeout` or `dial-timeout`), if it is one.
