@@ -45,7 +45,14 @@ pub struct PruneRequest {
     /// deleted and the report says why. Off: "complete" only means the object has the
     /// recorded size.
     pub verify_newest: bool,
+    /// A save's check mode: a backup of this cluster is about to be written, and the rules
+    /// count it (dated now, complete) as that cluster's newest, as the real save's prune will.
+    /// It is never itself in the report.
+    pub planned: Option<MemberId>,
 }
+
+/// The name the rules know a planned backup by (never a real object's name).
+const PLANNED: &str = "(the backup this save would write)";
 
 /// How far in the future a backup's `created_at` may be (clocks differ a little) before it
 /// counts as dated in the future.
@@ -60,6 +67,7 @@ impl Default for PruneRequest {
             dry_run: false,
             protected: Vec::new(),
             verify_newest: false,
+            planned: None,
         }
     }
 }
@@ -228,6 +236,7 @@ fn entry_of(backup: &BackupEntry, kept_by: Vec<String>) -> PruneEntry {
 
 /// Applies the rules to one cluster's backups and adds the live-chain protection.
 fn decide(
+    cluster: MemberId,
     backups: &[&BackupEntry],
     policy: &RetentionPolicy,
     lock: Option<&RunLock>,
@@ -258,7 +267,7 @@ fn decide(
             )],
         ));
     }
-    let items: Vec<RetentionItem> = judged
+    let mut items: Vec<RetentionItem> = judged
         .iter()
         .map(|b| RetentionItem {
             name: b.object.clone(),
@@ -266,6 +275,13 @@ fn decide(
             complete: b.complete,
         })
         .collect();
+    if request.planned == Some(cluster) {
+        items.push(RetentionItem {
+            name: PLANNED.into(),
+            created_at: now,
+            complete: true,
+        });
+    }
     for decision in apply_retention(policy, &items, now)? {
         let Some(backup) = backups.iter().find(|b| b.object == decision.name) else {
             continue;
@@ -348,6 +364,7 @@ pub async fn prune_store(
     }
     for (cluster, backups) in &groups {
         decide(
+            *cluster,
             backups,
             &request.policy,
             locks.get(cluster),

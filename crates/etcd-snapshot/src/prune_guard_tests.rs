@@ -246,3 +246,34 @@ async fn an_orphan_whose_manifest_appears_after_the_listing_is_not_deleted() {
     assert!(report.orphans_deleted.is_empty(), "{report:?}");
     assert!(list_backups(&store).await.unwrap().backups[0].complete);
 }
+
+#[tokio::test]
+async fn a_planned_backup_counts_as_the_newest_as_the_real_saves_prune_will() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let older = publish_full(&store, 1, 10).await;
+    let newer = publish_full(&store, 2, 20).await;
+    let other = publish_full_of(&store, MemberId(0xdef), 1, 10).await;
+    let now = at(3);
+    // keep_last 2 with two backups: nothing goes today, one goes once the save has written.
+    let today = prune_store(&store, &keep_last(2), now).await.unwrap();
+    assert!(today.deleted.is_empty(), "{today:?}");
+    let preview = PruneRequest {
+        dry_run: true,
+        planned: Some(A),
+        ..keep_last(2)
+    };
+    let report = prune_store(&store, &preview, now).await.unwrap();
+    assert_eq!(objects(&report.deleted), [older.as_str()], "{report:?}");
+    // The planned backup is never in the report, and another cluster's are judged alone.
+    assert!(
+        report
+            .kept
+            .iter()
+            .all(|e| e.object == newer || e.object == other)
+    );
+    assert!(
+        names(&store).await.contains(&older),
+        "a dry run deletes nothing"
+    );
+}

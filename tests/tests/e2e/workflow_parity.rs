@@ -117,3 +117,35 @@ fn a_broken_chain_fails_verify_in_the_cli_and_the_shim_alike() {
     assert!(played.stdout.contains("failed=0"), "{played}");
     assert!(played.stdout.contains("ignored=1"), "{played}");
 }
+
+#[test]
+fn check_mode_previews_the_backups_the_saves_retention_then_deletes() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("backups");
+    std::fs::create_dir_all(&store).unwrap();
+    let store_arg = store.display().to_string();
+    for _ in 0..2 {
+        let saved = crate::run(&cluster, &["snapshot", "save", &store_arg, "-q"]);
+        saved.expect_code(0);
+    }
+    // keep_last 2 and two backups: a save keeps its new one and the newer old one.
+    let collection = Collection::install();
+    let save = json!({"endpoints": cluster.client_urls(), "dest": store_arg, "keep_last": 2});
+    let playbook = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "tasks": [
+            {"etcd.core.etcd_snapshot": save, "check_mode": true, "register": "preview"},
+            {"etcd.core.etcd_snapshot": save, "register": "real"},
+            {"ansible.builtin.assert": {"that": [
+                "preview.changed",
+                "preview.pruned | length == 1",
+                "real.pruned | length == 1",
+                "(preview.pruned | map(attribute='object') | list) == (real.pruned | map(attribute='object') | list)",
+            ]}},
+        ],
+    }]);
+    let played = collection.playbook(&playbook.to_string(), LOCAL, &json!({}), &[], &[]);
+    assert_eq!(played.code, 0, "{played}");
+    assert!(played.stdout.contains("failed=0"), "{played}");
+}

@@ -285,24 +285,22 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
     if checked.policy.is_empty() {
         return Ok(preview);
     }
-    let cluster = if request.all_clusters {
-        None
-    } else {
-        match etcd_core::member_list(config).await {
-            Ok(list) => Some(list.cluster_id),
-            Err(e) => {
-                preview.warnings.push(format!(
-                    "what retention would delete is not shown: the cluster ID is unknown ({e})"
-                ));
-                return Ok(preview);
-            }
+    // The cluster the save would back up: its new backup counts for the rules.
+    let saved = match etcd_core::member_list(config).await {
+        Ok(list) => list.cluster_id,
+        Err(e) => {
+            preview.warnings.push(format!(
+                "what retention would delete is not shown: the cluster ID is unknown ({e})"
+            ));
+            return Ok(preview);
         }
     };
     let prune = etcd_snapshot::PruneRequest {
         policy: checked.policy,
-        cluster,
+        cluster: (!request.all_clusters).then_some(saved),
         orphan_grace: request.retention.orphan_grace,
         dry_run: true,
+        planned: Some(saved),
         ..etcd_snapshot::PruneRequest::default()
     };
     match prune_store(&checked.store, &prune, Utc::now()).await {
