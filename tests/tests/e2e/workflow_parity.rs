@@ -149,3 +149,36 @@ fn check_mode_previews_the_backups_the_saves_retention_then_deletes() {
     assert_eq!(played.code, 0, "{played}");
     assert!(played.stdout.contains("failed=0"), "{played}");
 }
+
+#[test]
+fn a_learner_that_has_not_started_is_removed_by_name_and_peer_url_as_present_found_it() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let (peer, _) = cluster.new_member_urls();
+    let collection = Collection::install();
+    let member = |state: &str| {
+        json!({"endpoints": cluster.client_urls(), "name": "m4", "peer_urls": [peer],
+               "learner": true, "state": state})
+    };
+    let playbook = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "tasks": [
+            {"etcd.core.etcd_member": member("present"), "register": "added"},
+            {"etcd.core.etcd_member": member("present"), "register": "again"},
+            {"etcd.core.etcd_member": member("absent"), "register": "removed"},
+            {"etcd.core.etcd_member": member("absent"), "register": "gone"},
+            {"ansible.builtin.assert": {"that": [
+                "added.changed",
+                "not again.changed",
+                "removed.changed",
+                "not gone.changed",
+            ]}},
+        ],
+    }]);
+    let played = collection.playbook(&playbook.to_string(), LOCAL, &json!({}), &[], &[]);
+    assert_eq!(played.code, 0, "{played}");
+    assert!(played.stdout.contains("failed=0"), "{played}");
+    let list = crate::run(&cluster, &["member", "list", "-w", "json"]);
+    list.expect_code(0);
+    assert!(!list.stdout.contains(&peer), "the learner is gone: {list}");
+}

@@ -253,6 +253,23 @@ impl MemberRequest {
     }
 }
 
+/// [`MemberRequest::selector`], except that a name no member has yet falls back to the
+/// request's peer URL: a learner that has not started has no name, and `present` found it by
+/// that URL, so `absent` and `promoted` find it the same way.
+async fn resolved_selector(config: &ClusterConfig, request: &MemberRequest) -> Result<String> {
+    let selector = request.selector()?;
+    let (None, Some(name), Some(peer_url)) =
+        (&request.member, &request.name, request.peer_urls.first())
+    else {
+        return Ok(selector);
+    };
+    let list = etcd_core::member_list(config).await?;
+    if list.members.iter().any(|m| &m.name == name) {
+        return Ok(selector);
+    }
+    Ok(peer_url.clone())
+}
+
 /// The member list before and after a change (after: as it will be, in a dry run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MembersDiff {
@@ -370,7 +387,7 @@ pub async fn apply(
         }
         Wanted::Absent | Wanted::Promoted => {
             let selected = RemoveRequest {
-                member: request.selector()?,
+                member: resolved_selector(config, request).await?,
                 force,
                 dry_run,
             };
