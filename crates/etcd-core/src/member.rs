@@ -51,21 +51,9 @@ pub struct MemberList {
 /// Lists the cluster's members, asking the first endpoint that answers (the next one when an
 /// endpoint fails, see [`ClusterConfig::read_any`]).
 pub async fn member_list(config: &ClusterConfig) -> Result<MemberList> {
-    let response = config
-        .read_any(|client| async move {
-            client
-                .call("member list", |mut c| async move { c.member_list().await })
-                .await
-        })
-        .await?;
-    let header = response.header();
-    let mut members: Vec<Member> = response.members().iter().map(Member::from).collect();
-    members.sort_by_key(|m| m.id);
-    Ok(MemberList {
-        cluster_id: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
-        answered_by: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
-        members,
-    })
+    crate::client::Client::new(config.clone())
+        .member_list()
+        .await
 }
 
 /// The client URLs of every started member, each once, in member order: what `--cluster`

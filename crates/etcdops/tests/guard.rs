@@ -2,34 +2,14 @@
 //! workflows of `etcdops::member` pass it themselves, with `force` as the refusal's hint.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
-use std::time::Duration;
-
 use etcdops::common::{Style, options::FORCE, with_hint};
-use etcdops::core::{ClusterConfig, ConnectionOptions};
+
 use etcdops::guard::{Force, Guards, Operation};
 use etcdops::member::{self, AddRequest, MemberRequest, RemoveRequest, Wanted};
 use etcdops::{Error, hint_of};
 
-/// A host tree holding OpenShift's etcd pod manifest, as a control-plane node has it.
-fn openshift_host() -> tempfile::TempDir {
-    let root = tempfile::tempdir().unwrap();
-    let manifests = root.path().join("etc/kubernetes/manifests");
-    std::fs::create_dir_all(&manifests).unwrap();
-    std::fs::write(manifests.join("etcd-pod.yaml"), "kind: Pod\n").unwrap();
-    root
-}
-
-/// A cluster nobody listens on: the guard must refuse before any connection is tried.
-fn unreachable_cluster() -> ClusterConfig {
-    ConnectionOptions {
-        endpoints: Some(vec!["http://127.0.0.1:1".into()]),
-        dial_timeout: Some(Duration::from_millis(200)),
-        command_timeout: Some(Duration::from_millis(500)),
-        ..Default::default()
-    }
-    .build()
-    .unwrap()
-}
+mod common;
+use common::{openshift_host, unreachable_cluster};
 
 fn assert_operator_refusal(error: &Error, operation: &str) {
     let message = error.to_string();

@@ -7,10 +7,9 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
 use std::path::Path;
-use std::time::Duration;
 
 use etcdops::common::options::FORCE;
-use etcdops::core::{Client, ClusterConfig, ConnectionOptions, Targets};
+use etcdops::core::{Client, Targets};
 use etcdops::guard::{Force, Guards, Operation, Passed};
 use etcdops::snapshot::lib::{
     Identities, PointInTime, RestoreRequest, Unguarded, open_snapshot_file, restore_snapshot,
@@ -19,26 +18,8 @@ use etcdops::snapshot::lib::{
 use etcdops::store::StoreOptions;
 use etcdops::{Error, hint_of};
 
-/// A host tree holding OpenShift's etcd pod manifest, as a control-plane node has it.
-fn openshift_host() -> tempfile::TempDir {
-    let root = tempfile::tempdir().unwrap();
-    let manifests = root.path().join("etc/kubernetes/manifests");
-    std::fs::create_dir_all(&manifests).unwrap();
-    std::fs::write(manifests.join("etcd-pod.yaml"), "kind: Pod\n").unwrap();
-    root
-}
-
-/// A cluster nobody listens on.
-fn unreachable_cluster() -> ClusterConfig {
-    ConnectionOptions {
-        endpoints: Some(vec!["http://127.0.0.1:1".into()]),
-        dial_timeout: Some(Duration::from_millis(200)),
-        command_timeout: Some(Duration::from_millis(500)),
-        ..Default::default()
-    }
-    .build()
-    .unwrap()
-}
+mod common;
+use common::{openshift_host, unreachable_cluster};
 
 async fn passed(host: &Path, operation: Operation, force: bool) -> etcdops::Result<Passed> {
     Guards::on_host(host)
