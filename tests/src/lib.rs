@@ -16,6 +16,7 @@
 mod ansible;
 mod certs;
 mod cli;
+mod compat;
 mod dns;
 mod etcd;
 mod kubelet;
@@ -28,6 +29,7 @@ mod supervised;
 pub use ansible::{Collection, PlaybookRun, ansible_venv, shim_path};
 pub use certs::Certs;
 pub use cli::{Run, args, etcdops, etcdops_path};
+pub use compat::{SideBySide, assert_same_json, assert_same_output, remove_pointer, side_by_side};
 pub use dns::{DnsServer, SrvRecord};
 pub use etcd::{Cluster, EtcdVersion, Member, ROOT_PASSWORD, Security, block_on, spawn_logged};
 pub use kubelet::{

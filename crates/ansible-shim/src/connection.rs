@@ -110,6 +110,7 @@ impl ConnectionArgs {
             discovery_srv_name: self.discovery_srv_name,
             insecure_discovery: self.insecure_discovery,
             dns_server: self.dns_server,
+            ..Default::default()
         };
         // Library errors keep their hint: the module option that fixes them.
         let options = options.or_env()?;

@@ -11,10 +11,23 @@ use anyhow::Result;
 use clap::Parser;
 
 use commands::ExitStatus;
-use flags::{Cli, Command};
+use flags::{Cli, Command, Compat};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args = flags::with_bool_forms(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            // etcdctl exits 1 for bad arguments too; help and --version are not errors.
+            return match (err.use_stderr(), flags::compat_of_raw(&args)) {
+                (false, _) => ExitCode::SUCCESS,
+                (true, Compat::Etcdctl) => ExitCode::from(1),
+                (true, Compat::Etcdops) => ExitCode::from(2),
+            };
+        }
+    };
+    let compat = cli.global.compat();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -23,18 +36,18 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("etcdops: error: cannot start the async runtime: {err}");
-            return ExitStatus::Error.into();
+            return ExitStatus::Error.code(compat);
         }
     };
     let result = runtime.block_on(run(cli));
     // Connections may still be open; do not wait for them.
     runtime.shutdown_background();
     match result {
-        Ok(status) => status.into(),
-        Err(err) if is_broken_pipe(&err) => ExitStatus::Success.into(),
+        Ok(status) => status.code(compat),
+        Err(err) if is_broken_pipe(&err) => ExitStatus::Success.code(compat),
         Err(err) => {
             eprintln!("etcdops: error: {}", one_line(&err));
-            ExitStatus::Error.into()
+            ExitStatus::Error.code(compat)
         }
     }
 }
@@ -78,7 +91,7 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 async fn run(cli: Cli) -> Result<ExitStatus> {
-    let format = cli.global.write_out;
+    let format = cli.global.format();
     if let Command::Platform(command) = &cli.command {
         return commands::platform::run(&cli.global, command, format).await;
     }

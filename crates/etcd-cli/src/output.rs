@@ -21,6 +21,13 @@ pub trait Render: Serialize {
     fn rows(&self) -> Vec<Vec<String>>;
     /// etcdctl-style `-w simple` lines.
     fn simple_lines(&self) -> Vec<String>;
+    /// etcdctl's own `-w json` of this result (`--compat etcdctl`), IDs as hex strings where
+    /// etcdctl's `--hex` makes them so; `None` for a command etcdctl does not have, which
+    /// prints etcdops' JSON.
+    fn etcdctl_json(&self, hex: bool) -> Option<serde_json::Value> {
+        let _ = hex;
+        None
+    }
 }
 
 /// Prints `value` in `format` to stdout.
@@ -30,6 +37,17 @@ pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
         OutputFormat::Json => {
             let json = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
             writeln!(out, "{}", json_safe(json))?;
+        }
+        etcdctl if etcdctl.is_etcdctl_json() => {
+            let hex = format == OutputFormat::EtcdctlJsonHex;
+            match value.etcdctl_json(hex) {
+                // etcdctl prints its JSON on one line.
+                Some(theirs) => writeln!(out, "{}", json_line(&theirs)?)?,
+                None => {
+                    let json = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+                    writeln!(out, "{}", json_safe(json))?;
+                }
+            }
         }
         // Whatever a command put in its cells and lines, no control character reaches the
         // terminal raw; data that must stay on one line (keys, names) is escaped by the
@@ -43,7 +61,7 @@ pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
             }
             writeln!(out, "{table}")?;
         }
-        OutputFormat::Simple => {
+        OutputFormat::Simple | OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex => {
             for line in value.simple_lines() {
                 writeln!(out, "{}", escape(&line, Lines::Keep))?;
             }

@@ -90,6 +90,10 @@ pub struct ConnectionOptions {
     pub insecure_discovery: Option<bool>,
     /// DNS server (`IP` or `IP:PORT`) for SRV lookups instead of the system resolver.
     pub dns_server: Option<String>,
+    /// Interval of HTTP/2 keepalive pings (etcdctl's `--keepalive-time`).
+    pub keepalive_time: Option<Duration>,
+    /// Time a keepalive ping may go unanswered (etcdctl's `--keepalive-timeout`).
+    pub keepalive_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for ConnectionOptions {
@@ -119,6 +123,8 @@ impl fmt::Debug for ConnectionOptions {
             .field("discovery_srv_name", &self.discovery_srv_name)
             .field("insecure_discovery", &self.insecure_discovery)
             .field("dns_server", &self.dns_server)
+            .field("keepalive_time", &self.keepalive_time)
+            .field("keepalive_timeout", &self.keepalive_timeout)
             .finish()
     }
 }
@@ -331,6 +337,16 @@ impl ConnectionOptions {
                 DEFAULT_COMMAND_TIMEOUT,
                 "command_timeout",
             )?,
+            keepalive_time: positive(
+                self.keepalive_time,
+                DEFAULT_KEEPALIVE_TIME,
+                "keepalive_time",
+            )?,
+            keepalive_timeout: positive(
+                self.keepalive_timeout,
+                DEFAULT_KEEPALIVE_TIMEOUT,
+                "keepalive_timeout",
+            )?,
         };
         // Endpoints given explicitly are checked now, so a typo fails before any connection.
         if config.discovery.is_none() {
@@ -474,7 +490,16 @@ pub struct ClusterConfig {
     pub dial_timeout: Duration,
     /// Time allowed for one request.
     pub command_timeout: Duration,
+    /// Interval of HTTP/2 keepalive pings on idle connections.
+    pub keepalive_time: Duration,
+    /// Time a keepalive ping may go unanswered before the connection counts as dead.
+    pub keepalive_timeout: Duration,
 }
+
+/// etcdctl's default `--keepalive-time`.
+pub const DEFAULT_KEEPALIVE_TIME: Duration = Duration::from_secs(30);
+/// etcdctl's default `--keepalive-timeout`.
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for ClusterConfig {
     fn default() -> Self {

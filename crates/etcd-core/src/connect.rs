@@ -202,8 +202,8 @@ impl ClusterConfig {
             .connect_timeout(self.dial_timeout)
             .tcp_nodelay(true)
             .keep_alive_while_idle(true)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_timeout(Duration::from_secs(10));
+            .http2_keep_alive_interval(self.keepalive_time)
+            .keep_alive_timeout(self.keepalive_timeout);
         let context = ErrorContext {
             endpoint,
             operation: "connect",

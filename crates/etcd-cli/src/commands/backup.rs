@@ -79,7 +79,7 @@ async fn run_loop(
         settings: settings(&args.store_flags),
     };
     let printer = LinePrinter {
-        json: matches!(format, OutputFormat::Json),
+        json: format.is_json(),
     };
     backup_run(config, &request, &printer, stop)
         .await

@@ -74,7 +74,7 @@ async fn status(
     )
     .await?;
     print(format, &ReportView(&report))?;
-    if format != OutputFormat::Json && !report.objects.is_empty() {
+    if !format.is_json() && !report.objects.is_empty() {
         println!();
         print(format, &ObjectsView(&report))?;
     }
@@ -464,21 +464,21 @@ async fn get(
     };
     let mut out = BufWriter::new(io::stdout());
     let mut first = true;
-    let summary = k8s_get(config, &request, |value| match format {
-        OutputFormat::Json => {
+    let summary = k8s_get(config, &request, |value| match format.is_json() {
+        true => {
             let sep = if first { "{\"values\":[" } else { "," };
             first = false;
             let json = json_line(&value)?;
             write!(out, "{sep}\n{json}")
         }
-        _ => {
+        false => {
             let sep = if first { "" } else { "\n" };
             first = false;
             write!(out, "{sep}{}", escape(&text_block(&value), Lines::Keep))
         }
     })
     .await?;
-    if format == OutputFormat::Json {
+    if format.is_json() {
         let tail = serde_json::to_string(&summary)?;
         writeln!(out, "\n],{}", &tail[1..])?;
     }

@@ -63,7 +63,7 @@ fn write_kv(
     first: &mut bool,
 ) -> io::Result<()> {
     match format {
-        OutputFormat::Json => {
+        _ if format.is_json() => {
             let sep = if *first { "" } else { "," };
             *first = false;
             json_line(kv).and_then(|json| write!(out, "{sep}\n{json}"))
@@ -92,7 +92,7 @@ pub async fn run_get(
     let mut out = BufWriter::new(io::stdout());
     let mut io_error: Option<io::Error> = None;
     let mut first = true;
-    if format == OutputFormat::Json {
+    if format.is_json() {
         out.write_all(KVS_OPEN.as_bytes())?;
     }
     let result = get_pages(config, &request, |page| {
@@ -108,7 +108,7 @@ pub async fn run_get(
     }
     let summary = result?;
     match format {
-        OutputFormat::Json => {
+        _ if format.is_json() => {
             let tail = serde_json::to_string(&summary)?;
             // Merge the summary's fields into the document.
             writeln!(out, "\n],{}", &tail[1..])?;
@@ -172,12 +172,12 @@ pub async fn run_watch(
     let mut out = BufWriter::new(io::stdout());
     let mut io_error: Option<io::Error> = None;
     let mut first = true;
-    if format == OutputFormat::Json {
+    if format.is_json() {
         write!(out, "{{\"events\":[")?;
     }
     let result = watch(config, &request, &mut |event| {
         let written = match format {
-            OutputFormat::Json => {
+            _ if format.is_json() => {
                 let sep = if first { "" } else { "," };
                 first = false;
                 json_line(&event).and_then(|json| write!(out, "{sep}\n{json}"))
@@ -192,7 +192,7 @@ pub async fn run_watch(
         return Err(e.into());
     }
     let summary = result?;
-    if format == OutputFormat::Json {
+    if format.is_json() {
         writeln!(
             out,
             "\n],\"summary\":{}}}",

@@ -14,6 +14,8 @@ pub mod snapshot;
 
 use std::process::ExitCode;
 
+use crate::flags::Compat;
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitStatus {
@@ -25,17 +27,17 @@ pub enum ExitStatus {
     Error,
 }
 
-impl From<ExitStatus> for ExitCode {
-    fn from(status: ExitStatus) -> Self {
-        match status {
-            ExitStatus::Success => ExitCode::SUCCESS,
-            ExitStatus::Failure => ExitCode::from(1),
-            ExitStatus::Error => ExitCode::from(2),
+impl ExitStatus {
+    /// The process exit code: 0, 1 for a failure, 2 for an error (etcdctl's 1 for both under
+    /// `--compat etcdctl`).
+    pub fn code(self, compat: Compat) -> ExitCode {
+        match (self, compat) {
+            (ExitStatus::Success, _) => ExitCode::SUCCESS,
+            (ExitStatus::Failure, _) | (ExitStatus::Error, Compat::Etcdctl) => ExitCode::from(1),
+            (ExitStatus::Error, Compat::Etcdops) => ExitCode::from(2),
         }
     }
-}
 
-impl ExitStatus {
     /// Success when `ok`, else Failure.
     pub fn from_ok(ok: bool) -> Self {
         if ok { Self::Success } else { Self::Failure }

@@ -1,6 +1,7 @@
 //! `etcdops platform ...`, `--platform auto`, and the host the guards look at. The work is
 //! in etcd-k8s and etcdops; this prints its results.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -25,7 +26,17 @@ fn root(global: &GlobalFlags) -> PathBuf {
 /// The connection options from flags and `ETCDCTL_*`, then (with `--platform auto`) from the
 /// etcd detected on this host for whatever is still unset.
 pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
-    let options = global.connection_options().or_env()?;
+    let mut options = global.connection_options().or_env()?;
+    // `--user NAME` without a password: ask on a terminal, as etcdctl does.
+    let user_only = options.user.as_deref().filter(|u| !u.contains(':'));
+    if let Some(user) = user_only
+        && options.password.is_none()
+        && std::io::stdin().is_terminal()
+    {
+        let password = rpassword::prompt_password(format!("Password of user {user}: "))
+            .context("cannot read the password from the terminal")?;
+        options.password = Some(etcd_core::Secret::new(password));
+    }
     match global.platform {
         None => Ok(options),
         Some(PlatformMode::Auto) => Ok(etcdops::platform::fill_from_host(options, &root(global))?),

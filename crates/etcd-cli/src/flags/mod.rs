@@ -3,10 +3,12 @@
 //! Every connection flag falls back to the `ETCDCTL_*` variable etcdctl reads; the fallback
 //! itself lives in `etcd_core::ConnectionOptions::or_env` so that every front-end agrees.
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use etcd_core::{ConnectionOptions, Secret};
 
 mod access;
@@ -41,10 +43,125 @@ pub enum OutputFormat {
     /// A human-readable table.
     #[default]
     Table,
-    /// One JSON document on stdout, with the documented snake_case schema.
+    /// One JSON document on stdout, with the documented snake_case schema (etcdctl's own
+    /// JSON with `--compat etcdctl`).
     Json,
-    /// Lines in the style of etcdctl's `-w simple`.
+    /// Lines as etcdctl's `-w simple` prints them.
     Simple,
+    /// etcdctl's JSON: `-w json` under `--compat etcdctl` (not a `-w` value of its own).
+    #[value(skip)]
+    EtcdctlJson,
+    /// etcdctl's JSON with IDs as hex strings: `-w json --hex` under `--compat etcdctl`.
+    #[value(skip)]
+    EtcdctlJsonHex,
+}
+
+impl OutputFormat {
+    /// Whether the output is JSON of either schema (no progress bars, no notes on stdout).
+    pub fn is_json(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Json | OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex
+        )
+    }
+
+    /// Whether the output is etcdctl's JSON.
+    pub fn is_etcdctl_json(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex
+        )
+    }
+}
+
+/// `--compat`: whose conventions the output and exit codes follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Compat {
+    /// etcdops' own: `table` by default, the documented JSON schema, exit code 2 for errors.
+    #[default]
+    Etcdops,
+    /// etcdctl's: `simple` by default, etcdctl's JSON (header, camelCase names, base64 keys
+    /// and values, numeric IDs), exit code 1 for every failure. The default when the binary
+    /// is called `etcdctl` (a symlink).
+    Etcdctl,
+}
+
+/// The command line with etcdctl's `--flag=true` and `--flag=false` forms of the switches
+/// clap takes bare (`--prefix`, `--cluster`): `=true` becomes the bare switch, `=false` drops
+/// it. Arguments after `--` are left alone (a `watch -- COMMAND`).
+pub fn with_bool_forms(args: Vec<OsString>) -> Vec<OsString> {
+    let switches = switch_names(&Cli::command());
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = false;
+    for arg in args {
+        if rest || arg == "--" {
+            rest = true;
+            out.push(arg);
+            continue;
+        }
+        let text = arg.to_string_lossy();
+        let form = text
+            .strip_prefix("--")
+            .and_then(|flag| flag.split_once('='))
+            .filter(|(name, _)| switches.contains(*name));
+        match form.map(|(name, value)| (name, value.to_ascii_lowercase())) {
+            Some((name, value)) if value == "true" || value == "1" => {
+                out.push(OsString::from(format!("--{name}")));
+            }
+            Some((_, value)) if value == "false" || value == "0" => {}
+            _ => out.push(arg),
+        }
+    }
+    out
+}
+
+/// The compat mode of a command line clap could not parse (for the exit code of the usage
+/// error): `--compat etcdctl`, `ETCDOPS_COMPAT=etcdctl`, or a binary called `etcdctl`.
+pub fn compat_of_raw(args: &[OsString]) -> Compat {
+    let given = args.windows(2).find_map(|pair| {
+        let (flag, next) = (pair[0].to_string_lossy(), pair[1].to_string_lossy());
+        match flag.strip_prefix("--compat") {
+            Some("") => Some(next.into_owned()),
+            Some(rest) => rest.strip_prefix('=').map(str::to_string),
+            None => None,
+        }
+    });
+    let given = given.or_else(|| std::env::var("ETCDOPS_COMPAT").ok());
+    let called_as_etcdctl = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "etcdctl");
+    match given.as_deref() {
+        Some("etcdctl") => Compat::Etcdctl,
+        Some(_) => Compat::Etcdops,
+        None if called_as_etcdctl => Compat::Etcdctl,
+        None => Compat::Etcdops,
+    }
+}
+
+/// Long names that are bare switches in every command that has them.
+fn switch_names(command: &clap::Command) -> BTreeSet<String> {
+    let mut switches = BTreeSet::new();
+    let mut valued = BTreeSet::new();
+    collect_flags(command, &mut switches, &mut valued);
+    switches.difference(&valued).cloned().collect()
+}
+
+fn collect_flags(
+    command: &clap::Command,
+    switches: &mut BTreeSet<String>,
+    valued: &mut BTreeSet<String>,
+) {
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        match arg.get_action() {
+            ArgAction::SetTrue | ArgAction::SetFalse => switches.insert(long.to_string()),
+            _ => valued.insert(long.to_string()),
+        };
+    }
+    for sub in command.get_subcommands() {
+        collect_flags(sub, switches, valued);
+    }
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -100,9 +217,51 @@ pub struct GlobalFlags {
     /// [env: ETCDOPS_DNS_SERVER]
     #[arg(long, global = true, value_name = "ADDR")]
     pub dns_server: Option<String>,
-    /// Output format
-    #[arg(long, short = 'w', global = true, value_enum, default_value_t)]
-    pub write_out: OutputFormat,
+    /// Output format [env: ETCDCTL_WRITE_OUT] [default: table; simple with --compat etcdctl]
+    #[arg(long, short = 'w', global = true, value_enum, env = "ETCDCTL_WRITE_OUT",
+          hide_env = true, value_name = "FORMAT")]
+    pub write_out: Option<OutputFormat>,
+    /// Whose output and exit codes: etcdops' own, or etcdctl's for scripts written against
+    /// etcdctl (its JSON, `simple` by default, exit code 1) [env: ETCDOPS_COMPAT]
+    /// [default: etcdops; etcdctl when called as `etcdctl`]
+    #[arg(long, global = true, value_enum, env = "ETCDOPS_COMPAT", hide_env = true,
+          value_name = "MODE")]
+    pub compat: Option<Compat>,
+    /// IDs as hex strings in etcdctl's JSON (`--compat etcdctl -w json`), as etcdctl's
+    /// --hex [env: ETCDCTL_HEX]
+    #[arg(long, global = true, env = "ETCDCTL_HEX", hide_env = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub hex: Option<bool>,
+    /// Accepted for etcdctl's scripts; etcdops has no gRPC debug log [env: ETCDCTL_DEBUG]
+    #[arg(long, global = true, env = "ETCDCTL_DEBUG", hide_env = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub debug: Option<bool>,
+    /// Accepted for etcdctl's scripts: etcdops picks plain or TLS transport from the
+    /// endpoint's scheme and the TLS flags [env: ETCDCTL_INSECURE_TRANSPORT]
+    #[arg(long, global = true, env = "ETCDCTL_INSECURE_TRANSPORT", hide_env = true,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_name = "BOOL")]
+    pub insecure_transport: Option<bool>,
+    /// Interval of HTTP/2 keepalive pings, e.g. 30s [env: ETCDCTL_KEEPALIVE_TIME]
+    /// [default: 30s]
+    #[arg(long, global = true, env = "ETCDCTL_KEEPALIVE_TIME", hide_env = true,
+          value_parser = duration, value_name = "DURATION")]
+    pub keepalive_time: Option<Duration>,
+    /// Time a keepalive ping may go unanswered before the connection is closed, e.g. 10s
+    /// [env: ETCDCTL_KEEPALIVE_TIMEOUT] [default: 10s]
+    #[arg(long, global = true, env = "ETCDCTL_KEEPALIVE_TIMEOUT", hide_env = true,
+          value_parser = duration, value_name = "DURATION")]
+    pub keepalive_timeout: Option<Duration>,
+    /// Accepted for etcdctl's scripts: etcdops pages its reads, so no response needs a
+    /// bigger limit [env: ETCDCTL_MAX_RECV_BYTES]
+    #[arg(long, global = true, env = "ETCDCTL_MAX_RECV_BYTES", hide_env = true,
+          value_name = "BYTES")]
+    pub max_recv_bytes: Option<u64>,
+    /// Accepted for etcdctl's scripts: etcdops sends no write requests
+    /// [env: ETCDCTL_MAX_REQUEST_BYTES]
+    #[arg(long, global = true, env = "ETCDCTL_MAX_REQUEST_BYTES", hide_env = true,
+          value_name = "BYTES")]
+    pub max_request_bytes: Option<u64>,
     /// auto: fill unset --endpoints, --cacert, --cert and --key from the etcd found on this
     /// host (kubeadm or OpenShift static pod, or a package's config); flags and ETCDCTL_*
     /// variables still win
@@ -123,6 +282,37 @@ pub enum PlatformMode {
 }
 
 impl GlobalFlags {
+    /// The conventions in force: `--compat`, else etcdctl's when the binary is called
+    /// `etcdctl`, else etcdops' own.
+    pub fn compat(&self) -> Compat {
+        self.compat.unwrap_or_else(|| {
+            let called_as = std::env::args_os().next().unwrap_or_default();
+            let name = std::path::Path::new(&called_as).file_name();
+            if name.is_some_and(|n| n == "etcdctl") {
+                Compat::Etcdctl
+            } else {
+                Compat::Etcdops
+            }
+        })
+    }
+
+    /// The output format in force: `-w` (or `ETCDCTL_WRITE_OUT`), else the compat mode's
+    /// default; `json` under `--compat etcdctl` is etcdctl's JSON.
+    pub fn format(&self) -> OutputFormat {
+        let compat = self.compat();
+        let given = self.write_out.unwrap_or(match compat {
+            Compat::Etcdops => OutputFormat::Table,
+            Compat::Etcdctl => OutputFormat::Simple,
+        });
+        match (compat, given) {
+            (Compat::Etcdctl, OutputFormat::Json) if self.hex == Some(true) => {
+                OutputFormat::EtcdctlJsonHex
+            }
+            (Compat::Etcdctl, OutputFormat::Json) => OutputFormat::EtcdctlJson,
+            (_, format) => format,
+        }
+    }
+
     /// The connection options as given on the command line (environment not yet applied).
     pub fn connection_options(&self) -> ConnectionOptions {
         ConnectionOptions {
@@ -140,6 +330,8 @@ impl GlobalFlags {
             discovery_srv_name: self.discovery_srv_name.clone(),
             insecure_discovery: self.insecure_discovery,
             dns_server: self.dns_server.clone(),
+            keepalive_time: self.keepalive_time,
+            keepalive_timeout: self.keepalive_timeout,
             ..Default::default()
         }
     }
@@ -261,7 +453,7 @@ mod tests {
             before.global.endpoints.unwrap(),
             vec!["a:1".to_string(), "b:2".to_string()]
         );
-        assert_eq!(after.global.write_out, OutputFormat::Json);
+        assert_eq!(after.global.write_out, Some(OutputFormat::Json));
     }
 
     #[test]
@@ -351,11 +543,69 @@ mod tests {
     }
 
     #[test]
+    fn switches_take_etcdctls_bool_forms() {
+        let os = |args: &[&str]| args.iter().map(OsString::from).collect::<Vec<_>>();
+        let args = with_bool_forms(os(&[
+            "etcdops",
+            "get",
+            "/a",
+            "--prefix=true",
+            "--keys-only=false",
+            "--insecure-skip-tls-verify=false",
+            "--",
+            "--prefix=true",
+        ]));
+        assert_eq!(
+            args,
+            os(&[
+                "etcdops",
+                "get",
+                "/a",
+                "--prefix",
+                "--insecure-skip-tls-verify=false",
+                "--",
+                "--prefix=true",
+            ])
+        );
+        let cli = Cli::try_parse_from(with_bool_forms(os(&[
+            "etcdops",
+            "get",
+            "/a",
+            "--prefix=TRUE",
+            "--keys-only=false",
+        ])))
+        .unwrap();
+        let Command::Get(get) = cli.command else {
+            panic!("not get")
+        };
+        assert!(get.prefix && !get.keys_only);
+    }
+
+    #[test]
+    fn compat_decides_the_default_format_and_json_schema() {
+        let ours = parse(&["member", "list"]);
+        assert_eq!(ours.global.format(), OutputFormat::Table);
+        let theirs = parse(&["--compat", "etcdctl", "member", "list"]);
+        assert_eq!(theirs.global.format(), OutputFormat::Simple);
+        let json = parse(&["member", "list", "--compat=etcdctl", "-w", "json"]);
+        assert_eq!(json.global.format(), OutputFormat::EtcdctlJson);
+        let hex = parse(&["member", "list", "--compat=etcdctl", "-w", "json", "--hex"]);
+        assert_eq!(hex.global.format(), OutputFormat::EtcdctlJsonHex);
+        assert_eq!(
+            parse(&["-w", "json", "member", "list"]).global.format(),
+            OutputFormat::Json
+        );
+        assert!(
+            Cli::try_parse_from(["etcdops", "-w", "etcdctl-json", "member", "list"]).is_err()
+        );
+    }
+
+    #[test]
     fn write_out_rejects_unknown_formats() {
         assert!(Cli::try_parse_from(["etcdops", "-w", "yaml", "member", "list"]).is_err());
         assert_eq!(
             parse(&["-w", "simple", "member", "list"]).global.write_out,
-            OutputFormat::Simple
+            Some(OutputFormat::Simple)
         );
     }
 }

@@ -518,7 +518,7 @@ mod tests {
         };
         assert_eq!(args.source, "/tmp/x.db");
         assert!(!args.skip_hash_check);
-        assert_eq!(cli.global.write_out, OutputFormat::Json);
+        assert_eq!(cli.global.write_out, Some(OutputFormat::Json));
         let cli = parse(&[
             "snapshot",
             "status",

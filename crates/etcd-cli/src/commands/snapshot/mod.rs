@@ -198,7 +198,7 @@ fn warn_all(warnings: &[String]) {
 }
 
 fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgress> {
-    BarProgress::for_terminal(what, quiet || format == OutputFormat::Json)
+    BarProgress::for_terminal(what, quiet || format.is_json())
 }
 
 fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
