@@ -53,7 +53,9 @@ fn run_program(program: &std::path::Path, args: Vec<String>, env: &[(&str, &str)
             cmd.env_remove(key);
         }
     }
-    cmd.env("ETCDCTL_API", "3").args(&args).envs(env.iter().copied());
+    cmd.env("ETCDCTL_API", "3")
+        .args(&args)
+        .envs(env.iter().copied());
     let output = cmd.output().expect("run the program");
     Run {
         args,
@@ -79,7 +81,10 @@ pub fn side_by_side(cluster: &Cluster, args: &[&str], env: &[(&str, &str)]) -> S
 /// the exit code. Returns them for further checks.
 pub fn assert_same_output(cluster: &Cluster, args: &[&str]) -> SideBySide {
     let both = side_by_side(cluster, args, &[]);
-    assert_eq!(both.etcdctl.code, both.etcdops.code, "exit codes differ:\n{both}");
+    assert_eq!(
+        both.etcdctl.code, both.etcdops.code,
+        "exit codes differ:\n{both}"
+    );
     assert_eq!(
         both.etcdctl.stdout, both.etcdops.stdout,
         "stdout differs:\n{both}"
@@ -102,17 +107,22 @@ pub fn assert_same_json(
     volatile: &[&str],
 ) -> (serde_json::Value, serde_json::Value) {
     let both = side_by_side(cluster, args, &[]);
-    assert_eq!(both.etcdctl.code, both.etcdops.code, "exit codes differ:\n{both}");
+    assert_eq!(
+        both.etcdctl.code, both.etcdops.code,
+        "exit codes differ:\n{both}"
+    );
     let parse = |run: &Run| -> serde_json::Value {
-        serde_json::from_str(&run.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{both}"))
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{both}"))
     };
     let (mut theirs, mut ours) = (parse(&both.etcdctl), parse(&both.etcdops));
     for pointer in volatile {
         remove_pointer(&mut theirs, pointer);
         remove_pointer(&mut ours, pointer);
     }
-    assert_eq!(theirs, ours, "JSON differs (volatile fields {volatile:?} removed):\n{both}");
+    assert_eq!(
+        theirs, ours,
+        "JSON differs (volatile fields {volatile:?} removed):\n{both}"
+    );
     (parse(&both.etcdctl), parse(&both.etcdops))
 }
 

@@ -88,9 +88,10 @@ pub enum Compat {
 
 /// The command line with etcdctl's `--flag=true` and `--flag=false` forms of the switches
 /// clap takes bare (`--prefix`, `--cluster`): `=true` becomes the bare switch, `=false` drops
-/// it. Arguments after `--` are left alone (a `watch -- COMMAND`).
+/// it. Only the switches of the command the line names count; arguments after `--` (a
+/// `watch -- COMMAND`) are left alone.
 pub fn with_bool_forms(args: Vec<OsString>) -> Vec<OsString> {
-    let switches = switch_names(&Cli::command());
+    let switches = switches_of(&Cli::command(), &args);
     let mut out = Vec::with_capacity(args.len());
     let mut rest = false;
     for arg in args {
@@ -115,6 +116,35 @@ pub fn with_bool_forms(args: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// The long names of the bare switches of the command `args` name (`etcdops get ...`: the
+/// root's and `get`'s).
+fn switches_of(root: &clap::Command, args: &[OsString]) -> BTreeSet<String> {
+    let mut switches = BTreeSet::new();
+    let mut command = root;
+    add_switches(command, &mut switches);
+    for arg in args.iter().skip(1) {
+        let word = arg.to_string_lossy();
+        if word == "--" {
+            break;
+        }
+        if let Some(sub) = command.find_subcommand(word.as_ref()) {
+            command = sub;
+            add_switches(command, &mut switches);
+        }
+    }
+    switches
+}
+
+fn add_switches(command: &clap::Command, switches: &mut BTreeSet<String>) {
+    for arg in command.get_arguments() {
+        if let Some(long) = arg.get_long()
+            && matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse)
+        {
+            switches.insert(long.to_string());
+        }
+    }
+}
+
 /// The compat mode of a command line clap could not parse (for the exit code of the usage
 /// error): `--compat etcdctl`, `ETCDOPS_COMPAT=etcdctl`, or a binary called `etcdctl`.
 pub fn compat_of_raw(args: &[OsString]) -> Compat {
@@ -136,31 +166,6 @@ pub fn compat_of_raw(args: &[OsString]) -> Compat {
         Some(_) => Compat::Etcdops,
         None if called_as_etcdctl => Compat::Etcdctl,
         None => Compat::Etcdops,
-    }
-}
-
-/// Long names that are bare switches in every command that has them.
-fn switch_names(command: &clap::Command) -> BTreeSet<String> {
-    let mut switches = BTreeSet::new();
-    let mut valued = BTreeSet::new();
-    collect_flags(command, &mut switches, &mut valued);
-    switches.difference(&valued).cloned().collect()
-}
-
-fn collect_flags(
-    command: &clap::Command,
-    switches: &mut BTreeSet<String>,
-    valued: &mut BTreeSet<String>,
-) {
-    for arg in command.get_arguments() {
-        let Some(long) = arg.get_long() else { continue };
-        match arg.get_action() {
-            ArgAction::SetTrue | ArgAction::SetFalse => switches.insert(long.to_string()),
-            _ => valued.insert(long.to_string()),
-        };
-    }
-    for sub in command.get_subcommands() {
-        collect_flags(sub, switches, valued);
     }
 }
 
@@ -218,14 +223,27 @@ pub struct GlobalFlags {
     #[arg(long, global = true, value_name = "ADDR")]
     pub dns_server: Option<String>,
     /// Output format [env: ETCDCTL_WRITE_OUT] [default: table; simple with --compat etcdctl]
-    #[arg(long, short = 'w', global = true, value_enum, env = "ETCDCTL_WRITE_OUT",
-          hide_env = true, value_name = "FORMAT")]
+    #[arg(
+        long,
+        short = 'w',
+        global = true,
+        value_enum,
+        env = "ETCDCTL_WRITE_OUT",
+        hide_env = true,
+        value_name = "FORMAT"
+    )]
     pub write_out: Option<OutputFormat>,
     /// Whose output and exit codes: etcdops' own, or etcdctl's for scripts written against
     /// etcdctl (its JSON, `simple` by default, exit code 1) [env: ETCDOPS_COMPAT]
     /// [default: etcdops; etcdctl when called as `etcdctl`]
-    #[arg(long, global = true, value_enum, env = "ETCDOPS_COMPAT", hide_env = true,
-          value_name = "MODE")]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "ETCDOPS_COMPAT",
+        hide_env = true,
+        value_name = "MODE"
+    )]
     pub compat: Option<Compat>,
     /// IDs as hex strings in etcdctl's JSON (`--compat etcdctl -w json`), as etcdctl's
     /// --hex [env: ETCDCTL_HEX]
@@ -254,13 +272,23 @@ pub struct GlobalFlags {
     pub keepalive_timeout: Option<Duration>,
     /// Accepted for etcdctl's scripts: etcdops pages its reads, so no response needs a
     /// bigger limit [env: ETCDCTL_MAX_RECV_BYTES]
-    #[arg(long, global = true, env = "ETCDCTL_MAX_RECV_BYTES", hide_env = true,
-          value_name = "BYTES")]
+    #[arg(
+        long,
+        global = true,
+        env = "ETCDCTL_MAX_RECV_BYTES",
+        hide_env = true,
+        value_name = "BYTES"
+    )]
     pub max_recv_bytes: Option<u64>,
     /// Accepted for etcdctl's scripts: etcdops sends no write requests
     /// [env: ETCDCTL_MAX_REQUEST_BYTES]
-    #[arg(long, global = true, env = "ETCDCTL_MAX_REQUEST_BYTES", hide_env = true,
-          value_name = "BYTES")]
+    #[arg(
+        long,
+        global = true,
+        env = "ETCDCTL_MAX_REQUEST_BYTES",
+        hide_env = true,
+        value_name = "BYTES"
+    )]
     pub max_request_bytes: Option<u64>,
     /// auto: fill unset --endpoints, --cacert, --cert and --key from the etcd found on this
     /// host (kubeadm or OpenShift static pod, or a package's config); flags and ETCDCTL_*
@@ -595,9 +623,7 @@ mod tests {
             parse(&["-w", "json", "member", "list"]).global.format(),
             OutputFormat::Json
         );
-        assert!(
-            Cli::try_parse_from(["etcdops", "-w", "etcdctl-json", "member", "list"]).is_err()
-        );
+        assert!(Cli::try_parse_from(["etcdops", "-w", "etcdctl-json", "member", "list"]).is_err());
     }
 
     #[test]
