@@ -1,6 +1,7 @@
 //! `etcdops`: parses flags, calls the etcd-core libraries, prints the result. Nothing else.
 
 mod commands;
+mod etcdctl;
 mod flags;
 mod output;
 mod progress;

@@ -56,6 +56,7 @@ mod discovery;
 mod endpoint;
 mod error;
 mod guard;
+mod header;
 mod history;
 mod id;
 mod kv;
@@ -94,6 +95,7 @@ pub use etcd_common::parse_duration;
 pub use etcd_common::write_file_atomically;
 pub use etcd_common::{redact_endpoint, redact_urls};
 pub use guard::{Change, ChangeGuard, Unguarded};
+pub use header::ResponseHeader;
 pub use history::{
     EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
 };
