@@ -91,6 +91,13 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// etcdctl's writes are not ours: say so, plainly, before any connection.
+fn refuse_write() -> anyhow::Error {
+    anyhow::anyhow!(
+        "etcdops never writes or deletes keys (put, del, txn, lock, elect, make-mirror), on purpose: that is how Kubernetes clusters get broken; use etcdctl for writes"
+    )
+}
+
 async fn run(cli: Cli) -> Result<ExitStatus> {
     let format = cli.global.format();
     if let Command::Platform(command) = &cli.command {
@@ -98,6 +105,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     }
     if let Command::Pki(command) = &cli.command {
         return commands::pki::run(command, format);
+    }
+    if let Command::Write(_) = &cli.command {
+        return Err(refuse_write());
     }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
     if config.tls.insecure_skip_verify {
@@ -143,5 +153,6 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         // Handled before the connection is built; kept here so the match stays exhaustive.
         Command::Platform(command) => commands::platform::run(&cli.global, command, format).await,
         Command::Pki(command) => commands::pki::run(command, format),
+        Command::Write(_) => Err(refuse_write()),
     }
 }

@@ -80,6 +80,13 @@ fn a_binary_called_etcdctl_speaks_etcdctl() {
     );
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // A write is refused in one line, exit 1, and nothing is written.
+    let (code, _, stderr) = run_as(&link, &["--endpoints", &endpoints, "put", "/w", "v"], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("never writes"), "{stderr}");
+    let written = cluster.etcdctl(&["--endpoints", &endpoints, "get", "/w"]);
+    assert!(written.status.success(), "{written:?}");
+    assert!(written.stdout.is_empty(), "/w was written: {written:?}");
     // Help is not an error.
     let (code, stdout, _) = run_as(&link, &["--help"], &[]);
     assert_eq!(code, 0);

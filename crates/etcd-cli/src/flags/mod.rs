@@ -390,6 +390,7 @@ pub enum Command {
     /// after each and stopping at the first failure. Exit code 1 when it stopped early.
     Defrag(DefragArgs),
     /// Compact the key history up to a revision, or keep the last N revisions.
+    #[command(visible_alias = "compaction")]
     Compact(CompactArgs),
     /// Versions of etcdops and of every member.
     Version,
@@ -424,10 +425,22 @@ pub enum Command {
     /// static etcd pod by parking its manifest.
     #[command(subcommand)]
     Platform(PlatformCommand),
+    /// etcdctl's writes (`put`, `del`, `txn`, `lock`, `elect`, `make-mirror`): refused with
+    /// a clear message, so that a script that writes fails loudly rather than on a usage error.
+    #[command(name = "put", aliases = ["del", "txn", "lock", "elect", "make-mirror"], hide = true)]
+    Write(WriteArgs),
     /// Certificates for a standalone cluster: a small CA, and member certificates (server and
     /// client use, DNS and IP SANs); valid files are kept, keys written 0600 and never printed.
     #[command(subcommand)]
     Pki(crate::commands::pki::PkiCommand),
+}
+
+/// Whatever etcdctl's write commands were given.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// Ignored.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub rest: Vec<String>,
 }
 
 #[cfg(test)]
@@ -607,6 +620,26 @@ mod tests {
             panic!("not get")
         };
         assert!(get.prefix && !get.keys_only);
+    }
+
+    #[test]
+    fn etcdctls_writes_parse_to_the_refusal_and_compaction_is_compact() {
+        for args in [
+            &["put", "/a", "b"][..],
+            &["del", "/a", "--prefix"],
+            &["txn", "-i"],
+            &["lock", "name", "--", "cmd"],
+        ] {
+            assert!(matches!(parse(args).command, Command::Write(_)), "{args:?}");
+        }
+        assert!(matches!(
+            parse(&["compaction", "5", "--physical"]).command,
+            Command::Compact(CompactArgs {
+                revision: Some(5),
+                physical: true,
+                ..
+            })
+        ));
     }
 
     #[test]
