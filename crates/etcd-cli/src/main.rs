@@ -109,6 +109,12 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     if let Command::Write(_) = &cli.command {
         return Err(refuse_write());
     }
+    if let Command::Completion(args) = &cli.command {
+        return commands::completion::run_completion(args);
+    }
+    if let Command::Man(args) = &cli.command {
+        return commands::completion::run_man(args);
+    }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
     if config.tls.insecure_skip_verify {
         eprintln!(
@@ -154,5 +160,11 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Platform(command) => commands::platform::run(&cli.global, command, format).await,
         Command::Pki(command) => commands::pki::run(command, format),
         Command::Write(_) => Err(refuse_write()),
+        Command::Downgrade(command) => {
+            let guards = commands::platform::guards(&cli.global);
+            commands::downgrade::run(&config, &guards, command, format).await
+        }
+        Command::Completion(args) => commands::completion::run_completion(args),
+        Command::Man(args) => commands::completion::run_man(args),
     }
 }

@@ -53,6 +53,7 @@ mod connect;
 #[cfg(test)]
 mod connect_tests;
 mod discovery;
+mod downgrade;
 mod endpoint;
 mod error;
 mod guard;
@@ -86,6 +87,7 @@ pub use config::{
 };
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
+pub use downgrade::{DowngradeAction, DowngradeRequest, DowngradeResult, downgrade};
 pub use endpoint::{
     EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
     endpoint_hashkv, endpoint_health, endpoint_status,

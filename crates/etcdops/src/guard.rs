@@ -34,6 +34,8 @@ pub enum Operation {
     Defrag,
     /// Restoring a snapshot into a data dir.
     SnapshotRestore,
+    /// Enabling a cluster downgrade (OpenShift's operator owns etcd's version).
+    Downgrade,
 }
 
 impl Operation {
@@ -46,6 +48,7 @@ impl Operation {
             Operation::MemberPromote => "member promote",
             Operation::Defrag => "defrag",
             Operation::SnapshotRestore => "snapshot restore",
+            Operation::Downgrade => "downgrade",
         }
     }
 

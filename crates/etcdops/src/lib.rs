@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod downgrade;
 pub mod error;
 pub mod guard;
 pub mod kv;

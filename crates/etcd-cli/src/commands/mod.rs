@@ -3,6 +3,8 @@
 
 pub mod access;
 pub mod backup;
+pub mod completion;
+pub mod downgrade;
 pub mod endpoint;
 pub mod k8s;
 pub mod kv;

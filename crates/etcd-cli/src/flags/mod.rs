@@ -13,6 +13,7 @@ use etcd_core::{ConnectionOptions, Secret};
 
 mod access;
 mod cluster;
+mod downgrade;
 mod k8s;
 mod kv;
 mod platform;
@@ -20,6 +21,7 @@ mod snapshot;
 
 pub use access::*;
 pub use cluster::*;
+pub use downgrade::*;
 pub use k8s::*;
 pub use kv::*;
 pub use platform::*;
@@ -433,6 +435,15 @@ pub enum Command {
     /// client use, DNS and IP SANs); valid files are kept, keys written 0600 and never printed.
     #[command(subcommand)]
     Pki(crate::commands::pki::PkiCommand),
+    /// etcd 3.6's cluster downgrade, as etcdctl 3.6: validate a target version, enable the
+    /// downgrade (guarded: only with a verified backup newer than --max-backup-age, or
+    /// --force), cancel it.
+    #[command(subcommand)]
+    Downgrade(DowngradeCommand),
+    /// Shell completion script for bash, zsh or fish on stdout.
+    Completion(CompletionArgs),
+    /// The manual page (roff) on stdout, or a page per command with --out-dir.
+    Man(ManArgs),
 }
 
 /// Whatever etcdctl's write commands were given.

@@ -1,0 +1,85 @@
+//! Flags of `downgrade validate|enable|cancel` (etcdctl 3.6's), `completion` and `man`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::{IdentityFlags, StoreFlags};
+
+/// `downgrade`: etcd 3.6's cluster downgrade, as etcdctl 3.6 has it.
+#[derive(Debug, Subcommand)]
+pub enum DowngradeCommand {
+    /// Check that the cluster could be downgraded to TARGET_VERSION (e.g. 3.5); changes
+    /// nothing.
+    Validate(DowngradeTarget),
+    /// Start the downgrade to TARGET_VERSION: the cluster version becomes it at once, then
+    /// members are replaced one at a time with binaries of that version. Guarded: only with a
+    /// verified backup of this cluster newer than --max-backup-age in --store, or --force.
+    Enable(DowngradeEnableArgs),
+    /// Cancel the downgrade in progress.
+    Cancel,
+}
+
+/// The target version of `downgrade validate`.
+#[derive(Debug, Args)]
+pub struct DowngradeTarget {
+    /// The version to go down to, one minor version below the cluster's (e.g. 3.5)
+    #[arg(value_name = "TARGET_VERSION")]
+    pub version: String,
+}
+
+/// Arguments of `downgrade enable`.
+#[derive(Debug, Args)]
+pub struct DowngradeEnableArgs {
+    /// The version to go down to, one minor version below the cluster's (e.g. 3.5)
+    #[arg(value_name = "TARGET_VERSION")]
+    pub version: String,
+    /// The store holding this cluster's backups (a URL or a directory, as `snapshot save
+    /// --store`): the newest complete backup of this cluster in it must be newer than
+    /// --max-backup-age and verify
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// How old that backup may be, e.g. 30m, 2h
+    #[arg(long, value_parser = super::duration, default_value = "60m",
+          value_name = "DURATION")]
+    pub max_backup_age: Duration,
+    /// Enable the downgrade without a verified backup (and on a host where OpenShift's
+    /// operator owns etcd), with a warning
+    #[arg(long)]
+    pub force: bool,
+    /// How the store is reached.
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+    /// The identities that decrypt an encrypted backup.
+    #[command(flatten)]
+    pub identity: IdentityFlags,
+}
+
+/// The shells `completion` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// bash (`source <(etcdops completion bash)`, or a file in bash-completion's directory).
+    Bash,
+    /// zsh (`_etcdops`, in a directory of `$fpath`).
+    Zsh,
+    /// fish (`etcdops.fish`, in `~/.config/fish/completions`).
+    Fish,
+}
+
+/// Arguments of `completion`.
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Arguments of `man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write etcdops.1 and a page per command (etcdops-snapshot-save.1, ...) into this
+    /// directory instead of printing etcdops.1 on stdout
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}

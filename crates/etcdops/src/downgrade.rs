@@ -1,0 +1,289 @@
+//! etcd's cluster downgrade (`downgrade validate|enable|cancel`), guarded: a downgrade is
+//! enabled only when a verified backup of this very cluster, newer than a maximum age, is in
+//! the store named (or when forced, with a warning), and only where no OpenShift
+//! cluster-etcd-operator owns etcd's version. Validate changes nothing and cancel goes back
+//! to where the cluster was, so neither is guarded.
+//!
+//! The backup guard reads the store's catalog (the same listing as `snapshot list`), takes
+//! the complete backups whose manifest names this cluster's ID and that were taken within
+//! the maximum age, newest first, and verifies them whole (as `snapshot verify` does) until
+//! one passes.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use etcd_common::{Hint, OptionId, options::FORCE};
+use etcd_core::{Client, DowngradeAction, DowngradeResult, MemberId};
+use etcd_snapshot::{NoProgress, SnapshotError, list_backups, verify_backup};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::guard::{Force, Guards, Operation};
+use crate::snapshot::{IdentitySettings, StoreSettings};
+
+pub use etcd_core::DowngradeRequest as DowngradeCall;
+
+/// The option naming the store that holds the cluster's backups.
+pub const STORE: OptionId = OptionId::value("store");
+/// The option that sets how old the newest verified backup may be.
+pub const MAX_BACKUP_AGE: OptionId = OptionId::value("max_backup_age");
+/// How old the newest verified backup may be by default: one hour.
+pub const DEFAULT_MAX_BACKUP_AGE: Duration = Duration::from_secs(3600);
+
+/// A downgrade request and what its guard needs.
+#[derive(Debug, Clone)]
+pub struct DowngradeRequest {
+    /// The action and its target version.
+    pub call: DowngradeCall,
+    /// Go past the guards (no verified backup, OpenShift's operator), with a warning.
+    pub force: Force,
+    /// The store that holds this cluster's backups (a URL or a directory), for `enable`.
+    pub store: Option<String>,
+    /// How old the newest verified backup may be.
+    pub max_backup_age: Duration,
+    /// How the store is reached.
+    pub store_settings: StoreSettings,
+    /// The identities that decrypt an encrypted backup.
+    pub identity: IdentitySettings,
+}
+
+impl DowngradeRequest {
+    /// The request `call`, unforced, with no store and the default maximum backup age.
+    pub fn new(call: DowngradeCall) -> DowngradeRequest {
+        DowngradeRequest {
+            call,
+            force: Force::default(),
+            store: None,
+            max_backup_age: DEFAULT_MAX_BACKUP_AGE,
+            store_settings: StoreSettings::default(),
+            identity: IdentitySettings::default(),
+        }
+    }
+
+    /// The store that holds this cluster's backups.
+    pub fn store(mut self, store: impl Into<String>) -> DowngradeRequest {
+        self.store = Some(store.into());
+        self
+    }
+
+    /// How old the newest verified backup may be.
+    pub fn max_backup_age(mut self, age: Duration) -> DowngradeRequest {
+        self.max_backup_age = age;
+        self
+    }
+
+    /// Go past the guards (`true`), with a warning.
+    pub fn force(mut self, force: bool) -> DowngradeRequest {
+        self.force = Force(force);
+        self
+    }
+}
+
+/// The verified backup that let a downgrade through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackupEvidence {
+    /// The store it is in.
+    pub store: String,
+    /// Its object name in the store.
+    pub object: String,
+    /// When its snapshot was taken.
+    pub created_at: DateTime<Utc>,
+    /// Its age when checked, in seconds.
+    pub age_seconds: u64,
+    /// The revision it holds (at least).
+    pub revision: i64,
+}
+
+/// What a downgrade request did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Downgraded {
+    /// etcd's answer.
+    #[serde(flatten)]
+    pub result: DowngradeResult,
+    /// The verified backup the guard found (enable only, unless forced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupEvidence>,
+    /// What was forced through, one line each.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// Runs a downgrade request; `enable` only after its guards let it through (see the module).
+pub async fn downgrade(
+    client: &Client,
+    guards: &Guards,
+    request: &DowngradeRequest,
+) -> Result<Downgraded> {
+    let mut warnings = Vec::new();
+    let mut backup = None;
+    if request.call.action == DowngradeAction::Enable {
+        let passed = guards
+            .check(Operation::Downgrade, request.force, Some(client.config()))
+            .await?;
+        warnings.extend(passed.warning());
+        if request.force.0 {
+            warnings.push(format!(
+                "forced: downgrade enable without checking for a verified backup newer than {}",
+                words(request.max_backup_age)
+            ));
+        } else {
+            backup = Some(verified_backup(client, request).await?);
+        }
+    }
+    let result = client.downgrade(&request.call).await?;
+    Ok(Downgraded {
+        result,
+        backup,
+        warnings,
+    })
+}
+
+/// The newest complete backup of this cluster in the request's store, taken within the
+/// maximum age, that verifies; refuses when there is none.
+async fn verified_backup(client: &Client, request: &DowngradeRequest) -> Result<BackupEvidence> {
+    let max_age = request.max_backup_age;
+    let Some(store_url) = request.store.as_deref() else {
+        return Err(refused(
+            format!(
+                "a downgrade is enabled only with a verified backup of this cluster newer than {}: name the store that holds one, or force it",
+                words(max_age)
+            ),
+            Hint::any_of(&[STORE, FORCE]),
+        ));
+    };
+    let cluster = client.member_list().await?.cluster_id;
+    let store = request.store_settings.open(store_url)?;
+    let catalog = list_backups(&store).await?;
+    let now = Utc::now();
+    let mut ours: Vec<_> = catalog
+        .backups
+        .iter()
+        .filter(|b| b.complete && b.manifest.cluster_id == cluster)
+        .collect();
+    ours.sort_by_key(|b| std::cmp::Reverse(b.manifest.created_at));
+    let Some(newest) = ours.first() else {
+        return Err(refused(
+            format!(
+                "{} holds no complete backup of cluster {cluster}: take a backup first (a downgrade is enabled only with a verified backup newer than {}), or force it",
+                store.url(),
+                words(max_age)
+            ),
+            Hint::option(FORCE),
+        ));
+    };
+    let age_of = |at: DateTime<Utc>| (now - at).to_std().unwrap_or_default();
+    let fresh: Vec<_> = ours
+        .iter()
+        .filter(|b| age_of(b.manifest.created_at) <= max_age)
+        .collect();
+    if fresh.is_empty() {
+        return Err(stale(
+            store.url(),
+            cluster,
+            &newest.object,
+            age_of(newest.manifest.created_at),
+            max_age,
+        ));
+    }
+    let (identities, _) = request.identity.identities()?;
+    let mut failures = Vec::new();
+    for backup in fresh {
+        match verify_backup(&store, &backup.object, &identities, &NoProgress).await {
+            Ok(_) => {
+                return Ok(BackupEvidence {
+                    store: store.url().to_string(),
+                    object: backup.object.clone(),
+                    created_at: backup.manifest.created_at,
+                    age_seconds: age_of(backup.manifest.created_at).as_secs(),
+                    revision: backup.manifest.revision,
+                });
+            }
+            Err(SnapshotError::VerifyFailed { reason, .. }) => {
+                failures.push(format!("{}: {reason}", backup.object));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(refused(
+        format!(
+            "no backup of cluster {cluster} newer than {} in {} verifies ({}): take a new backup, or force it",
+            words(max_age),
+            store.url(),
+            failures.join("; ")
+        ),
+        Hint::option(FORCE),
+    ))
+}
+
+fn stale(store: &str, cluster: MemberId, object: &str, age: Duration, max: Duration) -> Error {
+    refused(
+        format!(
+            "the newest backup of cluster {cluster} in {store} ({object}) is {} old, older than the {} allowed: take a new backup first, allow an older one, or force it",
+            words(age),
+            words(max)
+        ),
+        Hint::any_of(&[MAX_BACKUP_AGE, FORCE]),
+    )
+}
+
+fn refused(reason: String, hint: Hint) -> Error {
+    Error::Refused { reason, hint }
+}
+
+/// A duration in words as the duration options take it: `1h30m`, `45m`, `20s`.
+fn words(duration: Duration) -> String {
+    let total = duration.as_secs();
+    let (d, h, m, s) = (
+        total / 86400,
+        total % 86400 / 3600,
+        total % 3600 / 60,
+        total % 60,
+    );
+    let mut out = String::new();
+    for (value, unit) in [(d, "d"), (h, "h"), (m, "m"), (s, "s")] {
+        if value > 0 {
+            out.push_str(&format!("{value}{unit}"));
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_the_options_take_them() {
+        assert_eq!(words(Duration::from_secs(3600)), "1h");
+        assert_eq!(words(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(words(Duration::from_secs(86400 + 61)), "1d1m1s");
+        assert_eq!(words(Duration::ZERO), "0s");
+        for d in [5400, 61, 86400 + 7] {
+            let text = words(Duration::from_secs(d));
+            assert_eq!(
+                etcd_common::parse_duration(&text).unwrap(),
+                Duration::from_secs(d),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stale_backup_names_its_age_and_what_gets_past_it() {
+        let err = stale(
+            "file:///b",
+            MemberId(0xabc),
+            "etcd-abc/x.db",
+            Duration::from_secs(7200),
+            DEFAULT_MAX_BACKUP_AGE,
+        );
+        let text = err.to_string();
+        assert!(text.contains("2h old, older than the 1h allowed"), "{text}");
+        assert!(
+            !text.contains("--"),
+            "no CLI spelling in a library message: {text}"
+        );
+        let hint = crate::hint_of(&err).unwrap();
+        assert_eq!(hint.options, vec![MAX_BACKUP_AGE, FORCE]);
+    }
+}
