@@ -83,3 +83,81 @@ pub struct ManArgs {
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::flags::{Cli, Command, with_bool_forms};
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let line = std::iter::once("etcdops")
+            .chain(args.iter().copied())
+            .map(Into::into)
+            .collect();
+        Cli::try_parse_from(with_bool_forms(line))
+    }
+
+    fn enable(args: &[&str]) -> DowngradeEnableArgs {
+        match parse(args).unwrap().command {
+            Command::Downgrade(DowngradeCommand::Enable(args)) => args,
+            other => panic!("not downgrade enable: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn enable_takes_the_target_a_store_an_age_and_force() {
+        let args = enable(&["downgrade", "enable", "3.5"]);
+        assert_eq!(args.version, "3.5");
+        assert_eq!(
+            args.max_backup_age,
+            Duration::from_secs(3600),
+            "default 60m"
+        );
+        assert!(args.store.is_none() && !args.force);
+        let args = enable(&[
+            "downgrade",
+            "enable",
+            "3.5",
+            "--store",
+            "s3://b/etcd",
+            "--max-backup-age=2h30m",
+            "--force=true",
+            "--s3-region",
+            "eu-west-1",
+        ]);
+        assert_eq!(args.store.as_deref(), Some("s3://b/etcd"));
+        assert_eq!(args.max_backup_age, Duration::from_secs(9000));
+        assert!(args.force);
+        assert_eq!(args.store_flags.s3_region.as_deref(), Some("eu-west-1"));
+        assert!(!enable(&["downgrade", "enable", "3.5", "--force=false"]).force);
+        assert!(parse(&["downgrade", "enable", "3.5", "--max-backup-age", "soon"]).is_err());
+        assert!(
+            parse(&["downgrade", "enable"]).is_err(),
+            "the target is required"
+        );
+    }
+
+    #[test]
+    fn validate_takes_the_target_cancel_takes_none_completion_a_shell() {
+        let Command::Downgrade(DowngradeCommand::Validate(target)) =
+            parse(&["downgrade", "validate", "3.5", "-w", "json"])
+                .unwrap()
+                .command
+        else {
+            panic!("not validate")
+        };
+        assert_eq!(target.version, "3.5");
+        assert!(parse(&["downgrade", "cancel", "3.5"]).is_err());
+        let Command::Completion(args) = parse(&["completion", "zsh"]).unwrap().command else {
+            panic!("not completion")
+        };
+        assert_eq!(args.shell, Shell::Zsh);
+        assert!(parse(&["completion", "powershell"]).is_err());
+        let Command::Man(args) = parse(&["man", "--out-dir", "/tmp/m"]).unwrap().command else {
+            panic!("not man")
+        };
+        assert_eq!(args.out_dir, Some(PathBuf::from("/tmp/m")));
+    }
+}
