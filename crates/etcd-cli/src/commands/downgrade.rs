@@ -2,7 +2,7 @@
 //! workflow `etcdops::downgrade` (enable only with a verified recent backup, or --force).
 
 use anyhow::Result;
-use etcd_core::{Client, ClusterConfig, DowngradeAction};
+use etcd_core::{Client, ClusterConfig};
 use etcdops::downgrade::{DowngradeCall, DowngradeRequest, Downgraded, downgrade};
 use etcdops::guard::Guards;
 use etcdops::snapshot::IdentitySettings;
@@ -77,11 +77,7 @@ impl Render for DowngradeView {
     /// etcdctl 3.6's lines: `Downgrade validate success, cluster version 3.6`.
     fn simple_lines(&self) -> Vec<String> {
         let result = &self.0.result;
-        let action = match result.action {
-            DowngradeAction::Validate => "validate",
-            DowngradeAction::Enable => "enable",
-            DowngradeAction::Cancel => "cancel",
-        };
+        let action = result.action.word();
         vec![format!(
             "Downgrade {action} success, cluster version {}",
             plain(&result.cluster_version)
@@ -102,7 +98,7 @@ impl Render for DowngradeView {
 
 #[cfg(test)]
 mod tests {
-    use etcd_core::{DowngradeResult, ResponseHeader};
+    use etcd_core::{DowngradeAction, DowngradeResult, ResponseHeader};
 
     use super::*;
 
