@@ -139,8 +139,9 @@ impl Client {
     /// minor version below the cluster's, a downgrade already in progress, none to cancel)
     /// are passed on in its words, with what they mean.
     ///
-    /// etcd 3.5 applies `enable` and `cancel` but never answers them (its applier returns no
-    /// result to the waiting request): against 3.5 the request is given a moment, then its
+    /// etcd 3.5 (3.5.1 at least) applies `enable` and `cancel` but never answers them (its
+    /// applier hands no result to the waiting request): against 3.5 the request is given
+    /// a second to answer (a 3.5 that does answer is taken at its word), then its
     /// effect is checked with `validate` until the command timeout, and the result is the
     /// checked one.
     pub async fn downgrade(&self, request: &DowngradeRequest) -> Result<DowngradeResult> {
