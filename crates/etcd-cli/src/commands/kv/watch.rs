@@ -35,7 +35,9 @@ impl Printer<'_> {
     fn batch(&mut self, batch: &WatchBatch) -> io::Result<()> {
         let revision = batch.header.revision;
         let format = self.format;
-        if batch.progress_notify && !(format.is_json() && !format.is_etcdctl_json()) {
+        // etcdctl's line, before the response (in its JSON too); our JSON has its own.
+        let ours_json = format == OutputFormat::Json;
+        if batch.progress_notify && !ours_json {
             writeln!(self.out, "progress notify: {revision}")?;
         }
         self.redacted += batch
