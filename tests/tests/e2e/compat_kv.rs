@@ -565,6 +565,15 @@ fn watch_runs_a_command_per_event_with_etcdctls_variables() {
         "command [\"false\"] error (exit status 1)\n"
     );
     assert_eq!(theirs.stderr, ours.stderr);
+    // `watch -- COMMAND` with the key in ETCDCTL_WATCH_KEY.
+    let (theirs, ours) = both_env(
+        &cluster,
+        &["watch", "--rev", &rev, "--", "false"],
+        &[("ETCDCTL_WATCH_KEY", "/w/z")],
+    );
+    assert_eq!((theirs.code, ours.code), (1, 1), "{theirs}\n{ours}");
+    assert_eq!(theirs.stdout, ours.stdout);
+    assert_eq!(theirs.stdout, b"PUT\n/w/z\nend\n");
 }
 
 #[test]
