@@ -327,7 +327,8 @@ pub struct WatchRequest {
 pub struct WatchSummary {
     /// Events delivered.
     pub events: u64,
-    /// `until_revision` or `timeout`.
+    /// `until_revision` or `timeout` (a front-end that stops the watch itself may say
+    /// `interrupted`).
     pub ended_by: &'static str,
 }
 

@@ -353,22 +353,37 @@ impl Live {
         &self.stdout
     }
 
-    /// Sends `signal` and waits for the exit code (-1: killed by the signal).
-    fn stop(mut self, signal: &str) -> i32 {
-        let pid = self.child.id().to_string();
+    /// Sends `signal`, waits for the exit and returns its code (-1: killed by the signal)
+    /// and the whole output.
+    fn finish(self, signal: &str) -> (i32, Vec<u8>) {
+        let Live {
+            mut child,
+            chunks,
+            mut stdout,
+        } = self;
+        let pid = child.id().to_string();
         Command::new("kill")
             .args([signal, &pid])
             .status()
             .expect("kill");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(self.child.wait());
+            let _ = tx.send(child.wait());
         });
         let status = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the watch ends on the signal")
             .expect("wait");
-        status.code().unwrap_or(-1)
+        // The rest of the output, until the reader sees its end.
+        while let Ok(chunk) = chunks.recv_timeout(Duration::from_secs(10)) {
+            stdout.extend(chunk);
+        }
+        (status.code().unwrap_or(-1), stdout)
+    }
+
+    /// Sends `signal` and waits for the exit code (-1: killed by the signal).
+    fn stop(self, signal: &str) -> i32 {
+        self.finish(signal).0
     }
 }
 
@@ -507,6 +522,34 @@ fn watch_json_is_one_etcdctl_object_per_response() {
         })
         .collect();
     assert_eq!(kinds[3], ("\"delete\"".into(), "\"/w/a\"".into()));
+
+    // A bounded watch's document is closed when it is interrupted: still one JSON document.
+    let mut live = Live::start(
+        &etcdops_path(),
+        &[
+            "--compat",
+            "etcdops",
+            "--endpoints",
+            &endpoints,
+            "watch",
+            "/w/",
+            "--prefix",
+            "--rev",
+            &rev,
+            "--timeout",
+            "5m",
+            "-w",
+            "json",
+        ],
+        &[],
+    );
+    live.until(|out| String::from_utf8_lossy(out).matches("\"kind\"").count() >= 5);
+    let (code, out) = live.finish("-INT");
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(doc["events"].as_array().unwrap().len(), 5, "{doc}");
+    assert_eq!(doc["summary"]["ended_by"], "interrupted");
+    assert_eq!(doc["summary"]["events"], 5);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::io::{self, BufWriter, Stdout, Write};
 use anyhow::Result;
 use etcd_core::{
     ClusterConfig, EventKind, KeyEvent, KeyValueView, WatchBatch, WatchBound, WatchRequest,
-    watch_batches,
+    WatchSummary, watch_batches,
 };
 
 use super::{Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, stop, value_bytes};
@@ -26,6 +26,8 @@ struct Printer<'a> {
     first: bool,
     command: &'a [String],
     redacted: u64,
+    /// Events printed.
+    events: u64,
     io_error: Option<io::Error>,
     /// etcdctl's message when the command of `-- COMMAND` failed.
     command_failed: Option<String>,
@@ -40,6 +42,7 @@ impl Printer<'_> {
         if batch.progress_notify && !ours_json {
             writeln!(self.out, "progress notify: {revision}")?;
         }
+        self.events += batch.events.len() as u64;
         self.redacted += batch
             .events
             .iter()
@@ -314,6 +317,7 @@ pub async fn run_watch(
         first: true,
         command: &args.command,
         redacted: 0,
+        events: 0,
         io_error: None,
         command_failed: None,
     };
@@ -348,19 +352,20 @@ pub async fn run_watch(
         eprintln!("{}", text(&message, etcd_core::Encoding::Text));
         return Ok(ExitStatus::Failure);
     }
-    match result {
-        // Interrupted: what was printed stands; a clean end.
-        None => {}
-        Some(result) => {
-            let summary = result?;
-            if document {
-                writeln!(
-                    printer.out,
-                    "\n],\"summary\":{}}}",
-                    serde_json::to_string(&summary)?
-                )?;
-            }
-        }
+    let summary = match result {
+        // Interrupted: what was printed stands, and the document is closed; a clean end.
+        None => WatchSummary {
+            events: printer.events,
+            ended_by: "interrupted",
+        },
+        Some(result) => result?,
+    };
+    if document {
+        writeln!(
+            printer.out,
+            "\n],\"summary\":{}}}",
+            serde_json::to_string(&summary)?
+        )?;
     }
     printer.out.flush()?;
     note_redacted(printer.redacted, format);
