@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
 use etcd_common::{Hint, OptionId};
 
 /// Read every key from the given one on.
@@ -65,6 +66,19 @@ pub fn show_value(key: &[u8], value: &[u8], show_secrets: bool) -> (String, Enco
     }
 }
 
+/// The exact bytes behind a shown key-value pair, for output that must equal etcdctl's byte
+/// for byte (raw to a pipe, base64 in its JSON). Never serialized.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KvBytes {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value; `None` when it was not read (keys only) or is redacted (a Kubernetes
+    /// Secret without `show_secrets`).
+    pub value: Option<Vec<u8>>,
+    /// The lease ID (0: none).
+    pub lease: i64,
+}
+
 /// One key-value pair as shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeyValueView {
@@ -86,10 +100,13 @@ pub struct KeyValueView {
     pub version: i64,
     /// Lease ID (hex), or `None`.
     pub lease: Option<String>,
+    /// The exact bytes of the key and value.
+    #[serde(skip)]
+    pub bytes: KvBytes,
 }
 
 impl KeyValueView {
-    fn from_kv(kv: &etcd_client::KeyValue, keys_only: bool, show_secrets: bool) -> Self {
+    pub(crate) fn from_kv(kv: &etcd_client::KeyValue, keys_only: bool, show_secrets: bool) -> Self {
         let (key, key_encoding) = encode_bytes(kv.key());
         let (value, value_encoding) = if keys_only {
             (None, None)
@@ -100,13 +117,21 @@ impl KeyValueView {
         KeyValueView {
             key,
             key_encoding,
-            value,
-            value_encoding,
             value_size: kv.value().len(),
             create_revision: kv.create_revision(),
             mod_revision: kv.mod_revision(),
             version: kv.version(),
             lease: (kv.lease() != 0).then(|| format!("{:x}", kv.lease())),
+            bytes: KvBytes {
+                key: kv.key().to_vec(),
+                value: match value_encoding {
+                    None | Some(Encoding::Redacted) => None,
+                    Some(_) => Some(kv.value().to_vec()),
+                },
+                lease: kv.lease(),
+            },
+            value,
+            value_encoding,
         }
     }
 }
@@ -150,6 +175,9 @@ pub struct GetRequest {
     pub sort: Option<(SortBy, bool)>,
     /// Show Kubernetes Secrets' values.
     pub show_secrets: bool,
+    /// Serializable reads (etcdctl's `--consistency s`): the member answers from its own
+    /// store without a quorum round; possibly stale.
+    pub serializable: bool,
     /// Keys per page; 0 adapts the page size to the data (about 4 MiB per page).
     pub page_size: i64,
 }
@@ -157,6 +185,8 @@ pub struct GetRequest {
 /// What a `get` returned overall.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GetSummary {
+    /// The header of the first response (who answered, at which revision and term).
+    pub header: Option<ResponseHeader>,
     /// The revision every page was read at.
     pub revision: i64,
     /// Keys in the range at that revision.
@@ -197,23 +227,37 @@ pub async fn get_pages(
     request: &GetRequest,
     mut on_page: impl FnMut(Vec<KeyValueView>) -> Result<()>,
 ) -> Result<GetSummary> {
-    if request.key.is_empty() && !request.from_key {
+    get_stream(config, request, |_, page| on_page(page)).await
+}
+
+/// [`get_pages`] with the header of the first response beside every page, for output that
+/// starts with it (etcdctl's JSON) and still streams.
+pub async fn get_stream(
+    config: &ClusterConfig,
+    request: &GetRequest,
+    mut on_page: impl FnMut(&ResponseHeader, Vec<KeyValueView>) -> Result<()>,
+) -> Result<GetSummary> {
+    if request.key.is_empty() && !request.from_key && !request.prefix {
         return Err(Error::InvalidRequest {
             what: "key",
             reason: "give a key, or read from the key on with an empty key for every key".into(),
             hint: Hint::option(FROM_KEY),
         });
     }
-    let range_end: Option<Vec<u8>> = if request.prefix {
-        Some(prefix_end(&request.key))
+    // etcd refuses an empty key: every key is the range from "\0" on, as etcdctl asks.
+    let (start, range_end): (Vec<u8>, Option<Vec<u8>>) = if request.key.is_empty() {
+        (vec![0], Some(vec![0]))
+    } else if request.prefix {
+        (request.key.clone(), Some(prefix_end(&request.key)))
     } else if request.from_key {
-        Some(vec![0])
+        (request.key.clone(), Some(vec![0]))
     } else {
-        request.range_end.clone()
+        (request.key.clone(), request.range_end.clone())
     };
     let read = Read {
         config,
         request,
+        start,
         range_end,
     };
 
@@ -221,6 +265,7 @@ pub async fn get_pages(
         let options = read.base(request.revision).with_count_only();
         let (_, response) = read.first(options).await?;
         return Ok(GetSummary {
+            header: ResponseHeader::of(response.header()),
             revision: response.header().map(|h| h.revision()).unwrap_or_default(),
             count: response.count(),
             returned: 0,
@@ -239,8 +284,13 @@ pub async fn get_pages(
 struct Read<'a> {
     config: &'a ClusterConfig,
     request: &'a GetRequest,
+    /// The first key of the range.
+    start: Vec<u8>,
     range_end: Option<Vec<u8>>,
 }
+
+/// What a page goes to: the first response's header and the page.
+type OnPage<'f> = dyn FnMut(&ResponseHeader, Vec<KeyValueView>) -> Result<()> + 'f;
 
 impl Read<'_> {
     /// The options of every request of this read, at `revision`.
@@ -251,6 +301,9 @@ impl Read<'_> {
         }
         if self.request.keys_only {
             options = options.with_keys_only();
+        }
+        if self.request.serializable {
+            options = options.with_serializable();
         }
         options
     }
@@ -263,7 +316,7 @@ impl Read<'_> {
     ) -> Result<(EndpointClient, etcd_client::GetResponse)> {
         self.config
             .read_any(move |client| {
-                let (key, options) = (self.request.key.clone(), options.clone());
+                let (key, options) = (self.start.clone(), options.clone());
                 async move {
                     let response = fetch(&client, key, options).await?;
                     Ok((client, response))
@@ -279,10 +332,7 @@ impl Read<'_> {
     }
 
     /// A sorted read, or one key: a single request, sorted by etcd.
-    async fn one_page(
-        &self,
-        on_page: &mut impl FnMut(Vec<KeyValueView>) -> Result<()>,
-    ) -> Result<GetSummary> {
+    async fn one_page(&self, on_page: &mut OnPage<'_>) -> Result<GetSummary> {
         let request = self.request;
         let mut options = self.base(request.revision);
         if let Some((by, ascending)) = request.sort {
@@ -299,8 +349,10 @@ impl Read<'_> {
         let (_, response) = self.first(options).await?;
         let page = self.views(response.kvs());
         let returned = page.len() as u64;
-        on_page(page)?;
+        let header = ResponseHeader::of(response.header());
+        on_page(&header.unwrap_or_default(), page)?;
         Ok(GetSummary {
+            header,
             revision: response.header().map(|h| h.revision()).unwrap_or_default(),
             count: response.count(),
             returned,
@@ -314,10 +366,7 @@ impl Read<'_> {
     /// request), so few large pages are much faster than many small ones, while the bytes per
     /// page stay near PAGE_BYTES whatever the value sizes. The next page is requested before
     /// the current one is handed over, so etcd's work overlaps ours.
-    async fn paged(
-        &self,
-        on_page: &mut impl FnMut(Vec<KeyValueView>) -> Result<()>,
-    ) -> Result<GetSummary> {
+    async fn paged(&self, on_page: &mut OnPage<'_>) -> Result<GetSummary> {
         let request = self.request;
         let adaptive = request.page_size <= 0;
         let mut page_size = if !adaptive {
@@ -353,6 +402,7 @@ impl Read<'_> {
                 })?
             };
         let mut revision = request.revision;
+        let header = ResponseHeader::of(first.header());
         let mut returned: u64 = 0;
         let mut count: Option<i64> = None;
         let mut pending = Some(tokio::spawn(std::future::ready(Ok(first))));
@@ -382,9 +432,10 @@ impl Read<'_> {
                         .with_limit(limit_for(returned, page_size)),
                 ));
             }
-            on_page(self.views(kvs))?;
+            on_page(&header.unwrap_or_default(), self.views(kvs))?;
             if pending.is_none() {
                 return Ok(GetSummary {
+                    header,
                     revision,
                     count: count.unwrap_or_default(),
                     returned,
@@ -393,6 +444,7 @@ impl Read<'_> {
             }
         }
         Ok(GetSummary {
+            header,
             revision,
             count: count.unwrap_or_default(),
             returned,

@@ -69,6 +69,7 @@ mod pki;
 mod server_config;
 mod snapshot;
 mod tls;
+mod watch;
 
 pub use auth::{
     AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
@@ -98,13 +99,11 @@ pub use etcd_common::write_file_atomically;
 pub use etcd_common::{redact_endpoint, redact_urls};
 pub use guard::{Change, ChangeGuard, Unguarded};
 pub use header::ResponseHeader;
-pub use history::{
-    EventKind, KeyEvent, KeyHistory, WatchBound, WatchRequest, WatchSummary, history, watch,
-};
+pub use history::{KeyHistory, history};
 pub use id::MemberId;
 pub use kv::{
-    Encoding, GetRequest, GetSummary, KeyValueView, SECRET_PREFIXES, SortBy, encode_bytes,
-    get_pages, is_kubernetes_secret, prefix_end, show_value,
+    Encoding, GetRequest, GetSummary, KeyValueView, KvBytes, SECRET_PREFIXES, SortBy, encode_bytes,
+    get_pages, get_stream, is_kubernetes_secret, prefix_end, show_value,
 };
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 pub use maintenance::{
@@ -125,3 +124,6 @@ pub use server_config::{
     ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,
 };
 pub use snapshot::{SnapshotChunk, SnapshotStream};
+pub use watch::{
+    EventKind, KeyEvent, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch, watch_batches,
+};

@@ -28,6 +28,9 @@ pub struct KeyQuery {
     pub limit: Option<i64>,
     /// Show the values of Kubernetes Secrets instead of redacting them.
     pub show_secrets: bool,
+    /// Serializable reads (etcdctl's `--consistency s`): the member that answers reads its
+    /// own store, without a quorum round; possibly stale.
+    pub serializable: bool,
 }
 
 impl KeyQuery {
@@ -44,6 +47,7 @@ impl KeyQuery {
             limit: self.limit.unwrap_or(0),
             sort: None,
             show_secrets: self.show_secrets,
+            serializable: self.serializable,
             page_size: 0,
         }
     }

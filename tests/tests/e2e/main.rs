@@ -14,6 +14,7 @@ mod backup_run_safety;
 mod backup_run_seams;
 mod cluster_ops;
 mod compat_global;
+mod compat_kv;
 mod compat_script;
 mod completion;
 mod discovery;

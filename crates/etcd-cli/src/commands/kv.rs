@@ -1,17 +1,21 @@
 //! `etcdops get | history | watch`: read-only, streamed, Secrets redacted by default.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 
 use anyhow::Result;
 use etcd_core::{
-    ClusterConfig, Encoding, GetRequest, KeyEvent, KeyHistory, KeyValueView, SortBy, WatchBound,
-    WatchRequest, get_pages, history, watch,
+    ClusterConfig, Encoding, GetRequest, KeyEvent, KeyHistory, KeyValueView, ResponseHeader,
+    SortBy, get_stream, history,
 };
 use etcdops::kv::KeyQuery;
 
 use super::ExitStatus;
-use crate::flags::{GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg, WatchArgs};
-use crate::output::{Lines, Render, escape, json_line, print, text};
+use crate::etcdctl;
+use crate::flags::{ConsistencyArg, GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg};
+use crate::output::{Lines, Render, escape, json_line, print, text, warn};
+
+mod watch;
+pub use watch::run_watch;
 
 /// The output closed under us: remember the I/O error and stop the library's loop.
 fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
@@ -36,6 +40,7 @@ fn get_request(args: &GetArgs) -> GetRequest {
         count_only: args.count_only,
         limit: Some(args.limit),
         show_secrets: args.show_secrets,
+        serializable: args.consistency == ConsistencyArg::S,
     };
     let mut request = query.request();
     request.sort = match (args.sort_by, args.order) {
@@ -54,20 +59,96 @@ fn get_request(args: &GetArgs) -> GetRequest {
     request
 }
 
+/// How etcd data goes to stdout in `simple`: etcdctl's exact bytes when stdout is not a
+/// terminal (pipes and files get what etcdctl gives them), escaped and marked on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bytes {
+    /// The exact bytes.
+    Raw,
+    /// Escaped, binary marked `base64:`.
+    Escaped,
+}
+
+impl Bytes {
+    fn of_stdout() -> Bytes {
+        if io::stdout().is_terminal() {
+            Bytes::Escaped
+        } else {
+            Bytes::Raw
+        }
+    }
+}
+
+/// The bytes of a value as etcdctl would print them, or the redaction notice in their place.
+fn value_bytes<'a>(bytes: &'a Option<Vec<u8>>, shown: &'a Option<String>) -> &'a [u8] {
+    match (bytes, shown) {
+        (Some(raw), _) => raw,
+        (None, Some(notice)) => notice.as_bytes(),
+        (None, None) => b"",
+    }
+}
+
+/// A key then its value, one line each, as etcdctl's simple printer: exact bytes, or escaped.
+fn write_pair(
+    out: &mut impl Write,
+    bytes: Bytes,
+    (key, key_encoding, raw_key): (&str, Encoding, &[u8]),
+    (value, value_encoding, raw_value): (Option<&str>, Option<Encoding>, &[u8]),
+    value_only: bool,
+) -> io::Result<()> {
+    match bytes {
+        Bytes::Raw => {
+            if !value_only {
+                out.write_all(raw_key)?;
+                out.write_all(b"\n")?;
+            }
+            out.write_all(raw_value)?;
+            out.write_all(b"\n")
+        }
+        Bytes::Escaped => {
+            if !value_only {
+                writeln!(out, "{}", text(key, key_encoding))?;
+            }
+            match value {
+                Some(v) if value_only => writeln!(out, "{}", value_alone(v, value_encoding)),
+                Some(v) => writeln!(out, "{}", value_text(v, value_encoding)),
+                None => writeln!(out),
+            }
+        }
+    }
+}
+
 /// One key of `get` as its format prints it; `first` says whether a JSON separator goes before.
 fn write_kv(
     out: &mut impl Write,
     kv: &KeyValueView,
     args: &GetArgs,
-    format: OutputFormat,
+    (format, bytes): (OutputFormat, Bytes),
     first: &mut bool,
 ) -> io::Result<()> {
     match format {
+        _ if format.is_etcdctl_json() => {
+            let sep = if *first { "" } else { "," };
+            *first = false;
+            write!(out, "{sep}{}", etcdctl_kv(kv))
+        }
         _ if format.is_json() => {
             let sep = if *first { "" } else { "," };
             *first = false;
             json_line(kv).and_then(|json| write!(out, "{sep}\n{json}"))
         }
+        OutputFormat::Simple => write_pair(
+            out,
+            bytes,
+            (&kv.key, kv.key_encoding, &kv.bytes.key),
+            (
+                kv.value.as_deref(),
+                kv.value_encoding,
+                value_bytes(&kv.bytes.value, &kv.value),
+            ),
+            args.print_value_only,
+        ),
+        // Our own lines: escaped wherever they go, a key alone with --keys-only.
         _ if args.print_value_only => match &kv.value {
             Some(v) => writeln!(out, "{}", value_alone(v, kv.value_encoding)),
             None => Ok(()),
@@ -82,22 +163,101 @@ fn write_kv(
     }
 }
 
+/// A key-value pair as etcdctl's JSON prints one (`mvccpb.KeyValue`): its field order, bytes
+/// as base64, zero fields left out.
+fn etcdctl_kv_json(
+    key: &[u8],
+    (create_revision, mod_revision, version): (i64, i64, i64),
+    value: &[u8],
+    lease: i64,
+) -> String {
+    let mut map = serde_json::Map::new();
+    etcdctl::put(&mut map, "key", etcdctl::bytes(key));
+    etcdctl::put(&mut map, "create_revision", create_revision);
+    etcdctl::put(&mut map, "mod_revision", mod_revision);
+    etcdctl::put(&mut map, "version", version);
+    if !value.is_empty() {
+        map.insert("value".into(), etcdctl::bytes(value));
+    }
+    etcdctl::put(&mut map, "lease", lease);
+    // In etcdctl's order (serde_json's map sorts its keys).
+    let fields: Vec<String> = [
+        "key",
+        "create_revision",
+        "mod_revision",
+        "version",
+        "value",
+        "lease",
+    ]
+    .iter()
+    .filter_map(|name| map.get(*name).map(|v| format!("\"{name}\":{v}")))
+    .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+fn etcdctl_kv(kv: &KeyValueView) -> String {
+    etcdctl_kv_json(
+        &kv.bytes.key,
+        (kv.create_revision, kv.mod_revision, kv.version),
+        value_bytes(&kv.bytes.value, &kv.value),
+        kv.bytes.lease,
+    )
+}
+
+/// etcdctl's header object, in its field order.
+fn etcdctl_header(header: &ResponseHeader, hex: bool) -> String {
+    let map = etcdctl::header(header, hex);
+    let fields: Vec<String> = ["cluster_id", "member_id", "revision", "raft_term"]
+        .iter()
+        .filter_map(|name| map.get(*name).map(|v| format!("\"{name}\":{v}")))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// Tells once on stderr that values were redacted, where a script reads them (simple and
+/// etcdctl's JSON): etcdctl would have printed them.
+fn note_redacted(redacted: u64, format: OutputFormat) {
+    if redacted > 0 && (format == OutputFormat::Simple || format.is_etcdctl_json()) {
+        warn(&format!(
+            "{redacted} Kubernetes Secret value(s) redacted; --show-secrets prints them"
+        ));
+    }
+}
+
 /// `get`
 pub async fn run_get(
     config: &ClusterConfig,
     args: &GetArgs,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
+    if args.print_value_only && format.is_etcdctl_json() {
+        anyhow::bail!("print-value-only is only for `--write-out=simple`");
+    }
     let request = get_request(args);
+    // etcdctl's --hex changes member list's JSON only: get's keeps numeric IDs.
+    let hex = false;
     let mut out = BufWriter::new(io::stdout());
     let mut io_error: Option<io::Error> = None;
     let mut first = true;
-    if format.is_json() {
+    let mut redacted = 0u64;
+    let bytes = Bytes::of_stdout();
+    if format.is_json() && !format.is_etcdctl_json() {
         out.write_all(KVS_OPEN.as_bytes())?;
     }
-    let result = get_pages(config, &request, |page| {
+    let result = get_stream(config, &request, |header, page| {
         for kv in page {
-            write_kv(&mut out, &kv, args, format, &mut first)
+            if kv.value_encoding == Some(Encoding::Redacted) {
+                redacted += 1;
+            }
+            if format.is_etcdctl_json() && first {
+                write!(
+                    out,
+                    "{{\"header\":{},\"kvs\":[",
+                    etcdctl_header(header, hex)
+                )
+                .map_err(|e| stop(&mut io_error, e))?;
+            }
+            write_kv(&mut out, &kv, args, (format, bytes), &mut first)
                 .map_err(|e| stop(&mut io_error, e))?;
         }
         Ok(())
@@ -108,6 +268,21 @@ pub async fn run_get(
     }
     let summary = result?;
     match format {
+        _ if format.is_etcdctl_json() => {
+            if first {
+                let header = summary.header.unwrap_or_default();
+                write!(out, "{{\"header\":{}", etcdctl_header(&header, hex))?;
+            } else {
+                write!(out, "]")?;
+            }
+            if summary.more {
+                write!(out, ",\"more\":true")?;
+            }
+            if summary.count != 0 {
+                write!(out, ",\"count\":{}", summary.count)?;
+            }
+            writeln!(out, "}}")?;
+        }
         _ if format.is_json() => {
             let tail = serde_json::to_string(&summary)?;
             // Merge the summary's fields into the document.
@@ -117,6 +292,7 @@ pub async fn run_get(
         _ => {}
     }
     out.flush()?;
+    note_redacted(redacted, format);
     Ok(ExitStatus::Success)
 }
 
@@ -151,56 +327,6 @@ fn event_line(e: &KeyEvent) -> String {
         Some(v) => format!("PUT {key}\n{}", value_text(v, e.value_encoding)),
         None => format!("DELETE {key}"),
     }
-}
-
-/// `watch`
-pub async fn run_watch(
-    config: &ClusterConfig,
-    args: &WatchArgs,
-    format: OutputFormat,
-) -> Result<ExitStatus> {
-    let request = WatchRequest {
-        key: args.key.as_bytes().to_vec(),
-        prefix: args.prefix,
-        start_revision: args.rev,
-        bound: WatchBound {
-            until_revision: args.until_rev,
-            timeout: args.timeout,
-        },
-        show_secrets: args.show_secrets,
-    };
-    let mut out = BufWriter::new(io::stdout());
-    let mut io_error: Option<io::Error> = None;
-    let mut first = true;
-    if format.is_json() {
-        write!(out, "{{\"events\":[")?;
-    }
-    let result = watch(config, &request, &mut |event| {
-        let written = match format {
-            _ if format.is_json() => {
-                let sep = if first { "" } else { "," };
-                first = false;
-                json_line(&event).and_then(|json| write!(out, "{sep}\n{json}"))
-            }
-            _ => writeln!(out, "{}", event_line(&event)),
-        }
-        .and_then(|_| out.flush());
-        written.map_err(|e| stop(&mut io_error, e))
-    })
-    .await;
-    if let Some(e) = io_error {
-        return Err(e.into());
-    }
-    let summary = result?;
-    if format.is_json() {
-        writeln!(
-            out,
-            "\n],\"summary\":{}}}",
-            serde_json::to_string(&summary)?
-        )?;
-    }
-    out.flush()?;
-    Ok(ExitStatus::Success)
 }
 
 #[derive(serde::Serialize)]
@@ -250,5 +376,78 @@ impl Render for HistoryView {
             .iter()
             .map(|e| format!("{} {}", e.revision, event_line(e)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of etcdctl 3.6.14's `get --prefix /registry/ -w json` and `get /registry/hot`
+    /// (/work/shared/fixtures/etcd-3.6.14/outputs/get-prefix.json, get-hot.simple).
+    #[test]
+    fn etcdctl_json_and_simple_match_the_3_6_fixture() {
+        let header = ResponseHeader {
+            cluster_id: 17497139193859109479,
+            member_id: 14423874141243768641,
+            revision: 54,
+            raft_term: 2,
+        };
+        assert_eq!(
+            etcdctl_header(&header, false),
+            r#"{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2}"#
+        );
+        assert_eq!(
+            etcdctl_kv_json(b"/registry/hot", (42, 49, 8), b"v8", 0),
+            r#"{"key":"L3JlZ2lzdHJ5L2hvdA==","create_revision":42,"mod_revision":49,"version":8,"value":"djg="}"#
+        );
+        assert_eq!(
+            etcdctl_kv_json(
+                b"/registry/secrets/default/s1",
+                (51, 51, 1),
+                b"k8s\0\n\x0bbinary-ish",
+                0
+            ),
+            r#"{"key":"L3JlZ2lzdHJ5L3NlY3JldHMvZGVmYXVsdC9zMQ==","create_revision":51,"mod_revision":51,"version":1,"value":"azhzAAoLYmluYXJ5LWlzaA=="}"#
+        );
+        // Keys only, a deletion in a watch: zero fields and the empty value are left out.
+        assert_eq!(
+            etcdctl_kv_json(b"k", (0, 7, 0), b"", 0),
+            r#"{"key":"aw==","mod_revision":7}"#
+        );
+        assert_eq!(
+            etcdctl_kv_json(b"k", (1, 1, 1), b"v", 0x1234),
+            r#"{"key":"aw==","create_revision":1,"mod_revision":1,"version":1,"value":"dg==","lease":4660}"#
+        );
+        let mut out = Vec::new();
+        write_pair(
+            &mut out,
+            Bytes::Raw,
+            ("/registry/hot", Encoding::Text, b"/registry/hot"),
+            (Some("v8"), Some(Encoding::Text), b"v8"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(out, b"/registry/hot\nv8\n");
+    }
+
+    #[test]
+    fn simple_writes_exact_bytes_to_pipes_and_escapes_on_terminals() {
+        let key = ("k", Encoding::Text, b"k".as_slice());
+        let value = (
+            Some("AGs4cw=="),
+            Some(Encoding::Base64),
+            b"\0k8s\x1b[2J".as_slice(),
+        );
+        let mut raw = Vec::new();
+        write_pair(&mut raw, Bytes::Raw, key, value, true).unwrap();
+        assert_eq!(raw, b"\0k8s\x1b[2J\n");
+        let mut shown = Vec::new();
+        write_pair(&mut shown, Bytes::Escaped, key, value, false).unwrap();
+        assert_eq!(shown, b"k\nbase64:AGs4cw==\n");
+        // Keys only: etcdctl's blank value line.
+        let mut keys = Vec::new();
+        write_pair(&mut keys, Bytes::Raw, key, (None, None, b""), false).unwrap();
+        assert_eq!(keys, b"k\n\n");
     }
 }

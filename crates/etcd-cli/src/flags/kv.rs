@@ -28,6 +28,16 @@ pub enum OrderArg {
     Descend,
 }
 
+/// Read consistency (etcdctl's `--consistency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ConsistencyArg {
+    /// Linearizable: a quorum confirms the read is current
+    #[default]
+    L,
+    /// Serializable: the member answers from its own store, possibly stale
+    S,
+}
+
 /// Arguments of `get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
@@ -36,10 +46,10 @@ pub struct GetArgs {
     pub key: String,
     /// End of the range (exclusive)
     pub range_end: Option<String>,
-    /// Every key starting with KEY
+    /// Every key starting with KEY (every key with "")
     #[arg(long, conflicts_with_all = ["from_key", "range_end"])]
     pub prefix: bool,
-    /// Every key from KEY on
+    /// Every key from KEY on (every key with "")
     #[arg(long, conflicts_with = "range_end")]
     pub from_key: bool,
     /// Read at this revision (0: latest)
@@ -48,8 +58,8 @@ pub struct GetArgs {
     /// Keys only
     #[arg(long)]
     pub keys_only: bool,
-    /// Only the number of keys
-    #[arg(long)]
+    /// Only the number of keys (with -w simple too, where etcdctl 3.5 wants -w fields)
+    #[arg(long, conflicts_with = "keys_only")]
     pub count_only: bool,
     /// At most N keys (0: all)
     #[arg(long, default_value_t = 0)]
@@ -60,11 +70,24 @@ pub struct GetArgs {
     /// Sort order
     #[arg(long, value_enum, ignore_case = true)]
     pub order: Option<OrderArg>,
-    /// Print values only
+    /// Print values only; with -w simple and stdout not a terminal, the exact bytes (as
+    /// etcdctl: `| auger decode` works), else escaped and binary marked
     #[arg(long)]
     pub print_value_only: bool,
-    /// Show the values of Kubernetes Secrets (/registry/secrets/, /kubernetes.io/secrets/)
-    #[arg(long)]
+    /// l: linearizable, s: serializable (the member's own store, possibly stale)
+    #[arg(
+        long,
+        value_enum,
+        ignore_case = true,
+        default_value = "l",
+        value_name = "l|s"
+    )]
+    pub consistency: ConsistencyArg,
+    /// Show the values of Kubernetes Secrets (/registry/secrets/, /kubernetes.io/secrets/).
+    /// Redacted by default in every format, --compat etcdctl included (etcdctl prints them
+    /// raw): a script written for etcdctl that reads a Secret's value needs this flag or
+    /// ETCDOPS_SHOW_SECRETS=true [env: ETCDOPS_SHOW_SECRETS]
+    #[arg(long, env = "ETCDOPS_SHOW_SECRETS", hide_env = true)]
     pub show_secrets: bool,
 }
 
@@ -74,30 +97,48 @@ pub struct HistoryArgs {
     /// The key
     #[arg(id = "key_name", value_name = "KEY")]
     pub key: String,
-    /// Show the values of Kubernetes Secrets
-    #[arg(long)]
+    /// Show the values of Kubernetes Secrets [env: ETCDOPS_SHOW_SECRETS]
+    #[arg(long, env = "ETCDOPS_SHOW_SECRETS", hide_env = true)]
     pub show_secrets: bool,
 }
 
 /// Arguments of `watch`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// The key, or the prefix with --prefix
+    /// The key, the prefix with --prefix, or the start of a range [env: ETCDCTL_WATCH_KEY]
     #[arg(id = "key_name", value_name = "KEY")]
-    pub key: String,
-    /// Watch every key starting with KEY
+    pub key: Option<String>,
+    /// End of the range (exclusive) [env: ETCDCTL_WATCH_RANGE_END]
+    #[arg(conflicts_with = "prefix")]
+    pub range_end: Option<String>,
+    /// Watch every key starting with KEY (every key with "")
     #[arg(long)]
     pub prefix: bool,
     /// First revision to show (0: from now on)
     #[arg(long, default_value_t = 0)]
     pub rev: i64,
+    /// Show each event's previous key and value (before the event's own)
+    #[arg(long)]
+    pub prev_kv: bool,
+    /// Ask etcd for periodic progress notifications (`progress notify: REV`)
+    #[arg(long)]
+    pub progress_notify: bool,
     /// Stop once every event up to this revision was shown
     #[arg(long, value_name = "REV")]
     pub until_rev: Option<i64>,
-    /// Stop after this long, e.g. 30s
+    /// Stop after this long, e.g. 30s. Without it or --until-rev the watch runs until
+    /// Ctrl-C (SIGINT or SIGTERM end it, exit code 0). -w json then prints one JSON object
+    /// per line (JSON Lines: each event, and `{"kind":"progress","revision":N}`); a bounded
+    /// watch prints one document with its summary
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
-    /// Show the values of Kubernetes Secrets
-    #[arg(long)]
+    /// Show the values of Kubernetes Secrets (redacted by default, --compat etcdctl
+    /// included, and in ETCD_WATCH_VALUE) [env: ETCDOPS_SHOW_SECRETS]
+    #[arg(long, env = "ETCDOPS_SHOW_SECRETS", hide_env = true)]
     pub show_secrets: bool,
+    /// After `--`: a command run for each event, with ETCD_WATCH_REVISION,
+    /// ETCD_WATCH_EVENT_TYPE, ETCD_WATCH_KEY and ETCD_WATCH_VALUE set as etcdctl sets them
+    /// (type, key and value Go-quoted: "PUT", "key")
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }

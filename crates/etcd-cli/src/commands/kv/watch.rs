@@ -1,0 +1,390 @@
+//! `etcdops watch`: etcdctl's watch (its simple lines, its JSON per response, its
+//! `-- COMMAND` with ETCD_WATCH_* variables) plus our own bounds (--until-rev, --timeout).
+//! Without a bound it runs until SIGINT or SIGTERM, which end it cleanly (exit code 0).
+
+use std::io::{self, BufWriter, Stdout, Write};
+
+use anyhow::Result;
+use etcd_core::{
+    ClusterConfig, EventKind, KeyEvent, KeyValueView, WatchBatch, WatchBound, WatchRequest,
+    WatchSummary, watch_batches,
+};
+
+use super::{Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, stop, value_bytes};
+use super::{note_redacted, value_text, write_pair};
+use crate::commands::ExitStatus;
+use crate::flags::{OutputFormat, WatchArgs};
+use crate::output::{json_line, text};
+
+/// Where the printed batches go, and what went wrong there.
+struct Printer<'a> {
+    out: BufWriter<Stdout>,
+    format: OutputFormat,
+    bytes: Bytes,
+    /// JSON Lines (an unbounded watch) rather than one document.
+    lines: bool,
+    first: bool,
+    command: &'a [String],
+    redacted: u64,
+    /// Events printed.
+    events: u64,
+    io_error: Option<io::Error>,
+    /// etcdctl's message when the command of `-- COMMAND` failed.
+    command_failed: Option<String>,
+}
+
+impl Printer<'_> {
+    fn batch(&mut self, batch: &WatchBatch) -> io::Result<()> {
+        let revision = batch.header.revision;
+        let format = self.format;
+        // etcdctl's line, before the response (in its JSON too); our JSON has its own.
+        let ours_json = format == OutputFormat::Json;
+        if batch.progress_notify && !ours_json {
+            writeln!(self.out, "progress notify: {revision}")?;
+        }
+        self.events += batch.events.len() as u64;
+        self.redacted += batch
+            .events
+            .iter()
+            .filter(|e| e.value_encoding == Some(etcd_core::Encoding::Redacted))
+            .count() as u64;
+        match format {
+            _ if format.is_etcdctl_json() => {
+                // etcdctl's --hex leaves watch's JSON as it is (numeric IDs).
+                writeln!(self.out, "{}", etcdctl_watch_json(batch, false))?;
+            }
+            _ if format.is_json() && self.lines => {
+                if batch.progress_notify {
+                    let progress = serde_json::json!({"kind": "progress", "revision": revision});
+                    writeln!(self.out, "{progress}")?;
+                }
+                for event in &batch.events {
+                    writeln!(self.out, "{}", json_line(event)?)?;
+                }
+            }
+            _ if format.is_json() => {
+                for event in &batch.events {
+                    let sep = if self.first { "" } else { "," };
+                    self.first = false;
+                    write!(self.out, "{sep}\n{}", json_line(event)?)?;
+                }
+            }
+            OutputFormat::Simple => {
+                for event in &batch.events {
+                    self.simple_event(event)?;
+                }
+            }
+            _ => {
+                for event in &batch.events {
+                    writeln!(self.out, "{}", event_line(event))?;
+                    if let Some(prev) = &event.prev {
+                        let value = prev.value.as_deref().unwrap_or_default();
+                        writeln!(
+                            self.out,
+                            "  was: {}",
+                            value_text(value, prev.value_encoding)
+                        )?;
+                    }
+                }
+            }
+        }
+        self.out.flush()
+    }
+
+    /// etcdctl's lines of one event: its type, the previous pair (--prev-kv), the pair.
+    fn simple_event(&mut self, event: &KeyEvent) -> io::Result<()> {
+        let kind = match event.kind {
+            EventKind::Put => "PUT",
+            EventKind::Delete => "DELETE",
+        };
+        writeln!(self.out, "{kind}")?;
+        if let Some(prev) = &event.prev {
+            write_view(&mut self.out, self.bytes, prev)?;
+        }
+        write_pair(
+            &mut self.out,
+            self.bytes,
+            (&event.key, event.key_encoding, &event.bytes.key),
+            (
+                event.value.as_deref(),
+                event.value_encoding,
+                value_bytes(&event.bytes.value, &event.value),
+            ),
+            false,
+        )
+    }
+
+    /// Runs `-- COMMAND` once per event of `batch`, as etcdctl does after printing it.
+    fn run_commands(&mut self, batch: &WatchBatch) -> std::result::Result<(), String> {
+        if self.command.is_empty() {
+            return Ok(());
+        }
+        for event in &batch.events {
+            let kind = match event.kind {
+                EventKind::Put => "PUT",
+                EventKind::Delete => "DELETE",
+            };
+            let value = value_bytes(&event.bytes.value, &event.value);
+            let status = std::process::Command::new(&self.command[0])
+                .args(&self.command[1..])
+                .env("ETCD_WATCH_REVISION", batch.header.revision.to_string())
+                .env("ETCD_WATCH_EVENT_TYPE", go_quote(kind.as_bytes()))
+                .env("ETCD_WATCH_KEY", go_quote(&event.bytes.key))
+                .env("ETCD_WATCH_VALUE", go_quote(value))
+                .status();
+            let failure = match status {
+                Ok(status) if status.success() => continue,
+                Ok(status) => exit_text(status),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => format!(
+                    "exec: {}: executable file not found in $PATH",
+                    go_quote(self.command[0].as_bytes())
+                ),
+                Err(e) => e.to_string(),
+            };
+            let names: Vec<String> = self
+                .command
+                .iter()
+                .map(|a| go_quote(a.as_bytes()))
+                .collect();
+            return Err(format!("command [{}] error ({failure})", names.join(" ")));
+        }
+        Ok(())
+    }
+}
+
+/// A key-value pair (a previous one) as etcdctl's simple printer writes it.
+fn write_view(out: &mut impl Write, bytes: Bytes, kv: &KeyValueView) -> io::Result<()> {
+    write_pair(
+        out,
+        bytes,
+        (&kv.key, kv.key_encoding, &kv.bytes.key),
+        (
+            kv.value.as_deref(),
+            kv.value_encoding,
+            value_bytes(&kv.bytes.value, &kv.value),
+        ),
+        false,
+    )
+}
+
+/// How Go's `os/exec` describes a command's failure (`exit status 1`, `signal: killed`).
+fn exit_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => {
+            let name = match signal {
+                1 => "hangup".to_string(),
+                2 => "interrupt".to_string(),
+                9 => "killed".to_string(),
+                13 => "broken pipe".to_string(),
+                15 => "terminated".to_string(),
+                other => format!("signal {other}"),
+            };
+            format!("signal: {name}")
+        }
+        (None, None) => status.to_string(),
+    }
+}
+
+/// Bytes as Go's `%q` writes them: double-quoted, `\"` and `\\`, `\n` and the other C escapes,
+/// `\xNN` for bytes that are not UTF-8 and for other ASCII controls, `\uNNNN` for
+/// non-printable characters beyond ASCII (controls, separators, format marks).
+pub(crate) fn go_quote(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{7}' => out.push_str("\\a"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{b}' => out.push_str("\\v"),
+                c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                }
+                c if is_go_printable(c) => out.push(c),
+                c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push_str(&format!("\\U{:08x}", c as u32)),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.IsPrint` as far as std can tell: letters, marks, numbers, punctuation,
+/// symbols and the ASCII space; not controls, other spaces, format marks or private use.
+fn is_go_printable(c: char) -> bool {
+    let code = c as u32;
+    let format_mark = matches!(code,
+        0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f
+        | 0x202a..=0x202e | 0x2060..=0x206f | 0xfeff | 0xfff9..=0xfffb);
+    let private = matches!(code, 0xe000..=0xf8ff | 0xf0000..);
+    c == ' ' || !(c.is_control() || c.is_whitespace() || format_mark || private)
+}
+
+/// One watch response as etcdctl's `-w json` prints it (`clientv3.WatchResponse`): Go field
+/// names, events' `type` left out for PUT (0), bytes as base64.
+fn etcdctl_watch_json(batch: &WatchBatch, hex: bool) -> String {
+    let events: Vec<String> = batch
+        .events
+        .iter()
+        .map(|e| {
+            let mut fields = Vec::new();
+            if e.kind == EventKind::Delete {
+                fields.push("\"type\":1".to_string());
+            }
+            let kv = etcdctl_kv_json(
+                &e.bytes.key,
+                (e.create_revision, e.revision, e.version),
+                value_bytes(&e.bytes.value, &e.value),
+                e.bytes.lease,
+            );
+            fields.push(format!("\"kv\":{kv}"));
+            if let Some(prev) = &e.prev {
+                fields.push(format!("\"prev_kv\":{}", etcdctl_kv(prev)));
+            }
+            format!("{{{}}}", fields.join(","))
+        })
+        .collect();
+    format!(
+        "{{\"Header\":{},\"Events\":[{}],\"CompactRevision\":0,\"Canceled\":false,\"Created\":false}}",
+        etcdctl_header(&batch.header, hex),
+        events.join(",")
+    )
+}
+
+/// Resolves on SIGINT or SIGTERM (registered at once, so no signal in between is missed).
+fn interrupted() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    })
+}
+
+/// The key and range of `watch`: the arguments, else etcdctl's ETCDCTL_WATCH_KEY and
+/// ETCDCTL_WATCH_RANGE_END.
+fn key_and_range(args: &WatchArgs) -> Result<(String, Option<String>)> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (&args.key, env("ETCDCTL_WATCH_KEY")) {
+        (Some(key), _) => Ok((key.clone(), args.range_end.clone())),
+        (None, Some(key)) => Ok((key, env("ETCDCTL_WATCH_RANGE_END"))),
+        (None, None) => anyhow::bail!("bad number of arguments: give the key to watch"),
+    }
+}
+
+/// `watch`
+pub async fn run_watch(
+    config: &ClusterConfig,
+    args: &WatchArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let (key, range_end) = key_and_range(args)?;
+    let unbounded = args.until_rev.is_none() && args.timeout.is_none();
+    let request = WatchRequest {
+        key: key.into_bytes(),
+        range_end: range_end.map(String::into_bytes),
+        prefix: args.prefix,
+        start_revision: args.rev,
+        bound: WatchBound {
+            until_revision: args.until_rev,
+            timeout: args.timeout,
+        },
+        unbounded,
+        prev_kv: args.prev_kv,
+        progress_notify: args.progress_notify,
+        show_secrets: args.show_secrets,
+    };
+    let mut printer = Printer {
+        out: BufWriter::new(io::stdout()),
+        format,
+        bytes: Bytes::of_stdout(),
+        lines: unbounded,
+        first: true,
+        command: &args.command,
+        redacted: 0,
+        events: 0,
+        io_error: None,
+        command_failed: None,
+    };
+    let document = format.is_json() && !format.is_etcdctl_json() && !unbounded;
+    if document {
+        write!(printer.out, "{{\"events\":[")?;
+    }
+    let signal = interrupted()?;
+    let result = {
+        let mut on_batch = |batch: WatchBatch| {
+            if let Err(e) = printer.batch(&batch) {
+                return Err(stop(&mut printer.io_error, e));
+            }
+            printer.run_commands(&batch).map_err(|message| {
+                printer.command_failed = Some(message);
+                etcd_core::Error::Refused {
+                    reason: "the command failed".into(),
+                }
+            })
+        };
+        let watching = watch_batches(config, &request, &mut on_batch);
+        tokio::select! {
+            result = watching => Some(result),
+            _ = signal => None,
+        }
+    };
+    if let Some(e) = printer.io_error {
+        return Err(e.into());
+    }
+    if let Some(message) = printer.command_failed {
+        printer.out.flush()?;
+        eprintln!("{}", text(&message, etcd_core::Encoding::Text));
+        return Ok(ExitStatus::Failure);
+    }
+    let summary = match result {
+        // Interrupted: what was printed stands, and the document is closed; a clean end.
+        None => WatchSummary {
+            events: printer.events,
+            ended_by: "interrupted",
+        },
+        Some(result) => result?,
+    };
+    if document {
+        writeln!(
+            printer.out,
+            "\n],\"summary\":{}}}",
+            serde_json::to_string(&summary)?
+        )?;
+    }
+    printer.out.flush()?;
+    note_redacted(printer.redacted, format);
+    Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_quoted_as_go_quotes_them() {
+        assert_eq!(go_quote(b"PUT"), "\"PUT\"");
+        assert_eq!(go_quote(b"a\"b\nc"), "\"a\\\"b\\nc\"");
+        assert_eq!(go_quote(b"k\x00\xff\x1b\\"), "\"k\\x00\\xff\\x1b\\\\\"");
+        assert_eq!(
+            go_quote("ü\u{202e}\u{a0}".as_bytes()),
+            "\"ü\\u202e\\u00a0\""
+        );
+        assert_eq!(go_quote(b""), "\"\"");
+    }
+}

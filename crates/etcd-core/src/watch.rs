@@ -1,0 +1,408 @@
+//! Live and past changes: `watch` delivers etcd's watch responses from a revision until a
+//! bound, or, when the caller chooses it (`unbounded`), until the caller drops the future.
+//! `history` (history.rs) reads a key's retained versions with the same loop.
+
+use std::time::Duration;
+
+use etcd_client::{EventType, WatchOptions};
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::config::ClusterConfig;
+use crate::connect::EndpointClient;
+use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
+use crate::kv::{Encoding, KeyValueView, KvBytes, encode_bytes, prefix_end, show_value};
+use etcd_common::{Hint, OptionId};
+
+/// The revision a watch stops at.
+const UNTIL_REV: OptionId = OptionId::value("until_rev");
+/// How long a watch runs.
+const TIMEOUT: OptionId = OptionId::value("timeout");
+
+/// One change of a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyEvent {
+    /// `put` or `delete`.
+    pub kind: EventKind,
+    /// The key.
+    pub key: String,
+    /// How `key` is written.
+    pub key_encoding: Encoding,
+    /// Revision of the change.
+    pub revision: i64,
+    /// Revision of the key's creation (0 for a deletion).
+    pub create_revision: i64,
+    /// Version after the change (0 for a deletion).
+    pub version: i64,
+    /// The value written (absent for a deletion).
+    pub value: Option<String>,
+    /// How `value` is written.
+    pub value_encoding: Option<Encoding>,
+    /// Lease ID (hex), when the key was attached to one.
+    pub lease: Option<String>,
+    /// The key-value pair before the change, when asked for (`prev_kv`) and still retained.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prev: Option<KeyValueView>,
+    /// The exact bytes of the key and value (the value absent when redacted), for output
+    /// that must equal etcdctl's.
+    #[serde(skip)]
+    pub bytes: KvBytes,
+}
+
+/// What kind of change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// The key was written.
+    Put,
+    /// The key was deleted (or its lease expired).
+    Delete,
+}
+
+pub(crate) fn event_view(event: &etcd_client::Event, show_secrets: bool) -> Option<KeyEvent> {
+    let kv = event.kv()?;
+    let (key, key_encoding) = encode_bytes(kv.key());
+    let kind = match event.event_type() {
+        EventType::Put => EventKind::Put,
+        EventType::Delete => EventKind::Delete,
+    };
+    let (value, value_encoding) = match kind {
+        EventKind::Put => {
+            let (v, e) = show_value(kv.key(), kv.value(), show_secrets);
+            (Some(v), Some(e))
+        }
+        EventKind::Delete => (None, None),
+    };
+    let redacted = value_encoding == Some(Encoding::Redacted);
+    Some(KeyEvent {
+        kind,
+        key,
+        key_encoding,
+        revision: kv.mod_revision(),
+        create_revision: kv.create_revision(),
+        version: kv.version(),
+        value,
+        value_encoding,
+        lease: (kv.lease() != 0).then(|| format!("{:x}", kv.lease())),
+        prev: event
+            .prev_kv()
+            .map(|prev| KeyValueView::from_kv(prev, false, show_secrets)),
+        bytes: KvBytes {
+            key: kv.key().to_vec(),
+            value: (!redacted).then(|| kv.value().to_vec()),
+            lease: kv.lease(),
+        },
+    })
+}
+
+/// One watch response as etcd sent it: the events of one batch, or a progress notification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WatchBatch {
+    /// The response's header (its revision is the store's when the batch was sent).
+    pub header: ResponseHeader,
+    /// The events, oldest first (none in a progress notification).
+    pub events: Vec<KeyEvent>,
+    /// etcd's periodic progress notification (`progress_notify`): no events, and every
+    /// event up to the header's revision was delivered.
+    pub progress_notify: bool,
+}
+
+/// How a watch run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WatchEnd {
+    /// Every event up to the bound was delivered.
+    Reached,
+    /// The start revision is compacted; history begins at this revision.
+    Compacted(i64),
+    /// The time limit passed.
+    TimedOut,
+}
+
+/// Where a watch stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchBound {
+    /// Stop once every event up to this revision was delivered.
+    pub until_revision: Option<i64>,
+    /// Stop after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// How often the stream is polled and the store revision checked.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+/// Once the store has passed the bound, how long the watch must stay quiet before it ends:
+/// etcd replays past events to a new watcher in batches every 100 ms, and 3.4/3.5 answer a
+/// progress request before that replay, so a quiet period is the only end signal they give.
+const QUIET: Duration = Duration::from_secs(1);
+
+/// Where to stop, with an exact last event when it is known.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Stop {
+    pub(crate) bound: WatchBound,
+    /// The revision of the last event wanted, when known (a key's current mod revision).
+    pub(crate) last_event: Option<i64>,
+}
+
+/// What one watch stream asks etcd for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Watched {
+    pub(crate) key: Vec<u8>,
+    pub(crate) range_end: Option<Vec<u8>>,
+    pub(crate) start_revision: i64,
+    pub(crate) prev_kv: bool,
+    pub(crate) progress_notify: bool,
+    pub(crate) show_secrets: bool,
+}
+
+async fn store_revision(client: &EndpointClient) -> Result<i64> {
+    Ok(client
+        .call("read revision", |mut c| async move {
+            c.get(
+                "health",
+                Some(etcd_client::GetOptions::new().with_count_only()),
+            )
+            .await
+        })
+        .await?
+        .header()
+        .map(|h| h.revision())
+        .unwrap_or_default())
+}
+
+/// The events of `response` up to the bound; `true` when the bound was reached in it.
+fn bounded_events(
+    response: &etcd_client::WatchResponse,
+    stop: Stop,
+    show_secrets: bool,
+) -> (Vec<KeyEvent>, bool) {
+    let mut events = Vec::new();
+    for event in response.events() {
+        let revision = event.kv().map(|kv| kv.mod_revision()).unwrap_or(0);
+        if stop
+            .bound
+            .until_revision
+            .is_some_and(|until| revision > until)
+        {
+            return (events, true);
+        }
+        events.extend(event_view(event, show_secrets));
+        if stop.last_event.is_some_and(|last| revision >= last) {
+            return (events, true);
+        }
+    }
+    (events, false)
+}
+
+/// Runs one watch stream on `client`, handing each response to `on_batch`, until `stop`
+/// (or forever when `stop` has no bound: the caller ends it by dropping the future).
+pub(crate) async fn watch_until(
+    client: &EndpointClient,
+    watched: Watched,
+    stop: Stop,
+    on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
+) -> Result<WatchEnd> {
+    let mut options = WatchOptions::new().with_start_revision(watched.start_revision);
+    if let Some(end) = watched.range_end {
+        options = options.with_range(end);
+    }
+    if watched.prev_kv {
+        options = options.with_prev_key();
+    }
+    if watched.progress_notify {
+        options = options.with_progress_notify();
+    }
+    let key = watched.key;
+    let mut stream = client
+        .call("watch", |c| async move {
+            c.watch_client()
+                .max_decoding_message_size(crate::kv::MAX_RESPONSE_BYTES)
+                .watch(key, Some(options))
+                .await
+        })
+        .await?;
+    let deadline = stop.bound.timeout.map(|t| Instant::now() + t);
+    let stream_error = |e: etcd_client::Error| Error::Request {
+        operation: "watch",
+        endpoint: client.endpoint().to_string(),
+        message: e.to_string(),
+    };
+    let mut quiet_since = Instant::now();
+    let mut passed_bound_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if let Some(deadline) = deadline
+            && now >= deadline
+        {
+            return Ok(WatchEnd::TimedOut);
+        }
+        if let Some(until) = stop.bound.until_revision {
+            if passed_bound_at.is_none() && store_revision(client).await? >= until {
+                passed_bound_at = Some(Instant::now());
+            }
+            if let Some(at) = passed_bound_at
+                && now.duration_since(at.max(quiet_since)) >= QUIET
+            {
+                return Ok(WatchEnd::Reached);
+            }
+        }
+        let wait = match deadline {
+            Some(d) => POLL_EVERY.min(d.saturating_duration_since(now)),
+            None => POLL_EVERY,
+        };
+        let message = match tokio::time::timeout(wait, stream.message()).await {
+            Err(_) => continue,
+            Ok(message) => message.map_err(stream_error)?,
+        };
+        let Some(response) = message else {
+            return Err(Error::Request {
+                operation: "watch",
+                endpoint: client.endpoint().to_string(),
+                message: "the member closed the watch".into(),
+            });
+        };
+        if response.canceled() {
+            if response.compact_revision() > 0 {
+                return Ok(WatchEnd::Compacted(response.compact_revision()));
+            }
+            return Err(Error::Request {
+                operation: "watch",
+                endpoint: client.endpoint().to_string(),
+                message: format!("etcd cancelled the watch: {}", response.cancel_reason()),
+            });
+        }
+        let header = ResponseHeader::of(response.header()).unwrap_or_default();
+        if response.events().is_empty() {
+            // The creation's answer is not news; an empty answer after it is etcd's
+            // progress notification (what etcdctl calls one).
+            if !response.created() && response.compact_revision() == 0 && header.revision != 0 {
+                on_batch(WatchBatch {
+                    header,
+                    events: Vec::new(),
+                    progress_notify: true,
+                })?;
+            }
+            continue;
+        }
+        let (events, reached) = bounded_events(&response, stop, watched.show_secrets);
+        if !events.is_empty() {
+            on_batch(WatchBatch {
+                header,
+                events,
+                progress_notify: false,
+            })?;
+            quiet_since = Instant::now();
+        }
+        if reached {
+            return Ok(WatchEnd::Reached);
+        }
+    }
+}
+
+/// A `watch` request.
+#[derive(Debug, Clone, Default)]
+pub struct WatchRequest {
+    /// The key, or the prefix, or the start of the range.
+    pub key: Vec<u8>,
+    /// End of the range (exclusive), as etcdctl's `watch KEY RANGE_END`.
+    pub range_end: Option<Vec<u8>>,
+    /// Watch every key starting with `key` (every key when `key` is empty).
+    pub prefix: bool,
+    /// First revision to deliver (0: from now on).
+    pub start_revision: i64,
+    /// Where to stop; at least one bound is required unless `unbounded`.
+    pub bound: WatchBound,
+    /// Run until the caller drops the future (a CLI's Ctrl-C) when `bound` has no limit: a
+    /// choice of the caller, never a default.
+    pub unbounded: bool,
+    /// Deliver each event's previous key-value pair.
+    pub prev_kv: bool,
+    /// Ask etcd for periodic progress notifications (batches with `progress_notify`).
+    pub progress_notify: bool,
+    /// Show Kubernetes Secrets' values.
+    pub show_secrets: bool,
+}
+
+/// How a watch ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WatchSummary {
+    /// Events delivered.
+    pub events: u64,
+    /// `until_revision` or `timeout` (a front-end that stops the watch itself may say
+    /// `interrupted`).
+    pub ended_by: &'static str,
+}
+
+/// Delivers events to `on_event` from `start_revision` until the bound.
+pub async fn watch(
+    config: &ClusterConfig,
+    request: &WatchRequest,
+    on_event: &mut (dyn FnMut(KeyEvent) -> Result<()> + Send),
+) -> Result<WatchSummary> {
+    watch_batches(config, request, &mut |batch| {
+        batch.events.into_iter().try_for_each(&mut *on_event)
+    })
+    .await
+}
+
+/// Delivers etcd's watch responses to `on_batch` (events in etcd's batches, with their
+/// header, and progress notifications) from `start_revision` until the bound, or until the
+/// caller drops the future when the request is `unbounded`.
+pub async fn watch_batches(
+    config: &ClusterConfig,
+    request: &WatchRequest,
+    on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
+) -> Result<WatchSummary> {
+    let no_bound = request.bound.until_revision.is_none() && request.bound.timeout.is_none();
+    if no_bound && !request.unbounded {
+        return Err(Error::InvalidRequest {
+            what: "watch",
+            reason: "give a revision to stop at or a duration: a watch must end".into(),
+            hint: Hint::any_of(&[UNTIL_REV, TIMEOUT]),
+        });
+    }
+    // etcd refuses an empty key; etcdctl watches every key from "\0" for `"" --prefix`.
+    let (key, range_end) = match (&request.range_end, request.prefix) {
+        (_, true) if request.key.is_empty() => (vec![0], Some(vec![0])),
+        (_, true) => (request.key.clone(), Some(prefix_end(&request.key))),
+        (end, false) => (request.key.clone(), end.clone()),
+    };
+    let client = config.connect_any().await?;
+    let mut count = 0u64;
+    let end = watch_until(
+        &client,
+        Watched {
+            key,
+            range_end,
+            start_revision: request.start_revision,
+            prev_kv: request.prev_kv,
+            progress_notify: request.progress_notify,
+            show_secrets: request.show_secrets,
+        },
+        Stop {
+            bound: request.bound,
+            last_event: None,
+        },
+        &mut |batch| {
+            count += batch.events.len() as u64;
+            on_batch(batch)
+        },
+    )
+    .await?;
+    match end {
+        WatchEnd::Compacted(first) => Err(Error::InvalidOption {
+            option: "rev",
+            reason: format!(
+                "revision {} has been compacted; the oldest retained revision is {first}",
+                request.start_revision
+            ),
+        }),
+        WatchEnd::Reached => Ok(WatchSummary {
+            events: count,
+            ended_by: "until_revision",
+        }),
+        WatchEnd::TimedOut => Ok(WatchSummary {
+            events: count,
+            ended_by: "timeout",
+        }),
+    }
+}
