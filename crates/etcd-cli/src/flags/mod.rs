@@ -400,7 +400,8 @@ pub enum Command {
     Get(GetArgs),
     /// Every retained version of a key, newest first, down to the compacted revision.
     History(HistoryArgs),
-    /// Past and live events from a revision until --until-rev or --timeout.
+    /// Past and live events (from --rev), until Ctrl-C, --until-rev or --timeout; `-- COMMAND`
+    /// runs a command per event with etcdctl's ETCD_WATCH_* variables.
     Watch(WatchArgs),
     /// One report: quorum, leader, unhealthy members, alarms, KV hash agreement, db size
     /// against quota, fragmentation, version skew, learners. Exit code 0 healthy, 1 warnings,
