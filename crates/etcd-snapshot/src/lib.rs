@@ -39,6 +39,7 @@ mod restore;
 mod retention;
 mod run_lock;
 mod save;
+mod save_file;
 mod source;
 mod status;
 mod verify;
@@ -106,6 +107,7 @@ pub use restore::{
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use run_lock::{RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
+pub use save_file::{SaveFileRequest, SaveFileResult, part_path, save_snapshot_file};
 pub use source::{SnapshotSource, choose_source};
 pub use status::{
     BucketCount, DbMember, SnapshotStatus, StatusOptions, TrailerCheck, snapshot_status,

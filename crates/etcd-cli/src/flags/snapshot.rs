@@ -207,9 +207,13 @@ pub enum CompressionArg {
 /// Arguments of `snapshot save`.
 #[derive(Debug, Args)]
 pub struct SaveArgs {
-    /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix
+    /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix,
+    /// az://container/prefix; or FILE.db (a path ending in .db that is not a directory): one
+    /// plain snapshot file as `etcdctl snapshot save` writes it (etcd's stream with its SHA-256
+    /// trailer, via FILE.db.part, fsynced, renamed; no manifest, compression or encryption)
     pub store: String,
-    /// Stream from this member only, instead of choosing a healthy follower
+    /// Stream from this member only, instead of choosing a healthy follower (for FILE.db
+    /// without it: the one --endpoints entry when there is exactly one, as etcdctl)
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// Compression of the stored object

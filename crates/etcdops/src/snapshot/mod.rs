@@ -20,7 +20,10 @@ pub use catalog::{
 };
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
 pub use run::{BackupRunRequest, backup_run, event_line};
-pub use save::{Retention, SavePreview, SaveRequest, Saved, preview_save, save};
+pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
+pub use save::{
+    Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save, save, save_file,
+};
 pub use settings::{IdentitySettings, StoreSettings};
 pub use status::{StatusRequest, StatusResult, status};
 pub use verify::{Verified, VerifyRequest, verify};
