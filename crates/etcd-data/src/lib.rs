@@ -32,6 +32,7 @@ pub mod crypt;
 mod error;
 pub mod file;
 pub mod mvcc;
+pub mod offline;
 pub mod restore;
 pub mod status;
 
@@ -44,6 +45,9 @@ pub use file::{
     open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
 };
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use offline::{
+    DefragRequest, DefragResult, HashKv, HashKvRequest, defrag_data_dir, hash_kv, hash_kv_data_dir,
+};
 pub use restore::{
     KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker,
     RestoreRequest, RestoreResult, RestoredMember, Unguarded, cluster_id, db_revision, member_id,

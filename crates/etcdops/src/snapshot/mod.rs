@@ -18,9 +18,9 @@ mod verify;
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
+pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
 pub use run::{BackupRunRequest, backup_run, event_line};
-pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
 pub use save::{
     Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save, save, save_file,
 };

@@ -319,9 +319,7 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
 /// Whether `snapshot save DEST` writes a plain etcdctl-compatible file instead of a store: a
 /// local path (no URL scheme) ending in `.db` that is not an existing directory.
 pub fn is_file_destination(dest: &str) -> bool {
-    !dest.contains("://")
-        && dest.ends_with(".db")
-        && !std::path::Path::new(dest).is_dir()
+    !dest.contains("://") && dest.ends_with(".db") && !std::path::Path::new(dest).is_dir()
 }
 
 /// `snapshot save FILE.db`: etcd's stream as it is, with its SHA-256 trailer, into one plain
@@ -368,7 +366,9 @@ mod tests {
         let as_dir = dir.path().join("store.db");
         std::fs::create_dir(&as_dir).unwrap();
         assert!(is_file_destination("x.db"));
-        assert!(is_file_destination(&dir.path().join("new.db").display().to_string()));
+        assert!(is_file_destination(
+            &dir.path().join("new.db").display().to_string()
+        ));
         assert!(!is_file_destination(&as_dir.display().to_string()));
         assert!(!is_file_destination("file:///backups/x.db"));
         assert!(!is_file_destination("s3://bucket/x.db"));

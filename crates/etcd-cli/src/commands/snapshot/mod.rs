@@ -355,7 +355,10 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
     let given = [
         (!args.encrypt_to.is_empty(), "--encrypt-to"),
         (!args.encrypt_to_file.is_empty(), "--encrypt-to-file"),
-        (args.openshift_backup_dir.is_some(), "--openshift-backup-dir"),
+        (
+            args.openshift_backup_dir.is_some(),
+            "--openshift-backup-dir",
+        ),
         (!args.labels.is_empty(), "--label"),
         (args.verify_after_upload, "--verify-after-upload"),
         (args.metrics_file.is_some(), "--metrics-file"),
