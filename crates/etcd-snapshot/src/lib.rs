@@ -79,6 +79,11 @@ pub use error::{Result, SnapshotError};
 /// etcd-data's error (snapshot files, their status, identities), as [`SnapshotError::Data`]
 /// and [`RestoreError::Snapshot`] hold it.
 pub use etcd_data::Error as DataError;
+/// etcdutl's offline tools (etcd-data's): `defrag --data-dir` and `hashkv`.
+pub use etcd_data::offline::{
+    DefragRequest, DefragResult, HashKv, HashKvRequest, data_dir_db, defrag_data_dir, hash_kv,
+    hash_kv_data_dir,
+};
 pub use input::{
     SnapshotFile, open_snapshot, open_snapshot_file, open_snapshot_file_decrypting,
     open_snapshot_object, open_snapshot_object_decrypting,

@@ -680,3 +680,27 @@ mod encryption_flag_tests {
         }
     }
 }
+
+/// Arguments of `hashkv` (etcdutl 3.6's, offline).
+#[derive(Debug, Args)]
+pub struct OfflineHashKvArgs {
+    /// A snapshot file (plain, zstd or age-encrypted) or a backup URL: STORE/OBJECT
+    #[arg(
+        value_name = "FILE|URL",
+        required_unless_present = "data_dir",
+        conflicts_with = "data_dir"
+    )]
+    pub source: Option<String>,
+    /// The data dir of a stopped member (its member/snap/db) instead of a snapshot
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The revision to hash [default: the latest]
+    #[arg(long, value_name = "REV", default_value_t = 0)]
+    pub rev: i64,
+    /// Identities to decrypt an encrypted snapshot with
+    #[command(flatten)]
+    pub identity: IdentityFlags,
+    /// Store settings (for a backup URL)
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}

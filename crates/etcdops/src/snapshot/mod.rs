@@ -8,6 +8,7 @@
 //! The library crate behind them stays reachable as [`lib`].
 
 mod catalog;
+mod offline;
 mod restore;
 mod run;
 mod save;
@@ -19,6 +20,10 @@ pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
 pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
+pub use offline::{
+    DefragRequest, DefragResult, HashKv, HashKvFileRequest, HashKvRequest, HashKvResult,
+    defrag_data_dir, hash_kv,
+};
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
 pub use run::{BackupRunRequest, backup_run, event_line};
 pub use save::{
