@@ -51,8 +51,8 @@ pub use offline::{
 pub use restore::{
     KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker,
     RestoreRequest, RestoreResult, RestoredMember, Unguarded, cluster_id, db_revision, member_id,
-    parse_initial_cluster, read_marker, resolve_owner, restore_snapshot, restore_spool_dir,
-    restore_with_replay, validate_restore_request, wal_usage,
+    parse_initial_cluster, read_marker, resolve_owner, restore_defaults, restore_snapshot,
+    restore_spool_dir, restore_with_replay, validate_restore_request, wal_usage,
 };
 pub use status::{
     BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,

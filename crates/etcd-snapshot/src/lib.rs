@@ -84,6 +84,8 @@ pub use etcd_data::offline::{
     DefragRequest, DefragResult, HashKv, HashKvRequest, data_dir_db, defrag_data_dir, hash_kv,
     hash_kv_data_dir,
 };
+/// etcdutl's defaults for a restore's absent flags (etcd-data's).
+pub use etcd_data::restore_defaults;
 pub use input::{
     SnapshotFile, open_snapshot, open_snapshot_file, open_snapshot_file_decrypting,
     open_snapshot_object, open_snapshot_object_decrypting,

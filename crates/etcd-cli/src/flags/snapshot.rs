@@ -64,23 +64,25 @@ pub struct RestoreArgs {
     /// instead of a snapshot; DIR is only read. The hash check is skipped (no trailer).
     #[arg(long, value_name = "DIR")]
     pub from_data_dir: Option<std::path::PathBuf>,
-    /// The data dir to create (absent or empty)
+    /// The data dir to create (absent or empty) [default: NAME.etcd, as etcdutl]
     #[arg(long, value_name = "DIR")]
-    pub data_dir: std::path::PathBuf,
+    pub data_dir: Option<std::path::PathBuf>,
     /// A separate WAL dir to create (absent or empty) [default: DIR/member/wal]
     #[arg(long, value_name = "DIR")]
     pub wal_dir: Option<std::path::PathBuf>,
-    /// This member's name, as in --initial-cluster
+    /// This member's name, as in --initial-cluster [default: default, as etcdutl]
     #[arg(long)]
-    pub name: String,
+    pub name: Option<String>,
     /// Every member of the new cluster: name=peer-url,...
+    /// [default: default=http://localhost:2380, as etcdutl]
     #[arg(long, value_name = "NAME=URL,...")]
-    pub initial_cluster: String,
-    /// The new cluster's token (member IDs derive from it)
+    pub initial_cluster: Option<String>,
+    /// The new cluster's token (member IDs derive from it) [default: etcd-cluster, as etcdutl]
     #[arg(long, value_name = "TOKEN")]
-    pub initial_cluster_token: String,
+    pub initial_cluster_token: Option<String>,
     /// This member's peer URLs; must match its entry in --initial-cluster
-    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    /// [default: http://localhost:2380, as etcdutl]
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
     pub initial_advertise_peer_urls: Vec<String>,
     /// Restore even when etcd's SHA-256 trailer is missing or does not match the db (needed
     /// for a raw member/snap/db copied by hand, which has no trailer; --from-data-dir needs

@@ -238,15 +238,32 @@ async fn restore(
     format: OutputFormat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
+    // etcdutl's defaults for the flags not given.
+    use etcd_snapshot::restore_defaults as defaults;
+    let name = args.name.clone().unwrap_or_else(|| defaults::NAME.into());
+    let peer_urls = if args.initial_advertise_peer_urls.is_empty() {
+        vec![defaults::PEER_URL.to_string()]
+    } else {
+        args.initial_advertise_peer_urls.clone()
+    };
     let request = RestoreRequest {
         snapshot: args.source.clone(),
         from_data_dir: args.from_data_dir.clone(),
-        data_dir: args.data_dir.clone(),
+        data_dir: args
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| defaults::data_dir(&name)),
         wal_dir: args.wal_dir.clone(),
-        name: args.name.clone(),
-        initial_cluster: args.initial_cluster.clone(),
-        initial_cluster_token: args.initial_cluster_token.clone(),
-        initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
+        initial_cluster: args
+            .initial_cluster
+            .clone()
+            .unwrap_or_else(|| defaults::INITIAL_CLUSTER.into()),
+        initial_cluster_token: args
+            .initial_cluster_token
+            .clone()
+            .unwrap_or_else(|| defaults::INITIAL_CLUSTER_TOKEN.into()),
+        name,
+        initial_advertise_peer_urls: peer_urls,
         skip_hash_check: args.skip_hash_check,
         bump_revision: args.bump_revision,
         mark_compacted: args.mark_compacted,
