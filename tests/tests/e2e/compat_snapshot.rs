@@ -184,3 +184,258 @@ fn status_of_the_3_6_snapshot_is_etcdutl_3_6s() {
     assert_eq!(json["storage_version"], "3.6.0", "{own}");
     assert!(json["total_key"].as_u64().unwrap() > 44, "{own}");
 }
+
+/// One etcd member of the release under test on its own data dir, stopped with SIGTERM (so
+/// its db holds every revision it served), and restartable on the same dir.
+struct Solo {
+    version: etcdops_tests::EtcdVersion,
+    dir: tempfile::TempDir,
+    client_url: String,
+    peer_url: String,
+    child: Option<std::process::Child>,
+}
+
+impl Solo {
+    fn start() -> Solo {
+        let mut solo = Solo {
+            version: etcdops_tests::EtcdVersion::from_env(),
+            dir: tempfile::tempdir().unwrap(),
+            client_url: format!("http://127.0.0.1:{}", etcdops_tests::free_port()),
+            peer_url: format!("http://127.0.0.1:{}", etcdops_tests::free_port()),
+            child: None,
+        };
+        solo.restart();
+        solo
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("solo")
+    }
+
+    /// Starts etcd on the data dir (new, or the one it stopped on) and waits until it serves.
+    fn restart(&mut self) {
+        let mut cmd = std::process::Command::new(self.version.etcd());
+        cmd.args(["--name", "solo", "--data-dir"])
+            .arg(self.data_dir())
+            .args(["--listen-client-urls", &self.client_url])
+            .args(["--advertise-client-urls", &self.client_url])
+            .args(["--listen-peer-urls", &self.peer_url])
+            .args(["--initial-advertise-peer-urls", &self.peer_url])
+            .args(["--initial-cluster", &format!("solo={}", self.peer_url)])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
+        let log = self.dir.path().join("solo.log");
+        self.child = Some(etcdops_tests::spawn_logged(cmd, &log));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self
+            .etcdctl(&["endpoint", "health"])
+            .status
+            .success()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "etcd did not start:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM, and waits for the process to exit (at most 30 s, then SIGKILL and fail).
+    fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("etcd did not stop on SIGTERM");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    fn etcdctl(&self, rest: &[&str]) -> std::process::Output {
+        std::process::Command::new(self.version.etcdctl())
+            .env("ETCDCTL_API", "3")
+            .env_remove("ETCDCTL_ENDPOINTS")
+            .args(["--endpoints", &self.client_url])
+            .args(rest)
+            .output()
+            .unwrap()
+    }
+
+    fn etcdctl_ok(&self, rest: &[&str]) -> String {
+        let out = self.etcdctl(rest);
+        assert!(out.status.success(), "etcdctl {rest:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, rest: &[&str]) -> serde_json::Value {
+        let mut all = rest.to_vec();
+        all.extend(["-w", "json"]);
+        serde_json::from_str(&self.etcdctl_ok(&all)).unwrap()
+    }
+
+    /// `endpoint hashkv [--rev REV]`: (hash, hash revision, compact revision).
+    fn live_hashkv(&self, rev: Option<i64>) -> (u64, i64, i64) {
+        let rev_text = rev.map(|r| r.to_string());
+        let mut args = vec!["endpoint", "hashkv"];
+        if let Some(r) = &rev_text {
+            args.extend(["--rev", r]);
+        }
+        let json = self.json(&args);
+        let h = &json[0]["HashKV"];
+        (
+            h["hash"].as_u64().unwrap(),
+            rev.unwrap_or_else(|| h["header"]["revision"].as_i64().unwrap()),
+            h["compact_revision"].as_i64().unwrap_or(0),
+        )
+    }
+}
+
+impl Drop for Solo {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// History with overwrites, deletions and a physical compaction; returns a revision between
+/// the compaction and the end.
+fn write_history(solo: &Solo) -> i64 {
+    for i in 0..30 {
+        solo.etcdctl_ok(&["put", &format!("/h/k{i:02}"), &format!("v{i}")]);
+    }
+    for i in 0..10 {
+        solo.etcdctl_ok(&["put", &format!("/h/k{i:02}"), "again"]);
+    }
+    for i in 20..25 {
+        solo.etcdctl_ok(&["del", &format!("/h/k{i:02}")]);
+    }
+    let compact = solo.json(&["get", "/h/k00"])["header"]["revision"]
+        .as_i64()
+        .unwrap();
+    solo.etcdctl_ok(&["compaction", &compact.to_string(), "--physical"]);
+    for i in 0..5 {
+        solo.etcdctl_ok(&["put", &format!("/h/k{i:02}"), "after"]);
+    }
+    let middle = solo.json(&["get", "/h/k00"])["header"]["revision"]
+        .as_i64()
+        .unwrap();
+    solo.etcdctl_ok(&["del", "/h/k29"]);
+    solo.etcdctl_ok(&["put", "/h/last", "x"]);
+    middle
+}
+
+/// `etcdops hashkv ARGS -w json`: (hash, hash revision, compact revision).
+fn our_hashkv(rest: &[&str]) -> (u64, i64, i64) {
+    let mut all = vec!["hashkv"];
+    all.extend(rest);
+    all.extend(["-w", "json"]);
+    let out = etcdops(&args(&all), &[]);
+    out.expect_code(0);
+    let json = out.json();
+    (
+        json["hash"].as_u64().unwrap(),
+        json["hash_revision"].as_i64().unwrap(),
+        json["compact_revision"].as_i64().unwrap(),
+    )
+}
+
+#[test]
+fn hashkv_offline_is_the_live_members_endpoint_hashkv() {
+    let mut solo = Solo::start();
+    let middle = write_history(&solo);
+    let live = solo.live_hashkv(None);
+    let live_middle = solo.live_hashkv(Some(middle));
+    let snapshot = solo.dir.path().join("at-end.db");
+    solo.etcdctl_ok(&["snapshot", "save", &snapshot.display().to_string()]);
+    // Refused while etcd runs on the data dir.
+    let data_dir = solo.data_dir().display().to_string();
+    let running = etcdops(&args(&["hashkv", "--data-dir", &data_dir]), &[]);
+    crate::assert_clear_error(&running, "running");
+    solo.stop();
+
+    let (hash, rev, compact) = our_hashkv(&["--data-dir", &data_dir]);
+    assert_eq!((hash, rev), (live.0, live.1));
+    assert!(compact > 0 && compact < middle, "compact revision {compact}");
+    let middle_text = middle.to_string();
+    let at_middle = our_hashkv(&["--data-dir", &data_dir, "--rev", &middle_text]);
+    assert_eq!((at_middle.0, at_middle.1), (live_middle.0, live_middle.1));
+    assert_ne!(at_middle.0, hash);
+    // The snapshot saved at the end holds the same history.
+    let from_file = our_hashkv(&[&snapshot.display().to_string()]);
+    assert_eq!(from_file, (hash, rev, compact));
+    // etcdutl 3.6's simple line under compat: `hash, hash revision, compact revision`.
+    let simple = etcdops(
+        &args(&["hashkv", "--data-dir", &data_dir]),
+        &[("ETCDOPS_COMPAT", "etcdctl")],
+    );
+    simple.expect_code(0);
+    assert_eq!(simple.stdout, format!("{hash}, {rev}, {compact}\n"));
+}
+
+#[test]
+fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
+    let mut solo = Solo::start();
+    let big = "x".repeat(8000);
+    for i in 0..150 {
+        solo.etcdctl_ok(&["put", &format!("/d/k{i:03}"), &big]);
+    }
+    solo.etcdctl_ok(&["del", "/d/k0", "--prefix"]);
+    let revision = write_history(&solo);
+    let _ = revision;
+    let latest = solo.json(&["get", "/h/last"])["header"]["revision"]
+        .as_i64()
+        .unwrap();
+    solo.etcdctl_ok(&["compaction", &latest.to_string(), "--physical"]);
+    let before_keys = solo.etcdctl_ok(&["get", "", "--prefix", "-w", "json"]);
+    let before_hash = solo.live_hashkv(None);
+    let data_dir = solo.data_dir().display().to_string();
+    // Refused while etcd runs there; the db is not touched.
+    let db = solo.data_dir().join("member/snap/db");
+    let running = etcdops(&args(&["defrag", "--data-dir", &data_dir]), &[]);
+    crate::assert_clear_error(&running, "running");
+    solo.stop();
+    let size_before = std::fs::metadata(&db).unwrap().len();
+
+    let done = etcdops(&args(&["defrag", "--data-dir", &data_dir, "-w", "json"]), &[]);
+    done.expect_code(0);
+    let json = done.json();
+    assert_eq!(json["size_before"].as_u64().unwrap(), size_before, "{done}");
+    let size_after = json["size_after"].as_u64().unwrap();
+    assert!(size_after < size_before / 2, "{done}");
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), size_after);
+    // Under compat: etcdctl's line.
+    let again = etcdops(
+        &args(&["defrag", "--data-dir", &data_dir]),
+        &[("ETCDOPS_COMPAT", "etcdctl")],
+    );
+    again.expect_code(0);
+    assert_eq!(
+        again.stdout,
+        format!("Finished defragmenting etcd data[{data_dir}]\n")
+    );
+
+    // Real etcd starts on it and serves every key, at the same revision, with the same hash.
+    solo.restart();
+    let mut after: serde_json::Value =
+        serde_json::from_str(&solo.etcdctl_ok(&["get", "", "--prefix", "-w", "json"])).unwrap();
+    let mut before: serde_json::Value = serde_json::from_str(&before_keys).unwrap();
+    for json in [&mut before, &mut after] {
+        etcdops_tests::remove_pointer(json, "/header/raft_term");
+    }
+    assert_eq!(after["header"]["revision"], before["header"]["revision"]);
+    assert_eq!(after["kvs"], before["kvs"]);
+    assert!(after["count"].as_u64().unwrap() > 20);
+    assert_eq!(solo.live_hashkv(None), before_hash);
+}

@@ -560,7 +560,10 @@ mod tests {
             panic!("not a restore");
         };
         assert_eq!(args.source.as_deref(), Some("/tmp/x.db"));
-        assert_eq!(args.data_dir, std::path::PathBuf::from("/var/lib/etcd"));
+        assert_eq!(
+            args.data_dir,
+            Some(std::path::PathBuf::from("/var/lib/etcd"))
+        );
         assert_eq!(args.wal_dir, None);
         assert_eq!(args.initial_advertise_peer_urls.len(), 2);
         assert_eq!((args.bump_revision, args.mark_compacted), (0, false));
@@ -590,24 +593,39 @@ mod tests {
         };
         assert_eq!(args.wal_dir, Some(std::path::PathBuf::from("w")));
         assert_eq!((args.bump_revision, args.mark_compacted), (1_000_000, true));
-        // The peer URLs are required.
-        assert!(
-            Cli::try_parse_from([
-                "etcdops",
-                "snapshot",
-                "restore",
-                "x",
-                "--data-dir",
-                "d",
-                "--name",
-                "a",
-                "--initial-cluster",
-                "a=http://h:1",
-                "--initial-cluster-token",
-                "t",
-            ])
-            .is_err()
+        // Every cluster flag may be left out: etcdutl's defaults apply (etcdops' restore
+        // command fills them in).
+        let cli = parse(&["snapshot", "restore", "x.db"]);
+        let Command::Snapshot(SnapshotCommand::Restore(args)) = cli.command else {
+            panic!("not a restore");
+        };
+        assert_eq!(
+            (args.name, args.initial_cluster, args.initial_cluster_token),
+            (None, None, None)
         );
+        assert!(args.data_dir.is_none() && args.initial_advertise_peer_urls.is_empty());
+    }
+
+    #[test]
+    fn offline_defrag_and_hashkv_take_a_data_dir_or_a_file() {
+        let cli = parse(&["defrag", "--data-dir", "/var/lib/etcd"]);
+        let Command::Defrag(args) = cli.command else {
+            panic!("not a defrag");
+        };
+        assert_eq!(args.data_dir, Some(PathBuf::from("/var/lib/etcd")));
+        assert!(Cli::try_parse_from(["etcdops", "defrag", "--data-dir", "d", "--cluster"]).is_err());
+        let cli = parse(&["hashkv", "x.db", "--rev", "7"]);
+        let Command::Hashkv(args) = cli.command else {
+            panic!("not a hashkv");
+        };
+        assert_eq!((args.source.as_deref(), args.rev), (Some("x.db"), 7));
+        let cli = parse(&["hashkv", "--data-dir", "d"]);
+        let Command::Hashkv(args) = cli.command else {
+            panic!("not a hashkv");
+        };
+        assert_eq!(args.data_dir, Some(PathBuf::from("d")));
+        assert!(Cli::try_parse_from(["etcdops", "hashkv"]).is_err());
+        assert!(Cli::try_parse_from(["etcdops", "hashkv", "x.db", "--data-dir", "d"]).is_err());
     }
 }
 
