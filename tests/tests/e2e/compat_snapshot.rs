@@ -226,11 +226,7 @@ impl Solo {
         let log = self.dir.path().join("solo.log");
         self.child = Some(etcdops_tests::spawn_logged(cmd, &log));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !self
-            .etcdctl(&["endpoint", "health"])
-            .status
-            .success()
-        {
+        while !self.etcdctl(&["endpoint", "health"]).status.success() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "etcd did not start:\n{}",
@@ -367,7 +363,10 @@ fn hashkv_offline_is_the_live_members_endpoint_hashkv() {
 
     let (hash, rev, compact) = our_hashkv(&["--data-dir", &data_dir]);
     assert_eq!((hash, rev), (live.0, live.1));
-    assert!(compact > 0 && compact < middle, "compact revision {compact}");
+    assert!(
+        compact > 0 && compact < middle,
+        "compact revision {compact}"
+    );
     let middle_text = middle.to_string();
     let at_middle = our_hashkv(&["--data-dir", &data_dir, "--rev", &middle_text]);
     assert_eq!((at_middle.0, at_middle.1), (live_middle.0, live_middle.1));
@@ -408,7 +407,10 @@ fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
     solo.stop();
     let size_before = std::fs::metadata(&db).unwrap().len();
 
-    let done = etcdops(&args(&["defrag", "--data-dir", &data_dir, "-w", "json"]), &[]);
+    let done = etcdops(
+        &args(&["defrag", "--data-dir", &data_dir, "-w", "json"]),
+        &[],
+    );
     done.expect_code(0);
     let json = done.json();
     assert_eq!(json["size_before"].as_u64().unwrap(), size_before, "{done}");
@@ -438,4 +440,149 @@ fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
     assert_eq!(after["kvs"], before["kvs"]);
     assert!(after["count"].as_u64().unwrap() > 20);
     assert_eq!(solo.live_hashkv(None), before_hash);
+}
+
+/// The first `count` records of a WAL segment, as framed on disk (length word, record, pad).
+fn first_wal_frames(path: &Path, count: usize) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut at = 0;
+    for _ in 0..count {
+        let word = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let len = (word & 0x00FF_FFFF_FFFF_FFFF) as usize;
+        let pad = if word >> 63 == 1 {
+            ((word >> 56) & 0x7) as usize
+        } else {
+            0
+        };
+        at += 8 + len + pad;
+    }
+    bytes[..at].to_vec()
+}
+
+/// `etcdops snapshot status FILE -w json` (our JSON).
+fn our_status_json(file: &Path) -> serde_json::Value {
+    let file = file.display().to_string();
+    let out = etcdops(&args(&["snapshot", "status", &file, "-w", "json"]), &[]);
+    out.expect_code(0);
+    out.json()
+}
+
+#[test]
+fn restore_without_cluster_flags_uses_etcdutls_defaults() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/compat/defaults/", 5);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("d.db");
+    let file_arg = file.display().to_string();
+    let endpoint = cluster.endpoints();
+    cluster
+        .etcdctl(&["--endpoints", &endpoint, "snapshot", "save", &file_arg])
+        .status
+        .success()
+        .then_some(())
+        .expect("etcdctl snapshot save");
+    // The release's own tool, with no flag but the file (and the data dir, which etcdutl
+    // 3.5 requires; 3.4 and 3.6 default it to NAME.etcd as etcdops does), in its own dir.
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let out = cluster
+        .version
+        .snapshot_tool()
+        .args([
+            "snapshot",
+            "restore",
+            &file_arg,
+            "--data-dir",
+            "default.etcd",
+        ])
+        .current_dir(&theirs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // etcdops, the same way.
+    let ours = dir.path().join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    let out = std::process::Command::new(etcdops_tests::etcdops_path())
+        .args(["snapshot", "restore", &file_arg])
+        .current_dir(&ours)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Both wrote default.etcd, with the same member (its ID derived from the default peer
+    // URL and token) of the same cluster.
+    // The WAL's first records name the member and cluster IDs: byte for byte the same.
+    let wal = "default.etcd/member/wal/0000000000000000-0000000000000000.wal";
+    assert_eq!(
+        first_wal_frames(&theirs.join(wal), 2),
+        first_wal_frames(&ours.join(wal), 2)
+    );
+    let db = "default.etcd/member/snap/db";
+    let (a, b) = (
+        our_status_json(&theirs.join(db)),
+        our_status_json(&ours.join(db)),
+    );
+    // etcdctl 3.4 leaves the snapshot's old members in the db (3.4 reads them from the snap
+    // file's v2 store); etcdutl 3.5 and etcdops write the new one.
+    if cluster.version == etcdops_tests::EtcdVersion::V3_5 {
+        assert_eq!(a["members"], b["members"]);
+        assert_eq!(a["term"], b["term"]);
+    }
+    assert_eq!(a["consistent_index"], b["consistent_index"]);
+    assert_eq!(b["members"][0]["name"], "default");
+    assert_eq!(
+        b["members"][0]["peer_urls"],
+        serde_json::json!(["http://localhost:2380"])
+    );
+}
+
+#[test]
+fn a_restore_of_the_3_6_snapshot_starts_under_this_release_and_serves_its_keys() {
+    let snapshot = fixture_dir().join("snapshot-3.6.14.db");
+    let snapshot_arg = snapshot.display().to_string();
+    let mut restored = Cluster::plan_restore(1, "n");
+    let data_dir = restored.members[0].data_dir.display().to_string();
+    let (initial, token) = (restored.initial_cluster(), restored.token().to_string());
+    let peer = restored.members[0].peer_url.clone();
+    etcdops(
+        &args(&[
+            "snapshot",
+            "restore",
+            &snapshot_arg,
+            "--data-dir",
+            &data_dir,
+            "--name",
+            "n0",
+            "--initial-cluster",
+            &initial,
+            "--initial-cluster-token",
+            &token,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ]),
+        &[],
+    )
+    .expect_code(0);
+    restored.start_restored();
+    // The fixture's keys at their revision: 39 configmaps, /registry/hot at v8, the binary
+    // secret, and the key put after the compaction.
+    let got = run(&restored, &["get", "/registry/", "--prefix", "-w", "json"]);
+    got.expect_code(0);
+    let json = got.json();
+    assert_eq!(json["count"], 42, "{got}");
+    let hot = run(&restored, &["get", "/registry/hot", "-w", "json"]);
+    assert_eq!(hot.json()["kvs"][0]["value"], "v8", "{hot}");
+    let endpoint = restored.endpoints();
+    let (code, theirs) = crate::etcdctl_json(
+        &restored,
+        &[
+            "--endpoints",
+            &endpoint,
+            "get",
+            "/registry/hot",
+            "-w",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{theirs}");
+    assert_eq!(theirs["header"]["revision"], 54, "{theirs}");
 }

@@ -613,7 +613,9 @@ mod tests {
             panic!("not a defrag");
         };
         assert_eq!(args.data_dir, Some(PathBuf::from("/var/lib/etcd")));
-        assert!(Cli::try_parse_from(["etcdops", "defrag", "--data-dir", "d", "--cluster"]).is_err());
+        assert!(
+            Cli::try_parse_from(["etcdops", "defrag", "--data-dir", "d", "--cluster"]).is_err()
+        );
         let cli = parse(&["hashkv", "x.db", "--rev", "7"]);
         let Command::Hashkv(args) = cli.command else {
             panic!("not a hashkv");
