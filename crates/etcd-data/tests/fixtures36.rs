@@ -184,7 +184,10 @@ fn varint(bytes: &[u8], at: &mut usize) -> u64 {
 }
 
 /// A protobuf message's fields in order: (number, varint or bytes).
-fn fields(bytes: &[u8]) -> Vec<(u64, Result<u64, Vec<u8>>)> {
+type Fields = Vec<(u64, Result<u64, Vec<u8>>)>;
+
+/// Parses the fields of one protobuf message.
+fn fields(bytes: &[u8]) -> Fields {
     let mut at = 0;
     let mut out = Vec::new();
     while at < bytes.len() {
@@ -204,7 +207,7 @@ fn fields(bytes: &[u8]) -> Vec<(u64, Result<u64, Vec<u8>>)> {
 }
 
 /// The WAL's records (type, crc, data), framing checked.
-fn wal_records(path: &Path) -> Vec<Vec<(u64, Result<u64, Vec<u8>>)>> {
+fn wal_records(path: &Path) -> Vec<Fields> {
     let bytes = std::fs::read(path).unwrap();
     let mut at = 0;
     let mut records = Vec::new();

@@ -725,9 +725,8 @@ fn a_compact_copy_holds_every_bucket_key_and_sequence_in_fewer_pages() {
             })
             .unwrap();
         assert_eq!(&got, contents, "bucket {:?}", String::from_utf8_lossy(name));
-        let sequence = |bolt: &BoltDb<&[u8]>| {
-            read_u64(&bolt.get(&bolt.root(), name).unwrap().unwrap().0, 8)
-        };
+        let sequence =
+            |bolt: &BoltDb<&[u8]>| read_u64(&bolt.get(&bolt.root(), name).unwrap().unwrap().0, 8);
         assert_eq!(sequence(&compact), sequence(&source));
     }
 }
