@@ -1,5 +1,6 @@
 //! A compact copy of a db (what bbolt's `compact` and etcdutl's `defrag` make): every
-//! top-level bucket's keys written afresh into full leaves, branch pages over them, a new root,
+//! top-level bucket's keys written afresh into full leaves, branch pages over them (a bucket
+//! small enough inline in its parent, as bbolt keeps one: at most a quarter page), a new root,
 //! and two meta pages, with no free pages at all. Written as a stream: memory holds one leaf
 //! and one (first key, page id) pair per page written, whatever the db's size.
 
@@ -104,6 +105,25 @@ impl TreeBuilder {
         Ok(())
     }
 
+    /// Ends a bucket's tree: inline (the leaf's bytes, unpadded, after a root of 0) when it
+    /// never filled a page and takes at most a quarter of one, as bbolt inlines it; else
+    /// [`TreeBuilder::finish`]. Returns the bucket's value without its sequence.
+    fn finish_bucket(self, writer: &mut PageWriter<'_>) -> Result<Vec<u8>, BoltError> {
+        if self.children.is_empty() && self.used <= writer.page_size / 4 {
+            let refs: Vec<(u32, &[u8], &[u8])> = self
+                .items
+                .iter()
+                .map(|(f, k, v)| (*f, k.as_slice(), v.as_slice()))
+                .collect();
+            let mut page = leaf_page(0, &refs, writer.page_size)?;
+            page.truncate(self.used);
+            let mut value = 0u64.to_le_bytes().to_vec();
+            value.extend(page);
+            return Ok(value);
+        }
+        Ok(self.finish(writer)?.to_le_bytes().to_vec())
+    }
+
     /// Ends the tree: the last leaf (an empty one for an empty bucket) and the branch levels
     /// over the leaves; returns the root's pgid.
     fn finish(mut self, writer: &mut PageWriter<'_>) -> Result<u64, BoltError> {
@@ -168,7 +188,7 @@ pub fn compact_into<S: PageSource>(
         names.push((entry.key.to_vec(), read_u64(entry.value, 8)));
         Ok(())
     })?;
-    let mut top: Vec<(Vec<u8>, u64, u64)> = Vec::new();
+    let mut top: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
     let mut keys = 0u64;
     for (name, sequence) in names {
         let Some(bucket) = bolt.bucket(&root, &name)? else {
@@ -188,13 +208,14 @@ pub fn compact_into<S: PageSource>(
             keys += 1;
             tree.add(&mut writer, 0, entry.key, entry.value)
         })?;
-        let root_pgid = tree.finish(&mut writer)?;
-        top.push((name, root_pgid, sequence));
+        top.push((name, tree.finish_bucket(&mut writer)?, sequence));
     }
     let mut root_tree = TreeBuilder::new();
-    for (name, pgid, sequence) in &top {
-        let mut value = pgid.to_le_bytes().to_vec();
+    for (name, root_value, sequence) in &top {
+        // The header (root, sequence), then an inline bucket's page.
+        let mut value = root_value[..8].to_vec();
         value.extend_from_slice(&sequence.to_le_bytes());
+        value.extend_from_slice(&root_value[8..]);
         root_tree.add(&mut writer, BUCKET_LEAF_FLAG, name, &value)?;
     }
     let root_pgid = root_tree.finish(&mut writer)?;

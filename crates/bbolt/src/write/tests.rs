@@ -701,13 +701,16 @@ fn a_compact_copy_holds_every_bucket_key_and_sequence_in_fewer_pages() {
     replace.insert(b"many".to_vec(), many.clone());
     replace.insert(b"big".to_vec(), big.clone());
     replace.insert(b"empty".to_vec(), BucketContents::new());
+    let mut tiny = BucketContents::new();
+    tiny.insert(b"k".to_vec(), b"v".to_vec());
+    replace.insert(b"tiny".to_vec(), tiny);
     // Rewritten twice: the first copy's pages are left behind, unreachable.
     let once = rewrite(&db, &replace, None).unwrap();
     let twice = rewrite(&once, &replace, None).unwrap();
     let source = BoltDb::open(twice.as_slice()).unwrap();
     let file = tempfile::tempfile().unwrap();
     let report = compact_into(&source, &file).unwrap();
-    assert_eq!((report.buckets, report.keys), (3, 20_002));
+    assert_eq!((report.buckets, report.keys), (4, 20_003));
     assert!(report.size < twice.len() as u64 * 2 / 3, "{report:?}");
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut &file, &mut bytes).unwrap();
@@ -728,5 +731,15 @@ fn a_compact_copy_holds_every_bucket_key_and_sequence_in_fewer_pages() {
         let sequence =
             |bolt: &BoltDb<&[u8]>| read_u64(&bolt.get(&bolt.root(), name).unwrap().unwrap().0, 8);
         assert_eq!(sequence(&compact), sequence(&source));
+    }
+    // Small buckets are inline, as bbolt keeps them: no page of their own.
+    for name in [&b"tiny"[..], b"empty"] {
+        let value = compact.get(&compact.root(), name).unwrap().unwrap().0;
+        assert_eq!(
+            read_u64(&value, 0),
+            0,
+            "{:?} is inline",
+            String::from_utf8_lossy(name)
+        );
     }
 }
