@@ -136,6 +136,22 @@ fn a_directory_or_a_store_url_ending_in_db_keeps_the_store_behaviour() {
     let refused = run(&cluster, &["snapshot", "save", &file, "--keep-last", "3"]);
     crate::assert_clear_error(&refused, "--keep-last");
     assert!(!Path::new(&file).exists());
+    // A save that fails leaves neither the file nor its .part behind.
+    let dead = format!("http://127.0.0.1:{}", etcdops_tests::free_port());
+    let failed = etcdops(
+        &args(&[
+            "--endpoints",
+            &dead,
+            "--dial-timeout",
+            "1s",
+            "snapshot",
+            "save",
+            &file,
+        ]),
+        &[],
+    );
+    assert_ne!(failed.code, 0, "{failed}");
+    assert!(!Path::new(&file).exists() && !Path::new(&format!("{file}.part")).exists());
 }
 
 #[test]
