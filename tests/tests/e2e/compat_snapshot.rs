@@ -515,6 +515,22 @@ fn restore_without_cluster_flags_uses_etcdutls_defaults() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty() && !out.stderr.is_empty(), "{out:?}");
+    // Under compat etcdops says it on stderr too, and nothing on stdout.
+    let compat_dir = dir.path().join("compat");
+    std::fs::create_dir(&compat_dir).unwrap();
+    let compat = std::process::Command::new(etcdops_tests::etcdops_path())
+        .args(["snapshot", "restore", &file_arg])
+        .env("ETCDOPS_COMPAT", "etcdctl")
+        .current_dir(&compat_dir)
+        .output()
+        .unwrap();
+    assert!(compat.status.success(), "{compat:?}");
+    assert!(
+        compat.stdout.is_empty() && !compat.stderr.is_empty(),
+        "{compat:?}"
+    );
+    assert!(compat_dir.join("default.etcd/member/snap/db").is_file());
     // etcdops, the same way.
     let ours = dir.path().join("ours");
     std::fs::create_dir(&ours).unwrap();

@@ -290,6 +290,14 @@ async fn restore(
         restored: &restored,
         dry_run: args.dry_run,
     };
+    // etcdutl (and etcdctl) print nothing on stdout for a restore, only their log on
+    // stderr: under compat, the simple lines go there.
+    if format == OutputFormat::Simple && is_compat() {
+        for line in view.simple_lines() {
+            eprintln!("{line}");
+        }
+        return Ok(ExitStatus::Success);
+    }
     print(format, &view)?;
     Ok(ExitStatus::Success)
 }
@@ -415,8 +423,7 @@ async fn save_file(
     let bar = bar("save", args.quiet, format);
     let saved = etcdops::snapshot::save_file(config, &request, progress(&bar)).await?;
     let view = compat::SaveFileView(saved);
-    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if crate::flags::compat_of_raw(&raw) == crate::flags::Compat::Etcdctl {
+    if is_compat() {
         for line in view.log_lines() {
             eprintln!("{line}");
         }
@@ -425,6 +432,13 @@ async fn save_file(
     }
     print(format, &view)?;
     Ok(ExitStatus::Success)
+}
+
+/// Whether this run is under `--compat etcdctl` (the flag, `ETCDOPS_COMPAT`, or a binary
+/// called etcdctl), for the commands whose etcdctl output is not a `-w` format.
+fn is_compat() -> bool {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    crate::flags::compat_of_raw(&raw) == crate::flags::Compat::Etcdctl
 }
 
 /// A prune's warnings (backups dated in the future, a newest backup that failed
