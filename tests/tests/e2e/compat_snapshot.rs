@@ -407,8 +407,7 @@ fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
         solo.etcdctl_ok(&["put", &format!("/d/k{i:03}"), &big]);
     }
     solo.etcdctl_ok(&["del", "/d/k0", "--prefix"]);
-    let revision = write_history(&solo);
-    let _ = revision;
+    write_history(&solo);
     let latest = solo.json(&["get", "/h/last"])["header"]["revision"]
         .as_i64()
         .unwrap();
