@@ -3,8 +3,8 @@
 //! value formats, and a native restore of a snapshot into the data dir of a member of a new
 //! cluster (db rewritten for the new membership, WAL, snap file), as `etcdutl snapshot restore`
 //! does, without etcd's tools, and etcdutl's offline tools on a stopped member or a snapshot
-//! ([`offline`]: `hashkv`, `defrag --data-dir`). No network, no etcd client, no store: the db is read page by
-//! page through the `bbolt` crate, so memory stays bounded whatever its size.
+//! ([`offline`]: `hashkv`, `defrag --data-dir`). No network, no etcd client, no store: the db
+//! is read page by page through the `bbolt` crate, so memory stays bounded whatever its size.
 //!
 //! ```no_run
 //! use etcd_data::{RestoreRequest, StatusOptions, Unguarded, open_snapshot_file, restore_snapshot};
