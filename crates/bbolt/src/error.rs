@@ -31,6 +31,16 @@ pub enum BoltError {
         /// The I/O error.
         reason: String,
     },
+    /// A new db's bytes could not be written.
+    #[error("cannot write {len} bytes at offset {offset}: {reason}")]
+    Write {
+        /// Where the write started.
+        offset: u64,
+        /// Bytes to write.
+        len: usize,
+        /// The I/O error.
+        reason: String,
+    },
 }
 
 impl etcd_common::Hinted for BoltError {}

@@ -46,6 +46,6 @@ pub use page::{BranchElement, LeafElement, Page, PageError};
 pub use reader::{BoltDb, Bucket, Entry};
 pub use source::{DbFile, PageSource};
 pub use write::{
-    Append, AppendReport, BucketContents, Patch, append_sorted, last_key, replace_buckets,
-    verify_rewrite,
+    Append, AppendReport, BucketContents, CompactReport, Patch, append_sorted, compact_into,
+    last_key, replace_buckets, verify_rewrite,
 };

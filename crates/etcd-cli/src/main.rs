@@ -141,6 +141,8 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::maintenance::run_move_leader(&config, &args.member, format).await
         }
         Command::Alarm(command) => commands::maintenance::run_alarm(&config, command, format).await,
+        Command::Defrag(args) if args.data_dir.is_some() => commands::offline::defrag(args, format),
+        Command::Hashkv(args) => commands::offline::hashkv(args, format).await,
         Command::Defrag(args) => {
             let guards = commands::platform::guards(&cli.global);
             commands::maintenance::run_defrag_guarded(&config, &guards, args, format).await

@@ -71,6 +71,34 @@ pub enum Error {
         /// What was unexpected.
         reason: String,
     },
+    /// A member runs on the data dir (its db is locked): offline tools need it stopped.
+    #[error("a member is running on '{path}' (its db is locked): stop it first")]
+    MemberRunning {
+        /// The data dir.
+        path: String,
+    },
+    /// A revision asked of a db that has compacted it away.
+    #[error(
+        "'{name}': revision {revision} has been compacted (the db is compacted at {compacted})"
+    )]
+    Compacted {
+        /// The file or data dir.
+        name: String,
+        /// The revision asked.
+        revision: i64,
+        /// The db's compaction revision.
+        compacted: i64,
+    },
+    /// A revision asked of a db that has not reached it.
+    #[error("'{name}': revision {revision} is past the db's latest revision {latest}")]
+    FutureRevision {
+        /// The file or data dir.
+        name: String,
+        /// The revision asked.
+        revision: i64,
+        /// The db's latest revision.
+        latest: i64,
+    },
     /// The file is age-encrypted and no identity was given.
     #[error("{}", encrypted_message(name, recipients, *stored_ok))]
     Encrypted {

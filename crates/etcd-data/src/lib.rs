@@ -2,8 +2,9 @@
 //! SHA-256 trailer), their status as `etcdutl snapshot status` computes it, the mvcc key and
 //! value formats, and a native restore of a snapshot into the data dir of a member of a new
 //! cluster (db rewritten for the new membership, WAL, snap file), as `etcdutl snapshot restore`
-//! does, without etcd's tools. No network, no etcd client, no store: the db is read page by
-//! page through the `bbolt` crate, so memory stays bounded whatever its size.
+//! does, without etcd's tools, and etcdutl's offline tools on a stopped member or a snapshot
+//! ([`offline`]: `hashkv`, `defrag --data-dir`). No network, no etcd client, no store: the db
+//! is read page by page through the `bbolt` crate, so memory stays bounded whatever its size.
 //!
 //! ```no_run
 //! use etcd_data::{RestoreRequest, StatusOptions, Unguarded, open_snapshot_file, restore_snapshot};
@@ -32,6 +33,7 @@ pub mod crypt;
 mod error;
 pub mod file;
 pub mod mvcc;
+pub mod offline;
 pub mod restore;
 pub mod status;
 
@@ -44,11 +46,14 @@ pub use file::{
     open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
 };
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use offline::{
+    DefragRequest, DefragResult, HashKv, HashKvRequest, defrag_data_dir, hash_kv, hash_kv_data_dir,
+};
 pub use restore::{
     KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker,
     RestoreRequest, RestoreResult, RestoredMember, Unguarded, cluster_id, db_revision, member_id,
-    parse_initial_cluster, read_marker, resolve_owner, restore_snapshot, restore_spool_dir,
-    restore_with_replay, validate_restore_request, wal_usage,
+    parse_initial_cluster, read_marker, resolve_owner, restore_defaults, restore_snapshot,
+    restore_spool_dir, restore_with_replay, validate_restore_request, wal_usage,
 };
 pub use status::{
     BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,

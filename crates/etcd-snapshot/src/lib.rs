@@ -39,6 +39,7 @@ mod restore;
 mod retention;
 mod run_lock;
 mod save;
+mod save_file;
 mod source;
 mod status;
 mod verify;
@@ -78,6 +79,13 @@ pub use error::{Result, SnapshotError};
 /// etcd-data's error (snapshot files, their status, identities), as [`SnapshotError::Data`]
 /// and [`RestoreError::Snapshot`] hold it.
 pub use etcd_data::Error as DataError;
+/// etcdutl's offline tools (etcd-data's): `defrag --data-dir` and `hashkv`.
+pub use etcd_data::offline::{
+    DefragRequest, DefragResult, HashKv, HashKvRequest, data_dir_db, defrag_data_dir, hash_kv,
+    hash_kv_data_dir,
+};
+/// etcdutl's defaults for a restore's absent flags (etcd-data's).
+pub use etcd_data::restore_defaults;
 pub use input::{
     SnapshotFile, open_snapshot, open_snapshot_file, open_snapshot_file_decrypting,
     open_snapshot_object, open_snapshot_object_decrypting,
@@ -106,6 +114,7 @@ pub use restore::{
 pub use retention::{RetentionDecision, RetentionItem, RetentionPolicy, apply_retention};
 pub use run_lock::{RUN_LOCK_FILE, RUN_LOCK_FORMAT_VERSION, RunLock, is_run_lock, run_lock_name};
 pub use save::{DEFAULT_ZSTD_LEVEL, SaveRequest, SaveResult, save_snapshot};
+pub use save_file::{SaveFileRequest, SaveFileResult, part_path, save_snapshot_file};
 pub use source::{SnapshotSource, choose_source};
 pub use status::{
     BucketCount, DbMember, SnapshotStatus, StatusOptions, TrailerCheck, snapshot_status,

@@ -16,6 +16,7 @@ mod cluster_ops;
 mod compat_global;
 mod compat_kv;
 mod compat_script;
+mod compat_snapshot;
 mod completion;
 mod discovery;
 mod downgrade;

@@ -14,9 +14,11 @@
 use std::collections::BTreeMap;
 
 mod append;
+mod compact;
 mod replace;
 
 pub use append::{AppendReport, append_sorted, last_key};
+pub use compact::{CompactReport, compact_into};
 pub use replace::{Append, Patch, replace_buckets, verify_rewrite};
 
 #[allow(unused_imports)]

@@ -682,3 +682,64 @@ fn branch_levels_split_and_grow_to_a_single_root() {
     let got: Vec<(&[u8], u64)> = elements.iter().map(|e| (e.key, e.pgid)).collect();
     assert_eq!(got, [(&b"a"[..], 4), (b"m", 40), (b"x", 41)]);
 }
+
+#[test]
+fn a_compact_copy_holds_every_bucket_key_and_sequence_in_fewer_pages() {
+    let root = leaf_page(2, &[], PS).unwrap();
+    let mut db = meta(0, 2, 3, 2);
+    db.extend(meta(1, 2, 3, 1));
+    db.extend(root);
+    // Enough keys for two branch levels, one value over several pages, an empty bucket.
+    let mut many = BucketContents::new();
+    for i in 0..20_000u32 {
+        many.insert(i.to_be_bytes().to_vec(), vec![b'v'; (i % 90) as usize]);
+    }
+    let mut big = BucketContents::new();
+    big.insert(b"huge".to_vec(), vec![9u8; 3 * PS + 17]);
+    big.insert(b"small".to_vec(), b"s".to_vec());
+    let mut replace = BTreeMap::new();
+    replace.insert(b"many".to_vec(), many.clone());
+    replace.insert(b"big".to_vec(), big.clone());
+    replace.insert(b"empty".to_vec(), BucketContents::new());
+    let mut tiny = BucketContents::new();
+    tiny.insert(b"k".to_vec(), b"v".to_vec());
+    replace.insert(b"tiny".to_vec(), tiny);
+    // Rewritten twice: the first copy's pages are left behind, unreachable.
+    let once = rewrite(&db, &replace, None).unwrap();
+    let twice = rewrite(&once, &replace, None).unwrap();
+    let source = BoltDb::open(twice.as_slice()).unwrap();
+    let file = tempfile::tempfile().unwrap();
+    let report = compact_into(&source, &file).unwrap();
+    assert_eq!((report.buckets, report.keys), (4, 20_003));
+    assert!(report.size < twice.len() as u64 * 2 / 3, "{report:?}");
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes).unwrap();
+    assert_eq!(bytes.len() as u64, report.size);
+    let compact = BoltDb::open(bytes.as_slice()).unwrap();
+    compact.check().unwrap();
+    assert_eq!(compact.meta().page_size, PS as u32);
+    for (name, contents) in &replace {
+        let bucket = compact.bucket(&compact.root(), name).unwrap().unwrap();
+        let mut got = BucketContents::new();
+        compact
+            .for_each(&bucket, |e| {
+                got.insert(e.key.to_vec(), e.value.to_vec());
+                Ok::<(), BoltError>(())
+            })
+            .unwrap();
+        assert_eq!(&got, contents, "bucket {:?}", String::from_utf8_lossy(name));
+        let sequence =
+            |bolt: &BoltDb<&[u8]>| read_u64(&bolt.get(&bolt.root(), name).unwrap().unwrap().0, 8);
+        assert_eq!(sequence(&compact), sequence(&source));
+    }
+    // Small buckets are inline, as bbolt keeps them: no page of their own.
+    for name in [&b"tiny"[..], b"empty"] {
+        let value = compact.get(&compact.root(), name).unwrap().unwrap().0;
+        assert_eq!(
+            read_u64(&value, 0),
+            0,
+            "{:?} is inline",
+            String::from_utf8_lossy(name)
+        );
+    }
+}

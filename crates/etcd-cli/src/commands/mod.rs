@@ -10,6 +10,7 @@ pub mod k8s;
 pub mod kv;
 pub mod maintenance;
 pub mod member;
+pub mod offline;
 pub mod pki;
 pub mod platform;
 pub mod snapshot;

@@ -64,6 +64,11 @@ pub struct DefragArgs {
     /// Run even on OpenShift, whose cluster-etcd-operator owns defragmentation
     #[arg(long)]
     pub force: bool,
+    /// Offline, as etcdutl: defragment the db of the stopped member at DIR (its
+    /// member/snap/db rewritten compactly, checked, and renamed over it), instead of live
+    /// members; refused while etcd runs there
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["cluster", "force"])]
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 /// `--cluster`.

@@ -391,6 +391,9 @@ pub enum Command {
     /// Defragment members one at a time: followers first, the leader last, checking health
     /// after each and stopping at the first failure. Exit code 1 when it stopped early.
     Defrag(DefragArgs),
+    /// Offline, as etcdutl 3.6's `hashkv`: etcd's KV hash of a snapshot or a stopped member's
+    /// db at a revision, the hash `endpoint hashkv` gives for that member at that revision.
+    Hashkv(OfflineHashKvArgs),
     /// Compact the key history up to a revision, or keep the last N revisions.
     #[command(visible_alias = "compaction")]
     Compact(CompactArgs),

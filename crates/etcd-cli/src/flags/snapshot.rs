@@ -64,23 +64,25 @@ pub struct RestoreArgs {
     /// instead of a snapshot; DIR is only read. The hash check is skipped (no trailer).
     #[arg(long, value_name = "DIR")]
     pub from_data_dir: Option<std::path::PathBuf>,
-    /// The data dir to create (absent or empty)
+    /// The data dir to create (absent or empty) [default: NAME.etcd, as etcdutl]
     #[arg(long, value_name = "DIR")]
-    pub data_dir: std::path::PathBuf,
+    pub data_dir: Option<std::path::PathBuf>,
     /// A separate WAL dir to create (absent or empty) [default: DIR/member/wal]
     #[arg(long, value_name = "DIR")]
     pub wal_dir: Option<std::path::PathBuf>,
-    /// This member's name, as in --initial-cluster
+    /// This member's name, as in --initial-cluster [default: default, as etcdutl]
     #[arg(long)]
-    pub name: String,
+    pub name: Option<String>,
     /// Every member of the new cluster: name=peer-url,...
+    /// [default: default=http://localhost:2380, as etcdutl]
     #[arg(long, value_name = "NAME=URL,...")]
-    pub initial_cluster: String,
-    /// The new cluster's token (member IDs derive from it)
+    pub initial_cluster: Option<String>,
+    /// The new cluster's token (member IDs derive from it) [default: etcd-cluster, as etcdutl]
     #[arg(long, value_name = "TOKEN")]
-    pub initial_cluster_token: String,
+    pub initial_cluster_token: Option<String>,
     /// This member's peer URLs; must match its entry in --initial-cluster
-    #[arg(long, value_delimiter = ',', required = true, value_name = "URLS")]
+    /// [default: http://localhost:2380, as etcdutl]
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
     pub initial_advertise_peer_urls: Vec<String>,
     /// Restore even when etcd's SHA-256 trailer is missing or does not match the db (needed
     /// for a raw member/snap/db copied by hand, which has no trailer; --from-data-dir needs
@@ -207,9 +209,13 @@ pub enum CompressionArg {
 /// Arguments of `snapshot save`.
 #[derive(Debug, Args)]
 pub struct SaveArgs {
-    /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix
+    /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix,
+    /// az://container/prefix; or FILE.db (a path ending in .db that is not a directory): one
+    /// plain snapshot file as `etcdctl snapshot save` writes it (etcd's stream with its SHA-256
+    /// trailer, via FILE.db.part, fsynced, renamed; no manifest, compression or encryption)
     pub store: String,
-    /// Stream from this member only, instead of choosing a healthy follower
+    /// Stream from this member only, instead of choosing a healthy follower (for FILE.db
+    /// without it: the one --endpoints entry when there is exactly one, as etcdctl)
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// Compression of the stored object
@@ -554,7 +560,10 @@ mod tests {
             panic!("not a restore");
         };
         assert_eq!(args.source.as_deref(), Some("/tmp/x.db"));
-        assert_eq!(args.data_dir, std::path::PathBuf::from("/var/lib/etcd"));
+        assert_eq!(
+            args.data_dir,
+            Some(std::path::PathBuf::from("/var/lib/etcd"))
+        );
         assert_eq!(args.wal_dir, None);
         assert_eq!(args.initial_advertise_peer_urls.len(), 2);
         assert_eq!((args.bump_revision, args.mark_compacted), (0, false));
@@ -584,24 +593,41 @@ mod tests {
         };
         assert_eq!(args.wal_dir, Some(std::path::PathBuf::from("w")));
         assert_eq!((args.bump_revision, args.mark_compacted), (1_000_000, true));
-        // The peer URLs are required.
-        assert!(
-            Cli::try_parse_from([
-                "etcdops",
-                "snapshot",
-                "restore",
-                "x",
-                "--data-dir",
-                "d",
-                "--name",
-                "a",
-                "--initial-cluster",
-                "a=http://h:1",
-                "--initial-cluster-token",
-                "t",
-            ])
-            .is_err()
+        // Every cluster flag may be left out: etcdutl's defaults apply (etcdops' restore
+        // command fills them in).
+        let cli = parse(&["snapshot", "restore", "x.db"]);
+        let Command::Snapshot(SnapshotCommand::Restore(args)) = cli.command else {
+            panic!("not a restore");
+        };
+        assert_eq!(
+            (args.name, args.initial_cluster, args.initial_cluster_token),
+            (None, None, None)
         );
+        assert!(args.data_dir.is_none() && args.initial_advertise_peer_urls.is_empty());
+    }
+
+    #[test]
+    fn offline_defrag_and_hashkv_take_a_data_dir_or_a_file() {
+        let cli = parse(&["defrag", "--data-dir", "/var/lib/etcd"]);
+        let Command::Defrag(args) = cli.command else {
+            panic!("not a defrag");
+        };
+        assert_eq!(args.data_dir, Some(PathBuf::from("/var/lib/etcd")));
+        assert!(
+            Cli::try_parse_from(["etcdops", "defrag", "--data-dir", "d", "--cluster"]).is_err()
+        );
+        let cli = parse(&["hashkv", "x.db", "--rev", "7"]);
+        let Command::Hashkv(args) = cli.command else {
+            panic!("not a hashkv");
+        };
+        assert_eq!((args.source.as_deref(), args.rev), (Some("x.db"), 7));
+        let cli = parse(&["hashkv", "--data-dir", "d"]);
+        let Command::Hashkv(args) = cli.command else {
+            panic!("not a hashkv");
+        };
+        assert_eq!(args.data_dir, Some(PathBuf::from("d")));
+        assert!(Cli::try_parse_from(["etcdops", "hashkv"]).is_err());
+        assert!(Cli::try_parse_from(["etcdops", "hashkv", "x.db", "--data-dir", "d"]).is_err());
     }
 }
 
@@ -675,4 +701,28 @@ mod encryption_flag_tests {
             assert!(Cli::try_parse_from(argv).is_ok(), "{command}");
         }
     }
+}
+
+/// Arguments of `hashkv` (etcdutl 3.6's, offline).
+#[derive(Debug, Args)]
+pub struct OfflineHashKvArgs {
+    /// A snapshot file (plain, zstd or age-encrypted) or a backup URL: STORE/OBJECT
+    #[arg(
+        value_name = "FILE|URL",
+        required_unless_present = "data_dir",
+        conflicts_with = "data_dir"
+    )]
+    pub source: Option<String>,
+    /// The data dir of a stopped member (its member/snap/db) instead of a snapshot
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The revision to hash [default: the latest]
+    #[arg(long, value_name = "REV", default_value_t = 0)]
+    pub rev: i64,
+    /// Identities to decrypt an encrypted snapshot with
+    #[command(flatten)]
+    pub identity: IdentityFlags,
+    /// Store settings (for a backup URL)
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }

@@ -38,6 +38,7 @@ use serde::Serialize;
 use crate::status::TrailerCheck;
 
 pub use db::db_revision;
+pub use defaults as restore_defaults;
 pub use dirs::resolve_owner;
 pub use error::RestoreError;
 pub(crate) use error::{invalid, io_err};
@@ -105,6 +106,24 @@ pub mod opts {
     pub const TO_REVISION: OptionId = OptionId::value("to_revision");
     /// A point-in-time restore's time.
     pub const TO_TIME: OptionId = OptionId::value("to_time");
+}
+
+/// etcdutl's defaults for a restore's flags when they are absent (etcdutl 3.5 and 3.6 alike).
+pub mod defaults {
+    /// `--name`.
+    pub const NAME: &str = "default";
+    /// `--initial-advertise-peer-urls`.
+    pub const PEER_URL: &str = "http://localhost:2380";
+    /// `--initial-cluster-token`.
+    pub const INITIAL_CLUSTER_TOKEN: &str = "etcd-cluster";
+    /// `--initial-cluster`: the default member at the default peer URL, whatever `--name` is
+    /// (etcdutl derives it from the default name, not from the name given).
+    pub const INITIAL_CLUSTER: &str = "default=http://localhost:2380";
+
+    /// `--data-dir`: `<name>.etcd`, in the current directory.
+    pub fn data_dir(name: &str) -> std::path::PathBuf {
+        format!("{name}.etcd").into()
+    }
 }
 
 /// What to restore, and as which member of which new cluster.

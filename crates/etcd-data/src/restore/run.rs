@@ -378,6 +378,7 @@ impl<'a> Job<'a> {
             rewritten.revision,
             to_revision,
             &db_sha256,
+            status.storage_version.is_some(),
         )?;
         Ok(Staged {
             data,
@@ -407,12 +408,13 @@ impl<'a> Job<'a> {
         revision: i64,
         to_revision: Option<i64>,
         db_sha256: &str,
+        etcd_3_6: bool,
     ) -> Result<Option<Staging>, RestoreError> {
         let commit = self.members.len() as u64;
         let term = 1u64;
         let member_ids: Vec<u64> = self.members.iter().map(|m| m.id).collect();
         let node_id = self.me().id;
-        let store = v2store::store_json(&self.members).map_err(|e| {
+        let store = v2store::store_json(&self.members, etcd_3_6).map_err(|e| {
             invalid(opts::INITIAL_CLUSTER)(format!("cannot encode the v2 store: {e}"))
         })?;
         let snap_bytes = snap::file_bytes(&store, &member_ids, commit, term);

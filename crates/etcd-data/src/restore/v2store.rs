@@ -1,6 +1,8 @@
 //! The v2 store JSON inside a restored member's `.snap` file: the raft attributes of each
-//! member under `/0/members/<hex id>/raftAttributes`, an empty `/1`, and an empty event
-//! history whose queue holds exactly `Capacity` slots (etcd indexes it without checking).
+//! member under `/0/members/<hex id>/raftAttributes`, an empty `/1`, and the event history
+//! of their creation (one `create` event per member, in a queue of exactly `Capacity` slots,
+//! which etcd indexes without checking), with the store's stats, as etcd's restore leaves
+//! them (3.6 also counts the failed get of its check that no member is there yet).
 
 use std::collections::BTreeMap;
 
@@ -42,10 +44,27 @@ impl Node {
     }
 }
 
+/// A node as an event shows it (Go's `NodeExtern`).
+#[derive(Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
+struct EventNode {
+    key: String,
+    value: String,
+    modified_index: u64,
+    created_index: u64,
+}
+
+/// One v2 store event.
+#[derive(Serialize, Clone)]
+struct Event {
+    action: &'static str,
+    node: EventNode,
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct EventQueue {
-    events: Vec<Option<()>>,
+    events: Vec<Option<Event>>,
     size: usize,
     front: usize,
     back: usize,
@@ -103,8 +122,14 @@ struct RaftAttributes<'a> {
     peer_urls: &'a [String],
 }
 
-/// The v2 store JSON for `members` (sorted by ID), as etcd's restore saves it.
-pub fn store_json(members: &[RestoredMember]) -> Result<Vec<u8>, serde_json::Error> {
+/// The v2 store JSON for `members` (sorted by ID; etcd adds them in its map's order, which
+/// changes from run to run), as etcd's restore saves it; `checked_empty`: count the failed
+/// get of etcd 3.6's check that the store holds no member yet.
+pub fn store_json(
+    members: &[RestoredMember],
+    checked_empty: bool,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut events = Vec::new();
     let mut root = Node::dir("/".into(), 0);
     let mut cluster = Node::dir("/0".into(), 0);
     root.add("1", Node::dir("/1".into(), 0));
@@ -122,6 +147,15 @@ pub fn store_json(members: &[RestoredMember]) -> Result<Vec<u8>, serde_json::Err
         let Some(member_dir) = dir.add(&hex, Node::dir(member_path.clone(), index)) else {
             continue;
         };
+        events.push(Event {
+            action: "create",
+            node: EventNode {
+                key: format!("{member_path}/raftAttributes"),
+                value: value.clone(),
+                modified_index: index,
+                created_index: index,
+            },
+        });
         member_dir.add(
             "raftAttributes",
             Node {
@@ -135,23 +169,30 @@ pub fn store_json(members: &[RestoredMember]) -> Result<Vec<u8>, serde_json::Err
         );
     }
     root.add("0", cluster);
+    let created = events.len().min(EVENT_HISTORY_CAPACITY);
+    let mut queue: Vec<Option<Event>> = events.into_iter().take(created).map(Some).collect();
+    queue.resize(EVENT_HISTORY_CAPACITY, None);
     let store = Store {
         root,
         watcher_hub: WatcherHub {
             event_history: EventHistory {
                 queue: EventQueue {
-                    events: vec![None; EVENT_HISTORY_CAPACITY],
-                    size: 0,
+                    events: queue,
+                    size: created,
                     front: 0,
-                    back: 0,
+                    back: created % EVENT_HISTORY_CAPACITY,
                     capacity: EVENT_HISTORY_CAPACITY,
                 },
-                start_index: 0,
-                last_index: 0,
+                start_index: u64::from(created > 0),
+                last_index: index,
             },
         },
         current_index: index,
-        stats: Stats::default(),
+        stats: Stats {
+            gets_fail: u64::from(checked_empty),
+            create_success: index,
+            ..Stats::default()
+        },
         current_version: 2,
     };
     serde_json::to_vec(&store)
@@ -169,7 +210,7 @@ mod tests {
             peer_urls: vec!["http://127.0.0.1:1".into()],
         }];
         let json: serde_json::Value =
-            serde_json::from_slice(&store_json(&members).unwrap()).unwrap();
+            serde_json::from_slice(&store_json(&members, true).unwrap()).unwrap();
         let attrs = &json["Root"]["Children"]["0"]["Children"]["members"]["Children"]["abc"]["Children"]
             ["raftAttributes"];
         assert_eq!(attrs["Path"], "/0/members/abc/raftAttributes");
@@ -179,5 +220,16 @@ mod tests {
         assert_eq!(queue["Events"].as_array().unwrap().len(), 1000);
         assert_eq!(queue["Capacity"], 1000);
         assert_eq!(json["CurrentIndex"], 1);
+        let event = &queue["Events"][0];
+        assert_eq!(event["action"], "create");
+        assert_eq!(event["node"]["key"], "/0/members/abc/raftAttributes");
+        assert_eq!(event["node"]["createdIndex"], 1);
+        assert!(queue["Events"][1].is_null());
+        assert_eq!(
+            (queue["Size"].as_u64(), queue["Back"].as_u64()),
+            (Some(1), Some(1))
+        );
+        assert_eq!(json["Stats"]["createSuccess"], 1);
+        assert_eq!(json["Stats"]["getsFail"], 1);
     }
 }

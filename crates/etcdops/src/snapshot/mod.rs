@@ -8,6 +8,7 @@
 //! The library crate behind them stays reachable as [`lib`].
 
 mod catalog;
+mod offline;
 mod restore;
 mod run;
 mod save;
@@ -18,9 +19,16 @@ mod verify;
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
+pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
+pub use offline::{
+    DefragRequest, DefragResult, HashKv, HashKvFileRequest, HashKvRequest, HashKvResult,
+    defrag_data_dir, hash_kv,
+};
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
 pub use run::{BackupRunRequest, backup_run, event_line};
-pub use save::{Retention, SavePreview, SaveRequest, Saved, preview_save, save};
+pub use save::{
+    Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save, save, save_file,
+};
 pub use settings::{IdentitySettings, StoreSettings};
 pub use status::{StatusRequest, StatusResult, status};
 pub use verify::{Verified, VerifyRequest, verify};

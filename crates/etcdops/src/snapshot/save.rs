@@ -10,7 +10,8 @@ use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
     Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
-    RetentionPolicy, SaveResult, SnapshotError, prune_store, save_snapshot, write_save_metrics,
+    RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, prune_store,
+    save_snapshot, save_snapshot_file, write_save_metrics,
 };
 use etcd_store::Store;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -315,6 +316,22 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
     Ok(preview)
 }
 
+/// Whether `snapshot save DEST` writes a plain etcdctl-compatible file instead of a store: a
+/// local path (no URL scheme) ending in `.db` that is not an existing directory.
+pub fn is_file_destination(dest: &str) -> bool {
+    !dest.contains("://") && dest.ends_with(".db") && !std::path::Path::new(dest).is_dir()
+}
+
+/// `snapshot save FILE.db`: etcd's stream as it is, with its SHA-256 trailer, into one plain
+/// file, as `etcdctl snapshot save` writes it (see [`etcd_snapshot::save_snapshot_file`]).
+pub async fn save_file(
+    config: &ClusterConfig,
+    request: &SaveFileRequest,
+    progress: &dyn Progress,
+) -> Result<SaveFileResult> {
+    Ok(save_snapshot_file(config, request, progress).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +358,21 @@ mod tests {
         }))
         .unwrap_err();
         assert!(bad.to_string().contains("orphan_grace"), "{bad}");
+    }
+
+    #[test]
+    fn only_a_local_db_path_that_is_no_directory_is_a_file_destination() {
+        let dir = tempfile::tempdir().unwrap();
+        let as_dir = dir.path().join("store.db");
+        std::fs::create_dir(&as_dir).unwrap();
+        assert!(is_file_destination("x.db"));
+        assert!(is_file_destination(
+            &dir.path().join("new.db").display().to_string()
+        ));
+        assert!(!is_file_destination(&as_dir.display().to_string()));
+        assert!(!is_file_destination("file:///backups/x.db"));
+        assert!(!is_file_destination("s3://bucket/x.db"));
+        assert!(!is_file_destination("/backups"));
     }
 
     #[test]

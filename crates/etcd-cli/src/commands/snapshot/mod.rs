@@ -1,6 +1,7 @@
 //! `etcdops snapshot ...`: builds the workflow's request from the flags, calls it, prints
 //! the result (views.rs) and its warnings.
 
+mod compat;
 mod views;
 
 use std::path::Path;
@@ -237,15 +238,32 @@ async fn restore(
     format: OutputFormat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
+    // etcdutl's defaults for the flags not given.
+    use etcd_snapshot::restore_defaults as defaults;
+    let name = args.name.clone().unwrap_or_else(|| defaults::NAME.into());
+    let peer_urls = if args.initial_advertise_peer_urls.is_empty() {
+        vec![defaults::PEER_URL.to_string()]
+    } else {
+        args.initial_advertise_peer_urls.clone()
+    };
     let request = RestoreRequest {
         snapshot: args.source.clone(),
         from_data_dir: args.from_data_dir.clone(),
-        data_dir: args.data_dir.clone(),
+        data_dir: args
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| defaults::data_dir(&name)),
         wal_dir: args.wal_dir.clone(),
-        name: args.name.clone(),
-        initial_cluster: args.initial_cluster.clone(),
-        initial_cluster_token: args.initial_cluster_token.clone(),
-        initial_advertise_peer_urls: args.initial_advertise_peer_urls.clone(),
+        initial_cluster: args
+            .initial_cluster
+            .clone()
+            .unwrap_or_else(|| defaults::INITIAL_CLUSTER.into()),
+        initial_cluster_token: args
+            .initial_cluster_token
+            .clone()
+            .unwrap_or_else(|| defaults::INITIAL_CLUSTER_TOKEN.into()),
+        name,
+        initial_advertise_peer_urls: peer_urls,
         skip_hash_check: args.skip_hash_check,
         bump_revision: args.bump_revision,
         mark_compacted: args.mark_compacted,
@@ -272,6 +290,14 @@ async fn restore(
         restored: &restored,
         dry_run: args.dry_run,
     };
+    // etcdutl (and etcdctl) print nothing on stdout for a restore, only their log on
+    // stderr: under compat, the simple lines go there.
+    if format == OutputFormat::Simple && is_compat() {
+        for line in view.simple_lines() {
+            eprintln!("{line}");
+        }
+        return Ok(ExitStatus::Success);
+    }
     print(format, &view)?;
     Ok(ExitStatus::Success)
 }
@@ -306,6 +332,9 @@ async fn save(
     format: OutputFormat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
+    if etcdops::snapshot::is_file_destination(&args.store) {
+        return save_file(config, args, format).await;
+    }
     let request = SaveRequest {
         dest: args.store.clone(),
         endpoint: args.endpoint.clone(),
@@ -343,6 +372,73 @@ async fn save(
     }
     print(format, &SaveView(&saved))?;
     Ok(ExitStatus::Success)
+}
+
+/// The store-only flags given with a file destination, as `--flag` names.
+fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
+    let r = &args.retention;
+    let given = [
+        (!args.encrypt_to.is_empty(), "--encrypt-to"),
+        (!args.encrypt_to_file.is_empty(), "--encrypt-to-file"),
+        (
+            args.openshift_backup_dir.is_some(),
+            "--openshift-backup-dir",
+        ),
+        (!args.labels.is_empty(), "--label"),
+        (args.verify_after_upload, "--verify-after-upload"),
+        (args.metrics_file.is_some(), "--metrics-file"),
+        (r.keep_last.is_some(), "--keep-last"),
+        (r.keep_hourly.is_some(), "--keep-hourly"),
+        (r.keep_daily.is_some(), "--keep-daily"),
+        (r.keep_weekly.is_some(), "--keep-weekly"),
+        (r.keep_monthly.is_some(), "--keep-monthly"),
+        (r.max_age.is_some(), "--max-age"),
+        (args.all_clusters, "--all-clusters"),
+    ];
+    given
+        .into_iter()
+        .filter_map(|(on, flag)| on.then_some(flag))
+        .collect()
+}
+
+/// `snapshot save FILE.db`: a plain etcdctl-compatible file; under `--compat etcdctl` what
+/// etcdctl prints (its log lines on stderr, `Snapshot saved at FILE` on stdout, whatever -w).
+async fn save_file(
+    config: &ClusterConfig,
+    args: &SaveArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let refused = store_only_flags(args);
+    if !refused.is_empty() {
+        anyhow::bail!(
+            "{} apply to a store; {} is a plain snapshot file (etcd's stream as it is): give a directory or a store URL",
+            refused.join(", "),
+            args.store
+        );
+    }
+    let request = etcdops::snapshot::SaveFileRequest {
+        path: args.store.clone().into(),
+        endpoint: args.endpoint.clone(),
+    };
+    let bar = bar("save", args.quiet, format);
+    let saved = etcdops::snapshot::save_file(config, &request, progress(&bar)).await?;
+    let view = compat::SaveFileView(saved);
+    if is_compat() {
+        for line in view.log_lines() {
+            eprintln!("{line}");
+        }
+        println!("{}", view.saved_line());
+        return Ok(ExitStatus::Success);
+    }
+    print(format, &view)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Whether this run is under `--compat etcdctl` (the flag, `ETCDOPS_COMPAT`, or a binary
+/// called etcdctl), for the commands whose etcdctl output is not a `-w` format.
+fn is_compat() -> bool {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    crate::flags::compat_of_raw(&raw) == crate::flags::Compat::Etcdctl
 }
 
 /// A prune's warnings (backups dated in the future, a newest backup that failed

@@ -466,9 +466,9 @@ impl Render for StatusView {
         vec![
             "HASH",
             "REVISION",
-            "TOTAL KEYS",
+            "TOTAL KEYS (3.5)",
             "TOTAL SIZE",
-            "LIVE KEYS",
+            "LIVE KEYS (3.6)",
             "COMPACTED",
             "LEASES",
             "CONSISTENT INDEX",
@@ -522,16 +522,15 @@ impl Render for StatusView {
         ]]
     }
 
-    /// etcdutl's `-w simple`: `hash, revision, total keys, total size`.
+    /// etcdutl's `-w simple`: `hash, revision, total keys, total size`, and the storage
+    /// version for a 3.6 snapshot (whose total keys are then its live keys, as 3.6 counts).
     fn simple_lines(&self) -> Vec<String> {
-        let s = &self.0.status;
-        vec![format!(
-            "{:x}, {}, {}, {}",
-            s.hash,
-            s.revision,
-            s.total_key,
-            human_bytes(s.total_size as i64)
-        )]
+        vec![super::compat::status_simple(&self.0.status)]
+    }
+
+    /// etcdutl's `-w json` (3.5's fields; 3.6's `version` and key count for a 3.6 snapshot).
+    fn etcdctl_json(&self, _hex: bool) -> Option<serde_json::Value> {
+        Some(super::compat::status_json(&self.0.status))
     }
 }
 
