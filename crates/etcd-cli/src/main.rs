@@ -99,6 +99,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
     if let Command::Pki(command) = &cli.command {
         return commands::pki::run(command, format);
     }
+    if let Command::Version = &cli.command {
+        return commands::maintenance::run_version(&cli.global, format).await;
+    }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
     if config.tls.insecure_skip_verify {
         eprintln!(
@@ -106,7 +109,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         );
     }
     match &cli.command {
-        Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
+        Command::Endpoint(args) => {
+            commands::endpoint::run(&config, args, format, cli.global.compat()).await
+        }
         Command::Member(command) => {
             let guards = commands::platform::guards(&cli.global);
             commands::member::run(&config, &guards, command, format).await
@@ -130,7 +135,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::maintenance::run_defrag_guarded(&config, &guards, args, format).await
         }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
-        Command::Version => commands::maintenance::run_version(&config, format).await,
+        Command::Version => commands::maintenance::run_version(&cli.global, format).await,
         Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
         Command::Lease(command) => commands::access::run_lease(&config, command, format).await,
         Command::Auth(command) => commands::access::run_auth(&config, command, format).await,

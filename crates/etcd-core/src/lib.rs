@@ -87,8 +87,8 @@ pub use config::{
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
 pub use endpoint::{
-    EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
-    endpoint_hashkv, endpoint_health, endpoint_status,
+    DowngradeInfo, EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport,
+    StatusReport, endpoint_hashkv, endpoint_health, endpoint_status, is_3_6_or_later,
 };
 pub use error::{Error, Result};
 pub use etcd_common::parse_duration;
@@ -106,11 +106,14 @@ pub use kv::{
 };
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 pub use maintenance::{
-    Alarm, AlarmDisarmRequest, AlarmDisarmResult, CompactRequest, CompactResult, CompactTarget,
+    API_VERSION, Alarm, AlarmDisarmRequest, AlarmDisarmResult, AlarmList, CompactRequest, CompactResult, CompactTarget,
     DefragReport, DefragStep, MemberVersion, MoveLeaderRequest, MoveLeaderResult, VersionReport,
-    alarm_disarm, alarm_list, compact, defrag, move_leader, version, versions,
+    alarm_disarm, alarm_list, compact, defrag, move_leader, own_version, version, versions,
 };
-pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+pub use member::{
+    Consistency, Member, MemberList, MemberListOptions, Targets, cluster_client_urls,
+    member_list, target_endpoints,
+};
 pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, find_member,
     member_add, member_promote, member_remove, member_update,

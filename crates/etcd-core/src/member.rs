@@ -3,8 +3,12 @@
 
 use serde::Serialize;
 
+use crate::client::Client;
+use crate::cluster::linearizable_read;
 use crate::config::ClusterConfig;
+use crate::endpoint::is_3_6_or_later;
 use crate::error::Result;
+use crate::header::ResponseHeader;
 use crate::id::MemberId;
 
 /// One member as the cluster records it.
@@ -46,6 +50,88 @@ pub struct MemberList {
     pub answered_by: MemberId,
     /// Members in ID order.
     pub members: Vec<Member>,
+    /// The response's header.
+    pub header: Option<ResponseHeader>,
+    /// The etcd version of the member that answered, when the list was read with
+    /// [`MemberListOptions`] (a status request beside it); `None` otherwise.
+    pub server_version: Option<String>,
+    /// Whether the list was read linearizably (after a read through raft on the same member).
+    pub linearizable: bool,
+}
+
+/// How a member list is read: etcdctl 3.6's `member list --consistency l|s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Consistency {
+    /// After a linearizable read on the same member, so the list is at least as new as the
+    /// leader's at that moment; needs a quorum.
+    Linearizable,
+    /// As the answering member knows it, even without a quorum.
+    Serializable,
+}
+
+/// What [`Client::member_list_with`] is asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemberListOptions {
+    /// `None`: as the server's own etcdctl reads it: linearizable from etcd 3.6 on (etcdctl
+    /// 3.6's default `--consistency l`), serializable before (etcdctl 3.4/3.5, and 3.6's
+    /// against those servers, which ignore the request's `linearizable` field).
+    pub consistency: Option<Consistency>,
+}
+
+impl Client {
+    /// The member list read as `options` ask, from the first endpoint that answers, with
+    /// the answering member's version.
+    ///
+    /// etcd 3.6 reads a linearizable list with a read barrier (`LinearizableReadNotify`)
+    /// before listing; the etcd client library here cannot set the request's `linearizable`
+    /// field, so the barrier is a linearizable read on the same member, which gives the same
+    /// guarantee and also works on etcd 3.4 and 3.5.
+    pub async fn member_list_with(&self, options: MemberListOptions) -> Result<MemberList> {
+        let consistency = options.consistency;
+        let (response, version, linearizable) = self
+            .read_any(|client| async move {
+                let version = client
+                    .call("status", |mut c| async move { c.status().await })
+                    .await?
+                    .version()
+                    .to_string();
+                let linearizable = match consistency {
+                    Some(Consistency::Linearizable) => true,
+                    Some(Consistency::Serializable) => false,
+                    None => is_3_6_or_later(&version),
+                };
+                if linearizable {
+                    linearizable_read(&client).await?;
+                }
+                let response = client
+                    .call("member list", |mut c| async move { c.member_list().await })
+                    .await?;
+                Ok((response, version, linearizable))
+            })
+            .await?;
+        let mut list = MemberList::of(&response);
+        list.server_version = Some(version);
+        list.linearizable = linearizable;
+        Ok(list)
+    }
+}
+
+impl MemberList {
+    /// The list in a member list response, members in ID order.
+    pub fn of(response: &etcd_client::MemberListResponse) -> MemberList {
+        let header = response.header();
+        let mut members: Vec<Member> = response.members().iter().map(Member::from).collect();
+        members.sort_by_key(|m| m.id);
+        MemberList {
+            cluster_id: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
+            answered_by: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
+            members,
+            header: ResponseHeader::of(header),
+            server_version: None,
+            linearizable: false,
+        }
+    }
 }
 
 /// Lists the cluster's members, asking the first endpoint that answers (the next one when an

@@ -1,12 +1,18 @@
 //! `etcdops member ...`
 
 use anyhow::Result;
-use etcd_core::{ClusterConfig, MemberAddResult, MemberChangeResult, MemberList, member_list};
+use etcd_core::{
+    Client, ClusterConfig, Consistency, MemberAddResult, MemberChangeResult, MemberList,
+    MemberListOptions, is_3_6_or_later,
+};
 use etcdops::guard::{Force, Guards};
 use etcdops::member::{self, AddRequest, Guarded, RemoveRequest, UpdateRequest};
 
+use serde_json::{Map, Value};
+
 use super::ExitStatus;
-use crate::flags::{MemberCommand, OutputFormat};
+use crate::etcdctl::{header, id, put};
+use crate::flags::{ConsistencyFlag, MemberCommand, OutputFormat};
 use crate::output::{Render, plain, print, warn};
 
 /// Runs a member command; `guards` look at the host (for the OpenShift operator).
@@ -17,9 +23,17 @@ pub async fn run(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     match command {
-        MemberCommand::List => {
-            let list = MemberListView(member_list(config).await?);
-            print(format, &list)?;
+        MemberCommand::List(args) => {
+            let options = MemberListOptions {
+                consistency: args.consistency.map(|c| match c {
+                    ConsistencyFlag::L => Consistency::Linearizable,
+                    ConsistencyFlag::S => Consistency::Serializable,
+                }),
+            };
+            let list = Client::new(config.clone())
+                .member_list_with(options)
+                .await?;
+            print(format, &MemberListView(list))?;
         }
         MemberCommand::Add(args) => {
             let request = AddRequest {
@@ -168,5 +182,50 @@ impl Render for MemberListView {
 
     fn simple_lines(&self) -> Vec<String> {
         self.rows().into_iter().map(|r| r.join(", ")).collect()
+    }
+
+    /// etcdctl's `MemberListResponse`; with `--hex`, etcdctl's hand-written variant: IDs as
+    /// hex strings, no `isLearner`, and `clientURLS` before etcd 3.6 (etcdctl 3.5's spelling).
+    fn etcdctl_json(&self, hex: bool) -> Option<Value> {
+        let list = &self.0;
+        let newer = list.server_version.as_deref().is_some_and(is_3_6_or_later);
+        let mut out = Map::new();
+        if let Some(h) = &list.header {
+            let mut h = header(h, hex);
+            if hex {
+                // etcdctl's hex writer always writes both IDs.
+                h["cluster_id"] = id(list.cluster_id.0, true);
+                h["member_id"] = id(list.answered_by.0, true);
+            }
+            out.insert("header".into(), h);
+        }
+        let members: Vec<Value> = list
+            .members
+            .iter()
+            .map(|m| {
+                let mut member = Map::new();
+                if hex {
+                    member.insert("ID".into(), id(m.id.0, true));
+                    member.insert("name".into(), m.name.clone().into());
+                    // Go marshals an empty list as null.
+                    let list = |urls: &Vec<String>| match urls.is_empty() {
+                        true => Value::Null,
+                        false => urls.clone().into(),
+                    };
+                    member.insert("peerURLs".into(), list(&m.peer_urls));
+                    let urls = if newer { "clientURLs" } else { "clientURLS" };
+                    member.insert(urls.into(), list(&m.client_urls));
+                } else {
+                    put(&mut member, "ID", m.id.0);
+                    put(&mut member, "name", m.name.clone());
+                    put(&mut member, "peerURLs", m.peer_urls.clone());
+                    put(&mut member, "clientURLs", m.client_urls.clone());
+                    put(&mut member, "isLearner", m.is_learner);
+                }
+                Value::Object(member)
+            })
+            .collect();
+        put(&mut out, "members", members);
+        Some(Value::Object(out))
     }
 }

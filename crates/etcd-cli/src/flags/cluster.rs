@@ -44,6 +44,28 @@ pub struct CompactArgs {
     pub physical: bool,
 }
 
+/// `etcdops endpoint [--cluster] ...`: etcdctl takes `--cluster` before the subcommand too.
+#[derive(Debug, Args)]
+pub struct EndpointArgs {
+    /// Address every member's client URLs (from the member list), not just --endpoints
+    #[arg(long = "cluster", id = "endpoint_cluster")]
+    pub cluster: bool,
+    /// Which check.
+    #[command(subcommand)]
+    pub command: EndpointCommand,
+}
+
+impl EndpointArgs {
+    /// Whether `--cluster` was given, before the subcommand or after it.
+    pub fn cluster(&self) -> bool {
+        self.cluster
+            || match &self.command {
+                EndpointCommand::Health(flag) | EndpointCommand::Status(flag) => flag.cluster,
+                EndpointCommand::Hashkv(args) => args.cluster,
+            }
+    }
+}
+
 /// `etcdops endpoint ...`
 #[derive(Debug, Subcommand)]
 pub enum EndpointCommand {
@@ -89,7 +111,7 @@ pub struct HashKvArgs {
 #[derive(Debug, Subcommand)]
 pub enum MemberCommand {
     /// List the cluster's members.
-    List,
+    List(MemberListArgs),
     /// Add a member (idempotent) and print what it needs to start: ETCD_NAME,
     /// ETCD_INITIAL_CLUSTER, ETCD_INITIAL_CLUSTER_STATE=existing (`-w simple`: shell variables).
     Add(MemberAddArgs),
@@ -99,6 +121,25 @@ pub enum MemberCommand {
     Update(MemberUpdateArgs),
     /// Promote a learner to a voting member; refuses one that is not in sync.
     Promote(MemberSelectArgs),
+}
+
+/// Arguments of `member list`.
+#[derive(Debug, Args)]
+pub struct MemberListArgs {
+    /// l: linearizable (after a read through raft; needs a quorum), s: serializable (what
+    /// the answering member knows) [default: l on etcd 3.6 and later, s before, as each
+    /// release's etcdctl]
+    #[arg(long, value_enum, value_name = "l|s")]
+    pub consistency: Option<ConsistencyFlag>,
+}
+
+/// `--consistency`'s values, as etcdctl spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConsistencyFlag {
+    /// Linearizable.
+    L,
+    /// Serializable.
+    S,
 }
 
 /// Arguments of `member add`.
