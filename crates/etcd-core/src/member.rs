@@ -6,7 +6,6 @@ use serde::Serialize;
 use crate::client::Client;
 use crate::cluster::linearizable_read;
 use crate::config::ClusterConfig;
-use crate::endpoint::is_3_6_or_later;
 use crate::error::Result;
 use crate::header::ResponseHeader;
 use crate::id::MemberId;
@@ -73,9 +72,9 @@ pub enum Consistency {
 /// What [`Client::member_list_with`] is asked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberListOptions {
-    /// `None`: as the server's own etcdctl reads it: linearizable from etcd 3.6 on (etcdctl
-    /// 3.6's default `--consistency l`), serializable before (etcdctl 3.4/3.5, and 3.6's
-    /// against those servers, which ignore the request's `linearizable` field).
+    /// `None`: as the server's own etcdctl reads it: linearizable from etcd 3.5 on (etcdctl
+    /// 3.5 always asks so, 3.6's `--consistency` defaults to `l`), serializable from etcd
+    /// 3.4 (whose servers have no linearizable member list).
     pub consistency: Option<Consistency>,
 }
 
@@ -83,10 +82,10 @@ impl Client {
     /// The member list read as `options` ask, from the first endpoint that answers, with
     /// the answering member's version.
     ///
-    /// etcd 3.6 reads a linearizable list with a read barrier (`LinearizableReadNotify`)
-    /// before listing; the etcd client library here cannot set the request's `linearizable`
-    /// field, so the barrier is a linearizable read on the same member, which gives the same
-    /// guarantee and also works on etcd 3.4 and 3.5.
+    /// etcd 3.5 and 3.6 read a linearizable list with a read barrier
+    /// (`LinearizableReadNotify`) before listing; the etcd client library here cannot set the
+    /// request's `linearizable` field, so the barrier is a linearizable read on the same
+    /// member, which gives the same guarantee (and works on etcd 3.4 too, when asked).
     pub async fn member_list_with(&self, options: MemberListOptions) -> Result<MemberList> {
         let consistency = options.consistency;
         let (response, version, linearizable) = self
@@ -99,7 +98,7 @@ impl Client {
                 let linearizable = match consistency {
                     Some(Consistency::Linearizable) => true,
                     Some(Consistency::Serializable) => false,
-                    None => is_3_6_or_later(&version),
+                    None => linearizable_member_list(&version),
                 };
                 if linearizable {
                     linearizable_read(&client).await?;
@@ -114,6 +113,16 @@ impl Client {
         list.server_version = Some(version);
         list.linearizable = linearizable;
         Ok(list)
+    }
+}
+
+/// Whether a member of this etcd version serves a linearizable member list when asked
+/// (3.5 and later: the request's `linearizable` field).
+fn linearizable_member_list(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (3, 5),
+        _ => true,
     }
 }
 
@@ -182,5 +191,18 @@ pub async fn target_endpoints(config: &ClusterConfig, targets: Targets) -> Resul
     match targets {
         Targets::Configured => config.resolve_endpoints().await,
         Targets::Cluster => cluster_client_urls(config).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_lists_are_linearizable_by_default_from_etcd_3_5() {
+        assert!(!linearizable_member_list("3.4.23"));
+        assert!(linearizable_member_list("3.5.1"));
+        assert!(linearizable_member_list("3.6.14"));
+        assert!(linearizable_member_list("4.0.0"));
     }
 }

@@ -437,3 +437,197 @@ impl Render for HashKvView {
         Some(Value::Array(rows.collect()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcd_core::{DowngradeInfo, MemberId, ResponseHeader};
+
+    /// etcd 3.6.14 fixture (`/work/shared/fixtures/etcd-3.6.14/outputs`): members a, b, c
+    /// on client ports 45001..45003, b leads, revision 54, raft term 2.
+    const CLUSTER: u64 = 17497139193859109479;
+    const MEMBERS: [u64; 3] = [14423874141243768641, 464334586864442829, 14768632924904296907];
+
+    fn fixture_header(member: u64) -> ResponseHeader {
+        ResponseHeader {
+            cluster_id: CLUSTER,
+            member_id: member,
+            revision: 54,
+            raft_term: 2,
+        }
+    }
+
+    fn url(i: usize) -> String {
+        format!("http://127.0.0.1:4500{}", i + 1)
+    }
+
+    fn fixture_status(i: usize) -> EndpointStatus {
+        EndpointStatus {
+            endpoint: url(i),
+            given: url(i),
+            header: Some(fixture_header(MEMBERS[i])),
+            member_id: Some(MemberId(MEMBERS[i])),
+            version: Some("3.6.14".into()),
+            db_size: Some(36864),
+            db_size_in_use: Some(36864),
+            leader: Some(MemberId(MEMBERS[1])),
+            is_leader: Some(i == 1),
+            is_learner: Some(false),
+            raft_term: Some(2),
+            raft_index: Some(70),
+            raft_applied_index: Some(70),
+            errors: Vec::new(),
+            storage_version: Some("3.6.0".into()),
+            db_size_quota: Some(2147483648),
+            downgrade: Some(DowngradeInfo::default()),
+            error: None,
+        }
+    }
+
+    fn lines(view: &impl Render) -> String {
+        view.simple_lines().iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn status_of_etcd_3_6_prints_as_etcdctl_3_6() {
+        let view = StatusView(StatusReport {
+            endpoints: (0..3).map(fixture_status).collect(),
+            all_answered: true,
+        });
+        // outputs/endpoint-status.simple
+        assert_eq!(
+            lines(&view),
+            "http://127.0.0.1:45001, c82be51c49c6ff41, 3.6.14, 3.6.0, 37 kB, 37 kB, 0%, 2.1 GB, false, false, 2, 70, 70, , , false\n\
+             http://127.0.0.1:45002, 671a5d8bafb9dcd, 3.6.14, 3.6.0, 37 kB, 37 kB, 0%, 2.1 GB, true, false, 2, 70, 70, , , false\n\
+             http://127.0.0.1:45003, ccf4b965cb0f11cb, 3.6.14, 3.6.0, 37 kB, 37 kB, 0%, 2.1 GB, false, false, 2, 70, 70, , , false\n"
+        );
+        // outputs/endpoint-status.json
+        let fixture: Value = serde_json::from_str(r#"[{"Endpoint":"http://127.0.0.1:45001","Status":{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2},"version":"3.6.14","dbSize":36864,"leader":464334586864442829,"raftIndex":70,"raftTerm":2,"raftAppliedIndex":70,"dbSizeInUse":36864,"storageVersion":"3.6.0","dbSizeQuota":2147483648,"downgradeInfo":{}}},{"Endpoint":"http://127.0.0.1:45002","Status":{"header":{"cluster_id":17497139193859109479,"member_id":464334586864442829,"revision":54,"raft_term":2},"version":"3.6.14","dbSize":36864,"leader":464334586864442829,"raftIndex":70,"raftTerm":2,"raftAppliedIndex":70,"dbSizeInUse":36864,"storageVersion":"3.6.0","dbSizeQuota":2147483648,"downgradeInfo":{}}},{"Endpoint":"http://127.0.0.1:45003","Status":{"header":{"cluster_id":17497139193859109479,"member_id":14768632924904296907,"revision":54,"raft_term":2},"version":"3.6.14","dbSize":36864,"leader":464334586864442829,"raftIndex":70,"raftTerm":2,"raftAppliedIndex":70,"dbSizeInUse":36864,"storageVersion":"3.6.0","dbSizeQuota":2147483648,"downgradeInfo":{}}}]"#).unwrap();
+        assert_eq!(view.etcdctl_json(false), Some(fixture));
+    }
+
+    #[test]
+    fn status_of_etcd_3_5_has_ten_columns_and_a_failed_endpoint_no_row() {
+        let mut old = fixture_status(0);
+        old.given = "127.0.0.1:45001".into();
+        old.version = Some("3.5.1".into());
+        (old.storage_version, old.db_size_quota, old.downgrade) = (None, None, None);
+        old.db_size = Some(1323008);
+        old.errors = vec!["memberID:7383792418829112008 alarm:NOSPACE ".into()];
+        let mut failed = fixture_status(1);
+        failed.error = Some("unreachable".into());
+        let view = StatusView(StatusReport {
+            endpoints: vec![old, failed],
+            all_answered: false,
+        });
+        // etcdctl 3.5.1's line for a member with an alarm (its `errors` column last).
+        assert_eq!(
+            lines(&view),
+            "127.0.0.1:45001, c82be51c49c6ff41, 3.5.1, 1.3 MB, false, false, 2, 70, 70, memberID:7383792418829112008 alarm:NOSPACE \n"
+        );
+        let json = view.etcdctl_json(false).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), 1, "{json}");
+        let status = &json[0]["Status"];
+        assert!(status.get("storageVersion").is_none() && status.get("downgradeInfo").is_none());
+        assert_eq!(status["errors"][0], "memberID:7383792418829112008 alarm:NOSPACE ");
+    }
+
+    fn fixture_hash(i: usize, server_hash_revision: Option<i64>) -> EndpointHashKv {
+        EndpointHashKv {
+            endpoint: url(i),
+            given: url(i),
+            header: Some(fixture_header(MEMBERS[i])),
+            member_id: Some(MemberId(MEMBERS[i])),
+            hash: Some(2611821746),
+            hash_revision: Some(54),
+            compact_revision: Some(20),
+            server_hash_revision,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn hashkv_of_etcd_3_6_shows_the_hash_revision_and_no_summary() {
+        let view = HashKvView(HashKvReport {
+            revision: 54,
+            endpoints: (0..3).map(|i| fixture_hash(i, Some(54))).collect(),
+            all_agree: true,
+        });
+        // outputs/endpoint-hashkv.simple
+        assert_eq!(
+            lines(&view),
+            "http://127.0.0.1:45001, 2611821746, 54\n\
+             http://127.0.0.1:45002, 2611821746, 54\n\
+             http://127.0.0.1:45003, 2611821746, 54\n"
+        );
+        // outputs/endpoint-hashkv.json
+        let fixture: Value = serde_json::from_str(r#"[{"Endpoint":"http://127.0.0.1:45001","HashKV":{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2},"hash":2611821746,"compact_revision":20,"hash_revision":54}},{"Endpoint":"http://127.0.0.1:45002","HashKV":{"header":{"cluster_id":17497139193859109479,"member_id":464334586864442829,"revision":54,"raft_term":2},"hash":2611821746,"compact_revision":20,"hash_revision":54}},{"Endpoint":"http://127.0.0.1:45003","HashKV":{"header":{"cluster_id":17497139193859109479,"member_id":14768632924904296907,"revision":54,"raft_term":2},"hash":2611821746,"compact_revision":20,"hash_revision":54}}]"#).unwrap();
+        assert_eq!(view.etcdctl_json(false), Some(fixture));
+        // etcd 3.5 reports no hash revision: etcdctl 3.5's two columns.
+        let old = HashKvView(HashKvReport {
+            revision: 54,
+            endpoints: vec![fixture_hash(0, None)],
+            all_agree: true,
+        });
+        assert_eq!(lines(&old), "http://127.0.0.1:45001, 2611821746\n");
+    }
+
+    fn health(given: &str, version: Option<&str>, error: Option<&str>) -> EndpointHealth {
+        EndpointHealth {
+            endpoint: format!("http://{given}"),
+            given: given.into(),
+            server_version: version.map(Into::into),
+            health: error.is_none(),
+            took_ms: 18.061237,
+            error: error.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn health_lines_go_where_each_release_of_etcdctl_puts_them() {
+        let view = HealthView(HealthReport {
+            endpoints: vec![
+                health("127.0.0.1:1", Some("3.5.1"), None),
+                health("127.0.0.1:2", Some("3.4.23"), None),
+                health("127.0.0.1:3", None, Some("context deadline exceeded")),
+            ],
+            all_healthy: false,
+        });
+        assert_eq!(
+            view.simple_lines(),
+            ["127.0.0.1:1 is healthy: successfully committed proposal: took = 18.061237ms"]
+        );
+        assert_eq!(
+            view.stderr_lines(),
+            [
+                "127.0.0.1:2 is healthy: successfully committed proposal: took = 18.061237ms",
+                "127.0.0.1:3 is unhealthy: failed to commit proposal: context deadline exceeded",
+            ]
+        );
+        // outputs/endpoint-health.json's shape; an error only when unhealthy.
+        let json = view.etcdctl_json(false).unwrap();
+        assert_eq!(
+            json[0],
+            serde_json::json!({"endpoint":"127.0.0.1:1","health":true,"took":"18.061237ms"})
+        );
+        assert_eq!(json[2]["health"], false);
+        assert_eq!(json[2]["error"], "context deadline exceeded");
+    }
+
+    #[test]
+    fn durations_and_sizes_print_as_go_does() {
+        assert_eq!(go_duration(18.061237), "18.061237ms");
+        assert_eq!(go_duration(5001.036534), "5.001036534s");
+        assert_eq!(go_duration(1.5), "1.5ms");
+        assert_eq!(go_duration(0.2), "200µs");
+        assert_eq!(go_duration(62_500.0), "1m2.5s");
+        assert_eq!(go_duration(0.0), "0s");
+        assert_eq!(humanize_bytes(36864), "37 kB");
+        assert_eq!(humanize_bytes(2147483648), "2.1 GB");
+        assert_eq!(humanize_bytes(1323008), "1.3 MB");
+        assert_eq!(humanize_bytes(9960), "10 kB");
+        assert_eq!(humanize_bytes(999), "999 B");
+        assert_eq!(humanize_bytes(5), "5 B");
+        assert_eq!(humanize_bytes(20480), "20 kB");
+    }
+}

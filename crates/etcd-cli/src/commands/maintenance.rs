@@ -415,3 +415,56 @@ impl Render for VersionView {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcd_core::{MemberId, ResponseHeader};
+
+    fn alarms(alarms: Vec<Alarm>) -> AlarmsView {
+        AlarmsView(AlarmList {
+            header: Some(ResponseHeader {
+                cluster_id: 17497139193859109479,
+                member_id: 14423874141243768641,
+                revision: 54,
+                raft_term: 2,
+            }),
+            alarms,
+        })
+    }
+
+    #[test]
+    fn alarm_list_prints_as_etcdctl() {
+        // outputs/alarm-list.json of the etcd 3.6.14 fixture: no alarm, only the header.
+        let none = alarms(Vec::new());
+        let fixture: Value = serde_json::from_str(r#"{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2}}"#).unwrap();
+        assert_eq!(none.etcdctl_json(false), Some(fixture));
+        assert!(none.simple_lines().is_empty());
+        // etcdctl 3.5.1 with a NOSPACE alarm: `%+v` of the alarm; the type as a number.
+        let nospace = alarms(vec![Alarm {
+            member_id: MemberId(7383792418829112008),
+            alarm: "NOSPACE".into(),
+        }]);
+        assert_eq!(
+            nospace.simple_lines(),
+            ["memberID:7383792418829112008 alarm:NOSPACE "]
+        );
+        assert_eq!(
+            nospace.etcdctl_json(false).unwrap()["alarms"],
+            serde_json::json!([{"memberID":7383792418829112008_u64,"alarm":1}])
+        );
+        assert_eq!(serde_json::to_value(&nospace).unwrap()[0]["alarm"], "NOSPACE");
+    }
+
+    #[test]
+    fn version_prints_etcdctls_two_lines_without_a_cluster() {
+        let view = VersionView(own_version());
+        assert_eq!(
+            view.simple_lines(),
+            [
+                format!("etcdops version: {}", env!("CARGO_PKG_VERSION")),
+                "API version: 3.6".to_string()
+            ]
+        );
+    }
+}

@@ -127,8 +127,8 @@ pub enum MemberCommand {
 #[derive(Debug, Args)]
 pub struct MemberListArgs {
     /// l: linearizable (after a read through raft; needs a quorum), s: serializable (what
-    /// the answering member knows) [default: l on etcd 3.6 and later, s before, as each
-    /// release's etcdctl]
+    /// the answering member knows, even without a quorum) [default: l, as etcdctl 3.5 and
+    /// 3.6; s on etcd 3.4, which has no linearizable member list]
     #[arg(long, value_enum, value_name = "l|s")]
     pub consistency: Option<ConsistencyFlag>,
 }
