@@ -87,8 +87,8 @@ pub use config::{
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
 pub use endpoint::{
-    DowngradeInfo, EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport,
-    StatusReport, endpoint_hashkv, endpoint_health, endpoint_status, is_3_6_or_later,
+    EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
+    endpoint_hashkv, endpoint_health, endpoint_status,
 };
 pub use error::{Error, Result};
 pub use etcd_common::parse_duration;
@@ -106,14 +106,15 @@ pub use kv::{
 };
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 pub use maintenance::{
-    API_VERSION, Alarm, AlarmDisarmRequest, AlarmDisarmResult, AlarmList, CompactRequest, CompactResult, CompactTarget,
+    Alarm, AlarmDisarmRequest, AlarmDisarmResult, CompactRequest, CompactResult, CompactTarget,
     DefragReport, DefragStep, MemberVersion, MoveLeaderRequest, MoveLeaderResult, VersionReport,
-    alarm_disarm, alarm_list, compact, defrag, move_leader, own_version, version, versions,
+    alarm_disarm, alarm_list, compact, defrag, move_leader, version, versions,
 };
-pub use member::{
-    Consistency, Member, MemberList, MemberListOptions, Targets, cluster_client_urls,
-    member_list, target_endpoints,
-};
+pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+// etcdctl compatibility of the endpoint, member list, alarm list and version commands.
+pub use endpoint::{DowngradeInfo, is_3_6_or_later};
+pub use maintenance::{API_VERSION, AlarmList, own_version};
+pub use member::{Consistency, MemberListOptions};
 pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, find_member,
     member_add, member_promote, member_remove, member_update,

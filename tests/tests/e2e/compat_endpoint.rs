@@ -97,10 +97,7 @@ fn every_read_command_matches_etcdctl_on_a_plain_cluster() {
     );
     assert_same_health_json(&health);
     // The endpoint as given, no scheme added.
-    assert!(
-        health.etcdops.stdout.contains("\"127.0.0.1:"),
-        "{health}"
-    );
+    assert!(health.etcdops.stdout.contains("\"127.0.0.1:"), "{health}");
 
     for args in [
         vec!["--endpoints", eps, "endpoint", "status"],
@@ -173,7 +170,11 @@ fn a_killed_member_is_reported_on_stderr_with_exit_code_1_as_etcdctl() {
     );
     let json = side_by_side(
         &cluster,
-        &[&fast[..], &["--endpoints", eps, "endpoint", "health", "-w", "json"]].concat(),
+        &[
+            &fast[..],
+            &["--endpoints", eps, "endpoint", "health", "-w", "json"],
+        ]
+        .concat(),
         &[],
     );
     assert_same_health_json(&json);
@@ -225,7 +226,10 @@ fn member_list_reads_as_etcdctl_without_a_quorum_unless_asked_to_be_linearizable
         assert_eq!(serializable.stdout, both.etcdops.stdout, "{serializable}");
     }
     let linearizable = with(&["member", "list", "--consistency", "l"]);
-    assert_eq!(linearizable.code, 1, "no quorum, no linearizable list:\n{linearizable}");
+    assert_eq!(
+        linearizable.code, 1,
+        "no quorum, no linearizable list:\n{linearizable}"
+    );
     assert!(linearizable.stdout.is_empty(), "{linearizable}");
     let bad = with(&["member", "list", "--consistency", "x"]);
     assert_ne!(bad.code, 0, "{bad}");

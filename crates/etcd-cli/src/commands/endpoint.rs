@@ -28,12 +28,15 @@ pub async fn run(
     let simple = format == OutputFormat::Simple;
     match &args.command {
         EndpointCommand::Health(_) => {
-            let report = HealthView(endpoint_health(config, targets).await?);
+            let report = HealthView {
+                report: endpoint_health(config, targets).await?,
+                etcdctl_3_4: compat == Compat::Etcdctl,
+            };
             print(format, &report)?;
             if simple {
                 report.stderr_lines().iter().for_each(|l| eprintln!("{l}"));
             }
-            Ok(ExitStatus::from_ok(report.0.all_healthy))
+            Ok(ExitStatus::from_ok(report.report.all_healthy))
         }
         EndpointCommand::Status(_) => {
             let report = StatusView(endpoint_status(config, targets).await?);
@@ -134,24 +137,34 @@ pub fn go_duration(millis: f64) -> String {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-struct HealthView(HealthReport);
+struct HealthView {
+    report: HealthReport,
+    /// Under `--compat etcdctl`: healthy lines from etcd 3.4 go to stderr as etcdctl 3.4
+    /// writes them; etcdops' own `simple` keeps them on stdout (etcdctl 3.5's).
+    #[serde(skip)]
+    etcdctl_3_4: bool,
+}
 
 impl HealthView {
     /// What etcdctl writes to stderr in `simple`: unhealthy endpoints, and with etcd 3.4
     /// (whose etcdctl writes every line there) the healthy ones too.
     fn stderr_lines(&self) -> Vec<String> {
-        self.0
+        self.report
             .endpoints
             .iter()
-            .filter(|e| !on_stdout(e))
+            .filter(|e| !self.on_stdout(e))
             .map(health_line)
             .collect()
     }
-}
 
-/// Whether etcdctl prints this endpoint's `simple` line on stdout.
-fn on_stdout(e: &EndpointHealth) -> bool {
-    e.health && !e.server_version.as_deref().is_some_and(|v| v.starts_with("3.4."))
+    /// Whether etcdctl prints this endpoint's `simple` line on stdout.
+    fn on_stdout(&self, e: &EndpointHealth) -> bool {
+        let from_3_4 = e
+            .server_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("3.4."));
+        e.health && !(self.etcdctl_3_4 && from_3_4)
+    }
 }
 
 fn health_line(e: &EndpointHealth) -> String {
@@ -175,7 +188,7 @@ impl Render for HealthView {
     }
 
     fn rows(&self) -> Vec<Vec<String>> {
-        self.0
+        self.report
             .endpoints
             .iter()
             .map(|e| {
@@ -190,16 +203,16 @@ impl Render for HealthView {
     }
 
     fn simple_lines(&self) -> Vec<String> {
-        self.0
+        self.report
             .endpoints
             .iter()
-            .filter(|e| on_stdout(e))
+            .filter(|e| self.on_stdout(e))
             .map(health_line)
             .collect()
     }
 
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        let rows = self.0.endpoints.iter().map(|e| {
+        let rows = self.report.endpoints.iter().map(|e| {
             let mut row = Map::new();
             row.insert("endpoint".into(), e.given.clone().into());
             row.insert("health".into(), e.health.into());
@@ -220,11 +233,7 @@ struct StatusView(StatusReport);
 fn status_columns(e: &EndpointStatus) -> Vec<String> {
     let db_size = e.db_size.unwrap_or_default();
     let in_use = e.db_size_in_use.unwrap_or_default();
-    let mut columns = vec![
-        plain(&e.given),
-        cell(&e.member_id),
-        cell(&e.version),
-    ];
+    let mut columns = vec![plain(&e.given), cell(&e.member_id), cell(&e.version)];
     let newer = e.is_3_6_or_later();
     if newer {
         columns.push(cell(&e.storage_version));
@@ -253,7 +262,10 @@ fn status_columns(e: &EndpointStatus) -> Vec<String> {
     ]);
     if newer {
         let downgrade = e.downgrade.clone().unwrap_or_default();
-        columns.extend([plain(&downgrade.target_version), downgrade.enabled.to_string()]);
+        columns.extend([
+            plain(&downgrade.target_version),
+            downgrade.enabled.to_string(),
+        ]);
     }
     columns
 }
@@ -265,7 +277,11 @@ fn status_json(e: &EndpointStatus) -> Value {
     if let Some(h) = &e.header {
         status.insert("header".into(), header(h, false));
     }
-    put(&mut status, "version", e.version.clone().unwrap_or_default());
+    put(
+        &mut status,
+        "version",
+        e.version.clone().unwrap_or_default(),
+    );
     put(&mut status, "dbSize", e.db_size.unwrap_or_default());
     put(&mut status, "leader", e.leader.map_or(0, |l| l.0));
     put(&mut status, "raftIndex", e.raft_index.unwrap_or_default());
@@ -276,14 +292,22 @@ fn status_json(e: &EndpointStatus) -> Value {
         e.raft_applied_index.unwrap_or_default(),
     );
     put(&mut status, "errors", e.errors.clone());
-    put(&mut status, "dbSizeInUse", e.db_size_in_use.unwrap_or_default());
+    put(
+        &mut status,
+        "dbSizeInUse",
+        e.db_size_in_use.unwrap_or_default(),
+    );
     put(&mut status, "isLearner", e.is_learner.unwrap_or_default());
     put(
         &mut status,
         "storageVersion",
         e.storage_version.clone().unwrap_or_default(),
     );
-    put(&mut status, "dbSizeQuota", e.db_size_quota.unwrap_or_default());
+    put(
+        &mut status,
+        "dbSizeQuota",
+        e.db_size_quota.unwrap_or_default(),
+    );
     if let Some(downgrade) = &e.downgrade {
         let mut info = Map::new();
         put(&mut info, "enabled", downgrade.enabled);
@@ -413,27 +437,32 @@ impl Render for HashKvView {
     }
 
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        let rows = self.0.endpoints.iter().filter(|e| e.error.is_none()).map(|e| {
-            let mut hash = Map::new();
-            if let Some(h) = &e.header {
-                hash.insert("header".into(), header(h, false));
-            }
-            put(&mut hash, "hash", e.hash.unwrap_or_default());
-            put(
-                &mut hash,
-                "compact_revision",
-                e.compact_revision.unwrap_or_default(),
-            );
-            put(
-                &mut hash,
-                "hash_revision",
-                e.server_hash_revision.unwrap_or_default(),
-            );
-            let mut row = Map::new();
-            row.insert("Endpoint".into(), e.given.clone().into());
-            row.insert("HashKV".into(), Value::Object(hash));
-            Value::Object(row)
-        });
+        let rows = self
+            .0
+            .endpoints
+            .iter()
+            .filter(|e| e.error.is_none())
+            .map(|e| {
+                let mut hash = Map::new();
+                if let Some(h) = &e.header {
+                    hash.insert("header".into(), header(h, false));
+                }
+                put(&mut hash, "hash", e.hash.unwrap_or_default());
+                put(
+                    &mut hash,
+                    "compact_revision",
+                    e.compact_revision.unwrap_or_default(),
+                );
+                put(
+                    &mut hash,
+                    "hash_revision",
+                    e.server_hash_revision.unwrap_or_default(),
+                );
+                let mut row = Map::new();
+                row.insert("Endpoint".into(), e.given.clone().into());
+                row.insert("HashKV".into(), Value::Object(hash));
+                Value::Object(row)
+            });
         Some(Value::Array(rows.collect()))
     }
 }
@@ -446,7 +475,11 @@ mod tests {
     /// etcd 3.6.14 fixture (`/work/shared/fixtures/etcd-3.6.14/outputs`): members a, b, c
     /// on client ports 45001..45003, b leads, revision 54, raft term 2.
     const CLUSTER: u64 = 17497139193859109479;
-    const MEMBERS: [u64; 3] = [14423874141243768641, 464334586864442829, 14768632924904296907];
+    const MEMBERS: [u64; 3] = [
+        14423874141243768641,
+        464334586864442829,
+        14768632924904296907,
+    ];
 
     fn fixture_header(member: u64) -> ResponseHeader {
         ResponseHeader {
@@ -485,7 +518,10 @@ mod tests {
     }
 
     fn lines(view: &impl Render) -> String {
-        view.simple_lines().iter().map(|l| format!("{l}\n")).collect()
+        view.simple_lines()
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect()
     }
 
     #[test]
@@ -529,7 +565,10 @@ mod tests {
         assert_eq!(json.as_array().unwrap().len(), 1, "{json}");
         let status = &json[0]["Status"];
         assert!(status.get("storageVersion").is_none() && status.get("downgradeInfo").is_none());
-        assert_eq!(status["errors"][0], "memberID:7383792418829112008 alarm:NOSPACE ");
+        assert_eq!(
+            status["errors"][0],
+            "memberID:7383792418829112008 alarm:NOSPACE "
+        );
     }
 
     fn fixture_hash(i: usize, server_hash_revision: Option<i64>) -> EndpointHashKv {
@@ -585,14 +624,24 @@ mod tests {
 
     #[test]
     fn health_lines_go_where_each_release_of_etcdctl_puts_them() {
-        let view = HealthView(HealthReport {
+        let report = HealthReport {
             endpoints: vec![
                 health("127.0.0.1:1", Some("3.5.1"), None),
                 health("127.0.0.1:2", Some("3.4.23"), None),
                 health("127.0.0.1:3", None, Some("context deadline exceeded")),
             ],
             all_healthy: false,
-        });
+        };
+        // etcdops' own simple is etcdctl 3.5's: every healthy line on stdout.
+        let ours = HealthView {
+            report: report.clone(),
+            etcdctl_3_4: false,
+        };
+        assert_eq!(ours.simple_lines().len(), 2);
+        let view = HealthView {
+            report,
+            etcdctl_3_4: true,
+        };
         assert_eq!(
             view.simple_lines(),
             ["127.0.0.1:1 is healthy: successfully committed proposal: took = 18.061237ms"]

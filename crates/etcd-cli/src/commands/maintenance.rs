@@ -453,7 +453,10 @@ mod tests {
             nospace.etcdctl_json(false).unwrap()["alarms"],
             serde_json::json!([{"memberID":7383792418829112008_u64,"alarm":1}])
         );
-        assert_eq!(serde_json::to_value(&nospace).unwrap()[0]["alarm"], "NOSPACE");
+        assert_eq!(
+            serde_json::to_value(&nospace).unwrap()[0]["alarm"],
+            "NOSPACE"
+        );
     }
 
     #[test]

@@ -290,10 +290,16 @@ mod tests {
             serde_json::json!({"cluster_id":"f2d253649b897267","member_id":"c82be51c49c6ff41","raft_term":2})
         );
         assert_eq!(newer["members"][0]["ID"], "671a5d8bafb9dcd");
-        assert_eq!(newer["members"][0]["clientURLs"][0], "http://127.0.0.1:45002");
+        assert_eq!(
+            newer["members"][0]["clientURLs"][0],
+            "http://127.0.0.1:45002"
+        );
         assert!(newer["members"][0].get("isLearner").is_none());
         let older = fixture("3.5.1").etcdctl_json(true).unwrap();
-        assert_eq!(older["members"][0]["clientURLS"][0], "http://127.0.0.1:45002");
+        assert_eq!(
+            older["members"][0]["clientURLS"][0],
+            "http://127.0.0.1:45002"
+        );
         assert!(older["members"][0].get("clientURLs").is_none());
     }
 }

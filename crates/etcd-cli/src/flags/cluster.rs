@@ -180,3 +180,55 @@ pub struct MemberUpdateArgs {
     #[arg(long)]
     pub force: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        let args: Vec<OsString> = std::iter::once("etcdops")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect();
+        Cli::try_parse_from(with_bool_forms(args)).unwrap().command
+    }
+
+    fn endpoint_cluster(args: &[&str]) -> bool {
+        match parse(args) {
+            Command::Endpoint(endpoint) => endpoint.cluster(),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cluster_is_taken_before_and_after_the_endpoint_subcommand() {
+        assert!(endpoint_cluster(&["endpoint", "--cluster", "health"]));
+        assert!(endpoint_cluster(&["endpoint", "health", "--cluster"]));
+        assert!(endpoint_cluster(&["endpoint", "--cluster=true", "status"]));
+        assert!(endpoint_cluster(&["endpoint", "hashkv", "--cluster=true"]));
+        assert!(!endpoint_cluster(&[
+            "endpoint",
+            "--cluster=false",
+            "health"
+        ]));
+        assert!(!endpoint_cluster(&["endpoint", "status"]));
+    }
+
+    #[test]
+    fn member_list_takes_etcdctls_consistency() {
+        let consistency = |args: &[&str]| match parse(args) {
+            Command::Member(MemberCommand::List(list)) => list.consistency,
+            other => panic!("parsed as {other:?}"),
+        };
+        assert_eq!(consistency(&["member", "list"]), None);
+        assert_eq!(
+            consistency(&["member", "list", "--consistency", "s"]),
+            Some(ConsistencyFlag::S)
+        );
+        assert_eq!(
+            consistency(&["member", "list", "--consistency=l"]),
+            Some(ConsistencyFlag::L)
+        );
+        assert!(Cli::try_parse_from(["etcdops", "member", "list", "--consistency", "x"]).is_err());
+    }
+}
