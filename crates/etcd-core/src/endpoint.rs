@@ -460,3 +460,18 @@ async fn hash_one(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etcd_3_6_is_told_from_its_version() {
+        assert!(is_3_6_or_later("3.6.14"));
+        assert!(is_3_6_or_later("3.7.0-alpha.0"));
+        assert!(is_3_6_or_later("4.0.0"));
+        assert!(!is_3_6_or_later("3.5.1"));
+        assert!(!is_3_6_or_later("3.4.23"));
+        assert!(!is_3_6_or_later(""));
+    }
+}

@@ -52,7 +52,7 @@ pub struct MemberList {
     /// The response's header.
     pub header: Option<ResponseHeader>,
     /// The etcd version of the member that answered, when the list was read with
-    /// [`MemberListOptions`] (a status request beside it); `None` otherwise.
+    /// [`Client::member_list_with`] and its status request answered; `None` otherwise.
     pub server_version: Option<String>,
     /// Whether the list was read linearizably (after a read through raft on the same member).
     pub linearizable: bool,
@@ -90,15 +90,21 @@ impl Client {
         let consistency = options.consistency;
         let (response, version, linearizable) = self
             .read_any(|client| async move {
-                let version = client
+                // For the default and for etcdctl's output of this release; the list does not
+                // depend on it.
+                let version = match client
                     .call("status", |mut c| async move { c.status().await })
-                    .await?
-                    .version()
-                    .to_string();
+                    .await
+                {
+                    Ok(status) => Some(status.version().to_string()),
+                    // An unreachable member: on to the next endpoint.
+                    Err(e) if e.is_endpoint_failure() => return Err(e),
+                    Err(_) => None,
+                };
                 let linearizable = match consistency {
                     Some(Consistency::Linearizable) => true,
                     Some(Consistency::Serializable) => false,
-                    None => linearizable_member_list(&version),
+                    None => version.as_deref().is_none_or(linearizable_member_list),
                 };
                 if linearizable {
                     linearizable_read(&client).await?;
@@ -110,7 +116,7 @@ impl Client {
             })
             .await?;
         let mut list = MemberList::of(&response);
-        list.server_version = Some(version);
+        list.server_version = version;
         list.linearizable = linearizable;
         Ok(list)
     }
