@@ -22,7 +22,9 @@ pub struct EndpointHealth {
     /// The endpoint URL.
     pub endpoint: String,
     /// The endpoint as given (`--endpoints`, or a member's client URL under `--cluster`),
-    /// not normalized: etcdctl prints it so (`127.0.0.1:2379`, no scheme).
+    /// not normalized: etcdctl prints it so (`127.0.0.1:2379`, no scheme). Not in our JSON,
+    /// which shows `endpoint`.
+    #[serde(skip)]
     pub given: String,
     /// The member's etcd version, when it is healthy and answered a status request
     /// (etcdctl's output differs between releases).
@@ -235,8 +237,10 @@ pub struct EndpointStatus {
     /// The endpoint URL.
     pub endpoint: String,
     /// The endpoint as given, not normalized (see [`EndpointHealth::given`]).
+    #[serde(skip)]
     pub given: String,
-    /// The response's header, when it answered.
+    /// The response's header, when it answered (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
     pub header: Option<ResponseHeader>,
     /// The member behind it; `None` when it did not answer.
     pub member_id: Option<MemberId>,
@@ -370,8 +374,10 @@ pub struct EndpointHashKv {
     /// The endpoint URL.
     pub endpoint: String,
     /// The endpoint as given, not normalized (see [`EndpointHealth::given`]).
+    #[serde(skip)]
     pub given: String,
-    /// The response's header, when it answered.
+    /// The response's header, when it answered (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
     pub header: Option<ResponseHeader>,
     /// The member behind it.
     pub member_id: Option<MemberId>,
@@ -381,7 +387,9 @@ pub struct EndpointHashKv {
     pub hash_revision: Option<i64>,
     /// The member's compacted revision at the time (-1 when never compacted).
     pub compact_revision: Option<i64>,
-    /// The revision the member says the hash covers (etcd 3.6 and later; `None` before).
+    /// The revision the member says the hash covers (etcd 3.6 and later; `None` before,
+    /// and then left out of the JSON, as before 3.6 support).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_hash_revision: Option<i64>,
     /// Why the hash could not be read.
     pub error: Option<String>,

@@ -144,7 +144,8 @@ fn alarm_name(alarm: AlarmType) -> &'static str {
 /// The active alarms with the header of the response that listed them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlarmList {
-    /// The response's header.
+    /// The response's header (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
     pub header: Option<ResponseHeader>,
     /// The active alarms.
     pub alarms: Vec<Alarm>,

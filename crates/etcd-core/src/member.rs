@@ -49,7 +49,8 @@ pub struct MemberList {
     pub answered_by: MemberId,
     /// Members in ID order.
     pub members: Vec<Member>,
-    /// The response's header.
+    /// The response's header (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
     pub header: Option<ResponseHeader>,
     /// The etcd version of the member that answered, when the list was read with
     /// [`Client::member_list_with`] and its status request answered; `None` otherwise.
