@@ -301,7 +301,10 @@ fn a_nospace_alarm_lists_and_shows_in_status_as_etcdctl() {
         without_size(&status.etcdops.stdout),
         "{status}"
     );
-    assert!(status.etcdops.stdout.ends_with("alarm:NOSPACE \n"), "{status}");
+    assert!(
+        status.etcdops.stdout.ends_with("alarm:NOSPACE \n"),
+        "{status}"
+    );
 }
 
 #[test]
