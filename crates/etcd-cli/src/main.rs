@@ -100,20 +100,21 @@ fn refuse_write() -> anyhow::Error {
 
 async fn run(cli: Cli) -> Result<ExitStatus> {
     let format = cli.global.format();
-    if let Command::Platform(command) = &cli.command {
-        return commands::platform::run(&cli.global, command, format).await;
-    }
-    if let Command::Pki(command) = &cli.command {
-        return commands::pki::run(command, format);
-    }
-    if let Command::Write(_) = &cli.command {
-        return Err(refuse_write());
-    }
-    if let Command::Completion(args) = &cli.command {
-        return commands::completion::run_completion(args);
-    }
-    if let Command::Man(args) = &cli.command {
-        return commands::completion::run_man(args);
+    // Commands that need no cluster: no connection flags to check, nothing to dial.
+    match &cli.command {
+        Command::Platform(command) => {
+            return commands::platform::run(&cli.global, command, format).await;
+        }
+        Command::Pki(command) => return commands::pki::run(command, format),
+        Command::Write(_) => return Err(refuse_write()),
+        Command::Completion(args) => return commands::completion::run_completion(args),
+        Command::Man(args) => return commands::completion::run_man(args),
+        Command::Version => return commands::maintenance::run_version(&cli.global, format).await,
+        Command::Defrag(args) if args.data_dir.is_some() => {
+            return commands::offline::defrag(args, format);
+        }
+        Command::Hashkv(args) => return commands::offline::hashkv(args, format).await,
+        _ => {}
     }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
     if config.tls.insecure_skip_verify {
@@ -122,7 +123,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         );
     }
     match &cli.command {
-        Command::Endpoint(command) => commands::endpoint::run(&config, command, format).await,
+        Command::Endpoint(args) => {
+            commands::endpoint::run(&config, args, format, cli.global.compat()).await
+        }
         Command::Member(command) => {
             let guards = commands::platform::guards(&cli.global);
             commands::member::run(&config, &guards, command, format).await
@@ -141,14 +144,11 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::maintenance::run_move_leader(&config, &args.member, format).await
         }
         Command::Alarm(command) => commands::maintenance::run_alarm(&config, command, format).await,
-        Command::Defrag(args) if args.data_dir.is_some() => commands::offline::defrag(args, format),
-        Command::Hashkv(args) => commands::offline::hashkv(args, format).await,
         Command::Defrag(args) => {
             let guards = commands::platform::guards(&cli.global);
             commands::maintenance::run_defrag_guarded(&config, &guards, args, format).await
         }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
-        Command::Version => commands::maintenance::run_version(&config, format).await,
         Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
         Command::Lease(command) => commands::access::run_lease(&config, command, format).await,
         Command::Auth(command) => commands::access::run_auth(&config, command, format).await,
@@ -158,15 +158,18 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::History(args) => commands::kv::run_history(&config, args, format).await,
         Command::Watch(args) => commands::kv::run_watch(&config, args, format).await,
         Command::K8s(command) => commands::k8s::run(&config, command, format).await,
-        // Handled before the connection is built; kept here so the match stays exhaustive.
-        Command::Platform(command) => commands::platform::run(&cli.global, command, format).await,
-        Command::Pki(command) => commands::pki::run(command, format),
-        Command::Write(_) => Err(refuse_write()),
         Command::Downgrade(command) => {
             let guards = commands::platform::guards(&cli.global);
             commands::downgrade::run(&config, &guards, command, format).await
         }
-        Command::Completion(args) => commands::completion::run_completion(args),
-        Command::Man(args) => commands::completion::run_man(args),
+        Command::Platform(_)
+        | Command::Pki(_)
+        | Command::Write(_)
+        | Command::Completion(_)
+        | Command::Man(_)
+        | Command::Version
+        | Command::Hashkv(_) => Err(anyhow::anyhow!(
+            "internal error: a command without a cluster reached the cluster commands"
+        )),
     }
 }

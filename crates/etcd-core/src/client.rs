@@ -12,8 +12,7 @@ use futures::lock::Mutex as AsyncMutex;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
-use crate::id::MemberId;
-use crate::member::{Member, MemberList, Targets};
+use crate::member::{MemberList, Targets};
 
 /// One connection slot: filled by the first caller that dials the endpoint; concurrent
 /// callers wait for that dial instead of opening their own. A failed dial leaves it empty,
@@ -170,14 +169,7 @@ impl Client {
                     .await
             })
             .await?;
-        let header = response.header();
-        let mut members: Vec<Member> = response.members().iter().map(Member::from).collect();
-        members.sort_by_key(|m| m.id);
-        Ok(MemberList {
-            cluster_id: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
-            answered_by: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
-            members,
-        })
+        Ok(MemberList::of(&response))
     }
 
     /// Resolves [`Targets`] to endpoint URLs: the configured (or discovered) endpoints, or

@@ -12,6 +12,7 @@ use crate::cluster::linearizable_read;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
 use crate::id::MemberId;
 use crate::member::Targets;
 
@@ -20,6 +21,14 @@ use crate::member::Targets;
 pub struct EndpointHealth {
     /// The endpoint URL.
     pub endpoint: String,
+    /// The endpoint as given (`--endpoints`, or a member's client URL under `--cluster`),
+    /// not normalized: etcdctl prints it so (`127.0.0.1:2379`, no scheme). Not in our JSON,
+    /// which shows `endpoint`.
+    #[serde(skip)]
+    pub given: String,
+    /// The member's etcd version, when it is healthy and answered a status request
+    /// (etcdctl's output differs between releases).
+    pub server_version: Option<String>,
     /// True when a linearizable read succeeded and no alarm is raised.
     pub health: bool,
     /// Milliseconds the check took.
@@ -64,7 +73,7 @@ pub async fn endpoint_hashkv(
 impl Client {
     /// Checks the health of each endpoint, as [`endpoint_health`].
     pub async fn endpoint_health(&self, targets: Targets) -> Result<HealthReport> {
-        let endpoints = self.target_endpoints(targets).await?;
+        let endpoints = self.addressed(targets).await?;
         let rows = futures::future::join_all(endpoints.iter().map(|e| check_health(self, e))).await;
         Ok(HealthReport {
             all_healthy: !rows.is_empty() && rows.iter().all(|r| r.health),
@@ -74,7 +83,7 @@ impl Client {
 
     /// Reads the status of each endpoint.
     pub async fn endpoint_status(&self, targets: Targets) -> Result<StatusReport> {
-        let endpoints = self.target_endpoints(targets).await?;
+        let endpoints = self.addressed(targets).await?;
         let rows = futures::future::join_all(endpoints.iter().map(|e| read_status(self, e))).await;
         Ok(StatusReport {
             all_answered: !rows.is_empty() && rows.iter().all(|r| r.error.is_none()),
@@ -95,8 +104,9 @@ impl Client {
                 reason: format!("{revision} is negative; give a revision of 0 (latest) or more"),
             });
         }
-        let endpoints = self.target_endpoints(targets).await?;
-        let clients = self.each(&endpoints).await;
+        let endpoints = self.addressed(targets).await?;
+        let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+        let clients = self.each(&urls).await;
         let revision = if revision > 0 {
             revision
         } else {
@@ -120,9 +130,34 @@ impl Client {
             all_agree,
         })
     }
+
+    /// The endpoints `targets` address, each with the text it was given as. Configured
+    /// endpoints are checked and given a scheme, each once; discovered ones show as found.
+    async fn addressed(&self, targets: Targets) -> Result<Vec<Addressed>> {
+        let config = self.config();
+        let given = match targets {
+            Targets::Configured if config.discovery.is_none() => config.endpoints.clone(),
+            _ => self.target_endpoints(targets).await?,
+        };
+        let mut out: Vec<Addressed> = Vec::with_capacity(given.len());
+        for given in given {
+            let url = config.normalize_endpoint(&given)?;
+            if !out.iter().any(|a| a.url == url) {
+                out.push(Addressed { url, given });
+            }
+        }
+        Ok(out)
+    }
 }
 
-async fn check_health(client: &Client, endpoint: &str) -> EndpointHealth {
+/// One addressed endpoint: its URL and the text it was given as.
+struct Addressed {
+    url: String,
+    given: String,
+}
+
+async fn check_health(client: &Client, addressed: &Addressed) -> EndpointHealth {
+    let endpoint = addressed.url.as_str();
     let started = Instant::now();
     let verdict = async {
         let client = client.endpoint(endpoint).await?;
@@ -144,7 +179,7 @@ async fn check_health(client: &Client, endpoint: &str) -> EndpointHealth {
                 message: reason,
             })?;
         if alarms.alarms().is_empty() {
-            Ok(())
+            Ok(client)
         } else {
             let names: Vec<String> = alarms
                 .alarms()
@@ -159,11 +194,32 @@ async fn check_health(client: &Client, endpoint: &str) -> EndpointHealth {
         }
     }
     .await;
-    EndpointHealth {
-        endpoint: endpoint.to_string(),
-        health: verdict.is_ok(),
-        took_ms: started.elapsed().as_secs_f64() * 1000.0,
-        error: verdict.err().map(|e| e.to_string()),
+    let took_ms = started.elapsed().as_secs_f64() * 1000.0;
+    match verdict {
+        Ok(healthy) => {
+            // Outside the timing: which release answers (etcdctl 3.4 prints elsewhere).
+            let version = healthy
+                .call("status", |mut c| async move { c.status().await })
+                .await
+                .ok()
+                .map(|s| s.version().to_string());
+            EndpointHealth {
+                endpoint: endpoint.to_string(),
+                given: addressed.given.clone(),
+                server_version: version,
+                health: true,
+                took_ms,
+                error: None,
+            }
+        }
+        Err(e) => EndpointHealth {
+            endpoint: endpoint.to_string(),
+            given: addressed.given.clone(),
+            server_version: None,
+            health: false,
+            took_ms,
+            error: Some(e.to_string()),
+        },
     }
 }
 
@@ -180,6 +236,12 @@ fn alarm_name(alarm: etcd_client::AlarmType) -> String {
 pub struct EndpointStatus {
     /// The endpoint URL.
     pub endpoint: String,
+    /// The endpoint as given, not normalized (see [`EndpointHealth::given`]).
+    #[serde(skip)]
+    pub given: String,
+    /// The response's header, when it answered (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
     /// The member behind it; `None` when it did not answer.
     pub member_id: Option<MemberId>,
     /// etcd server version.
@@ -202,8 +264,40 @@ pub struct EndpointStatus {
     pub raft_applied_index: Option<u64>,
     /// Errors the member reports about itself (such as alarms).
     pub errors: Vec<String>,
+    /// The version of the db file's schema (etcd 3.6 and later; `None` before).
+    pub storage_version: Option<String>,
+    /// The member's `--quota-backend-bytes` (etcd 3.6 and later; `None` before).
+    pub db_size_quota: Option<i64>,
+    /// The cluster's downgrade state (etcd 3.6 and later; `None` before).
+    pub downgrade: Option<DowngradeInfo>,
     /// Why the status could not be read.
     pub error: Option<String>,
+}
+
+/// A cluster's downgrade state, as etcd 3.6 reports it in every member's status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DowngradeInfo {
+    /// Whether a downgrade is in progress (enabled).
+    pub enabled: bool,
+    /// The version the cluster is downgrading to; empty when none.
+    pub target_version: String,
+}
+
+impl EndpointStatus {
+    /// Whether the member runs etcd 3.6 or later, whose status has more fields (and whose
+    /// etcdctl prints more columns).
+    pub fn is_3_6_or_later(&self) -> bool {
+        self.version.as_deref().is_some_and(is_3_6_or_later)
+    }
+}
+
+/// Whether an etcd version (`3.6.14`, `3.5.1`) is 3.6 or later.
+pub fn is_3_6_or_later(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (3, 6),
+        _ => false,
+    }
 }
 
 /// Status of every addressed endpoint.
@@ -215,7 +309,8 @@ pub struct StatusReport {
     pub all_answered: bool,
 }
 
-async fn read_status(client: &Client, endpoint: &str) -> EndpointStatus {
+async fn read_status(client: &Client, addressed: &Addressed) -> EndpointStatus {
+    let endpoint = addressed.url.as_str();
     let answer = async {
         let client: EndpointClient = client.endpoint(endpoint).await?;
         client
@@ -228,6 +323,8 @@ async fn read_status(client: &Client, endpoint: &str) -> EndpointStatus {
             let member = s.header().map(|h| h.member_id()).unwrap_or_default();
             EndpointStatus {
                 endpoint: endpoint.to_string(),
+                given: addressed.given.clone(),
+                header: ResponseHeader::of(s.header()),
                 member_id: Some(MemberId(member)),
                 version: Some(s.version().to_string()),
                 db_size: Some(s.db_size()),
@@ -239,11 +336,19 @@ async fn read_status(client: &Client, endpoint: &str) -> EndpointStatus {
                 raft_index: Some(s.raft_index()),
                 raft_applied_index: Some(s.raft_applied_index()),
                 errors: s.errors().to_vec(),
+                storage_version: Some(s.storage_version().to_string()).filter(|v| !v.is_empty()),
+                db_size_quota: Some(s.db_size_quota()).filter(|q| *q != 0),
+                downgrade: s.downgrade_info().map(|d| DowngradeInfo {
+                    enabled: d.enabled(),
+                    target_version: d.target_version().to_string(),
+                }),
                 error: None,
             }
         }
         Err(e) => EndpointStatus {
             endpoint: endpoint.to_string(),
+            given: addressed.given.clone(),
+            header: None,
             member_id: None,
             version: None,
             db_size: None,
@@ -255,6 +360,9 @@ async fn read_status(client: &Client, endpoint: &str) -> EndpointStatus {
             raft_index: None,
             raft_applied_index: None,
             errors: Vec::new(),
+            storage_version: None,
+            db_size_quota: None,
+            downgrade: None,
             error: Some(e.to_string()),
         },
     }
@@ -265,14 +373,24 @@ async fn read_status(client: &Client, endpoint: &str) -> EndpointStatus {
 pub struct EndpointHashKv {
     /// The endpoint URL.
     pub endpoint: String,
+    /// The endpoint as given, not normalized (see [`EndpointHealth::given`]).
+    #[serde(skip)]
+    pub given: String,
+    /// The response's header, when it answered (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
     /// The member behind it.
     pub member_id: Option<MemberId>,
     /// Hash of the MVCC key space up to `hash_revision`.
     pub hash: Option<u32>,
     /// The revision the hash covers.
     pub hash_revision: Option<i64>,
-    /// The member's compacted revision at the time.
+    /// The member's compacted revision at the time (-1 when never compacted).
     pub compact_revision: Option<i64>,
+    /// The revision the member says the hash covers (etcd 3.6 and later; `None` before,
+    /// and then left out of the JSON, as before 3.6 support).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_hash_revision: Option<i64>,
     /// Why the hash could not be read.
     pub error: Option<String>,
 }
@@ -307,7 +425,12 @@ async fn lowest_revision(clients: &[Result<EndpointClient>]) -> i64 {
 }
 
 /// One endpoint's row of the hash report.
-async fn hash_one(endpoint: &str, client: Result<EndpointClient>, revision: i64) -> EndpointHashKv {
+async fn hash_one(
+    addressed: &Addressed,
+    client: Result<EndpointClient>,
+    revision: i64,
+) -> EndpointHashKv {
+    let endpoint = addressed.url.as_str();
     let answer = match client {
         Ok(client) => {
             client
@@ -319,6 +442,8 @@ async fn hash_one(endpoint: &str, client: Result<EndpointClient>, revision: i64)
     match answer {
         Ok(h) => EndpointHashKv {
             endpoint: endpoint.to_string(),
+            given: addressed.given.clone(),
+            header: ResponseHeader::of(h.header()),
             member_id: h.header().map(|hd| MemberId(hd.member_id())),
             hash: Some(h.hash()),
             hash_revision: Some(if revision > 0 {
@@ -327,15 +452,34 @@ async fn hash_one(endpoint: &str, client: Result<EndpointClient>, revision: i64)
                 h.header().map(|hd| hd.revision()).unwrap_or(0)
             }),
             compact_revision: Some(h.compact_version()),
+            server_hash_revision: Some(h.hash_revision()).filter(|r| *r != 0),
             error: None,
         },
         Err(e) => EndpointHashKv {
             endpoint: endpoint.to_string(),
+            given: addressed.given.clone(),
+            header: None,
             member_id: None,
             hash: None,
             hash_revision: None,
             compact_revision: None,
+            server_hash_revision: None,
             error: Some(e.to_string()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etcd_3_6_is_told_from_its_version() {
+        assert!(is_3_6_or_later("3.6.14"));
+        assert!(is_3_6_or_later("3.7.0-alpha.0"));
+        assert!(is_3_6_or_later("4.0.0"));
+        assert!(!is_3_6_or_later("3.5.1"));
+        assert!(!is_3_6_or_later("3.4.23"));
+        assert!(!is_3_6_or_later(""));
     }
 }

@@ -112,6 +112,10 @@ pub use maintenance::{
     alarm_disarm, alarm_list, compact, defrag, move_leader, version, versions,
 };
 pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+// etcdctl compatibility of the endpoint, member list, alarm list and version commands.
+pub use endpoint::{DowngradeInfo, is_3_6_or_later};
+pub use maintenance::{API_VERSION, AlarmList, own_version};
+pub use member::{Consistency, MemberListOptions};
 pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, find_member,
     member_add, member_promote, member_remove, member_update,

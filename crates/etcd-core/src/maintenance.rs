@@ -11,6 +11,7 @@ use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::guard::{Change, ChangeGuard};
+use crate::header::ResponseHeader;
 use crate::id::MemberId;
 use crate::member::Targets;
 use crate::membership::find_member;
@@ -140,6 +141,28 @@ fn alarm_name(alarm: AlarmType) -> &'static str {
     }
 }
 
+/// The active alarms with the header of the response that listed them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AlarmList {
+    /// The response's header (for etcdctl's JSON; not in ours).
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
+    /// The active alarms.
+    pub alarms: Vec<Alarm>,
+}
+
+impl Alarm {
+    /// etcd's number for the alarm type (`NONE` 0, `NOSPACE` 1, `CORRUPT` 2), which
+    /// etcdctl's JSON shows.
+    pub fn code(&self) -> i32 {
+        match self.alarm.as_str() {
+            "NOSPACE" => AlarmType::Nospace as i32,
+            "CORRUPT" => AlarmType::Corrupt as i32,
+            _ => AlarmType::None as i32,
+        }
+    }
+}
+
 /// Lists the cluster's active alarms.
 pub async fn alarm_list(config: &ClusterConfig) -> Result<Vec<Alarm>> {
     Client::new(config.clone()).alarm_list().await
@@ -188,6 +211,11 @@ pub async fn alarm_disarm(
 impl Client {
     /// Lists the cluster's active alarms.
     pub async fn alarm_list(&self) -> Result<Vec<Alarm>> {
+        Ok(self.alarm_report().await?.alarms)
+    }
+
+    /// Lists the cluster's active alarms with the response's header.
+    pub async fn alarm_report(&self) -> Result<AlarmList> {
         let response = self
             .read_any(|client| async move {
                 client
@@ -197,14 +225,17 @@ impl Client {
                     .await
             })
             .await?;
-        Ok(response
-            .alarms()
-            .iter()
-            .map(|a| Alarm {
-                member_id: MemberId(a.member_id()),
-                alarm: alarm_name(a.alarm()).to_string(),
-            })
-            .collect())
+        Ok(AlarmList {
+            header: ResponseHeader::of(response.header()),
+            alarms: response
+                .alarms()
+                .iter()
+                .map(|a| Alarm {
+                    member_id: MemberId(a.member_id()),
+                    alarm: alarm_name(a.alarm()).to_string(),
+                })
+                .collect(),
+        })
     }
 
     /// Clears every active alarm, then lists what is still active (a NOSPACE alarm comes
@@ -578,6 +609,8 @@ impl Client {
 pub struct VersionReport {
     /// This library's version.
     pub client_version: String,
+    /// The newest etcd API version this library speaks (etcdctl's `API version`).
+    pub api_version: String,
     /// Each member: ID, name, version (`None` when it did not answer).
     pub members: Vec<MemberVersion>,
 }
@@ -596,7 +629,6 @@ pub struct MemberVersion {
 /// Reports versions, from one look at the cluster.
 pub fn versions(view: &ClusterView) -> VersionReport {
     VersionReport {
-        client_version: env!("CARGO_PKG_VERSION").to_string(),
         members: view
             .members
             .iter()
@@ -606,6 +638,19 @@ pub fn versions(view: &ClusterView) -> VersionReport {
                 version: m.status.as_ref().map(|s| s.version.clone()),
             })
             .collect(),
+        ..own_version()
+    }
+}
+
+/// The newest etcd API version this library speaks.
+pub const API_VERSION: &str = "3.6";
+
+/// This tool's version alone, without asking any member (etcdctl's `version`).
+pub fn own_version() -> VersionReport {
+    VersionReport {
+        client_version: env!("CARGO_PKG_VERSION").to_string(),
+        api_version: API_VERSION.to_string(),
+        members: Vec::new(),
     }
 }
 

@@ -3,17 +3,19 @@
 
 use anyhow::Result;
 use etcd_core::{
-    Alarm, AlarmDisarmResult, CheckReport, Client, ClusterConfig, CompactResult, CompactTarget,
-    DefragReport, MoveLeaderResult, Severity, VersionReport, version,
+    Alarm, AlarmDisarmResult, AlarmList, CheckReport, Client, ClusterConfig, CompactResult,
+    CompactTarget, DefragReport, MoveLeaderResult, Severity, VersionReport, own_version, version,
 };
 use etcdops::guard::Guards;
 use etcdops::maintenance::{
     AlarmDisarmRequest, CheckOptions, CompactRequest, DefragRequest, MoveLeaderRequest,
-    alarm_disarm, alarm_list, check, compact, defrag, move_leader,
+    alarm_disarm, check, compact, defrag, move_leader,
 };
+use serde_json::{Map, Value};
 
 use super::ExitStatus;
-use crate::flags::{AlarmCommand, CheckArgs, CompactArgs, DefragArgs, OutputFormat};
+use crate::etcdctl::{header, put};
+use crate::flags::{AlarmCommand, CheckArgs, CompactArgs, DefragArgs, GlobalFlags, OutputFormat};
 use crate::output::{Render, cell, human_bytes, plain, print};
 
 /// `move-leader MEMBER`
@@ -36,7 +38,7 @@ pub async fn run_alarm(
 ) -> Result<ExitStatus> {
     let client = Client::new(config.clone());
     match command {
-        AlarmCommand::List => print(format, &AlarmsView(alarm_list(&client).await?))?,
+        AlarmCommand::List => print(format, &AlarmsView(client.alarm_report().await?))?,
         AlarmCommand::Disarm => {
             let result = alarm_disarm(&client, AlarmDisarmRequest::new()).await?;
             let clear = result.still_active.is_empty();
@@ -166,10 +168,24 @@ fn severity_name(severity: Severity) -> &'static str {
     }
 }
 
-/// `version`
-pub async fn run_version(config: &ClusterConfig, format: OutputFormat) -> Result<ExitStatus> {
-    print(format, &VersionView(version(config).await?))?;
+/// `version`: etcdops' own version and API version, which need no cluster (as etcdctl's);
+/// the table and our JSON add every member's version when the cluster answers.
+pub async fn run_version(global: &GlobalFlags, format: OutputFormat) -> Result<ExitStatus> {
+    let report = match format {
+        OutputFormat::Table | OutputFormat::Json => members_version(global).await,
+        _ => None,
+    };
+    print(format, &VersionView(report.unwrap_or_else(own_version)))?;
     Ok(ExitStatus::Success)
+}
+
+/// Every member's version, or `None` when the cluster cannot be reached (or configured).
+async fn members_version(global: &GlobalFlags) -> Option<VersionReport> {
+    let config = super::platform::connection_options(global)
+        .ok()?
+        .build()
+        .ok()?;
+    version(&config).await.ok()
 }
 
 #[derive(serde::Serialize)]
@@ -206,21 +222,49 @@ fn alarm_rows(alarms: &[Alarm]) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[derive(serde::Serialize)]
-struct AlarmsView(Vec<Alarm>);
+/// Our JSON stays the list of alarms; etcdctl's is the response with its header.
+struct AlarmsView(AlarmList);
+
+impl serde::Serialize for AlarmsView {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.alarms.serialize(serializer)
+    }
+}
 
 impl Render for AlarmsView {
     fn headers(&self) -> Vec<&'static str> {
         vec!["MEMBER", "ALARM"]
     }
     fn rows(&self) -> Vec<Vec<String>> {
-        alarm_rows(&self.0)
+        alarm_rows(&self.0.alarms)
     }
+    /// etcdctl's `%+v` of each alarm (protobuf's compact text: decimal member ID, a
+    /// trailing space).
     fn simple_lines(&self) -> Vec<String> {
         self.0
+            .alarms
             .iter()
-            .map(|a| format!("memberID:{} alarm:{}", a.member_id, a.alarm))
+            .map(|a| format!("memberID:{} alarm:{} ", a.member_id.0, plain(&a.alarm)))
             .collect()
+    }
+    fn etcdctl_json(&self, hex: bool) -> Option<Value> {
+        let mut out = Map::new();
+        if let Some(h) = &self.0.header {
+            out.insert("header".into(), header(h, hex));
+        }
+        let alarms: Vec<Value> = self
+            .0
+            .alarms
+            .iter()
+            .map(|a| {
+                let mut alarm = Map::new();
+                put(&mut alarm, "memberID", a.member_id.0);
+                put(&mut alarm, "alarm", a.code());
+                Value::Object(alarm)
+            })
+            .collect();
+        put(&mut out, "alarms", alarms);
+        Some(Value::Object(out))
     }
 }
 
@@ -363,7 +407,67 @@ impl Render for VersionView {
         }));
         rows
     }
+    /// etcdctl's two lines, with etcdops' version.
     fn simple_lines(&self) -> Vec<String> {
-        self.rows().into_iter().map(|r| r.join(" ")).collect()
+        vec![
+            format!("etcdops version: {}", self.0.client_version),
+            format!("API version: {}", self.0.api_version),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcd_core::{MemberId, ResponseHeader};
+
+    fn alarms(alarms: Vec<Alarm>) -> AlarmsView {
+        AlarmsView(AlarmList {
+            header: Some(ResponseHeader {
+                cluster_id: 17497139193859109479,
+                member_id: 14423874141243768641,
+                revision: 54,
+                raft_term: 2,
+            }),
+            alarms,
+        })
+    }
+
+    #[test]
+    fn alarm_list_prints_as_etcdctl() {
+        // outputs/alarm-list.json of the etcd 3.6.14 fixture: no alarm, only the header.
+        let none = alarms(Vec::new());
+        let fixture: Value = serde_json::from_str(r#"{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2}}"#).unwrap();
+        assert_eq!(none.etcdctl_json(false), Some(fixture));
+        assert!(none.simple_lines().is_empty());
+        // etcdctl 3.5.1 with a NOSPACE alarm: `%+v` of the alarm; the type as a number.
+        let nospace = alarms(vec![Alarm {
+            member_id: MemberId(7383792418829112008),
+            alarm: "NOSPACE".into(),
+        }]);
+        assert_eq!(
+            nospace.simple_lines(),
+            ["memberID:7383792418829112008 alarm:NOSPACE "]
+        );
+        assert_eq!(
+            nospace.etcdctl_json(false).unwrap()["alarms"],
+            serde_json::json!([{"memberID":7383792418829112008_u64,"alarm":1}])
+        );
+        assert_eq!(
+            serde_json::to_value(&nospace).unwrap()[0]["alarm"],
+            "NOSPACE"
+        );
+    }
+
+    #[test]
+    fn version_prints_etcdctls_two_lines_without_a_cluster() {
+        let view = VersionView(own_version());
+        assert_eq!(
+            view.simple_lines(),
+            [
+                format!("etcdops version: {}", env!("CARGO_PKG_VERSION")),
+                "API version: 3.6".to_string()
+            ]
+        );
     }
 }

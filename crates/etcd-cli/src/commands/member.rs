@@ -1,12 +1,18 @@
 //! `etcdops member ...`
 
 use anyhow::Result;
-use etcd_core::{ClusterConfig, MemberAddResult, MemberChangeResult, MemberList, member_list};
+use etcd_core::{
+    Client, ClusterConfig, Consistency, MemberAddResult, MemberChangeResult, MemberList,
+    MemberListOptions, is_3_6_or_later,
+};
 use etcdops::guard::{Force, Guards};
 use etcdops::member::{self, AddRequest, Guarded, RemoveRequest, UpdateRequest};
 
+use serde_json::{Map, Value};
+
 use super::ExitStatus;
-use crate::flags::{MemberCommand, OutputFormat};
+use crate::etcdctl::{header, id, put};
+use crate::flags::{ConsistencyFlag, MemberCommand, OutputFormat};
 use crate::output::{Render, plain, print, warn};
 
 /// Runs a member command; `guards` look at the host (for the OpenShift operator).
@@ -17,9 +23,17 @@ pub async fn run(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     match command {
-        MemberCommand::List => {
-            let list = MemberListView(member_list(config).await?);
-            print(format, &list)?;
+        MemberCommand::List(args) => {
+            let options = MemberListOptions {
+                consistency: args.consistency.map(|c| match c {
+                    ConsistencyFlag::L => Consistency::Linearizable,
+                    ConsistencyFlag::S => Consistency::Serializable,
+                }),
+            };
+            let list = Client::new(config.clone())
+                .member_list_with(options)
+                .await?;
+            print(format, &MemberListView(list))?;
         }
         MemberCommand::Add(args) => {
             let request = AddRequest {
@@ -168,5 +182,124 @@ impl Render for MemberListView {
 
     fn simple_lines(&self) -> Vec<String> {
         self.rows().into_iter().map(|r| r.join(", ")).collect()
+    }
+
+    /// etcdctl's `MemberListResponse`; with `--hex`, etcdctl's hand-written variant: IDs as
+    /// hex strings, no `isLearner`, and `clientURLS` before etcd 3.6 (etcdctl 3.5's spelling).
+    fn etcdctl_json(&self, hex: bool) -> Option<Value> {
+        let list = &self.0;
+        let version = list.server_version.as_deref();
+        let newer = version.is_some_and(is_3_6_or_later);
+        // etcdctl 3.4 has --hex but prints member list's JSON without it.
+        let hex = hex && !version.is_some_and(|v| v.starts_with("3.4."));
+        let mut out = Map::new();
+        if let Some(h) = &list.header {
+            let mut h = header(h, hex);
+            if hex {
+                // etcdctl's hex writer always writes both IDs.
+                h["cluster_id"] = id(list.cluster_id.0, true);
+                h["member_id"] = id(list.answered_by.0, true);
+            }
+            out.insert("header".into(), h);
+        }
+        let members: Vec<Value> = list
+            .members
+            .iter()
+            .map(|m| {
+                let mut member = Map::new();
+                if hex {
+                    member.insert("ID".into(), id(m.id.0, true));
+                    member.insert("name".into(), m.name.clone().into());
+                    // Go marshals an empty list as null.
+                    let list = |urls: &Vec<String>| match urls.is_empty() {
+                        true => Value::Null,
+                        false => urls.clone().into(),
+                    };
+                    member.insert("peerURLs".into(), list(&m.peer_urls));
+                    let urls = if newer { "clientURLs" } else { "clientURLS" };
+                    member.insert(urls.into(), list(&m.client_urls));
+                } else {
+                    put(&mut member, "ID", m.id.0);
+                    put(&mut member, "name", m.name.clone());
+                    put(&mut member, "peerURLs", m.peer_urls.clone());
+                    put(&mut member, "clientURLs", m.client_urls.clone());
+                    put(&mut member, "isLearner", m.is_learner);
+                }
+                Value::Object(member)
+            })
+            .collect();
+        put(&mut out, "members", members);
+        Some(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcd_core::{Member, MemberId, ResponseHeader};
+
+    /// The etcd 3.6.14 fixture's members (`outputs/member-list.*`), in ID order.
+    fn fixture(server_version: &str) -> MemberListView {
+        let member = |id: u64, name: &str, port: u16| Member {
+            id: MemberId(id),
+            name: name.into(),
+            peer_urls: vec![format!("http://127.0.0.1:{}", port + 10)],
+            client_urls: vec![format!("http://127.0.0.1:{port}")],
+            is_learner: false,
+            started: true,
+        };
+        MemberListView(MemberList {
+            cluster_id: MemberId(17497139193859109479),
+            answered_by: MemberId(14423874141243768641),
+            members: vec![
+                member(464334586864442829, "b", 45002),
+                member(14423874141243768641, "a", 45001),
+                member(14768632924904296907, "c", 45003),
+            ],
+            header: Some(ResponseHeader {
+                cluster_id: 17497139193859109479,
+                member_id: 14423874141243768641,
+                revision: 0,
+                raft_term: 2,
+            }),
+            server_version: Some(server_version.into()),
+            linearizable: true,
+        })
+    }
+
+    #[test]
+    fn member_list_prints_as_etcdctl_3_6() {
+        let view = fixture("3.6.14");
+        // outputs/member-list.simple
+        assert_eq!(
+            view.simple_lines().join("\n"),
+            "671a5d8bafb9dcd, started, b, http://127.0.0.1:45012, http://127.0.0.1:45002, false\n\
+             c82be51c49c6ff41, started, a, http://127.0.0.1:45011, http://127.0.0.1:45001, false\n\
+             ccf4b965cb0f11cb, started, c, http://127.0.0.1:45013, http://127.0.0.1:45003, false"
+        );
+        // outputs/member-list.json
+        let fixture: Value = serde_json::from_str(r#"{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"raft_term":2},"members":[{"ID":464334586864442829,"name":"b","peerURLs":["http://127.0.0.1:45012"],"clientURLs":["http://127.0.0.1:45002"]},{"ID":14423874141243768641,"name":"a","peerURLs":["http://127.0.0.1:45011"],"clientURLs":["http://127.0.0.1:45001"]},{"ID":14768632924904296907,"name":"c","peerURLs":["http://127.0.0.1:45013"],"clientURLs":["http://127.0.0.1:45003"]}]}"#).unwrap();
+        assert_eq!(view.etcdctl_json(false), Some(fixture));
+    }
+
+    #[test]
+    fn hex_member_list_spells_client_urls_as_each_release_of_etcdctl() {
+        let newer = fixture("3.6.14").etcdctl_json(true).unwrap();
+        assert_eq!(
+            newer["header"],
+            serde_json::json!({"cluster_id":"f2d253649b897267","member_id":"c82be51c49c6ff41","raft_term":2})
+        );
+        assert_eq!(newer["members"][0]["ID"], "671a5d8bafb9dcd");
+        assert_eq!(
+            newer["members"][0]["clientURLs"][0],
+            "http://127.0.0.1:45002"
+        );
+        assert!(newer["members"][0].get("isLearner").is_none());
+        let older = fixture("3.5.1").etcdctl_json(true).unwrap();
+        assert_eq!(
+            older["members"][0]["clientURLS"][0],
+            "http://127.0.0.1:45002"
+        );
+        assert!(older["members"][0].get("clientURLs").is_none());
     }
 }

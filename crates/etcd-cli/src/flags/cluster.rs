@@ -44,6 +44,28 @@ pub struct CompactArgs {
     pub physical: bool,
 }
 
+/// `etcdops endpoint [--cluster] ...`: etcdctl takes `--cluster` before the subcommand too.
+#[derive(Debug, Args)]
+pub struct EndpointArgs {
+    /// Address every member's client URLs (from the member list), not just --endpoints
+    #[arg(long = "cluster", id = "endpoint_cluster")]
+    pub cluster: bool,
+    /// Which check.
+    #[command(subcommand)]
+    pub command: EndpointCommand,
+}
+
+impl EndpointArgs {
+    /// Whether `--cluster` was given, before the subcommand or after it.
+    pub fn cluster(&self) -> bool {
+        self.cluster
+            || match &self.command {
+                EndpointCommand::Health(flag) | EndpointCommand::Status(flag) => flag.cluster,
+                EndpointCommand::Hashkv(args) => args.cluster,
+            }
+    }
+}
+
 /// `etcdops endpoint ...`
 #[derive(Debug, Subcommand)]
 pub enum EndpointCommand {
@@ -94,7 +116,7 @@ pub struct HashKvArgs {
 #[derive(Debug, Subcommand)]
 pub enum MemberCommand {
     /// List the cluster's members.
-    List,
+    List(MemberListArgs),
     /// Add a member (idempotent) and print what it needs to start: ETCD_NAME,
     /// ETCD_INITIAL_CLUSTER, ETCD_INITIAL_CLUSTER_STATE=existing (`-w simple`: shell variables).
     Add(MemberAddArgs),
@@ -104,6 +126,25 @@ pub enum MemberCommand {
     Update(MemberUpdateArgs),
     /// Promote a learner to a voting member; refuses one that is not in sync.
     Promote(MemberSelectArgs),
+}
+
+/// Arguments of `member list`.
+#[derive(Debug, Args)]
+pub struct MemberListArgs {
+    /// l: linearizable (after a read through raft; needs a quorum), s: serializable (what
+    /// the answering member knows, even without a quorum) [default: l, as etcdctl 3.5 and
+    /// 3.6; s on etcd 3.4, which has no linearizable member list]
+    #[arg(long, value_enum, value_name = "l|s")]
+    pub consistency: Option<ConsistencyFlag>,
+}
+
+/// `--consistency`'s values, as etcdctl spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConsistencyFlag {
+    /// Linearizable.
+    L,
+    /// Serializable.
+    S,
 }
 
 /// Arguments of `member add`.
@@ -143,4 +184,56 @@ pub struct MemberUpdateArgs {
     /// Run even on OpenShift, whose cluster-etcd-operator owns membership
     #[arg(long)]
     pub force: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        let args: Vec<OsString> = std::iter::once("etcdops")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect();
+        Cli::try_parse_from(with_bool_forms(args)).unwrap().command
+    }
+
+    fn endpoint_cluster(args: &[&str]) -> bool {
+        match parse(args) {
+            Command::Endpoint(endpoint) => endpoint.cluster(),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cluster_is_taken_before_and_after_the_endpoint_subcommand() {
+        assert!(endpoint_cluster(&["endpoint", "--cluster", "health"]));
+        assert!(endpoint_cluster(&["endpoint", "health", "--cluster"]));
+        assert!(endpoint_cluster(&["endpoint", "--cluster=true", "status"]));
+        assert!(endpoint_cluster(&["endpoint", "hashkv", "--cluster=true"]));
+        assert!(!endpoint_cluster(&[
+            "endpoint",
+            "--cluster=false",
+            "health"
+        ]));
+        assert!(!endpoint_cluster(&["endpoint", "status"]));
+    }
+
+    #[test]
+    fn member_list_takes_etcdctls_consistency() {
+        let consistency = |args: &[&str]| match parse(args) {
+            Command::Member(MemberCommand::List(list)) => list.consistency,
+            other => panic!("parsed as {other:?}"),
+        };
+        assert_eq!(consistency(&["member", "list"]), None);
+        assert_eq!(
+            consistency(&["member", "list", "--consistency", "s"]),
+            Some(ConsistencyFlag::S)
+        );
+        assert_eq!(
+            consistency(&["member", "list", "--consistency=l"]),
+            Some(ConsistencyFlag::L)
+        );
+        assert!(Cli::try_parse_from(["etcdops", "member", "list", "--consistency", "x"]).is_err());
+    }
 }

@@ -371,8 +371,7 @@ impl GlobalFlags {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check endpoints: health, status, KV hashes.
-    #[command(subcommand)]
-    Endpoint(EndpointCommand),
+    Endpoint(EndpointArgs),
     /// Cluster membership.
     #[command(subcommand)]
     Member(MemberCommand),
@@ -397,7 +396,8 @@ pub enum Command {
     /// Compact the key history up to a revision, or keep the last N revisions.
     #[command(visible_alias = "compaction")]
     Compact(CompactArgs),
-    /// Versions of etcdops and of every member.
+    /// The version of etcdops and its etcd API (without a cluster, as etcdctl); in table and
+    /// JSON also every member's that answers.
     Version,
     /// Read keys (read-only; paged, Kubernetes Secrets redacted unless --show-secrets).
     Get(GetArgs),
@@ -578,7 +578,10 @@ mod tests {
         ]);
         assert_eq!(cli.global.discovery_srv.as_deref(), Some("example.com"));
         match cli.command {
-            Command::Endpoint(EndpointCommand::Hashkv(args)) => {
+            Command::Endpoint(EndpointArgs {
+                command: EndpointCommand::Hashkv(args),
+                ..
+            }) => {
                 assert_eq!(args.rev, 42);
                 assert!(args.cluster);
             }
