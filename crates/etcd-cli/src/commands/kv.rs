@@ -267,9 +267,26 @@ pub async fn run_get(
         return Err(e.into());
     }
     let summary = result?;
+    write_get_end(&mut out, &summary, args, format, first)?;
+    out.flush()?;
+    note_redacted(redacted, format);
+    Ok(ExitStatus::Success)
+}
+
+/// What `get` prints after its keys: the end of the JSON document with the summary, or the
+/// count of `--count-only`; `none_written` says whether no key was printed.
+fn write_get_end(
+    out: &mut impl Write,
+    summary: &etcd_core::GetSummary,
+    args: &GetArgs,
+    format: OutputFormat,
+    none_written: bool,
+) -> Result<()> {
+    // etcdctl's --hex changes member list's JSON only: get's keeps numeric IDs.
+    let hex = false;
     match format {
         _ if format.is_etcdctl_json() => {
-            if first {
+            if none_written {
                 let header = summary.header.unwrap_or_default();
                 write!(out, "{{\"header\":{}", etcdctl_header(&header, hex))?;
             } else {
@@ -284,16 +301,14 @@ pub async fn run_get(
             writeln!(out, "}}")?;
         }
         _ if format.is_json() => {
-            let tail = serde_json::to_string(&summary)?;
+            let tail = serde_json::to_string(summary)?;
             // Merge the summary's fields into the document.
             writeln!(out, "\n],{}", &tail[1..])?;
         }
         _ if args.count_only => writeln!(out, "{}", summary.count)?,
         _ => {}
     }
-    out.flush()?;
-    note_redacted(redacted, format);
-    Ok(ExitStatus::Success)
+    Ok(())
 }
 
 /// `history`
