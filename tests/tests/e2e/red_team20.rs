@@ -294,3 +294,30 @@ fn red_user_without_password_reads_it_from_a_piped_stdin() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// etcdctl prints `defrag`'s endpoint as given (`127.0.0.1:2379`); etcdops adds `http://`
+/// (the issue's "endpoints print with http://" fixed for endpoint/member, not for defrag).
+#[test]
+fn red_defrag_simple_prints_the_endpoint_as_given() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let endpoint = cluster.endpoints();
+    let bare = endpoint.trim_start_matches("http://").to_string();
+    assert_same_output(&cluster, &["--endpoints", &bare, "defrag"]);
+}
+
+/// `etcdops completion bash | head -1` panics (with a backtrace) on the closed pipe: "bad
+/// input = one-line message, never a panic".
+#[test]
+fn red_completion_into_a_closed_pipe_does_not_panic() {
+    let mut child = Command::new(etcdops_path())
+        .args(["completion", "bash"])
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
