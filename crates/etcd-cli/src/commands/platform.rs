@@ -27,20 +27,42 @@ fn root(global: &GlobalFlags) -> PathBuf {
 /// etcd detected on this host for whatever is still unset.
 pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
     let mut options = global.connection_options().or_env()?;
-    // `--user NAME` without a password: ask on a terminal, as etcdctl does.
+    // `--user NAME` without a password: ask on a terminal, or read the first line of a piped
+    // stdin, as etcdctl does.
     let user_only = options.user.as_deref().filter(|u| !u.contains(':'));
     if let Some(user) = user_only
         && options.password.is_none()
-        && std::io::stdin().is_terminal()
     {
-        let password = rpassword::prompt_password(format!("Password of user {user}: "))
-            .context("cannot read the password from the terminal")?;
-        options.password = Some(etcd_core::Secret::new(password));
+        let password = if std::io::stdin().is_terminal() {
+            rpassword::prompt_password(format!("Password of user {user}: "))
+                .context("cannot read the password from the terminal")?
+        } else {
+            first_line_of_stdin().context("cannot read the password from stdin")?
+        };
+        if !password.is_empty() {
+            options.password = Some(etcd_core::Secret::new(password));
+        }
     }
     match global.platform {
         None => Ok(options),
         Some(PlatformMode::Auto) => Ok(etcdops::platform::fill_from_host(options, &root(global))?),
     }
+}
+
+/// The first line of stdin, without its line ending, read byte by byte so that nothing after
+/// it is taken from a command that reads stdin next (`user add --interactive=false`).
+fn first_line_of_stdin() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut line = Vec::new();
+    let mut stdin = std::io::stdin().lock();
+    let mut byte = [0u8; 1];
+    while stdin.read(&mut byte)? == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    String::from_utf8(line).map_err(|_| std::io::Error::other("the password is not UTF-8"))
 }
 
 /// The guards of the host under `--platform-root` (default `/`).
