@@ -87,6 +87,13 @@ pub async fn run_user(
             } else {
                 print_raw(format, &user)?;
             }
+            // As etcdctl: the details up to a role etcd does not know, then the error.
+            if let Some(role) = &user.0.missing_role {
+                anyhow::bail!(
+                    "user '{}' has role '{role}', which does not exist (etcdserver: role name not found)",
+                    args.name
+                );
+            }
         }
         UserCommand::Add(args) => {
             let (name, source) = user_add_source(args)?;
@@ -570,6 +577,9 @@ impl UserView {
             let json = role_json(role);
             writeln!(out, "\n{}", crate::output::json_safe(json.to_string()))?;
         }
+        if self.0.missing_role.is_some() {
+            writeln!(out)?;
+        }
         out.flush()
     }
 }
@@ -602,6 +612,9 @@ impl RawLines for UserView {
                 for role in details {
                     out.push(b'\n');
                     out.extend(role_bytes(role, data));
+                }
+                if user.missing_role.is_some() {
+                    out.push(b'\n');
                 }
             }
             None => {
@@ -889,6 +902,7 @@ mod tests {
             name: "alice".into(),
             roles: vec!["reader".into()],
             role_details: None,
+            missing_role: None,
             header: Some(FIXTURE_HEADER),
         });
         // outputs/user-get.json
@@ -915,6 +929,7 @@ mod tests {
             name: "bob".into(),
             roles: Vec::new(),
             role_details: None,
+            missing_role: None,
             header: None,
         };
         // No roles: no space after `Roles:`.

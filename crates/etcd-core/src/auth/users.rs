@@ -26,9 +26,14 @@ pub struct UserInfo {
     pub name: String,
     /// Roles granted, sorted.
     pub roles: Vec<String>,
-    /// With `detail`: each role with its permissions, in the order of `roles`.
+    /// With `detail`: each role with its permissions, in the order of `roles`, up to the
+    /// first one etcd does not know (see `missing_role`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role_details: Option<Vec<RoleInfo>>,
+    /// With `detail`: the first role granted that etcd has no role for (etcd 3.4's `root`),
+    /// where the details stop, as etcdctl's do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_role: Option<String>,
     /// The header of etcd's answer.
     #[serde(skip)]
     pub header: Option<ResponseHeader>,
@@ -60,13 +65,17 @@ pub async fn user_get(config: &ClusterConfig, name: &str, detail: bool) -> Resul
     let (roles, header) = user_entry(&client, name)
         .await?
         .ok_or_else(|| not_found("user get", "user", name, &client))?;
+    let mut missing_role = None;
     let role_details = if detail {
         let mut details = Vec::with_capacity(roles.len());
         for role in &roles {
-            let info = role_info(&client, role)
-                .await?
-                .ok_or_else(|| not_found("user get", "role", role, &client))?;
-            details.push(info);
+            match role_info(&client, role).await? {
+                Some(info) => details.push(info),
+                None => {
+                    missing_role = Some(role.clone());
+                    break;
+                }
+            }
         }
         Some(details)
     } else {
@@ -76,6 +85,7 @@ pub async fn user_get(config: &ClusterConfig, name: &str, detail: bool) -> Resul
         name: name.to_string(),
         roles,
         role_details,
+        missing_role,
         header,
     })
 }
