@@ -348,20 +348,39 @@ fn can_log_in(cluster: &Cluster, user: &str, password: &str) -> bool {
             &endpoints,
             "--user",
             &credentials,
+            "--dial-timeout",
+            "10s",
+            "--command-timeout",
+            "20s",
             "get",
             "x",
         ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    out.status.success() || stderr.contains("permission denied")
+    let denied = stderr.contains("permission denied");
+    if !out.status.success() && !denied {
+        eprintln!("{user} cannot log in: {stderr}");
+    }
+    out.status.success() || denied
 }
 
 /// Runs etcdops under `--compat etcdctl` with `stdin` as its standard input.
 fn etcdops_with_stdin(cluster: &Cluster, rest: &[&str], stdin: &str) -> Run {
     use std::io::Write;
     let mut all = cluster.client_flags();
-    all.extend(["--compat".to_string(), "etcdctl".to_string()]);
+    // Bounded, with room for a loaded machine (bcrypt on every login).
+    all.extend(
+        [
+            "--compat",
+            "etcdctl",
+            "--dial-timeout",
+            "10s",
+            "--command-timeout",
+            "20s",
+        ]
+        .map(String::from),
+    );
     all.extend(rest.iter().map(|s| s.to_string()));
     let mut child = std::process::Command::new(etcdops_tests::etcdops_path())
         .args(&all)
@@ -515,6 +534,33 @@ fn etcdctls_password_and_permission_flags_work_and_never_print_the_password() {
     let ours = run(&cluster, &["--compat", "etcdctl", "role", "get", "ours"]);
     assert_eq!(ours.stdout, theirs.replace("theirs", "ours"), "{ours}");
     assert!(ours.stdout.contains("(prefix /p/)"), "{ours}");
+
+    // The other writes in etcdctl's words (theirs on dave and role theirs, ours on carol and
+    // role ours).
+    for (rest, user, role) in [
+        (["user", "grant-role", "USER", "ROLE"], "carol", "ours"),
+        (["user", "revoke-role", "USER", "ROLE"], "carol", "ours"),
+        (["user", "delete", "USER", "-"], "carol", "-"),
+        (["role", "delete", "ROLE", "-"], "-", "ours"),
+    ] {
+        let words = |user: &'static str, role: &'static str| -> Vec<&'static str> {
+            rest.iter()
+                .filter(|w| **w != "-")
+                .map(|w| match *w {
+                    "USER" => user,
+                    "ROLE" => role,
+                    w => w,
+                })
+                .collect()
+        };
+        let said = etcdctl_ok(&cluster, &words("dave", "theirs"));
+        let mut with = vec!["--compat", "etcdctl"];
+        with.extend(words(user, role));
+        let done = run(&cluster, &with);
+        assert_eq!(done.code, 0, "{done}");
+        let expected = said.replace("dave", "carol").replace("theirs", "ours");
+        assert_eq!(done.stdout, expected, "{done}");
+    }
 
     for out in [&carol, &dave, &erin, &passwd, &own] {
         for secret in secrets.iter().chain(&["pw-frank"]) {
