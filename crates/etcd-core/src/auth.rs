@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::config::{ClusterConfig, Secret};
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
 
 /// Key prefixes under which Kubernetes (kube-apiserver's `--etcd-prefix`, default `/registry`)
 /// and OpenShift store their objects.
@@ -48,6 +49,12 @@ pub enum PasswordSource {
     Env(String),
     /// Ask on the terminal without echo (the front-end does the asking).
     Prompt,
+    /// Given on the command line, as etcdctl allows (`--new-user-password`, `NAME:PASSWORD`):
+    /// visible to `ps` and shell history, so only when asked for so.
+    Given(Secret),
+    /// The first word of the first line of standard input, as etcdctl's
+    /// `--interactive=false` reads it.
+    Stdin,
     /// No password: the user authenticates only with a client certificate whose common name
     /// is the user name (what kube-apiserver does).
     NoPassword,
@@ -117,6 +124,18 @@ impl PasswordSource {
         };
         let (what, text) = match self {
             Self::NoPassword => return Ok(None),
+            Self::Given(secret) => ("password", secret.expose().to_string()),
+            Self::Stdin => {
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .map_err(|e| Error::InvalidRequest {
+                        what: "password",
+                        reason: format!("cannot read the password from standard input: {e}"),
+                        hint: Hint::any_of(&[PASSWORD_FILE, PASSWORD_ENV]),
+                    })?;
+                ("password", first_word(&line).to_string())
+            }
             Self::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
                     what: PASSWORD_FILE_WHAT,
@@ -172,6 +191,14 @@ impl PasswordSource {
     }
 }
 
+/// The first word of `line` (leading blanks skipped, up to the next white space), as Go's
+/// `fmt.Scanf("%s")` reads it; empty when the line starts with its end.
+pub(crate) fn first_word(line: &str) -> &str {
+    let rest = line.trim_start_matches([' ', '\t', '\r']);
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    &rest[..end]
+}
+
 /// Whether authentication is on, and whether it could be turned on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuthStatus {
@@ -181,6 +208,12 @@ pub struct AuthStatus {
     pub root_user_exists: Option<bool>,
     /// The `root` user holds the `root` role (`None` when unknown).
     pub root_has_root_role: Option<bool>,
+    /// etcd's auth revision (`None`: not known; etcd 3.4 has no AuthStatus request, and the
+    /// client library does not send it).
+    pub auth_revision: Option<u64>,
+    /// The header of an answer of the member asked (`None` when none came).
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 /// What a write did.
@@ -285,6 +318,14 @@ async fn probe_enabled(config: &ClusterConfig, client: &EndpointClient) -> Resul
 
 /// `Some(roles)` of `user`, `None` when it does not exist.
 async fn user_roles(client: &EndpointClient, user: &str) -> Result<Option<Vec<String>>> {
+    Ok(user_entry(client, user).await?.map(|(roles, _)| roles))
+}
+
+/// `Some(roles, header)` of `user`, `None` when it does not exist.
+async fn user_entry(
+    client: &EndpointClient,
+    user: &str,
+) -> Result<Option<(Vec<String>, Option<ResponseHeader>)>> {
     let name = user.to_string();
     match client
         .call("user get", |mut c| async move { c.user_get(name).await })
@@ -293,7 +334,7 @@ async fn user_roles(client: &EndpointClient, user: &str) -> Result<Option<Vec<St
         Ok(response) => {
             let mut roles = response.roles().to_vec();
             roles.sort();
-            Ok(Some(roles))
+            Ok(Some((roles, ResponseHeader::of(response.header()))))
         }
         Err(err) if says(&err, "user name not found") => Ok(None),
         Err(err) => Err(with_admin_hint(err)),
@@ -308,12 +349,23 @@ pub async fn auth_status(config: &ClusterConfig) -> Result<AuthStatus> {
             Ok((client, enabled))
         })
         .await?;
-    let root = user_roles(&client, ROOT).await.ok();
+    let root = user_entry(&client, ROOT).await.ok();
+    let mut header = root.as_ref().and_then(|r| r.as_ref().and_then(|(_, h)| *h));
+    if header.is_none() {
+        // No root user to read (or no right to): any answer of the same member will do.
+        header = client
+            .call("auth status", |mut c| async move { c.user_list().await })
+            .await
+            .ok()
+            .and_then(|r| ResponseHeader::of(r.header()));
+    }
     Ok(AuthStatus {
         enabled,
         root_user_exists: root.as_ref().map(Option::is_some),
         root_has_root_role: root
-            .map(|roles| roles.is_some_and(|r| r.iter().any(|role| role == ROOT))),
+            .map(|entry| entry.is_some_and(|(roles, _)| roles.iter().any(|role| role == ROOT))),
+        auth_revision: None,
+        header,
     })
 }
 

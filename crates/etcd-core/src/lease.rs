@@ -12,6 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
 
 /// How many time-to-live requests `lease list` keeps in flight (Kubernetes clusters hold
 /// thousands of leases, one per event batch).
@@ -74,6 +75,13 @@ pub struct LeaseInfo {
 pub struct LeaseList {
     /// Leases in ID order. A lease that expired between listing and looking it up is left out.
     pub leases: Vec<LeaseInfo>,
+    /// Every lease ID as etcd listed it, in its order (soonest expiry first), before any
+    /// lookup: what etcdctl's `lease list` prints.
+    #[serde(skip)]
+    pub listed: Vec<LeaseId>,
+    /// The header of etcd's answer to the listing.
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 /// One lease in detail.
@@ -89,6 +97,12 @@ pub struct LeaseTimeToLive {
     pub remaining_ttl: i64,
     /// Keys attached, as text (bytes that are not UTF-8 are replaced); `None` unless asked for.
     pub keys: Option<Vec<String>>,
+    /// The same keys as etcd holds them (bytes), in etcd's order; `None` unless asked for.
+    #[serde(skip)]
+    pub raw_keys: Option<Vec<Vec<u8>>>,
+    /// The header of etcd's answer.
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 async fn time_to_live(
@@ -109,18 +123,19 @@ async fn time_to_live(
         .await?;
     // etcd answers an unknown lease with TTL -1 and granted TTL 0 rather than an error.
     let found = !(response.ttl() == -1 && response.granted_ttl() == 0);
+    let raw_keys = with_keys.then(|| response.keys().to_vec());
     Ok(LeaseTimeToLive {
         id,
         found,
         granted_ttl: response.granted_ttl(),
         remaining_ttl: response.ttl(),
-        keys: with_keys.then(|| {
-            response
-                .keys()
-                .iter()
+        keys: raw_keys.as_ref().map(|keys| {
+            keys.iter()
                 .map(|k| String::from_utf8_lossy(k).into_owned())
                 .collect()
         }),
+        raw_keys,
+        header: ResponseHeader::of(response.header()),
     })
 }
 
@@ -134,7 +149,8 @@ pub async fn lease_list(config: &ClusterConfig) -> Result<LeaseList> {
             Ok((client, response))
         })
         .await?;
-    let mut ids: Vec<LeaseId> = response.leases().iter().map(|l| LeaseId(l.id())).collect();
+    let listed: Vec<LeaseId> = response.leases().iter().map(|l| LeaseId(l.id())).collect();
+    let mut ids = listed.clone();
     ids.sort();
     let client = &client;
     let details: Vec<LeaseTimeToLive> = stream::iter(ids)
@@ -153,6 +169,8 @@ pub async fn lease_list(config: &ClusterConfig) -> Result<LeaseList> {
                 keys: d.keys.map_or(0, |k| k.len()),
             })
             .collect(),
+        listed,
+        header: ResponseHeader::of(response.header()),
     })
 }
 

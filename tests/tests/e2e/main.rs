@@ -13,6 +13,7 @@ mod backup_run;
 mod backup_run_safety;
 mod backup_run_seams;
 mod cluster_ops;
+mod compat_access;
 mod compat_endpoint;
 mod compat_global;
 mod compat_kv;

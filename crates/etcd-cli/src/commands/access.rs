@@ -1,21 +1,33 @@
 //! `etcdops lease | auth | user | role`: leases (read-only) and access control.
+//!
+//! `simple` output is etcdctl's, byte for byte; under `--compat etcdctl` with stdout not a
+//! terminal, etcd data (keys, names) is printed raw as etcdctl prints it, else escaped.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use anyhow::Result;
 use etcd_core::{
     AuthChange, AuthStatus, ClusterConfig, KeyRange, LeaseList, LeaseTimeToLive, PasswordSource,
-    PermissionGrant, PermissionKind, RoleInfo, RoleList, Secret, UserInfo, UserList, auth_disable,
-    auth_enable, auth_status, lease_list, lease_time_to_live, role_add, role_delete, role_get,
-    role_grant_permission, role_list, role_revoke_permission, user_add, user_delete, user_get,
-    user_grant_role, user_list, user_passwd, user_revoke_role,
+    PermissionGrant, PermissionInfo, PermissionKind, RoleInfo, RoleList, Secret, UserInfo,
+    UserList, auth_disable, auth_enable, auth_status, lease_list, lease_time_to_live, prefix_end,
+    role_add, role_delete, role_get, role_grant_permission, role_list, role_revoke_permission,
+    user_add, user_delete, user_get, user_grant_role, user_list, user_passwd, user_revoke_role,
 };
+use serde_json::{Map, Value};
 
 use super::ExitStatus;
+use crate::etcdctl::{bytes, header, put};
 use crate::flags::{
-    AuthCommand, LeaseCommand, OutputFormat, PasswordFlags, PermissionArg, RoleCommand, UserCommand,
+    AuthCommand, Compat, LeaseCommand, OutputFormat, PasswordFlags, PermissionArg, RoleCommand,
+    UserCommand,
 };
 use crate::output::{Render, plain, print};
+
+/// The compat mode of this command line (`--compat`, `ETCDOPS_COMPAT`, or a binary called
+/// `etcdctl`).
+fn compat() -> Compat {
+    crate::flags::compat_of_raw(&std::env::args_os().collect::<Vec<_>>())
+}
 
 /// `lease list|timetolive`
 pub async fn run_lease(
@@ -24,12 +36,13 @@ pub async fn run_lease(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     match command {
-        LeaseCommand::List => print(format, &LeasesView(lease_list(config).await?))?,
+        LeaseCommand::List => print_raw(format, &LeasesView(lease_list(config).await?))?,
         LeaseCommand::Timetolive(args) => {
             let lease = lease_time_to_live(config, args.id, args.keys).await?;
             let found = lease.found;
-            print(format, &LeaseView(lease))?;
-            if !found {
+            print_raw(format, &LeaseView(lease))?;
+            // etcdctl reports a lease that is gone ("already expired") and exits 0.
+            if !found && compat() == Compat::Etcdops {
                 return Ok(ExitStatus::Failure);
             }
         }
@@ -45,8 +58,16 @@ pub async fn run_auth(
 ) -> Result<ExitStatus> {
     match command {
         AuthCommand::Status => print(format, &AuthStatusView(auth_status(config).await?))?,
-        AuthCommand::Enable(args) => print_change(format, auth_enable(config, args.force).await?)?,
-        AuthCommand::Disable => print_change(format, auth_disable(config).await?)?,
+        AuthCommand::Enable(args) => print_change(
+            format,
+            auth_enable(config, args.force).await?,
+            "Authentication Enabled".into(),
+        )?,
+        AuthCommand::Disable => print_change(
+            format,
+            auth_disable(config).await?,
+            "Authentication Disabled".into(),
+        )?,
     }
     Ok(ExitStatus::Success)
 }
@@ -58,28 +79,61 @@ pub async fn run_user(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     match command {
-        UserCommand::List => print(format, &UsersView(user_list(config).await?))?,
-        UserCommand::Get(arg) => print(format, &UserView(user_get(config, &arg.name).await?))?,
+        UserCommand::List => print_raw(format, &UsersView(user_list(config).await?))?,
+        UserCommand::Get(args) => {
+            let user = UserView(user_get(config, &args.name, args.detail).await?);
+            if args.detail && format.is_etcdctl_json() {
+                user.print_detail_json()?;
+            } else {
+                print_raw(format, &user)?;
+            }
+            // As etcdctl: the details up to a role etcd does not know, then the error.
+            if let Some(role) = &user.0.missing_role {
+                anyhow::bail!(
+                    "user '{}' has role '{role}', which does not exist (etcdserver: role name not found)",
+                    args.name
+                );
+            }
+        }
         UserCommand::Add(args) => {
-            let password = new_password(&args.name, &args.password, args.no_password)?;
+            let (name, source) = user_add_source(args)?;
+            let password = source.read(&name, prompt_twice)?;
+            let created = format!("User {name} created");
             print_change(
                 format,
-                user_add(config, &args.name, password.as_ref()).await?,
+                user_add(config, &name, password.as_ref()).await?,
+                created,
             )?;
         }
-        UserCommand::Delete(arg) => print_change(format, user_delete(config, &arg.name).await?)?,
+        UserCommand::Delete(arg) => print_change(
+            format,
+            user_delete(config, &arg.name).await?,
+            format!("User {} deleted", arg.name),
+        )?,
         UserCommand::Passwd(args) => {
-            let password = new_password(&args.name, &args.password, false)?
+            let source = if args.interactive.interactive || args.password.given() {
+                password_source(&args.name, &args.password, false)?
+            } else {
+                PasswordSource::Stdin
+            };
+            let password = source
+                .read(&args.name, prompt_twice)?
                 .ok_or_else(|| anyhow::anyhow!("a password is required"))?;
-            print_change(format, user_passwd(config, &args.name, &password).await?)?;
+            print_change(
+                format,
+                user_passwd(config, &args.name, &password).await?,
+                "Password updated".into(),
+            )?;
         }
         UserCommand::GrantRole(args) => print_change(
             format,
             user_grant_role(config, &args.name, &args.role).await?,
+            format!("Role {} is granted to user {}", args.role, args.name),
         )?,
         UserCommand::RevokeRole(args) => print_change(
             format,
             user_revoke_role(config, &args.name, &args.role).await?,
+            format!("Role {} is revoked from user {}", args.role, args.name),
         )?,
     }
     Ok(ExitStatus::Success)
@@ -92,10 +146,18 @@ pub async fn run_role(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     match command {
-        RoleCommand::List => print(format, &RolesView(role_list(config).await?))?,
-        RoleCommand::Get(arg) => print(format, &RoleView(role_get(config, &arg.name).await?))?,
-        RoleCommand::Add(arg) => print_change(format, role_add(config, &arg.name).await?)?,
-        RoleCommand::Delete(arg) => print_change(format, role_delete(config, &arg.name).await?)?,
+        RoleCommand::List => print_raw(format, &RolesView(role_list(config).await?))?,
+        RoleCommand::Get(arg) => print_raw(format, &RoleView(role_get(config, &arg.name).await?))?,
+        RoleCommand::Add(arg) => print_change(
+            format,
+            role_add(config, &arg.name).await?,
+            format!("Role {} created", arg.name),
+        )?,
+        RoleCommand::Delete(arg) => print_change(
+            format,
+            role_delete(config, &arg.name).await?,
+            format!("Role {} deleted", arg.name),
+        )?,
         RoleCommand::GrantPermission(args) => {
             let grant = PermissionGrant {
                 role: args.role.clone(),
@@ -108,36 +170,97 @@ pub async fn run_role(
                     key: args.key.clone(),
                     range_end: args.range_end.clone(),
                     prefix: args.prefix,
+                    from_key: args.from_key,
                 },
             };
-            print_change(format, role_grant_permission(config, &grant).await?)?;
+            print_change(
+                format,
+                role_grant_permission(config, &grant).await?,
+                format!("Role {} updated", args.role),
+            )?;
         }
         RoleCommand::RevokePermission(args) => {
             let keys = KeyRange {
                 key: args.key.clone(),
                 range_end: args.range_end.clone(),
                 prefix: args.prefix,
+                from_key: args.from_key,
             };
+            let revoked = revoked_line(&args.role, &keys);
             print_change(
                 format,
                 role_revoke_permission(config, &args.role, &keys).await?,
+                revoked,
             )?;
         }
     }
     Ok(ExitStatus::Success)
 }
 
-/// The new password of `user`, from a file, a variable or a prompt on the terminal; `None`
-/// with `--no-password`.
-fn new_password(user: &str, flags: &PasswordFlags, no_password: bool) -> Result<Option<Secret>> {
-    let source = PasswordSource::choose(
+/// etcdctl's words for a revoked permission: the key as given, the range end as sent.
+fn revoked_line(role: &str, keys: &KeyRange) -> String {
+    let key = &keys.key;
+    let end = if keys.key.is_empty() {
+        (keys.prefix || keys.from_key).then_some("\0".to_string())
+    } else if keys.from_key {
+        Some("\0".into())
+    } else if keys.prefix {
+        Some(String::from_utf8_lossy(&prefix_end(key.as_bytes())).into_owned())
+    } else {
+        keys.range_end.clone().filter(|e| !e.is_empty())
+    };
+    match end.as_deref() {
+        None => format!("Permission of key {key} is revoked from role {role}"),
+        Some("\0") => {
+            format!("Permission of range [{key}, <open ended> is revoked from role {role}")
+        }
+        Some(end) => format!("Permission of range [{key}, {end}) is revoked from role {role}"),
+    }
+}
+
+/// The user name and where its password comes from, as etcdctl's `user add` decides:
+/// `--new-user-password`, else `NAME:PASSWORD`, else our flags, else the first word of stdin
+/// with `--interactive=false`, else a prompt.
+fn user_add_source(args: &crate::flags::UserAddArgs) -> Result<(String, PasswordSource)> {
+    let on_command_line = |source| {
+        if compat() == Compat::Etcdops {
+            crate::output::warn(
+                "a password on the command line is seen by ps and shell history; --password-file or --password-env keep it out of sight",
+            );
+        }
+        source
+    };
+    if let Some(password) = &args.new_user_password {
+        let source = on_command_line(PasswordSource::Given(password.clone()));
+        return Ok((args.name.clone(), source));
+    }
+    if !args.password.given()
+        && !args.no_password
+        && let Some((name, password)) = args.name.split_once(':')
+    {
+        if name.is_empty() {
+            anyhow::bail!("empty user name is not allowed");
+        }
+        let source = on_command_line(PasswordSource::Given(Secret::new(password)));
+        return Ok((name.to_string(), source));
+    }
+    if !args.interactive.interactive && !args.password.given() && !args.no_password {
+        return Ok((args.name.clone(), PasswordSource::Stdin));
+    }
+    let source = password_source(&args.name, &args.password, args.no_password)?;
+    Ok((args.name.clone(), source))
+}
+
+/// The new password's source of `user`: a file, a variable, a prompt on the terminal, or
+/// none with `--no-password`.
+fn password_source(user: &str, flags: &PasswordFlags, no_password: bool) -> Result<PasswordSource> {
+    Ok(PasswordSource::choose(
         flags.password_file.clone(),
         flags.password_env.clone(),
         no_password,
         std::io::stdin().is_terminal(),
         user,
-    )?;
-    Ok(source.read(user, prompt_twice)?)
+    )?)
 }
 
 /// Asks for a password twice on the terminal, without echo.
@@ -150,12 +273,75 @@ fn prompt_twice(user: &str) -> std::io::Result<Secret> {
     Ok(Secret::new(first))
 }
 
-/// Prints a change, and its warnings on stderr.
-fn print_change(format: OutputFormat, change: AuthChange) -> std::io::Result<()> {
+/// Prints a change, and its warnings on stderr. `etcdctl` is etcdctl's line for it, the
+/// simple output of a change under `--compat etcdctl`.
+fn print_change(format: OutputFormat, change: AuthChange, etcdctl: String) -> std::io::Result<()> {
     for warning in &change.warnings {
         crate::output::warn(warning);
     }
-    print(format, &ChangeView(change))
+    let etcdctl = (compat() == Compat::Etcdctl && change.changed).then_some(etcdctl);
+    print(format, &ChangeView { change, etcdctl })
+}
+
+/// How etcd data (a key, a name) goes into simple output: raw bytes, or escaped text.
+type Data<'a> = &'a dyn Fn(&[u8]) -> Vec<u8>;
+
+/// etcd data as etcdctl prints it: the bytes themselves.
+fn raw(data: &[u8]) -> Vec<u8> {
+    data.to_vec()
+}
+
+/// etcd data on one line of text, escaped (see [`plain`]).
+fn escaped(data: &[u8]) -> Vec<u8> {
+    plain(&String::from_utf8_lossy(data)).into_bytes()
+}
+
+/// etcdctl's simple output, built once for raw bytes and once for escaped text.
+trait RawLines: Render {
+    /// etcdctl's `simple` output, every line ended by a newline, etcd data put in by `data`.
+    fn simple_with(&self, data: Data<'_>) -> Vec<u8>;
+
+    /// The simple output with etcd data escaped, as lines of text.
+    fn text_lines(&self) -> Vec<String> {
+        let text = String::from_utf8_lossy(&self.simple_with(&escaped)).into_owned();
+        match text.strip_suffix('\n') {
+            Some(text) => text.split('\n').map(str::to_string).collect(),
+            None if text.is_empty() => Vec::new(),
+            None => vec![text],
+        }
+    }
+}
+
+/// Prints `value`; its simple output raw (as etcdctl's bytes) under `--compat etcdctl` when
+/// stdout is not a terminal, else escaped by [`print`].
+fn print_raw<T: RawLines>(format: OutputFormat, value: &T) -> std::io::Result<()> {
+    if format == OutputFormat::Simple
+        && compat() == Compat::Etcdctl
+        && !std::io::stdout().is_terminal()
+    {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&value.simple_with(&raw))?;
+        return out.flush();
+    }
+    print(format, value)
+}
+
+/// A JSON object holding etcdctl's `header` of `h` (an empty one when etcd sent none).
+fn with_header(h: Option<&etcd_core::ResponseHeader>) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert(
+        "header".into(),
+        h.map_or_else(|| Value::Object(Map::new()), |h| header(h, false)),
+    );
+    map
+}
+
+/// The header's fields at the top level, as etcdctl's lease commands print them.
+fn flat_header(h: Option<&etcd_core::ResponseHeader>) -> Map<String, Value> {
+    match h.map(|h| header(h, false)) {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -181,9 +367,30 @@ impl Render for LeasesView {
             .collect()
     }
     fn simple_lines(&self) -> Vec<String> {
-        let mut lines = vec![format!("found {} leases", self.0.leases.len())];
-        lines.extend(self.0.leases.iter().map(|l| l.id.to_string()));
-        lines
+        self.text_lines()
+    }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        // etcdctl prints lease IDs as numbers even with --hex.
+        let mut map = flat_header(self.0.header.as_ref());
+        let leases: Vec<Value> = self
+            .0
+            .listed
+            .iter()
+            .map(|id| serde_json::json!({ "id": id.0 }))
+            .collect();
+        map.insert("leases".into(), leases.into());
+        Some(Value::Object(map))
+    }
+}
+
+impl RawLines for LeasesView {
+    fn simple_with(&self, _data: Data<'_>) -> Vec<u8> {
+        // Every lease etcd listed, in its order, as etcdctl prints them.
+        let mut out = format!("found {} leases\n", self.0.listed.len());
+        for id in &self.0.listed {
+            out.push_str(&format!("{id}\n"));
+        }
+        out.into_bytes()
     }
 }
 
@@ -213,19 +420,47 @@ impl Render for LeaseView {
         vec![row]
     }
     fn simple_lines(&self) -> Vec<String> {
+        self.text_lines()
+    }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        // No omitempty here: etcdctl's own struct (ttl -1, granted-ttl 0 for a lease gone).
         let lease = &self.0;
-        if !lease.found {
-            return vec![format!("lease {} already expired", lease.id)];
+        let mut map = flat_header(lease.header.as_ref());
+        map.insert("id".into(), lease.id.0.into());
+        map.insert("ttl".into(), lease.remaining_ttl.into());
+        map.insert("granted-ttl".into(), lease.granted_ttl.into());
+        let keys = match &lease.raw_keys {
+            Some(keys) if !keys.is_empty() => keys.iter().map(|k| bytes(k)).collect(),
+            _ => Value::Null,
+        };
+        map.insert("keys".into(), keys);
+        Some(Value::Object(map))
+    }
+}
+
+/// `lease X granted with TTL(Ns), remaining(Ns)`, or etcdctl's line for a lease gone.
+fn lease_line(lease: &LeaseTimeToLive) -> String {
+    if !lease.found {
+        return format!("lease {} already expired", lease.id);
+    }
+    format!(
+        "lease {} granted with TTL({}s), remaining({}s)",
+        lease.id, lease.granted_ttl, lease.remaining_ttl
+    )
+}
+
+impl RawLines for LeaseView {
+    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
+        let lease = &self.0;
+        let mut out = lease_line(lease).into_bytes();
+        if let (Some(keys), true) = (&lease.raw_keys, lease.found) {
+            let keys: Vec<Vec<u8>> = keys.iter().map(|k| data(k)).collect();
+            out.extend_from_slice(b", attached keys([");
+            out.extend_from_slice(&keys.join(&b' '));
+            out.extend_from_slice(b"])");
         }
-        let mut line = format!(
-            "lease {} granted with TTL({}s), remaining({}s)",
-            lease.id, lease.granted_ttl, lease.remaining_ttl
-        );
-        if let Some(keys) = lease.keys.as_ref().filter(|k| !k.is_empty()) {
-            let keys: Vec<String> = keys.iter().map(|k| plain(k)).collect();
-            line.push_str(&format!(", attached keys([{}])", keys.join(" ")));
-        }
-        vec![line]
+        out.push(b'\n');
+        out
     }
 }
 
@@ -249,24 +484,56 @@ impl Render for AuthStatusView {
         ]]
     }
     fn simple_lines(&self) -> Vec<String> {
-        vec![format!("Authentication Status: {}", self.0.enabled)]
+        let mut lines = vec![format!("Authentication Status: {}", self.0.enabled)];
+        if let Some(revision) = self.0.auth_revision {
+            lines.push(format!("AuthRevision: {revision}"));
+        }
+        lines
+    }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        let mut map = with_header(self.0.header.as_ref());
+        put(&mut map, "enabled", self.0.enabled);
+        put(&mut map, "authRevision", self.0.auth_revision.unwrap_or(0));
+        Some(Value::Object(map))
     }
 }
 
 #[derive(serde::Serialize)]
-#[serde(transparent)]
-struct ChangeView(AuthChange);
+struct ChangeView {
+    #[serde(flatten)]
+    change: AuthChange,
+    /// etcdctl's line for the change, printed instead of ours in simple output.
+    #[serde(skip)]
+    etcdctl: Option<String>,
+}
 
 impl Render for ChangeView {
     fn headers(&self) -> Vec<&'static str> {
         vec!["CHANGED", "MESSAGE"]
     }
     fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![self.0.changed.to_string(), self.0.message.clone()]]
+        vec![vec![
+            self.change.changed.to_string(),
+            self.change.message.clone(),
+        ]]
     }
     fn simple_lines(&self) -> Vec<String> {
-        vec![self.0.message.clone()]
+        vec![
+            self.etcdctl
+                .clone()
+                .map_or_else(|| self.change.message.clone(), |line| plain(&line)),
+        ]
     }
+}
+
+/// A list of names, one a line.
+fn name_lines(names: &[String], data: Data<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for name in names {
+        out.extend(data(name.as_bytes()));
+        out.push(b'\n');
+    }
+    out
 }
 
 #[derive(serde::Serialize)]
@@ -281,13 +548,41 @@ impl Render for UsersView {
         self.0.users.iter().map(|u| vec![plain(u)]).collect()
     }
     fn simple_lines(&self) -> Vec<String> {
-        self.0.users.iter().map(|u| plain(u)).collect()
+        self.text_lines()
+    }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        let mut map = with_header(self.0.header.as_ref());
+        put(&mut map, "users", self.0.users.clone());
+        Some(Value::Object(map))
+    }
+}
+
+impl RawLines for UsersView {
+    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
+        name_lines(&self.0.users, data)
     }
 }
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 struct UserView(UserInfo);
+
+impl UserView {
+    /// etcdctl's `user get --detail -w json`: its `User:` line, then each role's JSON after
+    /// an empty line (not one JSON document; etcdctl prints it so).
+    fn print_detail_json(&self) -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "User: {}", plain(&self.0.name))?;
+        for role in self.0.role_details.iter().flatten() {
+            let json = role_json(role);
+            writeln!(out, "\n{}", crate::output::json_safe(json.to_string()))?;
+        }
+        if self.0.missing_role.is_some() {
+            writeln!(out)?;
+        }
+        out.flush()
+    }
+}
 
 impl Render for UserView {
     fn headers(&self) -> Vec<&'static str> {
@@ -297,10 +592,41 @@ impl Render for UserView {
         vec![vec![plain(&self.0.name), plain(&self.0.roles.join(", "))]]
     }
     fn simple_lines(&self) -> Vec<String> {
-        vec![
-            format!("User: {}", plain(&self.0.name)),
-            format!("Roles: {}", plain(&self.0.roles.join(" "))),
-        ]
+        self.text_lines()
+    }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        let mut map = with_header(self.0.header.as_ref());
+        put(&mut map, "roles", self.0.roles.clone());
+        Some(Value::Object(map))
+    }
+}
+
+impl RawLines for UserView {
+    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
+        let user = &self.0;
+        let mut out = b"User: ".to_vec();
+        out.extend(data(user.name.as_bytes()));
+        out.push(b'\n');
+        match &user.role_details {
+            Some(details) => {
+                for role in details {
+                    out.push(b'\n');
+                    out.extend(role_bytes(role, data));
+                }
+                if user.missing_role.is_some() {
+                    out.push(b'\n');
+                }
+            }
+            None => {
+                out.extend_from_slice(b"Roles:");
+                for role in &user.roles {
+                    out.push(b' ');
+                    out.extend(data(role.as_bytes()));
+                }
+                out.push(b'\n');
+            }
+        }
+        out
     }
 }
 
@@ -316,8 +642,95 @@ impl Render for RolesView {
         self.0.roles.iter().map(|r| vec![plain(r)]).collect()
     }
     fn simple_lines(&self) -> Vec<String> {
-        self.0.roles.iter().map(|r| plain(r)).collect()
+        self.text_lines()
     }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        let mut map = with_header(self.0.header.as_ref());
+        put(&mut map, "roles", self.0.roles.clone());
+        Some(Value::Object(map))
+    }
+}
+
+impl RawLines for RolesView {
+    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
+        name_lines(&self.0.roles, data)
+    }
+}
+
+/// etcdctl's `role get` JSON: the header, then `perm` (permType 0, read, left out as Go's
+/// omitempty does; keys base64).
+fn role_json(role: &RoleInfo) -> Value {
+    let mut map = with_header(role.header.as_ref());
+    let perms: Vec<Value> = role
+        .permissions
+        .iter()
+        .map(|p| {
+            let mut perm = Map::new();
+            let kind = match p.permission {
+                PermissionKind::Read => 0,
+                PermissionKind::Write => 1,
+                PermissionKind::Readwrite => 2,
+            };
+            put(&mut perm, "permType", kind);
+            if !p.key_bytes.is_empty() {
+                perm.insert("key".into(), bytes(&p.key_bytes));
+            }
+            if !p.range_end_bytes.is_empty() {
+                perm.insert("range_end".into(), bytes(&p.range_end_bytes));
+            }
+            Value::Object(perm)
+        })
+        .collect();
+    put(&mut map, "perm", perms);
+    Value::Object(map)
+}
+
+/// etcdctl's `role get` simple output: `Role NAME`, the read permissions, the write ones.
+fn role_bytes(role: &RoleInfo, data: Data<'_>) -> Vec<u8> {
+    let mut out = b"Role ".to_vec();
+    out.extend(data(role.name.as_bytes()));
+    out.extend_from_slice(b"\nKV Read:\n");
+    let section = |out: &mut Vec<u8>, wanted: PermissionKind| {
+        for p in role
+            .permissions
+            .iter()
+            .filter(|p| p.permission == wanted || p.permission == PermissionKind::Readwrite)
+        {
+            out.extend(permission_bytes(p, data));
+        }
+    };
+    section(&mut out, PermissionKind::Read);
+    out.extend_from_slice(b"KV Write:\n");
+    section(&mut out, PermissionKind::Write);
+    out
+}
+
+/// One permission's line as etcdctl prints it: `\tKEY`, `\t[KEY, END)`, `\t[KEY, <open
+/// ended>`, with ` (prefix KEY)` when the range is the key's prefix.
+fn permission_bytes(p: &PermissionInfo, data: Data<'_>) -> Vec<u8> {
+    let (key, end) = (&p.key_bytes, &p.range_end_bytes);
+    let mut out = b"\t".to_vec();
+    if end.is_empty() {
+        out.extend(data(key));
+        out.push(b'\n');
+        return out;
+    }
+    out.push(b'[');
+    out.extend(data(key));
+    if end.as_slice() == [0] {
+        out.extend_from_slice(b", <open ended>");
+    } else {
+        out.extend_from_slice(b", ");
+        out.extend(data(end));
+        out.push(b')');
+    }
+    if prefix_end(key) == *end {
+        out.extend_from_slice(b" (prefix ");
+        out.extend(data(key));
+        out.push(b')');
+    }
+    out.push(b'\n');
+    out
 }
 
 #[derive(serde::Serialize)]
@@ -342,130 +755,19 @@ impl Render for RoleView {
             .collect()
     }
     fn simple_lines(&self) -> Vec<String> {
-        // As etcdctl prints `role get`: read permissions, then write permissions.
-        let mut lines = vec![format!("Role {}", plain(&self.0.name)), "KV Read:".into()];
-        let lines_for = |wanted: PermissionKind| {
-            self.0
-                .permissions
-                .iter()
-                .filter(move |p| {
-                    p.permission == wanted || p.permission == PermissionKind::Readwrite
-                })
-                .map(|p| format!("\t{}", plain(&p.describe())))
-        };
-        lines.extend(lines_for(PermissionKind::Read));
-        lines.push("KV Write:".into());
-        lines.extend(lines_for(PermissionKind::Write));
-        lines
+        self.text_lines()
+    }
+    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
+        Some(role_json(&self.0))
+    }
+}
+
+impl RawLines for RoleView {
+    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
+        role_bytes(&self.0, data)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use crate::flags::{Cli, Command, RoleCommand, UserCommand};
-
-    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("etcdops").chain(args.iter().copied()))
-    }
-
-    #[test]
-    fn lease_timetolive_takes_a_hex_id_and_keys() {
-        let cli = parse(&["lease", "timetolive", "694d77aa9e38260f", "--keys"]).unwrap();
-        let Command::Lease(crate::flags::LeaseCommand::Timetolive(args)) = cli.command else {
-            panic!("not a timetolive");
-        };
-        assert_eq!(args.id, etcd_core::LeaseId(0x694d_77aa_9e38_260f));
-        assert!(args.keys);
-        assert!(parse(&["lease", "timetolive", "not-hex"]).is_err());
-    }
-
-    #[test]
-    fn user_add_takes_one_password_source_and_never_a_password_argument() {
-        let cli = parse(&["user", "add", "alice", "--password-env", "PW"]).unwrap();
-        let Command::User(UserCommand::Add(args)) = cli.command else {
-            panic!("not a user add");
-        };
-        assert_eq!(args.password.password_env.as_deref(), Some("PW"));
-        assert!(args.password.password_file.is_none() && !args.no_password);
-        assert!(
-            parse(&[
-                "user",
-                "add",
-                "alice",
-                "--password-env",
-                "PW",
-                "--password-file",
-                "f"
-            ])
-            .is_err()
-        );
-        assert!(
-            parse(&[
-                "user",
-                "add",
-                "alice",
-                "--no-password",
-                "--password-env",
-                "PW"
-            ])
-            .is_err()
-        );
-        // A second positional (a password typed on the command line) is rejected.
-        assert!(parse(&["user", "add", "alice", "secret"]).is_err());
-        assert!(parse(&["user", "passwd", "alice", "--no-password"]).is_err());
-    }
-
-    #[test]
-    fn role_grant_permission_takes_kind_key_and_range_or_prefix() {
-        let cli = parse(&[
-            "role",
-            "grant-permission",
-            "kube",
-            "readwrite",
-            "/registry/",
-            "--prefix",
-        ])
-        .unwrap();
-        let Command::Role(RoleCommand::GrantPermission(args)) = cli.command else {
-            panic!("not a grant-permission");
-        };
-        assert_eq!(args.permission, crate::flags::PermissionArg::Readwrite);
-        assert_eq!(args.key, "/registry/");
-        assert!(args.prefix && args.range_end.is_none());
-        assert!(parse(&["role", "grant-permission", "r", "admin", "k"]).is_err());
-        assert!(
-            parse(&[
-                "role",
-                "grant-permission",
-                "r",
-                "read",
-                "a",
-                "b",
-                "--prefix"
-            ])
-            .is_err()
-        );
-        let cli = parse(&["role", "revoke-permission", "r", "a", "b"]).unwrap();
-        let Command::Role(RoleCommand::RevokePermission(args)) = cli.command else {
-            panic!("not a revoke-permission");
-        };
-        assert_eq!(args.range_end.as_deref(), Some("b"));
-    }
-
-    #[test]
-    fn the_command_line_has_no_clashing_argument_ids() {
-        // A positional named like a global flag (`key` and `--key`) only fails at run time.
-        <Cli as clap::CommandFactory>::command().debug_assert();
-    }
-
-    #[test]
-    fn auth_enable_takes_force() {
-        let cli = parse(&["auth", "enable", "--force"]).unwrap();
-        let Command::Auth(crate::flags::AuthCommand::Enable(args)) = cli.command else {
-            panic!("not an auth enable");
-        };
-        assert!(args.force);
-    }
-}
+#[path = "access_tests.rs"]
+mod tests;

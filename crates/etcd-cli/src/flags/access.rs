@@ -8,7 +8,8 @@ pub enum LeaseCommand {
     /// Every lease: ID (hex, as etcdctl prints it), granted TTL, remaining TTL, keys attached.
     List,
     /// One lease's granted and remaining TTL; with --keys, the keys attached. Exit code 1
-    /// when the lease does not exist (expired or revoked).
+    /// when the lease does not exist (expired or revoked); 0 under --compat etcdctl, as
+    /// etcdctl, which says the lease "already expired".
     Timetolive(LeaseTimeToLiveArgs),
 }
 
@@ -50,8 +51,8 @@ pub struct AuthEnableArgs {
 pub enum UserCommand {
     /// List users.
     List,
-    /// Show a user and its roles.
-    Get(NameArg),
+    /// Show a user and its roles (with --detail, each role's permissions too).
+    Get(UserGetArgs),
     /// Add a user (an existing one is left unchanged). The password comes from
     /// --password-file, --password-env or a prompt on a terminal, never the command line
     /// (the global --password is the password of --user, the connection).
@@ -73,6 +74,33 @@ pub struct NameArg {
     pub name: String,
 }
 
+/// Arguments of `user get`.
+#[derive(Debug, Args)]
+pub struct UserGetArgs {
+    /// The user name
+    pub name: String,
+    /// Show each of the user's roles with its permissions, as `role get` does
+    #[arg(long)]
+    pub detail: bool,
+}
+
+/// `--interactive[=true|false]` as etcdctl has it: true unless `=false` is given.
+#[derive(Debug, Args)]
+pub struct InteractiveFlag {
+    /// false: read the password from standard input (its first word), as etcdctl's
+    /// --interactive=false does, instead of prompting on the terminal
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = true,
+        default_missing_value = "true",
+        action = ArgAction::Set
+    )]
+    pub interactive: bool,
+}
+
 /// Where a new password comes from: never the command line.
 #[derive(Debug, Args)]
 pub struct PasswordFlags {
@@ -82,6 +110,13 @@ pub struct PasswordFlags {
     /// Read the new password from this environment variable (give its name)
     #[arg(long, value_name = "VARIABLE")]
     pub password_env: Option<String>,
+}
+
+impl PasswordFlags {
+    /// Whether a file or a variable was given.
+    pub fn given(&self) -> bool {
+        self.password_file.is_some() || self.password_env.is_some()
+    }
 }
 
 /// Arguments of `user add`.
@@ -95,6 +130,23 @@ pub struct UserAddArgs {
     /// No password: the user authenticates with a client certificate whose CN is its name
     #[arg(long, conflicts_with_all = ["password_file", "password_env"])]
     pub no_password: bool,
+    /// The password itself, as etcdctl takes it (seen by ps and shell history: prefer
+    /// --password-file or --password-env); so is NAME:PASSWORD
+    #[arg(
+        long,
+        value_name = "PASSWORD",
+        value_parser = secret,
+        conflicts_with_all = ["password_file", "password_env", "no_password"]
+    )]
+    pub new_user_password: Option<etcd_core::Secret>,
+    /// Prompting or standard input
+    #[command(flatten)]
+    pub interactive: InteractiveFlag,
+}
+
+/// A password given on the command line, kept out of `Debug`.
+fn secret(text: &str) -> Result<etcd_core::Secret, String> {
+    Ok(etcd_core::Secret::new(text))
 }
 
 /// Arguments of `user passwd`.
@@ -105,6 +157,9 @@ pub struct UserPasswdArgs {
     /// Where the password comes from
     #[command(flatten)]
     pub password: PasswordFlags,
+    /// Prompting or standard input
+    #[command(flatten)]
+    pub interactive: InteractiveFlag,
 }
 
 /// Arguments of `user grant-role` and `user revoke-role`.
@@ -127,9 +182,10 @@ pub enum RoleCommand {
     Add(NameArg),
     /// Delete a role (one that does not exist is not an error).
     Delete(NameArg),
-    /// Grant a role read, write or readwrite on a key, a range [KEY, RANGE_END) or a prefix.
+    /// Grant a role read, write or readwrite on a key, a range [KEY, RANGE_END), a prefix or
+    /// every key from KEY on.
     GrantPermission(GrantPermissionArgs),
-    /// Revoke a role's permission on exactly this key, range or prefix.
+    /// Revoke a role's permission on exactly this key, range, prefix or from-key range.
     RevokePermission(KeyRangeArgs),
 }
 
@@ -160,6 +216,9 @@ pub struct GrantPermissionArgs {
     /// Every key starting with KEY
     #[arg(long, conflicts_with = "range_end")]
     pub prefix: bool,
+    /// Every key from KEY on ("" with --from-key: every key)
+    #[arg(long, conflicts_with_all = ["range_end", "prefix"])]
+    pub from_key: bool,
 }
 
 /// Arguments of `role revoke-permission`.
@@ -175,4 +234,7 @@ pub struct KeyRangeArgs {
     /// Every key starting with KEY
     #[arg(long, conflicts_with = "range_end")]
     pub prefix: bool,
+    /// Every key from KEY on ("" with --from-key: every key)
+    #[arg(long, conflicts_with_all = ["range_end", "prefix"])]
+    pub from_key: bool,
 }

@@ -11,6 +11,7 @@ use super::{AuthChange, PREFIX, check_name, says, with_admin_hint};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
 use crate::kv::prefix_end;
 
 /// Every role's name.
@@ -18,6 +19,9 @@ use crate::kv::prefix_end;
 pub struct RoleList {
     /// Role names, sorted.
     pub roles: Vec<String>,
+    /// The header of etcd's answer.
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 /// One role with its permissions.
@@ -25,8 +29,11 @@ pub struct RoleList {
 pub struct RoleInfo {
     /// Name.
     pub name: String,
-    /// Key permissions.
+    /// Key permissions, in etcd's order (by key).
     pub permissions: Vec<PermissionInfo>,
+    /// The header of etcd's answer.
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 /// Read, write or both.
@@ -80,12 +87,20 @@ pub struct PermissionInfo {
     pub range_end: Option<String>,
     /// The range is every key starting with `key`.
     pub prefix: bool,
-    /// The range is every key from `key` on (`key` empty: every key).
+    /// The range is every key from `key` on (`key` empty or `\0`: every key).
     pub from_key: bool,
+    /// The key as etcd holds it (bytes).
+    #[serde(skip)]
+    pub key_bytes: Vec<u8>,
+    /// The range end as etcd holds it (bytes; empty for a single key, `\0` for open-ended).
+    #[serde(skip)]
+    pub range_end_bytes: Vec<u8>,
 }
 
 impl PermissionInfo {
-    pub(super) fn from_bytes(kind: PermissionKind, key: &[u8], range_end: &[u8]) -> Self {
+    /// A permission of `kind` on `key` to `range_end` as etcd holds them (range end empty
+    /// for a single key, `\0` for every key from `key` on).
+    pub fn from_bytes(kind: PermissionKind, key: &[u8], range_end: &[u8]) -> Self {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let from_key = range_end == [0];
         let prefix = !range_end.is_empty() && !from_key && range_end == prefix_end(key);
@@ -95,12 +110,19 @@ impl PermissionInfo {
             range_end: (!range_end.is_empty()).then(|| text(range_end)),
             prefix,
             from_key,
+            key_bytes: key.to_vec(),
+            range_end_bytes: range_end.to_vec(),
         }
+    }
+
+    /// Whether this permission covers every key (etcdctl's `"" --prefix` or `--from-key`).
+    pub fn all_keys(&self) -> bool {
+        self.from_key && (self.key_bytes.is_empty() || self.key_bytes == [0])
     }
 
     /// The keys covered, in words: `foo`, `/registry/ (prefix)`, `[a, b)`, `all keys`.
     pub fn describe(&self) -> String {
-        if self.from_key && self.key.is_empty() {
+        if self.all_keys() {
             "all keys".into()
         } else if self.from_key {
             format!("{} and every key after it", self.key)
@@ -124,19 +146,34 @@ pub struct KeyRange {
     pub range_end: Option<String>,
     /// Every key starting with `key` (etcdctl's `--prefix`).
     pub prefix: bool,
+    /// Every key from `key` on (etcdctl's `--from-key`).
+    pub from_key: bool,
 }
 
 impl KeyRange {
-    /// The key and range end as etcd stores them (range end empty for a single key).
+    /// The key and range end as etcd stores them (range end empty for a single key), as
+    /// etcdctl makes them: an empty key with `prefix` or `from_key` is every key
+    /// (`\0` to `\0`).
     pub(super) fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
         let key = self.key.as_bytes().to_vec();
-        match (&self.range_end, self.prefix) {
-            (Some(_), true) => Err(Error::InvalidRequest {
+        let given = [
+            (self.range_end.is_some(), "a range end"),
+            (self.prefix, "a prefix"),
+            (self.from_key, "from the key on"),
+        ];
+        let chosen: Vec<&str> = given.iter().filter(|g| g.0).map(|g| g.1).collect();
+        if chosen.len() > 1 {
+            return Err(Error::InvalidRequest {
                 what: "prefix",
-                reason: "give either a range end or a prefix, not both".into(),
+                reason: format!("give only one of {}", chosen.join(", ")),
                 hint: Hint::option(PREFIX),
-            }),
-            (Some(end), false) => {
+            });
+        }
+        if key.is_empty() && (self.prefix || self.from_key) {
+            return Ok((vec![0], vec![0]));
+        }
+        match &self.range_end {
+            Some(end) => {
                 if !end.is_empty() && end.as_bytes() <= key.as_slice() {
                     return Err(Error::InvalidOption {
                         option: "range end",
@@ -148,17 +185,18 @@ impl KeyRange {
                 }
                 Ok((key, end.as_bytes().to_vec()))
             }
-            (None, true) => {
+            None if self.prefix => {
                 let end = prefix_end(&key);
                 Ok((key, end))
             }
-            (None, false) if key.is_empty() => Err(Error::InvalidRequest {
+            None if self.from_key => Ok((key, vec![0])),
+            None if key.is_empty() => Err(Error::InvalidRequest {
                 what: "key",
                 reason: "the key is empty; give a key, or an empty key as a prefix for all keys"
                     .into(),
                 hint: Hint::option(PREFIX),
             }),
-            (None, false) => Ok((key, Vec::new())),
+            None => Ok((key, Vec::new())),
         }
     }
 }
@@ -186,7 +224,27 @@ pub async fn role_list(config: &ClusterConfig) -> Result<RoleList> {
         .map_err(with_admin_hint)?;
     let mut roles = response.roles().to_vec();
     roles.sort();
-    Ok(RoleList { roles })
+    Ok(RoleList {
+        roles,
+        header: ResponseHeader::of(response.header()),
+    })
+}
+
+/// `Some(role)` with its permissions, `None` when it does not exist.
+pub(super) async fn role_info(client: &EndpointClient, role: &str) -> Result<Option<RoleInfo>> {
+    let name = role.to_string();
+    match client
+        .call("role get", |mut c| async move { c.role_get(name).await })
+        .await
+    {
+        Ok(response) => Ok(Some(RoleInfo {
+            name: role.to_string(),
+            permissions: response.permissions().iter().map(permission_info).collect(),
+            header: ResponseHeader::of(response.header()),
+        })),
+        Err(err) if says(&err, "role name not found") => Ok(None),
+        Err(err) => Err(with_admin_hint(err)),
+    }
 }
 
 /// `Some(permissions)` of `role`, `None` when it does not exist.
@@ -194,17 +252,7 @@ async fn role_permissions(
     client: &EndpointClient,
     role: &str,
 ) -> Result<Option<Vec<PermissionInfo>>> {
-    let name = role.to_string();
-    match client
-        .call("role get", |mut c| async move { c.role_get(name).await })
-        .await
-    {
-        Ok(response) => Ok(Some(
-            response.permissions().iter().map(permission_info).collect(),
-        )),
-        Err(err) if says(&err, "role name not found") => Ok(None),
-        Err(err) => Err(with_admin_hint(err)),
-    }
+    Ok(role_info(client, role).await?.map(|r| r.permissions))
 }
 
 fn permission_info(p: &Permission) -> PermissionInfo {
@@ -219,13 +267,9 @@ fn permission_info(p: &Permission) -> PermissionInfo {
 pub async fn role_get(config: &ClusterConfig, name: &str) -> Result<RoleInfo> {
     check_name("role", name)?;
     let client = config.connect_any().await?;
-    match role_permissions(&client, name).await? {
-        Some(permissions) => Ok(RoleInfo {
-            name: name.to_string(),
-            permissions,
-        }),
-        None => Err(not_found("role get", "role", name, &client)),
-    }
+    role_info(&client, name)
+        .await?
+        .ok_or_else(|| not_found("role get", "role", name, &client))
 }
 
 /// Adds a role; an existing role is `changed: false`.
@@ -284,7 +328,7 @@ pub async fn role_grant_permission(
         .ok_or_else(|| not_found("role grant-permission", "role", &grant.role, &client))?;
     let same_range = existing
         .iter()
-        .find(|p| p.key == wanted.key && p.range_end == wanted.range_end);
+        .find(|p| p.key_bytes == wanted.key_bytes && p.range_end_bytes == wanted.range_end_bytes);
     let what = wanted.describe();
     let message = match same_range {
         Some(p) if p.permission == grant.permission => {
@@ -334,7 +378,7 @@ pub async fn role_revoke_permission(
     let what = wanted.describe();
     if !existing
         .iter()
-        .any(|p| p.key == wanted.key && p.range_end == wanted.range_end)
+        .any(|p| p.key_bytes == wanted.key_bytes && p.range_end_bytes == wanted.range_end_bytes)
     {
         return Ok(AuthChange::new(
             false,

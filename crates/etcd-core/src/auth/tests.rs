@@ -24,17 +24,38 @@ fn key_ranges_resolve_like_etcdctl() {
         prefix: true,
         ..Default::default()
     };
-    assert_eq!(all.to_bytes().unwrap(), (Vec::new(), vec![0]));
+    // As etcdctl sends it: `\0` to `\0`, every key.
+    assert_eq!(all.to_bytes().unwrap(), (vec![0], vec![0]));
+    let all_from = KeyRange {
+        from_key: true,
+        ..Default::default()
+    };
+    assert_eq!(all_from.to_bytes().unwrap(), (vec![0], vec![0]));
+    let from = KeyRange {
+        key: "/x".into(),
+        from_key: true,
+        ..Default::default()
+    };
+    assert_eq!(from.to_bytes().unwrap(), (b"/x".to_vec(), vec![0]));
+    let prefix_and_from = KeyRange {
+        key: "/x".into(),
+        prefix: true,
+        from_key: true,
+        ..Default::default()
+    };
+    assert!(prefix_and_from.to_bytes().is_err());
     let both = KeyRange {
         key: "a".into(),
         range_end: Some("b".into()),
         prefix: true,
+        from_key: false,
     };
     assert!(both.to_bytes().is_err());
     let backwards = KeyRange {
         key: "b".into(),
         range_end: Some("a".into()),
         prefix: false,
+        from_key: false,
     };
     assert!(backwards.to_bytes().is_err());
     assert!(KeyRange::default().to_bytes().is_err());
@@ -51,6 +72,8 @@ fn permissions_describe_their_range() {
     assert!(p(b"/registry/", b"/registry0").prefix);
     assert_eq!(p(b"a", b"c").describe(), "[a, c)");
     assert_eq!(p(b"", b"\0").describe(), "all keys");
+    assert_eq!(p(b"\0", b"\0").describe(), "all keys");
+    assert_eq!(p(b"/x", b"\0").describe(), "/x and every key after it");
     assert_eq!(
         serde_json::to_value(p(b"a", b"c")).unwrap()["permission"],
         "read"
@@ -129,4 +152,31 @@ fn a_password_source_is_required_without_a_terminal() {
         PasswordSource::Env("V".into())
     );
     assert!(PasswordSource::choose(Some("f".into()), Some("V".into()), false, false, "u").is_err());
+}
+
+#[test]
+fn a_password_read_from_stdin_is_its_first_word_as_etcdctl_reads_it() {
+    // etcdctl's --interactive=false reads with fmt.Scanf("%s").
+    assert_eq!(first_word("pw2 extra\n"), "pw2");
+    assert_eq!(first_word("  \tnewpw more\n"), "newpw");
+    assert_eq!(first_word("only"), "only");
+    assert_eq!(first_word("\nlater\n"), "");
+    assert_eq!(first_word(""), "");
+}
+
+#[test]
+fn a_password_given_on_the_command_line_is_read_as_given_and_never_shown() {
+    let no_prompt = |_: &str| -> std::io::Result<Secret> { panic!("no prompt expected") };
+    let source = PasswordSource::Given(Secret::new("S3cret-given"));
+    assert!(!format!("{source:?}").contains("S3cret"));
+    let read = source
+        .read_with("alice", |_| None, no_prompt)
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.expose(), "S3cret-given");
+    let empty = PasswordSource::Given(Secret::new(""))
+        .read_with("alice", |_| None, no_prompt)
+        .unwrap_err()
+        .to_string();
+    assert!(empty.contains("empty"), "{empty}");
 }

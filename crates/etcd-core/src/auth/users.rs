@@ -2,16 +2,21 @@
 
 use serde::Serialize;
 
-use super::{AuthChange, check_name, probe_enabled, says, user_roles, with_admin_hint};
+use super::roles::{RoleInfo, role_info};
+use super::{AuthChange, check_name, probe_enabled, says, user_entry, user_roles, with_admin_hint};
 use crate::config::{ClusterConfig, Secret};
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::header::ResponseHeader;
 
 /// Every user's name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UserList {
     /// User names, sorted.
     pub users: Vec<String>,
+    /// The header of etcd's answer.
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 /// One user.
@@ -21,6 +26,17 @@ pub struct UserInfo {
     pub name: String,
     /// Roles granted, sorted.
     pub roles: Vec<String>,
+    /// With `detail`: each role with its permissions, in the order of `roles`, up to the
+    /// first one etcd does not know (see `missing_role`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role_details: Option<Vec<RoleInfo>>,
+    /// With `detail`: the first role granted that etcd has no role for (etcd 3.4's `root`),
+    /// where the details stop, as etcdctl's do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_role: Option<String>,
+    /// The header of etcd's answer.
+    #[serde(skip)]
+    pub header: Option<ResponseHeader>,
 }
 
 /// Every user.
@@ -35,20 +51,43 @@ pub async fn user_list(config: &ClusterConfig) -> Result<UserList> {
         .map_err(with_admin_hint)?;
     let mut users = response.users().to_vec();
     users.sort();
-    Ok(UserList { users })
+    Ok(UserList {
+        users,
+        header: ResponseHeader::of(response.header()),
+    })
 }
 
-/// One user and its roles.
-pub async fn user_get(config: &ClusterConfig, name: &str) -> Result<UserInfo> {
+/// One user and its roles; with `detail`, each role's permissions too (etcdctl's
+/// `user get --detail`), read from the same member.
+pub async fn user_get(config: &ClusterConfig, name: &str, detail: bool) -> Result<UserInfo> {
     check_name("user", name)?;
     let client = config.connect_any().await?;
-    match user_roles(&client, name).await? {
-        Some(roles) => Ok(UserInfo {
-            name: name.to_string(),
-            roles,
-        }),
-        None => Err(not_found("user get", "user", name, &client)),
-    }
+    let (roles, header) = user_entry(&client, name)
+        .await?
+        .ok_or_else(|| not_found("user get", "user", name, &client))?;
+    let mut missing_role = None;
+    let role_details = if detail {
+        let mut details = Vec::with_capacity(roles.len());
+        for role in &roles {
+            match role_info(&client, role).await? {
+                Some(info) => details.push(info),
+                None => {
+                    missing_role = Some(role.clone());
+                    break;
+                }
+            }
+        }
+        Some(details)
+    } else {
+        None
+    };
+    Ok(UserInfo {
+        name: name.to_string(),
+        roles,
+        role_details,
+        missing_role,
+        header,
+    })
 }
 
 pub(super) fn not_found(
