@@ -150,10 +150,18 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
         Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
-        Command::Lease(command) => commands::access::run_lease(&config, command, format).await,
-        Command::Auth(command) => commands::access::run_auth(&config, command, format).await,
-        Command::User(command) => commands::access::run_user(&config, command, format).await,
-        Command::Role(command) => commands::access::run_role(&config, command, format).await,
+        Command::Lease(command) => {
+            commands::access::run_lease(&config, command, format, cli.global.compat()).await
+        }
+        Command::Auth(command) => {
+            commands::access::run_auth(&config, command, format, cli.global.compat()).await
+        }
+        Command::User(command) => {
+            commands::access::run_user(&config, command, format, cli.global.compat()).await
+        }
+        Command::Role(command) => {
+            commands::access::run_role(&config, command, format, cli.global.compat()).await
+        }
         Command::Get(args) => commands::kv::run_get(&config, args, format).await,
         Command::History(args) => commands::kv::run_history(&config, args, format).await,
         Command::Watch(args) => commands::kv::run_watch(&config, args, format).await,

@@ -23,26 +23,21 @@ use crate::flags::{
 };
 use crate::output::{Render, plain, print};
 
-/// The compat mode of this command line (`--compat`, `ETCDOPS_COMPAT`, or a binary called
-/// `etcdctl`).
-fn compat() -> Compat {
-    crate::flags::compat_of_raw(&std::env::args_os().collect::<Vec<_>>())
-}
-
 /// `lease list|timetolive`
 pub async fn run_lease(
     config: &ClusterConfig,
     command: &LeaseCommand,
     format: OutputFormat,
+    compat: Compat,
 ) -> Result<ExitStatus> {
     match command {
-        LeaseCommand::List => print_raw(format, &LeasesView(lease_list(config).await?))?,
+        LeaseCommand::List => print_raw(format, compat, &LeasesView(lease_list(config).await?))?,
         LeaseCommand::Timetolive(args) => {
             let lease = lease_time_to_live(config, args.id, args.keys).await?;
             let found = lease.found;
-            print_raw(format, &LeaseView(lease))?;
+            print_raw(format, compat, &LeaseView(lease))?;
             // etcdctl reports a lease that is gone ("already expired") and exits 0.
-            if !found && compat() == Compat::Etcdops {
+            if !found && compat == Compat::Etcdops {
                 return Ok(ExitStatus::Failure);
             }
         }
@@ -55,16 +50,19 @@ pub async fn run_auth(
     config: &ClusterConfig,
     command: &AuthCommand,
     format: OutputFormat,
+    compat: Compat,
 ) -> Result<ExitStatus> {
     match command {
         AuthCommand::Status => print(format, &AuthStatusView(auth_status(config).await?))?,
         AuthCommand::Enable(args) => print_change(
             format,
+            compat,
             auth_enable(config, args.force).await?,
             "Authentication Enabled".into(),
         )?,
         AuthCommand::Disable => print_change(
             format,
+            compat,
             auth_disable(config).await?,
             "Authentication Disabled".into(),
         )?,
@@ -77,15 +75,16 @@ pub async fn run_user(
     config: &ClusterConfig,
     command: &UserCommand,
     format: OutputFormat,
+    compat: Compat,
 ) -> Result<ExitStatus> {
     match command {
-        UserCommand::List => print_raw(format, &UsersView(user_list(config).await?))?,
+        UserCommand::List => print_raw(format, compat, &UsersView(user_list(config).await?))?,
         UserCommand::Get(args) => {
             let user = UserView(user_get(config, &args.name, args.detail).await?);
             if args.detail && format.is_etcdctl_json() {
                 user.print_detail_json()?;
             } else {
-                print_raw(format, &user)?;
+                print_raw(format, compat, &user)?;
             }
             // As etcdctl: the details up to a role etcd does not know, then the error.
             if let Some(role) = &user.0.missing_role {
@@ -96,17 +95,19 @@ pub async fn run_user(
             }
         }
         UserCommand::Add(args) => {
-            let (name, source) = user_add_source(args)?;
+            let (name, source) = user_add_source(args, compat)?;
             let password = source.read(&name, prompt_twice)?;
             let created = format!("User {name} created");
             print_change(
                 format,
+                compat,
                 user_add(config, &name, password.as_ref()).await?,
                 created,
             )?;
         }
         UserCommand::Delete(arg) => print_change(
             format,
+            compat,
             user_delete(config, &arg.name).await?,
             format!("User {} deleted", arg.name),
         )?,
@@ -121,17 +122,20 @@ pub async fn run_user(
                 .ok_or_else(|| anyhow::anyhow!("a password is required"))?;
             print_change(
                 format,
+                compat,
                 user_passwd(config, &args.name, &password).await?,
                 "Password updated".into(),
             )?;
         }
         UserCommand::GrantRole(args) => print_change(
             format,
+            compat,
             user_grant_role(config, &args.name, &args.role).await?,
             format!("Role {} is granted to user {}", args.role, args.name),
         )?,
         UserCommand::RevokeRole(args) => print_change(
             format,
+            compat,
             user_revoke_role(config, &args.name, &args.role).await?,
             format!("Role {} is revoked from user {}", args.role, args.name),
         )?,
@@ -144,17 +148,24 @@ pub async fn run_role(
     config: &ClusterConfig,
     command: &RoleCommand,
     format: OutputFormat,
+    compat: Compat,
 ) -> Result<ExitStatus> {
     match command {
-        RoleCommand::List => print_raw(format, &RolesView(role_list(config).await?))?,
-        RoleCommand::Get(arg) => print_raw(format, &RoleView(role_get(config, &arg.name).await?))?,
+        RoleCommand::List => print_raw(format, compat, &RolesView(role_list(config).await?))?,
+        RoleCommand::Get(arg) => print_raw(
+            format,
+            compat,
+            &RoleView(role_get(config, &arg.name).await?),
+        )?,
         RoleCommand::Add(arg) => print_change(
             format,
+            compat,
             role_add(config, &arg.name).await?,
             format!("Role {} created", arg.name),
         )?,
         RoleCommand::Delete(arg) => print_change(
             format,
+            compat,
             role_delete(config, &arg.name).await?,
             format!("Role {} deleted", arg.name),
         )?,
@@ -175,6 +186,7 @@ pub async fn run_role(
             };
             print_change(
                 format,
+                compat,
                 role_grant_permission(config, &grant).await?,
                 format!("Role {} updated", args.role),
             )?;
@@ -189,6 +201,7 @@ pub async fn run_role(
             let revoked = revoked_line(&args.role, &keys);
             print_change(
                 format,
+                compat,
                 role_revoke_permission(config, &args.role, &keys).await?,
                 revoked,
             )?;
@@ -221,9 +234,12 @@ fn revoked_line(role: &str, keys: &KeyRange) -> String {
 /// The user name and where its password comes from, as etcdctl's `user add` decides:
 /// `--new-user-password`, else `NAME:PASSWORD`, else our flags, else the first word of stdin
 /// with `--interactive=false`, else a prompt.
-fn user_add_source(args: &crate::flags::UserAddArgs) -> Result<(String, PasswordSource)> {
+fn user_add_source(
+    args: &crate::flags::UserAddArgs,
+    compat: Compat,
+) -> Result<(String, PasswordSource)> {
     let on_command_line = |source| {
-        if compat() == Compat::Etcdops {
+        if compat == Compat::Etcdops {
             crate::output::warn(
                 "a password on the command line is seen by ps and shell history; --password-file or --password-env keep it out of sight",
             );
@@ -275,11 +291,16 @@ fn prompt_twice(user: &str) -> std::io::Result<Secret> {
 
 /// Prints a change, and its warnings on stderr. `etcdctl` is etcdctl's line for it, the
 /// simple output of a change under `--compat etcdctl`.
-fn print_change(format: OutputFormat, change: AuthChange, etcdctl: String) -> std::io::Result<()> {
+fn print_change(
+    format: OutputFormat,
+    compat: Compat,
+    change: AuthChange,
+    etcdctl: String,
+) -> std::io::Result<()> {
     for warning in &change.warnings {
         crate::output::warn(warning);
     }
-    let etcdctl = (compat() == Compat::Etcdctl && change.changed).then_some(etcdctl);
+    let etcdctl = (compat == Compat::Etcdctl && change.changed).then_some(etcdctl);
     print(format, &ChangeView { change, etcdctl })
 }
 
@@ -314,9 +335,9 @@ trait RawLines: Render {
 
 /// Prints `value`; its simple output raw (as etcdctl's bytes) under `--compat etcdctl` when
 /// stdout is not a terminal, else escaped by [`print`].
-fn print_raw<T: RawLines>(format: OutputFormat, value: &T) -> std::io::Result<()> {
+fn print_raw<T: RawLines>(format: OutputFormat, compat: Compat, value: &T) -> std::io::Result<()> {
     if format == OutputFormat::Simple
-        && compat() == Compat::Etcdctl
+        && compat == Compat::Etcdctl
         && !std::io::stdout().is_terminal()
     {
         let mut out = std::io::stdout().lock();

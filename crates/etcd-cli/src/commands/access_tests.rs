@@ -318,7 +318,7 @@ fn etcdctl_s_password_flags_parse_and_keep_the_password_out_of_debug() {
     );
     assert!(args.interactive.interactive);
     assert!(!format!("{args:?}").contains("S3cret"));
-    let (name, source) = user_add_source(&args).unwrap();
+    let (name, source) = user_add_source(&args, Compat::Etcdops).unwrap();
     assert_eq!(name, "alice");
     assert_eq!(source, PasswordSource::Given(Secret::new("S3cret")));
 
@@ -327,19 +327,22 @@ fn etcdctl_s_password_flags_parse_and_keep_the_password_out_of_debug() {
         panic!("not a user add");
     };
     assert!(!args.interactive.interactive);
-    let (name, source) = user_add_source(&args).unwrap();
+    let (name, source) = user_add_source(&args, Compat::Etcdops).unwrap();
     assert_eq!(name, "bob");
     assert_eq!(source, PasswordSource::Given(Secret::new("pw")));
     let cli = parse(&["user", "add", "carol", "--interactive=false"]).unwrap();
     let Command::User(UserCommand::Add(args)) = cli.command else {
         panic!("not a user add");
     };
-    assert_eq!(user_add_source(&args).unwrap().1, PasswordSource::Stdin);
+    assert_eq!(
+        user_add_source(&args, Compat::Etcdops).unwrap().1,
+        PasswordSource::Stdin
+    );
     let cli = parse(&["user", "add", ":pw"]).unwrap();
     let Command::User(UserCommand::Add(args)) = cli.command else {
         panic!("not a user add");
     };
-    assert!(user_add_source(&args).is_err());
+    assert!(user_add_source(&args, Compat::Etcdops).is_err());
     assert!(
         parse(&[
             "user",
