@@ -48,8 +48,35 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitStatus::Success.code(compat),
         Err(err) => {
             eprintln!("etcdops: error: {}", one_line(&err));
-            ExitStatus::Error.code(compat)
+            match compat {
+                Compat::Etcdctl => ExitCode::from(etcdctl_exit_code(&err)),
+                Compat::Etcdops => ExitStatus::Error.code(compat),
+            }
         }
+    }
+}
+
+/// The code etcdctl exits with for this kind of failure: 2 (its "bad connection") when the
+/// credentials were refused, 128 (its "bad arguments") when a TLS or key file cannot be read,
+/// else 1.
+fn etcdctl_exit_code(err: &anyhow::Error) -> u8 {
+    let core = |cause: &(dyn std::error::Error + 'static)| {
+        cause
+            .downcast_ref::<etcd_core::Error>()
+            .map(etcdctl_code_of)
+    };
+    err.chain().find_map(core).flatten().unwrap_or(1)
+}
+
+/// etcdctl's exit code for an etcd-core error, when it is not 1.
+fn etcdctl_code_of(err: &etcd_core::Error) -> Option<u8> {
+    match err {
+        etcd_core::Error::AuthFailed { .. } => Some(2),
+        etcd_core::Error::ReadFile { .. } | etcd_core::Error::InvalidPem { .. } => Some(128),
+        etcd_core::Error::NoEndpointAvailable { errors } => {
+            errors.first().and_then(etcdctl_code_of)
+        }
+        _ => None,
     }
 }
 

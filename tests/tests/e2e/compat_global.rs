@@ -197,3 +197,36 @@ fn switches_take_etcdctls_bool_forms_and_keepalive_is_checked() {
     assert_eq!(zero.code, 2, "{zero}");
     assert!(zero.stderr.contains("keepalive"), "{zero}");
 }
+
+#[test]
+fn exit_codes_follow_etcdctls_for_refused_credentials_and_unreadable_files() {
+    let cluster = Cluster::start(1, Security::Auth);
+    let endpoints = cluster.endpoints();
+    // Without a scheme, so that --cacert makes both tools read the CA file.
+    let bare = endpoints.trim_start_matches("http://").to_string();
+    // side_by_side adds root's good credentials first; a later --user wins in both tools.
+    for args in [
+        &[
+            "--endpoints",
+            &endpoints,
+            "--user",
+            "root:wrong",
+            "get",
+            "k",
+        ][..],
+        &[
+            "--endpoints",
+            &bare,
+            "--cacert",
+            "/no/such/ca.pem",
+            "get",
+            "k",
+        ],
+        &["--endpoints", &endpoints, "get", "k", "--no-such-flag"],
+    ] {
+        let both = etcdops_tests::side_by_side(&cluster, args, &[]);
+        assert_ne!(both.etcdctl.code, 0, "{both}");
+        assert_eq!(both.etcdctl.code, both.etcdops.code, "{args:?}:\n{both}");
+        assert!(!both.etcdops.stderr.is_empty(), "{both}");
+    }
+}

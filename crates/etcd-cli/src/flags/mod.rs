@@ -29,7 +29,13 @@ pub use snapshot::*;
 
 /// Safe etcd operations: health, status and membership today; backup and restore next.
 #[derive(Debug, Parser)]
-#[command(name = "etcdops", version, about, max_term_width = 100)]
+#[command(
+    name = "etcdops",
+    version,
+    about,
+    max_term_width = 100,
+    args_override_self = true
+)]
 pub struct Cli {
     /// Connection and output flags, accepted before or after the command.
     #[command(flatten)]
@@ -638,6 +644,15 @@ mod tests {
             panic!("not get")
         };
         assert!(get.prefix && !get.keys_only);
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value_as_etcdctl() {
+        let cli = parse(&[
+            "--user", "a:1", "member", "list", "--user", "b:2", "-w", "json", "-w", "simple",
+        ]);
+        assert_eq!(cli.global.user.as_deref(), Some("b:2"));
+        assert_eq!(cli.global.write_out, Some(OutputFormat::Simple));
     }
 
     #[test]
