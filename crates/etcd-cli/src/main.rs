@@ -154,9 +154,13 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Auth(command) => commands::access::run_auth(&config, command, format).await,
         Command::User(command) => commands::access::run_user(&config, command, format).await,
         Command::Role(command) => commands::access::run_role(&config, command, format).await,
-        Command::Get(args) => commands::kv::run_get(&config, args, format).await,
+        Command::Get(args) => {
+            commands::kv::run_get(&config, args, format, cli.global.hex == Some(true)).await
+        }
         Command::History(args) => commands::kv::run_history(&config, args, format).await,
-        Command::Watch(args) => commands::kv::run_watch(&config, args, format).await,
+        Command::Watch(args) => {
+            commands::kv::run_watch(&config, args, format, cli.global.hex == Some(true)).await
+        }
         Command::K8s(command) => commands::k8s::run(&config, command, format).await,
         Command::Downgrade(command) => {
             let guards = commands::platform::guards(&cli.global);

@@ -205,25 +205,154 @@ fn get_redacts_secrets_under_compat_unless_asked() {
     let shown = String::from_utf8_lossy(&ours.stdout);
     assert!(!shown.contains(SECRET_VALUE), "{ours}");
     assert!(shown.contains("redacted Kubernetes Secret"), "{ours}");
-    assert!(
-        String::from_utf8_lossy(&ours.stderr).contains("--show-secrets"),
-        "{ours}"
-    );
-    assert_eq!(ours.code, 0);
+    let warned = String::from_utf8_lossy(&ours.stderr);
+    assert!(warned.contains("--show-secrets"), "{ours}");
+    assert!(warned.contains("ETCDOPS_SHOW_SECRETS"), "{ours}");
+    assert_eq!(warned.lines().count(), 1, "one warning line: {ours}");
+    // A script must not take the placeholder for the Secret: the command fails.
+    assert_eq!(ours.code, 1, "{ours}");
     same_bytes(&cluster, &["get", SECRET]);
-    let json = run_raw(
-        &etcdops_path(),
-        &[
-            "--endpoints",
-            &cluster.endpoints(),
-            "get",
-            SECRET,
-            "-w",
-            "json",
-        ],
-        &[],
-    );
+    let endpoints = cluster.endpoints();
+    let get = |rest: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["--endpoints", &endpoints, "get"];
+        args.extend_from_slice(rest);
+        run_raw(&etcdops_path(), &args, env)
+    };
+    // etcdctl's JSON: the key without a `value` field, everything else printed, exit 1.
+    let json = get(&["", "--prefix", "-w", "json"], &[]);
+    assert_eq!(json.code, 1, "{json}");
     assert!(!String::from_utf8_lossy(&json.stdout).contains("aHVudGVyMi1zZWNyZXQ"));
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("etcdctl's JSON");
+    let kvs = doc["kvs"].as_array().expect("kvs");
+    let secret = base64_of(SECRET.as_bytes());
+    let redacted: Vec<_> = kvs.iter().filter(|kv| kv["key"] == secret).collect();
+    assert_eq!(redacted.len(), 1, "{json}");
+    assert!(redacted[0].get("value").is_none(), "{json}");
+    assert!(redacted[0].get("mod_revision").is_some(), "{json}");
+    assert!(
+        kvs.iter()
+            .any(|kv| kv["key"] == base64_of(b"/a/1") && kv.get("value").is_some())
+    );
+    // --print-value-only: nothing that could pass for the value.
+    let value_only = get(&[SECRET, "--print-value-only"], &[]);
+    assert_eq!(
+        (value_only.code, value_only.stdout.as_slice()),
+        (1, &b""[..]),
+        "{value_only}"
+    );
+    // Asked for: the value, exit 0, no warning.
+    let asked = get(&[SECRET, "--print-value-only"], &[(SHOW_SECRETS, "true")]);
+    assert_eq!(asked.code, 0, "{asked}");
+    assert_eq!(asked.stdout, format!("{SECRET_VALUE}\n").as_bytes());
+    // Our own JSON keeps the marked placeholder, and succeeds.
+    let ours_json = get(&[SECRET, "-w", "json"], &[("ETCDOPS_COMPAT", "etcdops")]);
+    assert_eq!(ours_json.code, 0, "{ours_json}");
+    let doc: serde_json::Value = serde_json::from_slice(&ours_json.stdout).expect("our JSON");
+    assert_eq!(doc["kvs"][0]["value_encoding"], "redacted", "{ours_json}");
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A watch over a Secret under compat: the value left out of etcdctl's JSON and of the
+/// command's environment, the bounded watch failing at its end after printing everything.
+#[test]
+fn watch_of_a_secret_under_compat_fails_and_leaves_its_value_out() {
+    let (cluster, _) = kv_cluster(&[]);
+    let revision = block_on(async {
+        let mut client = cluster.client().await;
+        let reply = client.get(SECRET, None).await?;
+        Ok::<_, etcd_client::Error>(reply.kvs()[0].mod_revision())
+    })
+    .unwrap();
+    let (rev, until) = (revision.to_string(), revision.to_string());
+    let endpoints = cluster.endpoints();
+    let watch = |rest: &[&str]| {
+        let mut args = vec!["--endpoints", &endpoints, "watch", SECRET, "--rev", &rev];
+        args.extend_from_slice(&["--until-rev", &until]);
+        args.extend_from_slice(rest);
+        run_raw(&etcdops_path(), &args, &[])
+    };
+    let simple = watch(&[]);
+    assert_eq!(simple.code, 1, "{simple}");
+    let shown = String::from_utf8_lossy(&simple.stdout);
+    assert!(
+        shown.starts_with(&format!("PUT\n{SECRET}\n<redacted")),
+        "{simple}"
+    );
+    assert!(!shown.contains(SECRET_VALUE), "{simple}");
+    assert!(
+        String::from_utf8_lossy(&simple.stderr).contains("ETCDOPS_SHOW_SECRETS"),
+        "{simple}"
+    );
+    let json = watch(&["-w", "json"]);
+    assert_eq!(json.code, 1, "{json}");
+    let line: serde_json::Value =
+        serde_json::from_slice(json.stdout.split(|b| *b == b'\n').next().unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {json}"));
+    let kv = &line["Events"][0]["kv"];
+    assert_eq!(kv["key"], base64_of(SECRET.as_bytes()), "{json}");
+    assert!(kv.get("value").is_none(), "{json}");
+    let hook = watch(&["--", "sh", "-c", "echo \"value=${ETCD_WATCH_VALUE-unset}\""]);
+    assert_eq!(hook.code, 1, "{hook}");
+    assert!(
+        String::from_utf8_lossy(&hook.stdout).ends_with("value=unset\n"),
+        "{hook}"
+    );
+}
+
+/// `--hex` in simple watch output: keys and values as etcdctl prints them (`\xNN`).
+#[test]
+fn watch_hex_simple_is_etcdctls() {
+    let (cluster, first) = watch_cluster();
+    let rev = first.to_string();
+    let tail: String = b"/w/z".iter().map(|b| format!("\\x{b:02x}")).collect();
+    let tail = format!("{tail}\n\\x65\\x6e\\x64\n");
+    let (theirs, ours) = watch_both(
+        &cluster,
+        &["/w/", "--prefix", "--rev", &rev, "--prev-kv", "--hex"],
+        &[],
+        |out: &[u8]| out.ends_with(tail.as_bytes()),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&theirs),
+        String::from_utf8_lossy(&ours)
+    );
+    assert_eq!(theirs, ours);
+}
+
+/// SIGTERM while the command of `watch -- COMMAND` runs: passed on to the command, and the
+/// watch ends at once (exit code 0) instead of waiting for the hook; the hook is gone too.
+#[test]
+fn watch_signalled_during_its_command_passes_the_signal_on_and_ends() {
+    let (cluster, first) = watch_cluster();
+    let rev = first.to_string();
+    let endpoints = cluster.endpoints();
+    let args = [
+        "--endpoints",
+        &endpoints,
+        "watch",
+        "/w/z",
+        "--rev",
+        &rev,
+        "--",
+        "sh",
+        "-c",
+        "echo started; exec sleep 120",
+    ];
+    let mut live = Live::start(&etcdops_path(), &args, &[]);
+    live.until(ends_with("started\n"));
+    let start = Instant::now();
+    // `finish` also reads stdout to its end: the hook (which holds it) must be gone.
+    let (code, out) = live.finish("-TERM");
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "the watch waited for its hook: {:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
