@@ -106,6 +106,9 @@ pub struct WatchBatch {
     /// etcd's periodic progress notification (`progress_notify`): no events, and every
     /// event up to the header's revision was delivered.
     pub progress_notify: bool,
+    /// etcd cancelled the watch because its start revision is compacted: history begins at
+    /// this revision (0 otherwise). No events; the last batch, the watch then fails.
+    pub compact_revision: i64,
 }
 
 /// How a watch run ended.
@@ -306,6 +309,13 @@ pub(crate) async fn watch_until(
         };
         if response.canceled() {
             if response.compact_revision() > 0 {
+                // etcdctl prints this response (`-w json`): handed on as the last batch.
+                on_batch(WatchBatch {
+                    header: ResponseHeader::of(response.header()).unwrap_or_default(),
+                    events: Vec::new(),
+                    progress_notify: false,
+                    compact_revision: response.compact_revision(),
+                })?;
                 return Ok(WatchEnd::Compacted(response.compact_revision()));
             }
             return Err(Error::Request {
@@ -328,6 +338,7 @@ pub(crate) async fn watch_until(
                     header,
                     events: Vec::new(),
                     progress_notify: true,
+                    compact_revision: 0,
                 })?;
                 watched.start_revision = watched.start_revision.max(header.revision + 1);
             }
@@ -340,6 +351,7 @@ pub(crate) async fn watch_until(
                 header,
                 events,
                 progress_notify: false,
+                compact_revision: 0,
             })?;
             watched.start_revision = watched.start_revision.max(next);
             quiet_since = Instant::now();

@@ -448,7 +448,11 @@ struct Live {
 
 impl Live {
     fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Live {
-        let mut child = command(program, args, env).spawn().expect("spawn");
+        Live::spawn(command(program, args, env))
+    }
+
+    fn spawn(mut command: Command) -> Live {
+        let mut child = command.spawn().expect("spawn");
         let mut stdout = child.stdout.take().unwrap();
         let (tx, chunks) = mpsc::channel();
         std::thread::spawn(move || {
@@ -746,6 +750,97 @@ fn watch_runs_a_command_per_event_with_etcdctls_variables() {
     assert_eq!((theirs.code, ours.code), (1, 1), "{theirs}\n{ours}");
     assert_eq!(theirs.stdout, ours.stdout);
     assert_eq!(theirs.stdout, b"PUT\n/w/z\nend\n");
+}
+
+/// A watch whose member is killed resumes on another endpoint from the revision after the
+/// last one it printed, as etcdctl does: every event exactly once (none lost while it was
+/// reconnecting, none repeated), and a warning line on stderr saying so.
+#[test]
+fn watch_resumes_on_another_member_without_a_gap_or_a_repeat() {
+    let mut cluster = Cluster::start(3, Security::Plain);
+    let first = cluster.put("/r/1", "1");
+    let endpoints = cluster.client_urls().join(",");
+    let rev = first.to_string();
+    let errors = cluster.dir().join("watch.stderr");
+    let mut watch = command(
+        &etcdops_path(),
+        &[
+            "--endpoints",
+            &endpoints,
+            "watch",
+            "/r/",
+            "--prefix",
+            "--rev",
+            &rev,
+        ],
+        &[],
+    );
+    watch.stderr(std::fs::File::create(&errors).expect("stderr file"));
+    let mut live = Live::spawn(watch);
+    // Established (on the first endpoint, member 0) once it replayed the first event.
+    live.until(ends_with("PUT\n/r/1\n1\n"));
+    cluster.kill_member_now(0);
+    block_on(async {
+        let mut client = cluster.client().await;
+        for (key, value) in [("/r/2", "2"), ("/r/3", "3")] {
+            // The survivors may be electing a leader: a bounded retry of the write.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while let Err(e) = client.put(key, value, None).await {
+                assert!(Instant::now() < deadline, "put {key}: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    });
+    live.until(ends_with("PUT\n/r/3\n3\n"));
+    let (code, out) = live.finish("-INT");
+    assert_eq!(code, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "PUT\n/r/1\n1\nPUT\n/r/2\n2\nPUT\n/r/3\n3\n",
+        "each event once"
+    );
+    let warned = std::fs::read_to_string(&errors).unwrap();
+    assert!(!warned.is_empty(), "a warning says the watch resumed");
+    assert!(
+        warned
+            .lines()
+            .all(|line| line.contains("lost its stream") && line.contains("resuming on")),
+        "{warned}"
+    );
+}
+
+/// A watch from a compacted revision: etcdctl's JSON prints etcd's cancel response (with
+/// CompactRevision) and fails; simple prints nothing and fails.
+#[test]
+fn watch_of_a_compacted_revision_prints_etcdctls_cancel_response() {
+    let (cluster, first) = watch_cluster();
+    let compacted = block_on(async {
+        let mut client = cluster.client().await;
+        let reply = client.put("/w/y", "x", None).await?;
+        let revision = reply.header().unwrap().revision();
+        client.compact(revision, None).await?;
+        Ok::<_, etcd_client::Error>(revision)
+    })
+    .unwrap();
+    let rev = first.to_string();
+    let (theirs, ours) = both(&cluster, &["watch", "/w/a", "--rev", &rev, "-w", "json"]);
+    assert_eq!(
+        String::from_utf8_lossy(&theirs.stdout),
+        String::from_utf8_lossy(&ours.stdout),
+        "{theirs}\n{ours}"
+    );
+    assert!(
+        String::from_utf8_lossy(&ours.stdout).contains(&format!("\"CompactRevision\":{compacted}")),
+        "{ours}"
+    );
+    assert!(theirs.code != 0 && ours.code != 0, "{theirs}\n{ours}");
+    let (theirs, ours) = both(&cluster, &["watch", "/w/a", "--rev", &rev]);
+    assert_eq!(
+        (theirs.stdout.len(), ours.stdout.len()),
+        (0, 0),
+        "{theirs}\n{ours}"
+    );
+    assert!(theirs.code != 0 && ours.code != 0, "{theirs}\n{ours}");
 }
 
 #[test]

@@ -95,7 +95,7 @@ fn value_bytes<'a>(bytes: &'a Option<Vec<u8>>, shown: &'a Option<String>) -> &'a
 
 /// The bytes of a value for etcdctl's JSON: none for a redacted Secret (the field is left
 /// out, as for a key read without its value), so no placeholder passes for a value.
-fn json_value_bytes<'a>(bytes: &'a Option<Vec<u8>>) -> &'a [u8] {
+fn json_value_bytes(bytes: &Option<Vec<u8>>) -> &[u8] {
     bytes.as_deref().unwrap_or_default()
 }
 

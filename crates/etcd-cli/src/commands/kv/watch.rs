@@ -76,6 +76,13 @@ impl Printer<'_> {
                 ));
             }
         }
+        if batch.compact_revision != 0 {
+            // etcd's cancellation: etcdctl prints it in its JSON only.
+            if format.is_etcdctl_json() {
+                writeln!(self.out, "{}", etcdctl_watch_json(batch, false))?;
+            }
+            return self.out.flush();
+        }
         match format {
             _ if format.is_etcdctl_json() => {
                 // etcdctl's --hex leaves watch's JSON as it is (numeric IDs).
@@ -350,10 +357,12 @@ fn etcdctl_watch_json(batch: &WatchBatch, hex: bool) -> String {
             format!("{{{}}}", fields.join(","))
         })
         .collect();
+    let events = format!("[{}]", events.join(","));
+    let canceled = batch.compact_revision != 0;
     format!(
-        "{{\"Header\":{},\"Events\":[{}],\"CompactRevision\":0,\"Canceled\":false,\"Created\":false}}",
+        "{{\"Header\":{},\"Events\":{events},\"CompactRevision\":{},\"Canceled\":{canceled},\"Created\":false}}",
         etcdctl_header(&batch.header, hex),
-        events.join(",")
+        batch.compact_revision,
     )
 }
 
