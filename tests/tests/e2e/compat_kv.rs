@@ -12,17 +12,17 @@ use etcdops_tests::{Cluster, EtcdVersion, Security, assert_same_json, block_on, 
 
 /// A binary value as Kubernetes stores objects (protobuf with a `k8s\0` magic).
 const BINARY: &[u8] = b"k8s\x00\n\x0bbinary\xff\xfe";
-const SECRET: &str = "/registry/secrets/default/db";
-const SECRET_VALUE: &str = "hunter2-secret";
+pub(crate) const SECRET: &str = "/registry/secrets/default/db";
+pub(crate) const SECRET_VALUE: &str = "hunter2-secret";
 /// Shows Secrets to a script written for etcdctl, whose command line has no --show-secrets.
 const SHOW_SECRETS: &str = "ETCDOPS_SHOW_SECRETS";
 
 /// A program's exact output.
 #[derive(Debug)]
-struct Raw {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+pub(crate) struct Raw {
+    pub(crate) code: i32,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
 }
 
 impl std::fmt::Display for Raw {
@@ -38,7 +38,7 @@ impl std::fmt::Display for Raw {
 }
 
 /// `program args` with a clean ETCDCTL_* environment, etcdops in etcdctl compat mode.
-fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+pub(crate) fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(program);
     for (key, _) in std::env::vars() {
         if key.starts_with("ETCDCTL_") || key.starts_with("ETCDOPS_") {
@@ -56,7 +56,7 @@ fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
 }
 
 /// Runs a program that ends by itself, within a deadline.
-fn run_raw(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Raw {
+pub(crate) fn run_raw(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Raw {
     let child = command(program, args, env).spawn().expect("spawn");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -74,7 +74,7 @@ fn run_raw(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Raw {
 }
 
 /// Both programs with the same arguments.
-fn both(cluster: &Cluster, args: &[&str]) -> (Raw, Raw) {
+pub(crate) fn both(cluster: &Cluster, args: &[&str]) -> (Raw, Raw) {
     both_env(cluster, args, &[])
 }
 
@@ -105,7 +105,7 @@ fn same_bytes(cluster: &Cluster, args: &[&str]) -> Raw {
 
 /// One member (one header for both), keys with versions, a range, a lease, a multi-line and a
 /// binary value, and a Secret.
-fn kv_cluster(extra: &[&str]) -> (Cluster, i64) {
+pub(crate) fn kv_cluster(extra: &[&str]) -> (Cluster, i64) {
     let cluster = Cluster::start_with(1, Security::Plain, extra);
     let early = block_on(async {
         let mut client = cluster.client().await;
@@ -251,108 +251,9 @@ fn get_redacts_secrets_under_compat_unless_asked() {
     assert_eq!(doc["kvs"][0]["value_encoding"], "redacted", "{ours_json}");
 }
 
-fn base64_of(bytes: &[u8]) -> String {
+pub(crate) fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// A watch over a Secret under compat: the value left out of etcdctl's JSON and of the
-/// command's environment, the bounded watch failing at its end after printing everything.
-#[test]
-fn watch_of_a_secret_under_compat_fails_and_leaves_its_value_out() {
-    let (cluster, _) = kv_cluster(&[]);
-    let revision = block_on(async {
-        let mut client = cluster.client().await;
-        let reply = client.get(SECRET, None).await?;
-        Ok::<_, etcd_client::Error>(reply.kvs()[0].mod_revision())
-    })
-    .unwrap();
-    let (rev, until) = (revision.to_string(), revision.to_string());
-    let endpoints = cluster.endpoints();
-    let watch = |rest: &[&str]| {
-        let mut args = vec!["--endpoints", &endpoints, "watch", SECRET, "--rev", &rev];
-        args.extend_from_slice(&["--until-rev", &until]);
-        args.extend_from_slice(rest);
-        run_raw(&etcdops_path(), &args, &[])
-    };
-    let simple = watch(&[]);
-    assert_eq!(simple.code, 1, "{simple}");
-    let shown = String::from_utf8_lossy(&simple.stdout);
-    assert!(
-        shown.starts_with(&format!("PUT\n{SECRET}\n<redacted")),
-        "{simple}"
-    );
-    assert!(!shown.contains(SECRET_VALUE), "{simple}");
-    assert!(
-        String::from_utf8_lossy(&simple.stderr).contains("ETCDOPS_SHOW_SECRETS"),
-        "{simple}"
-    );
-    let json = watch(&["-w", "json"]);
-    assert_eq!(json.code, 1, "{json}");
-    let line: serde_json::Value =
-        serde_json::from_slice(json.stdout.split(|b| *b == b'\n').next().unwrap())
-            .unwrap_or_else(|e| panic!("{e}: {json}"));
-    let kv = &line["Events"][0]["kv"];
-    assert_eq!(kv["key"], base64_of(SECRET.as_bytes()), "{json}");
-    assert!(kv.get("value").is_none(), "{json}");
-    let hook = watch(&["--", "sh", "-c", "echo \"value=${ETCD_WATCH_VALUE-unset}\""]);
-    assert_eq!(hook.code, 1, "{hook}");
-    assert!(
-        String::from_utf8_lossy(&hook.stdout).ends_with("value=unset\n"),
-        "{hook}"
-    );
-}
-
-/// `--hex` in simple watch output: keys and values as etcdctl prints them (`\xNN`).
-#[test]
-fn watch_hex_simple_is_etcdctls() {
-    let (cluster, first) = watch_cluster();
-    let rev = first.to_string();
-    let tail: String = b"/w/z".iter().map(|b| format!("\\x{b:02x}")).collect();
-    let tail = format!("{tail}\n\\x65\\x6e\\x64\n");
-    let (theirs, ours) = watch_both(
-        &cluster,
-        &["/w/", "--prefix", "--rev", &rev, "--prev-kv", "--hex"],
-        &[],
-        |out: &[u8]| out.ends_with(tail.as_bytes()),
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&theirs),
-        String::from_utf8_lossy(&ours)
-    );
-    assert_eq!(theirs, ours);
-}
-
-/// SIGTERM while the command of `watch -- COMMAND` runs: passed on to the command, and the
-/// watch ends at once (exit code 0) instead of waiting for the hook; the hook is gone too.
-#[test]
-fn watch_signalled_during_its_command_passes_the_signal_on_and_ends() {
-    let (cluster, first) = watch_cluster();
-    let rev = first.to_string();
-    let endpoints = cluster.endpoints();
-    let args = [
-        "--endpoints",
-        &endpoints,
-        "watch",
-        "/w/z",
-        "--rev",
-        &rev,
-        "--",
-        "sh",
-        "-c",
-        "echo started; exec sleep 120",
-    ];
-    let mut live = Live::start(&etcdops_path(), &args, &[]);
-    live.until(ends_with("started\n"));
-    let start = Instant::now();
-    // `finish` also reads stdout to its end: the hook (which holds it) must be gone.
-    let (code, out) = live.finish("-TERM");
-    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
-    assert!(
-        start.elapsed() < Duration::from_secs(8),
-        "the watch waited for its hook: {:?}",
-        start.elapsed()
-    );
 }
 
 #[test]
@@ -440,18 +341,18 @@ fn get_json_is_etcdctls() {
 }
 
 /// A running watch whose stdout is collected as it comes.
-struct Live {
+pub(crate) struct Live {
     child: Child,
     chunks: mpsc::Receiver<Vec<u8>>,
     stdout: Vec<u8>,
 }
 
 impl Live {
-    fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Live {
+    pub(crate) fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Live {
         Live::spawn(command(program, args, env))
     }
 
-    fn spawn(mut command: Command) -> Live {
+    pub(crate) fn spawn(mut command: Command) -> Live {
         let mut child = command.spawn().expect("spawn");
         let mut stdout = child.stdout.take().unwrap();
         let (tx, chunks) = mpsc::channel();
@@ -471,7 +372,7 @@ impl Live {
     }
 
     /// Reads until `done` holds for the output so far (panics after 20 s).
-    fn until(&mut self, done: impl Fn(&[u8]) -> bool) -> &[u8] {
+    pub(crate) fn until(&mut self, done: impl Fn(&[u8]) -> bool) -> &[u8] {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done(&self.stdout) {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -486,9 +387,30 @@ impl Live {
         &self.stdout
     }
 
+    /// Waits (20 s at most) for the program to end by itself; its code and whole output.
+    pub(crate) fn ended(self) -> (i32, Vec<u8>) {
+        let Live {
+            mut child,
+            chunks,
+            mut stdout,
+        } = self;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the program ends by itself")
+            .expect("wait");
+        while let Ok(chunk) = chunks.recv_timeout(Duration::from_secs(10)) {
+            stdout.extend(chunk);
+        }
+        (status.code().unwrap_or(-1), stdout)
+    }
+
     /// Sends `signal`, waits for the exit and returns its code (-1: killed by the signal)
     /// and the whole output.
-    fn finish(self, signal: &str) -> (i32, Vec<u8>) {
+    pub(crate) fn finish(self, signal: &str) -> (i32, Vec<u8>) {
         let Live {
             mut child,
             chunks,
@@ -522,7 +444,7 @@ impl Live {
 
 /// Both watches, each read until `done`, then stopped: etcdctl killed, etcdops interrupted
 /// (SIGINT, which must end it with exit code 0). Returns both outputs.
-fn watch_both(
+pub(crate) fn watch_both(
     cluster: &Cluster,
     args: &[&str],
     env: &[(&str, &str)],
@@ -540,12 +462,12 @@ fn watch_both(
     (theirs_out, ours_out)
 }
 
-fn ends_with(tail: &'static str) -> impl Fn(&[u8]) -> bool + Copy {
+pub(crate) fn ends_with(tail: &'static str) -> impl Fn(&[u8]) -> bool + Copy {
     move |out: &[u8]| out.ends_with(tail.as_bytes())
 }
 
 /// Past events: puts, a deletion, a binary value, replayed from the first revision.
-fn watch_cluster() -> (Cluster, i64) {
+pub(crate) fn watch_cluster() -> (Cluster, i64) {
     let (cluster, _) = kv_cluster(&[]);
     let first = block_on(async {
         let mut client = cluster.client().await;
@@ -750,97 +672,6 @@ fn watch_runs_a_command_per_event_with_etcdctls_variables() {
     assert_eq!((theirs.code, ours.code), (1, 1), "{theirs}\n{ours}");
     assert_eq!(theirs.stdout, ours.stdout);
     assert_eq!(theirs.stdout, b"PUT\n/w/z\nend\n");
-}
-
-/// A watch whose member is killed resumes on another endpoint from the revision after the
-/// last one it printed, as etcdctl does: every event exactly once (none lost while it was
-/// reconnecting, none repeated), and a warning line on stderr saying so.
-#[test]
-fn watch_resumes_on_another_member_without_a_gap_or_a_repeat() {
-    let mut cluster = Cluster::start(3, Security::Plain);
-    let first = cluster.put("/r/1", "1");
-    let endpoints = cluster.client_urls().join(",");
-    let rev = first.to_string();
-    let errors = cluster.dir().join("watch.stderr");
-    let mut watch = command(
-        &etcdops_path(),
-        &[
-            "--endpoints",
-            &endpoints,
-            "watch",
-            "/r/",
-            "--prefix",
-            "--rev",
-            &rev,
-        ],
-        &[],
-    );
-    watch.stderr(std::fs::File::create(&errors).expect("stderr file"));
-    let mut live = Live::spawn(watch);
-    // Established (on the first endpoint, member 0) once it replayed the first event.
-    live.until(ends_with("PUT\n/r/1\n1\n"));
-    cluster.kill_member_now(0);
-    block_on(async {
-        let mut client = cluster.client().await;
-        for (key, value) in [("/r/2", "2"), ("/r/3", "3")] {
-            // The survivors may be electing a leader: a bounded retry of the write.
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while let Err(e) = client.put(key, value, None).await {
-                assert!(Instant::now() < deadline, "put {key}: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    });
-    live.until(ends_with("PUT\n/r/3\n3\n"));
-    let (code, out) = live.finish("-INT");
-    assert_eq!(code, 0);
-    assert_eq!(
-        String::from_utf8_lossy(&out),
-        "PUT\n/r/1\n1\nPUT\n/r/2\n2\nPUT\n/r/3\n3\n",
-        "each event once"
-    );
-    let warned = std::fs::read_to_string(&errors).unwrap();
-    assert!(!warned.is_empty(), "a warning says the watch resumed");
-    assert!(
-        warned
-            .lines()
-            .all(|line| line.contains("lost its stream") && line.contains("resuming on")),
-        "{warned}"
-    );
-}
-
-/// A watch from a compacted revision: etcdctl's JSON prints etcd's cancel response (with
-/// CompactRevision) and fails; simple prints nothing and fails.
-#[test]
-fn watch_of_a_compacted_revision_prints_etcdctls_cancel_response() {
-    let (cluster, first) = watch_cluster();
-    let compacted = block_on(async {
-        let mut client = cluster.client().await;
-        let reply = client.put("/w/y", "x", None).await?;
-        let revision = reply.header().unwrap().revision();
-        client.compact(revision, None).await?;
-        Ok::<_, etcd_client::Error>(revision)
-    })
-    .unwrap();
-    let rev = first.to_string();
-    let (theirs, ours) = both(&cluster, &["watch", "/w/a", "--rev", &rev, "-w", "json"]);
-    assert_eq!(
-        String::from_utf8_lossy(&theirs.stdout),
-        String::from_utf8_lossy(&ours.stdout),
-        "{theirs}\n{ours}"
-    );
-    assert!(
-        String::from_utf8_lossy(&ours.stdout).contains(&format!("\"CompactRevision\":{compacted}")),
-        "{ours}"
-    );
-    assert!(theirs.code != 0 && ours.code != 0, "{theirs}\n{ours}");
-    let (theirs, ours) = both(&cluster, &["watch", "/w/a", "--rev", &rev]);
-    assert_eq!(
-        (theirs.stdout.len(), ours.stdout.len()),
-        (0, 0),
-        "{theirs}\n{ours}"
-    );
-    assert!(theirs.code != 0 && ours.code != 0, "{theirs}\n{ours}");
 }
 
 #[test]

@@ -19,6 +19,7 @@ use super::{value_text, write_pair};
 use crate::commands::ExitStatus;
 use crate::flags::{OutputFormat, WatchArgs};
 use crate::output::{json_line, text, warn};
+use tokio::signal::unix::{SignalKind, signal};
 
 /// How long a `-- COMMAND` still running when the watch is interrupted gets to end after the
 /// signal is passed on to it, before it is killed.
@@ -368,7 +369,6 @@ fn etcdctl_watch_json(batch: &WatchBatch, hex: bool) -> String {
 
 /// Resolves on SIGINT or SIGTERM (registered at once, so no signal in between is missed).
 fn interrupted() -> Result<impl std::future::Future<Output = ()>> {
-    use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
     Ok(async move {
@@ -418,12 +418,11 @@ pub async fn run_watch(
         show_secrets: args.show_secrets,
         on_resume: Some(|message: &str| warn(message)),
     };
-    let signal = interrupted()?;
-    use tokio::signal::unix::{SignalKind, signal as listen};
+    let stopped = interrupted()?;
     let mut printer = Printer {
         signals: Signals {
-            int: listen(SignalKind::interrupt())?,
-            term: listen(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
         },
         interrupted: false,
         out: BufWriter::new(io::stdout()),
@@ -462,7 +461,7 @@ pub async fn run_watch(
         let watching = watch_batches(config, &request, &mut on_batch);
         tokio::select! {
             result = watching => Some(result),
-            _ = signal => None,
+            _ = stopped => None,
         }
     };
     if let Some(e) = printer.io_error {
@@ -474,16 +473,13 @@ pub async fn run_watch(
         return Ok(ExitStatus::Failure);
     }
     let summary = match result {
-        // Interrupted: what was printed stands, and the document is closed; a clean end.
-        _ if printer.interrupted => WatchSummary {
+        Some(result) if !printer.interrupted => result?,
+        // Interrupted (while a command ran too): what was printed stands, and the document
+        // is closed; a clean end.
+        _ => WatchSummary {
             events: printer.events,
             ended_by: "interrupted",
         },
-        None => WatchSummary {
-            events: printer.events,
-            ended_by: "interrupted",
-        },
-        Some(result) => result?,
     };
     if document {
         writeln!(
