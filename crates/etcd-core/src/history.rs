@@ -48,13 +48,13 @@ pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> 
     let mut compacted_before = None;
     loop {
         let mut events = Vec::new();
-        let watched = Watched {
+        let mut watched = Watched {
             key: key.to_vec(),
             start_revision: start,
             show_secrets,
             ..Watched::default()
         };
-        let end = watch_until(&client, watched, stop, &mut |batch| {
+        let end = watch_until(&client, &mut watched, stop, &mut |batch| {
             events.extend(batch.events);
             Ok(())
         })

@@ -106,6 +106,9 @@ pub struct WatchBatch {
     /// etcd's periodic progress notification (`progress_notify`): no events, and every
     /// event up to the header's revision was delivered.
     pub progress_notify: bool,
+    /// etcd cancelled the watch because its start revision is compacted: history begins at
+    /// this revision (0 otherwise). No events; the last batch, the watch then fails.
+    pub compact_revision: i64,
 }
 
 /// How a watch run ended.
@@ -193,16 +196,65 @@ fn bounded_events(
     (events, false)
 }
 
+/// What a failed read of an established watch stream means: a broken connection or a member
+/// that cannot serve now is `Unavailable` (transient: the watch resumes elsewhere), whatever
+/// the scheme; anything else is classified as any request's error.
+fn stream_failure(client: &EndpointClient, err: &etcd_client::Error) -> Error {
+    let broken = match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            let text = format!(
+                "{} {:?}",
+                status.message(),
+                std::error::Error::source(status)
+            )
+            .to_ascii_lowercase();
+            status.code() == tonic::Code::Unavailable
+                || BROKEN_STREAM.iter().any(|p| text.contains(p))
+        }
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        other => {
+            let text = other.to_string().to_ascii_lowercase();
+            BROKEN_STREAM.iter().any(|p| text.contains(p))
+        }
+    };
+    if broken {
+        Error::Unavailable {
+            operation: "watch",
+            endpoint: client.endpoint().to_string(),
+            message: format!("the watch stream broke: {err}"),
+        }
+    } else {
+        crate::connect::classify(err, &client.error_context("watch"))
+    }
+}
+
+/// Words of a connection that broke under an established stream.
+const BROKEN_STREAM: &[&str] = &[
+    "broken pipe",
+    "connection reset",
+    "connection closed",
+    "connection error",
+    "stream closed",
+    "operation was canceled",
+    "h2 protocol error",
+    "transport error",
+    "unexpected eof",
+];
+
 /// Runs one watch stream on `client`, handing each response to `on_batch`, until `stop`
 /// (or forever when `stop` has no bound: the caller ends it by dropping the future).
+/// `watched.start_revision` follows the stream: after each delivered response it is the
+/// revision to resume from (the last delivered event's + 1, or the creation's or a progress
+/// notification's header revision + 1), so a caller that lost the stream resumes without a
+/// gap or a repeat.
 pub(crate) async fn watch_until(
     client: &EndpointClient,
-    watched: Watched,
+    watched: &mut Watched,
     stop: Stop,
     on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
 ) -> Result<WatchEnd> {
     let mut options = WatchOptions::new().with_start_revision(watched.start_revision);
-    if let Some(end) = watched.range_end {
+    if let Some(end) = watched.range_end.clone() {
         options = options.with_range(end);
     }
     if watched.prev_kv {
@@ -211,7 +263,7 @@ pub(crate) async fn watch_until(
     if watched.progress_notify {
         options = options.with_progress_notify();
     }
-    let key = watched.key;
+    let key = watched.key.clone();
     let mut stream = client
         .call("watch", |c| async move {
             c.watch_client()
@@ -221,11 +273,6 @@ pub(crate) async fn watch_until(
         })
         .await?;
     let deadline = stop.bound.timeout.map(|t| Instant::now() + t);
-    let stream_error = |e: etcd_client::Error| Error::Request {
-        operation: "watch",
-        endpoint: client.endpoint().to_string(),
-        message: e.to_string(),
-    };
     let mut quiet_since = Instant::now();
     let mut passed_bound_at: Option<Instant> = None;
     loop {
@@ -251,17 +298,24 @@ pub(crate) async fn watch_until(
         };
         let message = match tokio::time::timeout(wait, stream.message()).await {
             Err(_) => continue,
-            Ok(message) => message.map_err(stream_error)?,
+            Ok(message) => message.map_err(|e| stream_failure(client, &e))?,
         };
         let Some(response) = message else {
-            return Err(Error::Request {
+            return Err(Error::Unavailable {
                 operation: "watch",
                 endpoint: client.endpoint().to_string(),
-                message: "the member closed the watch".into(),
+                message: "the member closed the watch stream".into(),
             });
         };
         if response.canceled() {
             if response.compact_revision() > 0 {
+                // etcdctl prints this response (`-w json`): handed on as the last batch.
+                on_batch(WatchBatch {
+                    header: ResponseHeader::of(response.header()).unwrap_or_default(),
+                    events: Vec::new(),
+                    progress_notify: false,
+                    compact_revision: response.compact_revision(),
+                })?;
                 return Ok(WatchEnd::Compacted(response.compact_revision()));
             }
             return Err(Error::Request {
@@ -274,22 +328,32 @@ pub(crate) async fn watch_until(
         if response.events().is_empty() {
             // The creation's answer is not news; an empty answer after it is etcd's
             // progress notification (what etcdctl calls one).
-            if !response.created() && response.compact_revision() == 0 && header.revision != 0 {
+            if response.created() {
+                // A watch from "now" delivers what comes after the creation's revision.
+                if watched.start_revision == 0 && header.revision != 0 {
+                    watched.start_revision = header.revision + 1;
+                }
+            } else if response.compact_revision() == 0 && header.revision != 0 {
                 on_batch(WatchBatch {
                     header,
                     events: Vec::new(),
                     progress_notify: true,
+                    compact_revision: 0,
                 })?;
+                watched.start_revision = watched.start_revision.max(header.revision + 1);
             }
             continue;
         }
         let (events, reached) = bounded_events(&response, stop, watched.show_secrets);
-        if !events.is_empty() {
+        if let Some(last) = events.last() {
+            let next = last.revision + 1;
             on_batch(WatchBatch {
                 header,
                 events,
                 progress_notify: false,
+                compact_revision: 0,
             })?;
+            watched.start_revision = watched.start_revision.max(next);
             quiet_since = Instant::now();
         }
         if reached {
@@ -320,7 +384,18 @@ pub struct WatchRequest {
     pub progress_notify: bool,
     /// Show Kubernetes Secrets' values.
     pub show_secrets: bool,
+    /// Told, in one line, each time the watch lost its stream (a member killed, a connection
+    /// broken, a member that cannot serve) and resumed on another endpoint (or the same one
+    /// back) from the revision after the last delivered one. None: silently.
+    pub on_resume: Option<fn(&str)>,
 }
+
+/// The first wait before reconnecting a broken watch; it doubles up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+/// The longest wait between two reconnection attempts.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+/// How long a watch bounded by a revision alone (no time limit) keeps trying to reconnect.
+const RETRY_BOUNDED: Duration = Duration::from_secs(60);
 
 /// How a watch ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -366,43 +441,136 @@ pub async fn watch_batches(
         (_, true) => (request.key.clone(), Some(prefix_end(&request.key))),
         (end, false) => (request.key.clone(), end.clone()),
     };
-    let client = config.connect_any().await?;
+    let mut watched = Watched {
+        key,
+        range_end,
+        start_revision: request.start_revision,
+        prev_kv: request.prev_kv,
+        progress_notify: request.progress_notify,
+        show_secrets: request.show_secrets,
+    };
     let mut count = 0u64;
-    let end = watch_until(
-        &client,
-        Watched {
-            key,
-            range_end,
-            start_revision: request.start_revision,
-            prev_kv: request.prev_kv,
-            progress_notify: request.progress_notify,
-            show_secrets: request.show_secrets,
-        },
-        Stop {
-            bound: request.bound,
-            last_event: None,
-        },
-        &mut |batch| {
-            count += batch.events.len() as u64;
-            on_batch(batch)
-        },
-    )
-    .await?;
+    let mut on_batch = |batch: WatchBatch| {
+        count += batch.events.len() as u64;
+        on_batch(batch)
+    };
+    let end = watch_resuming(config, request, &mut watched, &mut on_batch).await?;
     match end {
-        WatchEnd::Compacted(first) => Err(Error::InvalidOption {
+        (WatchEnd::Compacted(first), Some(endpoint)) => Err(Error::Request {
+            operation: "watch",
+            endpoint,
+            message: format!(
+                "the watch lost its stream and could not resume: revision {} has been compacted meanwhile (the oldest retained is {first}); the events in between are lost",
+                watched.start_revision
+            ),
+        }),
+        (WatchEnd::Compacted(first), None) => Err(Error::InvalidOption {
             option: "rev",
             reason: format!(
                 "revision {} has been compacted; the oldest retained revision is {first}",
                 request.start_revision
             ),
         }),
-        WatchEnd::Reached => Ok(WatchSummary {
+        (WatchEnd::Reached, _) => Ok(WatchSummary {
             events: count,
             ended_by: "until_revision",
         }),
-        WatchEnd::TimedOut => Ok(WatchSummary {
+        (WatchEnd::TimedOut, _) => Ok(WatchSummary {
             events: count,
             ended_by: "timeout",
         }),
+    }
+}
+
+/// Runs the watch over one endpoint after another: when its stream breaks on a transient
+/// error, it reconnects (the next endpoint first, backing off up to [`RETRY_MAX`]) and
+/// resumes from `watched.start_revision`, as etcd's Go client does. An unbounded watch
+/// retries for ever, a timed one within its time, one bounded by a revision alone for
+/// [`RETRY_BOUNDED`]. Returns how it ended and, when it resumed, the endpoint it ended on.
+async fn watch_resuming(
+    config: &ClusterConfig,
+    request: &WatchRequest,
+    watched: &mut Watched,
+    on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
+) -> Result<(WatchEnd, Option<String>)> {
+    let deadline = request.bound.timeout.map(|t| Instant::now() + t);
+    let mut client = config.connect_any().await?;
+    let mut resumed = false;
+    let mut callback_failed = false;
+    loop {
+        let stop = Stop {
+            bound: WatchBound {
+                until_revision: request.bound.until_revision,
+                timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+            },
+            last_event: None,
+        };
+        let result = watch_until(&client, watched, stop, &mut |batch| {
+            on_batch(batch).inspect_err(|_| callback_failed = true)
+        })
+        .await;
+        let err = match result {
+            Ok(end) => return Ok((end, resumed.then(|| client.endpoint().to_string()))),
+            Err(err) if callback_failed || !etcd_common::Hinted::is_transient(&err) => {
+                return Err(err);
+            }
+            Err(err) => err,
+        };
+        let give_up = match (request.unbounded, deadline) {
+            (true, _) => None,
+            (false, Some(deadline)) => Some(deadline),
+            (false, None) => Some(Instant::now() + RETRY_BOUNDED),
+        };
+        let Some(next) = reconnect(config, client.endpoint(), give_up).await? else {
+            // The time limit passed while the cluster could not be reached.
+            if deadline.is_some() {
+                return Ok((WatchEnd::TimedOut, Some(client.endpoint().to_string())));
+            }
+            return Err(err);
+        };
+        if let Some(tell) = request.on_resume {
+            tell(&format!(
+                "the watch lost its stream ({err}); resuming on {} from revision {}",
+                next.endpoint(),
+                watched.start_revision
+            ));
+        }
+        client = next;
+        resumed = true;
+    }
+}
+
+/// Connects to the endpoint after `lost` (in the configured order, `lost` itself last),
+/// trying again with a doubling wait until one answers or `give_up` passes (`None`).
+async fn reconnect(
+    config: &ClusterConfig,
+    lost: &str,
+    give_up: Option<Instant>,
+) -> Result<Option<EndpointClient>> {
+    let mut wait = RETRY_FIRST;
+    loop {
+        if let Some(limit) = give_up {
+            let left = limit.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            tokio::time::sleep(wait.min(left)).await;
+        } else {
+            tokio::time::sleep(wait).await;
+        }
+        wait = (wait * 2).min(RETRY_MAX);
+        let mut endpoints = match config.resolve_endpoints().await {
+            Ok(endpoints) => endpoints,
+            Err(err) if etcd_common::Hinted::is_transient(&err) => continue,
+            Err(err) => return Err(err),
+        };
+        if let Some(at) = endpoints.iter().position(|e| e == lost) {
+            endpoints.rotate_left(at + 1);
+        }
+        for endpoint in &endpoints {
+            if let Ok(client) = config.connect_endpoint(endpoint).await {
+                return Ok(Some(client));
+            }
+        }
     }
 }

@@ -12,17 +12,17 @@ use etcdops_tests::{Cluster, EtcdVersion, Security, assert_same_json, block_on, 
 
 /// A binary value as Kubernetes stores objects (protobuf with a `k8s\0` magic).
 const BINARY: &[u8] = b"k8s\x00\n\x0bbinary\xff\xfe";
-const SECRET: &str = "/registry/secrets/default/db";
-const SECRET_VALUE: &str = "hunter2-secret";
+pub(crate) const SECRET: &str = "/registry/secrets/default/db";
+pub(crate) const SECRET_VALUE: &str = "hunter2-secret";
 /// Shows Secrets to a script written for etcdctl, whose command line has no --show-secrets.
 const SHOW_SECRETS: &str = "ETCDOPS_SHOW_SECRETS";
 
 /// A program's exact output.
 #[derive(Debug)]
-struct Raw {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+pub(crate) struct Raw {
+    pub(crate) code: i32,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
 }
 
 impl std::fmt::Display for Raw {
@@ -38,7 +38,7 @@ impl std::fmt::Display for Raw {
 }
 
 /// `program args` with a clean ETCDCTL_* environment, etcdops in etcdctl compat mode.
-fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+pub(crate) fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(program);
     for (key, _) in std::env::vars() {
         if key.starts_with("ETCDCTL_") || key.starts_with("ETCDOPS_") {
@@ -56,7 +56,7 @@ fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
 }
 
 /// Runs a program that ends by itself, within a deadline.
-fn run_raw(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Raw {
+pub(crate) fn run_raw(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Raw {
     let child = command(program, args, env).spawn().expect("spawn");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -74,7 +74,7 @@ fn run_raw(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Raw {
 }
 
 /// Both programs with the same arguments.
-fn both(cluster: &Cluster, args: &[&str]) -> (Raw, Raw) {
+pub(crate) fn both(cluster: &Cluster, args: &[&str]) -> (Raw, Raw) {
     both_env(cluster, args, &[])
 }
 
@@ -105,7 +105,7 @@ fn same_bytes(cluster: &Cluster, args: &[&str]) -> Raw {
 
 /// One member (one header for both), keys with versions, a range, a lease, a multi-line and a
 /// binary value, and a Secret.
-fn kv_cluster(extra: &[&str]) -> (Cluster, i64) {
+pub(crate) fn kv_cluster(extra: &[&str]) -> (Cluster, i64) {
     let cluster = Cluster::start_with(1, Security::Plain, extra);
     let early = block_on(async {
         let mut client = cluster.client().await;
@@ -205,25 +205,55 @@ fn get_redacts_secrets_under_compat_unless_asked() {
     let shown = String::from_utf8_lossy(&ours.stdout);
     assert!(!shown.contains(SECRET_VALUE), "{ours}");
     assert!(shown.contains("redacted Kubernetes Secret"), "{ours}");
-    assert!(
-        String::from_utf8_lossy(&ours.stderr).contains("--show-secrets"),
-        "{ours}"
-    );
-    assert_eq!(ours.code, 0);
+    let warned = String::from_utf8_lossy(&ours.stderr);
+    assert!(warned.contains("--show-secrets"), "{ours}");
+    assert!(warned.contains("ETCDOPS_SHOW_SECRETS"), "{ours}");
+    assert_eq!(warned.lines().count(), 1, "one warning line: {ours}");
+    // A script must not take the placeholder for the Secret: the command fails.
+    assert_eq!(ours.code, 1, "{ours}");
     same_bytes(&cluster, &["get", SECRET]);
-    let json = run_raw(
-        &etcdops_path(),
-        &[
-            "--endpoints",
-            &cluster.endpoints(),
-            "get",
-            SECRET,
-            "-w",
-            "json",
-        ],
-        &[],
-    );
+    let endpoints = cluster.endpoints();
+    let get = |rest: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["--endpoints", &endpoints, "get"];
+        args.extend_from_slice(rest);
+        run_raw(&etcdops_path(), &args, env)
+    };
+    // etcdctl's JSON: the key without a `value` field, everything else printed, exit 1.
+    let json = get(&["", "--prefix", "-w", "json"], &[]);
+    assert_eq!(json.code, 1, "{json}");
     assert!(!String::from_utf8_lossy(&json.stdout).contains("aHVudGVyMi1zZWNyZXQ"));
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("etcdctl's JSON");
+    let kvs = doc["kvs"].as_array().expect("kvs");
+    let secret = base64_of(SECRET.as_bytes());
+    let redacted: Vec<_> = kvs.iter().filter(|kv| kv["key"] == secret).collect();
+    assert_eq!(redacted.len(), 1, "{json}");
+    assert!(redacted[0].get("value").is_none(), "{json}");
+    assert!(redacted[0].get("mod_revision").is_some(), "{json}");
+    assert!(
+        kvs.iter()
+            .any(|kv| kv["key"] == base64_of(b"/a/1") && kv.get("value").is_some())
+    );
+    // --print-value-only: nothing that could pass for the value.
+    let value_only = get(&[SECRET, "--print-value-only"], &[]);
+    assert_eq!(
+        (value_only.code, value_only.stdout.as_slice()),
+        (1, &b""[..]),
+        "{value_only}"
+    );
+    // Asked for: the value, exit 0, no warning.
+    let asked = get(&[SECRET, "--print-value-only"], &[(SHOW_SECRETS, "true")]);
+    assert_eq!(asked.code, 0, "{asked}");
+    assert_eq!(asked.stdout, format!("{SECRET_VALUE}\n").as_bytes());
+    // Our own JSON keeps the marked placeholder, and succeeds.
+    let ours_json = get(&[SECRET, "-w", "json"], &[("ETCDOPS_COMPAT", "etcdops")]);
+    assert_eq!(ours_json.code, 0, "{ours_json}");
+    let doc: serde_json::Value = serde_json::from_slice(&ours_json.stdout).expect("our JSON");
+    assert_eq!(doc["kvs"][0]["value_encoding"], "redacted", "{ours_json}");
+}
+
+pub(crate) fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[test]
@@ -311,15 +341,19 @@ fn get_json_is_etcdctls() {
 }
 
 /// A running watch whose stdout is collected as it comes.
-struct Live {
+pub(crate) struct Live {
     child: Child,
     chunks: mpsc::Receiver<Vec<u8>>,
     stdout: Vec<u8>,
 }
 
 impl Live {
-    fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Live {
-        let mut child = command(program, args, env).spawn().expect("spawn");
+    pub(crate) fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Live {
+        Live::spawn(command(program, args, env))
+    }
+
+    pub(crate) fn spawn(mut command: Command) -> Live {
+        let mut child = command.spawn().expect("spawn");
         let mut stdout = child.stdout.take().unwrap();
         let (tx, chunks) = mpsc::channel();
         std::thread::spawn(move || {
@@ -338,7 +372,7 @@ impl Live {
     }
 
     /// Reads until `done` holds for the output so far (panics after 20 s).
-    fn until(&mut self, done: impl Fn(&[u8]) -> bool) -> &[u8] {
+    pub(crate) fn until(&mut self, done: impl Fn(&[u8]) -> bool) -> &[u8] {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done(&self.stdout) {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -353,9 +387,30 @@ impl Live {
         &self.stdout
     }
 
+    /// Waits (20 s at most) for the program to end by itself; its code and whole output.
+    pub(crate) fn ended(self) -> (i32, Vec<u8>) {
+        let Live {
+            mut child,
+            chunks,
+            mut stdout,
+        } = self;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the program ends by itself")
+            .expect("wait");
+        while let Ok(chunk) = chunks.recv_timeout(Duration::from_secs(10)) {
+            stdout.extend(chunk);
+        }
+        (status.code().unwrap_or(-1), stdout)
+    }
+
     /// Sends `signal`, waits for the exit and returns its code (-1: killed by the signal)
     /// and the whole output.
-    fn finish(self, signal: &str) -> (i32, Vec<u8>) {
+    pub(crate) fn finish(self, signal: &str) -> (i32, Vec<u8>) {
         let Live {
             mut child,
             chunks,
@@ -389,7 +444,7 @@ impl Live {
 
 /// Both watches, each read until `done`, then stopped: etcdctl killed, etcdops interrupted
 /// (SIGINT, which must end it with exit code 0). Returns both outputs.
-fn watch_both(
+pub(crate) fn watch_both(
     cluster: &Cluster,
     args: &[&str],
     env: &[(&str, &str)],
@@ -407,12 +462,12 @@ fn watch_both(
     (theirs_out, ours_out)
 }
 
-fn ends_with(tail: &'static str) -> impl Fn(&[u8]) -> bool + Copy {
+pub(crate) fn ends_with(tail: &'static str) -> impl Fn(&[u8]) -> bool + Copy {
     move |out: &[u8]| out.ends_with(tail.as_bytes())
 }
 
 /// Past events: puts, a deletion, a binary value, replayed from the first revision.
-fn watch_cluster() -> (Cluster, i64) {
+pub(crate) fn watch_cluster() -> (Cluster, i64) {
     let (cluster, _) = kv_cluster(&[]);
     let first = block_on(async {
         let mut client = cluster.client().await;

@@ -19,6 +19,7 @@ mod compat_global;
 mod compat_kv;
 mod compat_script;
 mod compat_snapshot;
+mod compat_watch;
 mod completion;
 mod discovery;
 mod downgrade;

@@ -60,18 +60,23 @@ fn get_request(args: &GetArgs) -> GetRequest {
 }
 
 /// How etcd data goes to stdout in `simple`: etcdctl's exact bytes when stdout is not a
-/// terminal (pipes and files get what etcdctl gives them), escaped and marked on a terminal.
+/// terminal (pipes and files get what etcdctl gives them), escaped and marked on a terminal,
+/// or as etcdctl's `--hex` writes them wherever they go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Bytes {
     /// The exact bytes.
     Raw,
     /// Escaped, binary marked `base64:`.
     Escaped,
+    /// etcdctl's `--hex`: every byte as `\xNN` (lowercase), plain ASCII.
+    Hex,
 }
 
 impl Bytes {
-    fn of_stdout() -> Bytes {
-        if io::stdout().is_terminal() {
+    fn of_stdout(hex: bool) -> Bytes {
+        if hex {
+            Bytes::Hex
+        } else if io::stdout().is_terminal() {
             Bytes::Escaped
         } else {
             Bytes::Raw
@@ -88,6 +93,17 @@ fn value_bytes<'a>(bytes: &'a Option<Vec<u8>>, shown: &'a Option<String>) -> &'a
     }
 }
 
+/// The bytes of a value for etcdctl's JSON: none for a redacted Secret (the field is left
+/// out, as for a key read without its value), so no placeholder passes for a value.
+fn json_value_bytes(bytes: &Option<Vec<u8>>) -> &[u8] {
+    bytes.as_deref().unwrap_or_default()
+}
+
+/// Bytes as etcdctl's `--hex` prints them: `\x` and two lowercase hex digits each.
+fn hex_bytes(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("\\x{b:02x}")).collect()
+}
+
 /// A key then its value, one line each, as etcdctl's simple printer: exact bytes, or escaped.
 fn write_pair(
     out: &mut impl Write,
@@ -96,7 +112,22 @@ fn write_pair(
     (value, value_encoding, raw_value): (Option<&str>, Option<Encoding>, &[u8]),
     value_only: bool,
 ) -> io::Result<()> {
+    let redacted = value_encoding == Some(Encoding::Redacted);
+    if redacted && value_only {
+        // Nothing that could pass for the value.
+        return Ok(());
+    }
     match bytes {
+        Bytes::Hex => {
+            if !value_only {
+                writeln!(out, "{}", hex_bytes(raw_key))?;
+            }
+            match value {
+                // The notice stays readable: hex would make it look like data.
+                Some(v) if redacted => writeln!(out, "{}", text(v, Encoding::Text)),
+                _ => writeln!(out, "{}", hex_bytes(raw_value)),
+            }
+        }
         Bytes::Raw => {
             if !value_only {
                 out.write_all(raw_key)?;
@@ -199,7 +230,7 @@ fn etcdctl_kv(kv: &KeyValueView) -> String {
     etcdctl_kv_json(
         &kv.bytes.key,
         (kv.create_revision, kv.mod_revision, kv.version),
-        value_bytes(&kv.bytes.value, &kv.value),
+        json_value_bytes(&kv.bytes.value),
         kv.bytes.lease,
     )
 }
@@ -214,33 +245,51 @@ fn etcdctl_header(header: &ResponseHeader, hex: bool) -> String {
     format!("{{{}}}", fields.join(","))
 }
 
-/// Tells once on stderr that values were redacted, where a script reads them (simple and
-/// etcdctl's JSON): etcdctl would have printed them.
-fn note_redacted(redacted: u64, format: OutputFormat) {
-    if redacted > 0 && (format == OutputFormat::Simple || format.is_etcdctl_json()) {
-        warn(&format!(
-            "{redacted} Kubernetes Secret value(s) redacted; --show-secrets prints them"
-        ));
+/// Whether redacted values fail the command: in the output a script reads (simple and
+/// etcdctl's JSON), where etcdctl would have printed them. Our table and JSON mark them.
+fn redaction_fails(format: OutputFormat) -> bool {
+    format == OutputFormat::Simple || format.is_etcdctl_json()
+}
+
+/// The one warning line of redacted values.
+fn redacted_warning(redacted: u64) -> String {
+    format!(
+        "{redacted} Kubernetes Secret value(s) redacted (not printed); --show-secrets or ETCDOPS_SHOW_SECRETS=true prints them"
+    )
+}
+
+/// After everything was printed: where a script reads the values and some were redacted,
+/// one warning line and a failure (exit code 1), so no script takes a placeholder or a
+/// missing value for the Secret; else success.
+fn redaction_status(redacted: u64, format: OutputFormat) -> ExitStatus {
+    if redacted > 0 && redaction_fails(format) {
+        warn(&redacted_warning(redacted));
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
     }
 }
 
 /// `get`
+///
+/// `hex` is the global `--hex`: keys and values as `\xNN` in simple, as etcdctl prints them.
 pub async fn run_get(
     config: &ClusterConfig,
     args: &GetArgs,
     format: OutputFormat,
+    hex: bool,
 ) -> Result<ExitStatus> {
     if args.print_value_only && format.is_etcdctl_json() {
         anyhow::bail!("print-value-only is only for `--write-out=simple`");
     }
     let request = get_request(args);
+    let bytes = Bytes::of_stdout(hex);
     // etcdctl's --hex changes member list's JSON only: get's keeps numeric IDs.
     let hex = false;
     let mut out = BufWriter::new(io::stdout());
     let mut io_error: Option<io::Error> = None;
     let mut first = true;
     let mut redacted = 0u64;
-    let bytes = Bytes::of_stdout();
     if format.is_json() && !format.is_etcdctl_json() {
         out.write_all(KVS_OPEN.as_bytes())?;
     }
@@ -269,8 +318,7 @@ pub async fn run_get(
     let summary = result?;
     write_get_end(&mut out, &summary, args, format, first)?;
     out.flush()?;
-    note_redacted(redacted, format);
-    Ok(ExitStatus::Success)
+    Ok(redaction_status(redacted, format))
 }
 
 /// What `get` prints after its keys: the end of the JSON document with the summary, or the
@@ -460,6 +508,27 @@ mod tests {
         let mut shown = Vec::new();
         write_pair(&mut shown, Bytes::Escaped, key, value, false).unwrap();
         assert_eq!(shown, b"k\nbase64:AGs4cw==\n");
+        // etcdctl's --hex: every byte as \xNN, wherever stdout goes.
+        let mut hex = Vec::new();
+        write_pair(&mut hex, Bytes::Hex, key, value, false).unwrap();
+        assert_eq!(hex, b"\\x6b\n\\x00\\x6b\\x38\\x73\\x1b\\x5b\\x32\\x4a\n");
+        // A redacted Secret: nothing with --print-value-only, the notice (never hex) beside
+        // its key, and no value in etcdctl's JSON.
+        let notice = "<redacted Kubernetes Secret, 3 bytes>";
+        let redacted = (Some(notice), Some(Encoding::Redacted), notice.as_bytes());
+        for bytes in [Bytes::Raw, Bytes::Escaped, Bytes::Hex] {
+            let mut alone = Vec::new();
+            write_pair(&mut alone, bytes, key, redacted, true).unwrap();
+            assert!(alone.is_empty(), "{bytes:?}");
+        }
+        let mut pair = Vec::new();
+        write_pair(&mut pair, Bytes::Hex, key, redacted, false).unwrap();
+        assert_eq!(pair, format!("\\x6b\n{notice}\n").as_bytes());
+        assert_eq!(json_value_bytes(&None), b"");
+        assert_eq!(
+            etcdctl_kv_json(b"k", (2, 2, 1), json_value_bytes(&None), 0),
+            r#"{"key":"aw==","create_revision":2,"mod_revision":2,"version":1}"#
+        );
         // Keys only: etcdctl's blank value line.
         let mut keys = Vec::new();
         write_pair(&mut keys, Bytes::Raw, key, (None, None, b""), false).unwrap();

@@ -86,7 +86,9 @@ pub struct GetArgs {
     /// Show the values of Kubernetes Secrets (/registry/secrets/, /kubernetes.io/secrets/).
     /// Redacted by default in every format, --compat etcdctl included (etcdctl prints them
     /// raw): a script written for etcdctl that reads a Secret's value needs this flag or
-    /// ETCDOPS_SHOW_SECRETS=true [env: ETCDOPS_SHOW_SECRETS]
+    /// ETCDOPS_SHOW_SECRETS=true. Where a script reads values (simple, etcdctl's JSON) a
+    /// redacted one is left out (etcdctl's JSON, --print-value-only) and fails the command
+    /// (exit code 1) after everything else is printed [env: ETCDOPS_SHOW_SECRETS]
     #[arg(long, env = "ETCDOPS_SHOW_SECRETS", hide_env = true)]
     pub show_secrets: bool,
 }
@@ -133,12 +135,15 @@ pub struct WatchArgs {
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
     /// Show the values of Kubernetes Secrets (redacted by default, --compat etcdctl
-    /// included, and in ETCD_WATCH_VALUE) [env: ETCDOPS_SHOW_SECRETS]
+    /// included; ETCD_WATCH_VALUE is then unset). In simple and etcdctl's JSON (no value) a
+    /// redacted one fails a bounded watch at its end, and is warned of at once in an
+    /// unbounded one [env: ETCDOPS_SHOW_SECRETS]
     #[arg(long, env = "ETCDOPS_SHOW_SECRETS", hide_env = true)]
     pub show_secrets: bool,
     /// After `--`: a command run for each event, with ETCD_WATCH_REVISION,
     /// ETCD_WATCH_EVENT_TYPE, ETCD_WATCH_KEY and ETCD_WATCH_VALUE set as etcdctl sets them
-    /// (type, key and value Go-quoted: "PUT", "key")
+    /// (type, key and value Go-quoted: "PUT", "key"). In a process group of its own: SIGINT
+    /// or SIGTERM to the watch is passed on to it, and it is killed 2 s later if still running
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

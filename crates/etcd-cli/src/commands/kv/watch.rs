@@ -1,6 +1,9 @@
 //! `etcdops watch`: etcdctl's watch (its simple lines, its JSON per response, its
 //! `-- COMMAND` with ETCD_WATCH_* variables) plus our own bounds (--until-rev, --timeout).
-//! Without a bound it runs until SIGINT or SIGTERM, which end it cleanly (exit code 0).
+//! Without a bound it runs until SIGINT or SIGTERM, which end it cleanly (exit code 0); a
+//! signal while a `-- COMMAND` runs is passed on to the command, which gets [`GRACE`] to end
+//! before it is killed, so the watch never hangs on a hook. A broken stream is resumed on
+//! another endpoint by the library, with one warning line.
 
 use std::io::{self, BufWriter, Stdout, Write};
 
@@ -11,10 +14,22 @@ use etcd_core::{
 };
 
 use super::{Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, stop, value_bytes};
-use super::{note_redacted, value_text, write_pair};
+use super::{json_value_bytes, redacted_warning, redaction_fails, redaction_status};
+use super::{value_text, write_pair};
 use crate::commands::ExitStatus;
 use crate::flags::{OutputFormat, WatchArgs};
-use crate::output::{json_line, text};
+use crate::output::{json_line, text, warn};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// How long a `-- COMMAND` still running when the watch is interrupted gets to end after the
+/// signal is passed on to it, before it is killed.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// SIGINT and SIGTERM, listened to while a command runs.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
 
 /// Where the printed batches go, and what went wrong there.
 struct Printer<'a> {
@@ -31,6 +46,10 @@ struct Printer<'a> {
     io_error: Option<io::Error>,
     /// etcdctl's message when the command of `-- COMMAND` failed.
     command_failed: Option<String>,
+    /// Signals to pass on to a running command.
+    signals: Signals,
+    /// A signal came while a command ran: the watch ends as interrupted.
+    interrupted: bool,
 }
 
 impl Printer<'_> {
@@ -43,11 +62,28 @@ impl Printer<'_> {
             writeln!(self.out, "progress notify: {revision}")?;
         }
         self.events += batch.events.len() as u64;
-        self.redacted += batch
-            .events
-            .iter()
-            .filter(|e| e.value_encoding == Some(etcd_core::Encoding::Redacted))
-            .count() as u64;
+        for event in &batch.events {
+            if event.value_encoding != Some(etcd_core::Encoding::Redacted) {
+                continue;
+            }
+            self.redacted += 1;
+            // A watch without an end cannot fail at its end: it says so at once.
+            if self.lines && redaction_fails(format) {
+                self.out.flush()?;
+                warn(&format!(
+                    "{} ({})",
+                    redacted_warning(1),
+                    text(&event.key, event.key_encoding)
+                ));
+            }
+        }
+        if batch.compact_revision != 0 {
+            // etcd's cancellation: etcdctl prints it in its JSON only.
+            if format.is_etcdctl_json() {
+                writeln!(self.out, "{}", etcdctl_watch_json(batch, false))?;
+            }
+            return self.out.flush();
+        }
         match format {
             _ if format.is_etcdctl_json() => {
                 // etcdctl's --hex leaves watch's JSON as it is (numeric IDs).
@@ -114,24 +150,40 @@ impl Printer<'_> {
         )
     }
 
-    /// Runs `-- COMMAND` once per event of `batch`, as etcdctl does after printing it.
-    fn run_commands(&mut self, batch: &WatchBatch) -> std::result::Result<(), String> {
+    /// Runs `-- COMMAND` once per event of `batch`, as etcdctl does after printing it
+    /// (ETCD_WATCH_VALUE left unset for a redacted Secret). `Ok(false)`: a signal came
+    /// while it ran, and was passed on.
+    fn run_commands(&mut self, batch: &WatchBatch) -> std::result::Result<bool, String> {
         if self.command.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         for event in &batch.events {
             let kind = match event.kind {
                 EventKind::Put => "PUT",
                 EventKind::Delete => "DELETE",
             };
-            let value = value_bytes(&event.bytes.value, &event.value);
-            let status = std::process::Command::new(&self.command[0])
+            let mut command = tokio::process::Command::new(&self.command[0]);
+            // A process group of its own: a signal passed on reaches the whole hook (a shell
+            // and what it runs), and none of it outlives the watch.
+            command
+                .process_group(0)
                 .args(&self.command[1..])
                 .env("ETCD_WATCH_REVISION", batch.header.revision.to_string())
                 .env("ETCD_WATCH_EVENT_TYPE", go_quote(kind.as_bytes()))
-                .env("ETCD_WATCH_KEY", go_quote(&event.bytes.key))
-                .env("ETCD_WATCH_VALUE", go_quote(value))
-                .status();
+                .env("ETCD_WATCH_KEY", go_quote(&event.bytes.key));
+            if event.value_encoding == Some(etcd_core::Encoding::Redacted) {
+                command.env_remove("ETCD_WATCH_VALUE");
+            } else {
+                let value = value_bytes(&event.bytes.value, &event.value);
+                command.env("ETCD_WATCH_VALUE", go_quote(value));
+            }
+            let status = match command.spawn() {
+                Ok(child) => match self.wait(child) {
+                    Some(status) => status,
+                    None => return Ok(false),
+                },
+                Err(e) => Err(e),
+            };
             let failure = match status {
                 Ok(status) if status.success() => continue,
                 Ok(status) => exit_text(status),
@@ -148,8 +200,58 @@ impl Printer<'_> {
                 .collect();
             return Err(format!("command [{}] error ({failure})", names.join(" ")));
         }
-        Ok(())
+        Ok(true)
     }
+
+    /// Waits for `child`; on SIGINT or SIGTERM meanwhile, passes the signal on, gives the
+    /// child [`GRACE`] to end, kills it after that, and answers `None`.
+    fn wait(
+        &mut self,
+        mut child: tokio::process::Child,
+    ) -> Option<io::Result<std::process::ExitStatus>> {
+        let handle = tokio::runtime::Handle::current();
+        let signals = &mut self.signals;
+        let signal = tokio::task::block_in_place(|| {
+            handle.block_on(async {
+                tokio::select! {
+                    status = child.wait() => Err(status),
+                    _ = signals.int.recv() => Ok("INT"),
+                    _ = signals.term.recv() => Ok("TERM"),
+                }
+            })
+        });
+        let name = match signal {
+            Err(status) => return Some(status),
+            Ok(name) => name,
+        };
+        self.interrupted = true;
+        let group = child.id();
+        let forwarded = group.is_some_and(|pid| signal_group(name, pid));
+        tokio::task::block_in_place(|| {
+            handle.block_on(async {
+                let ended = forwarded
+                    && tokio::time::timeout(GRACE, child.wait())
+                        .await
+                        .is_ok_and(|s| s.is_ok());
+                if !ended {
+                    if !group.is_some_and(|pid| signal_group("KILL", pid)) {
+                        let _ = child.start_kill();
+                    }
+                    let _ = child.wait().await;
+                }
+            })
+        });
+        None
+    }
+}
+
+/// Sends the signal `name` (`TERM`) to the process group `group`; whether it was sent.
+fn signal_group(name: &str, group: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-s", name, "--", &format!("-{group}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// A key-value pair (a previous one) as etcdctl's simple printer writes it.
@@ -246,7 +348,7 @@ fn etcdctl_watch_json(batch: &WatchBatch, hex: bool) -> String {
             let kv = etcdctl_kv_json(
                 &e.bytes.key,
                 (e.create_revision, e.revision, e.version),
-                value_bytes(&e.bytes.value, &e.value),
+                json_value_bytes(&e.bytes.value),
                 e.bytes.lease,
             );
             fields.push(format!("\"kv\":{kv}"));
@@ -256,16 +358,17 @@ fn etcdctl_watch_json(batch: &WatchBatch, hex: bool) -> String {
             format!("{{{}}}", fields.join(","))
         })
         .collect();
+    let events = format!("[{}]", events.join(","));
+    let canceled = batch.compact_revision != 0;
     format!(
-        "{{\"Header\":{},\"Events\":[{}],\"CompactRevision\":0,\"Canceled\":false,\"Created\":false}}",
+        "{{\"Header\":{},\"Events\":{events},\"CompactRevision\":{},\"Canceled\":{canceled},\"Created\":false}}",
         etcdctl_header(&batch.header, hex),
-        events.join(",")
+        batch.compact_revision,
     )
 }
 
 /// Resolves on SIGINT or SIGTERM (registered at once, so no signal in between is missed).
 fn interrupted() -> Result<impl std::future::Future<Output = ()>> {
-    use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
     Ok(async move {
@@ -287,12 +390,17 @@ fn key_and_range(args: &WatchArgs) -> Result<(String, Option<String>)> {
     }
 }
 
-/// `watch`
+/// `watch`; `hex` is the global `--hex` (keys and values as `\xNN` in simple).
 pub async fn run_watch(
     config: &ClusterConfig,
     args: &WatchArgs,
     format: OutputFormat,
+    hex: bool,
 ) -> Result<ExitStatus> {
+    // clap takes `--` with nothing after it for no command at all: etcdctl refuses it.
+    if args.command.is_empty() && std::env::args_os().skip(1).any(|a| a == "--") {
+        anyhow::bail!("bad arguments: `--` must be followed by the command to run for each event");
+    }
     let (key, range_end) = key_and_range(args)?;
     let unbounded = args.until_rev.is_none() && args.timeout.is_none();
     let request = WatchRequest {
@@ -308,11 +416,18 @@ pub async fn run_watch(
         prev_kv: args.prev_kv,
         progress_notify: args.progress_notify,
         show_secrets: args.show_secrets,
+        on_resume: Some(|message: &str| warn(message)),
     };
+    let stopped = interrupted()?;
     let mut printer = Printer {
+        signals: Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        },
+        interrupted: false,
         out: BufWriter::new(io::stdout()),
         format,
-        bytes: Bytes::of_stdout(),
+        bytes: Bytes::of_stdout(hex),
         lines: unbounded,
         first: true,
         command: &args.command,
@@ -325,23 +440,28 @@ pub async fn run_watch(
     if document {
         write!(printer.out, "{{\"events\":[")?;
     }
-    let signal = interrupted()?;
     let result = {
         let mut on_batch = |batch: WatchBatch| {
             if let Err(e) = printer.batch(&batch) {
                 return Err(stop(&mut printer.io_error, e));
             }
-            printer.run_commands(&batch).map_err(|message| {
-                printer.command_failed = Some(message);
-                etcd_core::Error::Refused {
-                    reason: "the command failed".into(),
+            match printer.run_commands(&batch) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(etcd_core::Error::Refused {
+                    reason: "interrupted".into(),
+                }),
+                Err(message) => {
+                    printer.command_failed = Some(message);
+                    Err(etcd_core::Error::Refused {
+                        reason: "the command failed".into(),
+                    })
                 }
-            })
+            }
         };
         let watching = watch_batches(config, &request, &mut on_batch);
         tokio::select! {
             result = watching => Some(result),
-            _ = signal => None,
+            _ = stopped => None,
         }
     };
     if let Some(e) = printer.io_error {
@@ -353,12 +473,13 @@ pub async fn run_watch(
         return Ok(ExitStatus::Failure);
     }
     let summary = match result {
-        // Interrupted: what was printed stands, and the document is closed; a clean end.
-        None => WatchSummary {
+        Some(result) if !printer.interrupted => result?,
+        // Interrupted (while a command ran too): what was printed stands, and the document
+        // is closed; a clean end.
+        _ => WatchSummary {
             events: printer.events,
             ended_by: "interrupted",
         },
-        Some(result) => result?,
     };
     if document {
         writeln!(
@@ -368,8 +489,11 @@ pub async fn run_watch(
         )?;
     }
     printer.out.flush()?;
-    note_redacted(printer.redacted, format);
-    Ok(ExitStatus::Success)
+    if unbounded {
+        // Each redaction was told as it came.
+        return Ok(ExitStatus::Success);
+    }
+    Ok(redaction_status(printer.redacted, format))
 }
 
 #[cfg(test)]
