@@ -258,7 +258,8 @@ impl CurrentCluster {
         if m.created_at > now + FUTURE_TOLERANCE {
             return Some(format!(
                 "dated {}, in the future (more than {} ahead of this host's clock): it does not count as fresh; fix the clock of the host that saved it and take a new backup",
-                m.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                m.created_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 words(FUTURE_TOLERANCE)
             ));
         }

@@ -375,7 +375,21 @@ fn hashkv_offline_is_the_live_members_endpoint_hashkv() {
     let data_dir = solo.data_dir().display().to_string();
     let running = etcdops(&args(&["hashkv", "--data-dir", &data_dir]), &[]);
     crate::assert_clear_error(&running, "running");
+    // So is the running member's db given as a file, to hashkv and to snapshot status alike.
+    let live_db = solo.data_dir().join("member/snap/db").display().to_string();
+    for command in [&["hashkv"][..], &["snapshot", "status"]] {
+        let mut given = command.to_vec();
+        given.push(&live_db);
+        let refused = etcdops(&args(&given), &[]);
+        crate::assert_clear_error(&refused, "running");
+    }
     solo.stop();
+    // Stopped, the same file reads (and hashes as the data dir does, below).
+    etcdops(
+        &args(&["snapshot", "status", &live_db, "--skip-hash-check"]),
+        &[],
+    )
+    .expect_code(0);
 
     let (hash, rev, compact) = our_hashkv(&["--data-dir", &data_dir]);
     assert_eq!((hash, rev), (live.0, live.1));
@@ -449,7 +463,9 @@ fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
     );
     assert!(!leftover.exists(), "{again}");
     assert!(
-        again.stderr.contains(&format!("removed {}", leftover.display())),
+        again
+            .stderr
+            .contains(&format!("removed {}", leftover.display())),
         "{again}"
     );
     assert!(snap.join("db.defrag-notours").exists());

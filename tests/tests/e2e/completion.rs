@@ -148,7 +148,11 @@ printf 'word:%s\n' "${{COMPREPLY[@]}}""#,
             .unwrap();
         assert!(out.status.success(), "{shell}: {:?}", out.status);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains(expected), "{shell}:\n{}", &text[..200.min(text.len())]);
+        assert!(
+            text.contains(expected),
+            "{shell}:\n{}",
+            &text[..200.min(text.len())]
+        );
     }
 }
 
@@ -156,7 +160,11 @@ printf 'word:%s\n' "${{COMPREPLY[@]}}""#,
 /// etcdops command treats a closed pipe.
 #[test]
 fn completion_and_man_into_a_closed_pipe_exit_0_without_a_panic() {
-    for command in [&["completion", "bash"][..], &["completion", "zsh"], &["man"]] {
+    for command in [
+        &["completion", "bash"][..],
+        &["completion", "zsh"],
+        &["man"],
+    ] {
         let mut child = Command::new(etcdops_path())
             .args(command)
             .env("RUST_BACKTRACE", "0")

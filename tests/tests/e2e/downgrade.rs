@@ -222,8 +222,16 @@ fn enable_is_refused_with_a_backup_of_another_history_or_from_the_future() {
         serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     let enable = ["enable", target(&cluster), "--store", &store_arg];
     let cases: [(&str, serde_json::Value, &str); 3] = [
-        ("revision", 1_000_000_000i64.into(), "is above the cluster's current"),
-        ("member_id", "123456789abcdef".into(), "which is no current member"),
+        (
+            "revision",
+            1_000_000_000i64.into(),
+            "is above the cluster's current",
+        ),
+        (
+            "member_id",
+            "123456789abcdef".into(),
+            "which is no current member",
+        ),
         ("created_at", "2031-01-01T00:00:00Z".into(), "in the future"),
     ];
     for (field, value, why) in cases {

@@ -321,7 +321,13 @@ fn red_defrag_with_a_member_down_says_on_stderr_what_failed_and_what_was_skipped
     let endpoints = bare.join(",");
     let both = etcdops_tests::side_by_side(
         &cluster,
-        &["--endpoints", &endpoints, "--command-timeout", "5s", "defrag"],
+        &[
+            "--endpoints",
+            &endpoints,
+            "--command-timeout",
+            "5s",
+            "defrag",
+        ],
         &[],
     );
     let (theirs, ours) = (&both.etcdctl, &both.etcdops);
@@ -330,7 +336,10 @@ fn red_defrag_with_a_member_down_says_on_stderr_what_failed_and_what_was_skipped
     assert_eq!(ours.code, theirs.code, "{ours}");
     assert!(theirs.stderr.contains(&failed), "{theirs}");
     assert!(ours.stderr.contains(&failed), "{ours}");
-    assert!(!ours.stdout.contains("Failed"), "the failure goes to stderr:\n{ours}");
+    assert!(
+        !ours.stdout.contains("Failed"),
+        "the failure goes to stderr:\n{ours}"
+    );
     for healthy in [&bare[0], &bare[2]] {
         let finished = format!("Finished defragmenting etcd member[{healthy}]");
         assert!(theirs.stdout.contains(&finished), "{theirs}");
@@ -358,5 +367,9 @@ fn red_completion_into_a_closed_pipe_does_not_panic() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.code(), Some(0), "a closed pipe is no error: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a closed pipe is no error: {stderr}"
+    );
 }

@@ -99,8 +99,14 @@ mod tests {
     #[test]
     fn as_etcdctl_the_scripts_register_etcdctl() {
         let bash = completion_for(Shell::Bash, "etcdctl");
-        assert!(bash.contains("complete -F _etcdctl"), "registers for etcdctl");
-        assert!(!bash.contains(" etcdops"), "no etcdops left in the bash script");
+        assert!(
+            bash.contains("complete -F _etcdctl"),
+            "registers for etcdctl"
+        );
+        assert!(
+            !bash.contains(" etcdops"),
+            "no etcdops left in the bash script"
+        );
         let zsh = completion_for(Shell::Zsh, "etcdctl");
         assert!(zsh.starts_with("#compdef etcdctl"), "{}", &zsh[..40]);
         let fish = completion_for(Shell::Fish, "etcdctl");

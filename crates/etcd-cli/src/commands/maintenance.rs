@@ -481,7 +481,10 @@ mod tests {
             ["Finished defragmenting etcd member[127.0.0.1:1]"]
         );
         let stderr = view.failure_lines();
-        assert_eq!(stderr[0], "Failed to defragment etcd member[127.0.0.1:2] (down)");
+        assert_eq!(
+            stderr[0],
+            "Failed to defragment etcd member[127.0.0.1:2] (down)"
+        );
         assert!(
             stderr[1].starts_with("etcdops: skipped etcd member[127.0.0.1:3]: not defragmented because member[127.0.0.1:2] failed first"),
             "{}",
