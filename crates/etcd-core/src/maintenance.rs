@@ -281,6 +281,10 @@ impl Client {
 pub struct DefragStep {
     /// Endpoint.
     pub endpoint: String,
+    /// The endpoint as given (`--endpoints`, or a member's client URL under `--cluster`), not
+    /// normalized: etcdctl prints it so (`127.0.0.1:2379`, no scheme). Not in our JSON.
+    #[serde(skip)]
+    pub given: String,
     /// Member.
     pub member_id: Option<MemberId>,
     /// Whether it led the cluster (defragmented last).
@@ -302,6 +306,9 @@ pub struct DefragReport {
     pub steps: Vec<DefragStep>,
     /// Endpoints not defragmented because an earlier step failed.
     pub skipped: Vec<String>,
+    /// The same endpoints as given (see [`DefragStep::given`]), in the same order.
+    #[serde(skip)]
+    pub skipped_given: Vec<String>,
     /// True when every endpoint was defragmented and healthy afterwards.
     pub completed: bool,
 }
@@ -319,6 +326,7 @@ pub async fn defrag<G: ChangeGuard>(
 /// An endpoint to defragment, with what its status said before.
 struct Planned {
     endpoint: String,
+    given: String,
     client: Result<EndpointClient>,
     member_id: Option<MemberId>,
     is_leader: bool,
@@ -331,24 +339,30 @@ impl Client {
     /// for a while; doing them one by one keeps the quorum. Every step reuses this handle's
     /// connection to that member. Asks `guard` first, before any member is dialled: its
     /// refusal is the error.
+    ///
+    /// A member that does not answer its status request goes first, so that its failure
+    /// stops the run before any healthy member is defragmented: defragmenting one member
+    /// while another is down can cost the quorum (etcdctl defragments the others anyway).
     pub async fn defrag<G: ChangeGuard>(
         &self,
         targets: Targets,
         guard: &G,
     ) -> std::result::Result<DefragReport, G::Error> {
         guard.check(Change::Defrag { targets })?;
-        let endpoints = self.target_endpoints(targets).await?;
+        let endpoints = self.defrag_endpoints(targets).await?;
         let mut planned = Vec::with_capacity(endpoints.len());
-        for endpoint in endpoints {
-            planned.push(self.plan_defrag(endpoint).await);
+        for (endpoint, given) in endpoints {
+            planned.push(self.plan_defrag(endpoint, given).await);
         }
-        // Stable: followers keep their order, the leader goes last.
-        planned.sort_by_key(|p| p.is_leader);
+        // Stable: the silent ones first, followers in their order, the leader last.
+        planned.sort_by_key(|p| (p.member_id.is_some(), p.is_leader));
         let mut steps = Vec::new();
         let mut skipped = Vec::new();
+        let mut skipped_given = Vec::new();
         for plan in planned {
             if steps.iter().any(|s: &DefragStep| s.error.is_some()) {
                 skipped.push(plan.endpoint);
+                skipped_given.push(plan.given);
                 continue;
             }
             steps.push(defrag_one(plan).await);
@@ -358,11 +372,30 @@ impl Client {
             completed: !failed && skipped.is_empty() && !steps.is_empty(),
             steps,
             skipped,
+            skipped_given,
         })
     }
 
+    /// The endpoints `targets` address, normalized, each once, with the text it was given
+    /// as: configured endpoints as on the command line, discovered ones as found.
+    async fn defrag_endpoints(&self, targets: Targets) -> Result<Vec<(String, String)>> {
+        let config = self.config();
+        let given = match targets {
+            Targets::Configured if config.discovery.is_none() => config.endpoints.clone(),
+            _ => self.target_endpoints(targets).await?,
+        };
+        let mut out: Vec<(String, String)> = Vec::with_capacity(given.len());
+        for given in given {
+            let url = config.normalize_endpoint(&given)?;
+            if !out.iter().any(|(u, _)| *u == url) {
+                out.push((url, given));
+            }
+        }
+        Ok(out)
+    }
+
     /// Connects to `endpoint` and reads its status (who it is, whether it leads, its size).
-    async fn plan_defrag(&self, endpoint: String) -> Planned {
+    async fn plan_defrag(&self, endpoint: String, given: String) -> Planned {
         let client = self.endpoint(&endpoint).await;
         let status = match &client {
             Ok(c) => c
@@ -380,6 +413,7 @@ impl Client {
         };
         Planned {
             endpoint,
+            given,
             client,
             member_id,
             is_leader,
@@ -407,6 +441,7 @@ async fn defrag_one(plan: Planned) -> DefragStep {
     let error = outcome.as_ref().err().map(ToString::to_string);
     DefragStep {
         endpoint: plan.endpoint,
+        given: plan.given,
         member_id: plan.member_id,
         was_leader: plan.is_leader,
         db_size_before: plan.db_size,

@@ -82,7 +82,7 @@ pub use etcd_data::Error as DataError;
 /// etcdutl's offline tools (etcd-data's): `defrag --data-dir` and `hashkv`.
 pub use etcd_data::offline::{
     DefragRequest, DefragResult, HashKv, HashKvRequest, data_dir_db, defrag_data_dir, hash_kv,
-    hash_kv_data_dir,
+    hash_kv_data_dir, refuse_locked_db,
 };
 /// etcdutl's defaults for a restore's absent flags (etcd-data's).
 pub use etcd_data::restore_defaults;

@@ -74,13 +74,7 @@ pub async fn save_snapshot_file(
         .or_else(|| (config.endpoints.len() == 1).then(|| config.endpoints[0].clone()));
     let (source, client) = choose_source(config, endpoint.as_deref()).await?;
     let part = part_path(&request.path);
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&part)
-        .map_err(write_err(&part))?;
+    let file = create_part(&part)?;
     let written = async {
         let stream = client.snapshot_stream().await?;
         let written = stream_to_file(stream, file, &part, progress).await?;
@@ -107,6 +101,30 @@ pub async fn save_snapshot_file(
         source,
         duration_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Creates `part` afresh, mode 0600, never through a symlink: whatever non-directory is at
+/// that path first (an old `.part`, a planted symlink: unlinking removes the link, not its
+/// target) is removed, then the file is created exclusively (`O_CREAT|O_EXCL`, which POSIX
+/// makes fail on any existing name, a symlink included: nothing is followed). A link planted
+/// between the two steps makes the create fail; it is never written through. An old
+/// `.part`'s mode cannot carry over (the file is new), and the mode is set on the descriptor
+/// as well, so the file, and the file renamed from it, is 0600 whatever the umask.
+fn create_part(part: &Path) -> Result<File> {
+    match std::fs::symlink_metadata(part) {
+        Ok(meta) if !meta.is_dir() => std::fs::remove_file(part).map_err(write_err(part))?,
+        _ => {}
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(part)
+        .map_err(write_err(part))?;
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(write_err(part))?;
+    Ok(file)
 }
 
 /// fsyncs the directory holding `path`, so the rename survives a crash.
@@ -179,5 +197,44 @@ mod tests {
             PathBuf::from("/b/x.db.part")
         );
         assert_eq!(part_path(Path::new("x.db")), PathBuf::from("x.db.part"));
+    }
+
+    #[test]
+    fn the_part_file_replaces_a_planted_symlink_without_writing_through_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"untouched").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let part = dir.path().join("x.db.part");
+        std::os::unix::fs::symlink(&victim, &part).unwrap();
+        let mut file = create_part(&part).unwrap();
+        file.write_all(b"snapshot").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+        let meta = std::fs::symlink_metadata(&part).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn an_old_world_readable_part_file_does_not_lend_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("x.db.part");
+        std::fs::write(&part, b"old").unwrap();
+        std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o666)).unwrap();
+        create_part(&part).unwrap();
+        let meta = std::fs::metadata(&part).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(meta.len(), 0);
+    }
+
+    #[test]
+    fn a_directory_at_the_part_path_is_left_alone_and_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("x.db.part");
+        std::fs::create_dir(&part).unwrap();
+        assert!(create_part(&part).is_err());
+        assert!(part.is_dir());
     }
 }

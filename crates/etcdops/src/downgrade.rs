@@ -8,13 +8,25 @@
 //! the complete backups whose manifest names this cluster's ID and that were taken within
 //! the maximum age, newest first, and verifies them whole (as `snapshot verify` does) until
 //! one passes.
+//!
+//! A backup does not count when it is dated in the future beyond
+//! [`etcd_snapshot::FUTURE_TOLERANCE`] (as prune treats it: a wrong clock would make it
+//! fresh for ever), or when it cannot be of this cluster's history although its cluster ID
+//! matches (default restores share cluster IDs): its revision is above the cluster's current
+//! one, or the member it was streamed from (the manifest's `member_id`) is no current member.
+//! The limit: a manifest names one member only, so a backup streamed from a member removed
+//! since does not count (take a new one), and a cluster restored with the same names and
+//! peer URLs has the same member IDs too, so a backup of such a twin at a lower revision
+//! still passes; the guard cannot tell them apart without the data of both.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use etcd_common::{Hint, OptionId, options::FORCE};
 use etcd_core::{Client, DowngradeAction, DowngradeResult, MemberId};
-use etcd_snapshot::{NoProgress, SnapshotError, list_backups, verify_backup};
+use etcd_snapshot::{
+    BackupEntry, FUTURE_TOLERANCE, NoProgress, SnapshotError, list_backups, verify_backup,
+};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -151,21 +163,36 @@ async fn verified_backup(client: &Client, request: &DowngradeRequest) -> Result<
             Hint::any_of(&[STORE, FORCE]),
         ));
     };
-    let cluster = client.member_list().await?.cluster_id;
+    let members = client.member_list().await?;
+    let cluster = CurrentCluster {
+        id: members.cluster_id,
+        members: members.members.iter().map(|m| m.id).collect(),
+        revision: current_revision(client).await?,
+    };
     let store = request.store_settings.open(store_url)?;
     let catalog = list_backups(&store).await?;
     let now = Utc::now();
+    let mut skipped = Vec::new();
     let mut ours: Vec<_> = catalog
         .backups
         .iter()
-        .filter(|b| b.complete && b.manifest.cluster_id == cluster)
+        .filter(|b| b.complete && b.manifest.cluster_id == cluster.id)
+        .filter(|b| match cluster.excludes(b, now) {
+            Some(why) => {
+                skipped.push(format!("{}: {why}", b.object));
+                false
+            }
+            None => true,
+        })
         .collect();
     ours.sort_by_key(|b| std::cmp::Reverse(b.manifest.created_at));
+    let cluster_id = cluster.id;
     let Some(newest) = ours.first() else {
         return Err(refused(
             format!(
-                "{} holds no complete backup of cluster {cluster}: take a backup first (a downgrade is enabled only with a verified backup newer than {}), or force it",
+                "{} holds no complete backup of cluster {cluster_id}{}: take a backup first (a downgrade is enabled only with a verified backup newer than {}), or force it",
                 store.url(),
+                not_counted(&skipped),
                 words(max_age)
             ),
             Hint::option(FORCE),
@@ -177,14 +204,16 @@ async fn verified_backup(client: &Client, request: &DowngradeRequest) -> Result<
         .filter(|b| age_of(b.manifest.created_at) <= max_age)
         .collect();
     if fresh.is_empty() {
-        return Err(stale(
+        let err = stale(
             store.url(),
-            cluster,
+            cluster_id,
             &newest.object,
             age_of(newest.manifest.created_at),
             max_age,
-        ));
+        );
+        return Err(with_skipped(err, &skipped));
     }
+    let cluster = cluster_id;
     let (identities, _) = request.identity.identities()?;
     let mut failures = Vec::new();
     for backup in fresh {
@@ -213,6 +242,72 @@ async fn verified_backup(client: &Client, request: &DowngradeRequest) -> Result<
         ),
         Hint::option(FORCE),
     ))
+}
+
+/// What a backup is checked against: the cluster as it is now.
+struct CurrentCluster {
+    id: MemberId,
+    members: Vec<MemberId>,
+    revision: i64,
+}
+
+impl CurrentCluster {
+    /// Why `backup` (of this cluster ID) does not count, if it does not.
+    fn excludes(&self, backup: &BackupEntry, now: DateTime<Utc>) -> Option<String> {
+        let m = &backup.manifest;
+        if m.created_at > now + FUTURE_TOLERANCE {
+            return Some(format!(
+                "dated {}, in the future (more than {} ahead of this host's clock): it does not count as fresh; fix the clock of the host that saved it and take a new backup",
+                m.created_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                words(FUTURE_TOLERANCE)
+            ));
+        }
+        if m.revision > self.revision {
+            return Some(format!(
+                "its revision {} is above the cluster's current {}: a backup of another cluster with the same ID (a default restore shares it)",
+                m.revision, self.revision
+            ));
+        }
+        if !self.members.contains(&m.member_id) {
+            return Some(format!(
+                "streamed from member {}, which is no current member: a backup of another cluster with the same ID, or of a member removed since",
+                m.member_id
+            ));
+        }
+        None
+    }
+}
+
+/// The cluster's current revision: the header of a count-only read.
+async fn current_revision(client: &Client) -> Result<i64> {
+    let request = etcd_core::GetRequest {
+        key: b"health".to_vec(),
+        count_only: true,
+        ..etcd_core::GetRequest::default()
+    };
+    let summary = etcd_core::get_pages(client.config(), &request, |_| Ok(())).await?;
+    Ok(summary.revision)
+}
+
+/// ` (not counted: WHY; WHY)` for the backups of this cluster ID left out, or nothing.
+fn not_counted(skipped: &[String]) -> String {
+    if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(" that counts (not counted: {})", skipped.join("; "))
+    }
+}
+
+/// A refusal with the backups left out appended to its reason.
+fn with_skipped(err: Error, skipped: &[String]) -> Error {
+    match err {
+        Error::Refused { reason, hint } if !skipped.is_empty() => Error::Refused {
+            reason: format!("{reason} (not counted: {})", skipped.join("; ")),
+            hint,
+        },
+        other => other,
+    }
 }
 
 fn stale(store: &str, cluster: MemberId, object: &str, age: Duration, max: Duration) -> Error {
@@ -266,6 +361,56 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    fn entry(created_at: &str, revision: i64, member: &str) -> BackupEntry {
+        let manifest = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "tool": "etcdops", "tool_version": "0",
+            "created_at": created_at, "completed_at": created_at,
+            "cluster_id": "abc", "member_id": member, "member_name": "m",
+            "endpoint": "http://e", "etcd_version": "3.5.1", "revision": revision,
+            "raft_term": 2, "raft_index": 9, "db_size": 1, "db_size_in_use": 1,
+            "db_sha256": "00", "object": "x.db", "object_sha256": "00", "object_size": 1,
+            "compression": "none", "compression_level": null, "verified_after_upload": false,
+            "labels": {}
+        }))
+        .unwrap();
+        BackupEntry {
+            object: "x.db".into(),
+            manifest_name: "x.db.manifest.json".into(),
+            complete: true,
+            manifest,
+            deltas: Vec::new(),
+            chain: None,
+        }
+    }
+
+    #[test]
+    fn a_backup_dated_in_the_future_or_of_another_history_does_not_count() {
+        let cluster = CurrentCluster {
+            id: MemberId(0xabc),
+            members: vec![MemberId(0x1), MemberId(0x2)],
+            revision: 100,
+        };
+        let now: DateTime<Utc> = "2026-12-01T12:00:00Z".parse().unwrap();
+        let fine = entry("2026-12-01T11:59:00Z", 100, "2");
+        assert_eq!(cluster.excludes(&fine, now), None);
+        // Within the clock skew prune allows: fine.
+        let skewed = entry("2026-12-01T12:04:00Z", 50, "1");
+        assert_eq!(cluster.excludes(&skewed, now), None);
+        let future = cluster
+            .excludes(&entry("2031-01-01T00:00:00Z", 50, "1"), now)
+            .unwrap();
+        assert!(future.contains("in the future"), "{future}");
+        assert!(future.contains("does not count as fresh"), "{future}");
+        let ahead = cluster
+            .excludes(&entry("2026-12-01T11:00:00Z", 101, "1"), now)
+            .unwrap();
+        assert!(ahead.contains("revision 101 is above"), "{ahead}");
+        let stranger = cluster
+            .excludes(&entry("2026-12-01T11:00:00Z", 10, "7"), now)
+            .unwrap();
+        assert!(stranger.contains("no current member"), "{stranger}");
     }
 
     #[test]

@@ -375,7 +375,21 @@ fn hashkv_offline_is_the_live_members_endpoint_hashkv() {
     let data_dir = solo.data_dir().display().to_string();
     let running = etcdops(&args(&["hashkv", "--data-dir", &data_dir]), &[]);
     crate::assert_clear_error(&running, "running");
+    // So is the running member's db given as a file, to hashkv and to snapshot status alike.
+    let live_db = solo.data_dir().join("member/snap/db").display().to_string();
+    for command in [&["hashkv"][..], &["snapshot", "status"]] {
+        let mut given = command.to_vec();
+        given.push(&live_db);
+        let refused = etcdops(&args(&given), &[]);
+        crate::assert_clear_error(&refused, "running");
+    }
     solo.stop();
+    // Stopped, the same file reads (and hashes as the data dir does, below).
+    etcdops(
+        &args(&["snapshot", "status", &live_db, "--skip-hash-check"]),
+        &[],
+    )
+    .expect_code(0);
 
     let (hash, rev, compact) = our_hashkv(&["--data-dir", &data_dir]);
     assert_eq!((hash, rev), (live.0, live.1));
@@ -432,7 +446,12 @@ fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
     let size_after = json["size_after"].as_u64().unwrap();
     assert!(size_after < size_before / 2, "{done}");
     assert_eq!(std::fs::metadata(&db).unwrap().len(), size_after);
-    // Under compat: etcdctl's line.
+    // A killed defrag's copy is removed by the next one, which says so on stderr; a file
+    // of another name is left alone. Under compat: etcdctl's line on stdout.
+    let snap = solo.data_dir().join("member/snap");
+    let leftover = snap.join("db.defrag-Zz9Yy8");
+    std::fs::write(&leftover, b"a killed defrag's copy").unwrap();
+    std::fs::write(snap.join("db.defrag-notours"), b"someone else's").unwrap();
     let again = etcdops(
         &args(&["defrag", "--data-dir", &data_dir]),
         &[("ETCDOPS_COMPAT", "etcdctl")],
@@ -442,6 +461,15 @@ fn defrag_data_dir_shrinks_a_stopped_member_and_etcd_serves_every_key_after() {
         again.stdout,
         format!("Finished defragmenting etcd data[{data_dir}]\n")
     );
+    assert!(!leftover.exists(), "{again}");
+    assert!(
+        again
+            .stderr
+            .contains(&format!("removed {}", leftover.display())),
+        "{again}"
+    );
+    assert!(snap.join("db.defrag-notours").exists());
+    std::fs::remove_file(snap.join("db.defrag-notours")).unwrap();
 
     // Real etcd starts on it and serves every key, at the same revision, with the same hash.
     solo.restart();

@@ -111,3 +111,71 @@ fn the_man_page_renders() {
         assert!(pages.path().join(name).exists(), "no {name} in {out_dir}");
     }
 }
+
+/// Run as `etcdctl` (the drop-in's symlink), the bash script registers `etcdctl` and
+/// completes its commands in a real bash; zsh's and fish's name it too.
+#[test]
+fn run_as_etcdctl_the_scripts_register_etcdctl() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("etcdctl");
+    std::os::unix::fs::symlink(etcdops_path(), &link).unwrap();
+    let script = format!(
+        r#"source <("{bin}" completion bash) || exit 3
+complete -p etcdctl || exit 4
+COMP_WORDS=(etcdctl snaps); COMP_CWORD=1; COMP_LINE="etcdctl snaps"; COMP_POINT=${{#COMP_LINE}}
+_etcdctl etcdctl snaps etcdctl
+printf 'word:%s\n' "${{COMPREPLY[@]}}""#,
+        bin = link.display()
+    );
+    let out = Command::new("timeout")
+        .args(["30", "bash", "--norc", "--noprofile", "-c", &script])
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bash failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("complete ") && l.ends_with("-F _etcdctl etcdctl")),
+        "not registered for etcdctl:\n{stdout}"
+    );
+    assert!(stdout.contains("word:snapshot"), "{stdout}");
+    for (shell, expected) in [("zsh", "#compdef etcdctl"), ("fish", "complete -c etcdctl")] {
+        let out = Command::new(&link)
+            .args(["completion", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}: {:?}", out.status);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(expected),
+            "{shell}:\n{}",
+            &text[..200.min(text.len())]
+        );
+    }
+}
+
+/// `completion`/`man` into a pipe closed at once (`| head -0`): no panic, exit 0, as every
+/// etcdops command treats a closed pipe.
+#[test]
+fn completion_and_man_into_a_closed_pipe_exit_0_without_a_panic() {
+    for command in [
+        &["completion", "bash"][..],
+        &["completion", "zsh"],
+        &["man"],
+    ] {
+        let mut child = Command::new(etcdops_path())
+            .args(command)
+            .env("RUST_BACKTRACE", "0")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{command:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{command:?}: {stderr}");
+    }
+}

@@ -207,3 +207,44 @@ fn enable_is_refused_with_a_stale_or_corrupt_backup() {
     let enabled = downgrade(&cluster, &old_ok);
     assert_enabled_then_cancel(&cluster, &enabled);
 }
+
+/// A backup with this cluster's ID that cannot be of its history does not count: its
+/// revision above the cluster's, or streamed from no current member (default restores share
+/// cluster IDs). A future-dated one does not count as fresh either; each refusal says why.
+#[test]
+fn enable_is_refused_with_a_backup_of_another_history_or_from_the_future() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("backups");
+    let object = backup(&cluster, &store);
+    let store_arg = store.display().to_string();
+    let manifest = store.join(format!("{object}.manifest.json"));
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let enable = ["enable", target(&cluster), "--store", &store_arg];
+    let cases: [(&str, serde_json::Value, &str); 3] = [
+        (
+            "revision",
+            1_000_000_000i64.into(),
+            "is above the cluster's current",
+        ),
+        (
+            "member_id",
+            "123456789abcdef".into(),
+            "which is no current member",
+        ),
+        ("created_at", "2031-01-01T00:00:00Z".into(), "in the future"),
+    ];
+    for (field, value, why) in cases {
+        let mut json = original.clone();
+        json[field] = value;
+        std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+        let refused = downgrade(&cluster, &enable);
+        assert_clear_error(&refused, "not counted");
+        assert!(refused.stderr.contains(why), "{field}: {refused}");
+        assert!(refused.stderr.contains(&object), "{field}: {refused}");
+    }
+    // As it was: through the guard.
+    std::fs::write(&manifest, serde_json::to_vec(&original).unwrap()).unwrap();
+    let enabled = downgrade(&cluster, &enable);
+    assert_enabled_then_cancel(&cluster, &enabled);
+}

@@ -305,6 +305,53 @@ fn red_defrag_simple_prints_the_endpoint_as_given() {
     assert_same_output(&cluster, &["--endpoints", &bare, "defrag"]);
 }
 
+/// With one member down, etcdctl defragments the others (and says on stderr which failed);
+/// etcdops defragments none (one defragmenting while another is down can cost the quorum),
+/// but prints etcdctl's failure line on stderr as etcdctl does and names the members it
+/// skipped and why, with etcdctl's exit code.
+#[test]
+fn red_defrag_with_a_member_down_says_on_stderr_what_failed_and_what_was_skipped() {
+    let mut cluster = Cluster::start(3, Security::Plain);
+    let bare: Vec<String> = cluster
+        .client_urls()
+        .iter()
+        .map(|u| u.trim_start_matches("http://").to_string())
+        .collect();
+    cluster.kill_member_now(1);
+    let endpoints = bare.join(",");
+    let both = etcdops_tests::side_by_side(
+        &cluster,
+        &[
+            "--endpoints",
+            &endpoints,
+            "--command-timeout",
+            "5s",
+            "defrag",
+        ],
+        &[],
+    );
+    let (theirs, ours) = (&both.etcdctl, &both.etcdops);
+    let failed = format!("Failed to defragment etcd member[{}]", bare[1]);
+    assert_eq!(theirs.code, 1, "{theirs}");
+    assert_eq!(ours.code, theirs.code, "{ours}");
+    assert!(theirs.stderr.contains(&failed), "{theirs}");
+    assert!(ours.stderr.contains(&failed), "{ours}");
+    assert!(
+        !ours.stdout.contains("Failed"),
+        "the failure goes to stderr:\n{ours}"
+    );
+    for healthy in [&bare[0], &bare[2]] {
+        let finished = format!("Finished defragmenting etcd member[{healthy}]");
+        assert!(theirs.stdout.contains(&finished), "{theirs}");
+        assert!(
+            ours.stderr
+                .contains(&format!("etcdops: skipped etcd member[{healthy}]: not defragmented because member[{}] failed first", bare[1])),
+            "{ours}"
+        );
+    }
+    assert_eq!(ours.stdout, "", "nothing was defragmented:\n{ours}");
+}
+
 /// `etcdops completion bash | head -1` panics (with a backtrace) on the closed pipe: "bad
 /// input = one-line message, never a panic".
 #[test]
@@ -320,4 +367,9 @@ fn red_completion_into_a_closed_pipe_does_not_panic() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a closed pipe is no error: {stderr}"
+    );
 }

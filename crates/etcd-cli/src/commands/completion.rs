@@ -1,6 +1,10 @@
 //! `etcdops completion bash|zsh|fish` and `etcdops man`: shell completion scripts and the
 //! manual page, generated from the same clap definitions that parse the command line (so
 //! they never fall behind it). The release build installs them (scripts/build-release).
+//!
+//! Run as `etcdctl` (a symlink: the drop-in), the scripts register `etcdctl`, the name the
+//! shell completes. Output is rendered whole, then written: a closed pipe (`| head`) ends
+//! the command quietly with exit 0, as everywhere in etcdops, instead of a panic.
 
 use std::io::Write;
 
@@ -10,15 +14,35 @@ use clap::CommandFactory;
 use super::ExitStatus;
 use crate::flags::{Cli, CompletionArgs, ManArgs, Shell};
 
-/// The name completions and the manual page are for.
+/// The name completions and the manual page are for, unless run as etcdctl.
 const BIN: &str = "etcdops";
+
+/// The name the completion scripts register: `etcdctl` when this binary was run by that name
+/// (argv\[0\]), else `etcdops`.
+fn bin_name() -> &'static str {
+    let called = std::env::args_os().next();
+    let as_etcdctl = called
+        .as_deref()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "etcdctl");
+    if as_etcdctl { "etcdctl" } else { BIN }
+}
 
 /// `completion SHELL`: the completion script on stdout.
 pub fn run_completion(args: &CompletionArgs) -> Result<ExitStatus> {
-    let mut out = std::io::stdout().lock();
-    write_completion(args.shell, &mut out)?;
-    out.flush()?;
+    let mut script = Vec::new();
+    write_completion(args.shell, bin_name(), &mut script)?;
+    write_stdout(&script)?;
     Ok(ExitStatus::Success)
+}
+
+/// Writes `bytes` to stdout; a closed pipe is an `io::Error` (BrokenPipe) the caller treats
+/// as success, never a panic.
+fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// `man [--out-dir DIR]`: etcdops.1 on stdout, or a page per command in DIR.
@@ -31,21 +55,24 @@ pub fn run_man(args: &ManArgs) -> Result<ExitStatus> {
                 .with_context(|| format!("cannot write the manual pages into {}", dir.display()))?;
         }
         None => {
-            let mut out = std::io::stdout().lock();
-            write_man(&mut out)?;
-            out.flush()?;
+            let mut page = Vec::new();
+            write_man(&mut page)?;
+            write_stdout(&page)?;
         }
     }
     Ok(ExitStatus::Success)
 }
 
-fn write_completion(shell: Shell, out: &mut dyn Write) -> Result<()> {
-    let mut command = Cli::command();
-    match shell {
-        Shell::Bash => clap_complete::generate(clap_complete::Shell::Bash, &mut command, BIN, out),
-        Shell::Zsh => clap_complete::generate(clap_complete::Shell::Zsh, &mut command, BIN, out),
-        Shell::Fish => clap_complete::generate(clap_complete::Shell::Fish, &mut command, BIN, out),
-    }
+/// The script for `shell`, registering `bin`, into `out` (a buffer: clap_complete panics on a
+/// failed write).
+fn write_completion(shell: Shell, bin: &'static str, out: &mut Vec<u8>) -> Result<()> {
+    let mut command = Cli::command().name(bin);
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(shell, &mut command, bin, out);
     Ok(())
 }
 
@@ -60,9 +87,30 @@ mod tests {
     use super::*;
 
     fn completion(shell: Shell) -> String {
+        completion_for(shell, BIN)
+    }
+
+    fn completion_for(shell: Shell, bin: &'static str) -> String {
         let mut out = Vec::new();
-        write_completion(shell, &mut out).unwrap();
+        write_completion(shell, bin, &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn as_etcdctl_the_scripts_register_etcdctl() {
+        let bash = completion_for(Shell::Bash, "etcdctl");
+        assert!(
+            bash.contains("complete -F _etcdctl"),
+            "registers for etcdctl"
+        );
+        assert!(
+            !bash.contains(" etcdops"),
+            "no etcdops left in the bash script"
+        );
+        let zsh = completion_for(Shell::Zsh, "etcdctl");
+        assert!(zsh.starts_with("#compdef etcdctl"), "{}", &zsh[..40]);
+        let fish = completion_for(Shell::Fish, "etcdctl");
+        assert!(fish.contains("complete -c etcdctl") && !fish.contains("-c etcdops"));
     }
 
     #[test]

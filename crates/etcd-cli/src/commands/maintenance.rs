@@ -79,13 +79,24 @@ fn empty_report() -> DefragReport {
     DefragReport {
         steps: Vec::new(),
         skipped: Vec::new(),
+        skipped_given: Vec::new(),
         completed: false,
     }
 }
 
+/// Prints the report; in `simple`, as etcdctl: `Finished defragmenting etcd member[EP]` on
+/// stdout, `Failed to defragment etcd member[EP] (ERR)` on stderr (EP as given), and, as
+/// etcdctl has no such case, one `etcdops:` line on stderr per member skipped after the
+/// failure, saying why.
 fn print_defrag(report: DefragReport, format: OutputFormat) -> Result<ExitStatus> {
     let completed = report.completed;
-    print(format, &DefragView(report))?;
+    let view = DefragView(report);
+    if format == OutputFormat::Simple {
+        for line in view.failure_lines() {
+            eprintln!("{line}");
+        }
+    }
+    print(format, &view)?;
     Ok(ExitStatus::from_ok(completed))
 }
 
@@ -342,24 +353,47 @@ impl Render for DefragView {
                 String::new(),
                 String::new(),
                 String::new(),
-                "skipped: an earlier member failed".into(),
+                "skipped: an earlier member failed (defragmenting one while another is down or failing can cost the quorum)".into(),
             ]);
         }
         rows
     }
+    /// etcdctl's stdout: one line per member defragmented.
     fn simple_lines(&self) -> Vec<String> {
         self.0
             .steps
             .iter()
-            .map(|s| match &s.error {
-                None => format!("Finished defragmenting etcd member[{}]", s.endpoint),
-                Some(e) => format!(
-                    "Failed to defragment etcd member[{}] ({})",
-                    s.endpoint,
-                    plain(e)
-                ),
-            })
+            .filter(|s| s.error.is_none())
+            .map(|s| format!("Finished defragmenting etcd member[{}]", s.given))
             .collect()
+    }
+}
+
+impl DefragView {
+    /// The simple output's stderr: etcdctl's line for the member that failed, then ours for
+    /// each member skipped after it.
+    fn failure_lines(&self) -> Vec<String> {
+        let report = &self.0;
+        let failed = report.steps.iter().find(|s| s.error.is_some());
+        let mut lines: Vec<String> = failed
+            .iter()
+            .map(|s| {
+                format!(
+                    "Failed to defragment etcd member[{}] ({})",
+                    s.given,
+                    plain(s.error.as_deref().unwrap_or_default())
+                )
+            })
+            .collect();
+        if let Some(failed) = failed {
+            for skipped in &report.skipped_given {
+                lines.push(format!(
+                    "etcdops: skipped etcd member[{skipped}]: not defragmented because member[{}] failed first (defragmenting a member while another is down or failing can cost the quorum; etcdctl would go on)",
+                    failed.given
+                ));
+            }
+        }
+        lines
     }
 }
 
@@ -420,6 +454,44 @@ impl Render for VersionView {
 mod tests {
     use super::*;
     use etcd_core::{MemberId, ResponseHeader};
+
+    fn step(given: &str, error: Option<&str>) -> etcd_core::DefragStep {
+        etcd_core::DefragStep {
+            endpoint: format!("http://{given}"),
+            given: given.into(),
+            member_id: None,
+            was_leader: false,
+            db_size_before: None,
+            db_size_after: None,
+            took_seconds: 0.1,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn defrag_simple_is_etcdctls_with_the_endpoint_as_given_and_failures_on_stderr() {
+        let view = DefragView(DefragReport {
+            steps: vec![step("127.0.0.1:1", None), step("127.0.0.1:2", Some("down"))],
+            skipped: vec!["http://127.0.0.1:3".into()],
+            skipped_given: vec!["127.0.0.1:3".into()],
+            completed: false,
+        });
+        assert_eq!(
+            view.simple_lines(),
+            ["Finished defragmenting etcd member[127.0.0.1:1]"]
+        );
+        let stderr = view.failure_lines();
+        assert_eq!(
+            stderr[0],
+            "Failed to defragment etcd member[127.0.0.1:2] (down)"
+        );
+        assert!(
+            stderr[1].starts_with("etcdops: skipped etcd member[127.0.0.1:3]: not defragmented because member[127.0.0.1:2] failed first"),
+            "{}",
+            stderr[1]
+        );
+        assert_eq!(stderr.len(), 2);
+    }
 
     fn alarms(alarms: Vec<Alarm>) -> AlarmsView {
         AlarmsView(AlarmList {

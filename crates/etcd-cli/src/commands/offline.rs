@@ -18,6 +18,12 @@ pub fn defrag(args: &DefragArgs, format: OutputFormat) -> Result<ExitStatus> {
         data_dir: data_dir.clone(),
     };
     let done = etcdops::snapshot::defrag_data_dir(&request)?;
+    for leftover in &done.removed_leftovers {
+        crate::output::note(&format!(
+            "removed {}, left by an interrupted defragmentation",
+            leftover.display()
+        ));
+    }
     print(
         format,
         &DefragView {

@@ -210,9 +210,11 @@ pub enum CompressionArg {
 #[derive(Debug, Args)]
 pub struct SaveArgs {
     /// Destination: a directory, file://, s3://bucket/prefix, gs://bucket/prefix,
-    /// az://container/prefix; or FILE.db (a path ending in .db that is not a directory): one
-    /// plain snapshot file as `etcdctl snapshot save` writes it (etcd's stream with its SHA-256
-    /// trailer, via FILE.db.part, fsynced, renamed; no manifest, compression or encryption)
+    /// az://container/prefix; or FILE.db (a path ending in .db or .DB that is not a
+    /// directory; under --compat etcdctl any path that is not an existing directory or a
+    /// URL): one plain snapshot file as `etcdctl snapshot save` writes it (etcd's stream with
+    /// its SHA-256 trailer, via FILE.part, fsynced, renamed; no manifest, compression or
+    /// encryption)
     pub store: String,
     /// Stream from this member only, instead of choosing a healthy follower (for FILE.db
     /// without it: the one --endpoints entry when there is exactly one, as etcdctl)

@@ -3,6 +3,11 @@
 //! and key by key against the original, and renamed over it, the directory fsynced; the
 //! original's mode and owner are kept. The member's db stays locked throughout, so etcd cannot
 //! start on it meanwhile; a member running there is refused.
+//!
+//! A defragmentation killed midway leaves its copy behind (`member/snap/db.defrag-XXXXXX`,
+//! [`LEFTOVER_PREFIX`] and six random letters or digits). The next one removes such files
+//! first, under the same lock, and reports them: only regular files named exactly so, never
+//! a symlink, a directory, or any other name.
 
 use std::fs::File;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -12,6 +17,37 @@ use bbolt::{BoltDb, DbFile, PageSource, compact_into};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+
+/// The name of a defragmentation's copy in `member/snap/`: this, then
+/// [`LEFTOVER_RANDOM_LEN`] random ASCII letters or digits.
+pub const LEFTOVER_PREFIX: &str = "db.defrag-";
+/// How many random characters follow [`LEFTOVER_PREFIX`].
+pub const LEFTOVER_RANDOM_LEN: usize = 6;
+
+/// Whether `name` is exactly what a defragmentation names its copy.
+fn is_leftover_name(name: &str) -> bool {
+    name.strip_prefix(LEFTOVER_PREFIX).is_some_and(|rest| {
+        rest.len() == LEFTOVER_RANDOM_LEN && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
+/// Removes the copies earlier defragmentations left in `dir` (regular files named as ours
+/// only) and returns their paths.
+fn remove_leftovers(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let ours = entry.file_name().to_str().is_some_and(is_leftover_name);
+        // file_type() does not follow a symlink: a link is never ours.
+        if ours && entry.file_type().map_err(io(&entry.path()))?.is_file() {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(io(&path))?;
+            removed.push(path);
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
 
 /// The member to defragment.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -33,6 +69,9 @@ pub struct DefragResult {
     pub buckets: u64,
     /// Key/value pairs copied.
     pub keys: u64,
+    /// Copies left by earlier, interrupted defragmentations, removed first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_leftovers: Vec<PathBuf>,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -88,8 +127,10 @@ pub fn defrag_data_dir(request: &DefragRequest) -> Result<DefragResult> {
     let old = BoltDb::open(DbFile::new(reader, size_before)).map_err(bad_db)?;
     old.check().map_err(bad_db)?;
     let dir = path.parent().unwrap_or(Path::new("."));
+    let removed_leftovers = remove_leftovers(dir)?;
     let temp = tempfile::Builder::new()
-        .prefix("db.defrag-")
+        .prefix(LEFTOVER_PREFIX)
+        .rand_bytes(LEFTOVER_RANDOM_LEN)
         .permissions(std::fs::Permissions::from_mode(0o600))
         .tempfile_in(dir)
         .map_err(io(dir))?;
@@ -129,5 +170,47 @@ pub fn defrag_data_dir(request: &DefragRequest) -> Result<DefragResult> {
         size_after: report.size,
         buckets: report.buckets,
         keys: report.keys,
+        removed_leftovers,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_exact_names_are_leftovers() {
+        assert!(is_leftover_name("db.defrag-aB3xY9"));
+        for other in [
+            "db",
+            "db.defrag-",
+            "db.defrag-abc",
+            "db.defrag-abcdefg",
+            "db.defrag-ab.def",
+            "xdb.defrag-abcdef",
+            "db.defrag-abcdef.bak",
+        ] {
+            assert!(!is_leftover_name(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn leftovers_are_removed_but_not_links_dirs_or_other_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("db.defrag-Ab12Cd"), b"x").unwrap();
+        std::fs::write(d.join("db.defrag-keep-me"), b"x").unwrap();
+        std::fs::write(d.join("db"), b"x").unwrap();
+        std::fs::create_dir(d.join("db.defrag-dir123")).unwrap();
+        let target = d.join("target");
+        std::fs::write(&target, b"x").unwrap();
+        std::os::unix::fs::symlink(&target, d.join("db.defrag-link12")).unwrap();
+        let removed = remove_leftovers(d).unwrap();
+        assert_eq!(removed, vec![d.join("db.defrag-Ab12Cd")]);
+        assert!(!d.join("db.defrag-Ab12Cd").exists());
+        for kept in ["db.defrag-keep-me", "db", "db.defrag-dir123", "target"] {
+            assert!(d.join(kept).exists(), "{kept}");
+        }
+        assert!(std::fs::symlink_metadata(d.join("db.defrag-link12")).is_ok());
+    }
 }

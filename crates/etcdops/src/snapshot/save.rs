@@ -316,10 +316,17 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
     Ok(preview)
 }
 
-/// Whether `snapshot save DEST` writes a plain etcdctl-compatible file instead of a store: a
-/// local path (no URL scheme) ending in `.db` that is not an existing directory.
-pub fn is_file_destination(dest: &str) -> bool {
-    !dest.contains("://") && dest.ends_with(".db") && !std::path::Path::new(dest).is_dir()
+/// Whether `snapshot save DEST` writes a plain etcdctl-compatible file instead of a store.
+///
+/// Never for a URL (`scheme://`) or an existing directory. Otherwise: under `--compat
+/// etcdctl` (`etcdctl_compat`) always, as etcdctl has no other kind of destination; without
+/// it, for a name ending in `.db` in any case (`x.db`, `x.DB`: a name a user gives a db file,
+/// never a store directory's).
+pub fn is_file_destination(dest: &str, etcdctl_compat: bool) -> bool {
+    if dest.contains("://") || std::path::Path::new(dest).is_dir() {
+        return false;
+    }
+    etcdctl_compat || dest.to_ascii_lowercase().ends_with(".db")
 }
 
 /// `snapshot save FILE.db`: etcd's stream as it is, with its SHA-256 trailer, into one plain
@@ -365,14 +372,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let as_dir = dir.path().join("store.db");
         std::fs::create_dir(&as_dir).unwrap();
-        assert!(is_file_destination("x.db"));
-        assert!(is_file_destination(
-            &dir.path().join("new.db").display().to_string()
-        ));
-        assert!(!is_file_destination(&as_dir.display().to_string()));
-        assert!(!is_file_destination("file:///backups/x.db"));
-        assert!(!is_file_destination("s3://bucket/x.db"));
-        assert!(!is_file_destination("/backups"));
+        let existing = dir.path().display().to_string();
+        for compat in [false, true] {
+            assert!(is_file_destination("x.db", compat));
+            assert!(is_file_destination("x.DB", compat));
+            assert!(is_file_destination(
+                &dir.path().join("new.db").display().to_string(),
+                compat
+            ));
+            assert!(!is_file_destination(&as_dir.display().to_string(), compat));
+            assert!(!is_file_destination(&existing, compat));
+            assert!(!is_file_destination("file:///backups/x.db", compat));
+            assert!(!is_file_destination("s3://bucket/x.db", compat));
+        }
+        assert!(!is_file_destination("/backups", false));
+        assert!(!is_file_destination("etcd-backup.snap", false));
+    }
+
+    #[test]
+    fn under_compat_any_local_name_that_is_no_directory_is_a_file() {
+        assert!(is_file_destination("/backups", true));
+        assert!(is_file_destination("etcd-backup.snap", true));
+        assert!(is_file_destination("etcd-2026-12-01", true));
     }
 
     #[test]

@@ -43,8 +43,14 @@ pub struct StatusResult {
 
 impl StatusRequest {
     /// Opens the snapshot: a zstd or age file or a stored object is decrypted and
-    /// decompressed into an unnamed temporary file.
+    /// decompressed into an unnamed temporary file. A local file that a running etcd holds
+    /// locked (a live member's `member/snap/db`) is refused, as `--data-dir` is: its pages
+    /// change while they are read.
     pub async fn open(&self) -> Result<(SnapshotFile, Vec<String>)> {
+        if !self.snapshot.contains("://") {
+            etcd_snapshot::refuse_locked_db(std::path::Path::new(&self.snapshot))
+                .map_err(etcd_snapshot::SnapshotError::Data)?;
+        }
         let (identities, warnings) = self.identity.identities()?;
         let snapshot =
             etcd_snapshot::open_snapshot(&self.snapshot, &self.store.options(), &identities)

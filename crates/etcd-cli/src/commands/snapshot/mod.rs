@@ -332,7 +332,7 @@ async fn save(
     format: OutputFormat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
-    if etcdops::snapshot::is_file_destination(&args.store) {
+    if etcdops::snapshot::is_file_destination(&args.store, is_compat()) {
         return save_file(config, args, format).await;
     }
     let request = SaveRequest {
@@ -401,7 +401,7 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
         .collect()
 }
 
-/// `snapshot save FILE.db`: a plain etcdctl-compatible file; under `--compat etcdctl` what
+/// `snapshot save FILE.db` (any FILE under compat): a plain etcdctl-compatible file; under `--compat etcdctl` what
 /// etcdctl prints (its log lines on stderr, `Snapshot saved at FILE` on stdout, whatever -w).
 async fn save_file(
     config: &ClusterConfig,
