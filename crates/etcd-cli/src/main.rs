@@ -177,7 +177,6 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
         Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
-<<<<<<< HEAD
         Command::Lease(command) => {
             commands::access::run_lease(&config, command, format, cli.global.compat()).await
         }
@@ -190,16 +189,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Role(command) => {
             commands::access::run_role(&config, command, format, cli.global.compat()).await
         }
-        Command::Get(args) => commands::kv::run_get(&config, args, format).await,
-=======
-        Command::Lease(command) => commands::access::run_lease(&config, command, format).await,
-        Command::Auth(command) => commands::access::run_auth(&config, command, format).await,
-        Command::User(command) => commands::access::run_user(&config, command, format).await,
-        Command::Role(command) => commands::access::run_role(&config, command, format).await,
         Command::Get(args) => {
             commands::kv::run_get(&config, args, format, cli.global.hex == Some(true)).await
         }
->>>>>>> h-fixkv
         Command::History(args) => commands::kv::run_history(&config, args, format).await,
         Command::Watch(args) => {
             commands::kv::run_watch(&config, args, format, cli.global.hex == Some(true)).await
