@@ -44,14 +44,18 @@ pub struct StatusResult {
 impl StatusRequest {
     /// Opens the snapshot: a zstd or age file or a stored object is decrypted and
     /// decompressed into an unnamed temporary file. A local file that a running etcd holds
-    /// locked (a live member's `member/snap/db`) is refused, as `--data-dir` is: its pages
-    /// change while they are read.
+    /// locked (a live member's `member/snap/db`) is read with a warning: its pages may change
+    /// while they are read (etcdutl would wait for the lock; `--data-dir` refuses).
     pub async fn open(&self) -> Result<(SnapshotFile, Vec<String>)> {
-        if !self.snapshot.contains("://") {
-            etcd_snapshot::refuse_locked_db(std::path::Path::new(&self.snapshot))
-                .map_err(etcd_snapshot::SnapshotError::Data)?;
+        let (identities, mut warnings) = self.identity.identities()?;
+        if !self.snapshot.contains("://")
+            && let Err(running) =
+                etcd_snapshot::refuse_locked_db(std::path::Path::new(&self.snapshot))
+        {
+            warnings.push(format!(
+                "{running}; read anyway, but its pages may change while they are read: the answer is consistent only once the member is stopped"
+            ));
         }
-        let (identities, warnings) = self.identity.identities()?;
         let snapshot =
             etcd_snapshot::open_snapshot(&self.snapshot, &self.store.options(), &identities)
                 .await?;
