@@ -1,4 +1,4 @@
-//! etcd 3.6.14's own data (shared/fixtures/etcd-3.6.14): its snapshot, a stopped member's data
+//! etcd 3.6.14's own data (tests/fixtures/etcd-3.6.14): its snapshot, a stopped member's data
 //! dir and etcdutl 3.6's restores, read and compared with what etcd-data computes and writes.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
@@ -6,13 +6,15 @@ use std::path::{Path, PathBuf};
 
 use etcd_data::{DefragRequest, HashKvRequest, StatusOptions, defrag_data_dir, hash_kv_data_dir};
 
-/// The fixtures: `shared/fixtures/etcd-3.6.14` beside the repository (or above it).
+/// The fixtures, copied into the repository: `tests/fixtures/etcd-3.6.14`.
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|dir| dir.join("shared/fixtures/etcd-3.6.14"))
-        .find(|dir| dir.join("snapshot-3.6.14.db").is_file())
-        .expect("shared/fixtures/etcd-3.6.14 beside the repository")
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/etcd-3.6.14");
+    assert!(
+        dir.join("snapshot-3.6.14.db").is_file(),
+        "{} is missing",
+        dir.display()
+    );
+    dir
 }
 
 /// Unpacks the fixture tarball `name` into a new temporary dir.

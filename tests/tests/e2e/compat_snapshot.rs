@@ -10,13 +10,15 @@ use etcdops_tests::{Cluster, Run, Security, args, assert_same_output, etcdops, s
 
 use crate::run;
 
-/// The etcd 3.6.14 fixtures: `shared/fixtures/etcd-3.6.14` beside the repository (or above).
+/// The etcd 3.6.14 fixtures, copied into the repository: `tests/fixtures/etcd-3.6.14`.
 pub fn fixture_dir() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|dir| dir.join("shared/fixtures/etcd-3.6.14"))
-        .find(|dir| dir.join("snapshot-3.6.14.db").is_file())
-        .expect("shared/fixtures/etcd-3.6.14 beside the repository")
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/etcd-3.6.14");
+    assert!(
+        dir.join("snapshot-3.6.14.db").is_file(),
+        "{} is missing",
+        dir.display()
+    );
+    dir
 }
 
 /// The release's own `snapshot status FILE -w FORMAT` (etcdutl 3.5, etcdctl 3.4).

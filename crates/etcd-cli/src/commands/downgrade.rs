@@ -123,19 +123,11 @@ mod tests {
 
     #[test]
     fn simple_is_etcdctl_36s_line_as_in_the_fixture() {
-        // etcdctl 3.6.14's output (shared/fixtures/etcd-3.6.14/outputs/downgrade-validate.txt,
-        // read when it is beside the repository; its line otherwise).
-        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let fixture = ["../../..", "../../../.."]
-            .iter()
-            .map(|up| {
-                manifest
-                    .join(up)
-                    .join("shared/fixtures/etcd-3.6.14/outputs/downgrade-validate.txt")
-            })
-            .find_map(|path| std::fs::read_to_string(path).ok())
-            .and_then(|text| text.lines().next().map(str::to_string))
-            .unwrap_or_else(|| "Downgrade validate success, cluster version 3.6".into());
+        // etcdctl 3.6.14's output (tests/fixtures/etcd-3.6.14/outputs/downgrade-validate.txt).
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/etcd-3.6.14/outputs/downgrade-validate.txt");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let fixture = text.lines().next().unwrap().to_string();
         assert_eq!(
             view(DowngradeAction::Validate, "3.6").simple_lines(),
             vec![fixture]

@@ -472,7 +472,7 @@ mod tests {
     use super::*;
     use etcd_core::{DowngradeInfo, MemberId, ResponseHeader};
 
-    /// etcd 3.6.14 fixture (`/work/shared/fixtures/etcd-3.6.14/outputs`): members a, b, c
+    /// etcd 3.6.14 fixture (`tests/fixtures/etcd-3.6.14/outputs`): members a, b, c
     /// on client ports 45001..45003, b leads, revision 54, raft term 2.
     const CLUSTER: u64 = 17497139193859109479;
     const MEMBERS: [u64; 3] = [

@@ -447,7 +447,7 @@ mod tests {
     use super::*;
 
     /// Lines of etcdctl 3.6.14's `get --prefix /registry/ -w json` and `get /registry/hot`
-    /// (/work/shared/fixtures/etcd-3.6.14/outputs/get-prefix.json, get-hot.simple).
+    /// (tests/fixtures/etcd-3.6.14/outputs/get-prefix.json, get-hot.simple).
     #[test]
     fn etcdctl_json_and_simple_match_the_3_6_fixture() {
         let header = ResponseHeader {
