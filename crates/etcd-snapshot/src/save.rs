@@ -34,6 +34,51 @@ pub const CHANNEL_CHUNKS: usize = 64;
 pub const FLUSH_BYTES: usize = 1 << 20;
 /// Length of etcd's SHA-256 trailer.
 pub const TRAILER_LEN: usize = 32;
+
+/// etcd's snapshot stream split as it goes into the db and its SHA-256 trailer (the last
+/// [`TRAILER_LEN`] bytes), the db hashed on the way, for every save to check the trailer.
+#[derive(Default)]
+pub(crate) struct TrailerCheck {
+    hasher: Sha256,
+    db_size: u64,
+    /// The last bytes seen: the trailer, once the stream ends.
+    tail: Vec<u8>,
+}
+
+impl TrailerCheck {
+    /// Takes the next bytes of the stream.
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        self.tail.extend_from_slice(bytes);
+        if self.tail.len() > TRAILER_LEN {
+            let db_part = self.tail.len() - TRAILER_LEN;
+            self.hasher.update(&self.tail[..db_part]);
+            self.db_size += db_part as u64;
+            self.tail.drain(..db_part);
+        }
+    }
+
+    /// The db's size and SHA-256 once the stream has ended, or why etcd's trailer does not
+    /// vouch for it (too short, or a different hash).
+    pub(crate) fn finish(self, endpoint: String) -> Result<(u64, String)> {
+        if self.tail.len() < TRAILER_LEN || self.db_size == 0 {
+            return Err(SnapshotError::Truncated {
+                endpoint,
+                size: self.db_size + self.tail.len() as u64,
+            });
+        }
+        let actual = hex::encode(self.hasher.finalize());
+        let expected = hex::encode(&self.tail);
+        if actual != expected {
+            return Err(SnapshotError::TrailerMismatch {
+                endpoint,
+                expected,
+                actual,
+                size: self.db_size,
+            });
+        }
+        Ok((self.db_size, actual))
+    }
+}
 /// Default zstd level, chosen from the benchmark (docs/BENCHMARKS.md).
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 
@@ -424,10 +469,7 @@ async fn stream_into(
         size: 0,
         upload,
     };
-    let mut db_hasher = Sha256::new();
-    let mut db_size: u64 = 0;
-    // The last TRAILER_LEN bytes seen: etcd's SHA-256, once the stream ends.
-    let mut tail: Vec<u8> = Vec::with_capacity(TRAILER_LEN * 2);
+    let mut trailer = TrailerCheck::default();
     let mut started = false;
     let result = async {
         while let Some(message) = rx.recv().await {
@@ -438,39 +480,18 @@ async fn stream_into(
             }
             progress.advance(chunk.bytes.len() as u64);
             stored.push(&chunk.bytes).await?;
-            tail.extend_from_slice(&chunk.bytes);
-            if tail.len() > TRAILER_LEN {
-                let db_part = tail.len() - TRAILER_LEN;
-                db_hasher.update(&tail[..db_part]);
-                db_size += db_part as u64;
-                tail.drain(..db_part);
-            }
+            trailer.push(&chunk.bytes);
         }
         Ok::<_, SnapshotError>(())
     }
     .await;
     receiver.abort();
     result?;
-    if tail.len() < TRAILER_LEN || db_size == 0 {
-        return Err(SnapshotError::Truncated {
-            endpoint,
-            size: db_size + tail.len() as u64,
-        });
-    }
-    let actual = hex::encode(db_hasher.finalize());
-    let expected = hex::encode(&tail);
-    if actual != expected {
-        return Err(SnapshotError::TrailerMismatch {
-            endpoint,
-            expected,
-            actual,
-            size: db_size,
-        });
-    }
+    let (db_size, db_sha256) = trailer.finish(endpoint)?;
     let (object_sha256, object_size) = stored.finish().await?;
     Ok(Streamed {
         db_size,
-        db_sha256: actual,
+        db_sha256,
         object_sha256,
         object_size,
     })

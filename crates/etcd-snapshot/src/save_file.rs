@@ -11,11 +11,10 @@ use std::time::Instant;
 
 use etcd_core::ClusterConfig;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::error::{Result, SnapshotError};
 use crate::progress::Progress;
-use crate::save::TRAILER_LEN;
+use crate::save::{TRAILER_LEN, TrailerCheck};
 use crate::source::{SnapshotSource, choose_source};
 
 /// What to save into which file.
@@ -147,9 +146,7 @@ async fn stream_to_file(
     progress: &dyn Progress,
 ) -> Result<(u64, u64, String)> {
     let endpoint = stream.endpoint().to_string();
-    let mut hasher = Sha256::new();
-    let mut db_size = 0u64;
-    let mut tail: Vec<u8> = Vec::with_capacity(TRAILER_LEN * 2);
+    let mut trailer = TrailerCheck::default();
     let mut started = false;
     while let Some(chunk) = stream.next_chunk().await? {
         if !started {
@@ -158,32 +155,11 @@ async fn stream_to_file(
         }
         progress.advance(chunk.bytes.len() as u64);
         file.write_all(&chunk.bytes).map_err(write_err(part))?;
-        tail.extend_from_slice(&chunk.bytes);
-        if tail.len() > TRAILER_LEN {
-            let db_part = tail.len() - TRAILER_LEN;
-            hasher.update(&tail[..db_part]);
-            db_size += db_part as u64;
-            tail.drain(..db_part);
-        }
+        trailer.push(&chunk.bytes);
     }
-    if tail.len() < TRAILER_LEN || db_size == 0 {
-        return Err(SnapshotError::Truncated {
-            endpoint,
-            size: db_size + tail.len() as u64,
-        });
-    }
-    let actual = hex::encode(hasher.finalize());
-    let expected = hex::encode(&tail);
-    if actual != expected {
-        return Err(SnapshotError::TrailerMismatch {
-            endpoint,
-            expected,
-            actual,
-            size: db_size,
-        });
-    }
+    let (db_size, db_sha256) = trailer.finish(endpoint)?;
     file.sync_all().map_err(write_err(part))?;
-    Ok((db_size + TRAILER_LEN as u64, db_size, actual))
+    Ok((db_size + TRAILER_LEN as u64, db_size, db_sha256))
 }
 
 #[cfg(test)]
