@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use crate::cli::{Run, etcdops_path};
-use crate::etcd::{Cluster, ROOT_PASSWORD, Security};
+use crate::etcd::Cluster;
 
 /// The runs of etcdctl and of etcdops with the same arguments.
 #[derive(Debug)]
@@ -24,25 +24,6 @@ impl std::fmt::Display for SideBySide {
             self.etcdctl, self.etcdops
         )
     }
-}
-
-/// The cluster's TLS and auth flags (no endpoints: the caller gives them).
-fn security_flags(cluster: &Cluster) -> Vec<String> {
-    let mut flags = Vec::new();
-    if let Some(certs) = &cluster.certs {
-        flags.extend([
-            "--cacert".into(),
-            certs.ca.display().to_string(),
-            "--cert".into(),
-            certs.client_cert.display().to_string(),
-            "--key".into(),
-            certs.client_key.display().to_string(),
-        ]);
-    }
-    if cluster.security == Security::Auth {
-        flags.extend(["--user".into(), format!("root:{ROOT_PASSWORD}")]);
-    }
-    flags
 }
 
 /// Runs `program` with a clean `ETCDCTL_*` environment plus `env`.
@@ -68,7 +49,7 @@ fn run_program(program: &std::path::Path, args: Vec<String>, env: &[(&str, &str)
 /// Runs `args` with etcdctl and with etcdops under `ETCDOPS_COMPAT=etcdctl`, both with the
 /// cluster's TLS and auth flags and the same extra environment.
 pub fn side_by_side(cluster: &Cluster, args: &[&str], env: &[(&str, &str)]) -> SideBySide {
-    let mut all = security_flags(cluster);
+    let mut all = cluster.security_flags();
     all.extend(args.iter().map(|s| s.to_string()));
     let etcdctl = run_program(&cluster.version.etcdctl(), all.clone(), env);
     let mut ours_env = env.to_vec();

@@ -278,6 +278,13 @@ impl Cluster {
     /// Connection flags that work for this cluster (TLS files, credentials).
     pub fn client_flags(&self) -> Vec<String> {
         let mut flags = vec!["--endpoints".to_string(), self.endpoints()];
+        flags.extend(self.security_flags());
+        flags
+    }
+
+    /// The cluster's TLS and auth flags, without endpoints.
+    pub fn security_flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
         if let Some(certs) = &self.certs {
             flags.extend([
                 "--cacert".into(),
@@ -511,18 +518,10 @@ impl Cluster {
     pub fn etcdctl(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(self.version.etcdctl());
         cmd.env("ETCDCTL_API", "3").env_remove("ETCDCTL_ENDPOINTS");
-        if let Some(certs) = &self.certs {
-            cmd.arg("--cacert")
-                .arg(&certs.ca)
-                .arg("--cert")
-                .arg(&certs.client_cert)
-                .arg("--key")
-                .arg(&certs.client_key);
-        }
-        if self.security == Security::Auth {
-            cmd.arg("--user").arg(format!("root:{ROOT_PASSWORD}"));
-        }
-        cmd.args(args).output().expect("run etcdctl")
+        cmd.args(self.security_flags())
+            .args(args)
+            .output()
+            .expect("run etcdctl")
     }
 }
 
