@@ -162,6 +162,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
                 &config,
                 command,
                 format,
+                cli.global.compat(),
                 cli.global.platform_root.as_deref(),
             )
             .await

@@ -153,6 +153,13 @@ fn add_switches(command: &clap::Command, switches: &mut BTreeSet<String>) {
     }
 }
 
+/// Whether `argv0` (the path the binary was called by) names `etcdctl`, as a symlink does.
+fn is_called_etcdctl(argv0: &std::ffi::OsStr) -> bool {
+    std::path::Path::new(argv0)
+        .file_name()
+        .is_some_and(|name| name == "etcdctl")
+}
+
 /// The compat mode of a command line clap could not parse (for the exit code of the usage
 /// error): `--compat etcdctl`, `ETCDOPS_COMPAT=etcdctl`, or a binary called `etcdctl`.
 pub fn compat_of_raw(args: &[OsString]) -> Compat {
@@ -165,10 +172,7 @@ pub fn compat_of_raw(args: &[OsString]) -> Compat {
         }
     });
     let given = given.or_else(|| std::env::var("ETCDOPS_COMPAT").ok());
-    let called_as_etcdctl = args
-        .first()
-        .and_then(|a| std::path::Path::new(a).file_name())
-        .is_some_and(|n| n == "etcdctl");
+    let called_as_etcdctl = args.first().is_some_and(|a| is_called_etcdctl(a));
     match given.as_deref() {
         Some("etcdctl") => Compat::Etcdctl,
         Some(_) => Compat::Etcdops,
@@ -323,8 +327,7 @@ impl GlobalFlags {
     pub fn compat(&self) -> Compat {
         self.compat.unwrap_or_else(|| {
             let called_as = std::env::args_os().next().unwrap_or_default();
-            let name = std::path::Path::new(&called_as).file_name();
-            if name.is_some_and(|n| n == "etcdctl") {
+            if is_called_etcdctl(&called_as) {
                 Compat::Etcdctl
             } else {
                 Compat::Etcdops

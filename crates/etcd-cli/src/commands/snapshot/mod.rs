@@ -21,7 +21,7 @@ use etcdops::snapshot::{
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
+    Compat, CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
     SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, print};
@@ -36,10 +36,11 @@ pub async fn run(
     config: &ClusterConfig,
     command: &SnapshotCommand,
     format: OutputFormat,
+    compat: Compat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
     match command {
-        SnapshotCommand::Save(args) => save(config, args, format, platform_root).await,
+        SnapshotCommand::Save(args) => save(config, args, format, compat, platform_root).await,
         SnapshotCommand::List(args) => {
             let request = ListRequest {
                 store: args.store.clone(),
@@ -114,7 +115,7 @@ pub async fn run(
             print(format, &view)?;
             Ok(ExitStatus::Success)
         }
-        SnapshotCommand::Restore(args) => restore(args, format, platform_root).await,
+        SnapshotCommand::Restore(args) => restore(args, format, compat, platform_root).await,
     }
 }
 
@@ -236,6 +237,7 @@ async fn verify(args: &VerifyArgs, format: OutputFormat) -> Result<ExitStatus> {
 async fn restore(
     args: &RestoreArgs,
     format: OutputFormat,
+    compat: Compat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
     // etcdutl's defaults for the flags not given.
@@ -292,7 +294,7 @@ async fn restore(
     };
     // etcdutl (and etcdctl) print nothing on stdout for a restore, only their log on
     // stderr: under compat, the simple lines go there.
-    if format == OutputFormat::Simple && is_compat() {
+    if format == OutputFormat::Simple && compat == Compat::Etcdctl {
         for line in view.simple_lines() {
             eprintln!("{line}");
         }
@@ -330,10 +332,11 @@ async fn save(
     config: &ClusterConfig,
     args: &SaveArgs,
     format: OutputFormat,
+    compat: Compat,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
-    if etcdops::snapshot::is_file_destination(&args.store, is_compat()) {
-        return save_file(config, args, format).await;
+    if etcdops::snapshot::is_file_destination(&args.store, compat == Compat::Etcdctl) {
+        return save_file(config, args, format, compat).await;
     }
     let request = SaveRequest {
         dest: args.store.clone(),
@@ -407,6 +410,7 @@ async fn save_file(
     config: &ClusterConfig,
     args: &SaveArgs,
     format: OutputFormat,
+    compat: Compat,
 ) -> Result<ExitStatus> {
     let refused = store_only_flags(args);
     if !refused.is_empty() {
@@ -423,7 +427,7 @@ async fn save_file(
     let bar = bar("save", args.quiet, format);
     let saved = etcdops::snapshot::save_file(config, &request, progress(&bar)).await?;
     let view = compat::SaveFileView(saved);
-    if is_compat() {
+    if compat == Compat::Etcdctl {
         for line in view.log_lines() {
             eprintln!("{line}");
         }
@@ -432,13 +436,6 @@ async fn save_file(
     }
     print(format, &view)?;
     Ok(ExitStatus::Success)
-}
-
-/// Whether this run is under `--compat etcdctl` (the flag, `ETCDOPS_COMPAT`, or a binary
-/// called etcdctl), for the commands whose etcdctl output is not a `-w` format.
-fn is_compat() -> bool {
-    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    crate::flags::compat_of_raw(&raw) == crate::flags::Compat::Etcdctl
 }
 
 /// A prune's warnings (backups dated in the future, a newest backup that failed
