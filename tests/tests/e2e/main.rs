@@ -8,6 +8,7 @@ mod ansible_cluster;
 mod ansible_encryption;
 mod ansible_platform;
 mod ansible_roles;
+mod ansible_roles21;
 mod auth;
 mod backup_run;
 mod backup_run_safety;
