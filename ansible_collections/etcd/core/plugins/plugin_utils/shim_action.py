@@ -191,7 +191,13 @@ class ActionModule(ActionBase):
             self._compute_environment_string(), None, shim, arg_path=args_path
         )
         res = self._low_level_execute_command(cmd, sudoable=True)
-        return parse_result(res.get("stdout", ""), res.get("stderr", ""), res.get("rc"))
+        result = parse_result(res.get("stdout", ""), res.get("stderr", ""), res.get("rc"))
+        if result.get("module_stdout") is not None and res.get("rc") in (126, 127):
+            result["msg"] = (
+                "the target cannot execute the shim %s (exit code %s: a noexec mount?); set %s "
+                "to a directory where files may be executed" % (shim, res.get("rc"), CACHE_DIR_VAR)
+            )
+        return result
 
     def run_shim_on_controller(self, module, args, task_vars):
         """Runs ``module`` with ``args`` here, on the controller, with the controller's shim.
