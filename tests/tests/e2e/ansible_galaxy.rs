@@ -147,14 +147,21 @@ fn the_shim_is_copied_once_per_version_and_only_its_own_stale_copies_are_removed
     for path in [&old, &fresh, &partial, &foreign] {
         std::fs::write(path, b"x").unwrap();
     }
-    for path in [&old, &partial, &foreign] {
+    let ours = cache.join(&names[0]);
+    for path in [&old, &partial, &foreign, &ours] {
         set_mtime_days_ago(path, 3);
     }
-    // A second run reuses the cached copy: no copy, nothing removed.
+    // A second run reuses the cached copy: no copy, nothing removed, and the copy it ran is
+    // marked as used (another version's copy removes only copies unused for a day).
     let run = collection.playbook(&playbook, LOCAL, &json!({}), &[], &["-vvv"]);
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(shim_puts(&run), 0, "{run}");
     assert_eq!(cached(&collection).len(), 5);
+    let used = std::fs::metadata(&ours).unwrap().modified().unwrap();
+    assert!(
+        used.elapsed().unwrap() < std::time::Duration::from_secs(3600),
+        "the cached copy was not marked as used"
+    );
 
     // A new version (the cached copy of this one is gone, as after an upgrade) is copied once,
     // and the copy removes its own old versions and partial copies: only those.

@@ -63,8 +63,8 @@ SHIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__
 # The host variable naming the target directory that holds the cached shim copies.
 CACHE_DIR_VAR = "etcd_core_shim_cache_dir"
 DEFAULT_CACHE_DIR = "~/.ansible/etcd.core"
-# Older cached versions of a shim are removed once they are this many days old (a task of an
-# older collection that is still running elsewhere keeps its copy until then).
+# Older cached versions of a shim are removed once no task has used them for this many days
+# (each task touches the copy it runs).
 STALE_DAYS = 1
 
 
@@ -181,7 +181,7 @@ class ActionModule(ActionBase):
         """Runs ``module`` with ``args`` on the target through the cached shim; its result."""
         args = self.module_args(module, args)
         self._update_module_args(self._task.action, args, task_vars)
-        shim = self._target_shim(task_vars)
+        shim, from_cache = self._target_shim(task_vars)
         tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
         args_path = self._connection._shell.join_path(tmpdir, "args")
         self._transfer_data(args_path, json.dumps(args, cls=ARGS_ENCODER))
@@ -190,6 +190,10 @@ class ActionModule(ActionBase):
         cmd = self._connection._shell.build_module_command(
             self._compute_environment_string(), None, shim, arg_path=args_path
         )
+        if from_cache:
+            # A cached copy's time says when it was last used: another version's copy removes
+            # it only after STALE_DAYS without a task.
+            cmd = "touch -c %s 2>/dev/null; %s" % (shlex.quote(shim), cmd)
         res = self._low_level_execute_command(cmd, sudoable=True)
         result = parse_result(res.get("stdout", ""), res.get("stderr", ""), res.get("rc"))
         if result.get("module_stdout") is not None and res.get("rc") in (126, 127):
@@ -234,7 +238,8 @@ class ActionModule(ActionBase):
         return remote
 
     def _target_shim(self, task_vars):
-        """The target's path of the shim for its architecture, copied there if missing.
+        """The target's path of the shim for its architecture, copied there if missing, and
+        whether that path is the cached copy.
 
         A task whose become user is unprivileged gets a copy in its own tmp dir instead,
         made readable for that user as Ansible does for every module.
@@ -258,11 +263,11 @@ class ActionModule(ActionBase):
             remote = self._connection._shell.join_path(tmpdir, "etcd_shim_%s" % arch)
             self._transfer_file(local, remote)
             self._fixup_perms2([tmpdir, remote], execute=True)
-            return remote
+            return remote, False
         name = "etcd_shim_%s-%s" % (arch, file_sha256(local)[:32])
         if name not in cached:
             self._cache_shim(local, remote_dir, name, arch)
-        return self._connection._shell.join_path(remote_dir, name)
+        return self._connection._shell.join_path(remote_dir, name), True
 
     def _cache_shim(self, local, remote_dir, name, arch):
         """Copies the shim into the cache under its checksum name, atomically (a partial copy
