@@ -6,6 +6,7 @@ mod access;
 mod ansible;
 mod ansible_cluster;
 mod ansible_encryption;
+mod ansible_galaxy;
 mod ansible_platform;
 mod ansible_roles;
 mod ansible_roles21;
