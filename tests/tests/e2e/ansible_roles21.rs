@@ -127,7 +127,10 @@ fn restore_role_runs_a_second_disaster_recovery_from_a_newer_backup() {
         "{second}"
     );
     assert!(exists(&dr.urls, "/dr/first"), "{second}");
-    assert!(exists(&dr.urls, "/dr/second"), "the newer backup was restored");
+    assert!(
+        exists(&dr.urls, "/dr/second"),
+        "the newer backup was restored"
+    );
     assert!(
         !exists(&dr.urls, "/dr/after-second-backup"),
         "a key written after the newer backup survived the second restore"
@@ -150,7 +153,10 @@ fn restore_role_rerun_with_nothing_to_restore_stops_nothing_and_changes_nothing(
     dr.backup();
     let first = dr.run(&dr.restore_play(), &[]);
     assert_ok(&first);
-    let check = task_output(&first, "Check the restore on every member before anything is stopped");
+    let check = task_output(
+        &first,
+        "Check the restore on every member before anything is stopped",
+    );
     assert!(
         !check.contains("changed: ["),
         "the read-only pre-check reported changed in a real run:\n{check}"
@@ -191,23 +197,21 @@ fn role_variables_are_documented_and_validated() {
     // A misspelled role parameter and a mistyped one fail before any task runs.
     for (params, expect) in [
         (json!({"restore_stor": "/backups"}), "restore_stor"),
-        (json!({"restore_store": "/b", "restore_verify": "maybe"}), "restore_verify"),
+        (
+            json!({"restore_store": "/b", "restore_verify": "maybe"}),
+            "restore_verify",
+        ),
     ] {
         let mut role = json!({"role": "etcd.core.restore"});
         role.as_object_mut()
             .unwrap()
             .extend(params.as_object().unwrap().clone());
         let play = json!([{"hosts": "all", "gather_facts": false, "roles": [role]}]).to_string();
-        let run = collection.playbook(
-            &play,
-            "m0 ansible_connection=local\n",
-            &json!({}),
-            &[],
-            &[],
-        );
+        let run = collection.playbook(&play, "m0 ansible_connection=local\n", &json!({}), &[], &[]);
         assert_ne!(run.code, 0, "{run}");
         assert!(
-            run.stdout.contains("Validating arguments against arg spec") && run.stdout.contains(expect),
+            run.stdout.contains("Validating arguments against arg spec")
+                && run.stdout.contains(expect),
             "{run}"
         );
     }

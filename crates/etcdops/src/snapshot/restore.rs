@@ -300,9 +300,13 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
 /// members (names, peer URLs, none a learner) and every one of them is healthy. A cluster
 /// that cannot be reached is not in service.
 pub async fn in_service(restored: &RestoreResult, cluster: &etcd_core::ClusterConfig) -> bool {
-    let Ok(view) = etcd_core::cluster_view(cluster).await else {
-        return false;
-    };
+    etcd_core::cluster_view(cluster)
+        .await
+        .is_ok_and(|view| runs_from(&view, restored))
+}
+
+/// Whether `view` is the cluster `restored` made, all of it healthy voters.
+fn runs_from(view: &etcd_core::ClusterView, restored: &RestoreResult) -> bool {
     let mut want: Vec<(String, String, Vec<String>)> = restored
         .members
         .iter()
@@ -321,7 +325,10 @@ pub async fn in_service(restored: &RestoreResult, cluster: &etcd_core::ClusterCo
     have.sort();
     view.cluster_id.to_string() == restored.cluster_id
         && want == have
-        && view.members.iter().all(|m| m.healthy && !m.member.is_learner)
+        && view
+            .members
+            .iter()
+            .all(|m| m.healthy && !m.member.is_learner)
 }
 
 /// One restore as the request asks; `probe` (a dry run) looks past the ran-since guard.
@@ -433,6 +440,74 @@ mod tests {
             bad.contains("to_time 'yesterday' is not an RFC 3339 time"),
             "{bad}"
         );
+    }
+
+    fn view_of(restored: &RestoreResult) -> etcd_core::ClusterView {
+        etcd_core::ClusterView {
+            cluster_id: etcd_core::MemberId(u64::from_str_radix(&restored.cluster_id, 16).unwrap()),
+            members: restored
+                .members
+                .iter()
+                .map(|m| etcd_core::MemberState {
+                    member: etcd_core::Member {
+                        id: etcd_core::MemberId(m.id),
+                        name: m.name.clone(),
+                        peer_urls: m.peer_urls.iter().rev().cloned().collect(),
+                        client_urls: vec![],
+                        is_learner: false,
+                        started: true,
+                    },
+                    endpoint: None,
+                    healthy: true,
+                    status: None,
+                    error: None,
+                })
+                .collect(),
+            leader: None,
+        }
+    }
+
+    #[test]
+    fn a_cluster_runs_from_a_restore_only_with_its_id_exactly_its_members_all_healthy_voters() {
+        let members = etcd_snapshot::parse_initial_cluster(
+            "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,b=http://10.0.0.20:2380",
+            "t",
+        )
+        .unwrap();
+        let ids: Vec<u64> = members.iter().map(|m| m.id).collect();
+        let restored = RestoreResult {
+            data_dir: "/d".into(),
+            wal_dir: "/d/member/wal".into(),
+            name: "a".into(),
+            member_id: format!("{:x}", ids[0]),
+            cluster_id: format!("{:x}", etcd_snapshot::cluster_id(&ids)),
+            members,
+            revision: 5,
+            consistent_index: 2,
+            db_size: 0,
+            trailer: TrailerCheck::Verified,
+            db_sha256: String::new(),
+            changed: false,
+            moved_aside: vec![],
+            point_in_time: None,
+            leftovers_removed: vec![],
+        };
+        assert!(runs_from(&view_of(&restored), &restored));
+        let mut other = view_of(&restored);
+        other.cluster_id = etcd_core::MemberId(1);
+        assert!(!runs_from(&other, &restored), "another cluster");
+        let mut sick = view_of(&restored);
+        sick.members[1].healthy = false;
+        assert!(!runs_from(&sick, &restored), "an unhealthy member");
+        let mut learner = view_of(&restored);
+        learner.members[1].member.is_learner = true;
+        assert!(!runs_from(&learner, &restored), "a learner");
+        let mut fewer = view_of(&restored);
+        fewer.members.pop();
+        assert!(!runs_from(&fewer, &restored), "a member missing");
+        let mut renamed = view_of(&restored);
+        renamed.members[0].member.name = "c".into();
+        assert!(!runs_from(&renamed, &restored), "another name");
     }
 
     #[test]
