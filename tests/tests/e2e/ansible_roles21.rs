@@ -109,10 +109,16 @@ impl Dr {
     }
 
     /// The restore play with no connection settings: the controller's `ETCDCTL_ENDPOINTS`
-    /// (as an Automation Platform credential sets it) is the only way to the cluster.
+    /// (as an Automation Platform credential sets it) is the only way to the cluster. The
+    /// targets (this machine too) see a closed port in theirs instead.
     fn run_with_controller_endpoints(&self, args: &[&str]) -> PlaybookRun {
         let mut play: Value = serde_json::from_str(&self.restore_play()).unwrap();
-        play[0].as_object_mut().unwrap().remove("module_defaults");
+        let play_map = play[0].as_object_mut().unwrap();
+        play_map.remove("module_defaults");
+        play_map.insert(
+            "environment".into(),
+            json!({"ETCDCTL_ENDPOINTS": "http://127.0.0.1:9"}),
+        );
         let endpoints = self.urls.join(",");
         self.collection.playbook(
             &play.to_string(),
