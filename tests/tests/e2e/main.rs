@@ -6,6 +6,7 @@ mod access;
 mod ansible;
 mod ansible_cluster;
 mod ansible_encryption;
+mod ansible_modules21;
 mod ansible_platform;
 mod ansible_roles;
 mod auth;
