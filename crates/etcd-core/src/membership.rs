@@ -8,7 +8,9 @@
 //! `etcdops::member` workflow passes here.
 //!
 //! Members are matched by peer URLs first, then by ID, then by name: a member added but not
-//! yet started has no name, and peer URLs are what the operator actually knows.
+//! yet started has no name, and peer URLs are what the operator actually knows. One rule
+//! ([`match_member`]) finds the member of every change, so a removal or a promotion given the
+//! name and peer URLs an addition was given finds what the addition found.
 
 use std::collections::BTreeMap;
 
@@ -522,7 +524,10 @@ pub async fn member_remove<G: ChangeGuard>(
     let Some(target) = match_member(&view, &query)? else {
         return Ok(MemberChangeResult {
             changed: false,
-            message: format!("no member matches {query}; nothing to remove"),
+            message: format!(
+                "no member matches {query}; nothing to remove{}",
+                unnamed_note(&view, &query)
+            ),
             member: None,
             leadership_moved_to: None,
         });
@@ -679,6 +684,24 @@ fn no_member_to_promote(view: &ClusterView, query: &MemberQuery) -> String {
     format!(
         "no member matches {query}; learner {} was added and is waiting for its etcd to start: a member has no name until its etcd first starts, so name it by its peer URL, start its etcd (initial cluster state existing, with the initial cluster its addition returned), then promote it once it has caught up",
         waiting.join(", ")
+    )
+}
+
+/// For a name that matched nothing: the members that have no name yet (added, not
+/// started), one of which the caller may mean.
+fn unnamed_note(view: &ClusterView, query: &MemberQuery) -> String {
+    let unnamed: Vec<String> = view
+        .members
+        .iter()
+        .filter(|m| !m.member.started)
+        .map(|m| format!("{} ({})", m.member.id, m.member.peer_urls.join(",")))
+        .collect();
+    if unnamed.is_empty() || !query.peer_urls.is_empty() {
+        return String::new();
+    }
+    format!(
+        " (member {} has not started and has no name yet: name it by its peer URL)",
+        unnamed.join(", ")
     )
 }
 

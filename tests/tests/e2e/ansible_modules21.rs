@@ -56,6 +56,9 @@ fn member_absent_matches_as_present_does_and_check_mode_predicts_it() {
         {"etcd.core.etcd_member": m4("present"), "register": "added"},
         {"etcd.core.etcd_member": m4("absent"), "check_mode": true, "register": "would"},
         {"etcd.core.etcd_member": m4("present"), "register": "still"},
+        // By name alone nothing matches it yet, and the result says which member has no name.
+        {"etcd.core.etcd_member": {"endpoints": endpoints, "name": "m4", "state": "absent"},
+         "register": "by_name"},
         // A member's name with another member's peer URLs: neither is removed, nor added.
         {"etcd.core.etcd_member": {"endpoints": endpoints, "name": names[1],
             "peer_urls": [other_peer], "state": "absent"},
@@ -72,6 +75,9 @@ fn member_absent_matches_as_present_does_and_check_mode_predicts_it() {
             "'would remove member' in would.msg",
             "would.member.id == added.member.id",
             "not still.changed",
+            "not by_name.changed",
+            "'has not started and has no name yet' in by_name.msg",
+            "peer in by_name.msg",
             "mixed.failed",
             "'give the name and peer URLs of one member' in mixed.msg",
             "renamed.failed",
@@ -83,7 +89,8 @@ fn member_absent_matches_as_present_does_and_check_mode_predicts_it() {
         ]}},
     ]);
     let collection = Collection::install();
-    let played = collection.playbook(&play(tasks), LOCAL, &json!({}), &[], &[]);
+    let vars = json!({"peer": peer});
+    let played = collection.playbook(&play(tasks), LOCAL, &vars, &[], &[]);
     played_ok(&played);
     assert!(played.stdout.contains("ignored=2"), "{played}");
     let (after, has_peer) = members(&cluster, &peer);
