@@ -38,11 +38,11 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     request.platform_root = Some(context.platform_root()?);
     let config = context.cluster()?;
     if context.check_mode {
-        // A save always makes a new backup: report it, and what retention would delete now.
+        // A save always makes a new backup: report it, and what retention would delete.
         let preview = preview_save(&config, &request).await?;
         let mut outcome = Outcome::unchanged(format!(
-            "would save a snapshot to {} (check mode: nothing saved)",
-            preview.store
+            "would save a snapshot from {} to {} (check mode: nothing saved)",
+            preview.endpoint, preview.store
         ));
         outcome.changed = true;
         outcome.warnings = preview.warnings;
