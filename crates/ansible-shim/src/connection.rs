@@ -18,24 +18,28 @@ use crate::spec::{Kind, OptionSpec, opt, secret};
 /// The shared options, as modules accept them.
 pub const CONNECTION_OPTIONS: &[OptionSpec] = &[
     opt("endpoints", Kind::List),
-    opt("cacert", Kind::Str),
-    opt("cert", Kind::Str),
-    opt("key", Kind::Str),
+    opt("cacert", Kind::Path),
+    opt("cert", Kind::Path),
+    opt("key", Kind::Path),
     opt("cacert_content", Kind::Str),
     opt("cert_content", Kind::Str),
     secret("key_content", Kind::Str),
     opt("user", Kind::Str),
     secret("password", Kind::Str),
-    opt("insecure_skip_tls_verify", Kind::Bool),
+    opt("insecure_skip_tls_verify", Kind::Bool).default_bool(false),
     opt("server_name", Kind::Str),
     opt("discovery_srv", Kind::Str),
     opt("discovery_srv_name", Kind::Str),
     opt("insecure_discovery", Kind::Bool),
     opt("dns_server", Kind::Str),
-    opt("dial_timeout", Kind::Str),
-    opt("command_timeout", Kind::Str),
-    opt("platform", Kind::Str),
-    opt("platform_root", Kind::Str),
+    opt("dial_timeout", Kind::Str).default_str("2s"),
+    opt("command_timeout", Kind::Str).default_str("5s"),
+    opt("platform", Kind::Str).choices(&["auto"]),
+    // The directory standing for `/`: only tests set it (a fake host's files), so it is
+    // not documented; `root` is its old name in etcd_static_pod and etcd_platform_info.
+    opt("platform_root", Kind::Path)
+        .aliases(&["root"])
+        .undocumented(),
 ];
 
 /// The shared options after normalization.
@@ -125,7 +129,7 @@ impl ConnectionArgs {
             )?,
             Some(other) => {
                 return Err(ModuleError::new(format!(
-                    "option 'platform' must be auto (or unset), got '{other}'"
+                    "platform: '{other}' is not one of auto"
                 )));
             }
         };

@@ -5,6 +5,7 @@
 mod access;
 mod ansible;
 mod ansible_cluster;
+mod ansible_docs;
 mod ansible_encryption;
 mod ansible_platform;
 mod ansible_roles;
