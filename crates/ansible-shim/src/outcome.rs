@@ -241,6 +241,7 @@ fn one_line(msg: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -274,5 +275,64 @@ mod tests {
             module_options(hint).render(etcdops::common::Style::Module),
             "identity_file or identity_content or etcd_prefix or prefix: true or force: true"
         );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod alias_tests {
+    use serde_json::{Value, json};
+
+    fn run(args: Value) -> Value {
+        serde_json::from_str(&crate::run_module_json(&args.to_string(), None).json).unwrap()
+    }
+
+    #[test]
+    fn a_deprecated_alias_works_and_says_so_in_ansibles_deprecations() {
+        // No cluster answers: the task fails, after the alias was accepted.
+        let out = run(json!({
+            "_ansible_module_name": "etcd.core.etcd_lease_info",
+            "endpoints": ["http://127.0.0.1:1"], "dial_timeout": "200ms",
+            "id": "1", "keys": true,
+        }));
+        assert!(
+            !out["msg"].as_str().unwrap().contains("unsupported"),
+            "{out}"
+        );
+        assert_eq!(
+            out["deprecations"],
+            json!([{
+                "msg": "etcd_lease_info: option 'keys' is deprecated, use list_keys",
+                "version": "1.0.0",
+                "collection_name": "etcd.core",
+            }])
+        );
+        // A current alias is no deprecation.
+        let out = run(json!({
+            "_ansible_module_name": "etcd.core.etcd_snapshot",
+            "_ansible_check_mode": true,
+            "endpoints": ["http://127.0.0.1:1"], "dial_timeout": "200ms",
+            "dest": "/nonexistent/backups",
+        }));
+        assert!(out.get("deprecations").is_none(), "{out}");
+        assert!(
+            !out["msg"]
+                .as_str()
+                .unwrap()
+                .contains("missing required option"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn root_is_still_the_platform_root_of_etcd_platform_info() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(json!({
+            "_ansible_module_name": "etcd.core.etcd_platform_info",
+            "root": dir.path(),
+        }));
+        assert_eq!(out["failed"], json!(false), "{out}");
+        assert_eq!(out["platform"], json!("none"), "{out}");
+        assert_eq!(out["root"], json!(dir.path()), "{out}");
     }
 }

@@ -5,6 +5,8 @@
 //! keep: `version_added`, `attributes` (check_mode, diff_mode, action_group), `requirements`,
 //! `seealso`, and a `contains` for every returned mapping.
 
+#![allow(clippy::unwrap_used)] // a test: a broken doc file should panic with its place
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
