@@ -75,7 +75,7 @@ fn duration(option: &str, text: Option<String>) -> Result<Option<Duration>, Stri
         } else {
             t
         };
-        parse_duration(&spelled).map_err(|e| format!("option '{option}': {e}"))
+        parse_duration(&spelled).map_err(|e| format!("{option}: {e}"))
     })
     .transpose()
 }
@@ -134,5 +134,25 @@ impl ConnectionArgs {
             }
         };
         Ok(options.build()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bad_connection_values_name_the_option() {
+        let err = crate::parse_args(
+            r#"{"_ansible_module_name": "etcd_cluster_info", "dial_timeout": "soon"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "dial_timeout: 'soon' is not a duration; write it like 5s, 500ms or 1m30s"
+        );
+        let err = crate::parse_args(
+            r#"{"_ansible_module_name": "etcd_cluster_info", "platform": "kubeadm"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err, "platform: 'kubeadm' is not one of auto");
     }
 }

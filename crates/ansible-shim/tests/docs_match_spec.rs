@@ -25,6 +25,9 @@ fn fragments() -> BTreeMap<String, Value> {
     let dir = collection().join("plugins/doc_fragments");
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).unwrap();
         let mut rest = text.as_str();
