@@ -5,6 +5,7 @@
 mod access;
 mod ansible;
 mod ansible_cluster;
+mod ansible_docs;
 mod ansible_encryption;
 mod ansible_galaxy;
 mod ansible_modules21;
