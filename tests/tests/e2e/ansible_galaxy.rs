@@ -247,3 +247,39 @@ fn a_cache_dir_that_cannot_be_created_fails_with_the_variable_to_set() {
         "the failure does not name the variable:\n{run}"
     );
 }
+
+#[test]
+fn a_cache_dir_others_may_write_in_is_never_run_from() {
+    use std::os::unix::fs::PermissionsExt;
+    let cluster = Cluster::start(1, Security::Plain);
+    let collection = Collection::install();
+    // Like /tmp: anyone could swap the copy between the check and the run.
+    let shared = collection.path().join("shared-cache");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let playbook = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "tasks": [{"etcd.core.etcd_cluster_info": {"endpoints": cluster.client_urls()}}],
+    }])
+    .to_string();
+    let vars = json!({ "etcd_core_shim_cache_dir": shared });
+    let run = collection.playbook(
+        &playbook,
+        LOCAL,
+        &json!({}),
+        &[],
+        &["-e", &vars.to_string()],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    let output = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        output.contains("not running the shim from the cache"),
+        "no warning:\n{run}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        0,
+        "a copy was cached"
+    );
+}

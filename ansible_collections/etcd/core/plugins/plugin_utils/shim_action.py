@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import platform
+import secrets
 import shlex
 import subprocess
 import tempfile
@@ -121,16 +122,80 @@ def shell_dir(path):
     return shlex.quote(path)
 
 
+# The probe: one command that prints the target's machine, the cache directory (expanded) and
+# whether only its user may write in it, then one line per file named like a shim in it:
+# "ok SIZE NAME" for a regular file of the connecting user that no one else may write, else
+# "foreign NAME". `ls -ld` shows the write bits of group (6th character) and others (9th).
+PROBE = """uname -m
+d=%s
+printf '%%s\\n' "$d"
+if [ -d "$d" ] && [ ! -h "$d" ] && [ -O "$d" ]; then
+  case "$(ls -ld -- "$d")" in ?????w*|????????w*) echo unsafe ;; *) echo safe ;; esac
+elif [ -e "$d" ] || [ -h "$d" ]; then echo unsafe
+else echo missing
+fi
+for f in "$d"/etcd_shim_*; do
+  [ -e "$f" ] || [ -h "$f" ] || continue
+  if [ -f "$f" ] && [ ! -h "$f" ] && [ -O "$f" ] && [ -x "$f" ]; then
+    case "$(ls -ld -- "$f")" in
+      ?????w*|????????w*) echo "foreign ${f##*/}" ;;
+      *) echo "ok $(wc -c < "$f") ${f##*/}" ;;
+    esac
+  else
+    echo "foreign ${f##*/}"
+  fi
+done
+true"""
+
+
+def probe_command(cache_dir):
+    """The probe for ``cache_dir`` (see PROBE)."""
+    return PROBE % shell_dir(cache_dir)
+
+
+class Probe:
+    """What the probe found: the architecture, the cache dir and its state, the copies."""
+
+    def __init__(self, arch, cache_dir, dir_state, ours, foreign):
+        self.arch = arch
+        self.cache_dir = cache_dir
+        self.dir_state = dir_state
+        self.ours = ours
+        self.foreign = foreign
+
+
 def parse_probe(stdout):
-    """Reads the probe's output: the machine, the expanded cache dir, the cached shims."""
+    """Reads the probe's output (see PROBE)."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    if len(lines) < 2:
+    if len(lines) < 3:
         raise AnsibleActionFail(
             "cannot tell the target's architecture: 'uname -m' printed %r" % stdout.strip()
         )
-    machine, cache_dir = lines[0], lines[1]
-    cached = set(os.path.basename(path) for path in lines[2:])
-    return ARCH_ALIASES.get(machine, machine), cache_dir.rstrip("/") or "/", cached
+    machine, cache_dir, dir_state = lines[0], lines[1].rstrip("/") or "/", lines[2]
+    ours, foreign = {}, set()
+    for line in lines[3:]:
+        fields = line.split()
+        if fields[0] == "ok" and len(fields) == 3 and fields[1].isdigit():
+            ours[fields[2]] = int(fields[1])
+        else:
+            foreign.add(fields[-1])
+    return Probe(ARCH_ALIASES.get(machine, machine), cache_dir, dir_state, ours, foreign)
+
+
+def stale_command(remote_dir, name, arch):
+    """Removes this architecture's other cached versions and left-over partial copies that
+    no task used for STALE_DAYS: only regular files of the connecting user, by our names."""
+    return (
+        "find %s -maxdepth 1 -type f -user \"$(id -u)\" \\( -name %s ! -name %s -o -name %s \\) "
+        "-mtime +%d -exec rm -f {} + 2>/dev/null; true"
+        % (
+            shlex.quote(remote_dir),
+            shlex.quote("etcd_shim_%s-*" % arch),
+            shlex.quote(name),
+            shlex.quote(".etcd_shim_%s-*.part" % arch),
+            STALE_DAYS,
+        )
+    )
 
 
 def parse_result(stdout, stderr, rc):
@@ -162,6 +227,8 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = True
     _supports_check_mode = True
     _supports_async = False
+    # Warnings of the shim's transport for this task's result.
+    _warnings = ()
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -181,6 +248,7 @@ class ActionModule(ActionBase):
         """Runs ``module`` with ``args`` on the target through the cached shim; its result."""
         args = self.module_args(module, args)
         self._update_module_args(self._task.action, args, task_vars)
+        self._warnings = []
         shim, from_cache = self._target_shim(task_vars)
         tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
         args_path = self._connection._shell.join_path(tmpdir, "args")
@@ -201,6 +269,8 @@ class ActionModule(ActionBase):
                 "the target cannot execute the shim %s (exit code %s: a noexec mount?); set %s "
                 "to a directory where files may be executed" % (shim, res.get("rc"), CACHE_DIR_VAR)
             )
+        if self._warnings:
+            result["warnings"] = list(result.get("warnings") or []) + self._warnings
         return result
 
     def run_shim_on_controller(self, module, args, task_vars):
@@ -241,39 +311,50 @@ class ActionModule(ActionBase):
         """The target's path of the shim for its architecture, copied there if missing, and
         whether that path is the cached copy.
 
-        A task whose become user is unprivileged gets a copy in its own tmp dir instead,
-        made readable for that user as Ansible does for every module.
+        The task gets a copy in its own tmp dir instead (made readable for its user as Ansible
+        does for every module) when its become user is unprivileged, or when the cache is not
+        safe to run from: a directory others may write in, or something that is not our copy
+        under our copy's name (it is neither run nor removed).
         """
         cache_dir = task_vars.get(CACHE_DIR_VAR) or DEFAULT_CACHE_DIR
-        probe = (
-            "uname -m; d=%s; printf '%%s\\n' \"$d\"; "
-            'for f in "$d"/etcd_shim_*; do [ -x "$f" ] && printf \'%%s\\n\' "$f"; done; true'
-            % shell_dir(cache_dir)
-        )
-        res = self._low_level_execute_command(probe, sudoable=False)
+        res = self._low_level_execute_command(probe_command(cache_dir), sudoable=False)
         if res.get("rc") != 0:
             raise AnsibleActionFail(
                 "cannot tell the target's architecture: 'uname -m' failed: %s"
                 % (res.get("stderr") or res.get("stdout") or "no output").strip()
             )
-        arch, remote_dir, cached = parse_probe(res.get("stdout", ""))
-        local = local_shim(arch)
-        if self._is_become_unprivileged():
+        probe = parse_probe(res.get("stdout", ""))
+        local = local_shim(probe.arch)
+        name = "etcd_shim_%s-%s" % (probe.arch, file_sha256(local)[:32])
+        unsafe = None
+        if probe.dir_state == "unsafe":
+            unsafe = "%s is not a directory of the connecting user that only it may write in" % (
+                probe.cache_dir
+            )
+        elif name in probe.foreign:
+            unsafe = "%s/%s is not a copy this collection installed (a symlink, a directory, or " \
+                "another user's or a writable file)" % (probe.cache_dir, name)
+        if self._is_become_unprivileged() or unsafe:
+            if unsafe:
+                self._warnings.append(
+                    "not running the shim from the cache: %s; copied for this task only (set %s "
+                    "to a private directory)" % (unsafe, CACHE_DIR_VAR)
+                )
             tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
-            remote = self._connection._shell.join_path(tmpdir, "etcd_shim_%s" % arch)
+            remote = self._connection._shell.join_path(tmpdir, "etcd_shim_%s" % probe.arch)
             self._transfer_file(local, remote)
             self._fixup_perms2([tmpdir, remote], execute=True)
             return remote, False
-        name = "etcd_shim_%s-%s" % (arch, file_sha256(local)[:32])
-        if name not in cached:
-            self._cache_shim(local, remote_dir, name, arch)
-        return self._connection._shell.join_path(remote_dir, name), True
+        # A copy of ours whose size is wrong (cut short by a crash) is installed again.
+        if probe.ours.get(name) != os.path.getsize(local):
+            self._cache_shim(local, probe.cache_dir, name, probe.arch)
+        return self._connection._shell.join_path(probe.cache_dir, name), True
 
     def _cache_shim(self, local, remote_dir, name, arch):
         """Copies the shim into the cache under its checksum name, atomically (a partial copy
         never carries the final name), and removes this architecture's stale versions."""
         join = self._connection._shell.join_path
-        partial = join(remote_dir, ".%s.%d.part" % (name, os.getpid()))
+        partial = join(remote_dir, ".%s.%s.part" % (name, secrets.token_hex(8)))
         res = self._low_level_execute_command(
             "umask 022 && mkdir -p %s" % shlex.quote(remote_dir), sudoable=False
         )
@@ -284,27 +365,17 @@ class ActionModule(ActionBase):
             )
         self._transfer_file(local, partial)
         final = join(remote_dir, name)
-        # Stale: other versions of this architecture's shim, and copies a failed transfer
-        # left behind, once they are STALE_DAYS old.
-        stale = "\\( -name %s ! -name %s -o -name %s \\) -mtime +%d" % (
-            shlex.quote("etcd_shim_%s-*" % arch),
-            shlex.quote(name),
-            shlex.quote(".etcd_shim_%s-*.part" % arch),
-            STALE_DAYS,
-        )
         res = self._low_level_execute_command(
-            "chmod 0755 %s && mv -f %s %s && find %s -maxdepth 1 %s -exec rm -f {} +"
-            % (
-                shlex.quote(partial),
-                shlex.quote(partial),
-                shlex.quote(final),
-                shlex.quote(remote_dir),
-                stale,
+            "chmod 0755 %s && mv -f -T %s %s" % (
+                shlex.quote(partial), shlex.quote(partial), shlex.quote(final)
             ),
             sudoable=False,
         )
         if res.get("rc") != 0:
+            self._low_level_execute_command("rm -f %s" % shlex.quote(partial), sudoable=False)
             raise AnsibleActionFail(
                 "cannot install the shim in %s on the target: %s"
                 % (remote_dir, (res.get("stderr") or "").strip())
             )
+        # Best effort: another host sharing the directory may be removing the same files.
+        self._low_level_execute_command(stale_command(remote_dir, name, arch), sudoable=False)
