@@ -8,6 +8,7 @@ mod ansible_cluster;
 mod ansible_encryption;
 mod ansible_galaxy;
 mod ansible_platform;
+mod ansible_restore_controller;
 mod ansible_roles;
 mod ansible_roles21;
 mod auth;

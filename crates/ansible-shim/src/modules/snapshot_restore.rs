@@ -32,6 +32,8 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("force", Kind::Bool),
         opt("replace_restored", Kind::Bool),
         opt("skip_in_service", Kind::Bool),
+        // Read by the action plugin, which uploads a controller-side `snapshot` when false.
+        opt("remote_src", Kind::Bool),
         opt("owner", Kind::Str),
         opt("to_revision", Kind::Int),
         opt("to_time", Kind::Str),
