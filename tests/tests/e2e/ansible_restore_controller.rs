@@ -57,7 +57,9 @@ fn ctl_keys(urls: &[String], revision: Option<i64>) -> Vec<(String, String)> {
 /// The `module_args` of each host's result of task `name` in `-vvv` output.
 fn member_args(stdout: &str, name: &str) -> Vec<Value> {
     let header = format!(": {name}]");
-    let start = stdout.find(&header).unwrap_or_else(|| panic!("no task '{name}'"));
+    let start = stdout
+        .find(&header)
+        .unwrap_or_else(|| panic!("no task '{name}'"));
     let rest = &stdout[start..];
     let end = rest[1..].find("\nTASK [").map_or(rest.len(), |i| i + 1);
     let mut found = Vec::new();
@@ -93,7 +95,12 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
     let s3 = S3Server::start();
     s3.create_bucket("dr-store");
     let store = "s3://dr-store/etcd";
-    let s3_flags = ["--s3-endpoint", &s3.endpoint, "--allow-http", "--s3-path-style"];
+    let s3_flags = [
+        "--s3-endpoint",
+        &s3.endpoint,
+        "--allow-http",
+        "--s3-path-style",
+    ];
     let backup = BackupRun::start_with(
         args(&["--endpoints", &urls.join(",")]),
         cluster.dir(),
@@ -155,7 +162,11 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
         }
     }
     assert!(!played.stdout.contains("Very-Secret-Test-Key"), "{played}");
-    assert_eq!(ctl_keys(&urls, None), expected, "the state at revision {target}");
+    assert_eq!(
+        ctl_keys(&urls, None),
+        expected,
+        "the state at revision {target}"
+    );
 }
 
 #[test]

@@ -97,7 +97,6 @@ pub async fn copy_for_restore(
     progress: &dyn Progress,
 ) -> Result<LocalCopy> {
     let (store_url, point, object) = request.source()?;
-    let source = request.settings.open(&store_url)?;
     let dest_url = request.dest.display().to_string();
     if dest_url.contains("://") || !request.dest.is_absolute() {
         return Err(Error::invalid(
@@ -105,6 +104,7 @@ pub async fn copy_for_restore(
             None,
         ));
     }
+    let source = request.settings.open(&store_url)?;
     let destination = request.settings.open(&dest_url)?;
     let backups = match (point, object) {
         (Some(point), _) => {
@@ -147,4 +147,78 @@ pub async fn copy_for_restore(
         changed: report.copied > 0 || report.segments_copied > 0,
         report,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(args: serde_json::Value) -> LocalCopyRequest {
+        let mut all = serde_json::json!({"dest": "/var/tmp/copy"});
+        all.as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        serde_json::from_value(all).unwrap()
+    }
+
+    #[test]
+    fn the_source_is_one_backup_a_store_or_a_point_of_a_store() {
+        let one = request(serde_json::json!({"snapshot": "s3://b/p/etcd-1/x.db.zst"}));
+        assert_eq!(
+            one.source().unwrap(),
+            (
+                "s3://b/p/etcd-1".to_string(),
+                None,
+                Some("x.db.zst".to_string())
+            )
+        );
+        let newest = request(serde_json::json!({"store": "s3://b/p"}));
+        assert_eq!(
+            newest.source().unwrap(),
+            ("s3://b/p".to_string(), None, None)
+        );
+        let point = request(serde_json::json!({"store": "s3://b/p", "to_revision": 7}));
+        assert_eq!(
+            point.source().unwrap(),
+            ("s3://b/p".to_string(), Some(PointInTime::Revision(7)), None)
+        );
+    }
+
+    #[test]
+    fn ambiguous_or_missing_sources_are_refused_in_option_names() {
+        for (args, says) in [
+            (serde_json::json!({}), "give exactly one of snapshot"),
+            (
+                serde_json::json!({"snapshot": "s3://b/x", "store": "s3://b"}),
+                "give exactly one of snapshot",
+            ),
+            (
+                serde_json::json!({"snapshot": "s3://b/x", "to_revision": 3}),
+                "need store",
+            ),
+            (
+                serde_json::json!({"store": "s3://b", "to_revision": 3, "to_time": "2026-11-30T02:15:00Z"}),
+                "at most one of to_revision and to_time",
+            ),
+        ] {
+            let err = request(args.clone()).source().unwrap_err().to_string();
+            assert!(err.contains(says), "{args}: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_relative_or_url_dest_is_refused() {
+        for dest in ["relative/dir", "s3://b/copy"] {
+            let mut bad = request(serde_json::json!({"store": "/var/backups/none"}));
+            bad.dest = PathBuf::from(dest);
+            let err = copy_for_restore(&bad, &etcd_snapshot::NoProgress)
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("dest must be an absolute local directory"),
+                "{err}"
+            );
+        }
+    }
 }
