@@ -79,6 +79,44 @@ fn the_installed_tarball_passes_ansible_test_sanity_and_ansible_doc_warns_about_
             "{module}"
         );
     }
+    // Every role documents its variables (meta/argument_specs.yml), as AAP surveys read them.
+    let roles: Vec<String> = std::fs::read_dir(dir.join("roles"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(roles.len() >= 5, "{roles:?}");
+    for role in &roles {
+        let name = format!("etcd.core.{role}");
+        let doc = ansible_doc(&collection, &["-t", "role", &name]);
+        let stdout = String::from_utf8_lossy(&doc.stdout);
+        let stderr = String::from_utf8_lossy(&doc.stderr);
+        assert!(doc.status.success(), "ansible-doc -t role {name}: {stderr}");
+        assert!(
+            !stderr.contains("WARNING"),
+            "ansible-doc -t role {name} warned:\n{stderr}"
+        );
+        // Each option of the entry points' argument specs (six-space keys under `options:`)
+        // is in the output.
+        let spec =
+            std::fs::read_to_string(dir.join("roles").join(role).join("meta/argument_specs.yml"))
+                .unwrap_or_else(|e| panic!("{role} has no meta/argument_specs.yml: {e}"));
+        let options: Vec<&str> = spec
+            .lines()
+            .filter(|l| l.starts_with("      ") && !l.starts_with("       "))
+            .filter_map(|l| l.trim().strip_suffix(':'))
+            .collect();
+        assert!(
+            !options.is_empty(),
+            "{role}: no options in its argument spec"
+        );
+        for option in options {
+            assert!(
+                stdout.contains(option),
+                "{name} does not show {option}:\n{stdout}"
+            );
+        }
+    }
 }
 
 /// Names in the target's shim cache (this install's `shim-cache`).

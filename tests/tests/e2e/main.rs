@@ -5,12 +5,14 @@
 mod access;
 mod ansible;
 mod ansible_cluster;
+mod ansible_docs;
 mod ansible_encryption;
 mod ansible_galaxy;
+mod ansible_modules21;
 mod ansible_platform;
 mod ansible_restore_controller;
-mod ansible_roles;
 mod ansible_roles21;
+mod ansible_roles;
 mod auth;
 mod backup_run;
 mod backup_run_safety;

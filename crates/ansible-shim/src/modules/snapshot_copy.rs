@@ -18,7 +18,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("store", Kind::Str),
         opt("to_revision", Kind::Int),
         opt("to_time", Kind::Str),
-        opt("dest", Kind::Str),
+        opt("dest", Kind::Path).required(),
     ],
     STORE_OPTIONS,
 ];
