@@ -167,6 +167,63 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
         expected,
         "the state at revision {target}"
     );
+
+    // The newest complete backup (the full one taken before the writes), copied into a
+    // directory given, which stays.
+    let kept = tempfile::tempdir().unwrap();
+    let mut vars = vars;
+    vars.as_object_mut().unwrap().remove("restore_to_revision");
+    vars["restore_controller_dir"] = json!(kept.path());
+    let playbook = json!([{
+        "hosts": "all",
+        "gather_facts": false,
+        "module_defaults": {"group/etcd.core.etcd": {"endpoints": urls}},
+        "roles": [{"role": "etcd.core.restore", "vars": vars}],
+    }])
+    .to_string();
+    let newest = collection.playbook(&playbook, &inventory, &json!({}), &S3_ENV, &["-vvv"]);
+    assert_eq!(newest.code, 0, "{newest}");
+    for args in member_args(&newest.stdout, "Restore this member") {
+        assert!(
+            args["snapshot"].as_str().unwrap().contains("/ansible-tmp-"),
+            "{args}"
+        );
+        assert!(args["s3_endpoint"].is_null(), "{args}");
+    }
+    assert!(!expected.is_empty());
+    assert_eq!(
+        ctl_keys(&urls, None),
+        [],
+        "the full backup taken before the writes"
+    );
+    // The backup with its manifest (and its chain, as etcdops snapshot copy copies it).
+    let copied: Vec<String> = walk(kept.path());
+    let full = copied
+        .iter()
+        .find(|f| f.ends_with(".db.zst"))
+        .unwrap_or_else(|| panic!("{copied:?}"));
+    assert!(
+        copied.contains(&format!("{full}.manifest.json")),
+        "{copied:?}"
+    );
+}
+
+/// The files under `dir`, relative paths.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(
+                walk(&path)
+                    .into_iter()
+                    .map(|f| format!("{}/{f}", entry.file_name().to_string_lossy())),
+            );
+        } else {
+            out.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
 }
 
 #[test]

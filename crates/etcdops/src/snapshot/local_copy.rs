@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use etcd_snapshot::{
     CopyReport, PointInTime, Progress, copy_backups, list_backups, plan_candidates,
+    split_backup_url,
 };
 use etcd_store::split_object_url;
 use serde::{Deserialize, Serialize};
@@ -81,7 +82,9 @@ impl LocalCopyRequest {
                 None,
             )),
             (Some(url), None, None) => {
-                let (store, object) = split_object_url(url);
+                // The store above the cluster folder: its catalog lists the backup.
+                let (store, object) =
+                    split_backup_url(url).unwrap_or_else(|| split_object_url(url));
                 Ok((store, None, Some(object)))
             }
             (None, Some(store), point) => Ok((store.clone(), point, None)),
