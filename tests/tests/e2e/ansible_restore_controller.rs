@@ -171,7 +171,6 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
     // The newest complete backup (the full one taken before the writes), copied into a
     // directory given, which stays.
     let kept = tempfile::tempdir().unwrap();
-    let mut vars = vars;
     vars.as_object_mut().unwrap().remove("restore_to_revision");
     vars["restore_controller_dir"] = json!(kept.path());
     let playbook = json!([{

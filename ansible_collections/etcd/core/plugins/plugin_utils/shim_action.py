@@ -262,7 +262,9 @@ class ActionModule(ActionBase):
         for local, remote in files:
             self._transfer_file(local, remote)
         if self._is_become_unprivileged():
-            self._fixup_perms2([tmpdir] + dirs + [r for _, r in files], execute=False)
+            self._fixup_perms2(
+                [tmpdir] + dirs + [remote for _local, remote in files], execute=False
+            )
         return root
 
     def _target_shim(self, task_vars):
