@@ -11,6 +11,7 @@ mod maintenance;
 mod member;
 mod platform_info;
 mod snapshot;
+mod snapshot_copy;
 mod snapshot_info;
 mod snapshot_restore;
 mod static_pod;
@@ -50,6 +51,11 @@ pub const MODULES: &[ModuleDef] = &[
     ModuleDef {
         name: "etcd_snapshot_info",
         options: snapshot_info::OPTIONS,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_snapshot_copy",
+        options: snapshot_copy::OPTIONS,
         connection: false,
     },
     ModuleDef {
@@ -116,6 +122,7 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_member" => member::run(context).await,
         "etcd_snapshot" => snapshot::run(context).await,
         "etcd_snapshot_info" => snapshot_info::run(context).await,
+        "etcd_snapshot_copy" => snapshot_copy::run(context).await,
         "etcd_snapshot_restore" => snapshot_restore::run(context).await,
         "etcd_maintenance" => maintenance::run(context).await,
         "etcd_kv_info" => kv_info::run(context).await,

@@ -32,6 +32,8 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("force", Kind::Bool).default_bool(false),
         opt("replace_restored", Kind::Bool).default_bool(false),
         opt("skip_in_service", Kind::Bool).default_bool(false),
+        // Read by the action plugin, which uploads a controller-side `snapshot` when false.
+        opt("remote_src", Kind::Bool).default_bool(true),
         opt("owner", Kind::Str),
         opt("to_revision", Kind::Int),
         opt("to_time", Kind::Str),

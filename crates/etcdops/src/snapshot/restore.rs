@@ -21,7 +21,7 @@ fn default_token() -> String {
 }
 
 /// An RFC 3339 time (`2026-11-30T02:15:00Z`).
-fn rfc3339<'de, D: Deserializer<'de>>(
+pub(super) fn rfc3339<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<Option<DateTime<Utc>>, D::Error> {
     Option::<String>::deserialize(deserializer)?

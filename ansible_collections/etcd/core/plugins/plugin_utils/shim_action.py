@@ -57,7 +57,7 @@ PEM_OPTIONS = (
     ("key", "key_content", "ETCDCTL_KEY"),
 )
 # Modules that do not talk to a cluster take no connection options.
-NO_CONNECTION = ("etcd_snapshot_info", "etcd_snapshot_restore")
+NO_CONNECTION = ("etcd_snapshot_copy", "etcd_snapshot_info", "etcd_snapshot_restore")
 ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 # Where the shims of this collection live: <collection>/files/etcd_shim_<arch>.
 SHIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "files")
@@ -221,7 +221,7 @@ class ActionModule(ActionBase):
     """Dispatches an etcd.core module to the shim binary for the target's architecture.
 
     Subclasses (a module that needs more than a dispatch) use :meth:`run_shim`,
-    :meth:`run_shim_on_controller` and :meth:`upload`.
+    :meth:`run_shim_on_controller`, :meth:`upload` and :meth:`upload_tree`.
     """
 
     TRANSFERS_FILES = True
@@ -306,6 +306,36 @@ class ActionModule(ActionBase):
         if self._is_become_unprivileged():
             self._fixup_perms2([tmpdir, remote], execute=False)
         return remote
+
+    def upload_tree(self, local_dir, task_vars):
+        """Copies a controller directory, its layout kept, into this task's remote tmp dir;
+        returns its remote path. Removed with the tmp dir when the task ends."""
+        del task_vars
+        tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+        join = self._connection._shell.join_path
+        root = join(tmpdir, os.path.basename(local_dir.rstrip("/")) or "tree")
+        dirs, files = [root], []
+        for parent, subdirs, names in os.walk(local_dir):
+            rel = os.path.relpath(parent, local_dir)
+            remote_parent = root if rel == "." else join(root, *rel.split(os.sep))
+            dirs.extend(join(remote_parent, d) for d in sorted(subdirs))
+            files.extend(
+                (os.path.join(parent, n), join(remote_parent, n)) for n in sorted(names)
+            )
+        res = self._low_level_execute_command(
+            "mkdir -p %s" % " ".join(shlex.quote(d) for d in dirs), sudoable=False
+        )
+        if res.get("rc") != 0:
+            raise AnsibleActionFail(
+                "cannot create %s on the target: %s" % (root, (res.get("stderr") or "").strip())
+            )
+        for local, remote in files:
+            self._transfer_file(local, remote)
+        if self._is_become_unprivileged():
+            self._fixup_perms2(
+                [tmpdir] + dirs + [remote for _local, remote in files], execute=False
+            )
+        return root
 
     def _target_shim(self, task_vars):
         """The target's path of the shim for its architecture, copied there if missing, and
