@@ -507,3 +507,48 @@ fn a_password_that_is_a_json_word_or_digit_leaves_results_intact() {
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("failed=0"), "{run}");
 }
+
+/// Finding (high): `etcd_member` with its defaults (`learner: false`) adds a voter to a
+/// healthy one-member cluster without a word: the quorum becomes 2 of 2 before the new
+/// member can vote, and the cluster stops taking writes until the new etcd has started and
+/// caught up (if it never does, a wrong certificate or a closed port, the cluster stays
+/// down: the removal that would fix it needs that quorum too, and the module refuses it).
+/// The guard refuses a new voter only while a member is unhealthy. Expected: refused like
+/// that case (add it as a learner, or `force: true`), unless the healthy voters reach the
+/// quorum the new member makes; the cluster keeps taking writes.
+#[test]
+#[ignore = "red team 21: adding a voter to a one-member cluster loses quorum unguarded"]
+fn adding_a_voter_to_a_one_member_cluster_is_refused_and_writes_go_on() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let (peer, _) = cluster.new_member_urls();
+    let endpoints = cluster.client_urls();
+    let tasks = json!([
+        {"etcd.core.etcd_member": {"endpoints": endpoints, "name": "m4", "peer_urls": [peer]},
+         "register": "added", "ignore_errors": true},
+        {"ansible.builtin.assert": {"that": [
+            "added is failed",
+            "'learner' in added.msg",
+        ], "fail_msg": "{{ added.msg }}"}},
+    ]);
+    let collection = Collection::install();
+    let run = collection.playbook(
+        &play("target", tasks),
+        "target ansible_connection=local\n",
+        &json!({}),
+        &[],
+        &[],
+    );
+    let wrote = block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints.clone(), None)
+            .await
+            .ok()?;
+        let put = client.put("/rt21/still-writable", "v", None);
+        tokio::time::timeout(std::time::Duration::from_secs(5), put)
+            .await
+            .ok()?
+            .ok()
+    });
+    assert!(wrote.is_some(), "the cluster stopped taking writes:\n{run}");
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("failed=0"), "{run}");
+}
