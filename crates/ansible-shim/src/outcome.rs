@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use etcdops::common::{Hint, OptionId, OptionKind};
 
 use crate::context::Context;
-use crate::secrets::{masked_params, scrub_json, secret_values};
+use crate::secrets::{masked_params, scrub_value, secret_values};
 use crate::spec::deprecated_aliases_used;
 
 /// A module's result: Ansible's common keys plus the module's return values.
@@ -227,8 +227,7 @@ impl Outcome {
             Value::Object(masked_params(context.params(), &specs)),
         );
         doc.insert("invocation".into(), Value::Object(invocation));
-        let json = Value::Object(doc).to_string();
-        scrub_json(&json, &secret_values(context.params(), &specs))
+        scrub_value(Value::Object(doc), &secret_values(context.params(), &specs)).to_string()
     }
 }
 

@@ -106,21 +106,34 @@ pub fn masked_params(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Ma
     out
 }
 
-/// Replaces every occurrence of each secret in serialized JSON, in its JSON-escaped form too
-/// (a PEM key's newlines are `\n` there).
-pub fn scrub_json(json: &str, secrets: &[String]) -> String {
-    let mut out = json.to_string();
-    for secret in secrets {
-        let escaped = serde_json::to_string(secret).unwrap_or_default();
-        let escaped = escaped.trim_matches('"');
-        if !escaped.is_empty() {
-            out = out.replace(escaped, "********");
-        }
-        if secret.as_str() != escaped {
-            out = out.replace(secret.as_str(), "********");
-        }
+/// Replaces every occurrence of each secret in the strings of `value` (map keys too), as
+/// Ansible's `no_log` does: numbers, booleans and the document's shape stay as they are, so a
+/// secret such as `true` or `1` never turns the result into something that is not JSON.
+pub fn scrub_value(value: Value, secrets: &[String]) -> Value {
+    let scrub = |text: String| {
+        secrets.iter().fold(text, |text, secret| {
+            if text.contains(secret.as_str()) {
+                text.replace(secret.as_str(), "********")
+            } else {
+                text
+            }
+        })
+    };
+    match value {
+        Value::String(text) => Value::String(scrub(text)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| scrub_value(item, secrets))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, item)| (scrub(key), scrub_value(item, secrets)))
+                .collect(),
+        ),
+        other => other,
     }
-    out
 }
 
 #[cfg(test)]
@@ -137,8 +150,8 @@ mod tests {
         let content = "# public key: age1public\nAGE-SECRET-KEY-1QQQQQQQQQQ\n";
         let params = json!({ "identity_content": content });
         let secrets = secret_values(params.as_object().unwrap(), &[IDS]);
-        let scrubbed = scrub_json("{\"msg\": \"AGE-SECRET-KEY-1QQQQQQQQQQ\"}", &secrets);
-        assert!(!scrubbed.contains("AGE-SECRET"), "{scrubbed}");
+        let scrubbed = scrub_value(json!({"msg": "AGE-SECRET-KEY-1QQQQQQQQQQ"}), &secrets);
+        assert!(!scrubbed.to_string().contains("AGE-SECRET"), "{scrubbed}");
         assert!(!secrets.iter().any(|s| s == "# public key: age1public"));
     }
 
@@ -168,11 +181,25 @@ mod tests {
         assert_eq!(masked["password"], json!(MASK));
         assert!(!masked.contains_key("_ansible_diff"));
         let doc =
-            json!({"msg": "bad password hunter2\nx for root:s3cr3t-in-user", "invocation": masked})
-                .to_string();
-        let scrubbed = scrub_json(&doc, &secrets);
+            json!({"msg": "bad password hunter2\nx for root:s3cr3t-in-user", "invocation": masked});
+        let scrubbed = scrub_value(doc, &secrets).to_string();
         assert!(!scrubbed.contains("hunter2"), "{scrubbed}");
         assert!(!scrubbed.contains("s3cr3t"), "{scrubbed}");
-        assert!(serde_json::from_str::<Value>(&scrubbed).is_ok());
+    }
+
+    #[test]
+    fn a_secret_that_is_a_json_word_or_digit_leaves_the_result_json() {
+        let params = json!({"password": "true", "user": "root:1"});
+        let secrets = secret_values(params.as_object().unwrap(), &[SPECS]);
+        let doc = json!({"changed": true, "failed": false, "revision": 11, "true": "a true 1",
+            "msg": "revision 11 is true"});
+        let scrubbed = scrub_value(doc, &secrets);
+        assert_eq!(scrubbed["changed"], json!(true));
+        assert_eq!(scrubbed["revision"], json!(11));
+        assert_eq!(scrubbed["********"], json!("a ******** ********"));
+        assert_eq!(
+            scrubbed["msg"],
+            json!("revision **************** is ********")
+        );
     }
 }

@@ -79,8 +79,7 @@ pub enum StoreError {
     },
     /// A store endpoint is plain http, which is refused unless allowed (hint: `allow_http`).
     #[error(
-        "invalid store option {option}: '{endpoint}' is plain http; allow plain http (or set \
-         ETCDOPS_ALLOW_HTTP=true) to use it"
+        "invalid store option {option}: '{endpoint}' is plain http; allow plain http to use it"
     )]
     PlainHttp {
         /// The option that gave the endpoint.

@@ -146,6 +146,8 @@ fn store_options_are_the_hint_of_their_errors() {
         endpoint: "http://h:9000".into(),
     };
     assert!(!plain.to_string().contains("--"), "{plain}");
+    // The words of every front-end: the CLI's environment variable is its own hint's business.
+    assert!(!plain.to_string().contains("ETCDOPS_"), "{plain}");
     assert_eq!(
         plain.hint().map(|h| h.render(Style::Module)).as_deref(),
         Some("allow_http: true")

@@ -416,7 +416,7 @@ mod tests {
             ..StoreOptions::default()
         };
         let err = Store::open("s3://b", &options).unwrap_err();
-        assert!(err.to_string().contains("ETCDOPS_ALLOW_HTTP"), "{err}");
+        assert!(err.to_string().contains("is plain http"), "{err}");
         assert_eq!(
             etcd_common::Hinted::hint(&err).map(|h| h.render(etcd_common::Style::Cli)),
             Some("--allow-http".to_string())

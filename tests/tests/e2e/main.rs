@@ -41,6 +41,7 @@ mod member;
 mod platform;
 mod prune_safety;
 mod red_team20;
+mod red_team21;
 mod restore_host;
 mod restore_safety;
 mod secrets;
