@@ -64,7 +64,6 @@ fn cache_the_shim(collection: &Collection, store: &Path) -> PathBuf {
 /// one host's clean-up `find` trips over another host's `.part` file as it is renamed
 /// ("find: ... .part: No such file or directory"), and that host's task fails.
 #[test]
-#[ignore = "red team 21: concurrent first tasks sharing a shim cache dir fail in the stale-copy find"]
 fn many_hosts_installing_the_shim_at_once_all_succeed() {
     let collection = Collection::install();
     let store = tempfile::tempdir().expect("store dir");
@@ -103,7 +102,6 @@ fn many_hosts_installing_the_shim_at_once_all_succeed() {
 /// code 0)" or a segfault, and nothing says the cache is at fault. Expected: the copy is
 /// checked (size, or checksum) and installed again.
 #[test]
-#[ignore = "red team 21: an empty or truncated cached shim copy is run, not replaced"]
 fn an_empty_or_truncated_cached_shim_is_installed_again() {
     let collection = Collection::install();
     let store = tempfile::tempdir().expect("store dir");
@@ -131,7 +129,6 @@ fn an_empty_or_truncated_cached_shim_is_installed_again() {
 /// that is fine. Expected: the task succeeds (the name is not a usable copy) or says what
 /// is there.
 #[test]
-#[ignore = "red team 21: a directory named like the cached shim is blamed on a noexec mount"]
 fn a_directory_named_like_the_cached_shim_is_not_blamed_on_noexec() {
     let collection = Collection::install();
     let store = tempfile::tempdir().expect("store dir");
@@ -158,7 +155,6 @@ fn a_directory_named_like_the_cached_shim_is_not_blamed_on_noexec() {
 /// files live only for one task in a fresh 0700 dir). Expected: a copy that is not a regular
 /// file owned by the connecting user, not writable by others, is refused or installed again.
 #[test]
-#[ignore = "red team 21: a cached shim copy owned by another user (or a symlink) is executed"]
 fn a_cached_shim_another_user_owns_or_a_symlink_is_never_run() {
     let collection = Collection::install();
     let store = tempfile::tempdir().expect("store dir");
