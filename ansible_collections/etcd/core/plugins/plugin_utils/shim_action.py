@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shlex
 import subprocess
@@ -114,19 +115,22 @@ def file_sha256(path):
 
 
 def shell_dir(path):
-    """A directory for the target's shell: a leading ``~/`` stays unquoted so it expands."""
-    if path == "~":
-        return "~"
-    if path.startswith("~/"):
-        return "~/" + shlex.quote(path[2:])
+    """A directory for the target's shell: a leading ``~`` or ``~user`` stays unquoted so the
+    shell expands it."""
+    match = re.match(r"^(~[A-Za-z0-9._-]*)(/.*)?$", path)
+    if match:
+        rest = match.group(2) or ""
+        return match.group(1) + ("/" + shlex.quote(rest[1:]) if len(rest) > 1 else rest)
     return shlex.quote(path)
 
 
-# The probe: one command that prints the target's machine, the cache directory (expanded) and
-# whether only its user may write in it, then one line per file named like a shim in it:
+# The probe: one command that prints the target's system and machine, the cache directory
+# (expanded) and whether only its user may write in it, then one line per file named like a
+# shim in it:
 # "ok SIZE NAME" for a regular file of the connecting user that no one else may write, else
 # "foreign NAME". `ls -ld` shows the write bits of group (6th character) and others (9th).
-PROBE = """uname -m
+PROBE = """uname -s
+uname -m
 d=%s
 printf '%%s\\n' "$d"
 if [ -d "$d" ] && [ ! -h "$d" ] && [ -O "$d" ]; then
@@ -167,13 +171,21 @@ class Probe:
 def parse_probe(stdout):
     """Reads the probe's output (see PROBE)."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    if len(lines) < 3:
+    if len(lines) < 4:
         raise AnsibleActionFail(
-            "cannot tell the target's architecture: 'uname -m' printed %r" % stdout.strip()
+            "cannot tell the target's system and architecture: 'uname -s; uname -m' printed %r"
+            % stdout.strip()
         )
-    machine, cache_dir, dir_state = lines[0], lines[1].rstrip("/") or "/", lines[2]
+    system, machine = lines[0], lines[1]
+    if system != "Linux":
+        raise AnsibleActionFail(
+            "etcd.core's modules run on Linux hosts; this one runs %s (%s). For a task "
+            "delegated to the controller, run the play from a Linux controller or execution "
+            "environment" % (system, machine)
+        )
+    cache_dir, dir_state = lines[2].rstrip("/") or "/", lines[3]
     ours, foreign = {}, set()
-    for line in lines[3:]:
+    for line in lines[4:]:
         fields = line.split()
         if fields[0] == "ok" and len(fields) == 3 and fields[1].isdigit():
             ours[fields[2]] = int(fields[1])
