@@ -406,3 +406,108 @@ fn server_name_from_the_credential_reaches_the_modules() {
     let run = job(&collection, playbook, &env);
     assert_eq!(run.code, 0, "{run}");
 }
+
+/// The ansible-builder venv that scripts/install-deps makes beside the ansible-core one
+/// (`ETCDOPS_ANSIBLE_BUILDER_VENV` overrides).
+fn builder_venv() -> PathBuf {
+    std::env::var_os("ETCDOPS_ANSIBLE_BUILDER_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ansible_venv().with_file_name("ansible-builder"))
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{cmd:?}\n--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// extensions/aap/execution-environment.yml makes a build context (ansible-builder create, no
+/// container needed) whose galaxy stage, run here as the image runs it, installs the
+/// collection's tarball, and whose introspection of the installed collection (what the
+/// builder stage does with meta/execution-environment.yml) finds no Python or system package.
+#[test]
+fn the_execution_environment_definition_installs_the_collection_and_nothing_else() {
+    let collection = Collection::install();
+    let work = tempfile::tempdir_in(collection.path()).unwrap();
+    let venv = ansible_venv();
+    // The tarball, as scripts/build-collection makes it (without its release shim).
+    let built = work.path().join("built");
+    run_ok(
+        Command::new(venv.join("bin/ansible-galaxy"))
+            .args(["collection", "build", "--output-path"])
+            .arg(&built)
+            .arg(collection.path().join("ansible_collections/etcd/core")),
+    );
+    let tarball = std::fs::read_dir(&built)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .unwrap();
+    let ee_dir = work.path().join("ee");
+    std::fs::create_dir_all(&ee_dir).unwrap();
+    std::fs::copy(
+        collection_dir().join("extensions/aap/execution-environment.yml"),
+        ee_dir.join("execution-environment.yml"),
+    )
+    .unwrap();
+    std::fs::copy(&tarball, ee_dir.join("etcd-core.tar.gz")).unwrap();
+    let context = work.path().join("context");
+    run_ok(
+        Command::new(builder_venv().join("bin/ansible-builder"))
+            .current_dir(&ee_dir)
+            .args(["create", "-f", "execution-environment.yml", "-c"])
+            .arg(&context),
+    );
+    let build = context.join("_build");
+    let containerfile = ["Containerfile", "Dockerfile"]
+        .iter()
+        .map(|name| context.join(name))
+        .find(|p| p.exists())
+        .unwrap();
+    let containerfile = std::fs::read_to_string(containerfile).unwrap();
+    assert!(containerfile.contains("ansible-core"), "{containerfile}");
+    assert!(
+        containerfile.contains("COPY _build /build"),
+        "{containerfile}"
+    );
+    // The galaxy stage: `ansible-galaxy collection install -r requirements.yml` in /build.
+    let installed = work.path().join("installed");
+    run_ok(
+        Command::new(venv.join("bin/ansible-galaxy"))
+            .current_dir(&build)
+            .args(["collection", "install", "-r", "requirements.yml", "-p"])
+            .arg(&installed),
+    );
+    let meta = installed.join("ansible_collections/etcd/core/meta/execution-environment.yml");
+    assert!(
+        meta.exists(),
+        "the tarball lacks meta/execution-environment.yml"
+    );
+    // The builder stage's introspection: nothing to install for etcd.core.
+    let deps = run_ok(
+        Command::new(builder_venv().join("bin/ansible-builder"))
+            .args(["introspect", "--sanitize"])
+            .arg(&installed),
+    );
+    let deps: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        deps.split("---")
+            .nth(1)
+            .expect("introspect prints YAML after ---"),
+    )
+    .unwrap();
+    assert_eq!(
+        deps["python"],
+        serde_yaml_ng::Value::Sequence(vec![]),
+        "{deps:?}"
+    );
+    assert_eq!(
+        deps["system"],
+        serde_yaml_ng::Value::Sequence(vec![]),
+        "{deps:?}"
+    );
+}
