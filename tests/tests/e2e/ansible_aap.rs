@@ -97,7 +97,12 @@ fn inject(inputs: &Value, dir: &Path) -> Vec<(String, String)> {
 
 /// Runs `playbook` as a job would: the injected `env` and ansible's own settings, nothing
 /// inherited (no `ETCDCTL_*`, `AWS_*` or `HOME` credentials of this machine).
-fn job(collection: &Collection, playbook: &str, env: &[(String, String)]) -> PlaybookRun {
+fn job(
+    collection: &Collection,
+    playbook: &str,
+    env: &[(String, String)],
+    extra_args: &[&str],
+) -> PlaybookRun {
     let work = tempfile::tempdir_in(collection.path()).unwrap();
     let play = work.path().join("play.yml");
     std::fs::write(&play, playbook).unwrap();
@@ -116,6 +121,7 @@ fn job(collection: &Collection, playbook: &str, env: &[(String, String)]) -> Pla
         .arg("-i")
         .arg(&inventory)
         .arg("-v")
+        .args(extra_args)
         .arg(&play)
         .env(
             "PATH",
@@ -307,7 +313,7 @@ fn a_job_with_only_the_credentials_variables_gates_and_backs_up_to_every_store()
     }
     let env = inject(&inputs, &files);
     let playbook = backup_job(&azurite, &gcs);
-    let run = job(&collection, &playbook, &env);
+    let run = job(&collection, &playbook, &env, &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("failed=0"), "{run}");
     for secret in ["aap-s3-secret-value", AZURITE_KEY] {
@@ -321,7 +327,7 @@ fn a_job_with_only_the_credentials_variables_gates_and_backs_up_to_every_store()
     let mut wrong = inputs.clone();
     wrong["azure_storage_key"] = json!(AZURITE_KEY.replace('E', "F"));
     let env = inject(&wrong, &collection.path().join("wrong-key"));
-    let run = job(&collection, &playbook, &env);
+    let run = job(&collection, &playbook, &env, &[]);
     assert_ne!(run.code, 0, "{run}");
     assert!(run.stdout.contains("Backup to Azure"), "{run}");
     assert!(
@@ -333,7 +339,7 @@ fn a_job_with_only_the_credentials_variables_gates_and_backs_up_to_every_store()
     let mut virtual_hosted = inputs.clone();
     virtual_hosted["s3_path_style"] = json!(false);
     let env = inject(&virtual_hosted, &collection.path().join("virtual"));
-    let run = job(&collection, &playbook, &env);
+    let run = job(&collection, &playbook, &env, &[]);
     assert_ne!(run.code, 0, "{run}");
     let failed_task = run
         .stdout
@@ -362,13 +368,13 @@ fn insecure_skip_tls_verify_from_the_credential_reaches_the_modules() {
     inputs.as_object_mut().unwrap().remove("cacert");
     // No CA: the server is not trusted.
     let env = inject(&inputs, &collection.path().join("no-ca"));
-    let run = job(&collection, playbook, &env);
+    let run = job(&collection, playbook, &env, &[]);
     assert_ne!(run.code, 0, "{run}");
     // The box ticked: accepted, with a warning.
     inputs["insecure_skip_tls_verify"] = json!(true);
     let env = inject(&inputs, &collection.path().join("insecure"));
     assert!(env.contains(&("ETCDCTL_INSECURE_SKIP_TLS_VERIFY".into(), "true".into())));
-    let run = job(&collection, playbook, &env);
+    let run = job(&collection, playbook, &env, &[]);
     assert_eq!(run.code, 0, "{run}");
 }
 
@@ -395,7 +401,7 @@ fn server_name_from_the_credential_reaches_the_modules() {
     let mut inputs = tls_inputs(&cluster);
     inputs["server_name"] = json!("etcd.example.invalid");
     let env = inject(&inputs, &collection.path().join("wrong-name"));
-    let run = job(&collection, playbook, &env);
+    let run = job(&collection, playbook, &env, &[]);
     assert_ne!(run.code, 0, "{run}");
     assert!(
         run.stdout.contains("etcd.example.invalid") || run.stdout.contains("host name"),
@@ -403,7 +409,7 @@ fn server_name_from_the_credential_reaches_the_modules() {
     );
     inputs["server_name"] = json!("localhost");
     let env = inject(&inputs, &collection.path().join("right-name"));
-    let run = job(&collection, playbook, &env);
+    let run = job(&collection, playbook, &env, &[]);
     assert_eq!(run.code, 0, "{run}");
 }
 
@@ -510,4 +516,77 @@ fn the_execution_environment_definition_installs_the_collection_and_nothing_else
         serde_yaml_ng::Value::Sequence(vec![]),
         "{deps:?}"
     );
+}
+
+fn example_playbook(name: &str) -> String {
+    std::fs::read_to_string(collection_dir().join("extensions/aap/playbooks").join(name)).unwrap()
+}
+
+/// The job templates' playbooks of the README: the health gate and the backup run with the
+/// credential's variables alone; the restore and member replacement parse (their roles have
+/// their own tests); the README shows each file as it is.
+#[test]
+fn the_job_template_playbooks_run_with_the_credential_alone() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let collection = Collection::install();
+    let env = inject(&tls_inputs(&cluster), &collection.path().join("credential"));
+    let run = job(
+        &collection,
+        &example_playbook("etcd_health_gate.yml"),
+        &env,
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        run.stdout.contains("ok=1") && run.stdout.contains("failed=0"),
+        "{run}"
+    );
+
+    let backups = collection.path().join("backups");
+    std::fs::create_dir_all(&backups).unwrap();
+    let dest = format!("etcd_backup_dest={}", backups.display());
+    let run = job(
+        &collection,
+        &example_playbook("etcd_backup.yml"),
+        &env,
+        &["-e", &dest],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("at revision"), "{run}");
+    // One cluster directory holding the snapshot and its manifest.
+    let stored: Vec<String> = std::fs::read_dir(&backups)
+        .unwrap()
+        .flat_map(|cluster| std::fs::read_dir(cluster.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        stored.iter().any(|f| f.ends_with(".db.zst"))
+            && stored.iter().any(|f| f.ends_with(".manifest.json")),
+        "no backup and manifest in {}: {stored:?}\n{run}",
+        backups.display()
+    );
+
+    for name in ["etcd_restore.yml", "etcd_member_replace.yml"] {
+        let run = job(
+            &collection,
+            &example_playbook(name),
+            &env,
+            &["--syntax-check"],
+        );
+        assert_eq!(run.code, 0, "{name}: {run}");
+    }
+    let readme = std::fs::read_to_string(collection_dir().join("README.md")).unwrap();
+    for name in [
+        "etcd_backup.yml",
+        "etcd_health_gate.yml",
+        "etcd_restore.yml",
+        "etcd_member_replace.yml",
+    ] {
+        let text = example_playbook(name);
+        let body = text.strip_prefix("---\n").unwrap_or(&text);
+        assert!(
+            readme.contains(body),
+            "the README does not show extensions/aap/playbooks/{name} as it is"
+        );
+    }
 }
