@@ -18,10 +18,19 @@ use serde_json::{Value, json};
 /// How AAP (awx/main/models/credential `CredentialType.inject_credential`) renders a
 /// credential: an immutable Jinja2 sandbox, missing boolean inputs as `False`, one private
 /// file per `template.<name>` file injector, then every env injector (empty ones included).
+/// First it checks the type as AAP does when it is created: each template renders with every
+/// field set and undefined names as errors; no `ANSIBLE_*` or reserved variable.
 const INJECT_PY: &str = r#"
 import json, os, stat, sys, tempfile
 import yaml
+from jinja2 import StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+BLOCKED = {"VIRTUAL_ENV", "PATH", "PYTHONPATH", "JOB_ID", "INVENTORY_ID", "INVENTORY_SOURCE_ID",
+           "INVENTORY_UPDATE_ID", "AD_HOC_COMMAND_ID", "REST_API_URL", "REST_API_TOKEN",
+           "MAX_EVENT_RES", "CALLBACK_QUEUE", "CALLBACK_CONNECTION", "CACHE",
+           "JOB_CALLBACK_DEBUG", "INVENTORY_HOSTVARS", "AWX_HOST", "PROJECT_REVISION",
+           "SUPERVISOR_CONFIG_PATH"}
 
 spec_path, inputs_path, out_dir = sys.argv[1:4]
 with open(spec_path, encoding="utf-8") as f:
@@ -38,6 +47,21 @@ namespace.update(inputs)
 for field in spec["inputs"]["fields"]:
     if field.get("type") == "boolean" and field["id"] not in inputs:
         namespace[field["id"]] = False
+# As AAP validates a new type: every template renders with every field set, undefined names
+# (a misspelled field) being errors, and no variable AAP refuses to inject.
+strict = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
+check = Namespace()
+check.filename = Namespace()
+for label in spec["injectors"].get("file", {}):
+    setattr(check.filename, label.split(".")[1], "/path")
+full = {"tower": check, "awx": check}
+for field in spec["inputs"]["fields"]:
+    full[field["id"]] = True if field.get("type") == "boolean" else "x"
+for kind in ("file", "env"):
+    for name, template in spec["injectors"].get(kind, {}).items():
+        strict.from_string(template).render(**full)
+        if kind == "env" and (name.startswith("ANSIBLE_") or name in BLOCKED):
+            sys.exit("AAP refuses to inject " + name)
 sandbox = ImmutableSandboxedEnvironment()
 for label, template in spec["injectors"].get("file", {}).items():
     data = sandbox.from_string(template).render(**namespace)
@@ -224,8 +248,7 @@ fn the_credential_type_injects_only_variables_the_code_reads() {
         let secret_like = ["password", "key", "secret", "token", "json"]
             .iter()
             .any(|w| id.contains(w))
-            && !id.ends_with("_id")
-            && id != "azure_storage_account";
+            && !id.ends_with("_id");
         assert_eq!(
             field["secret"].as_bool().unwrap_or(false),
             secret_like,
