@@ -17,6 +17,10 @@ FAKE_GCS_VENV="$DEPS_DIR/fake-gcs"
 # `tests/sanity/ignore-2.NN.txt` matches. 2.19 is the newest release that runs on Python 3.11.
 ANSIBLE_VENV="$DEPS_DIR/ansible"
 ANSIBLE_CORE_VERSION="2.19.14"
+# ansible-lint for scripts/lint-ansible, in its own venv (its dependencies pin differently from
+# ansible-test's linters), with the same ansible-core.
+ANSIBLE_LINT_VENV="$DEPS_DIR/ansible-lint"
+ANSIBLE_LINT_VERSION="26.10.1"
 
 log() { printf '==> %s\n' "$*" >&2; }
 

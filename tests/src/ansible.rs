@@ -58,7 +58,7 @@ impl std::fmt::Display for PlaybookRun {
 
 impl Collection {
     /// Copies `ansible_collections/etcd/core` into a temporary collections path and installs
-    /// the shim as `plugins/modules/etcd_shim_<arch>`.
+    /// the shim as `files/etcd_shim_<arch>`.
     pub fn install() -> Collection {
         let dir = tempfile::Builder::new()
             .prefix("etcdops-ansible-")
@@ -70,9 +70,9 @@ impl Collection {
         let target = dir.path().join("ansible_collections/etcd/core");
         copy_tree(&source, &target);
         let shim = shim_path();
-        let binary = target
-            .join("plugins/modules")
-            .join(format!("etcd_shim_{}", std::env::consts::ARCH));
+        let files = target.join("files");
+        std::fs::create_dir_all(&files).expect("create files dir");
+        let binary = files.join(format!("etcd_shim_{}", std::env::consts::ARCH));
         std::fs::copy(&shim, &binary).expect("install shim");
         Collection { dir }
     }
@@ -136,6 +136,12 @@ impl Collection {
             .join(name)
     }
 
+    /// Where the action plugin caches the shim on the target (this machine): inside this
+    /// install, so every test starts without a cached copy and leaves none behind.
+    pub fn shim_cache_dir(&self) -> PathBuf {
+        self.dir.path().join("shim-cache")
+    }
+
     /// Where a role of the collection lives.
     pub fn roles_dir(&self) -> PathBuf {
         self.dir.path().join("ansible_collections/etcd/core/roles")
@@ -164,6 +170,11 @@ impl Collection {
             .arg(&inv)
             .arg("-e")
             .arg(format!("@{}", vars.display()))
+            .arg("-e")
+            .arg(
+                serde_json::json!({ "etcd_core_shim_cache_dir": self.shim_cache_dir() })
+                    .to_string(),
+            )
             .arg("-v")
             .args(extra_args)
             .arg(&play)

@@ -18,24 +18,28 @@ use crate::spec::{Kind, OptionSpec, opt, secret};
 /// The shared options, as modules accept them.
 pub const CONNECTION_OPTIONS: &[OptionSpec] = &[
     opt("endpoints", Kind::List),
-    opt("cacert", Kind::Str),
-    opt("cert", Kind::Str),
-    opt("key", Kind::Str),
+    opt("cacert", Kind::Path),
+    opt("cert", Kind::Path),
+    opt("key", Kind::Path),
     opt("cacert_content", Kind::Str),
     opt("cert_content", Kind::Str),
     secret("key_content", Kind::Str),
     opt("user", Kind::Str),
     secret("password", Kind::Str),
-    opt("insecure_skip_tls_verify", Kind::Bool),
+    opt("insecure_skip_tls_verify", Kind::Bool).default_bool(false),
     opt("server_name", Kind::Str),
     opt("discovery_srv", Kind::Str),
     opt("discovery_srv_name", Kind::Str),
     opt("insecure_discovery", Kind::Bool),
     opt("dns_server", Kind::Str),
-    opt("dial_timeout", Kind::Str),
-    opt("command_timeout", Kind::Str),
-    opt("platform", Kind::Str),
-    opt("platform_root", Kind::Str),
+    opt("dial_timeout", Kind::Str).default_str("2s"),
+    opt("command_timeout", Kind::Str).default_str("5s"),
+    opt("platform", Kind::Str).choices(&["auto"]),
+    // The directory standing for `/`: only tests set it (a fake host's files), so it is
+    // not documented; `root` is its old name in etcd_static_pod and etcd_platform_info.
+    opt("platform_root", Kind::Path)
+        .aliases(&["root"])
+        .undocumented(),
 ];
 
 /// The shared options after normalization.
@@ -71,7 +75,7 @@ fn duration(option: &str, text: Option<String>) -> Result<Option<Duration>, Stri
         } else {
             t
         };
-        parse_duration(&spelled).map_err(|e| format!("option '{option}': {e}"))
+        parse_duration(&spelled).map_err(|e| format!("{option}: {e}"))
     })
     .transpose()
 }
@@ -125,10 +129,30 @@ impl ConnectionArgs {
             )?,
             Some(other) => {
                 return Err(ModuleError::new(format!(
-                    "option 'platform' must be auto (or unset), got '{other}'"
+                    "platform: '{other}' is not one of auto"
                 )));
             }
         };
         Ok(options.build()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bad_connection_values_name_the_option() {
+        let err = crate::parse_args(
+            r#"{"_ansible_module_name": "etcd_cluster_info", "dial_timeout": "soon"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "dial_timeout: 'soon' is not a duration; write it like 5s, 500ms or 1m30s"
+        );
+        let err = crate::parse_args(
+            r#"{"_ansible_module_name": "etcd_cluster_info", "platform": "kubeadm"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err, "platform: 'kubeadm' is not one of auto");
     }
 }

@@ -3,8 +3,11 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use etcdops::common::{Hint, OptionId, OptionKind};
+
 use crate::context::Context;
 use crate::secrets::{masked_params, scrub_json, secret_values};
+use crate::spec::deprecated_aliases_used;
 
 /// A module's result: Ansible's common keys plus the module's return values.
 #[derive(Debug, Default)]
@@ -36,31 +39,105 @@ impl ModuleError {
 
 impl ModuleError {
     /// A library error in the module's words: its message, then the module option that gets
-    /// past or fixes it (`(move_aside: true)`), found anywhere in its chain of sources.
+    /// past or fixes it (`(move_aside: true)`), found anywhere in its chain of sources, with
+    /// the library's option names translated to this collection's ([`LIBRARY_NAMES`]) and any
+    /// command-line flag in the text spelled as the module option it stands for.
     pub fn from_library(error: &(dyn std::error::Error + 'static)) -> ModuleError {
         let hint = etcdops::hint_of(error).map(module_options);
         ModuleError(etcdops::common::with_hint(
-            &error.to_string(),
+            &module_words(&error.to_string()),
             hint.as_ref(),
             etcdops::common::Style::Module,
         ))
     }
 }
 
-/// A hint's options as this collection names them: an identity is given by file or by
-/// content.
-fn module_options(hint: etcdops::common::Hint) -> etcdops::common::Hint {
-    use etcdops::common::OptionId;
+/// The library's option ids (the CLI's names) that this collection spells otherwise: the
+/// id, how it takes its value, and the module options standing for it (any one will do).
+pub const LIBRARY_NAMES: &[(&str, OptionKind, &[&str])] = &[
+    // An age identity: given by file or by content.
+    (
+        "identity",
+        OptionKind::Value,
+        &["identity_file", "identity_content"],
+    ),
+    // kube-apiserver's key prefix (`--etcd-prefix`); `prefix` is the switch of a key range.
+    ("prefix", OptionKind::Value, &["etcd_prefix"]),
+];
+
+/// A hint's options as this collection names them.
+fn module_options(hint: Hint) -> Hint {
     let mut options = Vec::new();
     for option in hint.options {
-        if option.name == "identity" {
-            options.push(OptionId::value("identity_file"));
-            options.push(OptionId::value("identity_content"));
-        } else {
-            options.push(option);
+        match LIBRARY_NAMES
+            .iter()
+            .find(|(name, kind, _)| *name == option.name && *kind == option.kind)
+        {
+            Some((_, kind, ours)) => {
+                options.extend(ours.iter().map(|name| OptionId { name, kind: *kind }))
+            }
+            None => options.push(option),
         }
     }
-    etcdops::common::Hint { options }
+    Hint { options }
+}
+
+/// Whether `name` is a documented option of a module of this collection, and a switch.
+fn collection_option(name: &str) -> Option<bool> {
+    let spec = crate::modules::MODULES
+        .iter()
+        .flat_map(|m| m.options.iter())
+        .chain([crate::connection::CONNECTION_OPTIONS].iter())
+        .flat_map(|s| s.iter())
+        .find(|s| s.documented && s.name == name)?;
+    Some(spec.kind == crate::spec::Kind::Bool)
+}
+
+/// A message with each command-line flag of a module option (`pass --move-aside`) in the
+/// module's words (`set move_aside: true`). Other `--flags` (another program's, as
+/// `kube-apiserver's --etcd-prefix`) are kept.
+fn module_words(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("--") {
+        let (before, flag) = rest.split_at(at);
+        let word: String = flag[2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let boundary = before
+            .chars()
+            .last()
+            .is_none_or(|c| c.is_whitespace() || "(`'\"".contains(c));
+        let name = word.replace('-', "_");
+        // A value flag after `kube-apiserver's` is that program's: only a switch, or a value
+        // flag the message tells the user to give, is ours.
+        let told = ["pass ", "give ", "set ", "with ", "use ", "("]
+            .iter()
+            .any(|verb| before.ends_with(verb));
+        let ours = collection_option(&name).filter(|switch| (*switch || told) && boundary);
+        match ours.filter(|_| !word.is_empty()) {
+            Some(switch) => {
+                let before = match before.strip_suffix("pass ") {
+                    Some(stem) => format!("{stem}set "),
+                    None => before.to_string(),
+                };
+                out.push_str(&before);
+                out.push_str(&name);
+                if switch {
+                    out.push_str(": true");
+                }
+                rest = &flag[2 + word.len()..];
+            }
+            None => {
+                out.push_str(before);
+                out.push_str("--");
+                rest = &flag[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every library error becomes a module error through [`ModuleError::from_library`].
@@ -126,6 +203,19 @@ impl Outcome {
         if !self.warnings.is_empty() {
             doc.insert("warnings".into(), Value::from(self.warnings));
         }
+        let deprecations: Vec<Value> = deprecated_aliases_used(context.params(), &specs)
+            .into_iter()
+            .map(|(alias, option)| {
+                serde_json::json!({
+                    "msg": format!("{}: option '{alias}' is deprecated, use {option}", context.module),
+                    "version": "1.0.0",
+                    "collection_name": "etcd.core",
+                })
+            })
+            .collect();
+        if !deprecations.is_empty() {
+            doc.insert("deprecations".into(), Value::from(deprecations));
+        }
         if context.diff
             && let Some(diff) = self.diff
         {
@@ -148,4 +238,101 @@ fn one_line(msg: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_of_module_options_become_option_names() {
+        assert_eq!(
+            module_words("a member has run on it since; pass --force to move it aside"),
+            "a member has run on it since; set force: true to move it aside"
+        );
+        assert_eq!(
+            module_words("give --cacert or --insecure-skip-tls-verify"),
+            "give cacert or insecure_skip_tls_verify: true"
+        );
+        // Another program's flags are not ours.
+        assert_eq!(
+            module_words("check crictl ps --quiet etcd, kube-apiserver's --etcd-prefix"),
+            "check crictl ps --quiet etcd, kube-apiserver's --etcd-prefix"
+        );
+        assert_eq!(module_words("a -- b --"), "a -- b --");
+    }
+
+    #[test]
+    fn library_option_ids_become_this_collections_names() {
+        let hint = Hint::any_of(&[
+            OptionId::value("identity"),
+            OptionId::value("prefix"),
+            OptionId::switch("prefix"),
+            OptionId::switch("force"),
+        ]);
+        assert_eq!(
+            module_options(hint).render(etcdops::common::Style::Module),
+            "identity_file or identity_content or etcd_prefix or prefix: true or force: true"
+        );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod alias_tests {
+    use serde_json::{Value, json};
+
+    fn run(args: Value) -> Value {
+        serde_json::from_str(&crate::run_module_json(&args.to_string(), None).json).unwrap()
+    }
+
+    #[test]
+    fn a_deprecated_alias_works_and_says_so_in_ansibles_deprecations() {
+        // No cluster answers: the task fails, after the alias was accepted.
+        let out = run(json!({
+            "_ansible_module_name": "etcd.core.etcd_lease_info",
+            "endpoints": ["http://127.0.0.1:1"], "dial_timeout": "200ms",
+            "id": "1", "keys": true,
+        }));
+        assert!(
+            !out["msg"].as_str().unwrap().contains("unsupported"),
+            "{out}"
+        );
+        assert_eq!(
+            out["deprecations"],
+            json!([{
+                "msg": "etcd_lease_info: option 'keys' is deprecated, use list_keys",
+                "version": "1.0.0",
+                "collection_name": "etcd.core",
+            }])
+        );
+        // A current alias is no deprecation.
+        let out = run(json!({
+            "_ansible_module_name": "etcd.core.etcd_snapshot",
+            "_ansible_check_mode": true,
+            "endpoints": ["http://127.0.0.1:1"], "dial_timeout": "200ms",
+            "dest": "/nonexistent/backups",
+        }));
+        assert!(out.get("deprecations").is_none(), "{out}");
+        assert!(
+            !out["msg"]
+                .as_str()
+                .unwrap()
+                .contains("missing required option"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn root_is_still_the_platform_root_of_etcd_platform_info() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(json!({
+            "_ansible_module_name": "etcd.core.etcd_platform_info",
+            "root": dir.path(),
+        }));
+        assert_eq!(out["failed"], json!(false), "{out}");
+        assert_eq!(out["platform"], json!("none"), "{out}");
+        assert_eq!(out["root"], json!(dir.path()), "{out}");
+    }
 }

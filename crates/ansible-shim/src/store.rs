@@ -7,7 +7,7 @@ use crate::spec::{Kind, OptionSpec, opt, secret};
 /// The options that decrypt an encrypted backup: an identity file on the target, or the
 /// identity itself (a secret: masked in `invocation`, scrubbed from every result).
 pub const IDENTITY_OPTIONS: &[OptionSpec] = &[
-    opt("identity_file", Kind::Str),
+    opt("identity_file", Kind::Path),
     secret("identity_content", Kind::Str),
 ];
 
@@ -18,9 +18,9 @@ pub type IdentityArgs = etcdops::snapshot::IdentitySettings;
 pub const STORE_OPTIONS: &[OptionSpec] = &[
     opt("s3_endpoint", Kind::Str),
     opt("s3_region", Kind::Str),
-    opt("s3_path_style", Kind::Bool),
-    opt("allow_http", Kind::Bool),
-    opt("azure_emulator", Kind::Bool),
+    opt("s3_path_style", Kind::Bool).default_bool(false),
+    opt("allow_http", Kind::Bool).default_bool(false),
+    opt("azure_emulator", Kind::Bool).default_bool(false),
     opt("store_endpoint", Kind::Str),
     opt("part_size", Kind::Int),
 ];

@@ -117,8 +117,9 @@ pub use endpoint::{DowngradeInfo, is_3_6_or_later};
 pub use maintenance::{API_VERSION, AlarmList, own_version};
 pub use member::{Consistency, MemberListOptions};
 pub use membership::{
-    LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, find_member,
-    member_add, member_promote, member_remove, member_update,
+    LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberQuery,
+    find_member, match_listed, match_member, member_add, member_promote, member_remove,
+    member_update,
 };
 pub use pki::{
     CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,

@@ -8,7 +8,9 @@
 //! `etcdops::member` workflow passes here.
 //!
 //! Members are matched by peer URLs first, then by ID, then by name: a member added but not
-//! yet started has no name, and peer URLs are what the operator actually knows.
+//! yet started has no name, and peer URLs are what the operator actually knows. One rule
+//! ([`match_member`]) finds the member of every change, so a removal or a promotion given the
+//! name and peer URLs an addition was given finds what the addition found.
 
 use std::collections::BTreeMap;
 
@@ -24,25 +26,164 @@ use crate::member::Member;
 
 /// Which member an operation is about: a peer URL, a hex ID or a name.
 pub fn find_member<'a>(view: &'a ClusterView, selector: &str) -> Option<&'a MemberState> {
+    find_position(view.members.iter().map(|m| &m.member), selector).map(|i| &view.members[i])
+}
+
+/// The position of the member `selector` names: by peer URL, then ID, then name.
+fn find_position<'a>(
+    members: impl Iterator<Item = &'a Member> + Clone,
+    selector: &str,
+) -> Option<usize> {
     let selector = selector.trim();
-    let by_url = view.members.iter().find(|m| {
-        m.member
-            .peer_urls
+    let by_url = members.clone().position(|m| {
+        m.peer_urls
             .iter()
             .any(|u| normalize_url(u) == normalize_url(selector))
     });
     let by_id = || {
-        selector
-            .parse::<MemberId>()
-            .ok()
-            .and_then(|id| view.members.iter().find(|m| m.member.id == id))
+        let id = selector.parse::<MemberId>().ok()?;
+        members.clone().position(|m| m.id == id)
     };
     let by_name = || {
-        view.members
-            .iter()
-            .find(|m| !m.member.name.is_empty() && m.member.name == selector)
+        members
+            .clone()
+            .position(|m| !m.name.is_empty() && m.name == selector)
     };
     by_url.or_else(by_id).or_else(by_name)
+}
+
+/// Which member a change is about: a selector (`member`: ID, name or peer URL), or a
+/// member's name and peer URLs as `member add` was given them. One rule finds it for every
+/// change ([`match_member`]), so a removal or promotion finds what an addition found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberQuery {
+    /// Its ID (hex), name or peer URL; when given, the other fields are not used.
+    pub member: Option<String>,
+    /// Its name (empty until its etcd first starts).
+    pub name: Option<String>,
+    /// Its peer URLs.
+    pub peer_urls: Vec<String>,
+}
+
+impl From<&str> for MemberQuery {
+    fn from(selector: &str) -> MemberQuery {
+        MemberQuery {
+            member: Some(selector.to_string()),
+            ..MemberQuery::default()
+        }
+    }
+}
+
+impl From<&String> for MemberQuery {
+    fn from(selector: &String) -> MemberQuery {
+        MemberQuery::from(selector.as_str())
+    }
+}
+
+impl std::fmt::Display for MemberQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls = self.peer_urls.join(",");
+        match (&self.member, &self.name, urls.is_empty()) {
+            (Some(selector), _, _) => write!(f, "'{selector}'"),
+            (None, Some(name), false) => write!(f, "'{name}' ({urls})"),
+            (None, Some(name), true) => write!(f, "'{name}'"),
+            (None, None, _) => write!(f, "'{urls}'"),
+        }
+    }
+}
+
+/// The member `query` names in `view`, or `None` when no member is it. A selector
+/// (`member`) is found as [`find_member`] finds it. Otherwise the peer URLs decide (a peer
+/// URL in common: a member added but not started has no name yet, and its peer URLs are
+/// what the operator knows), then the name. Refused, as ambiguous, when the name and the
+/// peer URLs are of different members, or the peer URLs of several.
+pub fn match_member<'a>(
+    view: &'a ClusterView,
+    query: &MemberQuery,
+) -> Result<Option<&'a MemberState>> {
+    let members = view.members.iter().map(|m| &m.member);
+    Ok(match_position(members, query)?.map(|i| &view.members[i]))
+}
+
+/// [`match_member`] in a member list (as `member list` returns it).
+pub fn match_listed<'a>(members: &'a [Member], query: &MemberQuery) -> Result<Option<&'a Member>> {
+    Ok(match_position(members.iter(), query)?.map(|i| &members[i]))
+}
+
+fn match_position<'a>(
+    members: impl Iterator<Item = &'a Member> + Clone,
+    query: &MemberQuery,
+) -> Result<Option<usize>> {
+    if let Some(selector) = &query.member {
+        check_selector(selector)?;
+        return Ok(find_position(members, selector));
+    }
+    let members: Vec<&Member> = members.collect();
+    let name = query.name.as_deref().filter(|n| !n.trim().is_empty());
+    if name.is_none() && query.peer_urls.is_empty() {
+        return Err(Error::InvalidOption {
+            option: "member",
+            reason: "say which member: give its ID, name or peer URL".into(),
+        });
+    }
+    // Peer URLs are unique in a cluster: one in common names the member.
+    let with_urls: Vec<usize> = (0..members.len())
+        .filter(|&i| {
+            members[i].peer_urls.iter().any(|u| {
+                query
+                    .peer_urls
+                    .iter()
+                    .any(|r| normalize_url(r) == normalize_url(u))
+            })
+        })
+        .collect();
+    match (with_urls.as_slice(), name) {
+        ([], _) => {}
+        ([index], Some(name)) if members[*index].started && members[*index].name != name => {
+            let found = members[*index];
+            return Err(refused(format!(
+                "member {} with peer URLs {} is named '{}', not '{name}'; give the name and peer URLs of one member",
+                found.id,
+                found.peer_urls.join(","),
+                found.name
+            )));
+        }
+        ([index], Some(name))
+            if members
+                .iter()
+                .any(|m| m.name == name && m.id != members[*index].id) =>
+        {
+            return Err(refused(format!(
+                "the name '{name}' is another member's than the peer URLs {} ({}); give the name and peer URLs of one member",
+                query.peer_urls.join(","),
+                members[*index].id
+            )));
+        }
+        ([index], _) => return Ok(Some(*index)),
+        (several, _) => {
+            let ids: Vec<String> = several.iter().map(|&i| members[i].id.to_string()).collect();
+            return Err(refused(format!(
+                "the peer URLs {} are of several members ({}); give one member's",
+                query.peer_urls.join(","),
+                ids.join(", ")
+            )));
+        }
+    }
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    match members.iter().position(|m| m.name == name) {
+        Some(index) if !query.peer_urls.is_empty() => {
+            let clash = members[index];
+            Err(refused(format!(
+                "a member named '{name}' ({}) has peer URLs {}, not {}; give the name and peer URLs of one member, or change its peer URLs",
+                clash.id,
+                clash.peer_urls.join(","),
+                query.peer_urls.join(",")
+            )))
+        }
+        other => Ok(other),
+    }
 }
 
 /// Refuses a member selector that can match nothing: empty, blank, or with control
@@ -247,12 +388,21 @@ pub async fn member_add<G: ChangeGuard>(
     }
     let view = cluster_view(config).await?;
     let members: Vec<Member> = view.members.iter().map(|m| m.member.clone()).collect();
-    if let Some(existing) = view
-        .members
-        .iter()
-        .find(|m| same_urls(&m.member.peer_urls, &request.peer_urls))
-    {
+    let query = MemberQuery {
+        member: None,
+        name: Some(request.name.clone()),
+        peer_urls: request.peer_urls.clone(),
+    };
+    if let Some(existing) = match_member(&view, &query)? {
         let member = existing.member.clone();
+        if !same_urls(&member.peer_urls, &request.peer_urls) {
+            return Err(refused(format!(
+                "member {} already uses some of these peer URLs ({}); give all of its URLs or remove it first",
+                member.id,
+                member.peer_urls.join(",")
+            ))
+            .into());
+        }
         if member.is_learner && !request.learner {
             return Err(refused(format!(
                 "member {} with these peer URLs exists as a learner; promote it instead",
@@ -269,30 +419,6 @@ pub async fn member_add<G: ChangeGuard>(
             env: start_env(&members, &member, &request.name),
             member,
         });
-    }
-    if let Some(clash) = view.members.iter().find(|m| m.member.name == request.name) {
-        return Err(refused(format!(
-            "a member named '{}' ({}) exists with peer URLs {}; update its peer URLs instead, or pick another name",
-            request.name,
-            clash.member.id,
-            clash.member.peer_urls.join(",")
-        ))
-        .into());
-    }
-    if let Some(overlap) = view.members.iter().find(|m| {
-        m.member.peer_urls.iter().any(|u| {
-            request
-                .peer_urls
-                .iter()
-                .any(|r| normalize_url(r) == normalize_url(u))
-        })
-    }) {
-        return Err(refused(format!(
-            "member {} already uses some of these peer URLs ({}); give all of its URLs or remove it first",
-            overlap.member.id,
-            overlap.member.peer_urls.join(",")
-        ))
-        .into());
     }
     guard.check(Change::MemberAdd {
         view: &view,
@@ -386,16 +512,22 @@ pub struct MemberChangeResult {
 /// also in a dry run.
 pub async fn member_remove<G: ChangeGuard>(
     config: &ClusterConfig,
-    selector: &str,
+    query: impl Into<MemberQuery>,
     dry_run: bool,
     guard: &G,
 ) -> std::result::Result<MemberChangeResult, G::Error> {
-    check_selector(selector)?;
+    let query = query.into();
+    if let Some(selector) = &query.member {
+        check_selector(selector)?;
+    }
     let view = cluster_view(config).await?;
-    let Some(target) = find_member(&view, selector) else {
+    let Some(target) = match_member(&view, &query)? else {
         return Ok(MemberChangeResult {
             changed: false,
-            message: format!("no member matches '{selector}'; nothing to remove"),
+            message: format!(
+                "no member matches {query}; nothing to remove{}",
+                unnamed_note(&view, &query)
+            ),
             member: None,
             leadership_moved_to: None,
         });
@@ -537,6 +669,51 @@ pub async fn member_update<G: ChangeGuard>(
     })
 }
 
+/// Why nothing can be promoted for `query`: no member is it; a learner added but not started
+/// is named, as the one the caller may mean (it has no name until its etcd starts).
+fn no_member_to_promote(view: &ClusterView, query: &MemberQuery) -> String {
+    let waiting: Vec<String> = view
+        .members
+        .iter()
+        .filter(|m| m.member.is_learner && !m.member.started)
+        .map(|m| format!("{} ({})", m.member.id, m.member.peer_urls.join(",")))
+        .collect();
+    if waiting.is_empty() {
+        return format!("no member matches {query}; add it first (as a learner), then promote it");
+    }
+    format!(
+        "no member matches {query}; learner {} was added and is waiting for its etcd to start: a member has no name until its etcd first starts, so name it by its peer URL, start its etcd (initial cluster state existing, with the initial cluster its addition returned), then promote it once it has caught up",
+        waiting.join(", ")
+    )
+}
+
+/// For a name that matched nothing: the members that have no name yet (added, not
+/// started), one of which the caller may mean.
+fn unnamed_note(view: &ClusterView, query: &MemberQuery) -> String {
+    let unnamed: Vec<String> = view
+        .members
+        .iter()
+        .filter(|m| !m.member.started)
+        .map(|m| format!("{} ({})", m.member.id, m.member.peer_urls.join(",")))
+        .collect();
+    if unnamed.is_empty() || !query.peer_urls.is_empty() {
+        return String::new();
+    }
+    format!(
+        " (member {} has not started and has no name yet: name it by its peer URL)",
+        unnamed.join(", ")
+    )
+}
+
+/// A learner added whose etcd has not started: what to do before it can be promoted.
+fn waiting_to_start(member: &Member) -> String {
+    format!(
+        "learner {} with peer URLs {} exists and is waiting for its etcd to start; start its etcd (initial cluster state existing, with the initial cluster its addition returned), then promote it once it has caught up",
+        member.id,
+        member.peer_urls.join(",")
+    )
+}
+
 /// How close a learner must be to the leader's raft index to be promoted, as etcd checks.
 pub const LEARNER_READY_PERCENT: u64 = 90;
 
@@ -544,15 +721,22 @@ pub const LEARNER_READY_PERCENT: u64 = 90;
 /// read and the learner) before promoting, also in a dry run.
 pub async fn member_promote<G: ChangeGuard>(
     config: &ClusterConfig,
-    selector: &str,
+    query: impl Into<MemberQuery>,
     dry_run: bool,
     guard: &G,
 ) -> std::result::Result<MemberChangeResult, G::Error> {
-    check_selector(selector)?;
+    let query = query.into();
+    if let Some(selector) = &query.member {
+        check_selector(selector)?;
+    }
     let view = cluster_view(config).await?;
-    let target = find_member(&view, selector)
-        .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
+    let target = match_member(&view, &query)?
+        .ok_or_else(|| refused(no_member_to_promote(&view, &query)))?
         .clone();
+    if target.member.is_learner && !target.member.started {
+        // etcd refuses it too: a learner is promoted only once in sync with the leader.
+        return Err(refused(waiting_to_start(&target.member)).into());
+    }
     if !target.member.is_learner {
         return Ok(MemberChangeResult {
             changed: false,
@@ -596,61 +780,5 @@ pub async fn member_promote<G: ChangeGuard>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn empty_and_control_character_selectors_are_refused() {
-        for bad in ["", "  ", "m1\n", "\x1b[2J"] {
-            let err = check_selector(bad).unwrap_err().to_string();
-            assert!(err.starts_with("invalid member: "), "{err}");
-            assert!(!err.contains('\x1b'), "{err}");
-        }
-        for good in ["m1", "5f62a924ac85910", "http://10.0.0.1:2380"] {
-            assert!(check_selector(good).is_ok(), "{good}");
-        }
-    }
-
-    fn member(id: u64, name: &str, peer: &str) -> Member {
-        Member {
-            id: MemberId(id),
-            name: name.into(),
-            peer_urls: vec![peer.into()],
-            client_urls: vec![],
-            is_learner: false,
-            started: !name.is_empty(),
-        }
-    }
-
-    #[test]
-    fn initial_cluster_names_the_new_member() {
-        let members = vec![
-            member(1, "a", "https://10.0.0.1:2380"),
-            member(2, "", "https://10.0.0.2:2380"),
-        ];
-        assert_eq!(
-            initial_cluster(&members, MemberId(2), "b"),
-            "a=https://10.0.0.1:2380,b=https://10.0.0.2:2380"
-        );
-    }
-
-    #[test]
-    fn peer_urls_compare_as_sets() {
-        assert!(same_urls(
-            &["https://a:2380/".into(), "https://B:2380".into()],
-            &["https://b:2380".into(), "https://a:2380".into()]
-        ));
-        assert!(!same_urls(
-            &["https://a:2380".into()],
-            &["https://a:2381".into()]
-        ));
-    }
-
-    #[test]
-    fn bad_peer_urls_are_refused() {
-        assert!(validate_peer_urls(&[]).is_err());
-        assert!(validate_peer_urls(&["10.0.0.1:2380".into()]).is_err());
-        assert!(validate_peer_urls(&["https://10.0.0.1".into()]).is_err());
-        assert!(validate_peer_urls(&["https://10.0.0.1:2380".into()]).is_ok());
-    }
-}
+#[path = "membership_tests.rs"]
+mod tests;

@@ -249,6 +249,19 @@ impl Store {
         }
     }
 
+    /// Checks, writing nothing, that an upload could be made here, for a dry run to fail as
+    /// the upload would: a local store's directory, or the nearest directory above it (an
+    /// upload creates what is missing), is a directory this process may write in; an object
+    /// store's bucket or container answers a listing (it exists, is reachable and takes the
+    /// credentials). What only a write tells (credentials that may read but not write, a full
+    /// disk) shows on the write.
+    pub async fn probe(&self) -> Result<()> {
+        match &*self.backend {
+            Backend::Local(s) => s.probe().await,
+            Backend::Object(s) => s.list_folders("").await.map(|_| ()),
+        }
+    }
+
     /// The folders directly inside `folder` (`""` for the store's root), as names relative to
     /// the store (`"etcd-abc"`, `"etcd-abc/x.deltas"`), in name order. Nothing below them is
     /// read, so nested stores cost nothing.
@@ -440,6 +453,27 @@ mod tests {
         assert_send(&store.head("a"));
         assert_send(&store.list(""));
         assert_send(&store.delete("a"));
+    }
+
+    #[tokio::test]
+    async fn a_probe_refuses_what_an_upload_would_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |path: std::path::PathBuf| {
+            Store::open(path.to_str().unwrap(), &StoreOptions::default()).unwrap()
+        };
+        // Missing directories are what an upload creates: fine, and still missing after.
+        let missing = dir.path().join("a/b/c");
+        open(missing.clone()).probe().await.unwrap();
+        assert!(!dir.path().join("a").exists());
+        // A file where a directory must be: refused, as the upload is.
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        for store in [open(file.clone()), open(file.join("below"))] {
+            let probed = store.probe().await.unwrap_err().to_string();
+            assert!(probed.contains("Not a directory"), "{probed}");
+            let upload = store.begin_upload("x/y").await.map(|_| ()).unwrap_err();
+            assert!(upload.to_string().contains("Not a directory"), "{upload}");
+        }
     }
 
     #[tokio::test]

@@ -231,6 +231,32 @@ impl LocalStore {
         Ok(found)
     }
 
+    /// Whether an upload could write here, writing nothing: the root, or the nearest
+    /// existing directory above it, is a directory with write and search access.
+    pub async fn probe(&self) -> Result<()> {
+        let root = self.root.clone();
+        let checked = blocking(move || {
+            let mut dir = root.as_path();
+            loop {
+                match std::fs::metadata(dir) {
+                    Ok(meta) if meta.is_dir() => {
+                        let access = rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK;
+                        return rustix::fs::access(dir, access).map_err(io::Error::from);
+                    }
+                    // What creating the directories would answer.
+                    Ok(_) => return Err(io::Error::from(rustix::io::Errno::NOTDIR)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => match dir.parent() {
+                        Some(parent) => dir = parent,
+                        None => return Err(e),
+                    },
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+        .await;
+        checked.map_err(|e| map_io(e, "upload", &self.url, "a new backup", &self.root))
+    }
+
     /// Whether the store's directory exists (a file there is an error).
     pub async fn exists(&self) -> Result<bool> {
         match tokio::fs::metadata(&self.root).await {

@@ -338,7 +338,7 @@ fn cluster_role_bootstraps_three_adds_a_learner_and_removes_a_member() {
         .iter()
         .map(|h| {
             h.inventory_line(if h.name == "h1" {
-                "etcd_member_state=absent"
+                "cluster_member_state=absent"
             } else {
                 ""
             })
@@ -489,8 +489,8 @@ fn cluster_role_switches_peers_then_clients_to_tls_member_by_member_while_a_clie
     let hosts = StandaloneHosts::plan(3);
     let collection = Collection::install();
     let mut vars = hosts.role_vars();
-    vars["etcd_bootstrap"] = json!("serial");
-    vars["etcd_pki"] = json!("generate");
+    vars["cluster_bootstrap"] = json!("serial");
+    vars["cluster_pki"] = json!("generate");
     let all: Vec<_> = hosts.hosts.iter().collect();
     let inventory = hosts.inventory(&all, "");
     run_role(&collection, &inventory, &vars);
@@ -504,7 +504,7 @@ fn cluster_role_switches_peers_then_clients_to_tls_member_by_member_while_a_clie
     put(&urls, "/tls/k", "v");
 
     let reader = Reader::start(urls.clone(), "/tls/k", None);
-    vars["etcd_peer_tls"] = json!(true);
+    vars["cluster_peer_tls"] = json!(true);
     let run = run_role(&collection, &inventory, &vars);
     let (reads, failures, errors) = reader.finish();
     assert_eq!(
@@ -554,7 +554,7 @@ fn cluster_role_switches_peers_then_clients_to_tls_member_by_member_while_a_clie
     let both: Vec<String> = https.iter().chain(urls.iter()).cloned().collect();
     let tls = (pki.join("ca.crt"), pki.join("h0.crt"), pki.join("h0.key"));
     let reader = Reader::start(both, "/tls/k", Some(tls));
-    vars["etcd_client_tls"] = json!(true);
+    vars["cluster_client_tls"] = json!(true);
     run_role(&collection, &inventory, &vars);
     let (reads, failures, errors) = reader.finish();
     assert_eq!(
@@ -635,12 +635,12 @@ fn cluster_role_bootstraps_from_dns_srv_records_served_by_dnsmasq() {
     }
     let collection = Collection::install();
     let mut vars = hosts.role_vars();
-    vars["etcd_peer_discovery_srv"] = json!(domain);
+    vars["cluster_peer_discovery_srv"] = json!(domain);
     // https peers: etcd 3.4.23 fails a discovery whose _etcd-server-ssl lookup fails, and never
     // uses _etcd-server (http) records; 3.5 takes either.
-    vars["etcd_pki"] = json!("generate");
-    vars["etcd_peer_tls"] = json!(true);
-    vars["etcd_cert_dns_names"] = json!([domain, format!("*.{domain}")]);
+    vars["cluster_pki"] = json!("generate");
+    vars["cluster_peer_tls"] = json!(true);
+    vars["cluster_cert_dns_names"] = json!([domain, format!("*.{domain}")]);
     let all: Vec<_> = hosts.hosts.iter().collect();
     let inventory = hosts.inventory(&all, "");
     let run = run_role(&collection, &inventory, &vars);

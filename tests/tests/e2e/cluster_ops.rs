@@ -108,7 +108,7 @@ fn a_learner_is_added_started_promoted_and_removed_idempotently() {
 
     // A learner that has not started is not in sync: promotion is refused.
     let early = run(&cluster, &["member", "promote", &id]);
-    assert_clear_error(&early, "does not answer");
+    assert_clear_error(&early, "is waiting for its etcd to start");
 
     cluster.join_member("m3", &peer, &client, &initial_cluster);
     // Promote once it has caught up (etcd and our guard both check).

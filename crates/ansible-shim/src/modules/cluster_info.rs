@@ -8,8 +8,12 @@ use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
-pub const OPTIONS: &[&[OptionSpec]] =
-    &[&[opt("fail_on", Kind::List), opt("quota_bytes", Kind::Int)]];
+pub const OPTIONS: &[&[OptionSpec]] = &[&[
+    opt("fail_on", Kind::List)
+        .choices(&["unhealthy", "alarm", "inconsistent"])
+        .default_list(&[]),
+    opt("quota_bytes", Kind::Int),
+]];
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let request: ClusterInfoRequest = context.args()?;

@@ -14,14 +14,18 @@ use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt, secret};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("path", Kind::Str),
-    opt("step", Kind::Str),
-    opt("provider", Kind::Str),
-    opt("resources", Kind::List),
+    opt("path", Kind::Path),
+    opt("step", Kind::Str)
+        .required()
+        .choices(&["new_key", "generate", "add_key", "promote", "drop_old"]),
+    opt("provider", Kind::Str)
+        .choices(&["aescbc", "aesgcm", "secretbox"])
+        .default_str("aescbc"),
+    opt("resources", Kind::List).default_list(&["secrets"]),
     opt("key_name", Kind::Str),
     secret("key_secret", Kind::Str),
-    opt("force", Kind::Bool),
-    opt("identity_first", Kind::Bool),
+    opt("force", Kind::Bool).default_bool(false),
+    opt("identity_first", Kind::Bool).default_bool(false),
 ]];
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]

@@ -12,13 +12,15 @@ use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
-        opt("resources", Kind::List),
-        opt("prefix", Kind::Str),
+        opt("resources", Kind::List).default_list(&["secrets"]),
+        opt("etcd_prefix", Kind::Str)
+            .deprecated_aliases(&["prefix"])
+            .field("prefix"),
         opt("snapshot", Kind::Str),
-        opt("skip_hash_check", Kind::Bool),
-        opt("list_all", Kind::Bool),
-        opt("max_objects", Kind::Int),
-        opt("require_encrypted", Kind::Bool),
+        opt("skip_hash_check", Kind::Bool).default_bool(false),
+        opt("list_all", Kind::Bool).default_bool(false),
+        opt("max_objects", Kind::Int).default_int(1000),
+        opt("require_encrypted", Kind::Bool).default_bool(false),
     ],
     STORE_OPTIONS,
     IDENTITY_OPTIONS,

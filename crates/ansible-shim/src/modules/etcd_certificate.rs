@@ -14,16 +14,16 @@ use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("kind", Kind::Str),
-    opt("ca_cert", Kind::Str),
-    opt("ca_key", Kind::Str),
-    opt("cert_path", Kind::Str),
-    opt("key_path", Kind::Str),
+    opt("kind", Kind::Str).required().choices(&["ca", "member"]),
+    opt("ca_cert", Kind::Path).required(),
+    opt("ca_key", Kind::Path).required(),
+    opt("cert_path", Kind::Path),
+    opt("key_path", Kind::Path),
     opt("common_name", Kind::Str),
     opt("dns_names", Kind::List),
     opt("ip_addresses", Kind::List),
     opt("validity_days", Kind::Int),
-    opt("renew_before_days", Kind::Int),
+    opt("renew_before_days", Kind::Int).default_int(30),
 ]];
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]

@@ -18,34 +18,34 @@ use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("path", Kind::Str),
-    opt("name", Kind::Str),
-    opt("data_dir", Kind::Str),
-    opt("listen_client_urls", Kind::List),
+    opt("path", Kind::Path).required(),
+    opt("name", Kind::Str).required(),
+    opt("data_dir", Kind::Path).required(),
+    opt("listen_client_urls", Kind::List).required(),
     opt("advertise_client_urls", Kind::List),
-    opt("listen_peer_urls", Kind::List),
+    opt("listen_peer_urls", Kind::List).required(),
     opt("initial_advertise_peer_urls", Kind::List),
     opt("initial_cluster", Kind::List),
-    opt("initial_cluster_state", Kind::Str),
+    opt("initial_cluster_state", Kind::Str).choices(&["new", "existing"]),
     opt("initial_cluster_token", Kind::Str),
     opt("peer_discovery_srv", Kind::Str),
     opt("peer_discovery_srv_name", Kind::Str),
-    opt("client_cert_file", Kind::Str),
-    opt("client_key_file", Kind::Str),
-    opt("client_trusted_ca_file", Kind::Str),
-    opt("client_cert_auth", Kind::Bool),
-    opt("peer_cert_file", Kind::Str),
-    opt("peer_key_file", Kind::Str),
-    opt("peer_trusted_ca_file", Kind::Str),
-    opt("peer_client_cert_auth", Kind::Bool),
+    opt("client_cert_file", Kind::Path),
+    opt("client_key_file", Kind::Path),
+    opt("client_trusted_ca_file", Kind::Path),
+    opt("client_cert_auth", Kind::Bool).default_bool(false),
+    opt("peer_cert_file", Kind::Path),
+    opt("peer_key_file", Kind::Path),
+    opt("peer_trusted_ca_file", Kind::Path),
+    opt("peer_client_cert_auth", Kind::Bool).default_bool(false),
     opt("quota_backend_bytes", Kind::Int),
-    opt("auto_compaction_mode", Kind::Str),
+    opt("auto_compaction_mode", Kind::Str).choices(&["periodic", "revision"]),
     opt("auto_compaction_retention", Kind::Str),
     opt("snapshot_count", Kind::Int),
     opt("heartbeat_interval", Kind::Int),
     opt("election_timeout", Kind::Int),
     opt("listen_metrics_urls", Kind::List),
-    opt("log_level", Kind::Str),
+    opt("log_level", Kind::Str).choices(&["debug", "info", "warn", "error"]),
     opt("extra", Kind::Dict),
     opt("srv_domain", Kind::Str),
 ]];
@@ -228,11 +228,9 @@ mod tests {
         let path = dir.path().join("etcd.yaml");
         let (failed, out) = run(args(&path, json!({"initial_cluster_state": "old"})));
         assert!(failed, "{out}");
-        assert!(
-            out["msg"]
-                .as_str()
-                .unwrap()
-                .contains("unknown variant 'old'"),
+        assert_eq!(
+            out["msg"],
+            json!("initial_cluster_state: 'old' is not one of new, existing"),
             "{out}"
         );
         let (failed, out) = run(args(

@@ -13,15 +13,15 @@ use crate::spec::{Kind, OptionSpec, opt};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("etcd_key", Kind::Str),
-    opt("prefix", Kind::Bool),
+    opt("prefix", Kind::Bool).default_bool(false),
     opt("range_end", Kind::Str),
-    opt("from_key", Kind::Bool),
-    opt("revision", Kind::Int),
-    opt("keys_only", Kind::Bool),
-    opt("count_only", Kind::Bool),
-    opt("limit", Kind::Int),
-    opt("history", Kind::Bool),
-    opt("show_secrets", Kind::Bool),
+    opt("from_key", Kind::Bool).default_bool(false),
+    opt("revision", Kind::Int).default_int(0),
+    opt("keys_only", Kind::Bool).default_bool(false),
+    opt("count_only", Kind::Bool).default_bool(false),
+    opt("limit", Kind::Int).default_int(1000),
+    opt("history", Kind::Bool).default_bool(false),
+    opt("show_secrets", Kind::Bool).default_bool(false),
 ]];
 
 /// Keys returned when the task sets no limit.

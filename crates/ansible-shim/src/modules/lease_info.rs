@@ -7,7 +7,13 @@ use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[opt("id", Kind::Str), opt("keys", Kind::Bool)]];
+pub const OPTIONS: &[&[OptionSpec]] = &[&[
+    opt("id", Kind::Str),
+    opt("list_keys", Kind::Bool)
+        .deprecated_aliases(&["keys"])
+        .field("keys")
+        .default_bool(false),
+]];
 
 #[derive(Debug, Deserialize)]
 struct Args {

@@ -17,13 +17,18 @@ use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("action", Kind::Str),
-    opt("cluster", Kind::Bool),
+    opt("action", Kind::Str).required().choices(&[
+        "defrag",
+        "compact",
+        "alarm_disarm",
+        "move_leader",
+    ]),
+    opt("cluster", Kind::Bool).default_bool(true),
     opt("revision", Kind::Int),
     opt("keep_revisions", Kind::Int),
-    opt("physical", Kind::Bool),
+    opt("physical", Kind::Bool).default_bool(false),
     opt("leader", Kind::Str),
-    opt("force", Kind::Bool),
+    opt("force", Kind::Bool).default_bool(false),
 ]];
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

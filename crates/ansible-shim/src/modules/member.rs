@@ -11,12 +11,14 @@ use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("state", Kind::Str),
+    opt("state", Kind::Str)
+        .choices(&["present", "absent", "promoted", "updated"])
+        .default_str("present"),
     opt("name", Kind::Str),
     opt("peer_urls", Kind::List),
-    opt("learner", Kind::Bool),
+    opt("learner", Kind::Bool).default_bool(false),
     opt("member", Kind::Str),
-    opt("force", Kind::Bool),
+    opt("force", Kind::Bool).default_bool(false),
 ]];
 
 fn member_lines(members: &[Member]) -> String {

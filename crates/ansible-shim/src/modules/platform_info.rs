@@ -1,26 +1,26 @@
 //! `etcd_platform_info`: which etcd runs on this host (kubeadm or OpenShift static pod, a
 //! package, or none), with its endpoints, data dir, certificate paths and version.
 
-use std::path::PathBuf;
-
 use etcd_k8s::{PlatformRequest, detect_platform};
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::OptionSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[opt("root", Kind::Str)]];
+/// No options of its own: the directory standing for `/` (a test-only option) is the
+/// connection option `platform_root` (old name `root`).
+pub const OPTIONS: &[&[OptionSpec]] = &[];
 
 #[derive(Debug, Deserialize)]
-struct Args {
-    root: Option<PathBuf>,
-}
+#[serde(deny_unknown_fields)]
+struct Args {}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
-    let args: Args = context.args()?;
-    let info = detect_platform(&PlatformRequest { root: args.root })
-        .map_err(|e| ModuleError::new(e.to_string()))?;
+    let Args {} = context.args()?;
+    let root = Some(context.platform_root()?);
+    let info =
+        detect_platform(&PlatformRequest { root }).map_err(|e| ModuleError::new(e.to_string()))?;
     let msg = match &info.name {
         Some(name) => format!("{} etcd member {name}", info.platform),
         None => format!("platform: {}", info.platform),

@@ -11,16 +11,21 @@ use crate::store::STORE_OPTIONS;
 
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
-        opt("dest", Kind::Str),
-        opt("compression", Kind::Str),
-        opt("compression_level", Kind::Int),
+        opt("store", Kind::Str)
+            .aliases(&["dest"])
+            .field("dest")
+            .required(),
+        opt("compression", Kind::Str)
+            .choices(&["zstd", "none"])
+            .default_str("zstd"),
+        opt("compression_level", Kind::Int).default_int(3),
         opt("labels", Kind::Dict),
         opt("endpoint", Kind::Str),
-        opt("verify_after_upload", Kind::Bool),
+        opt("verify_after_upload", Kind::Bool).default_bool(false),
         opt("encrypt_to", Kind::List),
-        opt("encrypt_to_file", Kind::Str),
-        opt("openshift_backup_dir", Kind::Str),
-        opt("metrics_file", Kind::Str),
+        opt("encrypt_to_file", Kind::Path),
+        opt("openshift_backup_dir", Kind::Path),
+        opt("metrics_file", Kind::Path),
         opt("keep_last", Kind::Int),
         opt("keep_hourly", Kind::Int),
         opt("keep_daily", Kind::Int),
@@ -28,7 +33,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("keep_monthly", Kind::Int),
         opt("max_age", Kind::Str),
         opt("orphan_grace", Kind::Str),
-        opt("all_clusters", Kind::Bool),
+        opt("all_clusters", Kind::Bool).default_bool(false),
     ],
     STORE_OPTIONS,
 ];
@@ -38,11 +43,11 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     request.platform_root = Some(context.platform_root()?);
     let config = context.cluster()?;
     if context.check_mode {
-        // A save always makes a new backup: report it, and what retention would delete now.
+        // A save always makes a new backup: report it, and what retention would delete.
         let preview = preview_save(&config, &request).await?;
         let mut outcome = Outcome::unchanged(format!(
-            "would save a snapshot to {} (check mode: nothing saved)",
-            preview.store
+            "would save a snapshot from {} to {} (check mode: nothing saved)",
+            preview.endpoint, preview.store
         ));
         outcome.changed = true;
         outcome.warnings = preview.warnings;

@@ -17,8 +17,8 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
         opt("store", Kind::Str),
         opt("snapshot", Kind::Str),
-        opt("verify", Kind::Bool),
-        opt("skip_hash_check", Kind::Bool),
+        opt("verify", Kind::Bool).default_bool(false),
+        opt("skip_hash_check", Kind::Bool).default_bool(false),
     ],
     IDENTITY_OPTIONS,
     STORE_OPTIONS,

@@ -3,7 +3,8 @@
 //! `to_time`, the state at that point from a store written by `backup run` (a full backup
 //! with its delta segments replayed). Repeating the same
 //! restore changes nothing (the library's marker file); check mode runs every check and
-//! writes nothing.
+//! writes nothing. `skip_in_service` does nothing when the cluster already runs from this
+//! very restore; `replace_restored` restores anew over a restored dir a member ran on.
 
 use etcdops::common::{Style, with_hint};
 use etcdops::guard::Guards;
@@ -17,18 +18,20 @@ use crate::store::{IDENTITY_OPTIONS, STORE_OPTIONS};
 pub const OPTIONS: &[&[OptionSpec]] = &[
     &[
         opt("snapshot", Kind::Str),
-        opt("from_data_dir", Kind::Str),
-        opt("data_dir", Kind::Str),
-        opt("wal_dir", Kind::Str),
-        opt("name", Kind::Str),
-        opt("initial_cluster", Kind::Str),
-        opt("initial_cluster_token", Kind::Str),
-        opt("initial_advertise_peer_urls", Kind::List),
-        opt("skip_hash_check", Kind::Bool),
-        opt("bump_revision", Kind::Int),
-        opt("mark_compacted", Kind::Bool),
-        opt("move_aside", Kind::Bool),
-        opt("force", Kind::Bool),
+        opt("from_data_dir", Kind::Path),
+        opt("data_dir", Kind::Path).required(),
+        opt("wal_dir", Kind::Path),
+        opt("name", Kind::Str).required(),
+        opt("initial_cluster", Kind::Str).required(),
+        opt("initial_cluster_token", Kind::Str).default_str("etcd-cluster"),
+        opt("initial_advertise_peer_urls", Kind::List).required(),
+        opt("skip_hash_check", Kind::Bool).default_bool(false),
+        opt("bump_revision", Kind::Int).default_int(0),
+        opt("mark_compacted", Kind::Bool).default_bool(false),
+        opt("move_aside", Kind::Bool).default_bool(false),
+        opt("force", Kind::Bool).default_bool(false),
+        opt("replace_restored", Kind::Bool).default_bool(false),
+        opt("skip_in_service", Kind::Bool).default_bool(false),
         opt("owner", Kind::Str),
         opt("to_revision", Kind::Int),
         opt("to_time", Kind::Str),
@@ -53,9 +56,20 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: RestoreRequest = context.args()?;
     request.dry_run = context.check_mode;
     request.guards = Guards::on_host(context.platform_root()?);
+    if request.skip_in_service {
+        request.cluster = Some(context.cluster()?);
+    }
     let restored = restore(&request).await?;
     let result = &restored.result;
-    let mut outcome = Outcome::unchanged(if result.changed && context.check_mode {
+    let mut outcome = Outcome::unchanged(if restored.in_service {
+        format!(
+            "the cluster already runs from this restore ({} holds it as member {} of cluster {}, revision {}; every member healthy); nothing changed",
+            result.data_dir.display(),
+            result.member_id,
+            result.cluster_id,
+            result.revision
+        )
+    } else if result.changed && context.check_mode {
         format!(
             "would restore {} as member {} ({}) of cluster {} at revision {} (check mode: nothing written)",
             result.data_dir.display(),

@@ -10,18 +10,21 @@ use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
 
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("state", Kind::Str),
-    opt("manifest", Kind::Str),
-    opt("parking_dir", Kind::Str),
-    opt("timeout", Kind::Int),
-    opt("root", Kind::Str),
+    opt("state", Kind::Str)
+        .required()
+        .choices(&["stopped", "started"]),
+    opt("manifest", Kind::Path),
+    opt("parking_dir", Kind::Path).default_str("/etc/kubernetes/etcdops-parked"),
+    opt("timeout", Kind::Int).default_int(120),
 ]];
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
-    // The manifest and parking dir default to the library's: the manifest found under root
+    // The manifest and parking dir default to the library's: the manifest found under the root
     // (OpenShift's or kubeadm's), as the CLI's `platform stop/start`.
     let mut request: StaticPodRequest = context.args()?;
     request.dry_run = context.check_mode;
+    // `root` (a test-only option) is the connection option `platform_root` now.
+    request.root = Some(context.platform_root()?);
     // Connection options given (or set by module_defaults / ETCDCTL_*) are used for the
     // health check; without endpoints, the manifest's own endpoints and certificates are.
     let explicit = context.params().contains_key("endpoints")

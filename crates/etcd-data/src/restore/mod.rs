@@ -154,6 +154,10 @@ pub struct RestoreRequest {
     pub move_aside: bool,
     /// With `move_aside`: move it aside even when a member has run on a restored dir since.
     pub force: bool,
+    /// With `move_aside`, for a whole-cluster restore that has stopped every member: a
+    /// restored dir a member has run on since is moved aside and restored anew, also when it
+    /// holds this very restore (its members went on without the others); no `force` needed.
+    pub replace_ran: bool,
     /// `USER[:GROUP]` (names or numeric ids) to own the restored tree.
     pub owner: Option<String>,
     /// Run every check (source, options, target dirs) and report what would be written, but

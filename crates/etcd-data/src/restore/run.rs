@@ -222,6 +222,10 @@ impl<'a> Job<'a> {
         let Some(marker) = read_marker(data_dir) else {
             return Ok(Done::Damaged(None));
         };
+        // A whole-cluster restore does not keep one member's dir that ran on without the rest.
+        if request.replace_ran && ran_since_restore(&marker) {
+            return Ok(Done::Damaged(None));
+        }
         let damaged = on_disk::damage(data_dir, &marker);
         let same_cluster =
             parse_initial_cluster(&marker.initial_cluster, &marker.initial_cluster_token)
@@ -296,6 +300,7 @@ impl<'a> Job<'a> {
         // A damaged restore is moved aside whatever ran on it (a move deletes nothing).
         if to_move.contains(data_target)
             && !request.force
+            && !request.replace_ran
             && !damaged
             && read_marker(data_dir).is_some_and(|marker| ran_since_restore(&marker))
         {

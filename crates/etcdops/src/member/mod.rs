@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use etcd_common::{Hint, OptionId};
 use etcd_core::{
     ClusterConfig, Member, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberId,
-    member_list,
+    MemberQuery, member_list,
 };
 use serde::{Deserialize, Serialize};
 
@@ -142,10 +142,20 @@ pub async fn remove(
     guards: &Guards,
     request: &RemoveRequest,
 ) -> Result<Guarded<MemberChangeResult>> {
-    let (passed, warnings) =
-        operator(config, guards, Operation::MemberRemove, request.force).await?;
-    let result =
-        etcd_core::member_remove(config, &request.member, request.dry_run, &passed).await?;
+    let query = MemberQuery::from(&request.member);
+    remove_member(config, guards, query, request.force, request.dry_run).await
+}
+
+/// [`remove`] of the member `query` names.
+async fn remove_member(
+    config: &ClusterConfig,
+    guards: &Guards,
+    query: MemberQuery,
+    force: Force,
+    dry_run: bool,
+) -> Result<Guarded<MemberChangeResult>> {
+    let (passed, warnings) = operator(config, guards, Operation::MemberRemove, force).await?;
+    let result = etcd_core::member_remove(config, query, dry_run, &passed).await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -176,10 +186,20 @@ pub async fn promote(
     guards: &Guards,
     request: &PromoteRequest,
 ) -> Result<Guarded<MemberChangeResult>> {
-    let (passed, warnings) =
-        operator(config, guards, Operation::MemberPromote, request.force).await?;
-    let result =
-        etcd_core::member_promote(config, &request.member, request.dry_run, &passed).await?;
+    let query = MemberQuery::from(&request.member);
+    promote_member(config, guards, query, request.force, request.dry_run).await
+}
+
+/// [`promote`] of the member `query` names.
+async fn promote_member(
+    config: &ClusterConfig,
+    guards: &Guards,
+    query: MemberQuery,
+    force: Force,
+    dry_run: bool,
+) -> Result<Guarded<MemberChangeResult>> {
+    let (passed, warnings) = operator(config, guards, Operation::MemberPromote, force).await?;
+    let result = etcd_core::member_promote(config, query, dry_run, &passed).await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -238,36 +258,23 @@ pub struct MemberRequest {
 }
 
 impl MemberRequest {
-    /// Which member a removal or promotion means: `member`, else the name, else a peer URL.
-    fn selector(&self) -> Result<String> {
-        self.member
-            .clone()
-            .or_else(|| self.name.clone())
-            .or_else(|| self.peer_urls.first().cloned())
-            .ok_or_else(|| {
-                Error::invalid(
-                    "say which member: give its ID, name or peer URL",
-                    Some(Hint::any_of(&[MEMBER, NAME, PEER_URLS])),
-                )
-            })
+    /// Which member a removal or promotion means: `member` (its ID, name or peer URL), else
+    /// the name and peer URLs, matched as an addition matches them
+    /// ([`etcd_core::match_member`]): a learner that has not started has no name yet, and
+    /// `present` found it by its peer URLs, so `absent` and `promoted` find it the same way.
+    fn query(&self) -> Result<MemberQuery> {
+        if self.member.is_none() && self.name.is_none() && self.peer_urls.is_empty() {
+            return Err(Error::invalid(
+                "say which member: give its ID, name or peer URL",
+                Some(Hint::any_of(&[MEMBER, NAME, PEER_URLS])),
+            ));
+        }
+        Ok(MemberQuery {
+            member: self.member.clone(),
+            name: self.name.clone(),
+            peer_urls: self.peer_urls.clone(),
+        })
     }
-}
-
-/// [`MemberRequest::selector`], except that a name no member has yet falls back to the
-/// request's peer URL: a learner that has not started has no name, and `present` found it by
-/// that URL, so `absent` and `promoted` find it the same way.
-async fn resolved_selector(config: &ClusterConfig, request: &MemberRequest) -> Result<String> {
-    let selector = request.selector()?;
-    let (None, Some(name), Some(peer_url)) =
-        (&request.member, &request.name, request.peer_urls.first())
-    else {
-        return Ok(selector);
-    };
-    let list = etcd_core::member_list(config).await?;
-    if list.members.iter().any(|m| &m.name == name) {
-        return Ok(selector);
-    }
-    Ok(peer_url.clone())
 }
 
 /// The member list before and after a change (after: as it will be, in a dry run).
@@ -284,6 +291,10 @@ pub struct MembersDiff {
 pub struct MemberOutcome {
     /// Whether the cluster changed (or would, in a dry run).
     pub changed: bool,
+    /// Not checked (a dry run that cannot tell what a real run would do): Ansible's
+    /// `skipped`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
     /// What happened, in words.
     pub message: String,
     /// The member concerned (none when it was not a member).
@@ -312,6 +323,7 @@ impl MemberOutcome {
         let Guarded { result, warnings } = result;
         MemberOutcome {
             changed: result.changed,
+            skipped: false,
             message: result.message,
             member: result.member,
             leadership_moved_to: result.leadership_moved_to,
@@ -327,6 +339,7 @@ impl MemberOutcome {
         let Guarded { result, warnings } = result;
         MemberOutcome {
             changed: result.changed,
+            skipped: false,
             message: result.message,
             member: Some(result.member),
             leadership_moved_to: None,
@@ -385,18 +398,16 @@ pub async fn apply(
             };
             MemberOutcome::changed(update(config, guards, &update_request).await?)
         }
-        Wanted::Absent | Wanted::Promoted => {
-            let selected = RemoveRequest {
-                member: resolved_selector(config, request).await?,
-                force,
-                dry_run,
-            };
-            let result = if request.state == Wanted::Absent {
-                remove(config, guards, &selected).await?
-            } else {
-                promote(config, guards, &selected).await?
-            };
-            MemberOutcome::changed(result)
+        Wanted::Absent => {
+            let query = request.query()?;
+            MemberOutcome::changed(remove_member(config, guards, query, force, dry_run).await?)
+        }
+        Wanted::Promoted => {
+            let query = request.query()?;
+            if let Some(skipped) = not_added_yet(config, &query, dry_run).await? {
+                return Ok(skipped);
+            }
+            MemberOutcome::changed(promote_member(config, guards, query, force, dry_run).await?)
         }
     };
     outcome.diff = before.map(|before| MembersDiff {
@@ -404,6 +415,44 @@ pub async fn apply(
         before,
     });
     Ok(outcome)
+}
+
+/// In check mode, the promotion of a new member (named by its name and peer URLs, as its
+/// addition is) that is not in the cluster: it cannot be checked, since the addition before
+/// it in the same check run was not made. Skipped, saying so; a real run refuses it until
+/// the member has been added and started.
+async fn not_added_yet(
+    config: &ClusterConfig,
+    query: &MemberQuery,
+    dry_run: bool,
+) -> Result<Option<MemberOutcome>> {
+    let (true, None, Some(name), false) = (
+        dry_run,
+        &query.member,
+        &query.name,
+        query.peer_urls.is_empty(),
+    ) else {
+        return Ok(None);
+    };
+    let list = member_list(config).await?;
+    if etcd_core::match_listed(&list.members, query)?.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(MemberOutcome {
+        changed: false,
+        skipped: true,
+        message: format!(
+            "'{name}' ({}) is not a member, so its promotion cannot be checked (check mode: an addition before this is not made); a real run promotes it once it has been added as a learner, its etcd has started and it has caught up",
+            query.peer_urls.join(",")
+        ),
+        member: None,
+        leadership_moved_to: None,
+        initial_cluster: None,
+        initial_cluster_state: None,
+        env: BTreeMap::new(),
+        diff: None,
+        warnings: Vec::new(),
+    }))
 }
 
 /// The member list once `outcome` is done.
@@ -443,20 +492,24 @@ mod tests {
     }
 
     #[test]
-    fn the_member_is_named_by_member_then_name_then_peer_url() {
+    fn the_member_is_named_by_member_else_by_name_and_peer_urls() {
         let mut request = MemberRequest {
             member: Some("5f62".into()),
             name: Some("m2".into()),
             peer_urls: vec!["http://10.0.0.2:2380".into()],
             ..Default::default()
         };
-        assert_eq!(request.selector().unwrap(), "5f62");
+        let query = request.query().unwrap();
+        assert_eq!(query.member.as_deref(), Some("5f62"));
         request.member = None;
-        assert_eq!(request.selector().unwrap(), "m2");
+        let query = request.query().unwrap();
+        assert_eq!(
+            (query.name.as_deref(), query.peer_urls.len()),
+            (Some("m2"), 1)
+        );
         request.name = None;
-        assert_eq!(request.selector().unwrap(), "http://10.0.0.2:2380");
         request.peer_urls.clear();
-        let error = request.selector().unwrap_err();
+        let error = request.query().unwrap_err();
         assert_eq!(
             crate::hint_of(&error).unwrap().options,
             vec![MEMBER, NAME, PEER_URLS]
@@ -468,6 +521,7 @@ mod tests {
         let before = vec![member(1, false), member(2, true)];
         let outcome = |changed: bool, member: Member| MemberOutcome {
             changed,
+            skipped: false,
             message: String::new(),
             member: Some(member),
             leadership_moved_to: None,

@@ -73,6 +73,17 @@ pub struct RestoreRequest {
     /// Go past the OpenShift operator guard, and move aside a dir a member ran on.
     #[serde(default)]
     pub force: Force,
+    /// With `move_aside`, for a whole-cluster restore that has stopped every member: a
+    /// restored dir a member has run on since is moved aside (never deleted) and restored
+    /// anew, without `force` (which also goes past the OpenShift operator guard).
+    #[serde(default)]
+    pub replace_restored: bool,
+    /// Do nothing when the cluster already runs from this very restore (see [`in_service`]).
+    #[serde(default)]
+    pub skip_in_service: bool,
+    /// The cluster `skip_in_service` asks (the front-end's connection settings).
+    #[serde(skip)]
+    pub cluster: Option<etcd_core::ClusterConfig>,
     /// `USER[:GROUP]` to own the restored tree.
     pub owner: Option<String>,
     /// Point in time: every change up to this revision.
@@ -142,6 +153,7 @@ impl RestoreRequest {
             mark_compacted: self.mark_compacted,
             move_aside: self.move_aside,
             force: self.force.0,
+            replace_ran: self.replace_restored,
             owner: self.owner.clone(),
             dry_run: self.dry_run,
         }
@@ -237,6 +249,9 @@ pub struct Restored {
     /// What the front-end tells the user, in order.
     #[serde(skip)]
     pub warnings: Vec<RestoreWarning>,
+    /// True when `skip_in_service` found the cluster running from this very restore, and
+    /// nothing was done.
+    pub in_service: bool,
 }
 
 /// What `data_dir` holds now.
@@ -252,8 +267,72 @@ fn previous(data_dir: &Path) -> Previous {
 
 /// Restores the request's source into its data dir: refused first where OpenShift's
 /// cluster-etcd-operator manages etcd (unless `force`), then every check of the source,
-/// options and target dirs; a dry run writes nothing.
+/// options and target dirs; a dry run writes nothing. With `skip_in_service`, nothing is
+/// done (`in_service`, unchanged) when [`in_service`] says the cluster runs from this restore.
 pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
+    if !request.skip_in_service {
+        return restore_once(request, false).await;
+    }
+    // What this data dir holds: a dry run that neither replaces a restore a member ran on nor
+    // stops at one (the ran-since guard answers for writes, and a dry run writes nothing).
+    let mut probe = request.clone();
+    probe.dry_run = true;
+    probe.replace_restored = false;
+    let mut found = restore_once(&probe, true).await?;
+    if !found.result.changed
+        && let Some(cluster) = &request.cluster
+        && in_service(&found.result, cluster).await
+    {
+        found.in_service = true;
+        return Ok(found);
+    }
+    // A dry run the probe already answers: replacing passes the ran-since guard as the probe
+    // did, and changes only an unchanged answer.
+    if request.dry_run && request.replace_restored && found.result.changed {
+        return Ok(found);
+    }
+    restore_once(request, false).await
+}
+
+/// Whether the cluster at `cluster` runs from `restored`, a restore this member's data dir
+/// already holds whole (the same backup, revision, members and token: the library's
+/// marker): the cluster answers with the restored cluster's ID, has exactly the restored
+/// members (names, peer URLs, none a learner) and every one of them is healthy. A cluster
+/// that cannot be reached is not in service.
+pub async fn in_service(restored: &RestoreResult, cluster: &etcd_core::ClusterConfig) -> bool {
+    etcd_core::cluster_view(cluster)
+        .await
+        .is_ok_and(|view| runs_from(&view, restored))
+}
+
+/// Whether `view` is the cluster `restored` made, all of it healthy voters.
+fn runs_from(view: &etcd_core::ClusterView, restored: &RestoreResult) -> bool {
+    let mut want: Vec<(String, String, Vec<String>)> = restored
+        .members
+        .iter()
+        .map(|m| (format!("{:x}", m.id), m.name.clone(), m.peer_urls.clone()))
+        .collect();
+    let mut have: Vec<(String, String, Vec<String>)> = view
+        .members
+        .iter()
+        .map(|m| {
+            let mut peer_urls = m.member.peer_urls.clone();
+            peer_urls.sort();
+            (m.member.id.to_string(), m.member.name.clone(), peer_urls)
+        })
+        .collect();
+    want.sort();
+    have.sort();
+    view.cluster_id.to_string() == restored.cluster_id
+        && want == have
+        && view
+            .members
+            .iter()
+            .all(|m| m.healthy && !m.member.is_learner)
+}
+
+/// One restore as the request asks; `probe` (a dry run) looks past the ran-since guard.
+async fn restore_once(request: &RestoreRequest, probe: bool) -> Result<Restored> {
     let passed = request
         .guards
         .check(Operation::SnapshotRestore, request.force, None)
@@ -262,6 +341,7 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
     let (identities, identity_warnings) = request.identity.identities()?;
     let before = previous(&request.data_dir);
     let mut library = request.library_request();
+    library.force |= probe && request.dry_run;
     let options = request.store.options();
     let (result, plan) = match source {
         Source::Point(store, point) => {
@@ -319,6 +399,7 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
         plan,
         previous: before,
         warnings,
+        in_service: false,
     })
 }
 
@@ -359,6 +440,74 @@ mod tests {
             bad.contains("to_time 'yesterday' is not an RFC 3339 time"),
             "{bad}"
         );
+    }
+
+    fn view_of(restored: &RestoreResult) -> etcd_core::ClusterView {
+        etcd_core::ClusterView {
+            cluster_id: etcd_core::MemberId(u64::from_str_radix(&restored.cluster_id, 16).unwrap()),
+            members: restored
+                .members
+                .iter()
+                .map(|m| etcd_core::MemberState {
+                    member: etcd_core::Member {
+                        id: etcd_core::MemberId(m.id),
+                        name: m.name.clone(),
+                        peer_urls: m.peer_urls.iter().rev().cloned().collect(),
+                        client_urls: vec![],
+                        is_learner: false,
+                        started: true,
+                    },
+                    endpoint: None,
+                    healthy: true,
+                    status: None,
+                    error: None,
+                })
+                .collect(),
+            leader: None,
+        }
+    }
+
+    #[test]
+    fn a_cluster_runs_from_a_restore_only_with_its_id_exactly_its_members_all_healthy_voters() {
+        let members = etcd_snapshot::parse_initial_cluster(
+            "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,b=http://10.0.0.20:2380",
+            "t",
+        )
+        .unwrap();
+        let ids: Vec<u64> = members.iter().map(|m| m.id).collect();
+        let restored = RestoreResult {
+            data_dir: "/d".into(),
+            wal_dir: "/d/member/wal".into(),
+            name: "a".into(),
+            member_id: format!("{:x}", ids[0]),
+            cluster_id: format!("{:x}", etcd_snapshot::cluster_id(&ids)),
+            members,
+            revision: 5,
+            consistent_index: 2,
+            db_size: 0,
+            trailer: TrailerCheck::Verified,
+            db_sha256: String::new(),
+            changed: false,
+            moved_aside: vec![],
+            point_in_time: None,
+            leftovers_removed: vec![],
+        };
+        assert!(runs_from(&view_of(&restored), &restored));
+        let mut other = view_of(&restored);
+        other.cluster_id = etcd_core::MemberId(1);
+        assert!(!runs_from(&other, &restored), "another cluster");
+        let mut sick = view_of(&restored);
+        sick.members[1].healthy = false;
+        assert!(!runs_from(&sick, &restored), "an unhealthy member");
+        let mut learner = view_of(&restored);
+        learner.members[1].member.is_learner = true;
+        assert!(!runs_from(&learner, &restored), "a learner");
+        let mut fewer = view_of(&restored);
+        fewer.members.pop();
+        assert!(!runs_from(&fewer, &restored), "a member missing");
+        let mut renamed = view_of(&restored);
+        renamed.members[0].member.name = "c".into();
+        assert!(!runs_from(&renamed, &restored), "another name");
     }
 
     #[test]

@@ -10,8 +10,8 @@ use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
 use etcd_snapshot::{
     Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
-    RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, prune_store,
-    save_snapshot, save_snapshot_file, write_save_metrics,
+    RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
+    prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
 };
 use etcd_store::Store;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -178,9 +178,11 @@ impl Saved {
 pub struct SavePreview {
     /// The store it would save to.
     pub store: String,
-    /// What retention would delete now; `None` without rules, or when the cluster is unknown.
+    /// The member endpoint it would stream from.
+    pub endpoint: String,
+    /// What retention would delete; `None` without rules.
     pub pruned: Option<Vec<PruneEntry>>,
-    /// Why the prune is not shown, and the prune's own warnings.
+    /// The prune's own warnings.
     pub warnings: Vec<String>,
 }
 
@@ -274,12 +276,19 @@ pub async fn save(
     Ok(saved)
 }
 
-/// What [`save`] would do, saving nothing: every check it makes first, then what retention
-/// would delete now in the cluster etcd names (every cluster's with `all_clusters`).
+/// What [`save`] would do, saving nothing: every check it makes first, and what it can
+/// check without writing: the member it would stream from answers (chosen as the save
+/// chooses it), the store could be written to ([`Store::probe`]: the bucket exists and takes
+/// the credentials, the directory may be written in); then what retention would delete, the
+/// backup it would write counted as its cluster's newest (every cluster's with
+/// `all_clusters`). Fails where the save would fail on those.
 pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Result<SavePreview> {
     let checked = request.check()?;
+    let (source, _client) = choose_source(config, checked.save.endpoint.as_deref()).await?;
+    checked.store.probe().await?;
     let mut preview = SavePreview {
         store: checked.store.url().to_string(),
+        endpoint: source.endpoint.clone(),
         pruned: None,
         warnings: Vec::new(),
     };
@@ -287,15 +296,7 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
         return Ok(preview);
     }
     // The cluster the save would back up: its new backup counts for the rules.
-    let saved = match etcd_core::member_list(config).await {
-        Ok(list) => list.cluster_id,
-        Err(e) => {
-            preview.warnings.push(format!(
-                "what retention would delete is not shown: the cluster ID is unknown ({e})"
-            ));
-            return Ok(preview);
-        }
-    };
+    let saved = source.cluster_id;
     let prune = etcd_snapshot::PruneRequest {
         policy: checked.policy,
         cluster: (!request.all_clusters).then_some(saved),

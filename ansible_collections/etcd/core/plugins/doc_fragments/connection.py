@@ -66,11 +66,17 @@ options:
     description: DNS server (C(IP) or C(IP:PORT)) for SRV lookups instead of the system resolver.
     type: str
   dial_timeout:
-    description: Time allowed to connect, as C(2s) or seconds. Default C(2s).
+    description:
+      - Time allowed to connect, as C(2s), C(500ms) or a number of seconds.
+      - Falls back to C(ETCDCTL_DIAL_TIMEOUT).
     type: str
+    default: 2s
   command_timeout:
-    description: Time allowed for one request, as C(5s) or seconds. Default C(5s).
+    description:
+      - Time allowed for one request, as C(5s) or a number of seconds.
+      - Falls back to C(ETCDCTL_COMMAND_TIMEOUT).
     type: str
+    default: 5s
   platform:
     description:
       - C(auto) fills O(endpoints), O(cacert), O(cert) and O(key), where the task and the
@@ -79,10 +85,6 @@ options:
         M(etcd.core.etcd_platform_info)). No etcd found is an error.
     type: str
     choices: [auto]
-  platform_root:
-    description: Directory standing for C(/) when O(platform=auto) looks for etcd's files. For tests.
-    type: path
-    default: /
 notes:
   - Options left unset fall back to the C(ETCDCTL_*) variables, first of the controller's
     environment (resolved by the action plugin), then of the target's.

@@ -4,23 +4,40 @@
 """Runs every etcd.core module through the one shim binary built for the target.
 
 The modules under plugins/modules are documentation stubs; this action plugin resolves on the
-controller what only the controller knows, then runs the binary module
-``etcd_shim_<arch>`` for the target's architecture with the resolved module name:
+controller what only the controller knows, then runs the shim binary
+``files/etcd_shim_<arch>`` of this collection for the target's architecture:
 
 * connection settings left unset in the task come from the controller's ``ETCDCTL_*``
   environment (where Ansible Automation Platform injects credentials);
 * PEM files named by that environment are read here and sent as content, so no key file is
   ever copied to, or left on, the target;
-* the target's architecture comes from ``uname -m`` (no Python needed there).
+* the shim is copied to the target once per version, to a cache directory
+  (``etcd_core_shim_cache_dir``, default ``~/.ansible/etcd.core``) under a name that holds its
+  SHA-256, so a later task copies only its arguments. One command both reads the target's
+  architecture (``uname -m``, no Python needed there) and looks for the cached copy.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import platform
+import secrets
+import shlex
+import subprocess
+import tempfile
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.json_utils import _filter_non_json_lines
 from ansible.plugins.action import ActionBase
+
+try:  # ansible-core 2.19+: module arguments may hold tagged values only its encoder writes.
+    from ansible.module_utils.common.json import Direction, get_module_encoder
+
+    ARGS_ENCODER = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
+except ImportError:  # older releases send plain JSON to binary modules
+    ARGS_ENCODER = json.JSONEncoder
 
 # Task option -> controller environment variable, as etcdctl names them.
 ENV_OPTIONS = (
@@ -42,6 +59,14 @@ PEM_OPTIONS = (
 # Modules that do not talk to a cluster take no connection options.
 NO_CONNECTION = ("etcd_snapshot_info", "etcd_snapshot_restore")
 ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
+# Where the shims of this collection live: <collection>/files/etcd_shim_<arch>.
+SHIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "files")
+# The host variable naming the target directory that holds the cached shim copies.
+CACHE_DIR_VAR = "etcd_core_shim_cache_dir"
+DEFAULT_CACHE_DIR = "~/.ansible/etcd.core"
+# Older cached versions of a shim are removed once no task has used them for this many days
+# (each task touches the copy it runs).
+STALE_DAYS = 1
 
 
 def _unset(args, name):
@@ -67,42 +92,290 @@ def controller_connection(args, environ):
     return args
 
 
-class ActionModule(ActionBase):
-    """Dispatches an etcd.core module to the shim binary for the target's architecture."""
+def local_shim(arch):
+    """Path of this collection's shim for ``arch``, or a failure that says how to get one."""
+    path = os.path.join(SHIM_DIR, "etcd_shim_%s" % arch)
+    if not os.path.isfile(path):
+        raise AnsibleActionFail(
+            "etcd.core has no shim binary for the architecture '%s' (looked for %s); install a "
+            "release of the collection or build one with scripts/build-collection (see the "
+            "collection README, 'Architectures')" % (arch, path)
+        )
+    return path
 
-    TRANSFERS_FILES = False
+
+def file_sha256(path):
+    """Hex SHA-256 of a file: the cached copy's name, so a changed shim is copied again."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shell_dir(path):
+    """A directory for the target's shell: a leading ``~/`` stays unquoted so it expands."""
+    if path == "~":
+        return "~"
+    if path.startswith("~/"):
+        return "~/" + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+# The probe: one command that prints the target's machine, the cache directory (expanded) and
+# whether only its user may write in it, then one line per file named like a shim in it:
+# "ok SIZE NAME" for a regular file of the connecting user that no one else may write, else
+# "foreign NAME". `ls -ld` shows the write bits of group (6th character) and others (9th).
+PROBE = """uname -m
+d=%s
+printf '%%s\\n' "$d"
+if [ -d "$d" ] && [ ! -h "$d" ] && [ -O "$d" ]; then
+  case "$(ls -ld -- "$d")" in ?????w*|????????w*) echo unsafe ;; *) echo safe ;; esac
+elif [ -e "$d" ] || [ -h "$d" ]; then echo unsafe
+else echo missing
+fi
+for f in "$d"/etcd_shim_*; do
+  [ -e "$f" ] || [ -h "$f" ] || continue
+  if [ -f "$f" ] && [ ! -h "$f" ] && [ -O "$f" ] && [ -x "$f" ]; then
+    case "$(ls -ld -- "$f")" in
+      ?????w*|????????w*) echo "foreign ${f##*/}" ;;
+      *) echo "ok $(wc -c < "$f") ${f##*/}" ;;
+    esac
+  else
+    echo "foreign ${f##*/}"
+  fi
+done
+true"""
+
+
+def probe_command(cache_dir):
+    """The probe for ``cache_dir`` (see PROBE)."""
+    return PROBE % shell_dir(cache_dir)
+
+
+class Probe:
+    """What the probe found: the architecture, the cache dir and its state, the copies."""
+
+    def __init__(self, arch, cache_dir, dir_state, ours, foreign):
+        self.arch = arch
+        self.cache_dir = cache_dir
+        self.dir_state = dir_state
+        self.ours = ours
+        self.foreign = foreign
+
+
+def parse_probe(stdout):
+    """Reads the probe's output (see PROBE)."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if len(lines) < 3:
+        raise AnsibleActionFail(
+            "cannot tell the target's architecture: 'uname -m' printed %r" % stdout.strip()
+        )
+    machine, cache_dir, dir_state = lines[0], lines[1].rstrip("/") or "/", lines[2]
+    ours, foreign = {}, set()
+    for line in lines[3:]:
+        fields = line.split()
+        if fields[0] == "ok" and len(fields) == 3 and fields[1].isdigit():
+            ours[fields[2]] = int(fields[1])
+        else:
+            foreign.add(fields[-1])
+    return Probe(ARCH_ALIASES.get(machine, machine), cache_dir, dir_state, ours, foreign)
+
+
+def stale_command(remote_dir, name, arch):
+    """Removes this architecture's other cached versions and left-over partial copies that
+    no task used for STALE_DAYS: only regular files of the connecting user, by our names."""
+    return (
+        "find %s -maxdepth 1 -type f -user \"$(id -u)\" \\( -name %s ! -name %s -o -name %s \\) "
+        "-mtime +%d -exec rm -f {} + 2>/dev/null; true"
+        % (
+            shlex.quote(remote_dir),
+            shlex.quote("etcd_shim_%s-*" % arch),
+            shlex.quote(name),
+            shlex.quote(".etcd_shim_%s-*.part" % arch),
+            STALE_DAYS,
+        )
+    )
+
+
+def parse_result(stdout, stderr, rc):
+    """The module's JSON result from the shim's output, or a failure that shows the output."""
+    try:
+        text, _warnings = _filter_non_json_lines(stdout or "", objects_only=True)
+        data = json.loads(text)
+        if isinstance(data, dict):
+            return data
+    except ValueError:
+        pass
+    return {
+        "failed": True,
+        "msg": "the etcd.core shim did not return a result (exit code %s); its output is in "
+        "module_stdout and module_stderr" % rc,
+        "module_stdout": stdout,
+        "module_stderr": stderr,
+        "rc": rc,
+    }
+
+
+class ActionModule(ActionBase):
+    """Dispatches an etcd.core module to the shim binary for the target's architecture.
+
+    Subclasses (a module that needs more than a dispatch) use :meth:`run_shim`,
+    :meth:`run_shim_on_controller` and :meth:`upload`.
+    """
+
+    TRANSFERS_FILES = True
     _supports_check_mode = True
     _supports_async = False
-
-    def _target_arch(self):
-        if getattr(self._connection, "transport", "") == "local":
-            machine = platform.machine()
-        else:
-            res = self._low_level_execute_command("uname -m", sudoable=False)
-            if res.get("rc") != 0:
-                raise AnsibleActionFail(
-                    "cannot tell the target's architecture: 'uname -m' failed: %s"
-                    % (res.get("stderr") or res.get("stdout") or "no output").strip()
-                )
-            machine = res.get("stdout", "").strip()
-        return ARCH_ALIASES.get(machine, machine)
+    # Warnings of the shim's transport for this task's result.
+    _warnings = ()
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         module = self._task.action.split(".")[-1]
-        args = dict(self._task.args)
+        result.update(self.run_shim(module, dict(self._task.args), task_vars or {}))
+        return result
+
+    def module_args(self, module, args):
+        """The task's options plus what only the controller knows, as the shim reads them."""
         if module not in NO_CONNECTION:
             args = controller_connection(args, os.environ)
-        arch = self._target_arch()
-        binary = "etcd.core.etcd_shim_%s" % arch
-        if not self._shared_loader_obj.module_loader.has_plugin(binary):
-            raise AnsibleActionFail(
-                "etcd.core has no module binary for the target's architecture '%s'; "
-                "build one with scripts/build-collection (see the collection README, "
-                "'Architectures')" % arch
-            )
+        args = dict(args)
         args["_etcd_module"] = module
-        result.update(
-            self._execute_module(module_name=binary, module_args=args, task_vars=task_vars)
+        return args
+
+    def run_shim(self, module, args, task_vars):
+        """Runs ``module`` with ``args`` on the target through the cached shim; its result."""
+        args = self.module_args(module, args)
+        self._update_module_args(self._task.action, args, task_vars)
+        self._warnings = []
+        shim, from_cache = self._target_shim(task_vars)
+        tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+        args_path = self._connection._shell.join_path(tmpdir, "args")
+        self._transfer_data(args_path, json.dumps(args, cls=ARGS_ENCODER))
+        if self._is_become_unprivileged():
+            self._fixup_perms2([tmpdir, args_path], execute=False)
+        cmd = self._connection._shell.build_module_command(
+            self._compute_environment_string(), None, shim, arg_path=args_path
         )
+        if from_cache:
+            # A cached copy's time says when it was last used: another version's copy removes
+            # it only after STALE_DAYS without a task.
+            cmd = "touch -c %s 2>/dev/null; %s" % (shlex.quote(shim), cmd)
+        res = self._low_level_execute_command(cmd, sudoable=True)
+        result = parse_result(res.get("stdout", ""), res.get("stderr", ""), res.get("rc"))
+        if result.get("module_stdout") is not None and res.get("rc") in (126, 127):
+            result["msg"] = (
+                "the target cannot execute the shim %s (exit code %s: a noexec mount?); set %s "
+                "to a directory where files may be executed" % (shim, res.get("rc"), CACHE_DIR_VAR)
+            )
+        if self._warnings:
+            result["warnings"] = list(result.get("warnings") or []) + self._warnings
         return result
+
+    def run_shim_on_controller(self, module, args, task_vars):
+        """Runs ``module`` with ``args`` here, on the controller, with the controller's shim.
+
+        For reads that need credentials only the controller has (object stores): the
+        arguments file is private to this process and removed afterwards.
+        """
+        del task_vars  # the controller's own settings apply
+        args = self.module_args(module, args)
+        args["_ansible_check_mode"] = bool(self._task.check_mode)
+        args["_ansible_diff"] = bool(self._task.diff)
+        shim = local_shim(ARCH_ALIASES.get(platform.machine(), platform.machine()))
+        with tempfile.TemporaryDirectory(prefix="etcd-core-") as work:
+            args_path = os.path.join(work, "args")
+            fd = os.open(args_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(args, handle, cls=ARGS_ENCODER)
+            proc = subprocess.run(
+                [shim, args_path], capture_output=True, text=True, check=False
+            )
+        return parse_result(proc.stdout, proc.stderr, proc.returncode)
+
+    def upload(self, local_path, task_vars):
+        """Copies a controller file into this task's remote tmp dir; returns its remote path.
+
+        The tmp dir, and the file with it, is removed when the task ends.
+        """
+        del task_vars
+        tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+        remote = self._connection._shell.join_path(tmpdir, os.path.basename(local_path))
+        self._transfer_file(local_path, remote)
+        if self._is_become_unprivileged():
+            self._fixup_perms2([tmpdir, remote], execute=False)
+        return remote
+
+    def _target_shim(self, task_vars):
+        """The target's path of the shim for its architecture, copied there if missing, and
+        whether that path is the cached copy.
+
+        The task gets a copy in its own tmp dir instead (made readable for its user as Ansible
+        does for every module) when its become user is unprivileged, or when the cache is not
+        safe to run from: a directory others may write in, or something that is not our copy
+        under our copy's name (it is neither run nor removed).
+        """
+        cache_dir = task_vars.get(CACHE_DIR_VAR) or DEFAULT_CACHE_DIR
+        res = self._low_level_execute_command(probe_command(cache_dir), sudoable=False)
+        if res.get("rc") != 0:
+            raise AnsibleActionFail(
+                "cannot tell the target's architecture: 'uname -m' failed: %s"
+                % (res.get("stderr") or res.get("stdout") or "no output").strip()
+            )
+        probe = parse_probe(res.get("stdout", ""))
+        local = local_shim(probe.arch)
+        name = "etcd_shim_%s-%s" % (probe.arch, file_sha256(local)[:32])
+        unsafe = None
+        if probe.dir_state == "unsafe":
+            unsafe = "%s is not a directory of the connecting user that only it may write in" % (
+                probe.cache_dir
+            )
+        elif name in probe.foreign:
+            unsafe = "%s/%s is not a copy this collection installed (a symlink, a directory, or " \
+                "another user's or a writable file)" % (probe.cache_dir, name)
+        if self._is_become_unprivileged() or unsafe:
+            if unsafe:
+                self._warnings.append(
+                    "not running the shim from the cache: %s; copied for this task only (set %s "
+                    "to a private directory)" % (unsafe, CACHE_DIR_VAR)
+                )
+            tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+            remote = self._connection._shell.join_path(tmpdir, "etcd_shim_%s" % probe.arch)
+            self._transfer_file(local, remote)
+            self._fixup_perms2([tmpdir, remote], execute=True)
+            return remote, False
+        # A copy of ours whose size is wrong (cut short by a crash) is installed again.
+        if probe.ours.get(name) != os.path.getsize(local):
+            self._cache_shim(local, probe.cache_dir, name, probe.arch)
+        return self._connection._shell.join_path(probe.cache_dir, name), True
+
+    def _cache_shim(self, local, remote_dir, name, arch):
+        """Copies the shim into the cache under its checksum name, atomically (a partial copy
+        never carries the final name), and removes this architecture's stale versions."""
+        join = self._connection._shell.join_path
+        partial = join(remote_dir, ".%s.%s.part" % (name, secrets.token_hex(8)))
+        res = self._low_level_execute_command(
+            "umask 022 && mkdir -p %s" % shlex.quote(remote_dir), sudoable=False
+        )
+        if res.get("rc") != 0:
+            raise AnsibleActionFail(
+                "cannot create the shim cache %s on the target (set %s to a writable "
+                "directory): %s" % (remote_dir, CACHE_DIR_VAR, (res.get("stderr") or "").strip())
+            )
+        self._transfer_file(local, partial)
+        final = join(remote_dir, name)
+        res = self._low_level_execute_command(
+            "chmod 0755 %s && mv -f -T %s %s" % (
+                shlex.quote(partial), shlex.quote(partial), shlex.quote(final)
+            ),
+            sudoable=False,
+        )
+        if res.get("rc") != 0:
+            self._low_level_execute_command("rm -f %s" % shlex.quote(partial), sudoable=False)
+            raise AnsibleActionFail(
+                "cannot install the shim in %s on the target: %s"
+                % (remote_dir, (res.get("stderr") or "").strip())
+            )
+        # Best effort: another host sharing the directory may be removing the same files.
+        self._low_level_execute_command(stale_command(remote_dir, name, arch), sudoable=False)
