@@ -4,6 +4,7 @@
 
 mod access;
 mod ansible;
+mod ansible_aap;
 mod ansible_cluster;
 mod ansible_docs;
 mod ansible_encryption;
