@@ -225,11 +225,7 @@ fn the_credential_type_injects_only_variables_the_code_reads() {
         .collect();
     assert!(injected.len() >= 18, "{injected:?}");
     for name in &injected {
-        // The action plugin has no variable for server_name yet (see server_name test below).
-        if name == "ETCDOPS_SERVER_NAME" {
-            continue;
-        }
-        let read = if name.starts_with("ETCDCTL_") {
+        let read = if name.starts_with("ETCDCTL_") || name == "ETCDOPS_SERVER_NAME" {
             action.contains(name)
         } else {
             store.contains(name)
@@ -406,7 +402,6 @@ fn insecure_skip_tls_verify_from_the_credential_reaches_the_modules() {
 /// `ETCDOPS_SERVER_NAME` from the controller's environment (`ENV_OPTIONS` in
 /// plugins/plugin_utils/shim_action.py), which it does not yet.
 #[test]
-#[ignore = "needs (\"server_name\", \"ETCDOPS_SERVER_NAME\") in shim_action.py's ENV_OPTIONS"]
 fn server_name_from_the_credential_reaches_the_modules() {
     let cluster = Cluster::start(1, Security::Tls);
     let collection = Collection::install();

@@ -50,6 +50,8 @@ ENV_OPTIONS = (
     ("command_timeout", "ETCDCTL_COMMAND_TIMEOUT"),
     ("discovery_srv", "ETCDCTL_DISCOVERY_SRV"),
     ("discovery_srv_name", "ETCDCTL_DISCOVERY_SRV_NAME"),
+    # etcdctl has no such variable; the Automation Platform credential type injects it.
+    ("server_name", "ETCDOPS_SERVER_NAME"),
 )
 # PEM options whose controller-side file is sent as content.
 PEM_OPTIONS = (
