@@ -202,8 +202,9 @@ pub enum Subject<'a> {
 /// is about to be made against it): refuses, unless `force`,
 /// - [`Operation::MemberRemove`] of a voter that would leave fewer healthy voters than the
 ///   quorum, or no voter at all;
-/// - [`Operation::MemberAdd`] of a voter while any member is unhealthy (the new voter raises
-///   the quorum before it can vote);
+/// - [`Operation::MemberAdd`] of a voter while any member is unhealthy, or when the healthy
+///   voters alone would not make the new quorum (a one-member cluster: the new voter raises the
+///   quorum before it can vote);
 /// - [`Operation::MemberPromote`] of a learner that does not answer, or is behind the leader
 ///   (below [`LEARNER_READY_PERCENT`] of its raft index), or without a reachable leader.
 ///
@@ -254,16 +255,28 @@ fn removal(view: &ClusterView, target: &MemberState) -> Result<()> {
 }
 
 fn new_voter(view: &ClusterView) -> Result<()> {
-    if view.unhealthy().is_empty() {
-        return Ok(());
+    if !view.unhealthy().is_empty() {
+        return Err(refused(
+            format!(
+                "not adding a voting member while members are unhealthy ({}): the new member raises the quorum before it can vote; add it as a learner and promote it once in sync, or force it",
+                unhealthy_summary(view)
+            ),
+            Hint::any_of(&[LEARNER, FORCE]),
+        ));
     }
-    Err(refused(
-        format!(
-            "not adding a voting member while members are unhealthy ({}): the new member raises the quorum before it can vote; add it as a learner and promote it once in sync, or force it",
-            unhealthy_summary(view)
-        ),
-        Hint::any_of(&[LEARNER, FORCE]),
-    ))
+    // Until the new member runs and votes, the healthy voters must make the new quorum alone.
+    let voters_after = view.voters().count() + 1;
+    let quorum_after = voters_after / 2 + 1;
+    let healthy = view.healthy_voters();
+    if healthy < quorum_after {
+        return Err(refused(
+            format!(
+                "adding a voting member makes the quorum {quorum_after} of {voters_after} while {healthy} voting member(s) are healthy: writes stop until the new member runs and catches up; add it as a learner and promote it once in sync, or force it"
+            ),
+            Hint::any_of(&[LEARNER, FORCE]),
+        ));
+    }
+    Ok(())
 }
 
 fn promotion(view: &ClusterView, target: &MemberState) -> Result<()> {
@@ -431,8 +444,29 @@ mod tests {
         let learner = Subject::New { learner: true };
         assert!(quorum(Operation::MemberAdd, Force(false), &sick, learner).is_ok());
         assert!(quorum(Operation::MemberAdd, Force(true), &sick, voter).is_ok());
-        let well = view(vec![state(1, false, true, Some(9))]);
+        let well = view(vec![
+            state(1, false, true, Some(9)),
+            state(2, false, true, Some(9)),
+            state(3, false, true, Some(9)),
+        ]);
         assert!(quorum(Operation::MemberAdd, Force(false), &well, voter).is_ok());
+    }
+
+    #[test]
+    fn a_voter_is_not_added_to_a_one_member_cluster_whose_writes_it_would_stop() {
+        let alone = view(vec![state(1, false, true, Some(9))]);
+        let voter = Subject::New { learner: false };
+        let refused = quorum(Operation::MemberAdd, Force(false), &alone, voter).unwrap_err();
+        assert!(refused.to_string().contains("quorum 2 of 2"), "{refused}");
+        assert_eq!(hint(Err(refused)), vec![LEARNER, FORCE]);
+        let learner = Subject::New { learner: true };
+        assert!(quorum(Operation::MemberAdd, Force(false), &alone, learner).is_ok());
+        // Two healthy voters make the quorum of three alone.
+        let pair = view(vec![
+            state(1, false, true, Some(9)),
+            state(2, false, true, Some(9)),
+        ]);
+        assert!(quorum(Operation::MemberAdd, Force(false), &pair, voter).is_ok());
     }
 
     #[test]

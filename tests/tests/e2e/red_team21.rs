@@ -524,7 +524,6 @@ fn a_password_that_is_a_json_word_or_digit_leaves_results_intact() {
 /// that case (add it as a learner, or `force: true`), unless the healthy voters reach the
 /// quorum the new member makes; the cluster keeps taking writes.
 #[test]
-#[ignore = "red team 21: adding a voter to a one-member cluster loses quorum unguarded"]
 fn adding_a_voter_to_a_one_member_cluster_is_refused_and_writes_go_on() {
     let cluster = Cluster::start(1, Security::Plain);
     let (peer, _) = cluster.new_member_urls();
