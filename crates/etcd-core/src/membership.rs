@@ -424,6 +424,18 @@ pub async fn member_add<G: ChangeGuard>(
         view: &view,
         learner: request.learner,
     })?;
+    if request.dry_run && request.learner {
+        // etcd refuses a second learner ("too many learner members in cluster") unless its
+        // max-learners setting was raised: the prediction says what the default does.
+        if let Some(waiting) = view.members.iter().find(|m| m.member.is_learner) {
+            return Err(refused(format!(
+                "etcd allows one learner at a time by default, and learner {} ({}) is still a learner; the addition would be refused: promote or remove it first",
+                waiting.member.id,
+                waiting.member.peer_urls.join(",")
+            ))
+            .into());
+        }
+    }
     if request.dry_run {
         let member = Member {
             id: MemberId(0),

@@ -200,7 +200,6 @@ fn a_cached_shim_another_user_owns_or_a_symlink_is_never_run() {
 /// run never asks. A member-replace play rehearsed with `--check` while an earlier learner
 /// still waits passes, then fails half-way for real.
 #[test]
-#[ignore = "red team 21: check mode predicts adding a second learner that etcd refuses"]
 fn check_mode_predicts_that_etcd_refuses_a_second_learner() {
     let cluster = Cluster::start(1, Security::Plain);
     let (first, _) = cluster.new_member_urls();
@@ -443,7 +442,6 @@ fn restore_role_rerun_after_a_new_loss_restores_the_backup_again() {
 /// Expected: check mode fails where the real run does when the cluster already holds a
 /// learner that the name and peer URLs do not match (or whenever nothing in the play adds it).
 #[test]
-#[ignore = "red team 21: check mode skips a promotion the real run refuses (mistyped peer URL)"]
 fn check_mode_of_a_mistyped_promotion_fails_as_the_real_run_does() {
     let cluster = Cluster::start(1, Security::Plain);
     let (peer, _) = cluster.new_member_urls();

@@ -438,6 +438,11 @@ async fn not_added_yet(
     if etcd_core::match_listed(&list.members, query)?.is_some() {
         return Ok(None);
     }
+    // A learner already waits under other URLs: an addition earlier in this run would be
+    // refused (one learner at a time), so the real run fails here as the check must.
+    if list.members.iter().any(|m| m.is_learner) {
+        return Ok(None);
+    }
     Ok(Some(MemberOutcome {
         changed: false,
         skipped: true,
