@@ -235,7 +235,9 @@ fn every_module_keeps_the_collections_documentation_conventions() {
         let name = module.name;
         // A release of the collection (changelogs/changelog.yaml).
         if !matches!(doc["version_added"].as_str(), Some("0.1.0" | "0.2.0")) {
-            problems.push(format!("{name}: version_added is not a release (0.1.0, 0.2.0)"));
+            problems.push(format!(
+                "{name}: version_added is not a release (0.1.0, 0.2.0)"
+            ));
         }
         let extends: Vec<&str> = doc["extends_documentation_fragment"]
             .as_sequence()
