@@ -16,7 +16,7 @@ use etcd_snapshot::{
 use etcd_store::split_object_url;
 use serde::{Deserialize, Serialize};
 
-use super::restore::rfc3339;
+use super::restore::{point_in_time, rfc3339};
 use super::settings::StoreSettings;
 use crate::error::{Error, Result};
 
@@ -61,17 +61,7 @@ pub struct LocalCopy {
 impl LocalCopyRequest {
     /// The store to read and its backups to copy (`None`: its newest complete one).
     fn source(&self) -> Result<(String, Option<PointInTime>, Option<String>)> {
-        let point = match (self.to_revision, self.to_time) {
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "give at most one of to_revision and to_time",
-                    None,
-                ));
-            }
-            (Some(revision), None) => Some(PointInTime::Revision(revision)),
-            (None, Some(time)) => Some(PointInTime::Time(time)),
-            (None, None) => None,
-        };
+        let point = point_in_time(self.to_revision, self.to_time)?;
         match (&self.snapshot, &self.store, point) {
             (Some(_), Some(_), _) | (None, None, _) => Err(Error::invalid(
                 "give exactly one of snapshot (one backup's URL) and store (a store URL)",

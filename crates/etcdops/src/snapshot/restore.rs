@@ -105,6 +105,23 @@ pub struct RestoreRequest {
     pub guards: Guards,
 }
 
+/// The point in time of `to_revision` / `to_time` (at most one of them), as a restore and a
+/// copy for one read them.
+pub(crate) fn point_in_time(
+    to_revision: Option<i64>,
+    to_time: Option<DateTime<Utc>>,
+) -> Result<Option<PointInTime>> {
+    match (to_revision, to_time) {
+        (Some(_), Some(_)) => Err(Error::invalid(
+            "give at most one of to_revision and to_time",
+            None,
+        )),
+        (Some(revision), None) => Ok(Some(PointInTime::Revision(revision))),
+        (None, Some(time)) => Ok(Some(PointInTime::Time(time))),
+        (None, None) => Ok(None),
+    }
+}
+
 /// Where a restore reads from, as the request names it.
 enum Source<'a> {
     Snapshot(&'a str),
@@ -114,17 +131,7 @@ enum Source<'a> {
 
 impl RestoreRequest {
     fn source(&self) -> Result<Source<'_>> {
-        let point = match (self.to_revision, self.to_time) {
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "give at most one of to_revision and to_time",
-                    None,
-                ));
-            }
-            (Some(revision), None) => Some(PointInTime::Revision(revision)),
-            (None, Some(time)) => Some(PointInTime::Time(time)),
-            (None, None) => None,
-        };
+        let point = point_in_time(self.to_revision, self.to_time)?;
         match (&self.snapshot, &self.from_data_dir, point) {
             (Some(_), Some(_), _) | (None, None, _) => Err(Error::invalid(
                 "give exactly one source: a snapshot (a file or a store URL) or a surviving member's data dir",
