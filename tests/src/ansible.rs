@@ -30,6 +30,23 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// A play over `hosts` that runs `role` with `vars`, its modules connected to `endpoints`
+/// through the `group/etcd.core.etcd` module defaults (as the roles' READMEs show).
+pub fn role_playbook(
+    hosts: &str,
+    endpoints: &[String],
+    role: &str,
+    vars: serde_json::Value,
+) -> String {
+    serde_json::json!([{
+        "hosts": hosts,
+        "gather_facts": false,
+        "module_defaults": {"group/etcd.core.etcd": {"endpoints": endpoints}},
+        "roles": [{"role": role, "vars": vars}],
+    }])
+    .to_string()
+}
+
 /// A private install of the collection (this checkout's files plus the shim binary).
 pub struct Collection {
     dir: tempfile::TempDir,

@@ -368,11 +368,9 @@ fn a_job_with_only_the_credentials_variables_gates_and_backs_up_to_every_store()
     assert!(failed_task.starts_with("Backup to S3"), "{run}");
 }
 
-#[test]
-fn insecure_skip_tls_verify_from_the_credential_reaches_the_modules() {
-    let cluster = Cluster::start(1, Security::Tls);
-    let collection = Collection::install();
-    let playbook = r#"
+/// A job's health gate: the cluster's health from the controller, with the credential's
+/// connection settings only.
+const HEALTH_GATE_ON_THE_CONTROLLER: &str = r#"
 - name: Health gate
   hosts: etcd
   gather_facts: false
@@ -383,6 +381,12 @@ fn insecure_skip_tls_verify_from_the_credential_reaches_the_modules() {
       delegate_to: localhost
       run_once: true
 "#;
+
+#[test]
+fn insecure_skip_tls_verify_from_the_credential_reaches_the_modules() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let collection = Collection::install();
+    let playbook = HEALTH_GATE_ON_THE_CONTROLLER;
     let mut inputs = tls_inputs(&cluster);
     inputs.as_object_mut().unwrap().remove("cacert");
     // No CA: the server is not trusted.
@@ -398,24 +402,14 @@ fn insecure_skip_tls_verify_from_the_credential_reaches_the_modules() {
 }
 
 /// `server_name` reaches the modules as `ETCDOPS_SERVER_NAME`: a name the server's certificate
-/// does not hold fails the task, one it holds passes. Needs the action plugin to read
-/// `ETCDOPS_SERVER_NAME` from the controller's environment (`ENV_OPTIONS` in
-/// plugins/plugin_utils/shim_action.py), which it does not yet.
+/// does not hold fails the task, one it holds passes (the action plugin reads
+/// `ETCDOPS_SERVER_NAME` from the controller's environment: `ENV_OPTIONS` in
+/// plugins/plugin_utils/shim_action.py).
 #[test]
 fn server_name_from_the_credential_reaches_the_modules() {
     let cluster = Cluster::start(1, Security::Tls);
     let collection = Collection::install();
-    let playbook = r#"
-- name: Health gate
-  hosts: etcd
-  gather_facts: false
-  tasks:
-    - name: Health gate
-      etcd.core.etcd_cluster_info:
-        fail_on: [unhealthy]
-      delegate_to: localhost
-      run_once: true
-"#;
+    let playbook = HEALTH_GATE_ON_THE_CONTROLLER;
     let mut inputs = tls_inputs(&cluster);
     inputs["server_name"] = json!("etcd.example.invalid");
     let env = inject(&inputs, &collection.path().join("wrong-name"));

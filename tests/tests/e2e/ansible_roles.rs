@@ -3,17 +3,11 @@
 //! replacement of a failed member.
 
 use age::secrecy::ExposeSecret;
-use etcdops_tests::{Collection, PlaybookRun, SupervisedCluster, block_on};
+use etcdops_tests::{Collection, PlaybookRun, SupervisedCluster, block_on, role_playbook};
 use serde_json::{Value, json};
 
 fn playbook(hosts: &str, endpoints: &[String], role: &str, vars: Value) -> String {
-    json!([{
-        "hosts": hosts,
-        "gather_facts": false,
-        "module_defaults": {"group/etcd.core.etcd": {"endpoints": endpoints}},
-        "roles": [{"role": role, "vars": vars}],
-    }])
-    .to_string()
+    role_playbook(hosts, endpoints, role, vars)
 }
 
 fn assert_ok(run: &PlaybookRun) {

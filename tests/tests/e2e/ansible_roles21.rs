@@ -3,17 +3,11 @@
 //! nothing to restore that stops nothing and changes nothing (bug 4), and the role
 //! conventions (argument specs: `ansible-doc -t role`, a misspelled or mistyped variable).
 
-use etcdops_tests::{Collection, PlaybookRun, SupervisedCluster, block_on};
+use etcdops_tests::{Collection, PlaybookRun, SupervisedCluster, block_on, role_playbook};
 use serde_json::{Value, json};
 
 fn playbook(endpoints: &[String], role: &str, vars: Value) -> String {
-    json!([{
-        "hosts": "all",
-        "gather_facts": false,
-        "module_defaults": {"group/etcd.core.etcd": {"endpoints": endpoints}},
-        "roles": [{"role": role, "vars": vars}],
-    }])
-    .to_string()
+    role_playbook("all", endpoints, role, vars)
 }
 
 fn assert_ok(run: &PlaybookRun) {
