@@ -32,6 +32,7 @@
 pub mod crypt;
 mod error;
 pub mod file;
+pub mod inspect;
 pub mod mvcc;
 pub mod offline;
 pub mod restore;
@@ -45,6 +46,7 @@ pub use file::{
     CHUNK, Compression, SnapshotFile, Spool, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
     open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
 };
+pub use inspect::{DataDirInspection, DbSummary, HardState, SnapPosition, TermStart, WalSummary};
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use offline::{
     DefragRequest, DefragResult, HashKv, HashKvRequest, defrag_data_dir, hash_kv, hash_kv_data_dir,

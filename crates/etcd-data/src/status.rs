@@ -44,7 +44,7 @@ pub enum TrailerCheck {
 }
 
 /// A member recorded in the db's `members` bucket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DbMember {
     /// Member ID, lowercase hex.
     pub id: String,
