@@ -34,8 +34,8 @@ mod verify;
 
 use std::path::PathBuf;
 
-use etcd_data::DataDirInspection;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 pub use data_dir::{DataDirAside, copy_data_dir_aside, move_data_dir_aside};
 pub use plan::{PlanAction, RecoveryPlan, plan_recovery};
@@ -43,6 +43,9 @@ pub use survivor::{
     CandidateSummary, Refusal, RefusalKind, SurvivorChoice, choose_survivor, committed_position,
 };
 pub use verify::{SurvivorVerified, verify_survivor};
+
+/// The inspection of a data dir, read offline (`etcd_data::inspect`).
+pub use etcd_data::DataDirInspection;
 
 /// One member that could be the survivor, as its host reported its data dir.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +86,56 @@ impl Candidate {
             CandidateData::Absent | CandidateData::Unreadable(_) => None,
         }
     }
+}
+
+/// A candidate from what an inspection of its data dir reported as JSON: the result
+/// `etcd_data_dir_info` registered on its host (`{exists, inspection}`, or a failed or
+/// unreachable result: then unreadable, with its message), or the bare inspection that
+/// `data-dir inspect -w json` prints. `name` defaults to the db membership's name for the
+/// WAL's member ID. Err: what is wrong with `report`, in one line.
+pub fn candidate_from_report(name: Option<&str>, report: &Value) -> Result<Candidate, String> {
+    let flag = |key: &str| report.get(key).and_then(Value::as_bool) == Some(true);
+    let named = |data: CandidateData| match name {
+        Some(name) => Ok(Candidate {
+            name: name.to_string(),
+            data,
+        }),
+        None => Err("a member without a name: give each member's name".to_string()),
+    };
+    if flag("failed") || flag("unreachable") {
+        let msg = report
+            .get("msg")
+            .and_then(Value::as_str)
+            .unwrap_or(if flag("unreachable") {
+                "the host was unreachable"
+            } else {
+                "the inspection failed"
+            });
+        return named(CandidateData::Unreadable(msg.to_string()));
+    }
+    if flag("skipped") {
+        return named(CandidateData::Unreadable(
+            "the inspection was skipped on its host".into(),
+        ));
+    }
+    if report.get("exists").and_then(Value::as_bool) == Some(false) {
+        return named(CandidateData::Absent);
+    }
+    let inspection = match report.get("inspection") {
+        Some(inner) if !inner.is_null() => inner,
+        _ => report,
+    };
+    let inspection: DataDirInspection = serde_json::from_value(inspection.clone()).map_err(|e| {
+        format!(
+            "{}: not an inspection of a data dir ({e}); give what etcd_data_dir_info registered or data-dir inspect printed",
+            name.unwrap_or("a member")
+        )
+    })?;
+    let mut candidate = Candidate::from_inspection(inspection);
+    if let Some(name) = name {
+        candidate.name = name.to_string();
+    }
+    Ok(candidate)
 }
 
 /// The member name the db's membership records for the WAL's member ID.
@@ -220,6 +273,36 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::member;
     use super::*;
+
+    #[test]
+    fn a_registered_result_becomes_a_candidate() {
+        let Candidate { data, .. } = member("etcd-a", &[(2, 1)], 10, 10, 5);
+        let inspection = serde_json::to_value(data.clone()).unwrap()["detail"].clone();
+        let ok = serde_json::json!({"changed": false, "exists": true, "inspection": inspection});
+        assert_eq!(candidate_from_report(Some("a"), &ok).unwrap().data, data);
+        assert_eq!(
+            candidate_from_report(None, &inspection).unwrap().name,
+            "etcd-a"
+        );
+        let absent = serde_json::json!({"exists": false, "inspection": null});
+        assert_eq!(
+            candidate_from_report(Some("b"), &absent).unwrap().data,
+            CandidateData::Absent
+        );
+        let failed = serde_json::json!({"failed": true, "msg": "WAL CRC mismatch"});
+        assert_eq!(
+            candidate_from_report(Some("c"), &failed).unwrap().data,
+            CandidateData::Unreadable("WAL CRC mismatch".into())
+        );
+        let down = serde_json::json!({"unreachable": true});
+        assert!(matches!(
+            candidate_from_report(Some("d"), &down).unwrap().data,
+            CandidateData::Unreadable(_)
+        ));
+        let err = candidate_from_report(Some("e"), &serde_json::json!({"x": 1})).unwrap_err();
+        assert!(err.starts_with("e: not an inspection"), "{err}");
+        assert!(candidate_from_report(None, &failed).is_err());
+    }
 
     #[test]
     fn a_candidate_is_named_after_its_own_member_in_the_db() {
