@@ -1,6 +1,7 @@
 //! Every module of `etcd.core`, by name.
 
 mod cluster_info;
+mod data_dir_info;
 mod encryption_config;
 mod encryption_info;
 mod etcd_certificate;
@@ -108,6 +109,11 @@ pub const MODULES: &[ModuleDef] = &[
         options: etcd_certificate::OPTIONS,
         connection: false,
     },
+    ModuleDef {
+        name: "etcd_data_dir_info",
+        options: data_dir_info::OPTIONS,
+        connection: false,
+    },
 ];
 
 /// The module called `name`.
@@ -133,6 +139,7 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_encryption_config" => encryption_config::run(context).await,
         "etcd_config" => etcd_config::run(context).await,
         "etcd_certificate" => etcd_certificate::run(context).await,
+        "etcd_data_dir_info" => data_dir_info::run(context).await,
         other => {
             let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
             return Outcome::failure(format!(
