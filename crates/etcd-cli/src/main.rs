@@ -141,6 +141,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             return commands::offline::defrag(args, format);
         }
         Command::Hashkv(args) => return commands::offline::hashkv(args, format).await,
+        Command::DataDir(command) => return commands::data_dir::run(command, format),
         _ => {}
     }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
@@ -209,7 +210,8 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         | Command::Completion(_)
         | Command::Man(_)
         | Command::Version
-        | Command::Hashkv(_) => Err(anyhow::anyhow!(
+        | Command::Hashkv(_)
+        | Command::DataDir(_) => Err(anyhow::anyhow!(
             "internal error: a command without a cluster reached the cluster commands"
         )),
     }

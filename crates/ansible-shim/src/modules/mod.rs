@@ -2,6 +2,7 @@
 
 mod cluster_info;
 mod data_dir;
+mod data_dir_info;
 mod encryption_config;
 mod encryption_info;
 mod etcd_certificate;
@@ -120,6 +121,11 @@ pub const MODULES: &[ModuleDef] = &[
         options: quorum_recovery::OPTIONS,
         connection: true,
     },
+    ModuleDef {
+        name: "etcd_data_dir_info",
+        options: data_dir_info::OPTIONS,
+        connection: false,
+    },
 ];
 
 /// The module called `name`.
@@ -147,6 +153,7 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_certificate" => etcd_certificate::run(context).await,
         "etcd_data_dir" => data_dir::run(context).await,
         "etcd_quorum_recovery" => quorum_recovery::run(context).await,
+        "etcd_data_dir_info" => data_dir_info::run(context).await,
         other => {
             let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
             return Outcome::failure(format!(

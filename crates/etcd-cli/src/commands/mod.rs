@@ -4,6 +4,7 @@
 pub mod access;
 pub mod backup;
 pub mod completion;
+pub mod data_dir;
 pub mod downgrade;
 pub mod endpoint;
 pub mod k8s;

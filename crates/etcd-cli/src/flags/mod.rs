@@ -13,6 +13,7 @@ use etcd_core::{ConnectionOptions, Secret};
 
 mod access;
 mod cluster;
+mod data_dir;
 mod downgrade;
 mod k8s;
 mod kv;
@@ -22,6 +23,7 @@ mod snapshot;
 
 pub use access::*;
 pub use cluster::*;
+pub use data_dir::*;
 pub use downgrade::*;
 pub use k8s::*;
 pub use kv::*;
@@ -386,6 +388,9 @@ pub enum Command {
     /// Cluster membership.
     #[command(subcommand)]
     Member(MemberCommand),
+    /// A member's data dir, offline: inspect its WAL, snap file and db.
+    #[command(subcommand)]
+    DataDir(DataDirCommand),
     /// Snapshot backups: save, list, verify, delete, prune.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
