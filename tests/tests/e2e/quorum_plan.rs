@@ -29,8 +29,8 @@ fn inspect_all(cluster: &Cluster, tag: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `quorum plan` over `endpoints` with the inspection files, short timeouts.
-fn plan(endpoints: &str, files: &[PathBuf]) -> Run {
+/// `etcdops --endpoints ENDPOINTS` with short timeouts, then `rest`, JSON out.
+fn against(endpoints: &str, rest: &[String]) -> Run {
     let mut a = args(&[
         "--endpoints",
         endpoints,
@@ -38,36 +38,31 @@ fn plan(endpoints: &str, files: &[PathBuf]) -> Run {
         "1s",
         "--command-timeout",
         "2s",
-        "quorum",
-        "plan",
         "-w",
         "json",
-        "--inspection",
     ]);
-    a.extend(files.iter().map(|f| f.display().to_string()));
+    a.extend_from_slice(rest);
     etcdops(&a, &[])
 }
 
+/// `quorum plan` with the inspection files.
+fn plan(endpoints: &str, files: &[PathBuf]) -> Run {
+    let mut rest = args(&["quorum", "plan", "--inspection"]);
+    rest.extend(files.iter().map(|f| f.display().to_string()));
+    against(endpoints, &rest)
+}
+
 fn verify(endpoints: &str, member_id: &str, min_revision: i64) -> Run {
-    etcdops(
-        &args(&[
-            "--endpoints",
-            endpoints,
-            "--dial-timeout",
-            "1s",
-            "--command-timeout",
-            "2s",
-            "quorum",
-            "verify",
-            "--member-id",
-            member_id,
-            "--min-revision",
-            &min_revision.to_string(),
-            "-w",
-            "json",
-        ]),
-        &[],
-    )
+    let min_revision = min_revision.to_string();
+    let rest = args(&[
+        "quorum",
+        "verify",
+        "--member-id",
+        member_id,
+        "--min-revision",
+        &min_revision,
+    ]);
+    against(endpoints, &rest)
 }
 
 fn names(value: &Value) -> Vec<&str> {
@@ -252,4 +247,94 @@ fn without_quorum_the_member_that_committed_most_survives_and_verifies() {
     let run = verify(&endpoint, &member_id, i64::MAX);
     assert_ne!(run.code, 0, "{run}");
     assert!(run.stderr.contains("data is missing"), "{run}");
+}
+
+/// The modules as a role runs them, through real ansible-playbook: each member's registered
+/// `etcd_data_dir_info` result goes into `etcd_quorum_recovery` (check mode too: it only
+/// reads), and `etcd_data_dir` keeps the survivor's data dir once, then finds it kept.
+#[test]
+fn the_modules_plan_from_registered_inspections_and_keep_the_survivor_once() {
+    let mut cluster = Cluster::start(3, Security::Plain);
+    cluster.put_keys("quorum/ansible/", 10);
+    cluster.kill_member(0);
+    cluster.put_keys("quorum/ansible-after/", 10);
+    cluster.kill_member_now(1);
+    cluster.kill_member_now(2);
+    let collection = etcdops_tests::Collection::install();
+    let out = cluster.dir().join("results.json");
+    let members: Vec<Value> = cluster
+        .members
+        .iter()
+        .map(|m| serde_json::json!({"name": m.name, "data_dir": m.data_dir}))
+        .collect();
+    let play = r#"
+- hosts: target
+  gather_facts: false
+  tasks:
+    - etcd.core.etcd_data_dir_info:
+        data_dir: "{{ item.data_dir }}"
+      loop: "{{ cluster_members }}"
+      register: infos
+    - ansible.builtin.set_fact:
+        recovery_members: "{{ recovery_members | default([]) + [{'name': item.item.name, 'info': item}] }}"
+      loop: "{{ infos.results }}"
+    - etcd.core.etcd_quorum_recovery:
+        endpoints: "{{ endpoints }}"
+        dial_timeout: 1s
+        command_timeout: 2s
+        members: "{{ recovery_members }}"
+      check_mode: true
+      register: checked
+    - etcd.core.etcd_quorum_recovery:
+        endpoints: "{{ endpoints }}"
+        dial_timeout: 1s
+        command_timeout: 2s
+        members: "{{ recovery_members }}"
+      register: plan
+    - etcd.core.etcd_data_dir:
+        data_dir: "{{ plan.data_dir }}"
+        state: copied
+      register: first
+    - etcd.core.etcd_data_dir:
+        data_dir: "{{ plan.data_dir }}"
+        state: copied
+      register: second
+    - etcd.core.etcd_data_dir:
+        data_dir: "{{ plan.data_dir }}"
+        state: moved_aside
+      check_mode: true
+      register: move_checked
+    - ansible.builtin.copy:
+        dest: "{{ out }}"
+        mode: "0600"
+        content: "{{ {'checked': checked, 'plan': plan, 'first': first, 'second': second, 'move_checked': move_checked} | to_json }}"
+"#;
+    let vars = serde_json::json!({
+        "cluster_members": members,
+        "endpoints": cluster.client_urls(),
+        "out": out,
+    });
+    let run = collection.playbook(play, "target ansible_connection=local\n", &vars, &[], &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let plan = &results["plan"];
+    assert_eq!(plan["action"], "recover", "{plan}");
+    assert_eq!(plan["changed"], false);
+    assert_ne!(plan["survivor"], "m0", "{plan}");
+    assert_eq!(results["checked"]["survivor"], plan["survivor"]);
+    assert_eq!(plan["candidates"].as_array().unwrap().len(), 3);
+    let survivor_dir = PathBuf::from(plan["data_dir"].as_str().unwrap());
+
+    let first = &results["first"];
+    assert_eq!(first["changed"], true, "{first}");
+    let copy = PathBuf::from(first["path"].as_str().unwrap());
+    assert!(copy.join("member/snap/db").is_file(), "{first}");
+    let second = &results["second"];
+    assert_eq!(second["changed"], false, "{second}");
+    assert_eq!(second["path"], first["path"]);
+    assert_eq!(results["move_checked"]["changed"], true);
+    assert!(
+        survivor_dir.join("member/snap/db").is_file(),
+        "check mode moved nothing"
+    );
 }

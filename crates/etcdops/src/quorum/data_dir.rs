@@ -48,6 +48,25 @@ impl DataDirAside {
             partial_copies: Vec::new(),
         }
     }
+
+    /// Kept (or, in a dry run, to be kept) at `target`.
+    fn kept(dir: &Path, target: PathBuf, partial_copies: Vec<PathBuf>) -> DataDirAside {
+        DataDirAside {
+            path: Some(target),
+            changed: true,
+            partial_copies,
+            ..DataDirAside::nothing(dir)
+        }
+    }
+}
+
+/// Renames `from` to `to`, then flushes the parent so the rename survives a crash.
+fn rename_durably(from: &Path, to: &Path) -> Result<(), QuorumError> {
+    fs::rename(from, to).map_err(io("rename", from))?;
+    if let Some(parent) = to.parent() {
+        sync_dir(parent)?;
+    }
+    Ok(())
 }
 
 fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> QuorumError + 'a {
@@ -160,11 +179,10 @@ pub fn copy_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Qu
         for copy in complete {
             if fingerprint(&member_part(&copy)).is_ok_and(|f| f == current) {
                 return Ok(DataDirAside {
-                    data_dir: dir.to_path_buf(),
                     path: Some(copy),
-                    changed: false,
                     reused: true,
                     partial_copies,
+                    ..DataDirAside::nothing(dir)
                 });
             }
         }
@@ -175,18 +193,9 @@ pub fn copy_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Qu
         part.push(".part");
         let part = PathBuf::from(part);
         copy_tree(&kept, &part)?;
-        fs::rename(&part, &target).map_err(io("rename", &part))?;
-        if let Some(parent) = target.parent() {
-            sync_dir(parent)?;
-        }
+        rename_durably(&part, &target)?;
     }
-    Ok(DataDirAside {
-        data_dir: dir.to_path_buf(),
-        path: Some(target),
-        changed: true,
-        reused: false,
-        partial_copies,
-    })
+    Ok(DataDirAside::kept(dir, target, partial_copies))
 }
 
 /// Copies the tree `from` to the new path `to`: dirs, files (contents, mode, and the owner
@@ -241,18 +250,9 @@ pub fn move_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Qu
     let kept = aside_source(dir)?;
     let target = free_aside_path(&kept, &aside_stamp())?;
     if !dry_run {
-        fs::rename(&kept, &target).map_err(io("rename", &kept))?;
-        if let Some(parent) = target.parent() {
-            sync_dir(parent)?;
-        }
+        rename_durably(&kept, &target)?;
     }
-    Ok(DataDirAside {
-        data_dir: dir.to_path_buf(),
-        path: Some(target),
-        changed: true,
-        reused: false,
-        partial_copies: Vec::new(),
-    })
+    Ok(DataDirAside::kept(dir, target, Vec::new()))
 }
 
 #[cfg(test)]

@@ -114,17 +114,46 @@ pub async fn plan_recovery(
     }
 }
 
-/// The plan when a quorum serves: which given members are not healthy voters.
+/// How many times the members are looked at before one counts as not healthy, and the pause
+/// between looks: a member busy for a moment (a slow disk, a loaded host) must not be
+/// re-added as if it were gone.
+const LOOKS: usize = 3;
+const BETWEEN_LOOKS: Duration = Duration::from_millis(500);
+
+/// The plan when a quorum serves: which given members are not healthy voters, in any of a
+/// few looks.
 async fn regrow_plan(
     client: &Client,
     candidates: &[Candidate],
 ) -> Result<RecoveryPlan, QuorumError> {
-    let view = client.cluster_view().await?;
-    let healthy_voters: Vec<String> = view
-        .voters()
-        .filter(|m| m.healthy)
-        .map(|m| m.member.name.clone())
-        .collect();
+    let mut healthy_voters: Vec<String> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    for look in 0..LOOKS {
+        if look > 0 {
+            tokio::time::sleep(BETWEEN_LOOKS).await;
+        }
+        let view = client.cluster_view().await?;
+        for member in view.voters().filter(|m| m.healthy) {
+            if !healthy_voters.contains(&member.member.name) {
+                healthy_voters.push(member.member.name.clone());
+            }
+        }
+        problems = view
+            .members
+            .iter()
+            .filter(|m| !m.healthy)
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    m.member.name,
+                    m.error.as_deref().unwrap_or("unhealthy")
+                )
+            })
+            .collect();
+        if candidates.iter().all(|c| healthy_voters.contains(&c.name)) {
+            break;
+        }
+    }
     let rejoin: Vec<String> = candidates
         .iter()
         .filter(|c| !healthy_voters.contains(&c.name))
@@ -139,12 +168,16 @@ async fn regrow_plan(
             ),
         )
     } else {
+        let seen = if problems.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", etcd_core::redact_urls(&problems.join("; ")))
+        };
         (
             PlanAction::Regrow,
             format!(
-                "a quorum serves ({} of {} voters healthy): no survivor to force; re-add {}",
-                view.healthy_voters(),
-                view.voters().count(),
+                "a quorum serves ({} healthy voters): no survivor to force; re-add {}{seen}",
+                healthy_voters.len(),
                 rejoin.join(", ")
             ),
         )
