@@ -48,6 +48,8 @@ pub struct RecoveryPlan {
     pub rejoin: Vec<String>,
     /// With a quorum: the healthy voters by name.
     pub healthy_voters: Vec<String>,
+    /// Without a quorum: what the live check got from each endpoint (URL passwords redacted).
+    pub live_check: Option<String>,
 }
 
 /// Whether `e` says no quorum serves (members down, no leader, reads timing out), as opposed
@@ -93,14 +95,19 @@ pub async fn plan_recovery(
         Ok(_) => regrow_plan(&client, candidates).await,
         Err(e) if no_quorum(&e) => {
             let choice = choose_survivor(candidates)?;
+            let seen = match &e {
+                EtcdError::NoEndpointAvailable { errors } => {
+                    format!(
+                        "none of {} endpoints served a linearizable read",
+                        errors.len()
+                    )
+                }
+                _ => "no endpoint served a linearizable read".to_string(),
+            };
             Ok(RecoveryPlan {
                 action: PlanAction::Recover,
                 quorum: false,
-                reason: format!(
-                    "no quorum serves ({}); {}",
-                    etcd_core::redact_urls(&e.to_string()),
-                    choice.reason
-                ),
+                reason: format!("no quorum serves ({seen}); {}", choice.reason),
                 survivor: Some(choice.survivor),
                 member_id: Some(choice.member_id),
                 data_dir: Some(choice.data_dir),
@@ -108,6 +115,7 @@ pub async fn plan_recovery(
                 candidates: choice.candidates,
                 rejoin: choice.rejoin,
                 healthy_voters: Vec::new(),
+                live_check: Some(etcd_core::redact_urls(&e.to_string())),
             })
         }
         Err(e) => Err(e.into()),
@@ -193,6 +201,7 @@ async fn regrow_plan(
         candidates: Vec::new(),
         rejoin,
         healthy_voters,
+        live_check: None,
     })
 }
 
