@@ -338,3 +338,50 @@ fn the_modules_plan_from_registered_inspections_and_keep_the_survivor_once() {
         "check mode moved nothing"
     );
 }
+
+/// Forcing the wrong (older) member and writing to it splits the history: the members that
+/// went on without it hold other entries at the same indexes. A plan over both is refused,
+/// naming the member to keep and a backup restore as the call when unsure.
+#[test]
+fn a_history_split_by_an_earlier_force_new_cluster_is_refused() {
+    let mut cluster = Cluster::start(3, Security::Plain);
+    cluster.put_keys("quorum/split-before/", 10);
+    cluster.kill_member(0);
+    cluster.put_keys("quorum/split-after/", 20);
+    cluster.kill_member_now(1);
+    cluster.kill_member_now(2);
+
+    let m0 = &cluster.members[0];
+    let inspection: Value =
+        serde_json::from_str(&std::fs::read_to_string(inspect(&cluster, m0, "old")).unwrap())
+            .unwrap();
+    let member_id = inspection["wal"]["member_id"].as_str().unwrap().to_string();
+    let forced = Forced::start(&cluster, m0);
+    verified(&m0.client_url, &member_id, 0, Duration::from_secs(30));
+    etcdops_tests::block_on(async {
+        let mut client = cluster
+            .client_for(std::slice::from_ref(&m0.client_url))
+            .await;
+        for i in 0..10 {
+            client
+                .put(format!("quorum/split-forced/{i}"), "x", None)
+                .await
+                .unwrap();
+        }
+    });
+    drop(forced);
+
+    let files = inspect_all(&cluster, "split");
+    let run = plan(&cluster.endpoints(), &files);
+    assert_eq!(run.code, 1, "{run}");
+    let refused = run.json();
+    assert_eq!(refused["kind"], "split_history", "{run}");
+    assert!(run.stderr.contains("split history"), "{run}");
+    assert!(
+        run.stderr
+            .contains("restore the cluster from a backup if unsure"),
+        "{run}"
+    );
+    let keep = refused["keep"].as_str().unwrap();
+    assert!(run.stderr.contains(&format!("keep {keep}")), "{run}");
+}

@@ -173,11 +173,38 @@ fn better(a: (&str, &DataDirInspection), b: (&str, &DataDirInspection)) -> Order
     rank(b.1).cmp(&rank(a.1)).then_with(|| a.0.cmp(b.0))
 }
 
-/// Whether two WALs disagree at the highest index both committed.
+/// The first index both WALs committed at which they disagree (different terms cover it).
+///
+/// Within the range both WALs know (from the newer of their snapshots up to the highest
+/// index both committed) every point where either's term changes is compared: two logs
+/// that a force-new-cluster split can carry the same term numbers from different indexes,
+/// which a comparison at one index alone would miss. Below that range, a term known on one
+/// side above the other's snapshot term is a split too.
 fn split_at(a: &WalSummary, b: &WalSummary) -> Option<u64> {
     let i = a.hard_state.commit.min(b.hard_state.commit);
     if i == 0 {
         return None;
+    }
+    let lo = a.snapshot.index.max(b.snapshot.index);
+    if lo <= i {
+        let mut points: Vec<u64> = std::iter::once(lo)
+            .chain(
+                a.term_starts
+                    .iter()
+                    .chain(&b.term_starts)
+                    .map(|t| t.first_index)
+                    .filter(|&f| f > lo && f <= i),
+            )
+            .collect();
+        points.sort_unstable();
+        points.dedup();
+        for x in points {
+            if let (TermAt::Known(ta), TermAt::Known(tb)) = (term_at(a, x), term_at(b, x))
+                && ta != tb
+            {
+                return Some(x);
+            }
+        }
     }
     let disagree = match (term_at(a, i), term_at(b, i)) {
         (TermAt::Known(x), TermAt::Known(y)) => x != y,
@@ -507,7 +534,8 @@ mod tests {
 
     #[test]
     fn split_history_is_refused_naming_the_member_to_keep() {
-        // Both committed index 50, in term 3 on a and in term 4 on b.
+        // Both committed index 50, in term 3 on a and in term 4 on b; they part at 40, where
+        // a's term 3 begins and b is still in term 2.
         let a = member("a", &[(2, 1), (3, 40)], 60, 60, 50);
         let b = member("b", &[(2, 1), (4, 45)], 55, 50, 45);
         let (kind, message) = kind(choose_survivor(&[a, b]));
@@ -516,7 +544,7 @@ mod tests {
             RefusalKind::SplitHistory {
                 keep: "b".into(),
                 other: "a".into(),
-                index: 50
+                index: 40
             }
         );
         assert!(message.contains("keep b (committed term 4"), "{message}");
@@ -532,6 +560,20 @@ mod tests {
             "b",
             "index 45 is term 2 on both"
         );
+    }
+
+    #[test]
+    fn the_same_term_numbers_from_different_indexes_are_a_split() {
+        // After a force-new-cluster, a's term 3 began at 40, b's at 35: index 37 is term 2
+        // on a and term 3 on b, though both are in term 3 at the common commit 50.
+        let a = member("a", &[(2, 1), (3, 40)], 70, 70, 60);
+        let b = member("b", &[(2, 1), (3, 35)], 50, 50, 45);
+        let (kind, message) = kind(choose_survivor(&[a, b]));
+        assert!(
+            matches!(kind, RefusalKind::SplitHistory { index: 35, .. }),
+            "{kind:?}"
+        );
+        assert!(message.contains("term 2 on"), "{message}");
     }
 
     #[test]
