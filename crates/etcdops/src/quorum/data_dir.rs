@@ -187,15 +187,35 @@ pub fn copy_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Qu
             }
         }
     }
-    let target = free_aside_path(&kept, &aside_stamp())?;
+    let (target, part) = free_copy_names(&kept, &aside_stamp())?;
     if !dry_run {
-        let mut part = target.clone().into_os_string();
-        part.push(".part");
-        let part = PathBuf::from(part);
         copy_tree(&kept, &part)?;
         rename_durably(&part, &target)?;
     }
     Ok(DataDirAside::kept(dir, target, partial_copies))
+}
+
+/// A free `KEPT.bak-<stamp>` whose `.part` name is free too (a run killed within the same
+/// second left one): the copy's final and temporary names.
+fn free_copy_names(kept: &Path, stamp: &str) -> Result<(PathBuf, PathBuf), QuorumError> {
+    for n in 0..1000 {
+        let stamp = match n {
+            0 => stamp.to_string(),
+            n => format!("{stamp}-{n}"),
+        };
+        let target = free_aside_path(kept, &stamp)?;
+        let mut part = target.clone().into_os_string();
+        part.push(".part");
+        let part = PathBuf::from(part);
+        if fs::symlink_metadata(&part).is_err() {
+            return Ok((target, part));
+        }
+    }
+    Err(QuorumError::Io {
+        action: "find a free name beside",
+        path: kept.to_path_buf(),
+        source: io::Error::from(io::ErrorKind::AlreadyExists),
+    })
 }
 
 /// Copies the tree `from` to the new path `to`: dirs, files (contents, mode, and the owner
@@ -330,6 +350,14 @@ mod tests {
         assert_eq!(copy.partial_copies, std::slice::from_ref(&part));
         assert!(part.join("member/snap/db").exists(), "the .part is kept");
         assert!(!copy.path.unwrap().to_string_lossy().ends_with(".part"));
+        // A leftover `.part` of this very second is not written into either.
+        let (target, part) = free_copy_names(&dir, "20260101T000000Z").unwrap();
+        assert_eq!(
+            target.file_name().unwrap(),
+            "etcd.bak-20260101T000000Z-1",
+            "{part:?}"
+        );
+        assert!(!part.exists());
     }
 
     #[test]
