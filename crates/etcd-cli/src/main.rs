@@ -203,6 +203,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             let guards = commands::platform::guards(&cli.global);
             commands::downgrade::run(&config, &guards, command, format).await
         }
+        Command::Quorum(command) => commands::quorum::run(&config, command, format).await,
         Command::Platform(_)
         | Command::Pki(_)
         | Command::Write(_)

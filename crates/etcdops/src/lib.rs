@@ -26,6 +26,7 @@ pub mod kv;
 pub mod maintenance;
 pub mod member;
 pub mod platform;
+pub mod quorum;
 pub mod snapshot;
 
 pub use error::{Error, Result, hint_of, is_transient};

@@ -42,6 +42,7 @@ mod load;
 mod member;
 mod platform;
 mod prune_safety;
+mod quorum_plan;
 mod red_team20;
 mod red_team21;
 mod restore_host;

@@ -14,6 +14,7 @@ pub mod member;
 pub mod offline;
 pub mod pki;
 pub mod platform;
+pub mod quorum;
 pub mod snapshot;
 
 use std::process::ExitCode;

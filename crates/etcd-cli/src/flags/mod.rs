@@ -18,6 +18,7 @@ mod downgrade;
 mod k8s;
 mod kv;
 mod platform;
+mod quorum;
 mod snapshot;
 
 pub use access::*;
@@ -27,6 +28,7 @@ pub use downgrade::*;
 pub use k8s::*;
 pub use kv::*;
 pub use platform::*;
+pub use quorum::*;
 pub use snapshot::*;
 
 /// Safe etcd operations: health, status and membership today; backup and restore next.
@@ -458,6 +460,11 @@ pub enum Command {
     /// --force), cancel it.
     #[command(subcommand)]
     Downgrade(DowngradeCommand),
+    /// Recovery from quorum loss through etcd's own WAL replay: plan it (the cluster asked
+    /// first, then the survivor chosen from each member's data-dir inspection) and verify the
+    /// survivor's force-new-cluster start.
+    #[command(subcommand)]
+    Quorum(QuorumCommand),
     /// Shell completion script for bash, zsh or fish on stdout.
     Completion(CompletionArgs),
     /// The manual page (roff) on stdout, or a page per command with --out-dir.
