@@ -4,7 +4,7 @@
 //! `move-aside` are the quorum recovery's (`commands::quorum`).
 
 use anyhow::Result;
-use etcd_data::{DataDirInspection, SnapPosition, inspect_data_dir};
+use etcdops::data::{DataDirInspection, SnapPosition, inspect_data_dir};
 
 use super::ExitStatus;
 use crate::flags::{DataDirCommand, DataDirInspectArgs, OutputFormat};
@@ -155,7 +155,7 @@ mod tests {
         inspection.wal.member_id = "a1".into();
         inspection.wal.last_index = 42;
         inspection.wal.last_term = 3;
-        inspection.db.members.push(etcd_data::DbMember {
+        inspection.db.members.push(etcdops::data::DbMember {
             id: "a1".into(),
             name: "m1".into(),
             peer_urls: vec![],
