@@ -35,6 +35,8 @@ pub use error::{Error, Result, hint_of, is_transient};
 pub use etcd_common as common;
 /// Connecting to etcd and every cluster operation.
 pub use etcd_core as core;
+/// etcd's files offline: snapshots, data dirs, the WAL.
+pub use etcd_data as data;
 /// Kubernetes and OpenShift knowledge.
 pub use etcd_k8s as k8s;
 /// Where backups live.

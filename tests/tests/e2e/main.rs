@@ -27,6 +27,7 @@ mod compat_script;
 mod compat_snapshot;
 mod compat_watch;
 mod completion;
+mod data_dir_inspect;
 mod discovery;
 mod downgrade;
 mod endpoint;

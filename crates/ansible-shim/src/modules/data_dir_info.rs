@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use etcd_data::{InspectError, inspect_data_dir};
+use etcdops::data::{InspectError, inspect_data_dir};
 use serde::Deserialize;
 
 use crate::context::Context;

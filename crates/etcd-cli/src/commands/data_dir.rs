@@ -1,9 +1,10 @@
 //! `etcdops data-dir ...`: a member's data dir, offline. `inspect` prints what
 //! `etcd_data::inspect_data_dir` reads (table, `-w simple` lines, or `-w json`: the struct
-//! itself, which `etcdops quorum plan --inspection FILE` reads back).
+//! itself, which `etcdops quorum plan --inspection FILE` reads back); `backup` and
+//! `move-aside` are the quorum recovery's (`commands::quorum`).
 
 use anyhow::Result;
-use etcd_data::{DataDirInspection, SnapPosition, inspect_data_dir};
+use etcdops::data::{DataDirInspection, SnapPosition, inspect_data_dir};
 
 use super::ExitStatus;
 use crate::flags::{DataDirCommand, DataDirInspectArgs, OutputFormat};
@@ -13,6 +14,12 @@ use crate::output::{Render, human_bytes, print, warn};
 pub fn run(command: &DataDirCommand, format: OutputFormat) -> Result<ExitStatus> {
     match command {
         DataDirCommand::Inspect(args) => inspect(args, format),
+        DataDirCommand::Backup(args) => {
+            super::quorum::run_data_dir_backup(&args.dir, args.dry_run, format)
+        }
+        DataDirCommand::MoveAside(args) => {
+            super::quorum::run_data_dir_move_aside(&args.dir, args.dry_run, format)
+        }
     }
 }
 
@@ -148,7 +155,7 @@ mod tests {
         inspection.wal.member_id = "a1".into();
         inspection.wal.last_index = 42;
         inspection.wal.last_term = 3;
-        inspection.db.members.push(etcd_data::DbMember {
+        inspection.db.members.push(etcdops::data::DbMember {
             id: "a1".into(),
             name: "m1".into(),
             peer_urls: vec![],

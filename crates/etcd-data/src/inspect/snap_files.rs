@@ -66,10 +66,17 @@ pub fn newest_snap(snap_dir: &Path) -> Result<(Option<SnapPosition>, Vec<String>
     let mut broken = Vec::new();
     for name in names {
         let path = snap_dir.join(&name);
-        let bytes = std::fs::read(&path).map_err(|source| InspectError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            // Purged by a running etcd since the listing.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(InspectError::Read {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        };
         match decode_snap_file(&bytes) {
             Some(position) => return Ok((Some(position), broken)),
             None => broken.push(name),

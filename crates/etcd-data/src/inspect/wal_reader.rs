@@ -211,7 +211,7 @@ impl WalScanner {
             }
             Some((last, _)) if index > last + 1 => {
                 self.term_starts.clear();
-                if self.snapshot.index + 1 == index && self.snapshot.term != 0 {
+                if self.snapshot.index.checked_add(1) == Some(index) && self.snapshot.term != 0 {
                     self.term_starts.push(TermStart {
                         term: self.snapshot.term,
                         first_index: self.snapshot.index,
