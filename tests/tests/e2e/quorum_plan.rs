@@ -113,10 +113,15 @@ struct Forced(Child);
 
 impl Forced {
     fn start(cluster: &Cluster, member: &Member) -> Forced {
+        Forced::start_on(cluster, member, &member.data_dir)
+    }
+
+    /// As [`Forced::start`], on another data dir (a copy of the member's).
+    fn start_on(cluster: &Cluster, member: &Member, data_dir: &Path) -> Forced {
         let mut cmd = Command::new(cluster.version.etcd());
         cmd.env("ETCD_FORCE_NEW_CLUSTER", "true")
             .args(["--name", &member.name, "--data-dir"])
-            .arg(&member.data_dir)
+            .arg(data_dir)
             .args(["--listen-client-urls", &member.client_url])
             .args(["--advertise-client-urls", &member.client_url])
             .args(["--listen-peer-urls", &member.peer_url])
@@ -384,4 +389,86 @@ fn a_history_split_by_an_earlier_force_new_cluster_is_refused() {
     );
     let keep = refused["keep"].as_str().unwrap();
     assert!(run.stderr.contains(&format!("keep {keep}")), "{run}");
+}
+
+/// `data-dir backup` and `data-dir move-aside` on a real member: refused while it runs; once
+/// stopped, a dry run writes nothing, the copy is complete (etcd starts from it and serves
+/// the data), a second backup reuses it, and the move-aside keeps the dir under its new name.
+#[test]
+fn data_dir_backup_and_move_aside_keep_a_stopped_member_and_refuse_a_running_one() {
+    let mut cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("quorum/kept/", 5);
+    let member = &cluster.members[0];
+    let dir = member.data_dir.display().to_string();
+    let data_dir = |verb: &str, extra: &[&str]| {
+        let mut a = args(&["data-dir", verb, &dir, "-w", "json"]);
+        a.extend(args(extra));
+        etcdops(&a, &[])
+    };
+    for verb in ["backup", "move-aside"] {
+        let run = data_dir(verb, &[]);
+        assert_ne!(run.code, 0, "{run}");
+        assert!(run.stderr.contains("is running"), "{run}");
+    }
+    let root = cluster.dir().to_path_buf();
+    let entries = || {
+        let mut names: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("m0.bak-"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(entries().is_empty(), "a refusal writes nothing");
+
+    cluster.kill_member_now(0);
+    let member = &cluster.members[0];
+    let dry = data_dir("backup", &["--dry-run"]);
+    dry.expect_code(0);
+    assert_eq!(dry.json()["changed"], true, "{dry}");
+    assert!(entries().is_empty(), "a dry run writes nothing");
+    let first = data_dir("backup", &[]);
+    first.expect_code(0);
+    let copy = PathBuf::from(first.json()["path"].as_str().unwrap());
+    let second = data_dir("backup", &[]);
+    second.expect_code(0);
+    assert_eq!(second.json()["reused"], true, "{second}");
+    assert_eq!(second.json()["path"], first.json()["path"]);
+    assert_eq!(entries().len(), 1, "{:?}", entries());
+
+    let moved = data_dir("move-aside", &[]);
+    moved.expect_code(0);
+    let aside = PathBuf::from(moved.json()["path"].as_str().unwrap());
+    assert!(!member.data_dir.exists() && aside.join("member/snap/db").is_file());
+    let again = data_dir("move-aside", &[]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], false, "{again}");
+
+    // The copy is a whole data dir: etcd starts from it with the data.
+    let _etcd = Forced::start_on(&cluster, member, &copy);
+    let id: Value = serde_json::from_str(&inspect_json(&copy)).unwrap();
+    verified(
+        &member.client_url,
+        id["wal"]["member_id"].as_str().unwrap(),
+        1,
+        Duration::from_secs(30),
+    );
+    let kept = get(&member.client_url, "quorum/kept/0004");
+    assert_eq!(kept["kvs"][0]["value"], "value-4", "{kept}");
+}
+
+fn inspect_json(dir: &Path) -> String {
+    let run = etcdops(
+        &args(&[
+            "data-dir",
+            "inspect",
+            &dir.display().to_string(),
+            "-w",
+            "json",
+        ]),
+        &[],
+    );
+    run.expect_code(0);
+    run.stdout
 }

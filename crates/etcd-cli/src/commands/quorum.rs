@@ -69,9 +69,6 @@ fn read_candidate(file: &Path) -> Result<Candidate> {
 /// `data-dir backup DIR`: a complete copy of the stopped member's data dir beside it
 /// (`DIR.bak-<UTC time>`), reused when one with the same db and WAL exists; `dry_run`
 /// checks and writes nothing.
-// TODO(lead): `commands/data_dir.rs` dispatches `data-dir backup DIR [--dry-run]` here; until
-// then nothing calls it.
-#[allow(dead_code)]
 pub fn run_data_dir_backup(dir: &Path, dry_run: bool, format: OutputFormat) -> Result<ExitStatus> {
     let done = copy_data_dir_aside(dir, dry_run)?;
     print_aside(&done, format)
@@ -79,8 +76,6 @@ pub fn run_data_dir_backup(dir: &Path, dry_run: bool, format: OutputFormat) -> R
 
 /// `data-dir move-aside DIR`: renames the stopped member's data dir to
 /// `DIR.bak-<UTC time>`; `dry_run` checks and moves nothing.
-// TODO(lead): `commands/data_dir.rs` dispatches `data-dir move-aside DIR [--dry-run]` here.
-#[allow(dead_code)]
 pub fn run_data_dir_move_aside(
     dir: &Path,
     dry_run: bool,
