@@ -6,7 +6,7 @@
 //! read-only, in check mode too.
 
 use etcdops::quorum::{
-    Candidate, PlanAction, QuorumError, candidate_from_report, plan_recovery, verify_survivor,
+    Candidate, CandidateData, PlanAction, QuorumError, candidate_from_report, plan_recovery, verify_survivor,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -50,6 +50,12 @@ fn candidates(members: &[Value]) -> Result<Vec<Candidate>, ModuleError> {
                     "members[{n}]: give its etcd member name as 'name' and the registered result of etcd_data_dir_info on its host as 'info'"
                 ))
             })?;
+            if member.get("lost").and_then(Value::as_bool) == Some(true) {
+                return Ok(Candidate {
+                    name: name.to_string(),
+                    data: CandidateData::Lost,
+                });
+            }
             let info = member.get("info").ok_or_else(|| {
                 ModuleError::new(format!(
                     "members[{n}] ({name}): give the registered result of etcd_data_dir_info on its host as 'info'"

@@ -64,8 +64,13 @@ pub enum CandidateData {
     Inspected(Box<DataDirInspection>),
     /// No data dir (no `DIR/member`).
     Absent,
-    /// It could not be read (the host was unreachable, the WAL or db is damaged): why.
+    /// It could not be read (the host was unreachable, the WAL or db is damaged): why. The
+    /// member may still run in a quorum this run cannot see, so a plan with one is refused
+    /// until it is readable or declared [`CandidateData::Lost`].
     Unreadable(String),
+    /// The operator declared it lost for good (its host or disk is gone): never a survivor,
+    /// and no reason to refuse the plan.
+    Lost,
 }
 
 impl Candidate {
@@ -83,7 +88,7 @@ impl Candidate {
     pub fn inspection(&self) -> Option<&DataDirInspection> {
         match &self.data {
             CandidateData::Inspected(inspection) => Some(inspection),
-            CandidateData::Absent | CandidateData::Unreadable(_) => None,
+            CandidateData::Absent | CandidateData::Unreadable(_) | CandidateData::Lost => None,
         }
     }
 }

@@ -1,11 +1,16 @@
-//! Which member survives a quorum loss: the one that committed the most, as its own WAL says.
-//! Pure: the inspections in, a choice or a refusal out.
+//! Which member survives a quorum loss: the one whose log is the most up to date, as its own
+//! WAL says. Pure: the inspections in, a choice or a refusal out.
 //!
-//! Raft commits an entry once a majority holds it, and a member's HardState commit says how
-//! far it knows entries are committed; the member with the highest committed (term, index)
-//! holds every write any survivor saw acknowledged. Ties go to the longer log, then the newer
-//! db, then the name (deterministic). Two members whose logs disagree at an index both
-//! committed come from split histories (a restore or an earlier force-new-cluster): refused.
+//! Raft commits an entry once a majority holds it, and elects only a member whose log is at
+//! least as up to date as a majority's (the last entry's term, then its index): that log holds
+//! every committed entry. Among the survivors, the same rule picks the log holding everything
+//! any of them knows was committed; the recovery then commits that whole log
+//! (`etcd_data::adopt_wal_tail`), so the last entries a dying leader acknowledged before the
+//! survivor learned of their commit are kept too. Ties go to the higher saved commit, then
+//! the newer db, then the name (deterministic). Two members whose logs disagree at an index
+//! both committed come from split histories (a restore or an earlier force-new-cluster):
+//! refused. So is a member whose data dir could not be inspected (it may still serve in a
+//! quorum this run cannot reach) until it is declared lost.
 
 use std::cmp::Ordering;
 
@@ -94,6 +99,12 @@ pub enum RefusalKind {
         /// Their names.
         names: Vec<String>,
     },
+    /// These members' data dirs could not be inspected (an unreachable host, a failed read):
+    /// they may still run in a quorum this run cannot see.
+    NotInspected {
+        /// Their names.
+        names: Vec<String>,
+    },
     /// No voting member has a readable data dir.
     NoData,
 }
@@ -158,12 +169,16 @@ pub fn committed_position(wal: &WalSummary) -> (u64, u64) {
     (term, commit)
 }
 
-/// What the choice orders candidates by, best last: committed (term, index), then the last
-/// entry's (term, index), then the db revision.
+/// What the choice orders candidates by, best last: the last entry's (term, index) — raft's
+/// election rule for the most up-to-date log, which holds every entry any of these members
+/// knows committed — then the committed (term, index), then the db revision. The recovery
+/// commits the survivor's whole log before the forced start (`etcd_data::adopt_wal_tail`),
+/// so the entries past its saved commit, which may have been acknowledged by a leader that
+/// died before telling it, are kept too.
 fn rank(inspection: &DataDirInspection) -> ((u64, u64), (u64, u64), i64) {
     (
-        committed_position(&inspection.wal),
         (inspection.wal.last_term, inspection.wal.last_index),
+        committed_position(&inspection.wal),
         inspection.db.revision,
     )
 }
@@ -257,13 +272,14 @@ fn summary(candidate: &Candidate) -> CandidateSummary {
         CandidateData::Unreadable(why) => {
             summary.why_not_chosen = Some(format!("its data dir could not be read: {why}"))
         }
+        CandidateData::Lost => summary.why_not_chosen = Some("declared lost".into()),
     }
     summary
 }
 
-/// The survivor among `candidates`: the voter with the highest committed (term, index);
-/// ties go to the higher (last term, last index), then the higher db revision, then the name
-/// that sorts first.
+/// The survivor among `candidates`: the voter with the most up-to-date log (last entry's
+/// term, then index); ties go to the higher committed (term, index), then the higher db
+/// revision, then the name that sorts first.
 ///
 /// Refused: a candidate etcd still runs on (stop it first: a member of a live quorum is
 /// never chosen, and a running member's files change under the inspection); two candidates
@@ -289,6 +305,29 @@ pub fn choose_survivor(candidates: &[Candidate]) -> Result<SurvivorChoice, Refus
             RefusalKind::Locked { names: locked },
             format!(
                 "etcd still runs on {names} (its db is locked): stop etcd on {names} first, then plan again; a member of a live quorum is never chosen"
+            ),
+            &summaries,
+        ));
+    }
+    let unread: Vec<String> = candidates
+        .iter()
+        .filter(|c| matches!(c.data, CandidateData::Unreadable(_)))
+        .map(|c| c.name.clone())
+        .collect();
+    if !unread.is_empty() {
+        let names = unread.join(", ");
+        let why: Vec<String> = candidates
+            .iter()
+            .filter_map(|c| match &c.data {
+                CandidateData::Unreadable(why) => Some(format!("{}: {why}", c.name)),
+                _ => None,
+            })
+            .collect();
+        return Err(refuse(
+            RefusalKind::NotInspected { names: unread },
+            format!(
+                "the data dir of {names} could not be inspected ({}): it may still run in a quorum this run cannot reach, and forcing a survivor then splits the cluster in two; make it readable and plan again, or declare it lost if its host or disk is gone for good",
+                why.join("; ")
             ),
             &summaries,
         ));
@@ -419,10 +458,13 @@ fn reason(
     };
     let (best_rank, next_rank) = (rank(best), rank(next));
     let why = if best_rank.0 != next_rank.0 {
-        format!("the highest committed (term, index): ({term}, {index})")
+        format!(
+            "the most up-to-date log (last entry term {}, index {}; committed ({term}, {index}))",
+            best.wal.last_term, best.wal.last_index
+        )
     } else if best_rank.1 != next_rank.1 {
         format!(
-            "the highest committed (term, index) ({term}, {index}), shared with {other}, and the longer log (last entry term {}, index {})",
+            "the same log end as {other} (term {}, index {}) and the highest committed (term, index): ({term}, {index})",
             best.wal.last_term, best.wal.last_index
         )
     } else if best_rank.2 != next_rank.2 {
@@ -440,15 +482,13 @@ fn reason(
 fn behind(name: &str, best: &DataDirInspection, other: &DataDirInspection) -> String {
     let (bt, bi) = committed_position(&best.wal);
     let (ot, oi) = committed_position(&other.wal);
-    if (ot, oi) != (bt, bi) {
-        format!("it committed up to ({ot}, {oi}), behind {name}'s ({bt}, {bi})")
-    } else if (other.wal.last_term, other.wal.last_index)
-        != (best.wal.last_term, best.wal.last_index)
-    {
+    if (other.wal.last_term, other.wal.last_index) != (best.wal.last_term, best.wal.last_index) {
         format!(
-            "same committed position as {name}, shorter log (last entry ({}, {}))",
-            other.wal.last_term, other.wal.last_index
+            "its log ends at ({}, {}), behind {name}'s ({}, {}); committed ({ot}, {oi})",
+            other.wal.last_term, other.wal.last_index, best.wal.last_term, best.wal.last_index
         )
+    } else if (ot, oi) != (bt, bi) {
+        format!("same log end as {name}, committed up to ({ot}, {oi}), behind ({bt}, {bi})")
     } else if other.db.revision != best.db.revision {
         format!(
             "same log as {name}, older db (revision {})",
@@ -472,7 +512,7 @@ mod tests {
     }
 
     #[test]
-    fn the_member_with_the_newer_committed_index_wins() {
+    fn the_member_with_the_most_up_to_date_log_wins() {
         let a = member("a", &[(2, 1)], 100, 90, 80);
         let b = member("b", &[(2, 1)], 120, 118, 110);
         let c = member("c", &[(2, 1)], 95, 95, 85);
@@ -483,7 +523,7 @@ mod tests {
         assert!(
             choice
                 .reason
-                .contains("highest committed (term, index): (2, 118)"),
+                .contains("most up-to-date log (last entry term 2, index 120; committed (2, 118))"),
             "{}",
             choice.reason
         );
@@ -493,7 +533,7 @@ mod tests {
             a.why_not_chosen
                 .as_deref()
                 .unwrap()
-                .contains("behind b's (2, 118)")
+                .contains("behind b's (2, 120)")
         );
         assert!(choice.candidates[1].chosen && choice.candidates[1].why_not_chosen.is_none());
         assert_eq!(choice.candidates[1].committed_entries_beyond_db, Some(3));
@@ -514,12 +554,47 @@ mod tests {
     }
 
     #[test]
+    fn a_longer_log_of_the_same_term_beats_a_higher_saved_commit() {
+        // The leader died after b acknowledged 101 and 102 but before a learned 101 was
+        // committed; a saved commit 101, b saved 100. Both logs hold term 2 up to their end, so
+        // b's holds a's; the recovery commits b's whole log, keeping 102 too.
+        let a = member("a", &[(2, 1)], 101, 101, 90);
+        let b = member("b", &[(2, 1)], 102, 100, 90);
+        let choice = choose_survivor(&[a, b]).unwrap();
+        assert_eq!(choice.survivor, "b");
+        assert!(
+            choice.candidates[0]
+                .why_not_chosen
+                .as_deref()
+                .unwrap()
+                .contains("its log ends at (2, 101), behind b's (2, 102)"),
+            "{:?}",
+            choice.candidates[0]
+        );
+    }
+
+    #[test]
     fn ties_go_to_the_longer_log_then_the_newer_db_then_the_name() {
         let a = member("a", &[(2, 1)], 100, 100, 50);
         let b = member("b", &[(2, 1)], 102, 100, 40);
         let choice = choose_survivor(&[a.clone(), b]).unwrap();
         assert_eq!(choice.survivor, "b");
-        assert!(choice.reason.contains("longer log"), "{}", choice.reason);
+        assert!(
+            choice.reason.contains("most up-to-date log"),
+            "{}",
+            choice.reason
+        );
+        // The same log end: the higher saved commit.
+        let d = member("d", &[(2, 1)], 100, 98, 50);
+        let choice = choose_survivor(&[d, a.clone()]).unwrap();
+        assert_eq!(choice.survivor, "a");
+        assert!(
+            choice
+                .reason
+                .contains("highest committed (term, index): (2, 100)"),
+            "{}",
+            choice.reason
+        );
         let c = member("c", &[(2, 1)], 100, 100, 60);
         assert_eq!(choose_survivor(&[a.clone(), c]).unwrap().survivor, "c");
         let z = member("z", &[(2, 1)], 100, 100, 50);
@@ -648,6 +723,38 @@ mod tests {
     }
 
     #[test]
+    fn a_member_that_could_not_be_inspected_refuses_the_plan_until_declared_lost() {
+        // Its host may be unreachable from here while it serves in a quorum with others.
+        let unreachable = Candidate {
+            name: "b".into(),
+            data: CandidateData::Unreadable("the host was unreachable".into()),
+        };
+        let c = member("c", &[(2, 1)], 10, 10, 5);
+        let refusal = choose_survivor(&[unreachable, c.clone()]).unwrap_err();
+        assert_eq!(
+            refusal.kind,
+            RefusalKind::NotInspected {
+                names: vec!["b".into()]
+            }
+        );
+        assert!(
+            refusal.message.contains("b: the host was unreachable")
+                && refusal.message.contains("declare it lost"),
+            "{}",
+            refusal.message
+        );
+        let lost = Candidate {
+            name: "b".into(),
+            data: CandidateData::Lost,
+        };
+        let choice = choose_survivor(&[lost, c]).unwrap();
+        assert_eq!(
+            (choice.survivor.as_str(), choice.rejoin.as_slice()),
+            ("c", &["b".to_string()][..])
+        );
+    }
+
+    #[test]
     fn nothing_with_data_is_refused_pointing_to_a_backup_restore() {
         let absent = Candidate {
             name: "a".into(),
@@ -655,7 +762,7 @@ mod tests {
         };
         let broken = Candidate {
             name: "b".into(),
-            data: CandidateData::Unreadable("WAL record 3: CRC mismatch".into()),
+            data: CandidateData::Lost,
         };
         let refusal = choose_survivor(&[absent.clone(), broken.clone()]).unwrap_err();
         assert_eq!(refusal.kind, RefusalKind::NoData);
@@ -669,7 +776,7 @@ mod tests {
                 .why_not_chosen
                 .as_deref()
                 .unwrap()
-                .contains("CRC mismatch")
+                .contains("declared lost")
         );
         assert!(choose_survivor(&[]).is_err());
         // With one readable member, it is chosen and the others rejoin.
