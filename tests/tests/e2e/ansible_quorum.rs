@@ -373,10 +373,10 @@ fn quorum_recover_killed_at_random_steps_converges_without_deleting_a_dir() {
         state ^= state << 17;
         state
     };
-    // A full recovery prints about 60 tasks; each round is killed somewhere in it (a later
+    // A full recovery prints about 120 tasks; each round is killed somewhere in it (a later
     // round starts where the earlier one left the cluster).
     for round in 0..3 {
-        let n = 5 + (next() % 55) as usize;
+        let n = 5 + (next() % 115) as usize;
         let killed = run_killed_after(&setup, n);
         println!("round {round}: task {n}: killed in {killed:?}");
     }
