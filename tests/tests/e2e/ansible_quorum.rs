@@ -69,8 +69,7 @@ impl Load {
     fn finish(self) -> Acked {
         self.stop.store(true, Ordering::SeqCst);
         self.thread.join().expect("load thread");
-        let acked = self.acked.lock().unwrap().clone();
-        acked
+        self.acked.lock().unwrap().clone()
     }
 }
 
