@@ -265,6 +265,39 @@ fn two_members_lost() -> (Setup, Acked, Vec<PathBuf>) {
 #[test]
 fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
     let (setup, acked, lost_dirs) = two_members_lost();
+    // Check mode first: the survivor still runs, so it is not stopped, nothing is moved,
+    // and the run says it would stop every member before choosing.
+    let listing: Vec<Vec<PathBuf>> = setup
+        .cluster
+        .members
+        .iter()
+        .map(|m| entries(&m.dir, ""))
+        .collect();
+    let pids: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
+    let check = setup.run(&["--check"]);
+    assert_ok(&check);
+    assert!(
+        check
+            .stdout
+            .contains("Would stop every member, then choose the survivor"),
+        "{check}"
+    );
+    let after: Vec<Vec<PathBuf>> = setup
+        .cluster
+        .members
+        .iter()
+        .map(|m| entries(&m.dir, ""))
+        .collect();
+    assert_eq!(listing, after, "check mode moved or copied a dir");
+    assert_eq!(
+        pids,
+        setup
+            .cluster
+            .members
+            .iter()
+            .map(|m| m.pid())
+            .collect::<Vec<_>>()
+    );
     let run = setup.run(&[]);
     assert_ok(&run);
     println!(
