@@ -405,10 +405,10 @@ fn quorum_recover_killed_at_random_steps_converges_without_deleting_a_dir() {
         state ^= state << 17;
         state
     };
-    // A full recovery prints about 120 tasks; each round is killed somewhere in it (a later
-    // round starts where the earlier one left the cluster).
+    // A full recovery prints about 120 tasks; each round is killed somewhere in it. A later
+    // round starts where the earlier one left the cluster, with fewer tasks to go.
     for round in 0..3 {
-        let n = 5 + (next() % 115) as usize;
+        let n = 5 + (next() % (115 >> round)) as usize;
         let killed = run_killed_after(&setup, n);
         println!("round {round}: task {n}: killed in {killed:?}");
     }
