@@ -1,7 +1,8 @@
 //! The `etcd.core.quorum_recover` role against real etcd members run by the test supervisor:
 //! a cluster that lost two of three members under a write load comes back with every write
 //! etcd acknowledged, served at its revision; a power cut compared with the db-based rebuild;
-//! runs killed at random steps converge; check mode and a healthy cluster change nothing.
+//! runs killed at random steps converge; check mode and a healthy cluster change nothing; and
+//! `etcd_static_pod` starting a kubelet's etcd once with `--force-new-cluster`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
