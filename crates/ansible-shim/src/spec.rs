@@ -30,6 +30,8 @@ pub enum Kind {
     List,
     /// A mapping of strings to strings.
     Dict,
+    /// A list of mappings, each passed on as given (a registered result per host).
+    DictList,
 }
 
 impl Kind {
@@ -42,6 +44,16 @@ impl Kind {
             Kind::Int => "int",
             Kind::List => "list",
             Kind::Dict => "dict",
+            Kind::DictList => "list",
+        }
+    }
+
+    /// The `elements` of a list option in Ansible's documentation.
+    pub fn elements(self) -> Option<&'static str> {
+        match self {
+            Kind::List => Some("str"),
+            Kind::DictList => Some("dict"),
+            _ => None,
         }
     }
 }
@@ -371,6 +383,10 @@ fn coerce(kind: Kind, value: &Value) -> Result<Value, &'static str> {
                 .map(Value::Object)
                 .map_err(|_| "a mapping of strings"),
             _ => Err("a mapping of strings"),
+        },
+        Kind::DictList => match value {
+            Value::Array(items) if items.iter().all(Value::is_object) => Ok(value.clone()),
+            _ => Err("a list of mappings"),
         },
     }
 }

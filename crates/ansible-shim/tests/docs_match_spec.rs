@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use ansible_shim::connection::CONNECTION_OPTIONS;
 use ansible_shim::modules::MODULES;
-use ansible_shim::spec::{Kind, OptionSpec};
+use ansible_shim::spec::OptionSpec;
 use serde_yaml_ng::{Mapping, Value};
 
 fn collection() -> PathBuf {
@@ -83,8 +83,8 @@ fn documented_options(doc: &Value, fragments: &BTreeMap<String, Value>) -> Mappi
 fn expected(spec: &OptionSpec) -> BTreeMap<&'static str, Value> {
     let mut out = BTreeMap::new();
     out.insert("type", Value::from(spec.kind.ansible_type()));
-    if spec.kind == Kind::List {
-        out.insert("elements", Value::from("str"));
+    if let Some(elements) = spec.kind.elements() {
+        out.insert("elements", Value::from(elements));
     }
     if let Some(default) = spec.default {
         out.insert(

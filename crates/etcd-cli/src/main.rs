@@ -141,6 +141,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             return commands::offline::defrag(args, format);
         }
         Command::Hashkv(args) => return commands::offline::hashkv(args, format).await,
+        Command::DataDir(command) => return commands::data_dir::run(command, format),
         _ => {}
     }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
@@ -202,13 +203,15 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             let guards = commands::platform::guards(&cli.global);
             commands::downgrade::run(&config, &guards, command, format).await
         }
+        Command::Quorum(command) => commands::quorum::run(&config, command, format).await,
         Command::Platform(_)
         | Command::Pki(_)
         | Command::Write(_)
         | Command::Completion(_)
         | Command::Man(_)
         | Command::Version
-        | Command::Hashkv(_) => Err(anyhow::anyhow!(
+        | Command::Hashkv(_)
+        | Command::DataDir(_) => Err(anyhow::anyhow!(
             "internal error: a command without a cluster reached the cluster commands"
         )),
     }

@@ -46,7 +46,10 @@ pub use file::{
     CHUNK, Compression, SnapshotFile, Spool, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
     open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
 };
-pub use inspect::{DataDirInspection, DbSummary, HardState, SnapPosition, TermStart, WalSummary};
+pub use inspect::{
+    DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TermStart, WalSummary,
+    inspect_data_dir,
+};
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use offline::{
     DefragRequest, DefragResult, HashKv, HashKvRequest, defrag_data_dir, hash_kv, hash_kv_data_dir,

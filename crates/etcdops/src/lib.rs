@@ -26,6 +26,7 @@ pub mod kv;
 pub mod maintenance;
 pub mod member;
 pub mod platform;
+pub mod quorum;
 pub mod snapshot;
 
 pub use error::{Error, Result, hint_of, is_transient};
@@ -34,6 +35,8 @@ pub use error::{Error, Result, hint_of, is_transient};
 pub use etcd_common as common;
 /// Connecting to etcd and every cluster operation.
 pub use etcd_core as core;
+/// etcd's files offline: snapshots, data dirs, the WAL.
+pub use etcd_data as data;
 /// Kubernetes and OpenShift knowledge.
 pub use etcd_k8s as k8s;
 /// Where backups live.

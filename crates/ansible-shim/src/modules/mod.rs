@@ -1,6 +1,8 @@
 //! Every module of `etcd.core`, by name.
 
 mod cluster_info;
+mod data_dir;
+mod data_dir_info;
 mod encryption_config;
 mod encryption_info;
 mod etcd_certificate;
@@ -10,6 +12,7 @@ mod lease_info;
 mod maintenance;
 mod member;
 mod platform_info;
+mod quorum_recovery;
 mod snapshot;
 mod snapshot_copy;
 mod snapshot_info;
@@ -108,6 +111,21 @@ pub const MODULES: &[ModuleDef] = &[
         options: etcd_certificate::OPTIONS,
         connection: false,
     },
+    ModuleDef {
+        name: "etcd_data_dir",
+        options: data_dir::OPTIONS,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_quorum_recovery",
+        options: quorum_recovery::OPTIONS,
+        connection: true,
+    },
+    ModuleDef {
+        name: "etcd_data_dir_info",
+        options: data_dir_info::OPTIONS,
+        connection: false,
+    },
 ];
 
 /// The module called `name`.
@@ -133,6 +151,9 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_encryption_config" => encryption_config::run(context).await,
         "etcd_config" => etcd_config::run(context).await,
         "etcd_certificate" => etcd_certificate::run(context).await,
+        "etcd_data_dir" => data_dir::run(context).await,
+        "etcd_quorum_recovery" => quorum_recovery::run(context).await,
+        "etcd_data_dir_info" => data_dir_info::run(context).await,
         other => {
             let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
             return Outcome::failure(format!(

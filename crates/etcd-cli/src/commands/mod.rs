@@ -4,6 +4,7 @@
 pub mod access;
 pub mod backup;
 pub mod completion;
+pub mod data_dir;
 pub mod downgrade;
 pub mod endpoint;
 pub mod k8s;
@@ -13,6 +14,7 @@ pub mod member;
 pub mod offline;
 pub mod pki;
 pub mod platform;
+pub mod quorum;
 pub mod snapshot;
 
 use std::process::ExitCode;

@@ -13,18 +13,22 @@ use etcd_core::{ConnectionOptions, Secret};
 
 mod access;
 mod cluster;
+mod data_dir;
 mod downgrade;
 mod k8s;
 mod kv;
 mod platform;
+mod quorum;
 mod snapshot;
 
 pub use access::*;
 pub use cluster::*;
+pub use data_dir::*;
 pub use downgrade::*;
 pub use k8s::*;
 pub use kv::*;
 pub use platform::*;
+pub use quorum::*;
 pub use snapshot::*;
 
 /// Safe etcd operations: health, status and membership today; backup and restore next.
@@ -384,6 +388,9 @@ pub enum Command {
     /// Cluster membership.
     #[command(subcommand)]
     Member(MemberCommand),
+    /// A member's data dir, offline: inspect its WAL, snap file and db.
+    #[command(subcommand)]
+    DataDir(DataDirCommand),
     /// Snapshot backups: save, list, verify, delete, prune.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
@@ -453,6 +460,11 @@ pub enum Command {
     /// --force), cancel it.
     #[command(subcommand)]
     Downgrade(DowngradeCommand),
+    /// Recovery from quorum loss through etcd's own WAL replay: plan it (the cluster asked
+    /// first, then the survivor chosen from each member's data-dir inspection) and verify the
+    /// survivor's force-new-cluster start.
+    #[command(subcommand)]
+    Quorum(QuorumCommand),
     /// Shell completion script for bash, zsh or fish on stdout.
     Completion(CompletionArgs),
     /// The manual page (roff) on stdout, or a page per command with --out-dir.

@@ -6,9 +6,22 @@
 //! The types below are the contract the survivor choice (`etcdops::quorum`) and the module
 //! `etcd_data_dir_info` build on.
 
+mod data_dir;
+mod error;
+mod pb;
+mod snap_files;
+#[cfg(test)]
+mod tests;
+mod wal_reader;
+
 use serde::{Deserialize, Serialize};
 
 use crate::status::DbMember;
+
+pub use data_dir::{inspect_data_dir, read_wal_bytes, read_wal_dir};
+pub use error::InspectError;
+pub use snap_files::{decode_snap_file, newest_snap, parse_snap_name};
+pub use wal_reader::{WalScanner, parse_segment_name};
 
 /// The raft state etcd persists in the WAL after every Ready: term, vote and commit index.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

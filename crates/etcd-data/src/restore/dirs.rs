@@ -128,6 +128,39 @@ fn current_uid() -> u32 {
         .unwrap_or(u32::MAX)
 }
 
+/// What moving the data dir `dir` aside renames: the dir its symlinks point to (the link
+/// is kept), or its `member` dir when it is a mount point (the mount is kept).
+pub fn aside_source(dir: &Path) -> Result<PathBuf, RestoreError> {
+    let layout = DirLayout::of(dir)?;
+    Ok(if layout.mount_point {
+        layout.real.join("member")
+    } else {
+        layout.real
+    })
+}
+
+/// The UTC time in the names of moved-aside dirs (`20261201T203000Z`).
+pub fn aside_stamp() -> String {
+    chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// The first free `DIR.bak-<stamp>` (then `-1`, `-2`, ...) beside `dir`: a name already
+/// taken (two moves in one second) is never overwritten.
+pub fn free_aside_path(dir: &Path, stamp: &str) -> Result<PathBuf, RestoreError> {
+    (0..1000)
+        .map(|n| {
+            if n == 0 {
+                aside_path(dir, stamp)
+            } else {
+                aside_path(dir, &format!("{stamp}-{n}"))
+            }
+        })
+        .find(|candidate| fs::symlink_metadata(candidate).is_err())
+        .ok_or_else(|| RestoreError::NotEmpty {
+            path: aside_path(dir, stamp),
+        })
+}
+
 /// `DIR.bak-<UTC time>` beside `dir`.
 pub(super) fn aside_path(dir: &Path, stamp: &str) -> PathBuf {
     let mut name = dir.as_os_str().to_os_string();
@@ -177,7 +210,8 @@ pub(super) fn write_file(path: &Path, bytes: &[u8], size: Option<u64>) -> Result
     file.sync_all().map_err(&err)
 }
 
-pub(super) fn sync_dir(path: &Path) -> Result<(), RestoreError> {
+/// Flushes the directory `path` itself (its entries: a rename or a new file in it) to disk.
+pub fn sync_dir(path: &Path) -> Result<(), RestoreError> {
     File::open(path)
         .and_then(|d| d.sync_all())
         .map_err(io_err(path))

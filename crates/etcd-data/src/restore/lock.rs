@@ -10,7 +10,7 @@ use rustix::fs::{FlockOperation, flock};
 use super::RestoreError;
 
 /// `DIR/member/snap/db`.
-pub(super) fn db_of(data_dir: &Path) -> PathBuf {
+pub fn db_of(data_dir: &Path) -> PathBuf {
     data_dir.join("member").join("snap").join("db")
 }
 
@@ -28,7 +28,7 @@ pub fn lock_shared(file: &File, dir: &Path) -> Result<(), RestoreError> {
 }
 
 /// Refuses `data_dir` when a member runs on it (its db is locked); absent db: nothing to say.
-pub(super) fn refuse_if_running(data_dir: &Path) -> Result<(), RestoreError> {
+pub fn refuse_if_running(data_dir: &Path) -> Result<(), RestoreError> {
     match File::open(db_of(data_dir)) {
         Ok(file) => lock_shared(&file, data_dir),
         Err(_) => Ok(()),

@@ -39,17 +39,17 @@ use crate::status::TrailerCheck;
 
 pub use db::db_revision;
 pub use defaults as restore_defaults;
-pub use dirs::resolve_owner;
+pub use dirs::{aside_source, aside_stamp, free_aside_path, resolve_owner, sync_dir};
 pub use error::RestoreError;
 pub(crate) use error::{invalid, io_err};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
-pub use lock::lock_shared;
+pub use lock::{db_of, lock_shared, refuse_if_running};
 pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
 pub use replay::{AppendChanges, Changes, KeyEntry, NoReplay, Replay};
 pub use run::{restore_snapshot, restore_with_replay};
 pub use validate::{restore_spool_dir, validate_restore_request};
 
-use dirs::{make_dir, sync_dir};
+use dirs::make_dir;
 
 /// The guard decision every restore into a data dir asks before it reads or writes
 /// anything (also in a dry run): the OpenShift operator guard (cluster-etcd-operator owns

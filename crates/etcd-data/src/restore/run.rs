@@ -10,8 +10,8 @@ use bbolt::DbFile;
 
 use super::db::{Rewrite, copy_db};
 use super::dirs::{
-    aside_path, chown_tree, ensure_empty, inherited_owner, make_dir, non_empty, sync_dir,
-    write_file,
+    aside_stamp, chown_tree, ensure_empty, free_aside_path, inherited_owner, make_dir, non_empty,
+    sync_dir, write_file,
 };
 use super::marker::{ran_since_restore, wal_state};
 use super::placement::{Targets, WalPlacement};
@@ -560,24 +560,11 @@ impl<'a> Job<'a> {
 /// `DIR.bak-<UTC time>` for each dir to move aside; a name already taken (two restores in one
 /// second) gets a counter: never overwrite.
 fn aside_names(to_move: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, RestoreError> {
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
-    let mut moves = Vec::new();
-    for dir in to_move {
-        let aside = (0..1000)
-            .map(|n| {
-                if n == 0 {
-                    aside_path(dir, &stamp)
-                } else {
-                    aside_path(dir, &format!("{stamp}-{n}"))
-                }
-            })
-            .find(|candidate| fs::symlink_metadata(candidate).is_err())
-            .ok_or_else(|| RestoreError::NotEmpty {
-                path: aside_path(dir, &stamp),
-            })?;
-        moves.push((dir.clone(), aside));
-    }
-    Ok(moves)
+    let stamp = aside_stamp();
+    to_move
+        .iter()
+        .map(|dir| Ok((dir.clone(), free_aside_path(dir, &stamp)?)))
+        .collect()
 }
 
 /// The revision a point-in-time restore stops at, once the snapshot's own revision is known:

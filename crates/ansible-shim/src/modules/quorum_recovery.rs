@@ -1,0 +1,111 @@
+//! `etcd_quorum_recovery`: the decisions of a quorum-loss recovery (`etcdops::quorum`).
+//! `step: plan` asks the cluster first (a quorum serving: `none` or `regrow`), else chooses
+//! the survivor from each member's `etcd_data_dir_info` result, refusing split history, a
+//! member still running and a cluster with nothing to recover from. `step: verify_survivor`
+//! checks that the survivor runs alone, healthy, with its member ID and revision. Both are
+//! read-only, in check mode too.
+
+use etcdops::quorum::{
+    Candidate, PlanAction, QuorumError, candidate_from_report, plan_recovery, verify_survivor,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::context::Context;
+use crate::outcome::{ModuleError, Outcome};
+use crate::spec::{Kind, OptionSpec, opt};
+
+pub const OPTIONS: &[&[OptionSpec]] = &[&[
+    opt("step", Kind::Str)
+        .choices(&["plan", "verify_survivor"])
+        .default_str("plan"),
+    opt("members", Kind::DictList),
+    opt("survivor", Kind::Str),
+    opt("member_id", Kind::Str),
+    opt("min_revision", Kind::Int).default_int(0),
+]];
+
+#[derive(Deserialize)]
+struct Args {
+    #[serde(default)]
+    step: Option<String>,
+    #[serde(default)]
+    members: Option<Vec<Value>>,
+    #[serde(default)]
+    survivor: Option<String>,
+    #[serde(default)]
+    member_id: Option<String>,
+    #[serde(default)]
+    min_revision: Option<i64>,
+}
+
+/// `members` as candidates: each `{name, info}`.
+fn candidates(members: &[Value]) -> Result<Vec<Candidate>, ModuleError> {
+    members
+        .iter()
+        .enumerate()
+        .map(|(n, member)| {
+            let name = member.get("name").and_then(Value::as_str).ok_or_else(|| {
+                ModuleError::new(format!(
+                    "members[{n}]: give its etcd member name as 'name' and the registered result of etcd_data_dir_info on its host as 'info'"
+                ))
+            })?;
+            let info = member.get("info").ok_or_else(|| {
+                ModuleError::new(format!(
+                    "members[{n}] ({name}): give the registered result of etcd_data_dir_info on its host as 'info'"
+                ))
+            })?;
+            candidate_from_report(Some(name), info)
+                .map_err(|e| ModuleError::new(format!("members[{n}]: {e}")))
+        })
+        .collect()
+}
+
+pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
+    let args: Args = context.args()?;
+    let config = context.cluster()?;
+    if args.step.as_deref() == Some("verify_survivor") {
+        let member_id = args.member_id.ok_or_else(|| {
+            ModuleError::new(
+                "step verify_survivor needs member_id: the survivor's member ID, as the plan returned it",
+            )
+        })?;
+        let verified = verify_survivor(&config, &member_id, args.min_revision.unwrap_or(0))
+            .await
+            .map_err(|e| ModuleError::from_library(&e))?;
+        if let Some(survivor) = args.survivor.filter(|s| *s != verified.name) {
+            return Ok(Outcome::failure(format!(
+                "the one member is named {}, not {survivor}",
+                verified.name
+            )));
+        }
+        return Ok(Outcome::unchanged(format!(
+            "{} ({}) runs alone and healthy at revision {}",
+            verified.name, verified.member_id, verified.revision
+        ))
+        .with_fields(&verified));
+    }
+    let members = args.members.ok_or_else(|| {
+        ModuleError::new(
+            "step plan needs members: each member's name and the registered result of etcd_data_dir_info on its host",
+        )
+    })?;
+    let candidates = candidates(&members)?;
+    match plan_recovery(&config, &candidates).await {
+        Ok(plan) => {
+            let msg = match plan.action {
+                PlanAction::Recover => format!(
+                    "recover from {}: {}",
+                    plan.survivor.as_deref().unwrap_or(""),
+                    plan.reason
+                ),
+                PlanAction::None | PlanAction::Regrow => plan.reason.clone(),
+            };
+            Ok(Outcome::unchanged(msg).with_fields(&plan))
+        }
+        Err(QuorumError::Refused(refusal)) => Ok(Outcome::failure(refusal.message.clone())
+            .with("refusal", &refusal.kind)
+            .with("candidates", &refusal.candidates)),
+        Err(e) => Err(ModuleError::from_library(&e)),
+    }
+}

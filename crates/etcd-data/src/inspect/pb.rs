@@ -1,0 +1,94 @@
+//! The protobuf messages a data dir inspection reads (walpb, raftpb, etcdserverpb, snappb),
+//! declared with only the fields it needs: the others (an entry's data, a snapshot's v2
+//! store) are skipped by the decoder, never copied.
+
+/// `walpb.Record`: one framed WAL record.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Record {
+    /// Record type (metadata 1, entry 2, state 3, crc 4, snapshot 5).
+    #[prost(int64, tag = "1")]
+    pub kind: i64,
+    /// Running CRC-32C after this record's data (for a crc record: the one before).
+    #[prost(uint32, tag = "2")]
+    pub crc: u32,
+    /// The record's payload.
+    #[prost(bytes = "vec", tag = "3")]
+    pub data: Vec<u8>,
+}
+
+/// `raftpb.Entry`, without its type and data.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Entry {
+    /// Term.
+    #[prost(uint64, tag = "2")]
+    pub term: u64,
+    /// Index.
+    #[prost(uint64, tag = "3")]
+    pub index: u64,
+}
+
+/// `raftpb.HardState`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HardState {
+    /// Term.
+    #[prost(uint64, tag = "1")]
+    pub term: u64,
+    /// Vote.
+    #[prost(uint64, tag = "2")]
+    pub vote: u64,
+    /// Commit index.
+    #[prost(uint64, tag = "3")]
+    pub commit: u64,
+}
+
+/// `walpb.Snapshot`, without its ConfState.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WalSnapshot {
+    /// Index.
+    #[prost(uint64, tag = "1")]
+    pub index: u64,
+    /// Term.
+    #[prost(uint64, tag = "2")]
+    pub term: u64,
+}
+
+/// `etcdserverpb.Metadata`: who wrote the WAL.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Metadata {
+    /// Member ID.
+    #[prost(uint64, tag = "1")]
+    pub node_id: u64,
+    /// Cluster ID.
+    #[prost(uint64, tag = "2")]
+    pub cluster_id: u64,
+}
+
+/// `snappb.Snapshot`: a `.snap` file.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapFile {
+    /// CRC-32C of `data`.
+    #[prost(uint32, tag = "1")]
+    pub crc: u32,
+    /// A `raftpb.Snapshot`.
+    #[prost(bytes = "vec", tag = "2")]
+    pub data: Vec<u8>,
+}
+
+/// `raftpb.Snapshot`, without its data.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RaftSnapshot {
+    /// Its metadata.
+    #[prost(message, optional, tag = "2")]
+    pub metadata: Option<SnapshotMetadata>,
+}
+
+/// `raftpb.SnapshotMetadata`, without its ConfState.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapshotMetadata {
+    /// Index.
+    #[prost(uint64, tag = "2")]
+    pub index: u64,
+    /// Term.
+    #[prost(uint64, tag = "3")]
+    pub term: u64,
+}

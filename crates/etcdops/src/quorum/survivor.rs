@@ -1,0 +1,644 @@
+//! Which member survives a quorum loss: the one that committed the most, as its own WAL says.
+//! Pure: the inspections in, a choice or a refusal out.
+//!
+//! Raft commits an entry once a majority holds it, and a member's HardState commit says how
+//! far it knows entries are committed; the member with the highest committed (term, index)
+//! holds every write any survivor saw acknowledged. Ties go to the longer log, then the newer
+//! db, then the name (deterministic). Two members whose logs disagree at an index both
+//! committed come from split histories (a restore or an earlier force-new-cluster): refused.
+
+use std::cmp::Ordering;
+
+use etcd_data::{DataDirInspection, WalSummary};
+use serde::Serialize;
+
+use super::{Candidate, CandidateData};
+
+/// How one candidate was judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CandidateSummary {
+    /// The member name.
+    pub name: String,
+    /// Member ID (WAL metadata), when read.
+    pub member_id: Option<String>,
+    /// Cluster ID (WAL metadata), when read.
+    pub cluster_id: Option<String>,
+    /// Its data dir, when read.
+    pub data_dir: Option<String>,
+    /// Term of the last entry it knows committed.
+    pub committed_term: Option<u64>,
+    /// Index of that entry (the HardState's commit).
+    pub committed_index: Option<u64>,
+    /// Term of its last log entry.
+    pub last_term: Option<u64>,
+    /// Index of its last log entry.
+    pub last_index: Option<u64>,
+    /// Its db's revision.
+    pub revision: Option<i64>,
+    /// Committed entries in its WAL that its db has not applied yet (kept by WAL replay,
+    /// lost by a db-only rebuild).
+    pub committed_entries_beyond_db: Option<u64>,
+    /// etcd runs on it (its db is locked).
+    pub locked: bool,
+    /// It is a learner.
+    pub is_learner: bool,
+    /// Whether it is the survivor.
+    pub chosen: bool,
+    /// Why it is not (`None` for the survivor).
+    pub why_not_chosen: Option<String>,
+}
+
+/// The survivor and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SurvivorChoice {
+    /// The member to start once with `--force-new-cluster`.
+    pub survivor: String,
+    /// Its member ID (what the one-member cluster must show).
+    pub member_id: String,
+    /// Its cluster ID (kept by the recovery).
+    pub cluster_id: String,
+    /// Its data dir.
+    pub data_dir: String,
+    /// Its db's revision: the recovered cluster must serve at least this one.
+    pub min_revision: i64,
+    /// One sentence: why this member.
+    pub reason: String,
+    /// Every candidate, as judged, in the order given.
+    pub candidates: Vec<CandidateSummary>,
+    /// The others, to rejoin with fresh data dirs, in the order given.
+    pub rejoin: Vec<String>,
+}
+
+/// Why no survivor can be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RefusalKind {
+    /// Two members' logs disagree at an index both committed.
+    SplitHistory {
+        /// The member to keep (the higher committed term).
+        keep: String,
+        /// The member that disagrees with it.
+        other: String,
+        /// The index both committed where they disagree.
+        index: u64,
+    },
+    /// Two members belong to different clusters.
+    ClusterMismatch {
+        /// The member to keep (the higher committed term).
+        keep: String,
+        /// The member of the other cluster.
+        other: String,
+    },
+    /// etcd still runs on these members.
+    Locked {
+        /// Their names.
+        names: Vec<String>,
+    },
+    /// No voting member has a readable data dir.
+    NoData,
+}
+
+/// A refused choice: why, in one line, and every candidate as judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    /// The kind, with the members involved.
+    #[serde(flatten)]
+    pub kind: RefusalKind,
+    /// What was found and what to do.
+    pub message: String,
+    /// Every candidate, in the order given.
+    pub candidates: Vec<CandidateSummary>,
+}
+
+/// The term covering an index, as far as a WAL tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TermAt {
+    /// That term, exactly.
+    Known(u64),
+    /// Covered by the WAL's snapshot (before its first entry): that term or an older one.
+    AtMost(u64),
+    /// Beyond the log.
+    Unknown,
+}
+
+/// The term covering index `i` in `wal`: from its term starts among its entries, the
+/// snapshot's term at the snapshot's index, at most the snapshot's term before it.
+fn term_at(wal: &WalSummary, i: u64) -> TermAt {
+    if i == wal.snapshot.index {
+        return TermAt::Known(wal.snapshot.term);
+    }
+    let first = wal.term_starts.first().map(|t| t.first_index);
+    if let Some(first) = first
+        && i >= first
+        && i <= wal.last_index
+    {
+        let term = wal
+            .term_starts
+            .iter()
+            .rev()
+            .find(|t| t.first_index <= i)
+            .map_or(0, |t| t.term);
+        return TermAt::Known(term);
+    }
+    if i < wal.snapshot.index {
+        return TermAt::AtMost(wal.snapshot.term);
+    }
+    TermAt::Unknown
+}
+
+/// The highest committed (term, index) of a WAL: the term of the entry at the HardState's
+/// commit (the snapshot's when that entry is not among the WAL's own).
+pub fn committed_position(wal: &WalSummary) -> (u64, u64) {
+    let commit = wal.hard_state.commit;
+    let term = wal.commit_term.unwrap_or(match term_at(wal, commit) {
+        TermAt::Known(t) | TermAt::AtMost(t) => t,
+        TermAt::Unknown => 0,
+    });
+    (term, commit)
+}
+
+/// What the choice orders candidates by, best last: committed (term, index), then the last
+/// entry's (term, index), then the db revision.
+fn rank(inspection: &DataDirInspection) -> ((u64, u64), (u64, u64), i64) {
+    (
+        committed_position(&inspection.wal),
+        (inspection.wal.last_term, inspection.wal.last_index),
+        inspection.db.revision,
+    )
+}
+
+/// `a` before `b` when `a` is the better survivor (names ascending break the last tie).
+fn better(a: (&str, &DataDirInspection), b: (&str, &DataDirInspection)) -> Ordering {
+    rank(b.1).cmp(&rank(a.1)).then_with(|| a.0.cmp(b.0))
+}
+
+/// Whether two WALs disagree at the highest index both committed.
+fn split_at(a: &WalSummary, b: &WalSummary) -> Option<u64> {
+    let i = a.hard_state.commit.min(b.hard_state.commit);
+    if i == 0 {
+        return None;
+    }
+    let disagree = match (term_at(a, i), term_at(b, i)) {
+        (TermAt::Known(x), TermAt::Known(y)) => x != y,
+        (TermAt::Known(x), TermAt::AtMost(y)) | (TermAt::AtMost(y), TermAt::Known(x)) => x > y,
+        _ => false,
+    };
+    disagree.then_some(i)
+}
+
+fn summary(candidate: &Candidate) -> CandidateSummary {
+    let mut summary = CandidateSummary {
+        name: candidate.name.clone(),
+        member_id: None,
+        cluster_id: None,
+        data_dir: None,
+        committed_term: None,
+        committed_index: None,
+        last_term: None,
+        last_index: None,
+        revision: None,
+        committed_entries_beyond_db: None,
+        locked: false,
+        is_learner: false,
+        chosen: false,
+        why_not_chosen: None,
+    };
+    match &candidate.data {
+        CandidateData::Inspected(i) => {
+            let (term, index) = committed_position(&i.wal);
+            summary.member_id = Some(i.wal.member_id.clone());
+            summary.cluster_id = Some(i.wal.cluster_id.clone());
+            summary.data_dir = Some(i.data_dir.clone());
+            summary.committed_term = Some(term);
+            summary.committed_index = Some(index);
+            summary.last_term = Some(i.wal.last_term);
+            summary.last_index = Some(i.wal.last_index);
+            summary.revision = Some(i.db.revision);
+            summary.committed_entries_beyond_db = Some(i.committed_entries_beyond_db);
+            summary.locked = i.locked;
+            summary.is_learner = i.is_learner;
+            summary.why_not_chosen = if i.locked {
+                Some("etcd runs on it (its db is locked)".into())
+            } else if i.is_learner {
+                Some("it is a learner: its log may lack committed entries".into())
+            } else {
+                None
+            };
+        }
+        CandidateData::Absent => summary.why_not_chosen = Some("it has no data dir".into()),
+        CandidateData::Unreadable(why) => {
+            summary.why_not_chosen = Some(format!("its data dir could not be read: {why}"))
+        }
+    }
+    summary
+}
+
+/// The survivor among `candidates`: the voter with the highest committed (term, index);
+/// ties go to the higher (last term, last index), then the higher db revision, then the name
+/// that sorts first.
+///
+/// Refused: a candidate etcd still runs on (stop it first: a member of a live quorum is
+/// never chosen, and a running member's files change under the inspection); two candidates
+/// of different clusters, or whose logs disagree at the highest index both committed (split
+/// history: the message names the one to keep, the higher committed term, and says that a
+/// backup restore is the right call when unsure); no voter with a readable data dir
+/// (restore from a backup). A learner is never chosen.
+pub fn choose_survivor(candidates: &[Candidate]) -> Result<SurvivorChoice, Refusal> {
+    let mut summaries: Vec<CandidateSummary> = candidates.iter().map(summary).collect();
+    let refuse = |kind: RefusalKind, message: String, summaries: &[CandidateSummary]| Refusal {
+        kind,
+        message,
+        candidates: summaries.to_vec(),
+    };
+    let locked: Vec<String> = summaries
+        .iter()
+        .filter(|s| s.locked)
+        .map(|s| s.name.clone())
+        .collect();
+    if !locked.is_empty() {
+        let names = locked.join(", ");
+        return Err(refuse(
+            RefusalKind::Locked { names: locked },
+            format!(
+                "etcd still runs on {names} (its db is locked): stop etcd on {names} first, then plan again; a member of a live quorum is never chosen"
+            ),
+            &summaries,
+        ));
+    }
+    let inspected: Vec<(&str, &DataDirInspection)> = candidates
+        .iter()
+        .filter_map(|c| c.inspection().map(|i| (c.name.as_str(), i)))
+        .collect();
+    if let Some(refusal) = history_refusal(&inspected) {
+        let (kind, message) = refusal;
+        return Err(refuse(kind, message, &summaries));
+    }
+    let mut voters: Vec<(&str, &DataDirInspection)> = inspected
+        .iter()
+        .copied()
+        .filter(|(_, i)| !i.is_learner)
+        .collect();
+    voters.sort_by(|a, b| better(*a, *b));
+    let Some(&(name, best)) = voters.first() else {
+        return Err(refuse(
+            RefusalKind::NoData,
+            "no voting member has a readable data dir to recover from: restore the cluster from a backup instead".into(),
+            &summaries,
+        ));
+    };
+    let reason = reason(name, best, voters.get(1).copied());
+    for summary in &mut summaries {
+        if summary.name == name {
+            summary.chosen = true;
+        } else if summary.why_not_chosen.is_none() {
+            let other = inspected.iter().find(|(n, _)| *n == summary.name);
+            summary.why_not_chosen = Some(match other {
+                Some(&(_, other)) => behind(name, best, other),
+                None => "not inspected".into(),
+            });
+        }
+    }
+    Ok(SurvivorChoice {
+        survivor: name.to_string(),
+        member_id: best.wal.member_id.clone(),
+        cluster_id: best.wal.cluster_id.clone(),
+        data_dir: best.data_dir.clone(),
+        min_revision: best.db.revision,
+        reason,
+        rejoin: candidates
+            .iter()
+            .filter(|c| c.name != name)
+            .map(|c| c.name.clone())
+            .collect(),
+        candidates: summaries,
+    })
+}
+
+/// A refusal for two inspected candidates of different clusters or split histories.
+fn history_refusal(inspected: &[(&str, &DataDirInspection)]) -> Option<(RefusalKind, String)> {
+    for (n, a) in inspected.iter().enumerate() {
+        for b in &inspected[n + 1..] {
+            // The one to keep: the higher committed term (then the better rank).
+            let (keep, other) = match committed_position(&a.1.wal)
+                .0
+                .cmp(&committed_position(&b.1.wal).0)
+                .then_with(|| better(*b, *a))
+            {
+                Ordering::Less => (b, a),
+                _ => (a, b),
+            };
+            let (keep_term, keep_index) = committed_position(&keep.1.wal);
+            let keep_why = format!(
+                "keep {} (committed term {keep_term}, index {keep_index}) and rejoin the others from it, or restore the cluster from a backup if unsure which history is right",
+                keep.0
+            );
+            if a.1.wal.cluster_id != b.1.wal.cluster_id {
+                return Some((
+                    RefusalKind::ClusterMismatch {
+                        keep: keep.0.into(),
+                        other: other.0.into(),
+                    },
+                    format!(
+                        "{} and {} belong to different clusters ({} and {}): their histories are unrelated; {keep_why}",
+                        keep.0, other.0, keep.1.wal.cluster_id, other.1.wal.cluster_id
+                    ),
+                ));
+            }
+            if let Some(index) = split_at(&keep.1.wal, &other.1.wal) {
+                let term = |w: &WalSummary| match term_at(w, index) {
+                    TermAt::Known(t) => format!("term {t}"),
+                    TermAt::AtMost(t) => format!("term {t} or older"),
+                    TermAt::Unknown => "an unknown term".into(),
+                };
+                return Some((
+                    RefusalKind::SplitHistory {
+                        keep: keep.0.into(),
+                        other: other.0.into(),
+                        index,
+                    },
+                    format!(
+                        "split history: {} and {} both committed index {index} but with different terms ({} on {}, {} on {}); {keep_why}",
+                        keep.0,
+                        other.0,
+                        term(&keep.1.wal),
+                        keep.0,
+                        term(&other.1.wal),
+                        other.0
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// One sentence: why `name` won over the runner-up.
+fn reason(
+    name: &str,
+    best: &DataDirInspection,
+    next: Option<(&str, &DataDirInspection)>,
+) -> String {
+    let (term, index) = committed_position(&best.wal);
+    let kept = match best.committed_entries_beyond_db {
+        0 => String::new(),
+        n => format!(" ({n} committed entries beyond its db, kept by the WAL replay)"),
+    };
+    let Some((other, next)) = next else {
+        return format!(
+            "{name} is the only voting member with a readable data dir: committed term {term}, index {index}, revision {}{kept}",
+            best.db.revision
+        );
+    };
+    let (best_rank, next_rank) = (rank(best), rank(next));
+    let why = if best_rank.0 != next_rank.0 {
+        format!("the highest committed (term, index): ({term}, {index})")
+    } else if best_rank.1 != next_rank.1 {
+        format!(
+            "the highest committed (term, index) ({term}, {index}), shared with {other}, and the longer log (last entry term {}, index {})",
+            best.wal.last_term, best.wal.last_index
+        )
+    } else if best_rank.2 != next_rank.2 {
+        format!(
+            "the same log as {other} up to ({term}, {index}) and the newer db (revision {})",
+            best.db.revision
+        )
+    } else {
+        format!("the same log and db as {other} ({term}, {index}); chosen by name")
+    };
+    format!("{name} has {why}{kept}")
+}
+
+/// Why `other` is not chosen, next to the survivor `name`.
+fn behind(name: &str, best: &DataDirInspection, other: &DataDirInspection) -> String {
+    let (bt, bi) = committed_position(&best.wal);
+    let (ot, oi) = committed_position(&other.wal);
+    if (ot, oi) != (bt, bi) {
+        format!("it committed up to ({ot}, {oi}), behind {name}'s ({bt}, {bi})")
+    } else if (other.wal.last_term, other.wal.last_index)
+        != (best.wal.last_term, best.wal.last_index)
+    {
+        format!(
+            "same committed position as {name}, shorter log (last entry ({}, {}))",
+            other.wal.last_term, other.wal.last_index
+        )
+    } else if other.db.revision != best.db.revision {
+        format!(
+            "same log as {name}, older db (revision {})",
+            other.db.revision
+        )
+    } else {
+        format!("same log and db as {name}, whose name sorts first")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use etcd_data::SnapPosition;
+
+    use super::super::testing::{inspection, member};
+    use super::*;
+
+    fn kind(result: Result<SurvivorChoice, Refusal>) -> (RefusalKind, String) {
+        let refusal = result.unwrap_err();
+        (refusal.kind, refusal.message)
+    }
+
+    #[test]
+    fn the_member_with_the_newer_committed_index_wins() {
+        let a = member("a", &[(2, 1)], 100, 90, 80);
+        let b = member("b", &[(2, 1)], 120, 118, 110);
+        let c = member("c", &[(2, 1)], 95, 95, 85);
+        let choice = choose_survivor(&[a, b, c]).unwrap();
+        assert_eq!(choice.survivor, "b");
+        assert_eq!(choice.rejoin, ["a", "c"]);
+        assert_eq!(choice.min_revision, 110);
+        assert!(
+            choice
+                .reason
+                .contains("highest committed (term, index): (2, 118)"),
+            "{}",
+            choice.reason
+        );
+        let a = &choice.candidates[0];
+        assert_eq!((a.committed_term, a.committed_index), (Some(2), Some(90)));
+        assert!(
+            a.why_not_chosen
+                .as_deref()
+                .unwrap()
+                .contains("behind b's (2, 118)")
+        );
+        assert!(choice.candidates[1].chosen && choice.candidates[1].why_not_chosen.is_none());
+        assert_eq!(choice.candidates[1].committed_entries_beyond_db, Some(3));
+    }
+
+    #[test]
+    fn a_higher_committed_term_beats_a_longer_log() {
+        // a appended more entries in term 3 but b committed further, in term 4: a's extra
+        // entries were never committed (force-new-cluster drops them).
+        let a = member("a", &[(3, 1)], 140, 100, 90);
+        let b = member("b", &[(3, 1), (4, 101)], 105, 105, 95);
+        assert_eq!(choose_survivor(&[a, b]).unwrap().survivor, "b");
+        // Ranked term first: (4, 90) is above (3, 100).
+        let mut x = member("x", &[(3, 1)], 100, 100, 1);
+        let mut y = member("y", &[(4, 1)], 90, 90, 1);
+        let (x, y) = (inspection(&mut x).clone(), inspection(&mut y).clone());
+        assert_eq!(better(("y", &y), ("x", &x)), Ordering::Less);
+    }
+
+    #[test]
+    fn ties_go_to_the_longer_log_then_the_newer_db_then_the_name() {
+        let a = member("a", &[(2, 1)], 100, 100, 50);
+        let b = member("b", &[(2, 1)], 102, 100, 40);
+        let choice = choose_survivor(&[a.clone(), b]).unwrap();
+        assert_eq!(choice.survivor, "b");
+        assert!(choice.reason.contains("longer log"), "{}", choice.reason);
+        let c = member("c", &[(2, 1)], 100, 100, 60);
+        assert_eq!(choose_survivor(&[a.clone(), c]).unwrap().survivor, "c");
+        let z = member("z", &[(2, 1)], 100, 100, 50);
+        let choice = choose_survivor(&[z, a]).unwrap();
+        assert_eq!(choice.survivor, "a");
+        assert!(
+            choice.reason.contains("chosen by name"),
+            "{}",
+            choice.reason
+        );
+    }
+
+    #[test]
+    fn split_history_is_refused_naming_the_member_to_keep() {
+        // Both committed index 50, in term 3 on a and in term 4 on b.
+        let a = member("a", &[(2, 1), (3, 40)], 60, 60, 50);
+        let b = member("b", &[(2, 1), (4, 45)], 55, 50, 45);
+        let (kind, message) = kind(choose_survivor(&[a, b]));
+        assert_eq!(
+            kind,
+            RefusalKind::SplitHistory {
+                keep: "b".into(),
+                other: "a".into(),
+                index: 50
+            }
+        );
+        assert!(message.contains("keep b (committed term 4"), "{message}");
+        assert!(
+            message.contains("restore the cluster from a backup"),
+            "{message}"
+        );
+        // Agreeing at the common committed index is no split, even if later terms differ.
+        let a = member("a", &[(2, 1), (3, 46)], 60, 45, 50);
+        let b = member("b", &[(2, 1), (4, 46)], 55, 50, 45);
+        assert_eq!(
+            choose_survivor(&[a, b]).unwrap().survivor,
+            "b",
+            "index 45 is term 2 on both"
+        );
+    }
+
+    #[test]
+    fn a_common_index_under_a_snapshot_compares_with_the_snapshot_term() {
+        // a's WAL starts after its snapshot at index 80 (term 3): index 70 is term 3 or
+        // older there; b says term 5 covers it: split.
+        let mut a = member("a", &[(3, 81)], 100, 100, 90);
+        inspection(&mut a).wal.snapshot = SnapPosition { index: 80, term: 3 };
+        let b = member("b", &[(2, 1), (5, 60)], 70, 70, 60);
+        let (kind, _) = kind(choose_survivor(&[a.clone(), b]));
+        assert!(matches!(kind, RefusalKind::SplitHistory { index: 70, .. }));
+        // b's term 2 at index 70 fits under a's snapshot: a is chosen.
+        let b = member("b", &[(2, 1)], 70, 70, 60);
+        assert_eq!(choose_survivor(&[a, b]).unwrap().survivor, "a");
+    }
+
+    #[test]
+    fn members_of_different_clusters_are_refused() {
+        let a = member("a", &[(2, 1)], 100, 100, 50);
+        let mut b = member("b", &[(3, 1)], 10, 10, 5);
+        inspection(&mut b).wal.cluster_id = "c2".into();
+        let (kind, message) = kind(choose_survivor(&[a, b]));
+        assert_eq!(
+            kind,
+            RefusalKind::ClusterMismatch {
+                keep: "b".into(),
+                other: "a".into()
+            }
+        );
+        assert!(
+            message.contains("different clusters (c2 and c1)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_running_member_is_never_chosen_and_refuses_the_plan() {
+        let a = member("a", &[(2, 1)], 100, 100, 50);
+        let mut b = member("b", &[(2, 1)], 120, 120, 60);
+        inspection(&mut b).locked = true;
+        let refusal = choose_survivor(&[a, b]).unwrap_err();
+        assert_eq!(
+            refusal.kind,
+            RefusalKind::Locked {
+                names: vec!["b".into()]
+            }
+        );
+        assert!(
+            refusal.message.contains("stop etcd on b first"),
+            "{}",
+            refusal.message
+        );
+        assert!(refusal.candidates[1].locked);
+    }
+
+    #[test]
+    fn a_learner_is_never_chosen() {
+        let a = member("a", &[(2, 1)], 100, 90, 50);
+        let mut b = member("b", &[(2, 1)], 120, 120, 60);
+        inspection(&mut b).is_learner = true;
+        let choice = choose_survivor(&[a, b.clone()]).unwrap();
+        assert_eq!(choice.survivor, "a");
+        assert!(
+            choice.candidates[1]
+                .why_not_chosen
+                .as_deref()
+                .unwrap()
+                .contains("learner")
+        );
+        let (kind, _) = kind(choose_survivor(&[b]));
+        assert_eq!(kind, RefusalKind::NoData);
+    }
+
+    #[test]
+    fn nothing_with_data_is_refused_pointing_to_a_backup_restore() {
+        let absent = Candidate {
+            name: "a".into(),
+            data: CandidateData::Absent,
+        };
+        let broken = Candidate {
+            name: "b".into(),
+            data: CandidateData::Unreadable("WAL record 3: CRC mismatch".into()),
+        };
+        let refusal = choose_survivor(&[absent.clone(), broken.clone()]).unwrap_err();
+        assert_eq!(refusal.kind, RefusalKind::NoData);
+        assert!(
+            refusal.message.contains("from a backup"),
+            "{}",
+            refusal.message
+        );
+        assert!(
+            refusal.candidates[1]
+                .why_not_chosen
+                .as_deref()
+                .unwrap()
+                .contains("CRC mismatch")
+        );
+        assert!(choose_survivor(&[]).is_err());
+        // With one readable member, it is chosen and the others rejoin.
+        let c = member("c", &[(2, 1)], 10, 10, 5);
+        let choice = choose_survivor(&[absent, broken, c]).unwrap();
+        assert_eq!(choice.survivor, "c");
+        assert_eq!(choice.rejoin, ["a", "b"]);
+        assert!(
+            choice.reason.contains("only voting member"),
+            "{}",
+            choice.reason
+        );
+    }
+}
