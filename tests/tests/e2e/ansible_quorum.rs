@@ -504,3 +504,47 @@ fn quorum_recover_compared_with_the_db_rebuild_after_a_power_cut() {
         "the role lost more than the db rebuild: {role_lost:?}"
     );
 }
+
+/// `etcd_static_pod` on a kubeadm node whose etcd the kubelet stand-in runs: a forced start
+/// puts `--force-new-cluster` in the manifest (etcd says it forces a restart), a normal start
+/// takes it out again, byte for byte.
+#[test]
+fn static_pod_starts_etcd_once_with_force_new_cluster() {
+    let node = crate::platform::KubeadmNode::start();
+    let collection = Collection::install();
+    let manifest = node.root().join("etc/kubernetes/manifests/etcd.yaml");
+    let log = node.root().join("kubelet-etcd.log");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let forced_starts = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("forcing restart")
+            .count()
+    };
+    let cycle = |force: bool| {
+        let task = |state: &str| {
+            json!({"etcd.core.etcd_static_pod": {
+                "state": state, "root": node.root(), "timeout": 60, "force_new_cluster": force,
+            }})
+        };
+        let play = json!([{"hosts": "target", "gather_facts": false,
+            "tasks": [task("stopped"), task("started")]}])
+        .to_string();
+        let inventory = "target ansible_connection=local ansible_python_interpreter=/nonexistent\n";
+        let run = collection.playbook(&play, inventory, &json!({}), &[], &[]);
+        assert_ok(&run);
+        run
+    };
+    let run = cycle(true);
+    assert!(run.stdout.contains("--force-new-cluster added"), "{run}");
+    let forced = std::fs::read_to_string(&manifest).unwrap();
+    assert!(
+        forced.contains("    - etcd\n    - --force-new-cluster\n"),
+        "{forced}"
+    );
+    assert_eq!(forced_starts(), 1, "etcd did not start forced");
+    let run = cycle(false);
+    assert!(run.stdout.contains("--force-new-cluster removed"), "{run}");
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), original);
+    assert_eq!(forced_starts(), 1, "a normal start forced again");
+}
