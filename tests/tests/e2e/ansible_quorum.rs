@@ -495,13 +495,16 @@ fn quorum_recover_compared_with_the_db_rebuild_after_a_power_cut() {
         role_lost.len(),
         db_lost.len()
     );
-    // Not zero for sure: force-new-cluster keeps the WAL only up to the commit index its
-    // HardState holds, and etcd acknowledges a write while that HardState is still being
-    // written; with every member killed at once the last write or so can be in that window
-    // (seen: 1 of 406). The db rebuild loses every write since its last backend commit.
+    // Not zero for sure: force-new-cluster keeps a WAL only up to the commit index its
+    // HardState holds, and etcd acknowledges a write while that HardState may still be
+    // unwritten; with every member killed at once the newest write can be in that window
+    // (seen: the newest 1 of ~400, in 2 of 7 runs). Never an older one.
+    let mut revisions: Vec<i64> = acked.iter().map(|(_, r)| *r).collect();
+    revisions.sort_unstable();
+    let window = revisions[revisions.len().saturating_sub(3)];
     assert!(
-        role_lost.len() <= db_lost.len(),
-        "the role lost more than the db rebuild: {role_lost:?}"
+        role_lost.iter().all(|(_, r)| *r >= window),
+        "the role lost writes older than the last three acknowledged: {role_lost:?}"
     );
 }
 
