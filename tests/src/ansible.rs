@@ -174,6 +174,40 @@ impl Collection {
         env: &[(&str, &str)],
         extra_args: &[&str],
     ) -> PlaybookRun {
+        let (mut cmd, _work) = self.command(playbook, inventory, extra_vars, env, extra_args);
+        let out = cmd.output().expect("run ansible-playbook");
+        PlaybookRun {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Starts `playbook` as [`Collection::playbook`] runs it, its stdout piped (a test reads
+    /// it as it comes and may kill the run half-way; its files live as long as the result).
+    pub fn spawn_playbook(&self, playbook: &str, inventory: &str) -> SpawnedPlaybook {
+        let (mut cmd, work) = self.command(playbook, inventory, &serde_json::json!({}), &[], &[]);
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start ansible-playbook");
+        let stdout = child.stdout.take().expect("piped stdout");
+        SpawnedPlaybook {
+            child,
+            stdout,
+            _work: work,
+        }
+    }
+
+    fn command(
+        &self,
+        playbook: &str,
+        inventory: &str,
+        extra_vars: &serde_json::Value,
+        env: &[(&str, &str)],
+        extra_args: &[&str],
+    ) -> (Command, tempfile::TempDir) {
         let work = tempfile::tempdir_in(self.dir.path()).expect("temp dir");
         let play = work.path().join("play.yml");
         std::fs::write(&play, playbook).expect("write playbook");
@@ -220,13 +254,17 @@ impl Collection {
         for (name, value) in env {
             cmd.env(name, value);
         }
-        let out = cmd.output().expect("run ansible-playbook");
-        PlaybookRun {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        (cmd, work)
     }
+}
+
+/// A running `ansible-playbook` ([`Collection::spawn_playbook`]).
+pub struct SpawnedPlaybook {
+    /// The process.
+    pub child: std::process::Child,
+    /// Its standard output.
+    pub stdout: std::process::ChildStdout,
+    _work: tempfile::TempDir,
 }
 
 /// The `ETCDCTL_*` variables a test must not inherit.

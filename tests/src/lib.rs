@@ -26,7 +26,9 @@ mod standalone;
 mod stores;
 mod supervised;
 
-pub use ansible::{Collection, PlaybookRun, ansible_venv, role_playbook, shim_path};
+pub use ansible::{
+    Collection, PlaybookRun, SpawnedPlaybook, ansible_venv, role_playbook, shim_path,
+};
 pub use certs::Certs;
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use compat::{SideBySide, assert_same_json, assert_same_output, remove_pointer, side_by_side};

@@ -69,6 +69,31 @@ impl SupervisedMember {
         );
     }
 
+    /// The pid of its etcd, from the supervisor's pid file, while that process lives.
+    pub fn pid(&self) -> Option<String> {
+        let pid = std::fs::read_to_string(self.dir.join("etcd.pid")).ok()?;
+        let pid = pid.trim().to_string();
+        Path::new("/proc").join(&pid).exists().then_some(pid)
+    }
+
+    /// Kills its etcd with SIGKILL (a crash; all members at once: a power cut, as far as
+    /// the page cache survives it) and returns once the process is gone.
+    pub fn kill(&self) {
+        let Some(pid) = self.pid() else { return };
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // A killed child of the supervisor's nohup is reaped by init: gone from /proc.
+        while Path::new("/proc").join(&pid).exists() && Instant::now() < deadline {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.split_whitespace().nth(2) == Some("Z") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // As systemd would see it: the unit is dead (a zombie may wait for its reaper).
+        let _ = std::fs::remove_file(self.dir.join("etcd.pid"));
+    }
+
     /// Stops the member through the supervisor (returns once the process is gone).
     pub fn stop(&self) {
         assert!(

@@ -47,6 +47,7 @@
 mod config;
 mod decode;
 mod error;
+mod force_new_cluster;
 mod guard;
 mod openshift_backup;
 mod platform;
@@ -62,6 +63,7 @@ pub use config::{
 };
 pub use decode::{DecodedValue, K8sGetRequest, decode_value, k8s_get};
 pub use error::{K8sError, Result};
+pub use force_new_cluster::{FORCE_NEW_CLUSTER_FLAG, set_force_new_cluster};
 pub use guard::{OPENSHIFT_ETCD_OPERATOR_KEYS, OperatorCheck, check_operator, openshift_procedure};
 pub use openshift_backup::{
     OPENSHIFT_BACKUP_PODS, OpenshiftBackupRequest, OpenshiftBackupResult, STATIC_POD_RESOURCES_DIR,

@@ -12,6 +12,7 @@ use etcd_core::{ClusterConfig, ConnectionOptions, Targets, endpoint_health};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{K8sError, Result};
+use crate::force_new_cluster::{FORCE_NEW_CLUSTER_FLAG, replace_file, set_force_new_cluster};
 use crate::openshift_backup::STATIC_POD_RESOURCES_DIR;
 use crate::platform::{
     DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, OPENSHIFT_MANIFEST, Platform, PlatformInfo,
@@ -61,6 +62,11 @@ pub struct StaticPodRequest {
     /// there is one; without it, only the client ports are watched).
     #[serde(default)]
     pub crictl: Option<PathBuf>,
+    /// Starting: with `--force-new-cluster` in the etcd container's command (the one start
+    /// that recovers a lost quorum; refused while etcd runs from the manifest in place), else
+    /// without it (a normal start removes the flag a forced start left).
+    #[serde(default)]
+    pub force_new_cluster: bool,
 }
 
 impl StaticPodRequest {
@@ -125,6 +131,11 @@ pub struct StaticPodResult {
     pub crictl: Option<PathBuf>,
     /// Notes (such as a leftover parked copy).
     pub notes: Vec<String>,
+    /// Whether the manifest starts etcd with `--force-new-cluster` (now, or in a dry run
+    /// after the start).
+    pub force_new_cluster: bool,
+    /// Whether `--force-new-cluster` was (or would be) added to or removed from the manifest.
+    pub force_new_cluster_changed: bool,
 }
 
 impl StaticPodResult {
@@ -132,7 +143,7 @@ impl StaticPodResult {
     pub fn summary(&self, dry_run: bool) -> String {
         let waited = Duration::from_millis(self.waited_ms).as_secs_f64();
         let (manifest, parked) = (self.manifest.display(), self.parked_manifest.display());
-        match (self.state, self.changed, dry_run) {
+        let text = match (self.state, self.changed, dry_run) {
             (PodState::Stopped, true, true) => {
                 format!("would move {manifest} to {parked} and wait for etcd to stop")
             }
@@ -149,6 +160,16 @@ impl StaticPodResult {
                 format!("started: manifest back at {manifest}; etcd healthy after {waited:.1}s")
             }
             (PodState::Started, false, _) => format!("already started: manifest at {manifest}"),
+        };
+        match (self.force_new_cluster_changed, self.force_new_cluster) {
+            (true, true) => {
+                format!("{text} (with {FORCE_NEW_CLUSTER_FLAG} added to etcd's command)")
+            }
+            (true, false) => {
+                format!("{text} ({FORCE_NEW_CLUSTER_FLAG} removed from etcd's command)")
+            }
+            (false, true) => format!("{text} (with {FORCE_NEW_CLUSTER_FLAG})"),
+            (false, false) => text,
         }
     }
 }
@@ -281,6 +302,17 @@ struct Places {
     is_parked: bool,
 }
 
+impl Places {
+    /// The manifest file there is: in place, else parked.
+    fn source(&self) -> &Path {
+        if self.in_place {
+            &self.manifest
+        } else {
+            &self.parked
+        }
+    }
+}
+
 /// Finds the manifest (in place or parked) and reads it.
 fn locate(request: &StaticPodRequest) -> Result<(Places, PlatformInfo)> {
     let manifest = request.manifest_path();
@@ -349,6 +381,8 @@ pub async fn static_pod(
         waited_ms: 0,
         crictl: None,
         notes: Vec::new(),
+        force_new_cluster: false,
+        force_new_cluster_changed: false,
     };
     match request.state {
         PodState::Stopped => stop(request, &places, &info, &mut result).await?,
@@ -433,6 +467,33 @@ async fn stop(
     Ok(())
 }
 
+/// The manifest's text with or without `--force-new-cluster` as the request asks, when it
+/// must change (told in `result`). A forced start is refused while etcd runs from the
+/// manifest in place (the kubelet would restart it forced at once): stop it first.
+fn flag_edit(
+    request: &StaticPodRequest,
+    places: &Places,
+    result: &mut StaticPodResult,
+) -> Result<Option<String>> {
+    let source = places.source();
+    let text = std::fs::read_to_string(source).map_err(io("read", source))?;
+    let edit = set_force_new_cluster(source, &text, request.force_new_cluster)?;
+    result.force_new_cluster = request.force_new_cluster;
+    if edit.is_some() {
+        if request.force_new_cluster && places.in_place {
+            return Err(K8sError::BadConfig {
+                path: places.manifest.display().to_string(),
+                reason: format!(
+                    "etcd runs from this manifest; stop it first (the manifest parked), then start it with {FORCE_NEW_CLUSTER_FLAG}"
+                ),
+            });
+        }
+        result.changed = true;
+        result.force_new_cluster_changed = true;
+    }
+    Ok(edit)
+}
+
 /// Moves the manifest back and waits until etcd is healthy.
 async fn start(
     request: &StaticPodRequest,
@@ -448,6 +509,7 @@ async fn start(
         ));
     }
     result.changed = !places.in_place;
+    let edit = flag_edit(request, places, result)?;
     let config = match connection {
         Some(config) => config.clone(),
         None => info
@@ -457,6 +519,9 @@ async fn start(
     result.endpoints = config.endpoints.clone();
     if request.dry_run {
         return Ok(());
+    }
+    if let Some(text) = &edit {
+        replace_file(places.source(), text)?;
     }
     if !places.in_place {
         move_no_clobber(&places.parked, &places.manifest)?;
@@ -534,6 +599,7 @@ mod tests {
             root: None,
             dry_run: true,
             crictl: None,
+            force_new_cluster: false,
         };
         let err = static_pod(&request, None).await.unwrap_err().to_string();
         assert!(err.contains("parking_dir"), "{err}");
@@ -548,6 +614,7 @@ mod tests {
             root: Some(root.to_path_buf()),
             dry_run: true,
             crictl: None,
+            force_new_cluster: false,
         }
     }
 
@@ -582,5 +649,75 @@ mod tests {
         };
         assert_eq!(given.manifest_path(), Path::new("/srv/etcd.yaml"));
         assert_eq!(given.parking_dir_path(), Path::new("/srv/parked"));
+    }
+
+    const MANIFEST: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+  namespace: kube-system
+spec:
+  containers:
+  - command:
+    - etcd
+    - --advertise-client-urls=http://127.0.0.1:1
+    - --listen-client-urls=http://127.0.0.1:1
+    - --data-dir=/var/lib/etcd
+    - --name=cp0
+    image: registry.k8s.io/etcd:3.5.15-0
+    name: etcd
+";
+
+    #[tokio::test]
+    async fn a_forced_start_edits_the_parked_manifest_and_never_the_running_one() {
+        let host = tempfile::tempdir().unwrap();
+        let kubelet = host.path().join("etc/kubernetes/manifests");
+        let parking = host.path().join("etc/kubernetes/etcdops-parked");
+        std::fs::create_dir_all(&kubelet).unwrap();
+        std::fs::create_dir_all(&parking).unwrap();
+        let parked = parking.join("etcd.yaml");
+        std::fs::write(&parked, MANIFEST).unwrap();
+        let request = StaticPodRequest {
+            state: PodState::Started,
+            force_new_cluster: true,
+            ..request_under(host.path())
+        };
+        // Check mode: reported, nothing edited or moved.
+        let result = static_pod(&request, None).await.unwrap();
+        assert!(result.changed && result.force_new_cluster_changed && result.force_new_cluster);
+        assert!(
+            result.summary(true).contains("--force-new-cluster added"),
+            "{}",
+            result.summary(true)
+        );
+        assert_eq!(std::fs::read_to_string(&parked).unwrap(), MANIFEST);
+        // Running from the manifest in place: a forced start is refused, the file unchanged.
+        std::fs::rename(&parked, kubelet.join("etcd.yaml")).unwrap();
+        let err = static_pod(&request, None).await.unwrap_err().to_string();
+        assert!(err.contains("stop it first"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(kubelet.join("etcd.yaml")).unwrap(),
+            MANIFEST
+        );
+        // Already without the flag and in place: a normal start changes nothing.
+        let normal = StaticPodRequest {
+            force_new_cluster: false,
+            ..request.clone()
+        };
+        let result = static_pod(&normal, None).await.unwrap();
+        assert!(!result.changed && !result.force_new_cluster_changed);
+        // Left forced in place (a run killed after the forced start): a normal start takes
+        // the flag out (in check mode only reported).
+        let forced = set_force_new_cluster(Path::new("etcd.yaml"), MANIFEST, true)
+            .unwrap()
+            .unwrap();
+        std::fs::write(kubelet.join("etcd.yaml"), &forced).unwrap();
+        let result = static_pod(&normal, None).await.unwrap();
+        assert!(result.changed && result.force_new_cluster_changed && !result.force_new_cluster);
+        assert_eq!(
+            std::fs::read_to_string(kubelet.join("etcd.yaml")).unwrap(),
+            forced
+        );
     }
 }

@@ -11,6 +11,7 @@ mod ansible_encryption;
 mod ansible_galaxy;
 mod ansible_modules21;
 mod ansible_platform;
+mod ansible_quorum;
 mod ansible_restore_controller;
 mod ansible_roles;
 mod ansible_roles21;

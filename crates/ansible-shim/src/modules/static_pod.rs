@@ -1,6 +1,8 @@
 //! `etcd_static_pod`: stop a static etcd pod by parking its manifest outside the kubelet's
 //! directory (kept, never deleted) and waiting until etcd is gone, or start it by moving the
-//! manifest back and waiting until etcd is healthy. No Python needed on the host.
+//! manifest back and waiting until etcd is healthy; `force_new_cluster` starts it once with
+//! `--force-new-cluster` in the etcd container's command (a normal start removes the flag).
+//! No Python needed on the host.
 
 use etcd_k8s::{PodState, StaticPodRequest, static_pod};
 use serde_json::json;
@@ -16,6 +18,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("manifest", Kind::Path),
     opt("parking_dir", Kind::Path).default_str("/etc/kubernetes/etcdops-parked"),
     opt("timeout", Kind::Int).default_int(120),
+    opt("force_new_cluster", Kind::Bool).default_bool(false),
 ]];
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -102,6 +102,7 @@ async fn pod(
         root: Some(root(global)),
         dry_run: args.dry_run,
         crictl: None,
+        force_new_cluster: false,
     };
     // Connection flags given explicitly are used for the health check; else the manifest's.
     let explicit = global.connection_options().or_env()?;
