@@ -9,9 +9,9 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use etcd_core::ClusterConfig;
 use etcdops::quorum::{
-    Candidate, CandidateSummary, DataDirAside, QuorumError, RecoveryPlan, Refusal,
+    Candidate, CandidateSummary, DataDirAside, PlanOptions, QuorumError, RecoveryPlan, Refusal,
     SurvivorVerified, candidate_from_report, copy_data_dir_aside, move_data_dir_aside,
-    plan_recovery, verify_survivor,
+    plan_recovery_with, verify_survivor,
 };
 use serde::Serialize;
 
@@ -32,7 +32,10 @@ pub async fn run(
                 .iter()
                 .map(|file| read_candidate(file))
                 .collect::<Result<Vec<_>>>()?;
-            match plan_recovery(config, &candidates).await {
+            let options = PlanOptions {
+                restart_intact: !args.force_survivor,
+            };
+            match plan_recovery_with(config, &candidates, options).await {
                 Ok(plan) => {
                     print(format, &PlanView(plan))?;
                     Ok(ExitStatus::Success)
@@ -166,6 +169,9 @@ impl Render for PlanView {
                 "survivor {} (member {id}), revision at least {revision}",
                 plain(survivor)
             ));
+        }
+        if !plan.restart.is_empty() {
+            lines.push(format!("restart {}", plain(&plan.restart.join(", "))));
         }
         if !plan.rejoin.is_empty() {
             lines.push(format!("rejoin {}", plain(&plan.rejoin.join(", "))));
