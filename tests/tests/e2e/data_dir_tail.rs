@@ -127,8 +127,10 @@ fn uncommitted(dir: &Path) -> u64 {
     run.json()["wal"]["uncommitted_entries"].as_u64().unwrap()
 }
 
-#[test]
-fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
+/// A stopped 3-member cluster whose last leader appended a put it could not commit (its
+/// followers were gone; the client got an error): the leader's index and the revision of the
+/// last acknowledged write.
+fn leader_with_an_uncommitted_put() -> (Cluster, usize, i64) {
     // A long election timeout: the leader keeps leading (and appending) after its
     // followers are gone, long enough for one more proposal.
     let mut cluster = Cluster::start_with(
@@ -156,12 +158,17 @@ fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
     ]);
     assert!(!out.status.success(), "the put cannot commit: {out:?}");
     cluster.kill_member_now(leader);
+    let dir = &cluster.members[leader].data_dir;
+    assert!(uncommitted(dir) >= 1, "the put is in the leader's WAL only");
+    (cluster, leader, acked)
+}
+
+#[test]
+fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
+    let (cluster, leader, acked) = leader_with_an_uncommitted_put();
     let member = &cluster.members[leader];
+    let url = member.client_url.clone();
     let dir = member.data_dir.clone();
-    assert!(
-        uncommitted(&dir) >= 1,
-        "the put is in the leader's WAL only"
-    );
 
     // Control: a copy started as etcd's force-new-cluster alone does: the write is gone.
     let copy = cluster.dir().join("control");
@@ -216,4 +223,63 @@ fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
     let seen = served(&url, "tail/unacked");
     assert_eq!(seen["kvs"][0]["value"], "appended", "{seen}");
     assert_eq!(count(&cluster, &url, "tail/before/"), 20);
+}
+
+/// The module through real ansible-playbook: check mode says it would commit and writes
+/// nothing, the real run commits (a forced start then serves the write), a rerun is
+/// unchanged.
+#[test]
+fn the_module_commits_the_tail_once_and_check_mode_writes_nothing() {
+    let (cluster, leader, _) = leader_with_an_uncommitted_put();
+    let member = &cluster.members[leader];
+    let dir = member.data_dir.clone();
+    let collection = etcdops_tests::Collection::install();
+    let out = cluster.dir().join("results.json");
+    let play = r#"
+- hosts: target
+  gather_facts: false
+  tasks:
+    - etcd.core.etcd_data_dir:
+        data_dir: "{{ dir }}"
+        state: tail_committed
+      check_mode: true
+      register: checked
+    - etcd.core.etcd_data_dir_info:
+        data_dir: "{{ dir }}"
+      register: info
+    - etcd.core.etcd_data_dir:
+        data_dir: "{{ dir }}"
+        state: tail_committed
+      register: first
+    - etcd.core.etcd_data_dir:
+        data_dir: "{{ dir }}"
+        state: tail_committed
+      register: second
+    - ansible.builtin.copy:
+        dest: "{{ out }}"
+        mode: "0600"
+        content: "{{ {'checked': checked, 'info': info, 'first': first, 'second': second} | to_json }}"
+"#;
+    let vars = serde_json::json!({ "dir": dir, "out": out });
+    let run = collection.playbook(play, "target ansible_connection=local\n", &vars, &[], &[]);
+    assert_eq!(run.code, 0, "{run}");
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let checked = &results["checked"];
+    assert_eq!(checked["changed"], true, "{checked}");
+    assert!(checked["msg"].as_str().unwrap().contains("check mode"));
+    let before = &results["info"]["inspection"]["wal"];
+    assert!(
+        before["uncommitted_entries"].as_u64().unwrap() >= 1,
+        "{before}"
+    );
+    let first = &results["first"];
+    assert_eq!(first["changed"], true, "{first}");
+    assert_eq!(first["commit_after"], checked["commit_after"]);
+    assert_eq!(first["commit_before"], before["hard_state"]["commit"]);
+    assert_eq!(results["second"]["changed"], false, "{}", results["second"]);
+    assert_eq!(uncommitted(&dir), 0);
+
+    let _forced = Etcd::start(&cluster, member, &dir, true, "forced");
+    let seen = served(&member.client_url, "tail/unacked");
+    assert_eq!(seen["kvs"][0]["value"], "appended", "{seen}");
 }
