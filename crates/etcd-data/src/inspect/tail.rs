@@ -431,6 +431,25 @@ mod tests {
         assert!(adopt_wal_tail(dir.path()).unwrap().changed);
     }
 
+    /// What a crash mid-write can leave (the file cut at the old end, or within the new
+    /// record, or the record whole): etcd reads the old log or the new one, never damage.
+    #[test]
+    fn every_crash_state_of_the_write_reads_as_the_old_or_the_new_log() {
+        let mut log = Log::new();
+        log.entries(2, 1..=5);
+        log.state(2, 0xb2, 3);
+        let old_end = log.segments[0].1.len();
+        log.state(2, 0xb2, 5);
+        let new = log.segments[0].1.clone();
+        for cut in old_end..=new.len() {
+            let summary = crate::inspect::read_wal_bytes(&[("0-0.wal", &new[..cut])]).unwrap();
+            let commit = summary.hard_state.commit;
+            let expected = if cut == new.len() { 5 } else { 3 };
+            assert_eq!(commit, expected, "cut at {cut}");
+            assert_eq!(summary.last_index, 5);
+        }
+    }
+
     #[test]
     fn a_dir_without_member_data_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
