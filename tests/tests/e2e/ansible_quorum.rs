@@ -581,3 +581,40 @@ fn static_pod_starts_etcd_once_with_force_new_cluster() {
     assert_eq!(std::fs::read_to_string(&manifest).unwrap(), original);
     assert_eq!(forced_starts(), 1, "a normal start forced again");
 }
+
+/// On OpenShift the platform's operator owns etcd: the role refuses before it stops anything.
+#[test]
+fn quorum_recover_refuses_openshift_before_stopping_anything() {
+    let tls = etcdops_tests::Cluster::start(1, etcdops_tests::Security::Tls);
+    let host = tls.dir().join("host");
+    std::fs::create_dir_all(&host).unwrap();
+    etcdops_tests::write_openshift_tree(
+        &host,
+        "cp0",
+        &tls.members[0].client_url,
+        tls.certs.as_ref().unwrap(),
+    );
+    crate::platform::write_static_pod_resources(&host);
+    let cluster = SupervisedCluster::start(1);
+    let collection = Collection::install();
+    let inventory = format!("[etcd]\n{}", cluster.members[0].inventory_line());
+    let mut vars = cluster.service_vars();
+    vars["etcd_platform_root"] = json!(host);
+    let play = role_playbook(
+        "etcd",
+        &cluster.client_urls(),
+        "etcd.core.quorum_recover",
+        vars,
+    );
+    let pid = cluster.members[0].pid();
+    let run = collection.playbook(&play, &inventory, &json!({}), &[], &[]);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        run.stdout
+            .contains("OpenShift's cluster-etcd-operator manages etcd")
+            && run.stdout.contains("Nothing was stopped or changed"),
+        "{run}"
+    );
+    assert_eq!(cluster.members[0].pid(), pid, "the member was restarted");
+    assert!(pid.is_some());
+}
