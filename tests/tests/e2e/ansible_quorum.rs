@@ -618,3 +618,94 @@ fn quorum_recover_refuses_openshift_before_stopping_anything() {
     assert_eq!(cluster.members[0].pid(), pid, "the member was restarted");
     assert!(pid.is_some());
 }
+
+/// Makes `member` start etcd with `--config-file` (as the units of the etcd.core.cluster role
+/// do): etcd then ignores its environment, so a forced start must go into the file. Returns
+/// the file.
+fn start_from_a_config_file(cluster: &SupervisedCluster, member: &SupervisedMember) -> PathBuf {
+    let initial = cluster
+        .members
+        .iter()
+        .map(|m| format!("{}={}", m.name, m.peer_url))
+        .collect::<Vec<_>>()
+        .join(",");
+    let config = member.dir.join("etcd.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "# written by the test, as etcd.core.etcd_config would\nname: {}\ndata-dir: {}\nlisten-client-urls: {}\nadvertise-client-urls: {}\nlisten-peer-urls: {}\ninitial-advertise-peer-urls: {}\ninitial-cluster: {initial}\ninitial-cluster-state: new\nheartbeat-interval: 50\nelection-timeout: 500\n",
+            member.name,
+            member.data_dir().display(),
+            member.client_url,
+            member.client_url,
+            member.peer_url,
+            member.peer_url,
+        ),
+    )
+    .unwrap();
+    let etcd = std::fs::read_to_string(member.dir.join("etcd.bin")).unwrap();
+    let wrapper = member.dir.join("etcd-with-config-file");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} --config-file {}\n",
+            etcd.trim(),
+            config.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(member.dir.join("etcd.bin"), wrapper.display().to_string()).unwrap();
+    config
+}
+
+/// A survivor whose etcd reads a config file: the forced start is written into the file
+/// (etcd ignores ETCD_FORCE_NEW_CLUSTER then) and removed again by the normal start.
+#[test]
+fn quorum_recover_forces_a_survivor_that_reads_a_config_file() {
+    let (mut setup, acked, _) = two_members_lost();
+    let survivor = setup
+        .cluster
+        .members
+        .iter()
+        .find(|m| m.pid().is_some())
+        .cloned()
+        .unwrap();
+    survivor.stop();
+    let config = start_from_a_config_file(&setup.cluster, &survivor);
+    let before = std::fs::read_to_string(&config).unwrap();
+    survivor.start();
+    // It runs from its file now (alone: no quorum).
+    let mut vars = setup.cluster.service_vars();
+    vars["quorum_recover_env_file"] = json!("{{ etcd_member_dir }}/etcd-initial.env");
+    vars["quorum_recover_verify_delay"] = json!(1);
+    vars["quorum_recover_verify_retries"] = json!(20);
+    vars["quorum_recover_promote_delay"] = json!(1);
+    setup.inventory = setup.inventory.replace(
+        &format!("{} ansible_connection=local", survivor.name),
+        &format!(
+            "{} ansible_connection=local etcd_config_file={}",
+            survivor.name,
+            config.display()
+        ),
+    );
+    setup.play = role_playbook(
+        "etcd",
+        &setup.cluster.client_urls(),
+        "etcd.core.quorum_recover",
+        vars,
+    );
+    let run = setup.run(&[]);
+    assert_ok(&run);
+    assert_eq!(Setup::survivor(&run), survivor.name);
+    let log = std::fs::read_to_string(survivor.dir.join("etcd.log")).unwrap();
+    assert!(log.contains("forcing restart"), "no forced start:\n{log}");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        before,
+        "the config file kept the forced start"
+    );
+    assert_eq!(lost(&setup.cluster.client_urls(), &acked), Vec::new());
+    setup.assert_three_voters();
+}
