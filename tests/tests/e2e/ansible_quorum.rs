@@ -264,9 +264,31 @@ fn two_members_lost() -> (Setup, Acked, Vec<PathBuf>) {
     (Setup::new(cluster), acked, lost_dirs)
 }
 
+/// The survivor keeps running alone; its etcd reads a config file (as the etcd.core.cluster
+/// role's units do), which makes etcd ignore ETCD_FORCE_NEW_CLUSTER: the forced start goes
+/// into the file and the normal start takes it out again.
 #[test]
 fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
-    let (setup, acked, lost_dirs) = two_members_lost();
+    let (mut setup, acked, lost_dirs) = two_members_lost();
+    let running = setup
+        .cluster
+        .members
+        .iter()
+        .find(|m| m.pid().is_some())
+        .cloned()
+        .unwrap();
+    running.stop();
+    let config = start_from_a_config_file(&setup.cluster, &running);
+    let config_before = std::fs::read_to_string(&config).unwrap();
+    running.start();
+    setup.inventory = setup.inventory.replace(
+        &format!("{} ansible_connection=local", running.name),
+        &format!(
+            "{} ansible_connection=local etcd_config_file={}",
+            running.name,
+            config.display()
+        ),
+    );
     // Check mode first: the survivor still runs, so it is not stopped, nothing is moved,
     // and the run says it would stop every member before choosing.
     let listing: Vec<Vec<PathBuf>> = setup
@@ -307,6 +329,14 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
         run.stdout.matches("TASK [").count()
     );
     let survivor = Setup::survivor(&run);
+    assert_eq!(survivor, running.name);
+    let log = std::fs::read_to_string(running.dir.join("etcd.log")).unwrap();
+    assert!(log.contains("forcing restart"), "no forced start:\n{log}");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        config_before,
+        "the config file kept the forced start"
+    );
     let urls = setup.cluster.client_urls();
     assert_eq!(lost(&urls, &acked), Vec::new(), "acknowledged writes lost");
     assert_revisions_continue(&urls, &acked);
@@ -658,54 +688,4 @@ fn start_from_a_config_file(cluster: &SupervisedCluster, member: &SupervisedMemb
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(member.dir.join("etcd.bin"), wrapper.display().to_string()).unwrap();
     config
-}
-
-/// A survivor whose etcd reads a config file: the forced start is written into the file
-/// (etcd ignores ETCD_FORCE_NEW_CLUSTER then) and removed again by the normal start.
-#[test]
-fn quorum_recover_forces_a_survivor_that_reads_a_config_file() {
-    let (mut setup, acked, _) = two_members_lost();
-    let survivor = setup
-        .cluster
-        .members
-        .iter()
-        .find(|m| m.pid().is_some())
-        .cloned()
-        .unwrap();
-    survivor.stop();
-    let config = start_from_a_config_file(&setup.cluster, &survivor);
-    let before = std::fs::read_to_string(&config).unwrap();
-    survivor.start();
-    // It runs from its file now (alone: no quorum).
-    let mut vars = setup.cluster.service_vars();
-    vars["quorum_recover_env_file"] = json!("{{ etcd_member_dir }}/etcd-initial.env");
-    vars["quorum_recover_verify_delay"] = json!(1);
-    vars["quorum_recover_verify_retries"] = json!(20);
-    vars["quorum_recover_promote_delay"] = json!(1);
-    setup.inventory = setup.inventory.replace(
-        &format!("{} ansible_connection=local", survivor.name),
-        &format!(
-            "{} ansible_connection=local etcd_config_file={}",
-            survivor.name,
-            config.display()
-        ),
-    );
-    setup.play = role_playbook(
-        "etcd",
-        &setup.cluster.client_urls(),
-        "etcd.core.quorum_recover",
-        vars,
-    );
-    let run = setup.run(&[]);
-    assert_ok(&run);
-    assert_eq!(Setup::survivor(&run), survivor.name);
-    let log = std::fs::read_to_string(survivor.dir.join("etcd.log")).unwrap();
-    assert!(log.contains("forcing restart"), "no forced start:\n{log}");
-    assert_eq!(
-        std::fs::read_to_string(&config).unwrap(),
-        before,
-        "the config file kept the forced start"
-    );
-    assert_eq!(lost(&setup.cluster.client_urls(), &acked), Vec::new());
-    setup.assert_three_voters();
 }
