@@ -6,7 +6,8 @@
 //! read-only, in check mode too.
 
 use etcdops::quorum::{
-    Candidate, CandidateData, PlanAction, QuorumError, candidate_from_report, plan_recovery, verify_survivor,
+    Candidate, CandidateData, PlanAction, QuorumError, candidate_from_report, plan_recovery,
+    verify_survivor,
 };
 use serde::Deserialize;
 use serde_json::Value;

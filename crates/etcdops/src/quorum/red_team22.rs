@@ -77,7 +77,9 @@ fn another_members_commits_the_survivors_tail_overwrites_are_a_split() {
                 }
             );
             assert!(
-                refusal.message.contains("keep b (committed term 4, index 120)"),
+                refusal
+                    .message
+                    .contains("keep b (committed term 4, index 120)"),
                 "{}",
                 refusal.message
             );
@@ -100,10 +102,6 @@ fn a_data_dir_of_another_member_than_the_one_named_refuses_the_plan() {
             "chose {} though its data dir is member b's: {}",
             choice.survivor, choice.reason
         ),
-        Err(refusal) => assert!(
-            refusal.message.contains("b"),
-            "{}",
-            refusal.message
-        ),
+        Err(refusal) => assert!(refusal.message.contains("b"), "{}", refusal.message),
     }
 }
