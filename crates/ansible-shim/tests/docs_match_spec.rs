@@ -234,9 +234,12 @@ fn every_module_keeps_the_collections_documentation_conventions() {
         let doc = &whole["DOCUMENTATION"];
         let name = module.name;
         // A release of the collection (changelogs/changelog.yaml).
-        if !matches!(doc["version_added"].as_str(), Some("0.1.0" | "0.2.0")) {
+        if !matches!(
+            doc["version_added"].as_str(),
+            Some("0.1.0" | "0.2.0" | "0.3.0")
+        ) {
             problems.push(format!(
-                "{name}: version_added is not a release (0.1.0, 0.2.0)"
+                "{name}: version_added is not a release (0.1.0, 0.2.0, 0.3.0)"
             ));
         }
         let extends: Vec<&str> = doc["extends_documentation_fragment"]

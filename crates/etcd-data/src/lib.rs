@@ -47,8 +47,8 @@ pub use file::{
     open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
 };
 pub use inspect::{
-    DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TermStart, WalSummary,
-    inspect_data_dir,
+    DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TailAdoption, TermStart,
+    WalSummary, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
 };
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
 pub use offline::{

@@ -29,6 +29,7 @@ mod compat_snapshot;
 mod compat_watch;
 mod completion;
 mod data_dir_inspect;
+mod data_dir_tail;
 mod discovery;
 mod downgrade;
 mod endpoint;

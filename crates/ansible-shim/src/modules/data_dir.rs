@@ -1,11 +1,14 @@
 //! `etcd_data_dir`: keeps a member's data dir before a recovery changes it
 //! (`etcdops::quorum`): `copied` copies it to `DIR.bak-<UTC time>` (a `.part` name first,
 //! renamed when flushed; an existing complete copy with the same db and WAL is reused),
-//! `moved_aside` renames it so. Refused while etcd runs on it; nothing is deleted. Check
-//! mode checks everything and writes nothing.
+//! `moved_aside` renames it so; `tail_committed` raises the saved commit index to the WAL's
+//! last entry (`etcd_data::adopt_wal_tail`) so that a `--force-new-cluster` start keeps every
+//! entry. Refused while etcd runs on it; nothing is deleted. Check mode checks everything and
+//! writes nothing.
 
 use std::path::PathBuf;
 
+use etcdops::data::{adopt_wal_tail, plan_wal_tail};
 use etcdops::quorum::{copy_data_dir_aside, move_data_dir_aside};
 use serde::Deserialize;
 
@@ -16,7 +19,7 @@ use crate::spec::{Kind, OptionSpec, opt};
 pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("data_dir", Kind::Path).required(),
     opt("state", Kind::Str)
-        .choices(&["copied", "moved_aside"])
+        .choices(&["copied", "moved_aside", "tail_committed"])
         .required(),
 ]];
 
@@ -29,6 +32,9 @@ struct Args {
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
     let dir = &args.data_dir;
+    if args.state == "tail_committed" {
+        return tail_committed(dir, context.check_mode);
+    }
     let copy = args.state == "copied";
     let done = if copy {
         copy_data_dir_aside(dir, context.check_mode)
@@ -69,4 +75,34 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         })
         .collect();
     Ok(outcome.with_fields(&done))
+}
+
+/// `state: tail_committed`.
+fn tail_committed(dir: &std::path::Path, check_mode: bool) -> Result<Outcome, ModuleError> {
+    let done = if check_mode {
+        plan_wal_tail(dir)
+    } else {
+        adopt_wal_tail(dir)
+    }
+    .map_err(|e| ModuleError::from_library(&e))?;
+    let shown = dir.display();
+    let msg = match (done.changed, check_mode) {
+        (false, _) => format!(
+            "{shown}: nothing in the WAL past its saved commit index {}; nothing to do",
+            done.commit_before
+        ),
+        (true, true) => format!(
+            "would raise the saved commit index of {shown} from {} to {} ({} entries past it kept by a forced start) (check mode: nothing written)",
+            done.commit_before, done.commit_after, done.entries_adopted
+        ),
+        (true, false) => format!(
+            "raised the saved commit index of {shown} from {} to {} ({} entries past it now kept by a forced start)",
+            done.commit_before, done.commit_after, done.entries_adopted
+        ),
+    };
+    let mut outcome = Outcome::unchanged(msg);
+    outcome.changed = done.changed;
+    Ok(outcome
+        .with_fields(serde_json::json!({ "data_dir": dir }))
+        .with_fields(&done))
 }

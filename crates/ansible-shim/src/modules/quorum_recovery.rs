@@ -6,8 +6,8 @@
 //! read-only, in check mode too.
 
 use etcdops::quorum::{
-    Candidate, CandidateData, PlanAction, QuorumError, candidate_from_report, plan_recovery,
-    verify_survivor,
+    Candidate, CandidateData, PlanAction, PlanOptions, QuorumError, candidate_from_report,
+    plan_recovery_with, verify_survivor,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,6 +24,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("survivor", Kind::Str),
     opt("member_id", Kind::Str),
     opt("min_revision", Kind::Int).default_int(0),
+    opt("restart_intact", Kind::Bool).default_bool(true),
 ]];
 
 #[derive(Deserialize)]
@@ -38,6 +39,8 @@ struct Args {
     member_id: Option<String>,
     #[serde(default)]
     min_revision: Option<i64>,
+    #[serde(default)]
+    restart_intact: Option<bool>,
 }
 
 /// `members` as candidates: each `{name, info}`.
@@ -98,7 +101,10 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         )
     })?;
     let candidates = candidates(&members)?;
-    match plan_recovery(&config, &candidates).await {
+    let options = PlanOptions {
+        restart_intact: args.restart_intact.unwrap_or(true),
+    };
+    match plan_recovery_with(&config, &candidates, options).await {
         Ok(plan) => {
             let msg = match plan.action {
                 PlanAction::Recover => format!(
@@ -106,7 +112,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
                     plan.survivor.as_deref().unwrap_or(""),
                     plan.reason
                 ),
-                PlanAction::None | PlanAction::Regrow => plan.reason.clone(),
+                PlanAction::None | PlanAction::Regrow | PlanAction::Restart => plan.reason.clone(),
             };
             Ok(Outcome::unchanged(msg).with_fields(&plan))
         }

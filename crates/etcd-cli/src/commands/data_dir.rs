@@ -1,13 +1,17 @@
 //! `etcdops data-dir ...`: a member's data dir, offline. `inspect` prints what
 //! `etcd_data::inspect_data_dir` reads (table, `-w simple` lines, or `-w json`: the struct
 //! itself, which `etcdops quorum plan --inspection FILE` reads back); `backup` and
-//! `move-aside` are the quorum recovery's (`commands::quorum`).
+//! `move-aside` are the quorum recovery's (`commands::quorum`); `commit-tail` raises the
+//! saved commit index to the WAL's last entry (`etcd_data::adopt_wal_tail`) before a
+//! `--force-new-cluster` start.
 
 use anyhow::Result;
-use etcdops::data::{DataDirInspection, SnapPosition, inspect_data_dir};
+use etcdops::data::{
+    DataDirInspection, SnapPosition, TailAdoption, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
+};
 
 use super::ExitStatus;
-use crate::flags::{DataDirCommand, DataDirInspectArgs, OutputFormat};
+use crate::flags::{DataDirAsideArgs, DataDirCommand, DataDirInspectArgs, OutputFormat};
 use crate::output::{Render, human_bytes, print, warn};
 
 /// Runs one `data-dir` subcommand.
@@ -20,6 +24,84 @@ pub fn run(command: &DataDirCommand, format: OutputFormat) -> Result<ExitStatus>
         DataDirCommand::MoveAside(args) => {
             super::quorum::run_data_dir_move_aside(&args.dir, args.dry_run, format)
         }
+        DataDirCommand::CommitTail(args) => commit_tail(args, format),
+    }
+}
+
+/// `data-dir commit-tail DIR [--dry-run]`.
+fn commit_tail(args: &DataDirAsideArgs, format: OutputFormat) -> Result<ExitStatus> {
+    let done = if args.dry_run {
+        plan_wal_tail(&args.dir)?
+    } else {
+        adopt_wal_tail(&args.dir)?
+    };
+    print(
+        format,
+        &TailView {
+            adoption: done,
+            dir: args.dir.display().to_string(),
+            dry_run: args.dry_run,
+        },
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+/// What `commit-tail` did; JSON: the library's result.
+#[derive(serde::Serialize)]
+struct TailView {
+    #[serde(flatten)]
+    adoption: TailAdoption,
+    #[serde(skip)]
+    dir: String,
+    #[serde(skip)]
+    dry_run: bool,
+}
+
+impl TailView {
+    /// One sentence.
+    fn sentence(&self) -> String {
+        let a = &self.adoption;
+        match (a.changed, self.dry_run) {
+            (false, _) => format!(
+                "{}: nothing past the saved commit index {} in the WAL; nothing to do",
+                self.dir, a.commit_before
+            ),
+            (true, true) => format!(
+                "would raise the saved commit index of {} from {} to {} ({} entries past it kept by a forced start), appending to {} (dry run: nothing written)",
+                self.dir, a.commit_before, a.commit_after, a.entries_adopted, a.segment
+            ),
+            (true, false) => format!(
+                "raised the saved commit index of {} from {} to {} ({} entries past it now kept by a forced start), in {}",
+                self.dir, a.commit_before, a.commit_after, a.entries_adopted, a.segment
+            ),
+        }
+    }
+}
+
+impl Render for TailView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec![
+            "CHANGED",
+            "COMMIT BEFORE",
+            "COMMIT AFTER",
+            "ENTRIES",
+            "SEGMENT",
+        ]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let a = &self.adoption;
+        vec![vec![
+            a.changed.to_string(),
+            a.commit_before.to_string(),
+            a.commit_after.to_string(),
+            a.entries_adopted.to_string(),
+            a.segment.clone(),
+        ]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![self.sentence()]
     }
 }
 

@@ -9,9 +9,9 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use etcd_core::ClusterConfig;
 use etcdops::quorum::{
-    Candidate, CandidateSummary, DataDirAside, QuorumError, RecoveryPlan, Refusal,
+    Candidate, CandidateSummary, DataDirAside, PlanOptions, QuorumError, RecoveryPlan, Refusal,
     SurvivorVerified, candidate_from_report, copy_data_dir_aside, move_data_dir_aside,
-    plan_recovery, verify_survivor,
+    plan_recovery_with, verify_survivor,
 };
 use serde::Serialize;
 
@@ -32,7 +32,10 @@ pub async fn run(
                 .iter()
                 .map(|file| read_candidate(file))
                 .collect::<Result<Vec<_>>>()?;
-            match plan_recovery(config, &candidates).await {
+            let options = PlanOptions {
+                restart_intact: !args.force_survivor,
+            };
+            match plan_recovery_with(config, &candidates, options).await {
                 Ok(plan) => {
                     print(format, &PlanView(plan))?;
                     Ok(ExitStatus::Success)
@@ -71,7 +74,7 @@ fn read_candidate(file: &Path) -> Result<Candidate> {
 /// checks and writes nothing.
 pub fn run_data_dir_backup(dir: &Path, dry_run: bool, format: OutputFormat) -> Result<ExitStatus> {
     let done = copy_data_dir_aside(dir, dry_run)?;
-    print_aside(&done, format)
+    print_aside(&done, dry_run, format)
 }
 
 /// `data-dir move-aside DIR`: renames the stopped member's data dir to
@@ -82,17 +85,23 @@ pub fn run_data_dir_move_aside(
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     let done = move_data_dir_aside(dir, dry_run)?;
-    print_aside(&done, format)
+    print_aside(&done, dry_run, format)
 }
 
-fn print_aside(done: &DataDirAside, format: OutputFormat) -> Result<ExitStatus> {
+fn print_aside(done: &DataDirAside, dry_run: bool, format: OutputFormat) -> Result<ExitStatus> {
     for part in &done.partial_copies {
         warn(&format!(
             "{} is a copy an interrupted run left unfinished: it is not a backup; remove it by hand",
             part.display()
         ));
     }
-    print(format, &AsideView(done.clone()))?;
+    print(
+        format,
+        &AsideView {
+            done: done.clone(),
+            dry_run,
+        },
+    )?;
     Ok(ExitStatus::Success)
 }
 
@@ -167,6 +176,9 @@ impl Render for PlanView {
                 plain(survivor)
             ));
         }
+        if !plan.restart.is_empty() {
+            lines.push(format!("restart {}", plain(&plan.restart.join(", "))));
+        }
         if !plan.rejoin.is_empty() {
             lines.push(format!("rejoin {}", plain(&plan.rejoin.join(", "))));
         }
@@ -224,15 +236,20 @@ impl Render for VerifiedView {
 }
 
 #[derive(Serialize)]
-#[serde(transparent)]
-struct AsideView(DataDirAside);
+struct AsideView {
+    #[serde(flatten)]
+    done: DataDirAside,
+    #[serde(skip)]
+    dry_run: bool,
+}
 
 impl AsideView {
     fn what(&self) -> String {
-        match (&self.0.path, self.0.changed, self.0.reused) {
+        match (&self.done.path, self.done.changed, self.done.reused) {
             (None, _, _) => "nothing to keep (no member data)".into(),
             (Some(_), false, true) => "complete copy already there".into(),
             (Some(_), false, false) => "unchanged".into(),
+            (Some(_), true, _) if self.dry_run => "would be kept (dry run)".into(),
             (Some(_), true, _) => "kept".into(),
         }
     }
@@ -245,8 +262,8 @@ impl Render for AsideView {
 
     fn rows(&self) -> Vec<Vec<String>> {
         vec![vec![
-            plain(&self.0.data_dir.display().to_string()),
-            self.0
+            plain(&self.done.data_dir.display().to_string()),
+            self.done
                 .path
                 .as_ref()
                 .map(|p| plain(&p.display().to_string()))
@@ -256,7 +273,7 @@ impl Render for AsideView {
     }
 
     fn simple_lines(&self) -> Vec<String> {
-        vec![match &self.0.path {
+        vec![match &self.done.path {
             Some(path) => format!("{}: {}", self.what(), plain(&path.display().to_string())),
             None => self.what(),
         }]

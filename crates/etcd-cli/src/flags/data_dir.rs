@@ -17,6 +17,11 @@ pub enum DataDirCommand {
     /// Rename the stopped member's data dir to `DIR.bak-<UTC time>` (nothing is deleted);
     /// refused while etcd runs on it.
     MoveAside(DataDirAsideArgs),
+    /// Offline, before a `--force-new-cluster` start: raise the stopped member's saved commit
+    /// index to its WAL's last entry (one HardState record appended), so that etcd keeps the
+    /// entries past it (writes it may have acknowledged) instead of discarding them. Nothing
+    /// else is touched; refused while etcd runs on it; no-op when nothing is past the commit.
+    CommitTail(DataDirAsideArgs),
 }
 
 /// Arguments of `data-dir inspect`.
@@ -27,7 +32,7 @@ pub struct DataDirInspectArgs {
     pub dir: PathBuf,
 }
 
-/// Arguments of `data-dir backup` and `data-dir move-aside`.
+/// Arguments of `data-dir backup`, `data-dir move-aside` and `data-dir commit-tail`.
 #[derive(Debug, Args)]
 pub struct DataDirAsideArgs {
     /// The member's data dir (etcd's --data-dir: the one holding member/)
@@ -79,5 +84,19 @@ mod tests {
             Command::DataDir(DataDirCommand::MoveAside(args)) => assert!(!args.dry_run),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn commit_tail_takes_a_dir_and_dry_run() {
+        let cli =
+            Cli::try_parse_from(["etcdops", "data-dir", "commit-tail", "/d", "--dry-run"]).unwrap();
+        match cli.command {
+            Command::DataDir(DataDirCommand::CommitTail(args)) => {
+                assert_eq!(args.dir, PathBuf::from("/d"));
+                assert!(args.dry_run);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["etcdops", "data-dir", "commit-tail"]).is_err());
     }
 }

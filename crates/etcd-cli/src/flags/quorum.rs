@@ -26,6 +26,11 @@ pub struct QuorumPlanArgs {
     /// member is named by its db's membership)
     #[arg(long = "inspection", value_name = "FILE", required = true, num_args = 1..)]
     pub inspections: Vec<PathBuf>,
+    /// Choose a survivor to force even when a majority of the voters still have their data
+    /// (by default the plan is then `restart`: start them normally, nothing forced); for
+    /// when restarting them did not bring the quorum back
+    #[arg(long)]
+    pub force_survivor: bool,
 }
 
 /// Arguments of `quorum verify`.

@@ -8,7 +8,7 @@ use rustix::fs::{FlockOperation, flock};
 
 use super::error::InspectError;
 use super::snap_files::newest_snap;
-use super::wal_reader::{WalScanner, parse_segment_name};
+use super::wal_reader::{WalEnd, WalScanner, parse_segment_name};
 use super::{DataDirInspection, DbSummary, WalSummary};
 use crate::status::{Scan, StatusOptions, scan};
 
@@ -80,6 +80,14 @@ pub fn inspect_data_dir(dir: &Path) -> Result<DataDirInspection, InspectError> {
 /// Reads every `*.wal` segment of `wal_dir` in name order. `partial`: a live member writes
 /// the WAL meanwhile; an error then ends the read with what was read before it.
 pub fn read_wal_dir(wal_dir: &Path, partial: bool) -> Result<WalSummary, InspectError> {
+    scan_wal_dir(wal_dir, partial).map(|(summary, _)| summary)
+}
+
+/// [`read_wal_dir`], also telling where the last segment's valid records end.
+pub(crate) fn scan_wal_dir(
+    wal_dir: &Path,
+    partial: bool,
+) -> Result<(WalSummary, WalEnd), InspectError> {
     let io = |path: &Path, source| InspectError::Read {
         path: path.display().to_string(),
         source,
@@ -137,7 +145,8 @@ pub fn read_wal_dir(wal_dir: &Path, partial: bool) -> Result<WalSummary, Inspect
             reason: "no metadata record (member and cluster IDs) in any segment".into(),
         });
     }
-    Ok(scanner.finish())
+    let end = scanner.end();
+    Ok((scanner.finish(), end))
 }
 
 /// Reads WAL segments given as bytes (name, contents), in order, the last one being the

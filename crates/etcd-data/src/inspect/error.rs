@@ -62,6 +62,30 @@ pub enum InspectError {
         /// The segment after it.
         found: String,
     },
+    /// etcd runs on the data dir (it holds the lock of its db or of its last WAL segment).
+    #[error(
+        "etcd is running on '{path}' (it holds the lock of member/snap/db or of the last WAL segment): stop the member, then run this again"
+    )]
+    Running {
+        /// The data dir.
+        path: String,
+    },
+    /// A file cannot be written.
+    #[error("cannot write '{path}': {source}")]
+    Write {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The WAL's tail cannot be committed as it stands.
+    #[error("not raising the commit index of the WAL in '{path}': {reason}")]
+    TailRefused {
+        /// The WAL dir.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// The db cannot be read.
     #[error(transparent)]
     Db(#[from] crate::Error),

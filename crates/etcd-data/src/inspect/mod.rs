@@ -10,6 +10,7 @@ mod data_dir;
 mod error;
 mod pb;
 mod snap_files;
+mod tail;
 #[cfg(test)]
 mod tests;
 mod wal_reader;
@@ -21,7 +22,8 @@ use crate::status::DbMember;
 pub use data_dir::{inspect_data_dir, read_wal_bytes, read_wal_dir};
 pub use error::InspectError;
 pub use snap_files::{decode_snap_file, newest_snap, parse_snap_name};
-pub use wal_reader::{WalScanner, parse_segment_name};
+pub use tail::{TailAdoption, adopt_wal_tail, plan_wal_tail};
+pub use wal_reader::{WalEnd, WalScanner, parse_segment_name};
 
 /// The raft state etcd persists in the WAL after every Ready: term, vote and commit index.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

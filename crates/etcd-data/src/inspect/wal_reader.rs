@@ -58,6 +58,18 @@ pub struct WalScanner {
     term_starts: Vec<TermStart>,
     segments: Vec<String>,
     torn_tail: bool,
+    end: WalEnd,
+}
+
+/// Where the valid records of the last segment read end: the offset past the last one (a
+/// torn record or the zero tail starts there) and the running CRC after it, which the next
+/// record's CRC chains from (where etcd's encoder appends after opening the WAL).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalEnd {
+    /// Byte offset in the segment.
+    pub offset: u64,
+    /// Running CRC-32C there.
+    pub crc: u32,
 }
 
 /// How reading one record ended.
@@ -90,6 +102,10 @@ impl WalScanner {
         let mut reader = BufReader::with_capacity(1 << 16, reader);
         let mut offset = 0u64;
         loop {
+            self.end = WalEnd {
+                offset,
+                crc: self.crc,
+            };
             let (record, frame) = match read_record(&mut reader, name, offset, size, last)? {
                 Step::Record(record, frame) => (record, frame),
                 Step::End => return Ok(()),
@@ -106,8 +122,8 @@ impl WalScanner {
                 }
             };
             if record.kind != CRC_TYPE {
-                self.crc = crc32c::crc32c_append(self.crc, &record.data);
-                if record.crc != self.crc {
+                let crc = crc32c::crc32c_append(self.crc, &record.data);
+                if record.crc != crc {
                     if last && is_torn(offset + FRAME_BYTES, &frame) {
                         self.torn_tail = true;
                         return Ok(());
@@ -117,10 +133,11 @@ impl WalScanner {
                         offset,
                         format!(
                             "CRC mismatch (the record says {:08x}, its data and the records before give {:08x})",
-                            record.crc, self.crc
+                            record.crc, crc
                         ),
                     ));
                 }
+                self.crc = crc;
             }
             self.apply(&record, name, offset)?;
             offset += FRAME_BYTES + frame.len() as u64;
@@ -243,6 +260,11 @@ impl WalScanner {
                 .map(|t| t.term);
         }
         (index == self.snapshot.index).then_some(self.snapshot.term)
+    }
+
+    /// Where the valid records of the last segment read end (see [`WalEnd`]).
+    pub fn end(&self) -> WalEnd {
+        self.end
     }
 
     /// Whether any metadata record was read.

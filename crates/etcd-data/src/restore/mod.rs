@@ -20,7 +20,7 @@ mod ids;
 mod lock;
 mod marker;
 mod on_disk;
-mod pb;
+pub(crate) mod pb;
 mod placement;
 mod replay;
 mod run;
@@ -29,7 +29,7 @@ mod snap;
 mod staging;
 mod v2store;
 mod validate;
-mod wal;
+pub(crate) mod wal;
 
 use std::path::PathBuf;
 

@@ -15,7 +15,8 @@ pub const SEGMENT_SIZE: u64 = 64 * 1000 * 1000;
 
 const METADATA_TYPE: i64 = 1;
 const ENTRY_TYPE: i64 = 2;
-const STATE_TYPE: i64 = 3;
+/// A HardState record.
+pub(crate) const STATE_TYPE: i64 = 3;
 const CRC_TYPE: i64 = 4;
 const SNAPSHOT_TYPE: i64 = 5;
 
@@ -30,16 +31,7 @@ impl Encoder {
     }
 
     fn frame(&mut self, record: &[u8]) {
-        let len = record.len() as u64;
-        let pad = (8 - len % 8) % 8;
-        let word = if pad == 0 {
-            len
-        } else {
-            len | ((0x80 | pad) << 56)
-        };
-        self.out.extend_from_slice(&word.to_le_bytes());
-        self.out.extend_from_slice(record);
-        self.out.extend(std::iter::repeat_n(0u8, pad as usize));
+        frame(&mut self.out, record);
     }
 
     fn record(&mut self, kind: i64, data: &[u8]) {
@@ -47,6 +39,21 @@ impl Encoder {
         let record = pb::wal_record(kind, self.crc(), Some(data));
         self.frame(&record);
     }
+}
+
+/// Appends `record` to `out` framed as etcd's encoder frames it: the length word, the
+/// record, the padding to 8 bytes.
+pub(crate) fn frame(out: &mut Vec<u8>, record: &[u8]) {
+    let len = record.len() as u64;
+    let pad = (8 - len % 8) % 8;
+    let word = if pad == 0 {
+        len
+    } else {
+        len | ((0x80 | pad) << 56)
+    };
+    out.extend_from_slice(&word.to_le_bytes());
+    out.extend_from_slice(record);
+    out.extend(std::iter::repeat_n(0u8, pad as usize));
 }
 
 /// The member JSON etcd stores in `members` and in each ConfChange's context.

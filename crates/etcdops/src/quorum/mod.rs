@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use data_dir::{DataDirAside, copy_data_dir_aside, move_data_dir_aside};
-pub use plan::{PlanAction, RecoveryPlan, plan_recovery};
+pub use plan::{PlanAction, PlanOptions, RecoveryPlan, plan_recovery, plan_recovery_with};
 pub use survivor::{
     CandidateSummary, Refusal, RefusalKind, SurvivorChoice, choose_survivor, committed_position,
 };

@@ -5,7 +5,7 @@ use std::time::Duration;
 use etcd_core::{Client, ClusterConfig, Consistency, Error as EtcdError, MemberListOptions};
 use serde::Serialize;
 
-use super::survivor::{CandidateSummary, choose_survivor};
+use super::survivor::{CandidateSummary, SurvivorChoice, choose_survivor};
 use super::{Candidate, QuorumError};
 
 /// The longest the live check waits for one answer: without a quorum a linearizable read
@@ -20,8 +20,29 @@ pub enum PlanAction {
     None,
     /// A quorum serves; some given members are not healthy voters: re-add them (`rejoin`).
     Regrow,
+    /// No quorum, but a majority of the voters still have their data (all stopped, or a
+    /// power cut): start them normally (`restart`); raft restores the quorum with every
+    /// committed write, and nothing is forced. Then rejoin the others.
+    Restart,
     /// No quorum: start `survivor` once with `--force-new-cluster`, then rejoin the others.
     Recover,
+}
+
+/// How to plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Plan `restart` when a majority of the voters still have their data dirs (the
+    /// default); false forces the best survivor even then (when restarting them did not bring
+    /// the quorum back).
+    pub restart_intact: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            restart_intact: true,
+        }
+    }
 }
 
 /// The plan and what it was decided from.
@@ -41,8 +62,11 @@ pub struct RecoveryPlan {
     pub data_dir: Option<String>,
     /// With `recover`: the revision the recovered cluster must serve at least.
     pub min_revision: Option<i64>,
-    /// With `recover`: every candidate as judged (empty otherwise: none was judged).
+    /// With `recover` and `restart`: every candidate as judged (empty otherwise: none was
+    /// judged).
     pub candidates: Vec<CandidateSummary>,
+    /// With `restart`: the members to start normally, with their data.
+    pub restart: Vec<String>,
     /// The given members to re-add (fresh data dir, as learners): with `recover` every one
     /// but the survivor; with `regrow` those that are not healthy voters.
     pub rejoin: Vec<String>,
@@ -82,10 +106,55 @@ fn live_config(config: &ClusterConfig) -> ClusterConfig {
 /// or `regrow` (the others, in `rejoin`); no survivor is chosen then. Without a quorum the
 /// plan is `recover`, with the survivor [`choose_survivor`] picks (refused as it refuses).
 /// A connection setting or credential that is wrong is an error, never taken for "no
-/// quorum".
+/// quorum". Plans `restart` instead of `recover` when a majority of the voters still have
+/// their data (see [`plan_recovery_with`]).
 pub async fn plan_recovery(
     config: &ClusterConfig,
     candidates: &[Candidate],
+) -> Result<RecoveryPlan, QuorumError> {
+    plan_recovery_with(config, candidates, PlanOptions::default()).await
+}
+
+/// The voters among `candidates` that still have their data, when they are a majority of
+/// the survivor's membership (its db's voters; the given members when the db names none):
+/// starting them again restores the quorum, and forcing one would throw the others' copies
+/// away for nothing.
+fn intact_majority(choice: &SurvivorChoice, candidates: &[Candidate]) -> Option<Vec<String>> {
+    let survivor = candidates
+        .iter()
+        .find(|c| c.name == choice.survivor)?
+        .inspection()?;
+    let voters: Vec<&str> = survivor
+        .db
+        .members
+        .iter()
+        .filter(|m| !m.is_learner)
+        .map(|m| m.id.as_str())
+        .collect();
+    let intact: Vec<String> = candidates
+        .iter()
+        .filter(|c| {
+            c.inspection().is_some_and(|i| {
+                !i.is_learner
+                    && i.wal.cluster_id == choice.cluster_id
+                    && (voters.is_empty() || voters.contains(&i.wal.member_id.as_str()))
+            })
+        })
+        .map(|c| c.name.clone())
+        .collect();
+    let size = if voters.is_empty() {
+        candidates.len()
+    } else {
+        voters.len()
+    };
+    (intact.len() * 2 > size).then_some(intact)
+}
+
+/// [`plan_recovery`] with `options`.
+pub async fn plan_recovery_with(
+    config: &ClusterConfig,
+    candidates: &[Candidate],
+    options: PlanOptions,
 ) -> Result<RecoveryPlan, QuorumError> {
     let client = Client::new(live_config(config));
     let linearizable = MemberListOptions {
@@ -95,6 +164,7 @@ pub async fn plan_recovery(
         Ok(_) => regrow_plan(&client, candidates).await,
         Err(e) if no_quorum(&e) => {
             let choice = choose_survivor(candidates)?;
+            let intact = intact_majority(&choice, candidates).filter(|_| options.restart_intact);
             let seen = match &e {
                 EtcdError::NoEndpointAvailable { errors } => {
                     format!(
@@ -104,10 +174,35 @@ pub async fn plan_recovery(
                 }
                 _ => "no endpoint served a linearizable read".to_string(),
             };
+            if let Some(restart) = intact {
+                return Ok(RecoveryPlan {
+                    action: PlanAction::Restart,
+                    quorum: false,
+                    reason: format!(
+                        "no quorum serves ({seen}), but {} of the voters still have their data ({}): start them normally, nothing needs forcing",
+                        restart.len(),
+                        restart.join(", ")
+                    ),
+                    survivor: None,
+                    member_id: None,
+                    data_dir: None,
+                    min_revision: None,
+                    rejoin: candidates
+                        .iter()
+                        .filter(|c| !restart.contains(&c.name))
+                        .map(|c| c.name.clone())
+                        .collect(),
+                    restart,
+                    candidates: choice.candidates,
+                    healthy_voters: Vec::new(),
+                    live_check: Some(etcd_core::redact_urls(&e.to_string())),
+                });
+            }
             Ok(RecoveryPlan {
                 action: PlanAction::Recover,
                 quorum: false,
                 reason: format!("no quorum serves ({seen}); {}", choice.reason),
+                restart: Vec::new(),
                 survivor: Some(choice.survivor),
                 member_id: Some(choice.member_id),
                 data_dir: Some(choice.data_dir),
@@ -199,6 +294,7 @@ async fn regrow_plan(
         data_dir: None,
         min_revision: None,
         candidates: Vec::new(),
+        restart: Vec::new(),
         rejoin,
         healthy_voters,
         live_check: None,
@@ -207,7 +303,59 @@ async fn regrow_plan(
 
 #[cfg(test)]
 mod tests {
+    use super::super::CandidateData;
+    use super::super::testing::{inspection, member};
     use super::*;
+
+    /// Three voters of one membership; `absent` have no data dir.
+    fn three(absent: &[&str]) -> Vec<Candidate> {
+        let mut all = vec![
+            member("a", &[(2, 1)], 100, 100, 50),
+            member("b", &[(2, 1)], 101, 99, 50),
+            member("c", &[(2, 1)], 99, 99, 50),
+        ];
+        let voters: Vec<_> = all
+            .iter_mut()
+            .map(|c| inspection(c).db.members[0].clone())
+            .collect();
+        for c in &mut all {
+            inspection(c).db.members = voters.clone();
+        }
+        for c in &mut all {
+            if absent.contains(&c.name.as_str()) {
+                c.data = CandidateData::Absent;
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn a_majority_of_voters_with_their_data_restarts_instead_of_forcing() {
+        let all = three(&[]);
+        let choice = choose_survivor(&all).unwrap();
+        assert_eq!(intact_majority(&choice, &all).unwrap(), ["a", "b", "c"]);
+        let two = three(&["c"]);
+        let choice = choose_survivor(&two).unwrap();
+        assert_eq!(intact_majority(&choice, &two).unwrap(), ["a", "b"]);
+        // One of three: a majority is gone, the survivor is forced.
+        let one = three(&["a", "c"]);
+        let choice = choose_survivor(&one).unwrap();
+        assert_eq!(choice.survivor, "b");
+        assert_eq!(intact_majority(&choice, &one), None);
+        // Two of a five-member membership are no majority, whatever the inventory says.
+        let mut five = three(&["c"]);
+        let extra: Vec<_> = ["d", "e"]
+            .iter()
+            .map(|n| inspection(&mut member(n, &[(2, 1)], 1, 1, 1)).db.members[0].clone())
+            .collect();
+        for c in &mut five {
+            if let CandidateData::Inspected(i) = &mut c.data {
+                i.db.members.extend(extra.clone());
+            }
+        }
+        let choice = choose_survivor(&five).unwrap();
+        assert_eq!(intact_majority(&choice, &five), None);
+    }
 
     #[test]
     fn only_a_cluster_that_cannot_answer_counts_as_without_quorum() {
