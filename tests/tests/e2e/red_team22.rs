@@ -168,3 +168,36 @@ fn a_plan_that_was_not_given_the_members_of_a_live_quorum_refuses() {
         "the refusal names the members not given: {run}"
     );
 }
+
+/// A member run with a dedicated `--wal-dir` (a faster disk for the WAL, a common production
+/// layout) keeps no `member/wal` in its data dir: etcd writes the segments straight into the
+/// WAL dir. The inspection then says the member's log is gone and to recover from another
+/// member or a backup: wrong (the log is intact, elsewhere), and in the role such a member
+/// counts as not inspected, never as the survivor. Moving its data dir aside for a rejoin
+/// leaves the old WAL where etcd finds it: the fresh member then restarts as the old, removed
+/// one. The inspection must read a dedicated WAL dir when told, or at least say that the WAL
+/// may be in one and how to give it.
+#[test]
+fn a_member_with_a_dedicated_wal_dir_is_not_reported_as_having_lost_its_log() {
+    let mut cluster = Cluster::start(3, Security::Plain);
+    cluster.put_keys("red22/waldir/", 5);
+    cluster.kill_member(2);
+    let data_dir = cluster.members[2].data_dir.clone();
+    // The layout `etcd --data-dir DIR --wal-dir DIR-wal` leaves: segments in DIR-wal itself.
+    let wal_dir = cluster.dir().join("m2-wal");
+    std::fs::rename(data_dir.join("member").join("wal"), &wal_dir).unwrap();
+    let run = etcdops(
+        &args(&[
+            "data-dir",
+            "inspect",
+            &data_dir.display().to_string(),
+            "-w",
+            "json",
+        ]),
+        &[],
+    );
+    assert!(
+        run.code == 0 || run.stderr.contains("wal-dir") || run.stderr.contains("wal_dir"),
+        "a member whose WAL is in a dedicated dir is reported as having lost its log:\n{run}"
+    );
+}
