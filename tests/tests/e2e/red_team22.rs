@@ -6,7 +6,11 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use etcdops_tests::{Cluster, Run, Security, args, etcdops, spawn_logged};
+use etcdops_tests::{
+    Cluster, Collection, Run, Security, SupervisedCluster, args, etcdops, role_playbook,
+    spawn_logged,
+};
+use serde_json::json;
 
 /// `etcdops --endpoints ENDPOINTS` with short timeouts, then `rest`, JSON out.
 fn against(endpoints: &str, rest: &[&str]) -> Run {
@@ -200,4 +204,54 @@ fn a_member_with_a_dedicated_wal_dir_is_not_reported_as_having_lost_its_log() {
         run.code == 0 || run.stderr.contains("wal-dir") || run.stderr.contains("wal_dir"),
         "a member whose WAL is in a dedicated dir is reported as having lost its log:\n{run}"
     );
+}
+
+/// The role moves the other members' data dirs aside on their hosts while the survivor's
+/// forced start is still unproven: a survivor host that fails (etcd does not start, the
+/// forced start never shows one member, a config file that makes etcd ignore
+/// ETCD_FORCE_NEW_CLUSTER) fails only that host, and Ansible goes on with the others. Here
+/// m1 lost its data, m0 and m2 are intact, the operator forces (restart_intact: false) and
+/// the forced start fails: the intact member that is not the survivor must keep its data dir
+/// in place (the cluster is still what it was), not find it renamed to `.bak-*` by a run
+/// that recovered nothing.
+#[test]
+fn a_failed_forced_start_moves_no_other_members_data_dir_aside() {
+    let cluster = SupervisedCluster::start(3);
+    for member in &cluster.members {
+        member.kill();
+    }
+    let lost = cluster.members[1].dir.join("data.lost-by-test");
+    std::fs::rename(cluster.members[1].data_dir(), &lost).unwrap();
+    let collection = Collection::install();
+    let inventory = format!(
+        "[etcd]\n{}",
+        cluster
+            .members
+            .iter()
+            .map(|m| m.inventory_line())
+            .collect::<String>()
+    );
+    let mut vars = cluster.service_vars();
+    vars["quorum_recover_env_file"] = json!("{{ etcd_member_dir }}/etcd-initial.env");
+    vars["quorum_recover_verify_delay"] = json!(1);
+    vars["quorum_recover_verify_retries"] = json!(2);
+    vars["quorum_recover_restart_intact"] = json!(false);
+    // The forced start fails on the survivor's host.
+    vars["etcd_force_new_cluster_start_command"] = json!("false");
+    let play = role_playbook(
+        "etcd",
+        &cluster.client_urls(),
+        "etcd.core.quorum_recover",
+        vars,
+    );
+    let run = collection.playbook(&play, &inventory, &json!({}), &[], &[]);
+    assert_ne!(run.code, 0, "the forced start failed: {run}");
+    for i in [0, 2] {
+        let member = &cluster.members[i];
+        assert!(
+            member.data_dir().join("member").is_dir(),
+            "{}'s intact data dir was moved aside although the survivor's forced start failed:\n{run}",
+            member.name
+        );
+    }
 }
