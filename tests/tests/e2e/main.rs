@@ -47,6 +47,7 @@ mod prune_safety;
 mod quorum_plan;
 mod red_team20;
 mod red_team21;
+mod red_team22;
 mod restore_host;
 mod restore_safety;
 mod secrets;

@@ -29,6 +29,8 @@
 
 mod data_dir;
 mod plan;
+#[cfg(test)]
+mod red_team22;
 mod survivor;
 mod verify;
 

@@ -353,6 +353,9 @@ pub fn choose_survivor(candidates: &[Candidate]) -> Result<SurvivorChoice, Refus
             &summaries,
         ));
     };
+    if let Some((kind, message)) = tail_refusal((name, best), &inspected) {
+        return Err(refuse(kind, message, &summaries));
+    }
     let reason = reason(name, best, voters.get(1).copied());
     for summary in &mut summaries {
         if summary.name == name {
@@ -435,6 +438,46 @@ fn history_refusal(inspected: &[(&str, &DataDirInspection)]) -> Option<(RefusalK
                 ));
             }
         }
+    }
+    None
+}
+
+/// The recovery commits the survivor's whole log (`etcd_data::adopt_wal_tail`): an index
+/// another member committed that the survivor's log holds under another term would be
+/// overwritten. Raft's rules rule it out (a leader holds every entry committed in an earlier
+/// term), so such logs come from split histories: refused, keeping the member whose commit
+/// it is.
+fn tail_refusal(
+    (name, best): (&str, &DataDirInspection),
+    inspected: &[(&str, &DataDirInspection)],
+) -> Option<(RefusalKind, String)> {
+    let mut adopted = best.wal.clone();
+    adopted.hard_state.commit = adopted.hard_state.commit.max(adopted.last_index);
+    for &(other, inspection) in inspected {
+        if other == name {
+            continue;
+        }
+        let Some(index) = split_at(&adopted, &inspection.wal) else {
+            continue;
+        };
+        let (term, commit) = committed_position(&inspection.wal);
+        let shown = |w: &WalSummary| match term_at(w, index) {
+            TermAt::Known(t) => format!("term {t}"),
+            TermAt::AtMost(t) => format!("term {t} or older"),
+            TermAt::Unknown => "an unknown term".into(),
+        };
+        return Some((
+            RefusalKind::SplitHistory {
+                keep: other.into(),
+                other: name.into(),
+                index,
+            },
+            format!(
+                "split history: {other} committed index {index} in {} but {name}, the most up-to-date log, holds {} there, and the recovery would commit {name}'s whole log over it; keep {other} (committed term {term}, index {commit}) and rejoin the others from it, or restore the cluster from a backup if unsure which history is right",
+                shown(&inspection.wal),
+                shown(&best.wal)
+            ),
+        ));
     }
     None
 }
