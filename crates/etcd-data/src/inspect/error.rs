@@ -20,7 +20,7 @@ pub enum InspectError {
     },
     /// `member/wal` is missing or holds no segment.
     #[error(
-        "'{path}' holds no WAL segment (member/wal/*.wal): the member's log is gone; recover from another member or a backup"
+        "'{path}' holds no WAL segment (member/wal/*.wal): if etcd runs with a dedicated --wal-dir, its log is there and this data dir cannot be inspected, copied or moved aside without it (not supported yet); otherwise the member's log is gone: recover from another member or a backup"
     )]
     NoWal {
         /// The WAL dir.

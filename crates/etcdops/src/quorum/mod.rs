@@ -28,6 +28,7 @@
 //! ```
 
 mod data_dir;
+mod membership;
 mod plan;
 #[cfg(test)]
 mod red_team22;

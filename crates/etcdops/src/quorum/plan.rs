@@ -220,7 +220,7 @@ pub async fn plan_recovery_with(
 /// How many times the members are looked at before one counts as not healthy, and the pause
 /// between looks: a member busy for a moment (a slow disk, a loaded host) must not be
 /// re-added as if it were gone.
-const LOOKS: usize = 3;
+const LOOKS: usize = 6;
 const BETWEEN_LOOKS: Duration = Duration::from_millis(500);
 
 /// The plan when a quorum serves: which given members are not healthy voters, in any of a
@@ -352,6 +352,13 @@ mod tests {
             if let CandidateData::Inspected(i) = &mut c.data {
                 i.db.members.extend(extra.clone());
             }
+        }
+        // d and e are gone for good (declared lost): given, no data.
+        for name in ["d", "e"] {
+            five.push(Candidate {
+                name: name.into(),
+                data: CandidateData::Lost,
+            });
         }
         let choice = choose_survivor(&five).unwrap();
         assert_eq!(intact_majority(&choice, &five), None);

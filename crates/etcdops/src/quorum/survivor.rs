@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 use etcd_data::{DataDirInspection, WalSummary};
 use serde::Serialize;
 
+use super::membership::{coverage_refusal, identity_refusal};
 use super::{Candidate, CandidateData};
 
 /// How one candidate was judged.
@@ -103,6 +104,18 @@ pub enum RefusalKind {
     /// they may still run in a quorum this run cannot see.
     NotInspected {
         /// Their names.
+        names: Vec<String>,
+    },
+    /// A data dir given as one member holds another member's data.
+    WrongMember {
+        /// The name it was given as.
+        given: String,
+        /// The member whose data it holds.
+        holds: String,
+    },
+    /// Voters of the survivor's membership that were not given at all.
+    NotGiven {
+        /// Their names (or IDs, for members that never started).
         names: Vec<String>,
     },
     /// No voting member has a readable data dir.
@@ -336,6 +349,9 @@ pub fn choose_survivor(candidates: &[Candidate]) -> Result<SurvivorChoice, Refus
         .iter()
         .filter_map(|c| c.inspection().map(|i| (c.name.as_str(), i)))
         .collect();
+    if let Some((kind, message)) = identity_refusal(&inspected) {
+        return Err(refuse(kind, message, &summaries));
+    }
     if let Some(refusal) = history_refusal(&inspected) {
         let (kind, message) = refusal;
         return Err(refuse(kind, message, &summaries));
@@ -354,6 +370,9 @@ pub fn choose_survivor(candidates: &[Candidate]) -> Result<SurvivorChoice, Refus
         ));
     };
     if let Some((kind, message)) = tail_refusal((name, best), &inspected) {
+        return Err(refuse(kind, message, &summaries));
+    }
+    if let Some((kind, message)) = coverage_refusal(best, candidates) {
         return Err(refuse(kind, message, &summaries));
     }
     let reason = reason(name, best, voters.get(1).copied());
