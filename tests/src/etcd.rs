@@ -537,6 +537,43 @@ impl Drop for Cluster {
     }
 }
 
+/// One member's etcd started by hand on `data_dir` with the member's URLs, as a one-member
+/// cluster a quorum recovery leaves (`forced`: `ETCD_FORCE_NEW_CLUSTER=true`) or restarted
+/// normally; its output in `<cluster dir>/<name>-<tag>.log`. Killed on drop.
+pub struct Standalone(Child);
+
+impl Standalone {
+    /// Starts it.
+    pub fn start(
+        cluster: &Cluster,
+        member: &Member,
+        data_dir: &Path,
+        forced: bool,
+        tag: &str,
+    ) -> Standalone {
+        let mut cmd = Command::new(cluster.version.etcd());
+        if forced {
+            cmd.env("ETCD_FORCE_NEW_CLUSTER", "true");
+        }
+        cmd.args(["--name", &member.name, "--data-dir"])
+            .arg(data_dir)
+            .args(["--listen-client-urls", &member.client_url])
+            .args(["--advertise-client-urls", &member.client_url])
+            .args(["--listen-peer-urls", &member.peer_url])
+            .args(["--initial-advertise-peer-urls", &member.peer_url])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
+        let log = cluster.dir().join(format!("{}-{tag}.log", member.name));
+        Standalone(spawn_logged(cmd, &log))
+    }
+}
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `cmd` with stdout and stderr appended to `log`.
 pub fn spawn_logged(mut cmd: Command, log: &Path) -> Child {
     let file = std::fs::OpenOptions::new()

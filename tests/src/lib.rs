@@ -33,7 +33,9 @@ pub use certs::Certs;
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use compat::{SideBySide, assert_same_json, assert_same_output, remove_pointer, side_by_side};
 pub use dns::{DnsServer, SrvRecord};
-pub use etcd::{Cluster, EtcdVersion, Member, ROOT_PASSWORD, Security, block_on, spawn_logged};
+pub use etcd::{
+    Cluster, EtcdVersion, Member, ROOT_PASSWORD, Security, Standalone, block_on, spawn_logged,
+};
 pub use kubelet::{
     Kubelet, PodSpec, install_kubeadm_pki, kubeadm_image, kubeadm_manifest, under,
     write_kubeadm_manifest, write_openshift_tree,

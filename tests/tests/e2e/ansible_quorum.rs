@@ -264,9 +264,31 @@ fn two_members_lost() -> (Setup, Acked, Vec<PathBuf>) {
     (Setup::new(cluster), acked, lost_dirs)
 }
 
+/// The survivor keeps running alone; its etcd reads a config file (as the etcd.core.cluster
+/// role's units do), which makes etcd ignore ETCD_FORCE_NEW_CLUSTER: the forced start goes
+/// into the file and the normal start takes it out again.
 #[test]
 fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
-    let (setup, acked, lost_dirs) = two_members_lost();
+    let (mut setup, acked, lost_dirs) = two_members_lost();
+    let running = setup
+        .cluster
+        .members
+        .iter()
+        .find(|m| m.pid().is_some())
+        .cloned()
+        .unwrap();
+    running.stop();
+    let config = start_from_a_config_file(&setup.cluster, &running);
+    let config_before = std::fs::read_to_string(&config).unwrap();
+    running.start();
+    setup.inventory = setup.inventory.replace(
+        &format!("{} ansible_connection=local", running.name),
+        &format!(
+            "{} ansible_connection=local etcd_config_file={}",
+            running.name,
+            config.display()
+        ),
+    );
     // Check mode first: the survivor still runs, so it is not stopped, nothing is moved,
     // and the run says it would stop every member before choosing.
     let listing: Vec<Vec<PathBuf>> = setup
@@ -307,6 +329,14 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
         run.stdout.matches("TASK [").count()
     );
     let survivor = Setup::survivor(&run);
+    assert_eq!(survivor, running.name);
+    let log = std::fs::read_to_string(running.dir.join("etcd.log")).unwrap();
+    assert!(log.contains("forcing restart"), "no forced start:\n{log}");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        config_before,
+        "the config file kept the forced start"
+    );
     let urls = setup.cluster.client_urls();
     assert_eq!(lost(&urls, &acked), Vec::new(), "acknowledged writes lost");
     assert_revisions_continue(&urls, &acked);
@@ -617,4 +647,45 @@ fn quorum_recover_refuses_openshift_before_stopping_anything() {
     );
     assert_eq!(cluster.members[0].pid(), pid, "the member was restarted");
     assert!(pid.is_some());
+}
+
+/// Makes `member` start etcd with `--config-file` (as the units of the etcd.core.cluster role
+/// do): etcd then ignores its environment, so a forced start must go into the file. Returns
+/// the file.
+fn start_from_a_config_file(cluster: &SupervisedCluster, member: &SupervisedMember) -> PathBuf {
+    let initial = cluster
+        .members
+        .iter()
+        .map(|m| format!("{}={}", m.name, m.peer_url))
+        .collect::<Vec<_>>()
+        .join(",");
+    let config = member.dir.join("etcd.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "# written by the test, as etcd.core.etcd_config would\nname: {}\ndata-dir: {}\nlisten-client-urls: {}\nadvertise-client-urls: {}\nlisten-peer-urls: {}\ninitial-advertise-peer-urls: {}\ninitial-cluster: {initial}\ninitial-cluster-state: new\nheartbeat-interval: 50\nelection-timeout: 500\n",
+            member.name,
+            member.data_dir().display(),
+            member.client_url,
+            member.client_url,
+            member.peer_url,
+            member.peer_url,
+        ),
+    )
+    .unwrap();
+    let etcd = std::fs::read_to_string(member.dir.join("etcd.bin")).unwrap();
+    let wrapper = member.dir.join("etcd-with-config-file");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec {} --config-file {}\n",
+            etcd.trim(),
+            config.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(member.dir.join("etcd.bin"), wrapper.display().to_string()).unwrap();
+    config
 }

@@ -5,40 +5,11 @@
 //! refused.
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use etcdops_tests::{Cluster, Member, Run, Security, args, etcdops, spawn_logged};
+use etcdops_tests::{Cluster, Run, Security, Standalone, args, etcdops};
 use serde_json::Value;
-
-/// etcd on `data_dir` with `member`'s URLs (forced: `ETCD_FORCE_NEW_CLUSTER=true`), killed
-/// on drop.
-struct Etcd(Child);
-
-impl Etcd {
-    fn start(cluster: &Cluster, member: &Member, data_dir: &Path, forced: bool, tag: &str) -> Etcd {
-        let mut cmd = Command::new(cluster.version.etcd());
-        if forced {
-            cmd.env("ETCD_FORCE_NEW_CLUSTER", "true");
-        }
-        cmd.args(["--name", &member.name, "--data-dir"])
-            .arg(data_dir)
-            .args(["--listen-client-urls", &member.client_url])
-            .args(["--advertise-client-urls", &member.client_url])
-            .args(["--listen-peer-urls", &member.peer_url])
-            .args(["--initial-advertise-peer-urls", &member.peer_url])
-            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
-        let log = cluster.dir().join(format!("{}-{tag}.log", member.name));
-        Etcd(spawn_logged(cmd, &log))
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The index of the member that leads (from `endpoint status`).
 fn leader_index(cluster: &Cluster) -> usize {
@@ -175,7 +146,7 @@ fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
     let cp = Command::new("cp").arg("-a").arg(&dir).arg(&copy).status();
     assert!(cp.unwrap().success());
     {
-        let _control = Etcd::start(&cluster, member, &copy, true, "control");
+        let _control = Standalone::start(&cluster, member, &copy, true, "control");
         let seen = served(&url, "tail/acked");
         assert_eq!(seen["kvs"][0]["value"], "yes", "{seen}");
         let seen = served(&url, "tail/unacked");
@@ -200,7 +171,7 @@ fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
     assert_eq!(again.json()["changed"], false, "{again}");
 
     {
-        let _forced = Etcd::start(&cluster, member, &dir, true, "forced");
+        let _forced = Standalone::start(&cluster, member, &dir, true, "forced");
         let seen = served(&url, "tail/unacked");
         assert_eq!(seen["kvs"][0]["value"], "appended", "kept: {seen}");
         let revision = seen["kvs"][0]["mod_revision"].as_i64().unwrap();
@@ -219,7 +190,7 @@ fn a_committed_tail_keeps_the_write_a_forced_start_drops() {
     }
 
     // A normal start afterwards still serves it.
-    let _normal = Etcd::start(&cluster, member, &dir, false, "normal");
+    let _normal = Standalone::start(&cluster, member, &dir, false, "normal");
     let seen = served(&url, "tail/unacked");
     assert_eq!(seen["kvs"][0]["value"], "appended", "{seen}");
     assert_eq!(count(&cluster, &url, "tail/before/"), 20);
@@ -279,7 +250,7 @@ fn the_module_commits_the_tail_once_and_check_mode_writes_nothing() {
     assert_eq!(results["second"]["changed"], false, "{}", results["second"]);
     assert_eq!(uncommitted(&dir), 0);
 
-    let _forced = Etcd::start(&cluster, member, &dir, true, "forced");
+    let _forced = Standalone::start(&cluster, member, &dir, true, "forced");
     let seen = served(&member.client_url, "tail/unacked");
     assert_eq!(seen["kvs"][0]["value"], "appended", "{seen}");
 }

@@ -5,10 +5,9 @@
 //! with `ETCD_FORCE_NEW_CLUSTER=true` passes `quorum verify` with its data.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use etcdops_tests::{Cluster, Member, Run, Security, args, etcdops, spawn_logged};
+use etcdops_tests::{Cluster, Member, Run, Security, Standalone, args, etcdops};
 use serde_json::Value;
 
 /// `data-dir inspect DIR -w json`, written to a file beside the cluster for `--inspection`.
@@ -42,9 +41,17 @@ fn against(endpoints: &str, rest: &[String]) -> Run {
     etcdops(&a, &[])
 }
 
-/// `quorum plan` with the inspection files.
+/// `quorum plan --force-survivor` with the inspection files: the survivor, even when a
+/// majority still has its data (the default plan then is `restart`).
 fn plan(endpoints: &str, files: &[PathBuf]) -> Run {
-    let mut rest = args(&["quorum", "plan", "--inspection"]);
+    plan_with(endpoints, files, &["--force-survivor"])
+}
+
+/// `quorum plan` with the inspection files and `extra` flags.
+fn plan_with(endpoints: &str, files: &[PathBuf], extra: &[&str]) -> Run {
+    let mut rest = args(&["quorum", "plan"]);
+    rest.extend(args(extra));
+    rest.push("--inspection".into());
     rest.extend(files.iter().map(|f| f.display().to_string()));
     against(endpoints, &rest)
 }
@@ -104,38 +111,6 @@ fn a_live_quorum_is_never_recovered_only_regrown() {
     assert!(run.stderr.contains("the cluster has 3 members"), "{run}");
 }
 
-/// An etcd started on `member`'s data dir with its own URLs, once with
-/// `ETCD_FORCE_NEW_CLUSTER=true`; killed on drop.
-struct Forced(Child);
-
-impl Forced {
-    fn start(cluster: &Cluster, member: &Member) -> Forced {
-        Forced::start_on(cluster, member, &member.data_dir)
-    }
-
-    /// As [`Forced::start`], on another data dir (a copy of the member's).
-    fn start_on(cluster: &Cluster, member: &Member, data_dir: &Path) -> Forced {
-        let mut cmd = Command::new(cluster.version.etcd());
-        cmd.env("ETCD_FORCE_NEW_CLUSTER", "true")
-            .args(["--name", &member.name, "--data-dir"])
-            .arg(data_dir)
-            .args(["--listen-client-urls", &member.client_url])
-            .args(["--advertise-client-urls", &member.client_url])
-            .args(["--listen-peer-urls", &member.peer_url])
-            .args(["--initial-advertise-peer-urls", &member.peer_url])
-            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
-        let log = cluster.dir().join(format!("{}-forced.log", member.name));
-        Forced(spawn_logged(cmd, &log))
-    }
-}
-
-impl Drop for Forced {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Polls `quorum verify` until it passes (etcd replaying its WAL and electing itself), or
 /// panics with the last run after `limit`.
 fn verified(endpoint: &str, member_id: &str, min_revision: i64, limit: Duration) -> Value {
@@ -189,6 +164,12 @@ fn without_quorum_the_member_that_committed_most_survives_and_verifies() {
 
     cluster.kill_member_now(2);
     let files = inspect_all(&cluster, "all-stopped");
+    // Every data dir is intact: by default nothing needs forcing, they just start again.
+    let restart = plan_with(&endpoints, &files, &[]);
+    restart.expect_code(0);
+    assert_eq!(restart.json()["action"], "restart", "{restart}");
+    assert_eq!(names(&restart.json()["restart"]), ["m0", "m1", "m2"]);
+    assert_eq!(restart.json()["survivor"], Value::Null);
     let run = plan(&endpoints, &files);
     run.expect_code(0);
     let json = run.json();
@@ -234,7 +215,7 @@ fn without_quorum_the_member_that_committed_most_survives_and_verifies() {
     let min_revision = json["min_revision"].as_i64().unwrap();
     assert!(min_revision > 0, "{run}");
     let member = cluster.members.iter().find(|m| m.name == survivor).unwrap();
-    let _forced = Forced::start(&cluster, member);
+    let _forced = Standalone::start(&cluster, member, &member.data_dir, true, "forced");
     let endpoint = member.client_url.clone();
     let seen = verified(&endpoint, &member_id, min_revision, Duration::from_secs(30));
     assert_eq!(seen["member_id"], member_id.as_str());
@@ -285,6 +266,13 @@ fn the_modules_plan_from_registered_inspections_and_keep_the_survivor_once() {
         dial_timeout: 1s
         command_timeout: 2s
         members: "{{ recovery_members }}"
+      register: restart
+    - etcd.core.etcd_quorum_recovery:
+        endpoints: "{{ endpoints }}"
+        dial_timeout: 1s
+        command_timeout: 2s
+        members: "{{ recovery_members }}"
+        restart_intact: false
       check_mode: true
       register: checked
     - etcd.core.etcd_quorum_recovery:
@@ -292,6 +280,7 @@ fn the_modules_plan_from_registered_inspections_and_keep_the_survivor_once() {
         dial_timeout: 1s
         command_timeout: 2s
         members: "{{ recovery_members }}"
+        restart_intact: false
       register: plan
     - etcd.core.etcd_data_dir:
         data_dir: "{{ plan.data_dir }}"
@@ -309,7 +298,7 @@ fn the_modules_plan_from_registered_inspections_and_keep_the_survivor_once() {
     - ansible.builtin.copy:
         dest: "{{ out }}"
         mode: "0600"
-        content: "{{ {'checked': checked, 'plan': plan, 'first': first, 'second': second, 'move_checked': move_checked} | to_json }}"
+        content: "{{ {'restart': restart, 'checked': checked, 'plan': plan, 'first': first, 'second': second, 'move_checked': move_checked} | to_json }}"
 "#;
     let vars = serde_json::json!({
         "cluster_members": members,
@@ -319,6 +308,12 @@ fn the_modules_plan_from_registered_inspections_and_keep_the_survivor_once() {
     let run = collection.playbook(play, "target ansible_connection=local\n", &vars, &[], &[]);
     assert_eq!(run.code, 0, "{run}");
     let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    // Every data dir intact: start them again, nothing forced.
+    assert_eq!(
+        results["restart"]["action"], "restart",
+        "{}",
+        results["restart"]
+    );
     let plan = &results["plan"];
     assert_eq!(plan["action"], "recover", "{plan}");
     assert_eq!(plan["changed"], false);
@@ -358,7 +353,7 @@ fn a_history_split_by_an_earlier_force_new_cluster_is_refused() {
         serde_json::from_str(&std::fs::read_to_string(inspect(&cluster, m0, "old")).unwrap())
             .unwrap();
     let member_id = inspection["wal"]["member_id"].as_str().unwrap().to_string();
-    let forced = Forced::start(&cluster, m0);
+    let forced = Standalone::start(&cluster, m0, &m0.data_dir, true, "forced");
     verified(&m0.client_url, &member_id, 0, Duration::from_secs(30));
     etcdops_tests::block_on(async {
         let mut client = cluster
@@ -443,7 +438,7 @@ fn data_dir_backup_and_move_aside_keep_a_stopped_member_and_refuse_a_running_one
     assert_eq!(again.json()["changed"], false, "{again}");
 
     // The copy is a whole data dir: etcd starts from it with the data.
-    let _etcd = Forced::start_on(&cluster, member, &copy);
+    let _etcd = Standalone::start(&cluster, member, &copy, true, "forced");
     let id: Value = serde_json::from_str(&inspect_json(&copy)).unwrap();
     verified(
         &member.client_url,
