@@ -214,7 +214,8 @@ fn a_member_with_a_dedicated_wal_dir_is_not_reported_as_having_lost_its_log() {
 /// m1 lost its data, m0 and m2 are intact, the operator forces (restart_intact: false) and
 /// the forced start fails: the intact member that is not the survivor must keep its data dir
 /// in place (the cluster is still what it was), not find it renamed to `.bak-*` by a run
-/// that recovered nothing.
+/// that recovered nothing. (Fixed in recover.yml by the red team: an assert that the
+/// survivor's host is still in the play before anything is moved aside.)
 #[test]
 fn a_failed_forced_start_moves_no_other_members_data_dir_aside() {
     let cluster = SupervisedCluster::start(3);
