@@ -66,6 +66,47 @@ fn without_flag(mut pod: Value) -> Value {
     pod
 }
 
+/// The etcd container's words that set the flag otherwise than the command's
+/// `--force-new-cluster` or `--force-new-cluster=true`: another spelling Go's flag package
+/// reads (`-force-new-cluster`, `=True`, `=false`, ...) or any in `args`. Editing around them
+/// could leave a normal start forcing or a forced one not.
+fn odd_spellings(pod: &Value) -> Vec<String> {
+    let Some(container) = pod
+        .get("spec")
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_sequence)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("name").and_then(Value::as_str) == Some("etcd"))
+        })
+    else {
+        return Vec::new();
+    };
+    let names_flag = |w: &str| {
+        let bare = w.trim_start_matches('-');
+        w.starts_with('-')
+            && (bare == "force-new-cluster" || bare.starts_with("force-new-cluster="))
+    };
+    let words = |key: &str| -> Vec<String> {
+        container
+            .get(key)
+            .and_then(Value::as_sequence)
+            .map(|s| {
+                s.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut odd: Vec<String> = words("command")
+        .into_iter()
+        .filter(|w| names_flag(w) && !is_flag(w))
+        .collect();
+    odd.extend(words("args").into_iter().filter(|w| names_flag(w)));
+    odd
+}
+
 fn parse(path: &Path, text: &str) -> Result<Value> {
     serde_yaml_ng::from_str(text).map_err(|e| K8sError::BadConfig {
         path: path.display().to_string(),
@@ -102,6 +143,13 @@ pub fn set_force_new_cluster(path: &Path, text: &str, on: bool) -> Result<Option
         Err(_) if !on => return Ok(None),
         Err(why) => return Err(cannot(why)),
     };
+    let odd = odd_spellings(&pod);
+    if !odd.is_empty() {
+        return Err(cannot(format!(
+            "it already holds {} (a spelling or a place, the container's args, this edit does not handle; etcd reads it)",
+            odd.join(", ")
+        )));
+    }
     let has = words.iter().any(|w| is_flag(w));
     if has == on {
         return Ok(None);

@@ -1,6 +1,7 @@
 //! Red team for issue #22 (quorum recovery through --force-new-cluster): each test proves one
-//! finding against real etcd and FAILS on the code it was written against. See the red team's
-//! report for the reasoning and severity of each.
+//! finding against real etcd and failed on the code it was written against (some are fixed
+//! since: their doc comments say so). See the red team's report for the reasoning and
+//! severity of each.
 
 use std::path::Path;
 use std::process::{Child, Command};
@@ -213,7 +214,8 @@ fn a_member_with_a_dedicated_wal_dir_is_not_reported_as_having_lost_its_log() {
 /// m1 lost its data, m0 and m2 are intact, the operator forces (restart_intact: false) and
 /// the forced start fails: the intact member that is not the survivor must keep its data dir
 /// in place (the cluster is still what it was), not find it renamed to `.bak-*` by a run
-/// that recovered nothing.
+/// that recovered nothing. (Fixed in recover.yml by the red team: an assert that the
+/// survivor's host is still in the play before anything is moved aside.)
 #[test]
 fn a_failed_forced_start_moves_no_other_members_data_dir_aside() {
     let cluster = SupervisedCluster::start(3);
@@ -254,4 +256,84 @@ fn a_failed_forced_start_moves_no_other_members_data_dir_aside() {
             member.name
         );
     }
+}
+
+/// etcd reads no `ETCD_*` environment variable once it has a config file (`--config-file`
+/// or `ETCD_CONFIG_FILE`: "other configuration command line flags and environment variables
+/// will be ignored"), a common systemd setup. The service role's forced start passes
+/// `ETCD_FORCE_NEW_CLUSTER=true` in the environment only, so this survivor starts as a
+/// plain member of its old three-member cluster, no quorum forms, and the role fails after
+/// the verify retries saying it "has not started with force-new-cluster yet", with the
+/// survivor's commit index already raised and a marker left. The role must force it (the key
+/// `force-new-cluster: true` in a config file) or refuse before it changes anything, naming
+/// the config file. (Fixed on main by the service role writing force-new-cluster into the
+/// config file; this test failed before.)
+#[test]
+fn a_survivor_configured_by_a_config_file_is_really_forced() {
+    let cluster = SupervisedCluster::start(3);
+    for member in &cluster.members {
+        member.kill();
+    }
+    for member in &cluster.members[1..] {
+        let lost = member.dir.join("data.lost-by-test");
+        std::fs::rename(member.data_dir(), &lost).unwrap();
+    }
+    // m0 moves its settings into a YAML config file, as `etcd --config-file` reads them.
+    let m0 = &cluster.members[0];
+    let mut yaml = String::new();
+    for file in ["etcd.env", "etcd-initial.env"] {
+        let text = std::fs::read_to_string(m0.dir.join(file)).unwrap_or_default();
+        for line in text.lines() {
+            if let Some((key, value)) = line.split_once('=')
+                && let Some(key) = key.trim().strip_prefix("ETCD_")
+            {
+                let key = key.to_lowercase().replace('_', "-");
+                let value = value.trim().trim_matches('"').trim_matches('\'');
+                if value.parse::<u64>().is_ok() {
+                    yaml.push_str(&format!("{key}: {value}\n"));
+                } else {
+                    yaml.push_str(&format!("{key}: '{value}'\n"));
+                }
+            }
+        }
+    }
+    let config = m0.dir.join("etcd.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    std::fs::write(
+        m0.dir.join("etcd.env"),
+        format!("ETCD_CONFIG_FILE={}\n", config.display()),
+    )
+    .unwrap();
+    std::fs::remove_file(m0.dir.join("etcd-initial.env")).unwrap();
+
+    let collection = Collection::install();
+    let inventory = format!(
+        "[etcd]\n{}",
+        cluster
+            .members
+            .iter()
+            .map(|m| m.inventory_line())
+            .collect::<String>()
+    );
+    let mut vars = cluster.service_vars();
+    vars["quorum_recover_env_file"] = json!("{{ etcd_member_dir }}/etcd-initial.env");
+    vars["quorum_recover_verify_delay"] = json!(1);
+    vars["quorum_recover_verify_retries"] = json!(3);
+    vars["quorum_recover_promote_delay"] = json!(1);
+    let play = role_playbook(
+        "etcd",
+        &cluster.client_urls(),
+        "etcd.core.quorum_recover",
+        vars,
+    );
+    let run = collection.playbook(&play, &inventory, &json!({}), &[], &[]);
+    let said = run
+        .stdout
+        .replace("No config file found", "")
+        .contains("config file");
+    // A run that passes verified the survivor alone: it was forced.
+    assert!(
+        run.code == 0 || said,
+        "the survivor, configured by a config file, was not forced, and the role did not say why:\n{run}"
+    );
 }
