@@ -230,7 +230,15 @@ async fn regrow_plan(
     candidates: &[Candidate],
 ) -> Result<RecoveryPlan, QuorumError> {
     let mut healthy_voters: Vec<String> = Vec::new();
+    let mut healthy_ids: Vec<String> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
+    // A candidate is a healthy voter by its name, or by its data dir's member ID (named after
+    // that ID when its db did not hold its name yet: a member inspected just after it started).
+    let healthy = |c: &Candidate, names: &[String], ids: &[String]| {
+        names.contains(&c.name)
+            || c.inspection()
+                .is_some_and(|i| ids.contains(&i.wal.member_id))
+    };
     for look in 0..LOOKS {
         if look > 0 {
             tokio::time::sleep(BETWEEN_LOOKS).await;
@@ -239,6 +247,7 @@ async fn regrow_plan(
         for member in view.voters().filter(|m| m.healthy) {
             if !healthy_voters.contains(&member.member.name) {
                 healthy_voters.push(member.member.name.clone());
+                healthy_ids.push(member.member.id.to_string());
             }
         }
         problems = view
@@ -253,13 +262,16 @@ async fn regrow_plan(
                 )
             })
             .collect();
-        if candidates.iter().all(|c| healthy_voters.contains(&c.name)) {
+        if candidates
+            .iter()
+            .all(|c| healthy(c, &healthy_voters, &healthy_ids))
+        {
             break;
         }
     }
     let rejoin: Vec<String> = candidates
         .iter()
-        .filter(|c| !healthy_voters.contains(&c.name))
+        .filter(|c| !healthy(c, &healthy_voters, &healthy_ids))
         .map(|c| c.name.clone())
         .collect();
     let (action, reason) = if rejoin.is_empty() {
