@@ -4,12 +4,10 @@
 //! severity of each.
 
 use std::path::Path;
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use etcdops_tests::{
-    Cluster, Collection, Run, Security, SupervisedCluster, args, etcdops, role_playbook,
-    spawn_logged,
+    Cluster, Collection, Run, Security, Standalone, SupervisedCluster, args, etcdops, role_playbook,
 };
 use serde_json::json;
 
@@ -43,16 +41,6 @@ fn inspect_to(dir: &Path, file: &Path) {
     );
     run.expect_code(0);
     std::fs::write(file, &run.stdout).unwrap();
-}
-
-/// etcd on a member's data dir with `ETCD_FORCE_NEW_CLUSTER=true`; killed on drop.
-struct Forced(Child);
-
-impl Drop for Forced {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The value of `key` as the member at `endpoint` has it (serializable), `None` when it
@@ -95,12 +83,7 @@ fn a_plan_that_was_not_given_the_members_of_a_live_quorum_refuses() {
     // Acknowledged by the live quorum m0 + m1, after m2 went down.
     cluster.put_keys("red22/after/", 3);
     let m2 = &cluster.members[2];
-    let (name, client_url, peer_url, data_dir) = (
-        m2.name.clone(),
-        m2.client_url.clone(),
-        m2.peer_url.clone(),
-        m2.data_dir.clone(),
-    );
+    let (client_url, data_dir) = (m2.client_url.clone(), m2.data_dir.clone());
     let file = cluster.dir().join("m2-alone.json");
     inspect_to(&data_dir, &file);
     let run = against(
@@ -114,17 +97,8 @@ fn a_plan_that_was_not_given_the_members_of_a_live_quorum_refuses() {
     );
     if run.code == 0 && run.json()["action"] == "recover" {
         // Show what following the plan does: m2 forced beside the live m0 + m1.
-        let mut cmd = Command::new(cluster.version.etcd());
-        cmd.env("ETCD_FORCE_NEW_CLUSTER", "true")
-            .args(["--name", &name, "--data-dir"])
-            .arg(&data_dir)
-            .args(["--listen-client-urls", &client_url])
-            .args(["--advertise-client-urls", &client_url])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--heartbeat-interval", "50", "--election-timeout", "500"]);
+        let _forced = Standalone::start(&cluster, &cluster.members[2], &data_dir, true, "forced");
         let log = cluster.dir().join("m2-forced.log");
-        let _forced = Forced(spawn_logged(cmd, &log));
         let live = cluster.members[0].client_url.clone();
         let put = |endpoint: &str, value: &str| {
             cluster.etcdctl(&[
