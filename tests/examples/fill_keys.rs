@@ -52,6 +52,23 @@ fn value(kind: Values, i: usize, round: usize, rng: &mut Rng) -> String {
         Values::Random => base64::engine::general_purpose::STANDARD.encode(rng.bytes(768)),
         Values::Json => {
             let namespace = ["default", "kube-system", "prod", "staging", "monitoring"][i % 5];
+            let config = format!(
+                "replicas: {}\nimage: registry.example.com/app-{}:v{}\ntoken: {}\nca.crt: {}\n",
+                i % 7,
+                i % 97,
+                round,
+                rng.hex(24),
+                // A certificate's worth of random bytes: real objects carry some.
+                base64::engine::general_purpose::STANDARD.encode(rng.bytes(80)),
+            );
+            // What `kubectl apply` leaves behind: the object once more, as a JSON string.
+            let applied = serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i}"), "namespace": namespace,
+                    "annotations": {"owner": format!("team-{}", i % 13)}},
+                "data": {"settings.json": format!("{{\"limit\":{}}}", i % 1000)},
+            })
+            .to_string();
             let doc = serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
@@ -62,13 +79,13 @@ fn value(kind: Values, i: usize, round: usize, rng: &mut Rng) -> String {
                     "resourceVersion": (rng.next() % 1_000_000_000).to_string(),
                     "creationTimestamp": "2026-11-30T12:00:00Z",
                     "labels": {"app": format!("app-{}", i % 97), "tier": "backend", "round": round.to_string()},
+                    "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied},
                     "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update",
                         "apiVersion": "v1", "time": "2026-11-30T12:00:00Z", "fieldsType": "FieldsV1",
                         "fieldsV1": {"f:data": {"f:config.yaml": {}}, "f:metadata": {"f:labels": {"f:app": {}}}}}],
                 },
                 "data": {
-                    "config.yaml": format!("replicas: {}\nimage: registry.example.com/app-{}:v{}\ntoken: {}\n",
-                        i % 7, i % 97, round, rng.hex(24)),
+                    "config.yaml": config,
                     "settings.json": format!("{{\"feature\":\"on\",\"limit\":{},\"owner\":\"team-{}\"}}", i % 1000, i % 13),
                 },
             });
