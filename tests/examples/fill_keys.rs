@@ -131,7 +131,8 @@ async fn main() -> ExitCode {
             let mut client = client.clone();
             let prefix = prefix.clone();
             tasks.push(tokio::spawn(async move {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((worker as u64 + 1) << 32) ^ round as u64);
+                let mut rng =
+                    Rng(0x9E37_79B9_7F4A_7C15 ^ ((worker as u64 + 1) << 32) ^ round as u64);
                 let mut i = worker;
                 while i < keys {
                     let value = value(values, i, round, &mut rng);
