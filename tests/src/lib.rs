@@ -25,6 +25,7 @@ mod resolver;
 mod standalone;
 mod stores;
 mod supervised;
+mod versions;
 
 pub use ansible::{
     Collection, PlaybookRun, SpawnedPlaybook, ansible_venv, role_playbook, shim_path,
@@ -48,3 +49,4 @@ pub use stores::{
     azurite_blob_path, fake_gcs_server_path, http_request, moto_server_path, xml_values,
 };
 pub use supervised::{SupervisedCluster, SupervisedMember, supervisor_path};
+pub use versions::skip_on_etcd_3_4;

@@ -260,6 +260,11 @@ fn config_file_from_the_library_starts_real_etcd_with_client_and_peer_tls() {
 
 #[test]
 fn etcd_config_and_etcd_certificate_modules_in_check_mode_for_real_again_and_in_diff() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "writes etcd config files and certificates only; starts no etcd",
+    ) {
+        return;
+    }
     let collection = Collection::install();
     let dir = tempfile::tempdir().unwrap();
     let playbook = json!([{

@@ -198,6 +198,11 @@ fn restore_role_rerun_with_nothing_to_restore_stops_nothing_and_changes_nothing(
 
 #[test]
 fn role_variables_are_documented_and_validated() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "ansible-doc and the role's argument spec check; fails before any task, starts no etcd",
+    ) {
+        return;
+    }
     let collection = Collection::install();
     let doc = std::process::Command::new(etcdops_tests::ansible_venv().join("bin/ansible-doc"))
         .args(["-t", "role", "etcd.core.restore"])

@@ -1,0 +1,20 @@
+//! Tests that run on one etcd release only. `scripts/test` runs the whole suite twice, against
+//! etcd 3.4.23 and 3.5.1; a test whose outcome cannot depend on the release (it starts no
+//! etcd, or uses one only as a stand-in target while it tests the collection's packaging, the
+//! shim cache, argument checks or docs) needs only one of those runs.
+
+use crate::etcd::EtcdVersion;
+
+/// `true` on the etcd 3.4 run (after printing `why`), so the caller returns at once there and
+/// runs on the 3.5 run only. `why` names what makes the test version-independent; apply it
+/// explicitly per test, never to a test whose etcd answers, restores, member changes or
+/// timings could differ between releases. `ETCDOPS_TEST_EVERY_VERSION=1` runs it anyway.
+pub fn skip_on_etcd_3_4(why: &str) -> bool {
+    if EtcdVersion::from_env() != EtcdVersion::V3_4
+        || std::env::var("ETCDOPS_TEST_EVERY_VERSION").is_ok_and(|v| v == "1")
+    {
+        return false;
+    }
+    println!("skipped on etcd 3.4, runs on the 3.5 run only: {why}");
+    true
+}
