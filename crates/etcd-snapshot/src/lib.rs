@@ -40,6 +40,7 @@ mod retention;
 mod run_lock;
 mod save;
 mod save_file;
+mod save_stream;
 mod source;
 mod status;
 mod verify;

@@ -2,36 +2,29 @@
 //! `--encrypt-to`) -> SHA-256 of the stored bytes -> store, in bounded memory, with the
 //! manifest written last.
 //!
-//! Receiving from etcd runs in its own task, a bounded channel away from compression and upload,
-//! so the network and the compressor work at the same time while memory stays bounded
-//! (channel: [`CHANNEL_CHUNKS`] chunks of etcd's 32 KiB; compressed output flushed every
-//! [`FLUSH_BYTES`]; the store keeps at most a few multipart parts).
+//! Receiving and hashing, compression and encryption, and storing run at the same time, in
+//! bounded memory (see `save_stream`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::Utc;
-use etcd_core::{ClusterConfig, SnapshotStream};
-use etcd_store::{Store, Upload};
+use etcd_core::ClusterConfig;
+use etcd_store::Store;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::crypt::{Encryption, Identities, Recipients, encryptor};
+use crate::crypt::{Encryption, Identities, Recipients};
 use crate::error::{Result, SnapshotError};
 use crate::manifest::{Compression, MANIFEST_FORMAT_VERSION, Manifest, backup_object_name};
 use crate::progress::Progress;
 use crate::prune::PruneRequest;
 use crate::retention::RetentionPolicy;
+use crate::save_stream::{Streamed, stream_into};
 use crate::source::{SnapshotSource, choose_source};
 use crate::verify::{VerifyExpectation, verify_object};
 
-/// Chunks buffered between the etcd stream and the compressor.
-pub const CHANNEL_CHUNKS: usize = 64;
-/// Compressed bytes collected before they are handed to the store.
-pub const FLUSH_BYTES: usize = 1 << 20;
 /// Length of etcd's SHA-256 trailer.
 pub const TRAILER_LEN: usize = 32;
 
@@ -79,8 +72,10 @@ impl TrailerCheck {
         Ok((self.db_size, actual))
     }
 }
-/// Default zstd level, chosen from the benchmark (docs/BENCHMARKS.md).
-pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+/// Default zstd level, chosen from the benchmark (docs/BENCHMARKS.md, #24): level 1 keeps the
+/// stream from etcd the bottleneck, and on a 1.45 GiB db it stores within 1% of level 3 (JSON
+/// values: 1.9% smaller; base64-of-random values: 0.8% larger) for half the CPU time.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
 
 /// What to save and how.
 #[derive(Debug, Clone)]
@@ -307,194 +302,6 @@ fn build_manifest(
         labels: request.labels.clone(),
         encryption: (!request.encrypt_to.is_empty()).then(|| Encryption::age(&request.encrypt_to)),
     }
-}
-
-/// What the stream produced.
-struct Streamed {
-    db_size: u64,
-    db_sha256: String,
-    object_sha256: String,
-    object_size: u64,
-}
-
-/// The bytes made for the store and not yet handed to it, shared by the writers stacked on it.
-#[derive(Clone, Default)]
-struct Pending(Arc<Mutex<Vec<u8>>>);
-
-impl Pending {
-    fn buffer(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl Write for Pending {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.buffer().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// What the db bytes go through before they are stored.
-enum Layers {
-    Plain(Pending),
-    Zstd(zstd::stream::write::Encoder<'static, Pending>),
-    Age(age::stream::StreamWriter<Pending>),
-    ZstdAge(zstd::stream::write::Encoder<'static, age::stream::StreamWriter<Pending>>),
-}
-
-impl Layers {
-    fn new(request: &SaveRequest, pending: Pending) -> Result<Self> {
-        fn zstd<W: Write>(
-            inner: W,
-            level: i32,
-        ) -> Result<zstd::stream::write::Encoder<'static, W>> {
-            zstd::stream::write::Encoder::new(inner, level).map_err(|e| SnapshotError::Codec {
-                operation: "compress",
-                reason: e.to_string(),
-            })
-        }
-        let level = request.level;
-        Ok(match (request.compression, request.encrypt_to.is_empty()) {
-            (Compression::Zstd, true) => Layers::Zstd(zstd(pending, level)?),
-            (Compression::None, true) => Layers::Plain(pending),
-            (Compression::Zstd, false) => {
-                Layers::ZstdAge(zstd(encryptor(&request.encrypt_to, pending)?, level)?)
-            }
-            (Compression::None, false) => Layers::Age(encryptor(&request.encrypt_to, pending)?),
-        })
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        match self {
-            Layers::Plain(w) => w.write_all(bytes),
-            Layers::Zstd(w) => w.write_all(bytes),
-            Layers::Age(w) => w.write_all(bytes),
-            Layers::ZstdAge(w) => w.write_all(bytes),
-        }
-    }
-
-    /// Ends the zstd frame and the age stream (their last bytes go to the pending buffer).
-    fn finish(self) -> std::io::Result<()> {
-        match self {
-            Layers::Plain(_) => Ok(()),
-            Layers::Zstd(w) => w.finish().map(drop),
-            Layers::Age(w) => w.finish().map(drop),
-            Layers::ZstdAge(w) => w.finish()?.finish().map(drop),
-        }
-    }
-}
-
-/// Compresses and encrypts (or passes through) bytes, hashing what is stored and handing it
-/// to the store in [`FLUSH_BYTES`] pieces.
-struct StoredSide<'a> {
-    layers: Layers,
-    pending: Pending,
-    hasher: Sha256,
-    size: u64,
-    upload: &'a mut Upload,
-}
-
-impl StoredSide<'_> {
-    async fn push(&mut self, bytes: &[u8]) -> Result<()> {
-        self.layers
-            .write_all(bytes)
-            .map_err(|e| SnapshotError::Codec {
-                operation: "compress",
-                reason: e.to_string(),
-            })?;
-        if self.pending.buffer().len() >= FLUSH_BYTES {
-            self.flush().await?;
-        }
-        Ok(())
-    }
-
-    async fn flush(&mut self) -> Result<()> {
-        let out = std::mem::take(&mut *self.pending.buffer());
-        if out.is_empty() {
-            return Ok(());
-        }
-        self.hasher.update(&out);
-        self.size += out.len() as u64;
-        self.upload.write(Bytes::from(out)).await?;
-        Ok(())
-    }
-
-    async fn finish(mut self) -> Result<(String, u64)> {
-        let layers = std::mem::replace(&mut self.layers, Layers::Plain(Pending::default()));
-        layers.finish().map_err(|e| SnapshotError::Codec {
-            operation: "compress",
-            reason: e.to_string(),
-        })?;
-        self.flush().await?;
-        Ok((hex::encode(self.hasher.finalize()), self.size))
-    }
-}
-
-async fn stream_into(
-    mut stream: SnapshotStream,
-    upload: &mut Upload,
-    request: &SaveRequest,
-    progress: &dyn Progress,
-) -> Result<Streamed> {
-    let endpoint = stream.endpoint().to_string();
-    let (tx, mut rx) = tokio::sync::mpsc::channel(CHANNEL_CHUNKS);
-    let receiver = tokio::spawn(async move {
-        loop {
-            match stream.next_chunk().await {
-                Ok(Some(chunk)) => {
-                    if tx.send(Ok(chunk)).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                    return;
-                }
-            }
-        }
-    });
-
-    let pending = Pending::default();
-    let mut stored = StoredSide {
-        layers: Layers::new(request, pending.clone())?,
-        pending,
-        hasher: Sha256::new(),
-        size: 0,
-        upload,
-    };
-    let mut trailer = TrailerCheck::default();
-    let mut started = false;
-    let result = async {
-        while let Some(message) = rx.recv().await {
-            let chunk = message?;
-            if !started {
-                progress.start(Some(chunk.bytes.len() as u64 + chunk.remaining_bytes));
-                started = true;
-            }
-            progress.advance(chunk.bytes.len() as u64);
-            stored.push(&chunk.bytes).await?;
-            trailer.push(&chunk.bytes);
-        }
-        Ok::<_, SnapshotError>(())
-    }
-    .await;
-    receiver.abort();
-    result?;
-    let (db_size, db_sha256) = trailer.finish(endpoint)?;
-    let (object_sha256, object_size) = stored.finish().await?;
-    Ok(Streamed {
-        db_size,
-        db_sha256,
-        object_sha256,
-        object_size,
-    })
 }
 
 #[cfg(test)]

@@ -57,6 +57,7 @@ mod snapshot_encryption;
 mod snapshot_failures;
 mod snapshot_restore;
 mod snapshot_restore_parity;
+mod snapshot_save_pipeline;
 mod snapshot_status;
 mod snapshot_stores;
 mod store_layout;
