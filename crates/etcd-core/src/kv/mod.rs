@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
 use etcd_common::{Hint, OptionId};
 
+mod bounds;
+mod paged;
+
 /// Read every key from the given one on.
 const FROM_KEY: OptionId = OptionId::switch("from_key");
 
@@ -134,6 +137,48 @@ impl KeyValueView {
             value_encoding,
         }
     }
+
+    /// [`KeyValueView::from_kv`] taking the pair's bytes over instead of copying them.
+    pub(crate) fn from_owned(
+        kv: etcd_client::KeyValue,
+        keys_only: bool,
+        show_secrets: bool,
+    ) -> Self {
+        let (create_revision, mod_revision, version, lease) = (
+            kv.create_revision(),
+            kv.mod_revision(),
+            kv.version(),
+            kv.lease(),
+        );
+        let (key_bytes, value_bytes) = kv.into_key_value();
+        let (key, key_encoding) = encode_bytes(&key_bytes);
+        let value_size = value_bytes.len();
+        let (value, value_encoding) = if keys_only {
+            (None, None)
+        } else {
+            let (v, e) = show_value(&key_bytes, &value_bytes, show_secrets);
+            (Some(v), Some(e))
+        };
+        KeyValueView {
+            key,
+            key_encoding,
+            value_size,
+            create_revision,
+            mod_revision,
+            version,
+            lease: (lease != 0).then(|| format!("{lease:x}")),
+            bytes: KvBytes {
+                key: key_bytes,
+                value: match value_encoding {
+                    None | Some(Encoding::Redacted) => None,
+                    Some(_) => Some(value_bytes),
+                },
+                lease,
+            },
+            value,
+            value_encoding,
+        }
+    }
 }
 
 /// What to sort by.
@@ -178,7 +223,8 @@ pub struct GetRequest {
     /// Serializable reads (etcdctl's `--consistency s`): the member answers from its own
     /// store without a quorum round; possibly stale.
     pub serializable: bool,
-    /// Keys per page; 0 adapts the page size to the data (about 4 MiB per page).
+    /// Keys per page; 0 adapts the page size to the data (about 4 MiB per page), or takes
+    /// `ETCDOPS_GET_PAGE_KEYS` keys when that is set (tests and tuning).
     pub page_size: i64,
 }
 
@@ -286,6 +332,7 @@ struct Read<'a> {
     request: &'a GetRequest,
     /// The first key of the range.
     start: Vec<u8>,
+    /// Its end (exclusive; `[0]`: no end), `None` for one key.
     range_end: Option<Vec<u8>>,
 }
 
@@ -295,9 +342,14 @@ type OnPage<'f> = dyn FnMut(&ResponseHeader, Vec<KeyValueView>) -> Result<()> + 
 impl Read<'_> {
     /// The options of every request of this read, at `revision`.
     fn base(&self, revision: i64) -> GetOptions {
+        self.base_to(revision, self.range_end.as_deref())
+    }
+
+    /// [`Read::base`] for a request ending at `end` (exclusive) instead of the range's end.
+    fn base_to(&self, revision: i64, end: Option<&[u8]>) -> GetOptions {
         let mut options = GetOptions::new().with_revision(revision);
-        if let Some(end) = &self.range_end {
-            options = options.with_range(end.clone());
+        if let Some(end) = end {
+            options = options.with_range(end.to_vec());
         }
         if self.request.keys_only {
             options = options.with_keys_only();
@@ -325,9 +377,12 @@ impl Read<'_> {
             .await
     }
 
-    fn views(&self, kvs: &[etcd_client::KeyValue]) -> Vec<KeyValueView> {
-        kvs.iter()
-            .map(|kv| KeyValueView::from_kv(kv, self.request.keys_only, self.request.show_secrets))
+    /// The views of a page, taking its bytes over (no copy of a binary value).
+    fn views(&self, kvs: Vec<etcd_client::KeyValue>) -> Vec<KeyValueView> {
+        kvs.into_iter()
+            .map(|kv| {
+                KeyValueView::from_owned(kv, self.request.keys_only, self.request.show_secrets)
+            })
             .collect()
     }
 
@@ -346,8 +401,8 @@ impl Read<'_> {
         if request.limit > 0 {
             options = options.with_limit(request.limit);
         }
-        let (_, response) = self.first(options).await?;
-        let page = self.views(response.kvs());
+        let (_, mut response) = self.first(options).await?;
+        let page = self.views(response.take_kvs());
         let returned = page.len() as u64;
         let header = ResponseHeader::of(response.header());
         on_page(&header.unwrap_or_default(), page)?;
@@ -359,124 +414,8 @@ impl Read<'_> {
             more: response.more(),
         })
     }
-
-    /// A range in key order, page by page at the first page's revision.
-    ///
-    /// Pages adapt to the data: etcd counts the whole remaining range on every page (O(n) per
-    /// request), so few large pages are much faster than many small ones, while the bytes per
-    /// page stay near PAGE_BYTES whatever the value sizes. The next page is requested before
-    /// the current one is handed over, so etcd's work overlaps ours.
-    async fn paged(&self, on_page: &mut OnPage<'_>) -> Result<GetSummary> {
-        let request = self.request;
-        let adaptive = request.page_size <= 0;
-        let mut page_size = if !adaptive {
-            request.page_size
-        } else if request.keys_only {
-            FIRST_PAGE_KEYS_ONLY
-        } else {
-            FIRST_PAGE_WITH_VALUES
-        };
-        let limit_for = |returned: u64, page_size: i64| {
-            if request.limit > 0 {
-                page_size.min(request.limit - returned as i64)
-            } else {
-                page_size
-            }
-        };
-        let (client, first) = self
-            .first(
-                self.base(request.revision)
-                    .with_limit(limit_for(0, page_size)),
-            )
-            .await?;
-        let spawn_fetch = |key: Vec<u8>, options: GetOptions| {
-            let client = client.clone();
-            tokio::spawn(async move { fetch(&client, key, options).await })
-        };
-        let joined =
-            |r: std::result::Result<Result<etcd_client::GetResponse>, tokio::task::JoinError>| {
-                r.map_err(|e| Error::Request {
-                    operation: "get",
-                    endpoint: client.endpoint().to_string(),
-                    message: e.to_string(),
-                })?
-            };
-        let mut revision = request.revision;
-        let header = ResponseHeader::of(first.header());
-        let mut returned: u64 = 0;
-        let mut count: Option<i64> = None;
-        let mut pending = Some(tokio::spawn(std::future::ready(Ok(first))));
-        while let Some(next) = pending.take() {
-            let response = joined(next.await)?;
-            if revision == 0 {
-                // Pin every later page to the first page's revision: one consistent view.
-                revision = response.header().map(|h| h.revision()).unwrap_or_default();
-            }
-            count.get_or_insert(response.count());
-            let kvs = response.kvs();
-            if adaptive {
-                page_size = next_page_size(page_size, kvs);
-            }
-            returned += kvs.len() as u64;
-            let limit_reached = request.limit > 0 && returned as i64 >= request.limit;
-            let more = response.more();
-            if let Some(last) = kvs.last()
-                && more
-                && !limit_reached
-            {
-                let mut start = last.key().to_vec();
-                start.push(0);
-                pending = Some(spawn_fetch(
-                    start,
-                    self.base(revision)
-                        .with_limit(limit_for(returned, page_size)),
-                ));
-            }
-            on_page(&header.unwrap_or_default(), self.views(kvs))?;
-            if pending.is_none() {
-                return Ok(GetSummary {
-                    header,
-                    revision,
-                    count: count.unwrap_or_default(),
-                    returned,
-                    more: more && limit_reached,
-                });
-            }
-        }
-        Ok(GetSummary {
-            header,
-            revision,
-            count: count.unwrap_or_default(),
-            returned,
-            more: false,
-        })
-    }
 }
 
-/// The size of the next page after a page of `page_size` keys that held `kvs`: larger while
-/// pages are full and small in bytes, smaller when a page is far above PAGE_BYTES.
-fn next_page_size(page_size: i64, kvs: &[etcd_client::KeyValue]) -> i64 {
-    let page_bytes: usize = kvs.iter().map(|kv| kv.key().len() + kv.value().len()).sum();
-    let full = kvs.len() as i64 >= page_size;
-    if full && page_bytes < PAGE_BYTES / 4 {
-        (page_size * 4).min(MAX_PAGE_KEYS)
-    } else if full && page_bytes < PAGE_BYTES / 2 {
-        (page_size * 2).min(MAX_PAGE_KEYS)
-    } else if page_bytes > PAGE_BYTES * 2 {
-        (page_size / 2).max(16)
-    } else {
-        page_size
-    }
-}
-
-/// First page size for keys-only reads (keys are small).
-const FIRST_PAGE_KEYS_ONLY: i64 = 16_384;
-/// First page size when values are read (they may be large).
-const FIRST_PAGE_WITH_VALUES: i64 = 256;
-/// Bytes of keys and values a page aims at.
-const PAGE_BYTES: usize = 4 << 20;
-/// Most keys asked for in one page.
-const MAX_PAGE_KEYS: i64 = 65_536;
 /// Largest response accepted: etcdctl accepts any size; tonic's default is 4 MiB, too small
 /// for one page of large Kubernetes objects.
 pub(crate) const MAX_RESPONSE_BYTES: usize = 1 << 30;
