@@ -1,13 +1,13 @@
 //! Opening a snapshot file for reading without holding it in memory: a plain file is read in
 //! place, page by page; a zstd or age-encrypted file is decrypted and decompressed as a stream
-//! into an unnamed temporary file (mode 0600, gone when closed, even after a crash) and read
-//! from there ([`Spool`], which other sources, a download, can fill too). etcd's SHA-256
-//! trailer is split off and the db's SHA-256 computed on the way when the bytes are streamed
-//! anyway.
+//! into an unnamed temporary file (see [`crate::spool`]: hashed on another thread, written on
+//! a third) and read from there. etcd's SHA-256 trailer is split off; the db's SHA-256 (and
+//! that of the bytes as stored) is computed on the way when asked, else later, when needed.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::crypt::{AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age};
 use crate::error::{Error, Result};
+use crate::spool::{PIECE, Spool, SpoolOptions, StoredTap, link_unnamed};
 
 /// Bytes of etcd's SHA-256 trailer at the end of a snapshot.
 pub const TRAILER_LEN: usize = 32;
@@ -57,9 +58,72 @@ pub struct SnapshotFile {
     stored_size: u64,
     stored_sha256: Option<String>,
     encrypted: bool,
+    spool: Option<SpoolState>,
+}
+
+/// A db spooled into an unnamed file: whether it can be given a name (`O_TMPFILE`), and
+/// whether it was (see [`SnapshotFile::take_into`]).
+#[derive(Debug)]
+struct SpoolState {
+    linkable: bool,
+    consumed: AtomicBool,
 }
 
 impl SnapshotFile {
+    /// A db spooled into the unnamed file of `db` (see [`crate::spool`]).
+    pub(crate) fn spooled(
+        db: DbFile,
+        trailer: Option<[u8; TRAILER_LEN]>,
+        sha256: Option<String>,
+        compression: Compression,
+        stored_size: u64,
+        encrypted: bool,
+        linkable: bool,
+    ) -> Self {
+        SnapshotFile {
+            db,
+            trailer,
+            sha256,
+            compression,
+            stored_size,
+            stored_sha256: None,
+            encrypted,
+            spool: Some(SpoolState {
+                linkable,
+                consumed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Gives the spooled db (an unnamed file on `to`'s filesystem) the name `to`, without a
+    /// copy: `Ok(false)` when it cannot be (a snapshot read in place, a spool elsewhere), then
+    /// the caller copies. Once it has a name, the file is the caller's (a restore rewrites it
+    /// in place): this snapshot is then [`consumed`](Self::consumed), and taking it again is
+    /// an error.
+    pub fn take_into(&self, to: &Path) -> std::io::Result<bool> {
+        let Some(spool) = &self.spool else {
+            return Ok(false);
+        };
+        if spool.consumed.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other(
+                "its spooled db was given to a restore already; open the snapshot again",
+            ));
+        }
+        if !spool.linkable || !link_unnamed(self.db.file(), to)? {
+            return Ok(false);
+        }
+        spool.consumed.store(true, Ordering::SeqCst);
+        Ok(true)
+    }
+
+    /// Whether the spooled db was given away ([`Self::take_into`]): its bytes may have
+    /// changed since (a restore rewrites it), so nothing should read it as the snapshot.
+    pub fn consumed(&self) -> bool {
+        self.spool
+            .as_ref()
+            .is_some_and(|s| s.consumed.load(Ordering::SeqCst))
+    }
+
     /// The db's bytes (without the trailer).
     pub fn db(&self) -> &DbFile {
         &self.db
@@ -114,6 +178,35 @@ impl SnapshotFile {
     pub fn with_stored_sha256(mut self, sha256: String) -> Self {
         self.stored_sha256 = Some(sha256);
         self
+    }
+
+    /// Records the db's SHA-256 (hex), computed from this very file by the caller.
+    pub fn with_known_sha256(mut self, sha256: String) -> Self {
+        self.sha256 = Some(sha256);
+        self
+    }
+
+    /// SHA-256 (hex) of the file as stored and of its db, read once, for a snapshot read in
+    /// place (the file is its db and its trailer): (stored, db).
+    pub fn stored_and_db_sha256(&self) -> std::io::Result<(String, String)> {
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; CHUNK];
+        let size = self.db.size();
+        let mut at = 0u64;
+        while at < size {
+            let n = usize::try_from((size - at).min(CHUNK as u64)).unwrap_or(CHUNK);
+            self.db.read_exact_at(&mut buf[..n], at)?;
+            hasher.update(&buf[..n]);
+            at += n as u64;
+        }
+        let mut stored = hasher.clone();
+        if let Some(trailer) = self.trailer {
+            stored.update(trailer);
+        }
+        Ok((
+            hex::encode(stored.finalize()),
+            hex::encode(hasher.finalize()),
+        ))
     }
 }
 
@@ -196,99 +289,71 @@ impl<W: Write> Unpack<W> {
 /// SHA-256 of `bytes` fed in pieces, holding the last 32 bytes back: when the stream ends,
 /// they are etcd's trailer if the total length says so (a bbolt file is a multiple of 512
 /// bytes, a snapshot with a trailer 32 more), else they are hashed too.
-#[derive(Default)]
 pub struct TrailerHasher {
-    hasher: Sha256,
+    hasher: Option<Sha256>,
     held: Vec<u8>,
     total: u64,
 }
 
+impl Default for TrailerHasher {
+    fn default() -> Self {
+        TrailerHasher {
+            hasher: Some(Sha256::new()),
+            held: Vec::new(),
+            total: 0,
+        }
+    }
+}
+
 impl TrailerHasher {
+    /// One that only counts the bytes and holds the trailer back, hashing nothing.
+    pub fn counting() -> Self {
+        TrailerHasher {
+            hasher: None,
+            ..TrailerHasher::default()
+        }
+    }
+
     /// Takes the next bytes.
     pub fn update(&mut self, data: &[u8]) {
         self.total += data.len() as u64;
         let excess = (self.held.len() + data.len()).saturating_sub(TRAILER_LEN);
         let from_held = excess.min(self.held.len());
-        self.hasher.update(&self.held[..from_held]);
-        self.held.drain(..from_held);
         let from_data = excess - from_held;
-        self.hasher.update(&data[..from_data]);
+        if let Some(hasher) = self.hasher.as_mut() {
+            hasher.update(&self.held[..from_held]);
+            hasher.update(&data[..from_data]);
+        }
+        self.held.drain(..from_held);
         self.held.extend_from_slice(&data[from_data..]);
     }
 
-    /// (bytes of the db, SHA-256 hex of the db, trailer).
-    pub fn finish(mut self) -> (u64, String, Option<[u8; TRAILER_LEN]>) {
+    /// (bytes of the db, SHA-256 hex of the db, trailer); the SHA-256 is empty when
+    /// [`Self::counting`].
+    pub fn finish(self) -> (u64, String, Option<[u8; TRAILER_LEN]>) {
+        let (len, sha, trailer) = self.finish_hashed();
+        (len, sha.unwrap_or_default(), trailer)
+    }
+
+    /// (bytes of the db, SHA-256 hex of the db unless [`Self::counting`], trailer).
+    pub fn finish_hashed(mut self) -> (u64, Option<String>, Option<[u8; TRAILER_LEN]>) {
+        let finalize = |h: Option<Sha256>| h.map(|h| hex::encode(h.finalize()));
         if has_trailer(self.total)
             && let Ok(trailer) = <[u8; TRAILER_LEN]>::try_from(self.held.as_slice())
         {
             let db_len = self.total - TRAILER_LEN as u64;
-            return (db_len, hex::encode(self.hasher.finalize()), Some(trailer));
+            return (db_len, finalize(self.hasher), Some(trailer));
         }
-        self.hasher.update(&self.held);
-        (self.total, hex::encode(self.hasher.finalize()), None)
+        if let Some(hasher) = self.hasher.as_mut() {
+            hasher.update(&self.held);
+        }
+        (self.total, finalize(self.hasher), None)
     }
 }
 
 /// Whether a snapshot of `len` bytes ends with etcd's trailer.
 pub fn has_trailer(len: u64) -> bool {
     len % 512 == TRAILER_LEN as u64 && len > TRAILER_LEN as u64
-}
-
-/// An unnamed temporary file (mode 0600, gone when closed) that a snapshot's bytes are
-/// written into while they are hashed, etcd's trailer held back: [`Spool::finish`] makes it
-/// a [`SnapshotFile`].
-pub struct Spool {
-    file: File,
-    hasher: TrailerHasher,
-}
-
-impl Write for Spool {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
-}
-
-fn temp_file(dir: Option<&Path>) -> std::io::Result<File> {
-    match dir {
-        Some(dir) => tempfile::tempfile_in(dir),
-        None => tempfile::tempfile(),
-    }
-}
-
-impl Spool {
-    /// A new spool in `dir` (default: the system's temporary dir).
-    pub fn new(dir: Option<&Path>) -> std::io::Result<Self> {
-        Ok(Spool {
-            file: temp_file(dir)?,
-            hasher: TrailerHasher::default(),
-        })
-    }
-
-    /// The snapshot spooled: `compression` and `encrypted` as it was stored, `stored_size`
-    /// bytes.
-    pub fn finish(
-        self,
-        compression: Compression,
-        stored_size: u64,
-        encrypted: bool,
-    ) -> SnapshotFile {
-        let (db_len, sha256, trailer) = self.hasher.finish();
-        SnapshotFile {
-            db: DbFile::new(self.file, db_len),
-            trailer,
-            sha256: Some(sha256),
-            compression,
-            stored_size,
-            stored_sha256: None,
-            encrypted,
-        }
-    }
 }
 
 /// Opens a snapshot file, plain or zstd (detected from its first bytes). A zstd file is
@@ -306,6 +371,18 @@ pub fn open_snapshot_file_decrypting(
     spool_dir: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile> {
+    open_snapshot_file_with(path, spool_dir, identities, SpoolOptions::default())
+}
+
+/// [`open_snapshot_file_decrypting`], computing on the way what `options` ask (a zstd or age
+/// file: the db's SHA-256, and that of the file as stored). A plain file is read in place:
+/// nothing is computed, [`SnapshotFile::db_sha256`] reads it when asked.
+pub fn open_snapshot_file_with(
+    path: &Path,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+    options: SpoolOptions,
+) -> Result<SnapshotFile> {
     let failed = |source: std::io::Error| Error::ReadFile {
         path: path.display().to_string(),
         source,
@@ -317,10 +394,15 @@ pub fn open_snapshot_file_decrypting(
         .take(AGE_MAGIC.len() as u64)
         .read_to_end(&mut head)
         .map_err(failed)?;
-    if is_age(&head) {
-        return open_encrypted_file(path, head, file, stored_size, spool_dir, identities);
+    let encrypted = is_age(&head);
+    if encrypted && identities.is_empty() {
+        return Err(Error::Encrypted {
+            name: path.display().to_string(),
+            recipients: Vec::new(),
+            stored_ok: false,
+        });
     }
-    if !head.starts_with(&ZSTD_MAGIC) {
+    if !encrypted && !head.starts_with(&ZSTD_MAGIC) {
         let (db_len, trailer) = if has_trailer(stored_size) {
             let mut trailer = [0u8; TRAILER_LEN];
             let at = stored_size - TRAILER_LEN as u64;
@@ -337,35 +419,60 @@ pub fn open_snapshot_file_decrypting(
             stored_size,
             stored_sha256: None,
             encrypted: false,
+            spool: None,
         });
     }
-    let spool_failed = |source: std::io::Error| Error::WriteFile {
-        path: spool_dir
-            .map(Path::to_path_buf)
-            .unwrap_or_else(std::env::temp_dir)
-            .display()
-            .to_string(),
-        source,
-    };
-    let mut spool = Spool::new(spool_dir).map_err(spool_failed)?;
-    let chained = std::io::Cursor::new(head).chain(file);
-    let mut decoder = zstd::stream::read::Decoder::new(chained).map_err(failed)?;
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = match decoder.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(Error::Decompress {
-                    name: path.display().to_string(),
-                    source: e,
-                });
-            }
-        };
-        spool.write_all(&buf[..n]).map_err(spool_failed)?;
+    let spool = Spool::with_options(spool_dir, options).map_err(spool_dir_failed(spool_dir))?;
+    let tap = spool.stored_tap();
+    tap.update(&head).map_err(spool_dir_failed(spool_dir))?;
+    let input = BufReader::with_capacity(
+        PIECE,
+        std::io::Cursor::new(head).chain(Tapped { inner: file, tap }),
+    );
+    let name = path.display().to_string();
+    if encrypted {
+        spool_encrypted(name, input, stored_size, spool, spool_dir, identities)
+    } else {
+        spool_zstd(name, input, stored_size, spool, spool_dir)
     }
-    Ok(spool.finish(Compression::Zstd, stored_size, false))
+}
+
+/// A reader whose bytes also go to a spool's hash of the bytes as stored.
+struct Tapped<R> {
+    inner: R,
+    tap: StoredTap,
+}
+
+impl<R: Read> Read for Tapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.tap.update(&buf[..n])?;
+        Ok(n)
+    }
+}
+
+/// Decompresses a local zstd file into `spool`.
+fn spool_zstd(
+    name: String,
+    input: impl std::io::BufRead,
+    stored_size: u64,
+    mut spool: Spool,
+    spool_dir: Option<&Path>,
+) -> Result<SnapshotFile> {
+    let mut decoder =
+        zstd::stream::read::Decoder::with_buffer(input).map_err(|source| Error::Decompress {
+            name: name.clone(),
+            source,
+        })?;
+    match spool.read_from(&mut decoder) {
+        Ok(()) => {}
+        Err(Ok(source)) => return Err(Error::Decompress { name, source }),
+        Err(Err(source)) => return Err(spool_dir_failed(spool_dir)(source)),
+    }
+    drop(decoder);
+    spool
+        .finish(Compression::Zstd, stored_size, false)
+        .map_err(spool_dir_failed(spool_dir))
 }
 
 fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Error {
@@ -380,24 +487,15 @@ fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Erro
     }
 }
 
-/// Decrypts (and decompresses) a local age file into a spool.
-fn open_encrypted_file(
-    path: &Path,
-    head: Vec<u8>,
-    file: File,
+/// Decrypts (and decompresses) a local age file into `spool`.
+fn spool_encrypted(
+    name: String,
+    input: impl std::io::BufRead,
     stored_size: u64,
+    spool: Spool,
     spool_dir: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile> {
-    let name = path.display().to_string();
-    if identities.is_empty() {
-        return Err(Error::Encrypted {
-            name,
-            recipients: Vec::new(),
-            stored_ok: false,
-        });
-    }
-    let input = BufReader::with_capacity(CHUNK, std::io::Cursor::new(head).chain(file));
     let mut plain = decrypting_reader(input, identities).map_err(|e| match e {
         DecryptFailure::NoMatchingIdentity => Error::WrongIdentity {
             name: name.clone(),
@@ -408,9 +506,8 @@ fn open_encrypted_file(
             source: Box::new(e),
         },
     })?;
-    let spool = Spool::new(spool_dir).map_err(spool_dir_failed(spool_dir))?;
     let mut unpack = Unpack::new(spool, None);
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; PIECE];
     loop {
         let n = match plain.read(&mut buf) {
             Ok(0) => break,
@@ -430,10 +527,14 @@ fn open_encrypted_file(
                 source,
             })?;
     }
-    let (spool, compression) = unpack
-        .finish()
-        .map_err(|source| Error::Decompress { name, source })?;
-    Ok(spool.finish(compression, stored_size, true))
+    drop(plain);
+    let (spool, compression) = unpack.finish().map_err(|source| Error::Decompress {
+        name: name.clone(),
+        source,
+    })?;
+    spool
+        .finish(compression, stored_size, true)
+        .map_err(spool_dir_failed(spool_dir))
 }
 
 /// SHA-256 (hex) of everything `source` holds, read in large sequential pieces.

@@ -36,6 +36,7 @@ pub mod inspect;
 pub mod mvcc;
 pub mod offline;
 pub mod restore;
+pub mod spool;
 pub mod status;
 
 pub use crypt::{
@@ -43,8 +44,8 @@ pub use crypt::{
 };
 pub use error::{Error, Result, encrypted_message, recipients_text, wrong_identity_message};
 pub use file::{
-    CHUNK, Compression, SnapshotFile, Spool, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
-    open_snapshot_file, open_snapshot_file_decrypting, sha256_of,
+    CHUNK, Compression, SnapshotFile, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
+    open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_file_with, sha256_of,
 };
 pub use inspect::{
     DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TailAdoption, TermStart,
@@ -60,6 +61,7 @@ pub use restore::{
     parse_initial_cluster, read_marker, resolve_owner, restore_defaults, restore_snapshot,
     restore_spool_dir, restore_with_replay, validate_restore_request, wal_usage,
 };
+pub use spool::{Spool, SpoolOptions, StoredTap};
 pub use status::{
     BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,
     snapshot_status, split_trailer,

@@ -1,21 +1,24 @@
 //! Opening a snapshot for reading without holding it in memory: a file through etcd-data
 //! (read in place, or decrypted and decompressed into an unnamed temporary file), a stored
-//! object downloaded the same way as it arrives. [`SnapshotFile`] is etcd-data's, with the
-//! errors of this crate and the manifest's [`Compression`].
+//! object downloaded the same way as it arrives (etcd-data's [`etcd_data::Spool`]: hashed on
+//! a second thread, written on a third). [`SnapshotFile`] is etcd-data's, with the errors of
+//! this crate and the manifest's [`Compression`].
 
 use std::io::Write;
 use std::ops::Deref;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
+pub use etcd_data::SpoolOptions;
 use etcd_store::{Location, Store, StoreOptions};
 
 use crate::crypt::{Identities, PumpError, pump_error, pump_stored};
 use crate::error::{Result, SnapshotError};
 use crate::manifest::{Compression, Manifest};
 
-pub(crate) use etcd_data::sha256_of;
+/// SHA-256 (hex) of a snapshot read in place as stored and of its db, read once: (stored, db).
+pub(crate) fn sha256_with_trailer(snapshot: &SnapshotFile) -> std::io::Result<(String, String)> {
+    snapshot.stored_and_db_sha256()
+}
 
 /// A snapshot opened for reading: its db in a file (the snapshot itself, or a temporary
 /// decompressed or downloaded copy that disappears when this is dropped), and etcd's trailer.
@@ -47,6 +50,11 @@ impl SnapshotFile {
     /// The etcd-data snapshot file.
     pub fn into_inner(self) -> etcd_data::SnapshotFile {
         self.0
+    }
+
+    /// Records the db's SHA-256 (hex), computed from this very file.
+    pub(crate) fn with_sha256(self, sha256: String) -> Self {
+        SnapshotFile(self.0.with_known_sha256(sha256))
     }
 }
 
@@ -97,12 +105,23 @@ pub fn open_snapshot_file_decrypting(
     spool_dir: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile> {
+    open_snapshot_file_with(path, spool_dir, identities, SpoolOptions::default())
+}
+
+/// [`open_snapshot_file_decrypting`], computing on the way (a zstd or age file) what
+/// `options` ask: the db's SHA-256, the stored file's.
+pub fn open_snapshot_file_with(
+    path: &Path,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+    options: SpoolOptions,
+) -> Result<SnapshotFile> {
     let recipients = || {
         std::fs::read(Manifest::name_for(&path.display().to_string()))
             .map(|bytes| recipients_of(&bytes))
             .unwrap_or_default()
     };
-    match etcd_data::open_snapshot_file_decrypting(path, spool_dir, identities.as_data()) {
+    match etcd_data::open_snapshot_file_with(path, spool_dir, identities.as_data(), options) {
         Ok(file) => Ok(SnapshotFile(file)),
         Err(etcd_data::Error::Encrypted {
             name, stored_ok, ..
@@ -136,18 +155,24 @@ fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Snap
 /// Opens "a snapshot file or a stored object" (the argument of every snapshot command, parsed
 /// once by [`Location`]): an object of a store when `source` has a scheme, else a local file;
 /// a zstd or age file or a stored object is decrypted and decompressed into an unnamed
-/// temporary file.
+/// temporary file. Nothing is hashed on the way: a reader that needs the db's SHA-256 (a
+/// status that checks the trailer) computes it from the temporary file, on its own thread,
+/// and one that does not (`skip_hash_check`) never pays for it.
 pub async fn open_snapshot(
     source: &str,
     options: &StoreOptions,
     identities: &Identities,
 ) -> Result<SnapshotFile> {
+    let spool = SpoolOptions {
+        hash_db: false,
+        hash_stored: false,
+    };
     match Location::parse(source) {
         Location::Object { store, name } => {
             let store = Store::open(&store, options)?;
-            open_snapshot_object_decrypting(&store, &name, None, identities).await
+            open_snapshot_object_with(&store, &name, None, identities, spool).await
         }
-        Location::File(path) => open_snapshot_file_decrypting(&path, None, identities),
+        Location::File(path) => open_snapshot_file_with(&path, None, identities, spool),
     }
 }
 
@@ -164,29 +189,50 @@ pub async fn open_snapshot_object(
 }
 
 /// [`open_snapshot_object`], decrypting an age-encrypted object (detected from its first
-/// bytes) with `identities` as it arrives.
+/// bytes) with `identities` as it arrives; the SHA-256 of the object and of its db are
+/// computed on the way.
 pub async fn open_snapshot_object_decrypting(
     store: &Store,
     name: &str,
     spool_dir: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile> {
+    let options = SpoolOptions {
+        hash_db: true,
+        hash_stored: true,
+    };
+    open_snapshot_object_with(store, name, spool_dir, identities, options).await
+}
+
+/// [`open_snapshot_object_decrypting`], computing on the way what `options` ask.
+pub async fn open_snapshot_object_with(
+    store: &Store,
+    name: &str,
+    spool_dir: Option<&Path>,
+    identities: &Identities,
+    options: SpoolOptions,
+) -> Result<SnapshotFile> {
     let (_, chunks) = store.get(name).await?;
-    let spool = etcd_data::Spool::new(spool_dir).map_err(spool_dir_failed(spool_dir))?;
+    let spool =
+        etcd_data::Spool::with_options(spool_dir, options).map_err(spool_dir_failed(spool_dir))?;
+    let tap = spool.stored_tap();
     let mut unpack = etcd_data::Unpack::new(spool, None);
     let mut stored_size = 0u64;
-    let mut stored_hasher = Sha256::new();
+    let mut tapped = Ok(());
     let pumped = pump_stored(
         chunks,
         identities,
         false,
         |chunk| {
             stored_size += chunk.len() as u64;
-            stored_hasher.update(chunk);
+            if tapped.is_ok() {
+                tapped = tap.update(chunk);
+            }
         },
         |plain| unpack.write_all(plain),
     )
     .await;
+    tapped.map_err(spool_dir_failed(spool_dir))?;
     let encrypted = match pumped {
         Ok(encrypted) => encrypted,
         Err(e @ (PumpError::Locked | PumpError::NoMatchingIdentity)) => {
@@ -203,7 +249,7 @@ pub async fn open_snapshot_object_decrypting(
         .map_err(|e| pump_error(name, &[], PumpError::Sink(e)))?;
     let opened = spool
         .finish(compression, stored_size, encrypted)
-        .with_stored_sha256(hex::encode(stored_hasher.finalize()));
+        .map_err(spool_dir_failed(spool_dir))?;
     Ok(SnapshotFile(opened))
 }
 

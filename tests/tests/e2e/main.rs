@@ -50,6 +50,7 @@ mod red_team21;
 mod red_team22;
 mod restore_host;
 mod restore_safety;
+mod restore_stream;
 mod secrets;
 mod snapshot;
 mod snapshot_copy;

@@ -183,14 +183,27 @@ pub fn db_revision(snapshot: &SnapshotFile) -> Result<i64, BoltError> {
         .map_or(0, |(main, _)| main))
 }
 
-/// Copies the db of `snapshot` (without its trailer) to a new file `to` and returns its
-/// SHA-256: the kernel copies (`copy_file_range`) while a second thread hashes, unless the hash
-/// is known already.
+/// Puts the db of `snapshot` (without its trailer) in a new file `to` and returns its
+/// SHA-256. A db spooled on `to`'s filesystem (a zstd, age or stored snapshot) is given the
+/// name `to`: its bytes were written once, there. Else the kernel copies (`copy_file_range`)
+/// while a second thread hashes, unless the hash is known already.
 pub(super) fn copy_db(
     snapshot: &SnapshotFile,
     to: &Path,
     name: &str,
 ) -> Result<String, RestoreError> {
+    if snapshot.take_into(to).map_err(io_err(to))? {
+        return match snapshot.known_sha256() {
+            Some(known) => Ok(known.to_string()),
+            // Not rewritten yet: still the snapshot's db.
+            None => sha256_of(snapshot.db()).map_err(|source| {
+                RestoreError::Snapshot(crate::Error::ReadFile {
+                    path: name.to_string(),
+                    source,
+                })
+            }),
+        };
+    }
     let mut out = OpenOptions::new()
         .write(true)
         .create_new(true)

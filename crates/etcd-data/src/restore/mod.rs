@@ -1,8 +1,9 @@
 //! Native `snapshot restore`: turns a snapshot into the data dir of a member of a new cluster,
 //! as `etcdutl snapshot restore` does, without etcd's tools.
 //!
-//! The db (copied as a stream, trailer checked and stripped, then checked as bbolt page by
-//! page) gets the new membership, a consistent index equal to the number of members and term
+//! The db (streamed once into the staging dir: a zstd, age or stored snapshot is decompressed
+//! into an unnamed file there that the restore names, a plain one is copied; trailer checked
+//! and stripped, then checked as bbolt page by page) gets the new membership, a consistent index equal to the number of members and term
 //! 1, written copy-on-write in place: the db is never held in memory. Beside
 //! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
 //! snap file (v2 store with the members). Everything is written to a temporary dir beside the

@@ -25,10 +25,10 @@ use super::{
 use crate::file::{SnapshotFile, sha256_of};
 use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
 
-/// Restores `snapshot` (`name` is for messages) into a new data dir. The db is copied as a
-/// stream into a temporary dir beside the target (its SHA-256 computed on the way), checked
-/// there page by page, and rewritten in place with copy-on-write pages: memory stays small
-/// whatever the db's size.
+/// Restores `snapshot` (`name` is for messages) into a new data dir. The db is put into a
+/// temporary dir beside the target (a db spooled there is given its name, written once; a
+/// plain file is copied by the kernel while it is hashed), checked there page by page, and
+/// rewritten in place with copy-on-write pages: memory stays small whatever the db's size.
 /// `guard` is asked first: its refusal ([`RestoreError::Refused`] holding it) writes nothing.
 pub fn restore_snapshot(
     name: &str,
@@ -52,6 +52,15 @@ pub fn restore_with_replay<R: Replay>(
     guard: &dyn RestoreGuard,
 ) -> Result<RestoreResult<R::Summary>, RestoreError> {
     guard.check_restore().map_err(RestoreError::Refused)?;
+    // A spooled db given to an earlier restore is that restore's db now.
+    if snapshot.consumed() {
+        return Err(RestoreError::Snapshot(crate::Error::ReadFile {
+            path: name.to_string(),
+            source: std::io::Error::other(
+                "it was restored from already, and its spooled db became that restore's; open it again",
+            ),
+        }));
+    }
     let job = Job::new(
         name,
         snapshot,
@@ -342,8 +351,8 @@ impl<'a> Job<'a> {
         Ok(self.result(written, replay.as_deref(), Vec::new()))
     }
 
-    /// The db staged beside the data dir target: copied as a stream, hashed on the way,
-    /// checked page by page (the revision read in the same pass), rewritten; then the snap
+    /// The db staged beside the data dir target: a spooled db given its name there, else
+    /// copied and hashed on the way; checked page by page (the revision read in the same pass), rewritten; then the snap
     /// file, the WAL and the marker.
     fn stage<R: Replay>(&self, mut replay: Option<&mut R>) -> Result<Staged, RestoreError> {
         let data = Staging::beside(&self.targets.data_target)?;

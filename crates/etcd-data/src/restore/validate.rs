@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::dirs::{make_dir, resolve_owner};
+use super::dirs::{DirLayout, make_dir, resolve_owner};
 use super::placement::Targets;
 use super::{RestoreError, RestoreRequest, RestoredMember, invalid, opts, parse_initial_cluster};
 
@@ -58,15 +58,23 @@ pub(super) fn validate(request: &RestoreRequest) -> Result<Validated, RestoreErr
     Ok((members, me, owner))
 }
 
-/// Where to decompress or download a snapshot for a restore into `data_dir`: the dir that will
-/// hold it (created, 0700, when missing), so the temporary copy sits on the target's
-/// filesystem (`/var/lib/etcd` is often its own disk) and the copy into place stays local.
+/// Where to decompress or download a snapshot for a restore into `data_dir`: the dir the
+/// restore stages in (created, 0700, when missing), beside the data dir where its symlinks
+/// lead, or inside it when it is a mount point. The unnamed spool then sits on the staging
+/// dir's filesystem, and the restore gives it its name there (no copy: see
+/// [`crate::SnapshotFile::take_into`]).
 pub fn restore_spool_dir(data_dir: &Path) -> Result<PathBuf, RestoreError> {
-    let parent = data_dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    make_dir(&parent)?;
-    Ok(parent)
+    let layout = DirLayout::of(data_dir)?;
+    let dir = if layout.mount_point {
+        layout.real
+    } else {
+        layout
+            .real
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    };
+    make_dir(&dir)?;
+    Ok(dir)
 }

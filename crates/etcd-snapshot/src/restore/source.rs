@@ -13,7 +13,10 @@ use crate::catalog::object_name;
 use crate::crypt::Identities;
 use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates};
 use crate::error::SnapshotError;
-use crate::input::{SnapshotFile, open_snapshot_file_decrypting, open_snapshot_object_decrypting};
+use crate::input::{
+    SnapshotFile, SpoolOptions, open_snapshot_file_decrypting, open_snapshot_file_with,
+    open_snapshot_object_decrypting,
+};
 use crate::manifest::Manifest;
 use crate::verify::{VerifyExpectation, check_opened_backup};
 
@@ -66,33 +69,59 @@ async fn open_checked_object(
     Ok(snapshot)
 }
 
-/// Checks a local backup file against the manifest beside it, when there is one.
-fn check_local_file(path: &Path, snapshot: &SnapshotFile) -> Result<(), RestoreError> {
-    let name = path.display().to_string();
-    let manifest = Manifest::name_for(&name);
-    let bytes = match std::fs::read(&manifest) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => {
-            return Err(SnapshotError::ReadFile {
-                path: manifest,
-                source,
-            }
-            .into());
+/// The manifest beside a local backup file, when there is one.
+fn local_manifest(path: &Path) -> Result<Option<(String, Vec<u8>)>, RestoreError> {
+    let manifest = Manifest::name_for(&path.display().to_string());
+    match std::fs::read(&manifest) {
+        Ok(bytes) => Ok(Some((manifest, bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SnapshotError::ReadFile {
+            path: manifest,
+            source,
         }
+        .into()),
+    }
+}
+
+/// Opens a local backup file and checks it against its manifest (`manifest`, read beside it):
+/// a zstd or age file is hashed as stored on the way; a plain one is read once for both its
+/// SHA-256 and its db's.
+fn open_checked_file(
+    path: &Path,
+    manifest: Option<(String, Vec<u8>)>,
+    spool: Option<&Path>,
+    identities: &Identities,
+) -> Result<SnapshotFile, RestoreError> {
+    let options = SpoolOptions {
+        hash_db: true,
+        hash_stored: manifest.is_some(),
+    };
+    let snapshot = open_snapshot_file_with(path, spool, identities, options)?;
+    let Some((manifest, bytes)) = manifest else {
+        return Ok(snapshot);
     };
     let expect = VerifyExpectation::from_manifest(&Manifest::from_json(&manifest, &bytes)?);
+    let name = path.display().to_string();
     let read_failed = |source| SnapshotError::ReadFile {
         path: name.clone(),
         source,
     };
-    let stored = std::fs::File::open(path).map_err(read_failed)?;
-    let size = stored.metadata().map_err(read_failed)?.len();
-    let stored_sha256 =
-        crate::input::sha256_of(&crate::bbolt::DbFile::new(stored, size)).map_err(read_failed)?;
-    let db_sha256 = snapshot.db_sha256().map_err(read_failed)?;
-    check_opened_backup(&name, &expect, size, Some(&stored_sha256), &db_sha256)?;
-    Ok(())
+    let (stored_sha256, db_sha256) = match snapshot.stored_sha256() {
+        Some(stored) => (
+            stored.to_string(),
+            snapshot.db_sha256().map_err(read_failed)?,
+        ),
+        // Read in place: the file is the db and its trailer.
+        None => crate::input::sha256_with_trailer(&snapshot).map_err(read_failed)?,
+    };
+    check_opened_backup(
+        &name,
+        &expect,
+        snapshot.stored_size(),
+        Some(&stored_sha256),
+        &db_sha256,
+    )?;
+    Ok(snapshot.with_sha256(db_sha256))
 }
 
 /// Checks the request; where to spool what is downloaded: beside the target, or (a dry run,
@@ -149,8 +178,8 @@ pub async fn open_restore_source(
                 Ok((text.to_string(), snapshot))
             }
             Location::File(path) => {
-                let snapshot = open_snapshot_file_decrypting(&path, spool, identities)?;
-                check_local_file(&path, &snapshot)?;
+                let manifest = local_manifest(&path)?;
+                let snapshot = open_checked_file(&path, manifest, spool, identities)?;
                 Ok((text.to_string(), snapshot))
             }
         },
