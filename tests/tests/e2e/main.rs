@@ -37,6 +37,7 @@ mod env;
 mod errors;
 mod failover;
 mod faults;
+mod get_pages;
 mod invariants;
 mod k8s;
 mod keys;

@@ -144,6 +144,15 @@ impl Read<'_> {
                     };
                     match joined(&client, next.await)? {
                         Some(mut r) => (r.take_kvs(), r.more()),
+                        None if ask.limit <= 1 => {
+                            return Err(Error::Request {
+                                operation: "get",
+                                endpoint: client.endpoint().to_string(),
+                                message: format!(
+                                    "one key's response is over {MAX_RESPONSE_BYTES} bytes"
+                                ),
+                            });
+                        }
                         None => {
                             // Too large: the same range again, with fewer keys.
                             size.shrink();
