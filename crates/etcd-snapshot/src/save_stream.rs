@@ -35,8 +35,9 @@ pub(crate) const FLUSH_BYTES: usize = 1 << 20;
 /// Blocks of about [`FLUSH_BYTES`] buffered between the compressor and the store.
 pub(crate) const OUT_BLOCKS: usize = 2;
 /// zstd's worker threads. The compressor thread only hands them the db in jobs of
-/// [`ZSTD_JOB_BYTES`] and collects their output, so compression keeps up with etcd even when another
-/// process takes a core, and a level above the default can use both cores of a small host.
+/// [`ZSTD_JOB_BYTES`] and collects their output, so compression keeps up with etcd even when
+/// another process takes a core, and a level above the default can use both cores of a small
+/// host.
 /// Measured against one thread on 2 cores with a CPU hog (#24): 0.85x its wall time. The
 /// frame is an ordinary zstd frame.
 pub(crate) const ZSTD_WORKERS: u32 = 2;
