@@ -34,16 +34,17 @@ pub(crate) const CHANNEL_CHUNKS: usize = 32;
 pub(crate) const FLUSH_BYTES: usize = 1 << 20;
 /// Blocks of about [`FLUSH_BYTES`] buffered between the compressor and the store.
 pub(crate) const OUT_BLOCKS: usize = 2;
-/// zstd's worker threads. The compressor thread only hands them the db in jobs (2 MiB at
-/// level 1) and collects their output, so compression keeps up with etcd even when another
-/// process takes a core, and a level above the default can use both cores of a small host.
-/// Measured against one thread on 2 cores with a CPU hog (#24): 0.85x its wall time for about
-/// 15 MiB more memory. The frame is an ordinary zstd frame.
+/// zstd's worker threads. The compressor thread only hands them the db in jobs of
+/// [`ZSTD_JOB_BYTES`] and collects their output, so compression keeps up with etcd even when
+/// another process takes a core, and a level above the default can use both cores of a small
+/// host.
+/// Measured against one thread on 2 cores with a CPU hog (#24): 0.85x its wall time. The
+/// frame is an ordinary zstd frame.
 pub(crate) const ZSTD_WORKERS: u32 = 2;
-/// The db bytes of one zstd job: level 1's own job size, kept at every level so that zstd's
-/// buffers (a few jobs' input and output) stay small at level 3 and above too (its default
-/// there, 4 windows, took a level-3 save to 99 MiB RSS).
-pub(crate) const ZSTD_JOB_BYTES: u32 = 2 << 20;
+/// The db bytes of one zstd job, at every level, so that zstd's buffers (a few jobs' input
+/// and output) stay small: its default (4 windows: 2 MiB at level 1, 8 MiB at level 3) took a
+/// level-3 save to 99 MiB RSS; 1 MiB jobs store 0.06% more than 2 MiB ones at level 1.
+pub(crate) const ZSTD_JOB_BYTES: u32 = 1 << 20;
 /// Room above [`FLUSH_BYTES`] in a block: zstd writes at most 128 KiB at a time, age 64 KiB.
 const BLOCK_SLACK: usize = 256 << 10;
 

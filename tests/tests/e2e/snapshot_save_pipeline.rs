@@ -28,7 +28,7 @@ fn save(
 #[test]
 fn a_save_over_many_zstd_jobs_stores_exactly_what_etcdctl_saves_at_level_1_by_default() {
     let cluster = Cluster::start(1, Security::Plain);
-    // Over 12 MiB: several of zstd's 2 MiB jobs, incompressible and compressible parts.
+    // Over 12 MiB: many of zstd's 1 MiB jobs, incompressible and compressible parts.
     cluster.put_random("/registry/secrets/bench/r-", 96, 128 << 10);
     cluster.put_keys("/registry/configmaps/bench/c-", 2000);
     let reference = cluster.dir().join("etcdctl.db");
