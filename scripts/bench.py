@@ -274,20 +274,23 @@ def bench_set(bench, kind, snap, parts, moto):
         s3_url = backup_url(listed, f"s3://{bucket}/restore")
 
     if "get" in parts:
+        # etcdctl reads the whole range in one response: 1M keys with values take longer than
+        # its default 5 s command timeout. The same flag is given to every tool.
+        long = ["--command-timeout=300s"]
         get_rows = [
             row("etcdctl 3.5.1 get --prefix --keys-only (reference)",
-                [ETCDCTL35, *ep, "get", PREFIX, "--prefix", "--keys-only"]),
-            row("etcdctl 3.4.23 get --prefix --keys-only", [ETCDCTL34, *ep, "get", PREFIX, "--prefix", "--keys-only"],
+                [ETCDCTL35, *ep, *long, "get", PREFIX, "--prefix", "--keys-only"]),
+            row("etcdctl 3.4.23 get --prefix --keys-only", [ETCDCTL34, *ep, *long, "get", PREFIX, "--prefix", "--keys-only"],
                 env={"ETCDCTL_API": "3"}),
-            row("etcdops get --prefix --keys-only", [ETCDOPS, *ep, "get", PREFIX, "--prefix", "--keys-only"]),
+            row("etcdops get --prefix --keys-only", [ETCDOPS, *ep, *long, "get", PREFIX, "--prefix", "--keys-only"]),
         ]
         summary["get_keys"] = bench.group(f"get --prefix --keys-only, {kind} data set", get_rows,
                                           f"{keys} keys, output to /dev/null.")
         get_rows = [
-            row("etcdctl 3.5.1 get --prefix (reference)", [ETCDCTL35, *ep, "get", PREFIX, "--prefix"]),
-            row("etcdctl 3.4.23 get --prefix", [ETCDCTL34, *ep, "get", PREFIX, "--prefix"],
+            row("etcdctl 3.5.1 get --prefix (reference)", [ETCDCTL35, *ep, *long, "get", PREFIX, "--prefix"]),
+            row("etcdctl 3.4.23 get --prefix", [ETCDCTL34, *ep, *long, "get", PREFIX, "--prefix"],
                 env={"ETCDCTL_API": "3"}),
-            row("etcdops get --prefix", [ETCDOPS, *ep, "get", PREFIX, "--prefix"]),
+            row("etcdops get --prefix", [ETCDOPS, *ep, *long, "get", PREFIX, "--prefix"]),
         ]
         summary["get_values"] = bench.group(f"get --prefix with values, {kind} data set", get_rows,
                                             f"{keys} keys, output to /dev/null.")

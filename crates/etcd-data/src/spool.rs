@@ -36,13 +36,26 @@ pub struct SpoolOptions {
     /// The SHA-256 of the bytes as stored (compressed, encrypted), fed through
     /// [`Spool::stored_tap`]: what a manifest records.
     pub hash_stored: bool,
+    /// Start writing the bytes to disk as they come (a sync on a thread of its own every
+    /// 64 MiB), for a spool that becomes a restored db: its final sync then has little left
+    /// to write. A spool thrown away after reading (a status) does not: its pages never need
+    /// to reach the disk.
+    pub write_back: bool,
 }
+
+/// Bytes a spool that writes back ([`SpoolOptions::write_back`]) writes between two syncs.
+#[cfg(not(test))]
+const WRITE_BACK_EVERY: u64 = 64 << 20;
+/// Small in unit tests, so that their spools do sync while they are written.
+#[cfg(test)]
+const WRITE_BACK_EVERY: u64 = 1 << 20;
 
 impl Default for SpoolOptions {
     fn default() -> Self {
         SpoolOptions {
             hash_db: true,
             hash_stored: false,
+            write_back: false,
         }
     }
 }
@@ -239,6 +252,55 @@ pub struct Spool {
     hasher: Option<JoinHandle<Hashed>>,
     tap: StoredTap,
     linkable: bool,
+    write_back: Option<WriteBack>,
+}
+
+/// The thread that syncs a spool's file while it is written (see [`SpoolOptions::write_back`]).
+struct WriteBack {
+    /// Asks for a sync (never waits: one already asked for is enough).
+    kick: SyncSender<()>,
+    syncing: JoinHandle<std::io::Result<()>>,
+    /// Bytes written since the last kick.
+    since: u64,
+}
+
+impl WriteBack {
+    fn start(file: &File) -> std::io::Result<Self> {
+        let file = file.try_clone()?;
+        let (kick, kicked) = sync_channel::<()>(1);
+        let syncing = std::thread::Builder::new()
+            .name("spool-sync".into())
+            .spawn(move || {
+                for () in kicked {
+                    file.sync_data()?;
+                }
+                Ok(())
+            })?;
+        Ok(WriteBack {
+            kick,
+            syncing,
+            since: 0,
+        })
+    }
+
+    fn wrote(&mut self, len: usize) {
+        self.since += len as u64;
+        if self.since >= WRITE_BACK_EVERY {
+            self.since = 0;
+            // Full: a sync is asked for already. Gone: it failed, which `end` reports.
+            let _ = self.kick.try_send(());
+        }
+    }
+
+    /// Waits for the thread; a sync that failed is an error of the spool's (the kernel
+    /// reports a write-back error once per open file, so it must not be lost here).
+    fn end(self) -> std::io::Result<()> {
+        drop(self.kick);
+        match self.syncing.join() {
+            Ok(result) => result,
+            Err(_) => Err(std::io::Error::other("the spool's sync thread panicked")),
+        }
+    }
 }
 
 /// An unnamed file in `dir` (default: the system's temporary dir), mode 0600: `O_TMPFILE`
@@ -283,6 +345,11 @@ impl Spool {
                 pool: pool.clone(),
             }))
         }));
+        let write_back = if options.write_back {
+            Some(WriteBack::start(&file)?)
+        } else {
+            None
+        };
         Ok(Spool {
             file,
             filling: Filling::new(),
@@ -291,6 +358,7 @@ impl Spool {
             hasher: Some(hasher),
             tap,
             linkable,
+            write_back,
         })
     }
 
@@ -308,6 +376,9 @@ impl Spool {
         if let Err(e) = self.file.write_all(&piece[..len]) {
             self.pool.give(piece);
             return Err(e);
+        }
+        if let Some(write_back) = &mut self.write_back {
+            write_back.wrote(len);
         }
         match &self.to_hasher {
             Some(to) => to.send(Piece::Db(piece, len)).map_err(|_| broken()),
@@ -353,6 +424,9 @@ impl Spool {
             Some(Ok(hashed)) if ended => hashed,
             _ => return Err(broken()),
         };
+        if let Some(write_back) = self.write_back.take() {
+            write_back.end()?;
+        }
         let file = self.file.try_clone()?;
         file.set_len(hashed.db_len)?;
         let mut opened = SnapshotFile::spooled(
@@ -467,9 +541,11 @@ mod tests {
         // Several pieces, and more than the pool holds.
         let (db, with) = snapshot_bytes(PIECE * (POOL + 3) + 4096);
         for write_size in [PIECE, 4096 * 3 + 1, PIECE * 2 + 5] {
+            // Some of them synced while written (several times, with the unit tests' interval).
             let options = SpoolOptions {
                 hash_db: true,
                 hash_stored: true,
+                write_back: write_size != PIECE,
             };
             let mut spool = Spool::with_options(Some(dir.path()), options).unwrap();
             let tap = spool.stored_tap();
@@ -501,6 +577,7 @@ mod tests {
         let options = SpoolOptions {
             hash_db: false,
             hash_stored: false,
+            write_back: false,
         };
         let mut spool = Spool::with_options(None, options).unwrap();
         spool.stored_tap().update(&with).unwrap();

@@ -166,6 +166,7 @@ pub async fn open_snapshot(
     let spool = SpoolOptions {
         hash_db: false,
         hash_stored: false,
+        write_back: false,
     };
     match Location::parse(source) {
         Location::Object { store, name } => {
@@ -200,6 +201,7 @@ pub async fn open_snapshot_object_decrypting(
     let options = SpoolOptions {
         hash_db: true,
         hash_stored: true,
+        write_back: false,
     };
     open_snapshot_object_with(store, name, spool_dir, identities, options).await
 }

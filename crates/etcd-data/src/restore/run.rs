@@ -368,14 +368,26 @@ impl<'a> Job<'a> {
             .open(&db_path)
             .map_err(io_err(&db_path))?;
         let db_len = self.snapshot.db_size();
-        let status = scan(
-            self.name,
-            DbFile::new(db_file.try_clone().map_err(io_err(&db_path))?, db_len),
-            None,
-            Some(db_sha256.clone()),
-            &StatusOptions::default(),
-            Scan::CheckOnly,
-        )?;
+        let walked = DbFile::new(db_file.try_clone().map_err(io_err(&db_path))?, db_len);
+        // The db's bytes go to disk while its pages are checked (reads from the page cache):
+        // the rewrite's own sync then has only its few pages left to write.
+        let (status, flushed) = std::thread::scope(|scope| {
+            let flushing = scope.spawn(|| db_file.sync_data());
+            let status = scan(
+                self.name,
+                walked,
+                None,
+                Some(db_sha256.clone()),
+                &StatusOptions::default(),
+                Scan::CheckOnly,
+            );
+            let flushed = flushing
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the sync thread panicked")));
+            (status, flushed)
+        });
+        let status = status?;
+        flushed.map_err(io_err(&db_path))?;
         let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
         let rewritten = Rewrite {
             name: self.name,

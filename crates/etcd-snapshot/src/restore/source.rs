@@ -15,7 +15,7 @@ use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, p
 use crate::error::SnapshotError;
 use crate::input::{
     SnapshotFile, SpoolOptions, open_snapshot_file_decrypting, open_snapshot_file_with,
-    open_snapshot_object_decrypting,
+    open_snapshot_object_with,
 };
 use crate::manifest::Manifest;
 use crate::verify::{VerifyExpectation, check_opened_backup};
@@ -52,7 +52,13 @@ async fn open_checked_object(
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
     let expect = expectation_in_store(store, object).await?;
-    let snapshot = open_snapshot_object_decrypting(store, object, spool, identities).await?;
+    // Spooled beside the target, the file becomes the restored db.
+    let options = SpoolOptions {
+        hash_db: true,
+        hash_stored: true,
+        write_back: spool.is_some(),
+    };
+    let snapshot = open_snapshot_object_with(store, object, spool, identities, options).await?;
     let db_sha256 = snapshot
         .db_sha256()
         .map_err(|source| SnapshotError::ReadFile {
@@ -92,9 +98,11 @@ fn open_checked_file(
     spool: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
+    // Spooled beside the target, the file becomes the restored db.
     let options = SpoolOptions {
         hash_db: true,
         hash_stored: manifest.is_some(),
+        write_back: spool.is_some(),
     };
     let snapshot = open_snapshot_file_with(path, spool, identities, options)?;
     let Some((manifest, bytes)) = manifest else {
