@@ -36,6 +36,7 @@
 mod error;
 mod meta;
 mod page;
+mod readahead;
 mod reader;
 mod source;
 mod write;
@@ -43,6 +44,7 @@ mod write;
 pub use error::BoltError;
 pub use meta::{META_REGION, MetaSummary, check_meta_pages, fnv1a64};
 pub use page::{BranchElement, LeafElement, Page, PageError};
+pub use readahead::{MAX_WINDOW, Readahead};
 pub use reader::{BoltDb, Bucket, Entry};
 pub use source::{DbFile, PageSource};
 pub use write::{
