@@ -164,7 +164,10 @@ mod tests {
             reads += 1;
         }
         let made = source.source.reads.load(Ordering::Relaxed);
-        assert!(made * 10 < reads, "{made} reads of the source for {reads} page reads");
+        assert!(
+            made * 10 < reads,
+            "{made} reads of the source for {reads} page reads"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("compression", Kind::Str)
             .choices(&["zstd", "none"])
             .default_str("zstd"),
-        opt("compression_level", Kind::Int).default_int(i64::from(etcd_snapshot::DEFAULT_ZSTD_LEVEL)),
+        opt("compression_level", Kind::Int).default_int(etcd_snapshot::DEFAULT_ZSTD_LEVEL as i64),
         opt("labels", Kind::Dict),
         opt("endpoint", Kind::Str),
         opt("verify_after_upload", Kind::Bool).default_bool(false),
