@@ -5,12 +5,11 @@
 //! The db is read once, page by page (see [`crate::SnapshotFile`]), checking it as bbolt's
 //! `tx.Check()` does and computing the status in the same pass, while a second thread computes
 //! its SHA-256. Memory stays bounded: the tree's depth times its largest page, one bit per
-//! page, and 8 bytes per distinct live key. The hash is CRC-32C (Castagnoli, as Go's
+//! page, and 8 bytes per revision (for the live-key count). The hash is CRC-32C (Castagnoli, as Go's
 //! `crc32.MakeTable(crc32.Castagnoli)`), with the CPU's CRC instructions where it has them.
 
 use std::hash::Hasher;
 
-use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 
 use bbolt::{BoltDb, DbFile, PageSource, Readahead};
@@ -277,10 +276,11 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
     };
     let full = mode == Scan::Full;
     let mut hash = 0u32;
-    // Distinct live keys, by a 64-bit hash of each (bounded by the number of keys, not their
-    // size; a collision would undercount by one). The set's own hasher is Fx: its items are
-    // hashes already, and hashing them again with SipHash showed in the walk's time.
-    let mut live: FxHashSet<u64> = FxHashSet::default();
+    // Distinct live keys: a 64-bit hash of each revision's key (its lowest bit set for a
+    // tombstone), in revision order, counted once the walk is done (bounded by the number of
+    // revisions, not their size; a collision would undercount by one). A hash set kept up to
+    // date instead cost a fifth of the walk's time, in cache misses.
+    let mut revisions: Vec<u64> = Vec::new();
     let mut in_key_bucket = false;
     let walked = bolt.walk(|depth, entry| -> std::result::Result<(), Extra> {
         if depth == 0 {
@@ -333,12 +333,7 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
                     })?;
                 let mut hasher = std::hash::DefaultHasher::new();
                 hasher.write(user_key);
-                let id = hasher.finish();
-                if tombstone {
-                    live.remove(&id);
-                } else {
-                    live.insert(id);
-                }
+                revisions.push((hasher.finish() & !1) | u64::from(tombstone));
             }
         }
         Ok(())
@@ -353,9 +348,23 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
     };
     walked.map_err(map)?;
     status.hash = hash;
-    status.live_keys = live.len() as u64;
+    status.live_keys = live_keys(revisions);
     read_extras(&bolt, &mut status).map_err(map)?;
     Ok(status)
+}
+
+/// The keys whose last revision in `revisions` (see [`walk_status`]) is not a tombstone.
+fn live_keys(mut revisions: Vec<u64>) -> u64 {
+    // Stable: each key's revisions stay in order, its last one last.
+    revisions.sort_by_key(|r| r >> 1);
+    let mut live = 0;
+    for (i, r) in revisions.iter().enumerate() {
+        let last_of_key = revisions.get(i + 1).is_none_or(|next| next >> 1 != r >> 1);
+        if last_of_key && r & 1 == 0 {
+            live += 1;
+        }
+    }
+    live
 }
 
 enum Extra {
@@ -469,6 +478,29 @@ fn read_extras<S: PageSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_keys_are_the_keys_whose_last_revision_is_not_a_tombstone() {
+        let (put, tomb) = (|k: u64| k << 1, |k: u64| (k << 1) | 1);
+        // a: put, deleted. b: put, deleted, put again. c: put twice. d: only deleted.
+        // e: deleted, then put. Keys whose hashes sort apart from their revision order.
+        let revisions = vec![
+            put(9),
+            put(3),
+            tomb(9),
+            put(7),
+            tomb(3),
+            put(7),
+            tomb(1),
+            put(3),
+            tomb(5),
+            put(5),
+        ];
+        assert_eq!(live_keys(revisions), 3);
+        assert_eq!(live_keys(Vec::new()), 0);
+        assert_eq!(live_keys(vec![tomb(u64::MAX >> 1)]), 0);
+        assert_eq!(live_keys(vec![put(0), put(u64::MAX >> 1)]), 2);
+    }
 
     #[test]
     fn crc32c_matches_go_castagnoli() {
