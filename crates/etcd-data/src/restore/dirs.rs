@@ -101,11 +101,14 @@ impl DirLayout {
 /// Whether `dir` is the root of a filesystem mounted on its parent's.
 pub(super) fn is_mount_point(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let parent = match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => parent,
-        None => return false,
+    // A relative `dir` (say `data`) has the empty path as its parent: made absolute first.
+    let Ok(dir) = std::path::absolute(dir) else {
+        return false;
     };
-    match (fs::metadata(dir), fs::metadata(parent)) {
+    let Some(parent) = dir.parent() else {
+        return false;
+    };
+    match (fs::metadata(&dir), fs::metadata(parent)) {
         (Ok(d), Ok(p)) => d.is_dir() && d.dev() != p.dev(),
         _ => false,
     }
@@ -253,5 +256,9 @@ mod tests {
         assert!(is_mount_point(Path::new("/proc")));
         let dir = tempfile::tempdir().unwrap();
         assert!(!is_mount_point(dir.path()));
+        // Relative: its parent is not the empty path (found by the #24 red team).
+        assert!(is_mount_point(Path::new(
+            "../../../../../../../../../../../../../../../../proc"
+        )));
     }
 }
