@@ -48,11 +48,6 @@ impl<S: PageSource> Readahead<S> {
             windows: Mutex::new(Default::default()),
         }
     }
-
-    /// The source itself.
-    pub fn into_inner(self) -> S {
-        self.source
-    }
 }
 
 impl<S: PageSource> PageSource for Readahead<S> {

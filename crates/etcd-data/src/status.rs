@@ -357,14 +357,11 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
 fn live_keys(mut revisions: Vec<u64>) -> u64 {
     // Stable: each key's revisions stay in order, its last one last.
     revisions.sort_by_key(|r| r >> 1);
-    let mut live = 0;
-    for (i, r) in revisions.iter().enumerate() {
-        let last_of_key = revisions.get(i + 1).is_none_or(|next| next >> 1 != r >> 1);
-        if last_of_key && r & 1 == 0 {
-            live += 1;
-        }
-    }
-    live
+    let live = revisions
+        .chunk_by(|a, b| a >> 1 == b >> 1)
+        .filter(|key| key.last().is_some_and(|last| last & 1 == 0))
+        .count();
+    live as u64
 }
 
 enum Extra {

@@ -37,8 +37,13 @@ impl std::fmt::Display for Raw {
     }
 }
 
-/// `program args` with a clean ETCDCTL_* environment, etcdops in etcdctl compat mode.
-pub(crate) fn command(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+/// `program args` with a clean ETCDCTL_* environment, etcdops in etcdctl compat mode. The
+/// arguments need not be UTF-8 (binary keys).
+pub(crate) fn command<A: AsRef<std::ffi::OsStr>>(
+    program: &Path,
+    args: &[A],
+    env: &[(&str, &str)],
+) -> Command {
     let mut cmd = Command::new(program);
     for (key, _) in std::env::vars() {
         if key.starts_with("ETCDCTL_") || key.starts_with("ETCDOPS_") {

@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use etcdops_tests::{Cluster, Security, block_on, etcdops_path};
 
@@ -19,17 +19,8 @@ fn raw_bytes(
     env: &[(&str, &str)],
     dir: Option<&Path>,
 ) -> (i32, Vec<u8>, String) {
-    let mut cmd = Command::new(program);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("ETCDCTL_") || key.starts_with("ETCDOPS_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("ETCDCTL_API", "3")
-        .env("ETCDOPS_COMPAT", "etcdctl")
-        .args(args.iter().map(|a| OsStr::from_bytes(a)))
-        .envs(env.iter().copied())
-        .stdin(Stdio::null());
+    let args: Vec<&OsStr> = args.iter().map(|a| OsStr::from_bytes(a)).collect();
+    let mut cmd = crate::compat_kv::command(program, &args, env);
     if let Some(dir) = dir {
         cmd.current_dir(dir);
     }

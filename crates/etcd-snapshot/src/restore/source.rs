@@ -52,12 +52,7 @@ async fn open_checked_object(
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
     let expect = expectation_in_store(store, object).await?;
-    // Spooled beside the target, the file becomes the restored db.
-    let options = SpoolOptions {
-        hash_db: true,
-        hash_stored: true,
-        write_back: spool.is_some(),
-    };
+    let options = restore_spool_options(spool, true);
     let snapshot = open_snapshot_object_with(store, object, spool, identities, options).await?;
     let db_sha256 = snapshot
         .db_sha256()
@@ -73,6 +68,17 @@ async fn open_checked_object(
         &db_sha256,
     )?;
     Ok(snapshot)
+}
+
+/// How a restore spools a zstd, age or stored snapshot: the db hashed (for etcd's trailer),
+/// the stored bytes too when a manifest records their SHA-256; spooled beside the target
+/// (`spool`), the file becomes the restored db, so it is written to disk as it comes.
+fn restore_spool_options(spool: Option<&Path>, hash_stored: bool) -> SpoolOptions {
+    SpoolOptions {
+        hash_db: true,
+        hash_stored,
+        write_back: spool.is_some(),
+    }
 }
 
 /// The manifest beside a local backup file, when there is one.
@@ -98,12 +104,7 @@ fn open_checked_file(
     spool: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
-    // Spooled beside the target, the file becomes the restored db.
-    let options = SpoolOptions {
-        hash_db: true,
-        hash_stored: manifest.is_some(),
-        write_back: spool.is_some(),
-    };
+    let options = restore_spool_options(spool, manifest.is_some());
     let snapshot = open_snapshot_file_with(path, spool, identities, options)?;
     let Some((manifest, bytes)) = manifest else {
         return Ok(snapshot);
