@@ -43,6 +43,14 @@ impl VerifyExpectation {
             encryption: manifest.encryption.clone(),
         }
     }
+
+    /// Whether a restore must hash the bytes as stored to prove the backup is the one the
+    /// manifest records: only when it records their SHA-256 but not the db's. When it records
+    /// the db's, the db's own SHA-256 (computed anyway, for etcd's trailer) proves the same
+    /// for a restore, and the stored size is still checked; `verify` checks both sums.
+    pub fn needs_stored_sha256(&self) -> bool {
+        self.object_sha256.is_some() && self.db_sha256.is_none()
+    }
 }
 
 /// The result of a successful verification.
@@ -285,5 +293,26 @@ mod tests {
             assert!(err.contains(why), "{err}");
         }
         check_opened_backup("b", &VerifyExpectation::default(), 1, Some("x"), "y").unwrap();
+    }
+
+    #[test]
+    fn a_restore_hashes_the_stored_bytes_only_when_the_db_sum_is_not_recorded() {
+        let both = VerifyExpectation {
+            object_sha256: Some("aa".into()),
+            db_sha256: Some("bb".into()),
+            ..Default::default()
+        };
+        assert!(!both.needs_stored_sha256());
+        let stored_only = VerifyExpectation {
+            db_sha256: None,
+            ..both.clone()
+        };
+        assert!(stored_only.needs_stored_sha256());
+        assert!(!VerifyExpectation::default().needs_stored_sha256());
+        // Without the stored sum, a db that is not the recorded one is still refused.
+        let err = check_opened_backup("b", &both, 10, None, "bc")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("differs from the manifest's bb"), "{err}");
     }
 }

@@ -52,7 +52,7 @@ async fn open_checked_object(
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
     let expect = expectation_in_store(store, object).await?;
-    let options = restore_spool_options(spool, true);
+    let options = restore_spool_options(spool, expect.needs_stored_sha256());
     let snapshot = open_snapshot_object_with(store, object, spool, identities, options).await?;
     let db_sha256 = snapshot
         .db_sha256()
@@ -70,8 +70,9 @@ async fn open_checked_object(
     Ok(snapshot)
 }
 
-/// How a restore spools a zstd, age or stored snapshot: the db hashed (for etcd's trailer),
-/// the stored bytes too when a manifest records their SHA-256; spooled beside the target
+/// How a restore spools a zstd, age or stored snapshot: the db hashed (for etcd's trailer and
+/// the manifest), the stored bytes too only when that is the one sum a manifest records (see
+/// [`VerifyExpectation::needs_stored_sha256`]); spooled beside the target
 /// (`spool`), the file becomes the restored db, so it is written to disk as it comes.
 fn restore_spool_options(spool: Option<&Path>, hash_stored: bool) -> SpoolOptions {
     SpoolOptions {
@@ -96,38 +97,47 @@ fn local_manifest(path: &Path) -> Result<Option<(String, Vec<u8>)>, RestoreError
 }
 
 /// Opens a local backup file and checks it against its manifest (`manifest`, read beside it):
-/// a zstd or age file is hashed as stored on the way; a plain one is read once for both its
-/// SHA-256 and its db's.
+/// a zstd or age file is checked by its db's SHA-256, hashed on the way; a plain one is read
+/// once for both its SHA-256 and its db's.
 fn open_checked_file(
     path: &Path,
     manifest: Option<(String, Vec<u8>)>,
     spool: Option<&Path>,
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
-    let options = restore_spool_options(spool, manifest.is_some());
+    let expect = match &manifest {
+        Some((name, bytes)) => Some(VerifyExpectation::from_manifest(&Manifest::from_json(
+            name, bytes,
+        )?)),
+        None => None,
+    };
+    let hash_stored = expect
+        .as_ref()
+        .is_some_and(VerifyExpectation::needs_stored_sha256);
+    let options = restore_spool_options(spool, hash_stored);
     let snapshot = open_snapshot_file_with(path, spool, identities, options)?;
-    let Some((manifest, bytes)) = manifest else {
+    let Some(expect) = expect else {
         return Ok(snapshot);
     };
-    let expect = VerifyExpectation::from_manifest(&Manifest::from_json(&manifest, &bytes)?);
     let name = path.display().to_string();
     let read_failed = |source| SnapshotError::ReadFile {
         path: name.clone(),
         source,
     };
-    let (stored_sha256, db_sha256) = match snapshot.stored_sha256() {
-        Some(stored) => (
-            stored.to_string(),
-            snapshot.db_sha256().map_err(read_failed)?,
-        ),
-        // Read in place: the file is the db and its trailer.
-        None => crate::input::sha256_with_trailer(&snapshot).map_err(read_failed)?,
+    let (stored_sha256, db_sha256) = match snapshot.known_sha256() {
+        // Spooled: the db was hashed on the way (and the stored bytes, when asked).
+        Some(db) => (snapshot.stored_sha256().map(str::to_string), db.to_string()),
+        // Read in place: the file is the db and its trailer, both hashed in one read.
+        None => {
+            let (stored, db) = crate::input::sha256_with_trailer(&snapshot).map_err(read_failed)?;
+            (Some(stored), db)
+        }
     };
     check_opened_backup(
         &name,
         &expect,
         snapshot.stored_size(),
-        Some(&stored_sha256),
+        stored_sha256.as_deref(),
         &db_sha256,
     )?;
     Ok(snapshot.with_sha256(db_sha256))
