@@ -346,3 +346,89 @@ fn red24_restore_into_a_mount_point_named_by_a_relative_path() {
     assert_eq!(code, 0, "{stderr}");
     assert!(mnt.join("member/snap/db").exists());
 }
+
+#[test]
+fn red24_a_backup_checked_by_its_manifest_is_refused_when_its_object_changed() {
+    // A restore checks a backup with its manifest by the db's SHA-256 (hashed on the way for
+    // etcd's trailer), not by a second SHA-256 of the stored bytes: every change to the
+    // stored object must still be refused, through a path (the manifest beside the file) and
+    // through a store URL, with nothing left at the target.
+    let (source, file, _) = saved();
+    let manifest = std::fs::read(format!("{}.manifest.json", file.display())).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    // Another valid backup of the same cluster, one write later.
+    source.put("/red24/later", "x");
+    let other =
+        std::fs::read(save_snapshot(&source, &source.dir().join("store2"), "zstd")).unwrap();
+    let mut flip = good.clone();
+    let at = flip.len() / 2;
+    flip[at] ^= 0x40;
+    let mut same_size_other = other.clone();
+    same_size_other.resize(good.len(), 0);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("a flipped byte", flip),
+        ("another valid backup", other),
+        ("another backup cut or padded to the size", same_size_other),
+    ];
+    let planned = Cluster::plan_restore(1, "r24m");
+    let before = listing(planned.dir());
+    let object = file.file_name().unwrap().to_string_lossy().to_string();
+    for (i, (what, bytes)) in cases.iter().enumerate() {
+        let store = source.dir().join(format!("damaged{i}"));
+        std::fs::create_dir(&store).unwrap();
+        std::fs::write(store.join(&object), bytes).unwrap();
+        std::fs::write(store.join(format!("{object}.manifest.json")), &manifest).unwrap();
+        for from in [
+            store.join(&object).display().to_string(),
+            format!("file://{}/{object}", store.display()),
+        ] {
+            let refused = restore_from(&from, &planned, 0, &[], &[]);
+            assert_eq!(refused.code, 2, "{what} from {from}:\n{refused}");
+            assert_eq!(
+                refused.stderr.lines().count(),
+                1,
+                "{what} from {from}:\n{refused}"
+            );
+            assert!(!refused.stderr.contains("panicked"), "{refused}");
+            assert_eq!(listing(planned.dir()), before, "{what} from {from}");
+        }
+    }
+    // The intact backup restores by both ways, and etcd serves it.
+    let store = source.dir().join("intact");
+    std::fs::create_dir(&store).unwrap();
+    std::fs::write(store.join(&object), &good).unwrap();
+    std::fs::write(store.join(format!("{object}.manifest.json")), &manifest).unwrap();
+    let by_url = Cluster::plan_restore(1, "r24u");
+    restore_from(
+        &format!("file://{}/{object}", store.display()),
+        &by_url,
+        0,
+        &[],
+        &[],
+    )
+    .expect_code(0);
+    let mut by_path = planned;
+    let done = restore_from(
+        &store.join(&object).display().to_string(),
+        &by_path,
+        0,
+        &[],
+        &[],
+    );
+    done.expect_code(0);
+    assert_eq!(done.json()["trailer"], "verified", "{done}");
+    by_path.start_restored();
+    let got = crate::run(&by_path, &["get", "/red24/check", "--print-value-only"]);
+    got.expect_code(0);
+    assert_eq!(got.stdout.trim(), "ok");
+    let later = crate::run(
+        &by_path,
+        &["get", "/red24/later", "--count-only", "-w", "json"],
+    );
+    later.expect_code(0);
+    assert_eq!(
+        later.json()["count"],
+        0,
+        "the backup from before the later write"
+    );
+}
