@@ -7,7 +7,8 @@ Kubernetes-shaped ConfigMap JSON), one etcd 3.5.1 server holding KEYS keys plus 
 rewrites (1.1M revisions by default), it times in one run:
 
 - save: etcdctl 3.5.1 and 3.4.23 ``snapshot save``, the floor ``cp`` + ``sync`` of the db, etcdops
-  ``snapshot save`` (default level, -1, -3) to a local dir and to S3 (moto), and the default save
+  ``snapshot save`` (default level, -1, -3) to a local dir and to S3 (moto, or s3s-fs when
+  ETCDOPS_BENCH_S3FS names its binary: a Rust S3 server that needs far less CPU), and the default save
   and etcdctl again while a CPU hog keeps one core busy;
 - get: ``get PREFIX --prefix`` keys-only and with values, etcdctl 3.5.1 / 3.4.23 against etcdops;
 - status: of the plain snapshot (etcdutl 3.5.1, etcdctl 3.4.23, etcdops, etcdops
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 ETCDOPS = os.environ["ETCDOPS"]
@@ -40,6 +42,9 @@ BIN35 = os.environ["ETCD35_BIN_DIR"]
 ETCD35, ETCDCTL35, ETCDUTL35 = (os.path.join(BIN35, n) for n in ("etcd", "etcdctl", "etcdutl"))
 ETCDCTL34 = "/usr/bin/etcdctl"
 MOTO = os.environ.get("ETCDOPS_MOTO_SERVER", "")
+# s3s-fs (crates.io), an S3 server over a dir written in Rust: on these 2 shared cores moto (Python)
+# takes more CPU than the save it receives, so an S3 figure against moto measures moto.
+S3FS = os.environ.get("ETCDOPS_BENCH_S3FS", "")
 PREFIX = "/registry/bench/"
 S3_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"}
 
@@ -198,7 +203,7 @@ def one_backup(store):
     return found[0], os.path.relpath(found[0], store)
 
 
-def bench_set(bench, kind, snap, parts, moto):
+def bench_set(bench, kind, snap, parts, s3_server):
     work = bench.work
     rm = lambda *paths: (lambda: [shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p)
                                   else (os.path.exists(p) and os.remove(p)) for p in paths])
@@ -215,6 +220,7 @@ def bench_set(bench, kind, snap, parts, moto):
     out = os.path.join(work, "out")
     store = os.path.join(work, f"store-{kind}")
     bucket = f"bench-{kind}"
+    moto, s3_name = s3_server
     s3 = ["--s3-endpoint", moto, "--allow-http", "--s3-path-style"] if moto else []
     sizes = {}
     summary = {"set": kind, "db_bytes": db_bytes, "keys": keys}
@@ -240,7 +246,7 @@ def bench_set(bench, kind, snap, parts, moto):
                 before=rm(out + "-3"), after=stored(out + "-3")),
         ]
         if moto:
-            save_rows.append(row("etcdops snapshot save to S3 (moto, default level)",
+            save_rows.append(row(f"etcdops snapshot save to S3 ({s3_name}, default level)",
                                  [ETCDOPS, *ep, "snapshot", "save", f"s3://{bucket}/save", "--quiet", *s3],
                                  env=S3_ENV, vs="etcdops snapshot save (default level)"))
         med = bench.group(f"snapshot save, {kind} data set", save_rows,
@@ -353,7 +359,7 @@ def bench_set(bench, kind, snap, parts, moto):
                 before=rm(target), after=started("etcdops file:// URL"), vs="floor: zstd -d -c obj > db && sync"),
         ]
         if s3_url:
-            rows_.append(row("etcdops snapshot restore from S3 (moto)",
+            rows_.append(row(f"etcdops snapshot restore from S3 ({s3_name})",
                              [ETCDOPS, "snapshot", "restore", s3_url, "--data-dir", target, *flags, *s3],
                              env=S3_ENV, before=rm(target), after=started("etcdops S3"),
                              vs="etcdops snapshot restore of the .db.zst (path)"))
@@ -395,20 +401,37 @@ def main():
     data = a.data or os.path.join(work, "data")
     moto_proc, moto = None, ""
     try:
-        if MOTO and os.access(MOTO, os.X_OK):
+        s3_name = "moto"
+        if S3FS and os.access(S3FS, os.X_OK):
+            port = free_port()
+            root = os.path.join(work, "s3s-fs")
+            os.makedirs(root)
+            moto_log = open(os.path.join(work, "s3s-fs.log"), "wb")
+            moto_proc = subprocess.Popen([S3FS, "--host", "127.0.0.1", "--port", str(port),
+                                          "--access-key", S3_ENV["AWS_ACCESS_KEY_ID"],
+                                          "--secret-key", S3_ENV["AWS_SECRET_ACCESS_KEY"], root],
+                                         stdout=moto_log, stderr=subprocess.STDOUT)
+            moto, s3_name = f"http://127.0.0.1:{port}", "s3s-fs"
+        elif MOTO and os.access(MOTO, os.X_OK):
             port = free_port()
             moto_log = open(os.path.join(work, "moto.log"), "wb")
             moto_proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(port)],
                                          stdout=moto_log, stderr=subprocess.STDOUT)
             moto = f"http://127.0.0.1:{port}"
+        if moto:
             for _ in range(300):
                 try:
                     urllib.request.urlopen(moto, timeout=2).read()
                     break
+                except urllib.error.HTTPError:
+                    break  # it answers (s3s-fs refuses an unsigned request)
                 except OSError:
                     time.sleep(0.2)
             for kind in a.sets.split(","):
-                urllib.request.urlopen(urllib.request.Request(f"{moto}/bench-{kind}", method="PUT")).read()
+                if s3_name == "s3s-fs":
+                    os.makedirs(os.path.join(work, "s3s-fs", f"bench-{kind}"))  # a bucket is a dir
+                else:
+                    urllib.request.urlopen(urllib.request.Request(f"{moto}/bench-{kind}", method="PUT")).read()
         bench = Bench(work, a.rounds)
         etcd_version = run([ETCD35, "--version"], capture_output=True, text=True).stdout.split()[2]
         print(f"Command: `scripts/bench --keys {a.keys} --overwrites {a.overwrites} --rounds {a.rounds} "
@@ -419,7 +442,7 @@ def main():
             snap = ensure_snapshot(data, work, kind, a.keys, a.overwrites)
             if not parts - {"none"}:
                 continue
-            summaries.append(bench_set(bench, kind, snap, parts, moto))
+            summaries.append(bench_set(bench, kind, snap, parts, (moto, s3_name)))
         print("```json\n" + json.dumps(summaries, indent=1) + "\n```")
     finally:
         if moto_proc:
