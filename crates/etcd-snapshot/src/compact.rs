@@ -306,7 +306,14 @@ async fn build_db(
         PointInTime::Revision(reach.to_revision),
         full.manifest.revision,
     );
-    for delta in reach.segments.iter().filter(|d| d.manifest.changes > 0) {
+    // Collected first: an iterator adapter's closure held across an await keeps the
+    // future from being `Send` for every lifetime (a `backup run` spawns it).
+    let with_changes: Vec<&DeltaEntry> = reach
+        .segments
+        .iter()
+        .filter(|d| d.manifest.changes > 0)
+        .collect();
+    for delta in with_changes {
         let bytes =
             fetch_delta_segment_at(store, &delta.object, &delta.manifest, identities).await?;
         replay.add_segment(&delta.object, &bytes, Some(work))?;

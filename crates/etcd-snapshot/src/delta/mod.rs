@@ -2,6 +2,7 @@
 //! chain), published one by one beside it, and read back for a point-in-time restore.
 
 mod chain;
+mod compact_after;
 mod events;
 mod format;
 mod history;
@@ -31,5 +32,6 @@ pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub(crate) use read::{decode_segment, fetch_stored};
 pub use replay::{DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry};
+pub use compact_after::CompactAfter;
 pub use run::{DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState, run_backups};
 pub use segment::{ChainPosition, SegmentBuilder, SegmentSource};
