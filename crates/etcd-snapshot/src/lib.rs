@@ -65,8 +65,8 @@ pub use copy::CopySegment;
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
 pub use delta::{
-    ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState,
-    SegmentBuilder, SegmentSource, run_backups,
+    ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest,
+    RunState, SegmentBuilder, SegmentSource, run_backups,
 };
 pub use delta::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,

@@ -180,7 +180,12 @@ mod tests {
     #[test]
     fn zero_segments_or_an_encrypted_run_without_its_identity_is_refused() {
         let zero = CompactAfter::default();
-        assert!(zero.validate(&[]).unwrap_err().to_string().contains("at least 1"));
+        assert!(
+            zero.validate(&[])
+                .unwrap_err()
+                .to_string()
+                .contains("at least 1")
+        );
         let identity = age::x25519::Identity::generate();
         let recipient = identity.to_public().to_string();
         let mut settings = CompactAfter {

@@ -18,6 +18,7 @@ mod segment;
 #[cfg(test)]
 pub(crate) mod test_fixtures;
 
+pub use compact_after::CompactAfter;
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
     key_value_lease, revision_key,
@@ -32,6 +33,5 @@ pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub(crate) use read::{decode_segment, fetch_stored};
 pub use replay::{DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry};
-pub use compact_after::CompactAfter;
 pub use run::{DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState, run_backups};
 pub use segment::{ChainPosition, SegmentBuilder, SegmentSource};

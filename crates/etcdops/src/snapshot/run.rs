@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use etcd_core::ClusterConfig;
-use etcd_snapshot::{CompactAfter, Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups};
+use etcd_snapshot::{
+    CompactAfter, Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups,
+};
 
 use super::save::Retention;
 use super::settings::{IdentitySettings, StoreSettings, recipients};

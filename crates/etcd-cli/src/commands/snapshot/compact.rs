@@ -6,11 +6,14 @@ use etcdops::snapshot::CompactRequest;
 
 use super::{bar, identity_settings, progress, settings, warn_all};
 use crate::commands::ExitStatus;
-use crate::flags::{SnapshotCompactArgs, OutputFormat};
+use crate::flags::{OutputFormat, SnapshotCompactArgs};
 use crate::output::{Render, print};
 
 /// Compacts the chain and prints the new backup (or the one that already compacted it).
-pub(super) async fn compact(args: &SnapshotCompactArgs, format: OutputFormat) -> Result<ExitStatus> {
+pub(super) async fn compact(
+    args: &SnapshotCompactArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
     let request = CompactRequest {
         store: args.store.clone(),
         chain: args.chain.clone(),
@@ -77,10 +80,7 @@ impl Render for CompactView {
                 "changes applied".into(),
                 r.changes_applied.to_string(),
             ]);
-            rows.push(vec![
-                "verified".into(),
-                r.verify.is_some().to_string(),
-            ]);
+            rows.push(vec!["verified".into(), r.verify.is_some().to_string()]);
         }
         if !r.leases_recreated.is_empty() {
             rows.push(vec![
@@ -89,10 +89,7 @@ impl Render for CompactView {
             ]);
         }
         if !r.leases_detached.is_empty() {
-            rows.push(vec![
-                "leases detached".into(),
-                r.leases_detached.join(", "),
-            ]);
+            rows.push(vec!["leases detached".into(), r.leases_detached.join(", ")]);
         }
         rows
     }
