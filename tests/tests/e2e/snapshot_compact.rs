@@ -369,6 +369,11 @@ fn a_killed_compaction_leaves_the_chain_intact_and_no_backup_that_looks_complete
         killed_mid_run >= 3,
         "only {killed_mid_run} kills landed mid-run"
     );
+    let orphans = listed(&store)["orphans"].as_array().map_or(0, Vec::len);
+    eprintln!(
+        "a whole compaction took {whole:?}; {killed_mid_run} of 6 kills landed mid-run; \
+         {orphans} orphan object(s) left (not listed as backups)"
+    );
 
     // The chain verifies (every segment, every record) and restores to its last revision.
     let url = format!("{}/{full}", store_arg(&store));
