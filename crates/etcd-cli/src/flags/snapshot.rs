@@ -317,7 +317,7 @@ pub enum BackupCommand {
     /// restart continues the chain it left. Refused while another run holds the store's lock
     /// for this cluster (etcd-<cluster>/backup-run.lock.json). One line per full backup,
     /// segment, gap, lost full backup or failure.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 /// Arguments of `backup run`.

@@ -55,7 +55,7 @@ fn continued<'a>(fulls: &[&'a BackupEntry]) -> Option<&'a BackupEntry> {
 /// store: that chain goes on (it may reach further than its compacted copy), and a run must
 /// never start writing segments after a copy while the original chain grows. A compacted
 /// backup whose chain was pruned is an ordinary full backup and may be continued.
-fn without_compacted_copies<'a>(fulls: Vec<&'a BackupEntry>) -> Vec<&'a BackupEntry> {
+fn without_compacted_copies(fulls: Vec<&BackupEntry>) -> Vec<&BackupEntry> {
     let present = |object: &str| fulls.iter().any(|b| b.object == object);
     fulls
         .iter()
