@@ -107,3 +107,57 @@ impl Render for CompactView {
         )]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::flags::{BackupCommand, Cli, Command, SnapshotCommand};
+
+    #[test]
+    fn compact_takes_the_store_a_chain_a_work_dir_and_identities() {
+        let cli = Cli::try_parse_from([
+            "etcdops",
+            "snapshot",
+            "compact",
+            "s3://b/etcd",
+            "--chain",
+            "etcd-abc/x.db.zst",
+            "--work-dir",
+            "/var/tmp",
+            "--identity",
+            "/k",
+        ])
+        .unwrap();
+        let Command::Snapshot(SnapshotCommand::Compact(args)) = cli.command else {
+            panic!("not compact");
+        };
+        assert_eq!(args.store, "s3://b/etcd");
+        assert_eq!(args.chain.as_deref(), Some("etcd-abc/x.db.zst"));
+        assert_eq!(args.work_dir, Some("/var/tmp".into()));
+        assert_eq!(args.identity.identity, [std::path::PathBuf::from("/k")]);
+        // Only the store is required.
+        assert!(Cli::try_parse_from(["etcdops", "snapshot", "compact"]).is_err());
+    }
+
+    #[test]
+    fn backup_run_compacts_only_when_asked_and_its_work_dir_needs_compact_after() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["etcdops", "backup", "run", "/b"];
+            argv.extend(extra);
+            Cli::try_parse_from(argv)
+        };
+        let Command::Backup(BackupCommand::Run(args)) = parse(&[]).unwrap().command else {
+            panic!("not backup run");
+        };
+        assert_eq!(args.compact_after, None);
+        let cli = parse(&["--compact-after", "10", "--compact-work-dir", "/w"]).unwrap();
+        let Command::Backup(BackupCommand::Run(args)) = cli.command else {
+            panic!("not backup run");
+        };
+        assert_eq!(args.compact_after, Some(10));
+        assert_eq!(args.compact_work_dir, Some("/w".into()));
+        assert!(parse(&["--compact-work-dir", "/w"]).is_err());
+        assert!(parse(&["--compact-after", "x"]).is_err());
+    }
+}
