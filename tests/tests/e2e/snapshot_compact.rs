@@ -447,3 +447,50 @@ fn backup_run_compacts_in_the_background_while_segments_go_on() {
     assert_eq!(result["plan"]["full"], full.as_str(), "{result}");
     assert!(keys_at(&from_chain, None) == keys_at(&cluster, Some(inside)));
 }
+
+#[test]
+fn a_chain_in_s3_compacts_in_place_and_restores_from_there() {
+    use crate::backup_run::S3_ENV;
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 20);
+    let s3 = etcdops_tests::S3Server::start();
+    s3.create_bucket("compact");
+    let remote = "s3://compact/etcd";
+    let s3_flags = [
+        "--s3-endpoint",
+        s3.endpoint.as_str(),
+        "--allow-http",
+        "--s3-path-style",
+    ];
+    let backup = BackupRun::start_at(&cluster, remote, &s3_flags, &S3_ENV);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    let last = *write_changes(&cluster, "s3c", 3).last().unwrap();
+    backup.wait_published(last);
+    backup.stop();
+
+    let with_flags = |args: &[&str]| {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend(s3_flags.iter().map(|s| s.to_string()));
+        etcdops(&all, &S3_ENV)
+    };
+    let done = with_flags(&["snapshot", "compact", remote, "-w", "json"]);
+    done.expect_code(0);
+    let result = done.json();
+    assert_eq!(result["source"], full.as_str(), "{result}");
+    assert_eq!(result["manifest"]["revision"], last, "{result}");
+    let object = result["manifest"]["object"].as_str().unwrap().to_string();
+    // No multipart upload left open.
+    assert!(s3.multipart_uploads("compact").is_empty());
+
+    let url = format!("{remote}/{object}");
+    let mut restored = Cluster::plan_restore(1, "s");
+    let mut extra: Vec<&str> = s3_flags.to_vec();
+    extra.push("--dry-run");
+    restore_from(&url, &restored, 0, &extra, &S3_ENV).expect_code(0);
+    extra.pop();
+    restore_from(&url, &restored, 0, &extra, &S3_ENV).expect_code(0);
+    restored.start_restored();
+    assert_eq!(served_revision(&restored), last);
+    assert!(keys_at(&restored, None) == keys_at(&cluster, Some(last)));
+}
