@@ -36,8 +36,8 @@ use crate::verify::{VerifyExpectation, VerifyReport, verify_object};
 #[serde(deny_unknown_fields)]
 pub struct CompactRequest {
     /// The chain's full backup, by its object name as `snapshot list` shows it (or that of
-    /// its manifest). Default: the newest chain of the store's cluster (a store holding
-    /// several clusters must be given with the cluster's folder).
+    /// its manifest). Default: the newest chain of the store's cluster (required when the
+    /// store holds several clusters' backups).
     #[serde(default)]
     pub chain: Option<String>,
     /// Where the db is rebuilt (room for the full backup's db, its segments and the result
@@ -109,14 +109,12 @@ fn choose_chain<'a>(
     clusters.dedup();
     if clusters.len() > 1 {
         return Err(invalid(
-            "STORE",
+            "chain",
             format!(
-                "{} holds backups of {} clusters ({}); give the cluster's folder, e.g. {}/etcd-{}",
+                "{} holds backups of {} clusters ({}); name the chain to compact by its full backup, as `snapshot list` shows it",
                 store.url(),
                 clusters.len(),
                 clusters.join(", "),
-                store.url().trim_end_matches('/'),
-                clusters[0]
             ),
         ));
     }

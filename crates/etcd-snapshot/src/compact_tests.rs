@@ -66,7 +66,7 @@ fn a_store_of_several_clusters_needs_the_clusters_folder() {
     b.manifest.cluster_id = MemberId(0xdef);
     let text = error_text(choose_chain(&store, &[a, b], &CompactRequest::default()).unwrap_err());
     assert!(text.contains("holds backups of 2 clusters"), "{text}");
-    assert!(text.contains("give the cluster's folder"), "{text}");
+    assert!(text.contains("name the chain to compact"), "{text}");
 }
 
 #[test]

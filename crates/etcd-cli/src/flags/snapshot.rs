@@ -57,9 +57,10 @@ pub enum SnapshotCommand {
 /// Arguments of `snapshot compact`.
 #[derive(Debug, Args)]
 pub struct SnapshotCompactArgs {
-    /// The store holding the chain (`backup run`'s STORE, or its cluster's folder)
+    /// The store holding the chain (`backup run`'s STORE)
     pub store: String,
-    /// The chain's full backup, as `snapshot list` names it (default: the newest chain)
+    /// The chain's full backup, as `snapshot list` names it (default: the newest chain;
+    /// required when the store holds several clusters' backups)
     #[arg(long, value_name = "FULL_BACKUP")]
     pub chain: Option<String>,
     /// Where the db is rebuilt (needs room for the db and the segments; default: $TMPDIR)

@@ -12,10 +12,10 @@ use crate::error::Result;
 /// The chain to compact, and where.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CompactRequest {
-    /// The store (`backup run`'s STORE, or its cluster's folder).
+    /// The store (`backup run`'s STORE).
     pub store: String,
     /// The chain's full backup (object name as `snapshot list` shows it); default: the
-    /// newest chain.
+    /// newest chain (required when the store holds several clusters' backups).
     #[serde(default)]
     pub chain: Option<String>,
     /// Where the db is rebuilt; default: the system's temporary directory.
