@@ -284,6 +284,47 @@ fn a_compacted_chain_restores_exactly_as_the_chain_at_its_last_revision() {
         keys_at(&by_tool, None) == from_copy,
         "etcd's restore differs"
     );
+
+    // Retention, not compact, drops the old chain: --keep-last 1 keeps the compacted
+    // backup (the newest) and deletes the chain, segments first.
+    let pruned = etcdops(
+        &[
+            "snapshot",
+            "prune",
+            &store_arg(&store),
+            "--keep-last",
+            "1",
+            "--orphan-grace",
+            "0s",
+            "-w",
+            "json",
+        ]
+        .map(String::from),
+        &[],
+    );
+    pruned.expect_code(0);
+    let deleted = pruned.json()["deleted"].to_string();
+    assert!(deleted.contains(&full), "{pruned}");
+    assert!(!deleted.contains(&object), "{pruned}");
+    let left = complete_backups(&store);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].0, object);
+    assert!(
+        listed(&store)["dangling_deltas"].is_null(),
+        "no segment left behind"
+    );
+    // The last revision still restores (from the compacted backup); one inside the dropped
+    // chain is refused, naming what can be restored.
+    let dry = restore_from(
+        &store_arg(&store),
+        &planned,
+        0,
+        &["--to-revision", &rev, "--dry-run"],
+        &[],
+    );
+    dry.expect_code(0);
+    let refused = crate::backup_run::restore_refused(&store, &["--to-revision", &inside]);
+    crate::assert_clear_error(&refused, "what can be restored");
 }
 
 #[test]
