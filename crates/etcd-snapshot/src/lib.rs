@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod compact;
 mod copy;
 mod crypt;
 mod delta;
@@ -59,12 +60,13 @@ pub use catalog::{
     list_backups, object_name, verify_backup,
 };
 pub use catalog::{ChainReport, ChainSummary, DeltaEntry, SegmentCheck, verify_chain};
+pub use compact::{CompactRequest, CompactResult, compact_chain};
 pub use copy::CopySegment;
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
 pub use delta::{
-    ChainPosition, DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState,
-    SegmentBuilder, SegmentSource, run_backups,
+    ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest,
+    RunState, SegmentBuilder, SegmentSource, run_backups,
 };
 pub use delta::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,
@@ -96,8 +98,8 @@ pub use layout::{
     split_backup_url,
 };
 pub use manifest::{
-    Compression, ENCRYPTED_SUFFIX, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX, Manifest,
-    backup_object_name,
+    CompactedFrom, Compression, ENCRYPTED_SUFFIX, MANIFEST_FORMAT_VERSION, MANIFEST_SUFFIX,
+    Manifest, backup_object_name,
 };
 pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};

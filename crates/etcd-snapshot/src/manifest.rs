@@ -76,9 +76,36 @@ pub struct Manifest {
     /// Absent for unencrypted backups (and in manifests written before encryption existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Encryption>,
+    /// Set when this backup was made by `snapshot compact` from a chain (a full backup and
+    /// its delta segments) rather than streamed from a member. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted_from: Option<CompactedFrom>,
+}
+
+/// Where a compacted backup came from: the chain whose segments were replayed into its full
+/// backup's db. The segments are those of sequence 1 to `last_sequence` under the full
+/// backup's `.deltas/` prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactedFrom {
+    /// Object name of the chain's full backup.
+    pub full_backup: String,
+    /// That backup's manifest revision.
+    pub full_revision: i64,
+    /// The last segment replayed (segments 1 to this one were).
+    pub last_sequence: u64,
+    /// The chain's last published revision, which this backup holds (its `revision`).
+    pub to_revision: i64,
+    /// When every change up to `to_revision` had been received (the last segment's
+    /// `to_time`; this backup's `created_at`).
+    pub to_time: DateTime<Utc>,
 }
 
 impl Manifest {
+    /// Whether `snapshot compact` made this backup from a chain.
+    pub fn is_compacted(&self) -> bool {
+        self.compacted_from.is_some()
+    }
+
     /// The manifest object's name for a backup object.
     pub fn name_for(object: &str) -> String {
         format!("{object}{MANIFEST_SUFFIX}")
@@ -177,6 +204,7 @@ pub(crate) mod tests {
             verified_after_upload: false,
             labels: BTreeMap::from([("env".into(), "prod".into())]),
             encryption: None,
+            compacted_from: None,
         }
     }
 

@@ -122,7 +122,7 @@ pub struct SaveResult {
 }
 
 /// A random tag for a new object's name; without the OS generator, time and process id.
-fn unique_tag() -> u32 {
+pub(crate) fn unique_tag() -> u32 {
     getrandom::u32().unwrap_or_else(|_| {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -301,6 +301,7 @@ fn build_manifest(
         verified_after_upload: false,
         labels: request.labels.clone(),
         encryption: (!request.encrypt_to.is_empty()).then(|| Encryption::age(&request.encrypt_to)),
+        compacted_from: None,
     }
 }
 

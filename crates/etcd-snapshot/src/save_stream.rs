@@ -254,6 +254,69 @@ pub(crate) async fn stream_into(
     pipe(endpoint, Box::pin(chunks), upload, request, progress).await
 }
 
+/// Bytes read from a local db file at a time by [`file_into`].
+const FILE_CHUNK: usize = 256 << 10;
+
+/// Streams the db in the file `path` (`db_size` bytes) followed by etcd's trailer (the
+/// db's SHA-256, `db_sha256`) into `upload`, as [`stream_into`] does a member's stream: the
+/// trailer is checked against the bytes read on the way, so a db changed on disk since it
+/// was hashed is refused. Used to store a db built locally (a compacted chain).
+pub(crate) async fn file_into(
+    path: &std::path::Path,
+    db_size: u64,
+    db_sha256: &str,
+    upload: &mut Upload,
+    request: &SaveRequest,
+    progress: &dyn Progress,
+) -> Result<Streamed> {
+    let name = path.display().to_string();
+    let trailer = hex::decode(db_sha256).map_err(|e| SnapshotError::Codec {
+        operation: "read",
+        reason: format!("the db's SHA-256 '{db_sha256}' is not hex: {e}"),
+    })?;
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|source| SnapshotError::ReadFile {
+            path: name.clone(),
+            source,
+        })?;
+    let read_failed = name.clone();
+    let total = db_size + trailer.len() as u64;
+    // (file, bytes of the db sent so far, trailer still to send)
+    let state = (file, 0u64, Some(trailer));
+    let chunks = futures::stream::try_unfold(state, move |(mut file, sent, trailer)| {
+        let read_failed = read_failed.clone();
+        async move {
+            use tokio::io::AsyncReadExt;
+            if sent < db_size {
+                let want =
+                    usize::try_from(db_size - sent).map_or(FILE_CHUNK, |n| n.min(FILE_CHUNK));
+                let mut bytes = vec![0u8; want];
+                file.read_exact(&mut bytes)
+                    .await
+                    .map_err(|source| SnapshotError::ReadFile {
+                        path: read_failed,
+                        source,
+                    })?;
+                let sent = sent + want as u64;
+                let chunk = SnapshotChunk {
+                    bytes,
+                    remaining_bytes: total - sent,
+                };
+                return Ok(Some((chunk, (file, sent, trailer))));
+            }
+            Ok(trailer.map(|bytes| {
+                let chunk = SnapshotChunk {
+                    bytes,
+                    remaining_bytes: 0,
+                };
+                (chunk, (file, sent, None))
+            }))
+        }
+    });
+    pipe(name, Box::pin(chunks), upload, request, progress).await
+}
+
 /// [`stream_into`] over any stream of chunks (`endpoint` names its member in errors).
 async fn pipe(
     endpoint: String,
@@ -480,6 +543,56 @@ mod tests {
         let text = result.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(text.contains("the member went away"), "{text}");
         assert!(names(&local_store(&dir)).await.is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_db_file_is_stored_with_its_trailer_and_a_wrong_hash_is_refused() {
+        let stream = snapshot_stream((1 << 20) + 4096);
+        let db = &stream[..stream.len() - TRAILER_LEN];
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), db).unwrap();
+        let sha = hex::encode(Sha256::digest(db));
+        let dir = tempfile::tempdir().unwrap();
+        let store = local_store(&dir);
+        let request = SaveRequest::default();
+        let mut upload = store.begin_upload("c.db.zst").await.unwrap();
+        let streamed = file_into(
+            file.path(),
+            db.len() as u64,
+            &sha,
+            &mut upload,
+            &request,
+            &crate::progress::NoProgress,
+        )
+        .await
+        .unwrap();
+        upload.complete().await.unwrap();
+        assert_eq!(streamed.db_sha256, sha);
+        assert_eq!(streamed.db_size, db.len() as u64);
+        let stored = std::fs::read(dir.path().join("c.db.zst")).unwrap();
+        assert!(
+            zstd::decode_all(&stored[..]).unwrap() == stream,
+            "db || sha256(db)"
+        );
+
+        // A db that no longer matches the hash it was given (changed on disk): refused.
+        let wrong = "00".repeat(32);
+        let mut upload = store.begin_upload("d.db.zst").await.unwrap();
+        let result = file_into(
+            file.path(),
+            db.len() as u64,
+            &wrong,
+            &mut upload,
+            &request,
+            &crate::progress::NoProgress,
+        )
+        .await;
+        upload.abort().await.unwrap();
+        assert!(
+            matches!(result, Err(SnapshotError::TrailerMismatch { .. })),
+            "{:?}",
+            result.err()
+        );
     }
 
     #[test]

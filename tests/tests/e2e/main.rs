@@ -55,6 +55,7 @@ mod restore_safety;
 mod restore_stream;
 mod secrets;
 mod snapshot;
+mod snapshot_compact;
 mod snapshot_copy;
 mod snapshot_encryption;
 mod snapshot_failures;

@@ -9,7 +9,7 @@ use etcd_snapshot::{RunEvent, RunObserver};
 use etcdops::snapshot::{BackupRunRequest, backup_run};
 
 use super::ExitStatus;
-use super::snapshot::{in_flag_words, retention, settings};
+use super::snapshot::{identity_settings, in_flag_words, retention, settings};
 use crate::flags::{BackupCommand, OutputFormat, RunArgs};
 
 /// Runs a `backup` subcommand.
@@ -77,6 +77,9 @@ async fn run_loop(
         metrics_file: args.metrics_file.clone(),
         stop_grace: args.stop_grace,
         settings: settings(&args.store_flags),
+        compact_after: args.compact_after,
+        identity: identity_settings(&args.identity),
+        compact_work_dir: args.compact_work_dir.clone(),
     };
     let printer = LinePrinter {
         json: format.is_json(),

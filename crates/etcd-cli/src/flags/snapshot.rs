@@ -46,6 +46,35 @@ pub enum SnapshotCommand {
     /// target and renamed into place; a non-empty data dir or WAL dir is refused (or moved
     /// aside with --move-aside). The same restore again changes nothing ("already restored").
     Restore(Box<RestoreArgs>),
+    /// Make a chain (a full backup and its delta segments, from `backup run`) into one new
+    /// full backup at the chain's last revision, offline: the segments' changes are appended
+    /// to the full backup's db (no etcd is started), stored like the source (compression,
+    /// encryption), verified, and only then published. The old chain is left for retention
+    /// (--keep-*) to drop; a killed compaction leaves it as it was.
+    Compact(SnapshotCompactArgs),
+}
+
+/// Arguments of `snapshot compact`.
+#[derive(Debug, Args)]
+pub struct SnapshotCompactArgs {
+    /// The store holding the chain (`backup run`'s STORE)
+    pub store: String,
+    /// The chain's full backup, as `snapshot list` names it (default: the newest chain;
+    /// required when the store holds several clusters' backups)
+    #[arg(long, value_name = "FULL_BACKUP")]
+    pub chain: Option<String>,
+    /// Where the db is rebuilt (needs room for the db and the segments; default: $TMPDIR)
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Identities to decrypt an encrypted chain with
+    #[command(flatten)]
+    pub identity: IdentityFlags,
+    /// Store settings
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }
 
 /// Arguments of `snapshot restore`.
@@ -289,7 +318,7 @@ pub enum BackupCommand {
     /// restart continues the chain it left. Refused while another run holds the store's lock
     /// for this cluster (etcd-<cluster>/backup-run.lock.json). One line per full backup,
     /// segment, gap, lost full backup or failure.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 /// Arguments of `backup run`.
@@ -339,6 +368,17 @@ pub struct RunArgs {
     /// abandoning it (its upload removed); keep it below the service manager's stop timeout
     #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "60s")]
     pub stop_grace: Duration,
+    /// Every N segments of a chain, compact it (as `snapshot compact` does) into a new full
+    /// backup, in the background; segments keep being published meanwhile, a failure is
+    /// reported and the run goes on. An encrypted run needs --identity for it
+    #[arg(long, value_name = "N")]
+    pub compact_after: Option<u64>,
+    /// Where compactions rebuild the db (default: $TMPDIR)
+    #[arg(long, value_name = "DIR", requires = "compact_after")]
+    pub compact_work_dir: Option<PathBuf>,
+    /// Identities that decrypt the chains for --compact-after
+    #[command(flatten)]
+    pub identity: IdentityFlags,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,

@@ -29,8 +29,9 @@ pub(super) struct Rewrite<'a> {
     pub name: &'a str,
     /// The staged db's path, for messages.
     pub db_path: &'a Path,
-    /// The members of the new cluster.
-    pub members: &'a [RestoredMember],
+    /// The members of the new cluster; `None` keeps the db's membership, consistent index
+    /// and term (a compacted chain: a snapshot db, not a restored member's).
+    pub members: Option<&'a [RestoredMember]>,
     /// The revision the snapshot's db holds.
     pub db_revision: i64,
     /// A point-in-time restore's target.
@@ -57,11 +58,14 @@ impl Rewrite<'_> {
     ) -> Result<Rewritten, RestoreError> {
         let failed = self.failed();
         let bolt = BoltDb::open(DbFile::new(db_file, db_len)).map_err(&failed)?;
-        let commit = self.members.len() as u64;
-        let mut replace = membership(self.members);
+        let mut replace = BTreeMap::new();
         let mut meta = current_bucket(&bolt, b"meta").map_err(&failed)?;
-        meta.insert(b"consistent_index".to_vec(), commit.to_be_bytes().to_vec());
-        meta.insert(b"term".to_vec(), 1u64.to_be_bytes().to_vec());
+        if let Some(members) = self.members {
+            let commit = members.len() as u64;
+            replace = membership(members);
+            meta.insert(b"consistent_index".to_vec(), commit.to_be_bytes().to_vec());
+            meta.insert(b"term".to_vec(), 1u64.to_be_bytes().to_vec());
+        }
         // A point-in-time restore: leases its changes use that the db lacks are added (or,
         // when their TTL is unknown, taken off those changes).
         let mut detach = BTreeSet::new();
@@ -82,25 +86,35 @@ impl Rewrite<'_> {
         }
         let mut revision = self.db_revision.max(self.to_revision.unwrap_or(0));
         let append = self.bump(&mut revision, &mut meta)?;
-        replace.insert(b"meta".to_vec(), meta);
+        if self.members.is_some() || append.is_some() {
+            replace.insert(b"meta".to_vec(), meta);
+        }
         // With a replay, the bump key goes after the replayed changes, in the bulk append.
         let single_append = if replay.is_some() {
             None
         } else {
             append.as_ref()
         };
-        let patch = replace_buckets(&bolt, &replace, single_append).map_err(&failed)?;
+        // Nothing to rewrite (a compaction whose changes need no lease): the db as it is.
+        let patch = if replace.is_empty() && single_append.is_none() {
+            None
+        } else {
+            Some(replace_buckets(&bolt, &replace, single_append).map_err(&failed)?)
+        };
         let db_file = bolt.into_source();
         let reopen = |size| -> Result<BoltDb<DbFile>, RestoreError> {
             let file = db_file.file().try_clone().map_err(io_err(self.db_path))?;
             BoltDb::open(DbFile::new(file, size)).map_err(&failed)
         };
-        patch
-            .apply_to_file(db_file.file())
-            .map_err(io_err(self.db_path))?;
-        let written = reopen(patch.new_size())?;
+        let mut db_size = db_len;
+        if let Some(patch) = &patch {
+            patch
+                .apply_to_file(db_file.file())
+                .map_err(io_err(self.db_path))?;
+            db_size = patch.new_size();
+        }
+        let written = reopen(db_size)?;
         verify_rewrite(&written, &replace, single_append).map_err(&failed)?;
-        let mut db_size = patch.new_size();
         if let Some(replay) = replay {
             let bump = append.map(|a| Ok((a.key, a.value)));
             let report = replay

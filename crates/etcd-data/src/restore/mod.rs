@@ -24,6 +24,7 @@ mod on_disk;
 pub(crate) mod pb;
 mod placement;
 mod replay;
+mod replayed;
 mod run;
 mod selinux;
 mod snap;
@@ -47,6 +48,7 @@ pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
 pub use lock::{db_of, lock_shared, refuse_if_running};
 pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
 pub use replay::{AppendChanges, Changes, KeyEntry, NoReplay, Replay};
+pub use replayed::{ReplayedDb, replay_into_db};
 pub use run::{restore_snapshot, restore_with_replay};
 pub use validate::{restore_spool_dir, validate_restore_request};
 

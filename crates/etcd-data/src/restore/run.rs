@@ -392,7 +392,7 @@ impl<'a> Job<'a> {
         let rewritten = Rewrite {
             name: self.name,
             db_path: &db_path,
-            members: &self.members,
+            members: Some(&self.members),
             db_revision: status.revision,
             to_revision,
             bump_revision: self.request.bump_revision,
@@ -591,7 +591,7 @@ fn aside_names(to_move: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, RestoreEr
 /// The revision a point-in-time restore stops at, once the snapshot's own revision is known:
 /// a point before what the snapshot holds cannot be reached from it (refused; a planner
 /// tries an earlier snapshot first, so this is a last guard).
-fn settle_target<R: Replay>(
+pub(super) fn settle_target<R: Replay>(
     replay: Option<&mut R>,
     db_revision: i64,
 ) -> Result<Option<i64>, RestoreError> {

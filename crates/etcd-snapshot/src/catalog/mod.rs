@@ -175,7 +175,11 @@ pub(crate) async fn read_catalog(store: &Store) -> Result<Catalog> {
             )
         })
         .collect();
-    let loaded: Vec<Loaded> = futures::stream::iter(manifest_names.iter().map(|name| async move {
+    // Owned names: a closure over borrowed ones keeps this future from being `Send` for
+    // every lifetime, and a `backup run` spawns a compaction that lists the store.
+    let owned: Vec<String> = manifest_names.iter().map(|n| n.to_string()).collect();
+    let loaded: Vec<Loaded> = futures::stream::iter(owned.into_iter().map(|name| async move {
+        let name = name.as_str();
         let bytes = store.get_small(name).await;
         if is_delta_manifest(name) {
             Loaded::Delta(

@@ -81,6 +81,17 @@ pub enum RunEvent {
         /// The full backups deleted.
         deleted: Vec<String>,
     },
+    /// `--compact-after`: a chain was compacted into a new full backup (in the background).
+    Compacted {
+        /// The new full backup.
+        object: String,
+        /// The chain's full backup.
+        source: String,
+        /// Segments compacted.
+        segments: u64,
+        /// The revision it holds (the chain's, when the compaction started).
+        to_revision: i64,
+    },
     /// A step failed and will be retried.
     Failed {
         /// What failed (one line).

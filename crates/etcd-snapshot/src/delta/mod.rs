@@ -2,6 +2,7 @@
 //! chain), published one by one beside it, and read back for a point-in-time restore.
 
 mod chain;
+mod compact_after;
 mod events;
 mod format;
 mod history;
@@ -15,8 +16,9 @@ mod run;
 mod runner;
 mod segment;
 #[cfg(test)]
-mod test_fixtures;
+pub(crate) mod test_fixtures;
 
+pub use compact_after::CompactAfter;
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
     key_value_lease, revision_key,

@@ -90,11 +90,15 @@ fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> 
     let mut history = 0;
     let mut current: Vec<&BackupEntry> = Vec::new();
     for entry in by_time {
-        let rewound = current.iter().any(|earlier| {
-            let (to_revision, to_time) = reach_of(earlier);
-            earlier.manifest.revision > entry.manifest.revision
-                || (to_revision > entry.manifest.revision && to_time < entry.manifest.created_at)
-        });
+        // A compacted backup (`snapshot compact`) is its chain's state at the chain's last
+        // revision: the same history, never the start of another.
+        let rewound = !entry.manifest.is_compacted()
+            && current.iter().any(|earlier| {
+                let (to_revision, to_time) = reach_of(earlier);
+                earlier.manifest.revision > entry.manifest.revision
+                    || (to_revision > entry.manifest.revision
+                        && to_time < entry.manifest.created_at)
+            });
         if rewound {
             history += 1;
             current.clear();
@@ -300,6 +304,35 @@ mod tests {
         let e = full(10, 170, None);
         let found: Vec<usize> = histories(&[&d, &e]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(found, [0, 0]);
+    }
+
+    #[test]
+    fn a_compacted_chain_stays_in_its_history() {
+        // A's chain caught up to 260 at minute 14, after B (taken at minute 10, its chain at
+        // 300 by minute 12); A compacted at its last revision is dated minute 14.
+        let a = full(0, 100, Some((260, 14)));
+        let b = full(10, 250, Some((300, 12)));
+        let mut compacted = full(14, 260, None);
+        // Without the mark it would look like a rewind (B had reached 300 before it).
+        assert_eq!(
+            histories(&[&a, &b, &compacted])
+                .into_iter()
+                .map(|(h, _)| h)
+                .collect::<Vec<_>>(),
+            [0, 0, 1]
+        );
+        compacted.manifest.compacted_from = Some(crate::manifest::CompactedFrom {
+            full_backup: a.object.clone(),
+            full_revision: 100,
+            last_sequence: 1,
+            to_revision: 260,
+            to_time: compacted.manifest.created_at,
+        });
+        let found: Vec<(usize, i64)> = histories(&[&a, &b, &compacted])
+            .into_iter()
+            .map(|(h, e)| (h, e.manifest.revision))
+            .collect();
+        assert_eq!(found, [(0, 100), (0, 250), (0, 260)]);
     }
 
     #[tokio::test]

@@ -51,6 +51,24 @@ fn continued<'a>(fulls: &[&'a BackupEntry]) -> Option<&'a BackupEntry> {
     }
 }
 
+/// `fulls` without the compacted backups (`snapshot compact`) whose chain is still in the
+/// store: that chain goes on (it may reach further than its compacted copy), and a run must
+/// never start writing segments after a copy while the original chain grows. A compacted
+/// backup whose chain was pruned is an ordinary full backup and may be continued.
+fn without_compacted_copies(fulls: Vec<&BackupEntry>) -> Vec<&BackupEntry> {
+    let present = |object: &str| fulls.iter().any(|b| b.object == object);
+    fulls
+        .iter()
+        .copied()
+        .filter(|b| {
+            b.manifest
+                .compacted_from
+                .as_ref()
+                .is_none_or(|from| !present(&from.full_backup))
+        })
+        .collect()
+}
+
 /// The newest chain of `cluster` in `store`, continued whatever its full backup's age: the
 /// watch resumes after its last published revision, so the changes made while nothing ran
 /// are in it (or, if history was compacted meanwhile, the watch reports a gap). A chain with
@@ -69,6 +87,7 @@ pub(super) async fn resumable_chain(
         .filter(|b| b.complete && b.manifest.cluster_id == cluster)
         .collect();
     fulls.sort_by_key(|b| std::cmp::Reverse((b.manifest.created_at, b.manifest.revision)));
+    let fulls = without_compacted_copies(fulls);
     let Some(newest) = continued(&fulls) else {
         return Ok(Resume::Nothing);
     };
@@ -153,5 +172,31 @@ mod tests {
             Some(150)
         );
         assert!(continued(&[]).is_none());
+    }
+
+    #[test]
+    fn a_compacted_copy_is_not_continued_while_its_chain_is_in_the_store() {
+        let chain = full(0, 100, 3);
+        let mut copy = full(5, 130, 0);
+        copy.manifest.compacted_from = Some(crate::manifest::CompactedFrom {
+            full_backup: chain.object.clone(),
+            full_revision: 100,
+            last_sequence: 3,
+            to_revision: 130,
+            to_time: copy.manifest.created_at,
+        });
+        let kept = without_compacted_copies(vec![&copy, &chain]);
+        assert_eq!(
+            kept.iter().map(|b| b.object.as_str()).collect::<Vec<_>>(),
+            [chain.object.as_str()]
+        );
+        assert_eq!(
+            continued(&kept).map(|b| b.manifest.revision),
+            Some(100),
+            "the chain itself goes on"
+        );
+        // Once retention dropped the chain, the copy is a full backup like any other.
+        let alone = without_compacted_copies(vec![&copy]);
+        assert_eq!(continued(&alone).map(|b| b.manifest.revision), Some(130));
     }
 }

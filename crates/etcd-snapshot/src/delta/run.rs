@@ -24,6 +24,7 @@ use super::chain::{
     AfterChain, AfterCheck, Attempts, Cadence, ChainEnd, ChainMachine, Change, Checked, Continue,
     LAST_SEGMENT_ATTEMPTS, Next, Response, Resumed, RunMachine, ended_early, record_fits, stopped,
 };
+use super::compact_after::{CompactAfter, Compactions};
 pub use super::events::{RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
 use super::history::{cluster_id, one_line};
@@ -70,6 +71,9 @@ pub struct RunRequest {
     /// With `retention`: prune every cluster folder of the store (each by its own rules)
     /// instead of only the folder of the cluster being backed up.
     pub all_clusters: bool,
+    /// Compact the chain into a new full backup every this many segments, in the
+    /// background (`--compact-after`); none: never.
+    pub compact_after: Option<CompactAfter>,
 }
 
 impl Default for RunRequest {
@@ -85,6 +89,7 @@ impl Default for RunRequest {
             orphan_grace: DEFAULT_ORPHAN_GRACE,
             stop_grace: DEFAULT_STOP_GRACE,
             all_clusters: false,
+            compact_after: None,
         }
     }
 }
@@ -126,6 +131,10 @@ pub async fn run_backups(
         taken_over: None,
         cluster: MemberId(0),
         full_size: None,
+        compactions: request
+            .compact_after
+            .as_ref()
+            .map(|settings| Compactions::new(settings, store)),
     };
     let result = run_locked(&mut runner, &mut stop).await;
     if let Some(lock) = runner.lock.take() {
@@ -241,6 +250,9 @@ fn validate(request: &RunRequest) -> Result<()> {
     }
     if request.check_every.is_zero() {
         return invalid("check_every", "must be more than 0");
+    }
+    if let Some(compact) = &request.compact_after {
+        compact.validate(&request.save.encrypt_to.public_keys())?;
     }
     Ok(())
 }
@@ -428,6 +440,13 @@ async fn publish<F: Future<Output = ()>>(
                     to_revision: manifest.to_revision,
                     changes,
                 });
+                let compacted = runner
+                    .compactions
+                    .as_mut()
+                    .and_then(|c| c.after_segment(&chain.base, manifest.sequence));
+                if let Some(event) = compacted {
+                    runner.emit(event);
+                }
                 return Ok(());
             }
             Err(e) => e,

@@ -37,6 +37,8 @@ pub(super) struct Runner<'a> {
     pub(super) cluster: MemberId,
     /// The chain's full backup and the size its manifest gives its object.
     pub(super) full_size: Option<(String, u64)>,
+    /// `--compact-after`: the chain's compactions in the background.
+    pub(super) compactions: Option<super::compact_after::Compactions>,
 }
 
 /// What the check before a publication found.

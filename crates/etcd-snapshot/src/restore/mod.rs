@@ -14,6 +14,7 @@ pub use etcd_data::restore::{
     Unguarded, cluster_id, db_revision, member_id, parse_initial_cluster, read_marker,
     restore_spool_dir, validate_restore_request, wal_usage,
 };
+pub(crate) use source::open_checked_object;
 pub use source::{
     PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
 };

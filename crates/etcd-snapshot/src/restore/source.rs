@@ -45,7 +45,7 @@ async fn expectation_in_store(
 
 /// Opens the stored backup `object` and checks it against its manifest, as `verify` does: an
 /// object replaced by another valid backup (or damaged) is refused before the restore.
-async fn open_checked_object(
+pub(crate) async fn open_checked_object(
     store: &Store,
     object: &str,
     spool: Option<&Path>,

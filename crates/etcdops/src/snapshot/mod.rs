@@ -2,12 +2,13 @@
 //! metrics file, OpenShift pair, retention) and its check-mode [`preview_save`], [`restore`]
 //! from any source (file, stored object, a member's data dir, a point in time) with the
 //! OpenShift operator guard inside, [`verify`] with the chain, [`status`] of a file or a stored
-//! object, [`list`], [`delete`], [`prune`], [`copy`], [`copy_for_restore`] (a local copy of what one restore reads) and [`backup_run`]. Requests derive
+//! object, [`list`], [`delete`], [`prune`], [`copy`], [`compact`] (a chain into one full backup), [`copy_for_restore`] (a local copy of what one restore reads) and [`backup_run`]. Requests derive
 //! `Deserialize`, so the shim reads a module's options straight into them; results are serde.
 //!
 //! The library crate behind them stays reachable as [`lib`].
 
 mod catalog;
+mod compact;
 mod local_copy;
 mod offline;
 mod restore;
@@ -20,6 +21,7 @@ mod verify;
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
+pub use compact::{CompactRequest, Compacted, compact};
 pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
 pub use local_copy::{LocalCopy, LocalCopyRequest, copy_for_restore};
 pub use offline::{

@@ -7,10 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use etcd_core::ClusterConfig;
-use etcd_snapshot::{Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups};
+use etcd_snapshot::{
+    CompactAfter, Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups,
+};
 
 use super::save::Retention;
-use super::settings::{StoreSettings, recipients};
+use super::settings::{IdentitySettings, StoreSettings, recipients};
 use crate::error::Result;
 
 /// What `backup run` does, and where.
@@ -44,6 +46,12 @@ pub struct BackupRunRequest {
     pub stop_grace: Duration,
     /// How the store is reached.
     pub settings: StoreSettings,
+    /// Compact the chain every this many segments, in the background; none: never.
+    pub compact_after: Option<u64>,
+    /// The identities that decrypt the chains for compaction (when they are encrypted).
+    pub identity: IdentitySettings,
+    /// Where compactions rebuild the db; default: the system's temporary directory.
+    pub compact_work_dir: Option<PathBuf>,
 }
 
 /// Runs continuous backup until `stop` resolves, telling `observer` each thing it did. Bad
@@ -55,6 +63,14 @@ pub async fn backup_run(
     stop: impl Future<Output = ()>,
 ) -> Result<()> {
     let store = request.settings.open(&request.store)?;
+    let compact_after = match request.compact_after {
+        Some(segments) => Some(CompactAfter {
+            segments,
+            identities: request.identity.identities()?.0,
+            work_dir: request.compact_work_dir.clone(),
+        }),
+        None => None,
+    };
     let run = RunRequest {
         full_every: request.full_every,
         delta_every: request.delta_every,
@@ -72,6 +88,7 @@ pub async fn backup_run(
         orphan_grace: request.retention.orphan_grace,
         stop_grace: request.stop_grace,
         all_clusters: request.all_clusters,
+        compact_after,
         ..RunRequest::default()
     };
     run_backups(config, &store, &run, observer, stop).await?;
@@ -131,6 +148,14 @@ pub fn event_line(event: &RunEvent) -> String {
             covered_revision,
         } => format!("continuing the chain of {base} after revision {covered_revision}"),
         RunEvent::Pruned { deleted } => format!("pruned {}", deleted.join(", ")),
+        RunEvent::Compacted {
+            object,
+            source,
+            segments,
+            to_revision,
+        } => format!(
+            "compacted the chain of {source} ({segments} segments, up to revision {to_revision}) into {object}"
+        ),
         RunEvent::Failed { error } => format!("failed, will retry: {error}"),
     }
 }

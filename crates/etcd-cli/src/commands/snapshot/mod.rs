@@ -1,6 +1,7 @@
 //! `etcdops snapshot ...`: builds the workflow's request from the flags, calls it, prints
 //! the result (views.rs) and its warnings.
 
+mod compact;
 mod compat;
 mod views;
 
@@ -64,6 +65,7 @@ pub async fn run(
             Ok(ExitStatus::Success)
         }
         SnapshotCommand::Verify(args) => verify(args, format).await,
+        SnapshotCommand::Compact(args) => compact::compact(args, format).await,
         SnapshotCommand::Delete(args) => {
             let report = etcdops::snapshot::delete(&args.url, &settings(&args.store_flags)).await?;
             print(format, &DeletedView(report.deleted))?;
@@ -138,7 +140,7 @@ pub(crate) fn store_options(flags: &StoreFlags) -> StoreOptions {
 }
 
 /// The `--identity` files.
-fn identity_settings(flags: &IdentityFlags) -> IdentitySettings {
+pub(crate) fn identity_settings(flags: &IdentityFlags) -> IdentitySettings {
     IdentitySettings {
         identity_file: flags.identity.clone(),
         identity_content: None,
@@ -165,7 +167,8 @@ pub(crate) fn retention(flags: &RetentionFlags) -> Retention {
     }
 }
 
-/// The retention rules a refusal may name (`keep_last`), each also a flag (`--keep-last`).
+/// The options a refusal may name (retention rules such as `keep_last`, and
+/// `compact_after`), each also a flag (`--keep-last`).
 const RULES: &[&str] = &[
     "keep_last",
     "keep_hourly",
@@ -173,6 +176,7 @@ const RULES: &[&str] = &[
     "keep_weekly",
     "keep_monthly",
     "max_age",
+    "compact_after",
 ];
 
 /// A workflow's refusal in the flags' words: a bad rule named as its flag, a cluster not in
@@ -193,17 +197,17 @@ pub(crate) fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
     }
 }
 
-fn warn_all(warnings: &[String]) {
+pub(super) fn warn_all(warnings: &[String]) {
     for warning in warnings {
         eprintln!("etcdops: warning: {warning}");
     }
 }
 
-fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgress> {
+pub(super) fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgress> {
     BarProgress::for_terminal(what, quiet || format.is_json())
 }
 
-fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
+pub(super) fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
     match bar {
         Some(b) => b,
         None => &NoProgress,

@@ -310,6 +310,22 @@ impl Render for CatalogView {
                 b.complete.to_string(),
                 b.object.clone(),
             ]);
+            // A compacted backup says what it was made from.
+            if let Some(from) = &m.compacted_from {
+                rows.push(vec![
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!(
+                        "compacted from {} + segments 1..={}",
+                        from.full_backup, from.last_sequence
+                    ),
+                ]);
+            }
             // A second line for its chain: what it covers, and whether it is broken.
             if let Some(chain) = &b.chain {
                 let stored: u64 = b.deltas.iter().map(|d| d.manifest.object_size).sum();

@@ -1,0 +1,163 @@
+//! `snapshot compact`: flags in, the workflow called, what it did printed.
+
+use anyhow::Result;
+use etcd_snapshot::{CompactResult, RestoreError, SnapshotError};
+use etcdops::snapshot::CompactRequest;
+
+use super::{bar, identity_settings, progress, settings, warn_all};
+use crate::commands::ExitStatus;
+use crate::flags::{OutputFormat, SnapshotCompactArgs};
+use crate::output::{Render, print};
+
+/// Compacts the chain and prints the new backup (or the one that already compacted it).
+pub(super) async fn compact(
+    args: &SnapshotCompactArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let request = CompactRequest {
+        store: args.store.clone(),
+        chain: args.chain.clone(),
+        work_dir: args.work_dir.clone(),
+        identity: identity_settings(&args.identity),
+        settings: settings(&args.store_flags),
+    };
+    let bar = bar("compact", args.quiet, format);
+    let compacted = etcdops::snapshot::compact(&request, progress(&bar))
+        .await
+        .map_err(in_flag_words)?;
+    warn_all(&compacted.warnings);
+    print(format, &CompactView(compacted.result))?;
+    Ok(ExitStatus::Success)
+}
+
+/// A refusal naming the chain option in the flag's words.
+fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
+    if let etcdops::Error::Restore(RestoreError::Fetch(source)) = &error
+        && let Some(SnapshotError::InvalidOption { option, reason }) =
+            source.downcast_ref::<SnapshotError>()
+        && *option == "chain"
+    {
+        return anyhow::anyhow!("--chain: {reason}");
+    }
+    super::in_flag_words(error)
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct CompactView(CompactResult);
+
+impl Render for CompactView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let r = &self.0;
+        let m = &r.manifest;
+        let mut rows = vec![
+            vec![
+                "result".into(),
+                if r.changed {
+                    "compacted".into()
+                } else {
+                    "already compacted".into()
+                },
+            ],
+            vec!["chain".into(), r.source.clone()],
+            vec!["segments".into(), r.segments.to_string()],
+            vec!["object".into(), m.object.clone()],
+            vec!["revision".into(), m.revision.to_string()],
+            vec![
+                "created (UTC)".into(),
+                m.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ],
+            vec!["db size".into(), m.db_size.to_string()],
+            vec!["stored size".into(), m.object_size.to_string()],
+            vec!["encrypted (age)".into(), m.encryption.is_some().to_string()],
+        ];
+        if r.changed {
+            rows.push(vec![
+                "changes applied".into(),
+                r.changes_applied.to_string(),
+            ]);
+            rows.push(vec!["verified".into(), r.verify.is_some().to_string()]);
+        }
+        if !r.leases_recreated.is_empty() {
+            rows.push(vec![
+                "leases recreated".into(),
+                r.leases_recreated.join(", "),
+            ]);
+        }
+        if !r.leases_detached.is_empty() {
+            rows.push(vec!["leases detached".into(), r.leases_detached.join(", ")]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let r = &self.0;
+        let verb = if r.changed {
+            "compacted"
+        } else {
+            "already compacted"
+        };
+        vec![format!(
+            "{verb} the chain of {} ({} segments) into {} at revision {}",
+            r.source, r.segments, r.manifest.object, r.manifest.revision
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::flags::{BackupCommand, Cli, Command, SnapshotCommand};
+
+    #[test]
+    fn compact_takes_the_store_a_chain_a_work_dir_and_identities() {
+        let cli = Cli::try_parse_from([
+            "etcdops",
+            "snapshot",
+            "compact",
+            "s3://b/etcd",
+            "--chain",
+            "etcd-abc/x.db.zst",
+            "--work-dir",
+            "/var/tmp",
+            "--identity",
+            "/k",
+        ])
+        .unwrap();
+        let Command::Snapshot(SnapshotCommand::Compact(args)) = cli.command else {
+            panic!("not compact");
+        };
+        assert_eq!(args.store, "s3://b/etcd");
+        assert_eq!(args.chain.as_deref(), Some("etcd-abc/x.db.zst"));
+        assert_eq!(args.work_dir, Some("/var/tmp".into()));
+        assert_eq!(args.identity.identity, [std::path::PathBuf::from("/k")]);
+        // Only the store is required.
+        assert!(Cli::try_parse_from(["etcdops", "snapshot", "compact"]).is_err());
+    }
+
+    #[test]
+    fn backup_run_compacts_only_when_asked_and_its_work_dir_needs_compact_after() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["etcdops", "backup", "run", "/b"];
+            argv.extend(extra);
+            Cli::try_parse_from(argv)
+        };
+        let Command::Backup(BackupCommand::Run(args)) = parse(&[]).unwrap().command else {
+            panic!("not backup run");
+        };
+        assert_eq!(args.compact_after, None);
+        let cli = parse(&["--compact-after", "10", "--compact-work-dir", "/w"]).unwrap();
+        let Command::Backup(BackupCommand::Run(args)) = cli.command else {
+            panic!("not backup run");
+        };
+        assert_eq!(args.compact_after, Some(10));
+        assert_eq!(args.compact_work_dir, Some("/w".into()));
+        assert!(parse(&["--compact-work-dir", "/w"]).is_err());
+        assert!(parse(&["--compact-after", "x"]).is_err());
+    }
+}
