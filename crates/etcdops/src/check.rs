@@ -11,7 +11,7 @@ use etcd_core::{
     CertificateRole, CertificateStatus, CheckOptions, CheckReport, Client, DEFAULT_QUOTA_BYTES,
     Finding, MemberId, Severity, certificates_finding,
 };
-use etcd_k8s::{Platform, PlatformRequest, detect_platform};
+use etcd_k8s::{Platform, PlatformInfo, PlatformRequest, detect_platform};
 use etcd_snapshot::{
     BackupEntry, NoProgress, SnapshotError, list_backups, verify_backup, verify_chain,
 };
@@ -106,7 +106,8 @@ pub struct CheckResult {
 }
 
 /// Checks the cluster (see [`Client::check`]), then adds the certificates on this host's
-/// disk, the `backup` finding (with a store) and the `disk` finding (with a data dir).
+/// disk (when the etcd detected here is one of the cluster's members), the `backup` finding
+/// (with a store) and the `disk` finding (with a data dir, given or detected).
 pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResult> {
     let mut report = client.check(&request.options).await?;
     let root = request
@@ -115,7 +116,7 @@ pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResul
         .unwrap_or_else(|| PathBuf::from("/"));
     let platform = detect_platform(&PlatformRequest { root: Some(root) })
         .ok()
-        .filter(|p| p.platform != Platform::None);
+        .filter(|p| p.platform != Platform::None && is_member_of(p, &report));
     if let Some(info) = &platform {
         report.certificates.extend(on_disk_certificates(
             [&info.server_cert, &info.cert, &info.cacert]
@@ -150,6 +151,26 @@ pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResul
         platform: platform.map(|p| p.platform),
         backup,
         disk,
+    })
+}
+
+/// Whether the etcd detected on this host is a member of the checked cluster (one of its
+/// peer or client URLs is a member's): only then are its files and disk this cluster's.
+fn is_member_of(platform: &PlatformInfo, report: &CheckReport) -> bool {
+    let norm = |u: &String| u.trim_end_matches('/').to_ascii_lowercase();
+    let ours: std::collections::BTreeSet<String> = platform
+        .peer_urls
+        .iter()
+        .chain(&platform.endpoints)
+        .chain(&platform.listen_client_urls)
+        .map(norm)
+        .collect();
+    report.cluster.members.iter().any(|m| {
+        m.member
+            .peer_urls
+            .iter()
+            .chain(&m.member.client_urls)
+            .any(|u| ours.contains(&norm(u)))
     })
 }
 

@@ -138,7 +138,7 @@ pub(crate) fn store_options(flags: &StoreFlags) -> StoreOptions {
 }
 
 /// The `--identity` files.
-fn identity_settings(flags: &IdentityFlags) -> IdentitySettings {
+pub(crate) fn identity_settings(flags: &IdentityFlags) -> IdentitySettings {
     IdentitySettings {
         identity_file: flags.identity.clone(),
         identity_content: None,
