@@ -1,0 +1,544 @@
+//! Issue #23 part 3: `check` sees what pages an SRE at night. Certificates about to expire
+//! and with a wrong SAN, served by real TLS members; latency and churn parsed from a real
+//! member's `/metrics` (read again here as the oracle); backup freshness against a store with
+//! a fresh, a stale, a damaged and another cluster's backup; and `etcd_cluster_info`'s
+//! `fail_on` for the same findings through ansible-playbook.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use etcdops_tests::{Cluster, Collection, EtcdVersion, Security, etcdops, free_port, spawn_logged};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+use serde_json::{Value, json};
+
+use crate::run;
+
+/// `check`'s findings by name: (severity, message).
+fn findings(report: &Value) -> std::collections::BTreeMap<String, (String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["check"].as_str().unwrap().to_string(),
+                (
+                    f["severity"].as_str().unwrap().to_string(),
+                    f["message"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The civil date `days` from today (UTC), as rcgen wants it.
+fn date_in(days: i64) -> (i32, u8, u8) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    // Howard Hinnant's days-to-civil.
+    let z = now / 86_400 + days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
+    (year, month, day)
+}
+
+/// A certificate signed by `issuer`, valid until midnight UTC `days_until` days from today
+/// (so `days_until - 1` whole days are left), for `sans`.
+fn leaf(
+    dir: &Path,
+    name: &str,
+    issuer: &Issuer<'_, KeyPair>,
+    days_until: i64,
+    server: bool,
+) -> (PathBuf, PathBuf) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, name);
+    params.distinguished_name = dn;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    if server {
+        params.subject_alt_names = vec![
+            SanType::IpAddress([127, 0, 0, 1].into()),
+            SanType::DnsName("localhost".try_into().unwrap()),
+        ];
+    }
+    let (y, m, d) = date_in(-1);
+    params.not_before = rcgen::date_time_ymd(y, m, d);
+    let (y, m, d) = date_in(days_until);
+    params.not_after = rcgen::date_time_ymd(y, m, d);
+    let cert = params.signed_by(&key, issuer).unwrap();
+    let cert_path = dir.join(format!("{name}.pem"));
+    let key_path = dir.join(format!("{name}-key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    (cert_path, key_path)
+}
+
+/// Three TLS members, each serving its own certificate; killed on drop.
+struct TlsCluster {
+    children: Vec<Child>,
+    endpoints: Vec<String>,
+    ca: PathBuf,
+    client: (PathBuf, PathBuf),
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for TlsCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl TlsCluster {
+    /// m0's certificate expires in 3 days, m1's in 20, m2's in a year but m2 also
+    /// advertises `https://m2.etcd.invalid:PORT`, which its certificate does not name.
+    fn start(version: EtcdVersion) -> TlsCluster {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "check test CA");
+        ca_params.distinguished_name = dn;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca_params.clone().self_signed(&ca_key).unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, ca_cert.pem()).unwrap();
+        let issuer = Issuer::new(ca_params, ca_key);
+        let client = leaf(dir.path(), "client", &issuer, 401, false);
+        let days = [4, 21, 366];
+        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let initial = (0..3)
+            .map(|i| format!("m{i}=http://127.0.0.1:{}", ports[i].1))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut children = Vec::new();
+        let mut endpoints = Vec::new();
+        for (i, (client_port, peer_port)) in ports.iter().enumerate() {
+            let (cert, key) = leaf(dir.path(), &format!("m{i}"), &issuer, days[i], true);
+            let url = format!("https://127.0.0.1:{client_port}");
+            let advertised = if i == 2 {
+                format!("{url},https://m2.etcd.invalid:{client_port}")
+            } else {
+                url.clone()
+            };
+            let peer = format!("http://127.0.0.1:{peer_port}");
+            let mut cmd = Command::new(version.etcd());
+            cmd.args(["--name", &format!("m{i}"), "--data-dir"])
+                .arg(dir.path().join(format!("m{i}")))
+                .args(["--listen-client-urls", &url])
+                .args(["--advertise-client-urls", &advertised])
+                .args(["--listen-peer-urls", &peer])
+                .args(["--initial-advertise-peer-urls", &peer])
+                .args(["--initial-cluster", &initial])
+                .args(["--initial-cluster-state", "new"])
+                .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+                .arg("--client-cert-auth")
+                .arg("--trusted-ca-file")
+                .arg(&ca)
+                .arg("--cert-file")
+                .arg(&cert)
+                .arg("--key-file")
+                .arg(&key);
+            children.push(spawn_logged(cmd, &dir.path().join(format!("m{i}.log"))));
+            endpoints.push(url);
+        }
+        let cluster = TlsCluster {
+            children,
+            endpoints,
+            ca,
+            client,
+            _dir: dir,
+        };
+        cluster.wait_healthy(version);
+        cluster
+    }
+
+    fn flags(&self) -> Vec<String> {
+        vec![
+            "--endpoints".into(),
+            self.endpoints.join(","),
+            "--cacert".into(),
+            self.ca.display().to_string(),
+            "--cert".into(),
+            self.client.0.display().to_string(),
+            "--key".into(),
+            self.client.1.display().to_string(),
+        ]
+    }
+
+    /// Polls etcdctl (the oracle of health) until every member answers, or panics.
+    fn wait_healthy(&self, version: EtcdVersion) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = Command::new(version.etcdctl())
+                .env("ETCDCTL_API", "3")
+                .args([
+                    "endpoint",
+                    "health",
+                    "--endpoints",
+                    &self.endpoints.join(","),
+                ])
+                .arg(format!("--cacert={}", self.ca.display()))
+                .arg(format!("--cert={}", self.client.0.display()))
+                .arg(format!("--key={}", self.client.1.display()))
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the TLS members did not become healthy: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn check(&self, rest: &[&str]) -> etcdops_tests::Run {
+        let mut args = self.flags();
+        args.extend(["check", "-w", "json", "--skip-metrics"].map(String::from));
+        args.extend(rest.iter().map(|s| s.to_string()));
+        etcdops(&args, &[])
+    }
+}
+
+#[test]
+fn check_reads_served_certificates_expiring_soon_and_a_missing_san() {
+    let cluster = TlsCluster::start(EtcdVersion::from_env());
+    let run = cluster.check(&[]);
+    run.expect_code(2);
+    let report = run.json();
+    let (severity, message) = &findings(&report)["certificates"];
+    assert_eq!(severity, "critical", "{message}");
+    assert!(
+        message.contains("member m0's serving certificate") && message.contains("renew it now"),
+        "{message}"
+    );
+    assert!(message.contains("plan its renewal"), "{message}");
+    assert!(
+        message.contains("does not name m2.etcd.invalid"),
+        "{message}"
+    );
+    let certs = report["certificates"].as_array().unwrap();
+    let served = |member: &str| {
+        certs
+            .iter()
+            .find(|c| c["role"] == "serving" && c["member"] == member)
+            .unwrap_or_else(|| panic!("no serving certificate of {member}: {report}"))
+    };
+    assert_eq!(served("m0")["days_left"], 3, "{report}");
+    assert_eq!(served("m0")["subject"], "CN=m0", "{report}");
+    assert_eq!(served("m1")["days_left"], 20, "{report}");
+    assert_eq!(served("m2")["missing_sans"], json!(["m2.etcd.invalid"]));
+    assert_eq!(
+        served("m2")["sans"],
+        json!(["DNS:localhost", "IP:127.0.0.1"])
+    );
+    let client = certs.iter().find(|c| c["role"] == "client").unwrap();
+    assert_eq!(client["days_left"], 400, "{report}");
+    // Nothing else is wrong with the cluster: the certificates alone make it critical.
+    assert_eq!(findings(&report)["members"].0, "ok", "{report}");
+
+    // The thresholds move the verdict: with 2 and 1 days only the missing SAN is left.
+    let lenient = cluster.check(&["--cert-warn-days", "2", "--cert-critical-days", "1"]);
+    lenient.expect_code(1);
+    let (severity, message) = &findings(&lenient.json())["certificates"];
+    assert_eq!(severity, "warning", "{message}");
+    assert!(!message.contains("expires"), "{message}");
+    assert!(message.contains("m2.etcd.invalid"), "{message}");
+}
+
+/// `/metrics` of `url`, read with one HTTP/1.0 GET: the oracle the report is checked against.
+fn scrape(url: &str) -> String {
+    let host_port = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(&host_port).unwrap();
+    stream
+        .write_all(format!("GET /metrics HTTP/1.0\r\nHost: {host_port}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{series} is not in the metrics"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn check_reads_latency_and_churn_from_a_real_members_metrics() {
+    let metrics_port = free_port();
+    let metrics_url = format!("http://127.0.0.1:{metrics_port}");
+    let cluster = Cluster::start_with(1, Security::Plain, &["--listen-metrics-urls", &metrics_url]);
+    cluster.put_keys("/k/", 20);
+
+    let run = run(&cluster, &["check", "-w", "json"]);
+    let report = run.json();
+    let all = findings(&report);
+    assert_eq!(all["churn"].0, "ok", "{report}");
+    assert!(all.contains_key("latency"), "{report}");
+    let ours = &report["metrics"][0];
+    assert_eq!(ours["member"], "m0", "{report}");
+    assert!(ours["error"].is_null(), "{report}");
+    let text = scrape(&cluster.members[0].client_url);
+    assert_eq!(
+        ours["leader_changes"].as_f64().unwrap(),
+        sample(&text, "etcd_server_leader_changes_seen_total"),
+        "{report}"
+    );
+    assert_eq!(
+        ours["proposals_failed"].as_f64().unwrap(),
+        sample(&text, "etcd_server_proposals_failed_total")
+    );
+    assert_eq!(
+        ours["slow_applies"].as_f64().unwrap(),
+        sample(&text, "etcd_server_slow_apply_total")
+    );
+    // The histograms only grow: read before the oracle, ours counts at most as many, and
+    // at least the 20 writes' fsyncs.
+    let fsyncs = ours["wal_fsync"]["count"].as_f64().unwrap();
+    assert!(fsyncs >= 20.0, "{report}");
+    assert!(
+        fsyncs <= sample(&text, "etcd_disk_wal_fsync_duration_seconds_count"),
+        "{report}"
+    );
+    assert!(ours["backend_commit"]["p99_ms"].as_f64().unwrap() > 0.0);
+
+    // Judged from the real histogram: a 0 ms limit over 1 sample makes the fsync p99 a
+    // warning that quotes the parsed value.
+    let strict = crate::run(
+        &cluster,
+        &[
+            "check",
+            "-w",
+            "json",
+            "--fsync-p99-warn-ms",
+            "0",
+            "--latency-min-samples",
+            "1",
+            "--metrics-urls",
+            &metrics_url,
+        ],
+    );
+    strict.expect_code(1);
+    let report = strict.json();
+    let p99 = report["metrics"][0]["wal_fsync"]["p99_ms"]
+        .as_f64()
+        .unwrap();
+    let (severity, message) = &findings(&report)["latency"];
+    assert_eq!(severity, "warning", "{message}");
+    assert!(
+        message.contains(&format!("WAL fsync p99 is {p99:.1} ms")),
+        "{message}"
+    );
+    assert_eq!(
+        report["metrics"][0]["url"],
+        format!("{metrics_url}/metrics"),
+        "--metrics-urls is read instead of the client URL"
+    );
+
+    // A metrics URL where nothing listens: a warning that names it.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let missing = crate::run(
+        &cluster,
+        &["check", "-w", "json", "--metrics-urls", &nowhere],
+    );
+    missing.expect_code(1);
+    let (severity, message) = &findings(&missing.json())["latency"];
+    assert_eq!(severity, "warning");
+    assert!(message.contains(&nowhere), "{message}");
+}
+
+/// Moves a backup's manifest time `hours` into the past (the object stays as saved, so it
+/// still verifies): a backup taken that long ago.
+fn age_backup(object: &Path, hours: i64) {
+    let manifest = PathBuf::from(format!("{}.manifest.json", object.display()));
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let back = |field: &str, value: &mut Value| {
+        let at = value[field].as_str().unwrap().to_string();
+        let moved = Command::new("date")
+            .args([
+                "-u",
+                "-d",
+                &format!("{at} - {hours} hours"),
+                "+%Y-%m-%dT%H:%M:%S.%3NZ",
+            ])
+            .output()
+            .unwrap();
+        assert!(moved.status.success());
+        value[field] = json!(String::from_utf8(moved.stdout).unwrap().trim());
+    };
+    back("created_at", &mut value);
+    back("completed_at", &mut value);
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+}
+
+fn backup_finding(cluster: &Cluster, store: &Path, max_age: &str) -> (i32, String, String, Value) {
+    let store = store.display().to_string();
+    let run = crate::run(
+        cluster,
+        &[
+            "check",
+            "-w",
+            "json",
+            "--skip-metrics",
+            "--store",
+            &store,
+            "--max-backup-age",
+            max_age,
+        ],
+    );
+    let report = run.json();
+    let (severity, message) = findings(&report)["backup"].clone();
+    (run.code, severity, message, report["backup"].clone())
+}
+
+#[test]
+fn check_judges_the_newest_backup_of_this_cluster_only() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let other = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/k/", 5);
+    let store = cluster.dir().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+
+    // Only another cluster's backup: none of this one.
+    crate::save_snapshot(&other, &store, "zstd");
+    let (code, severity, message, _) = backup_finding(&cluster, &store, "1h");
+    assert_eq!((code, severity.as_str()), (2, "critical"), "{message}");
+    assert!(
+        message.contains("no complete backup of cluster"),
+        "{message}"
+    );
+
+    // A fresh one: ok, verified, this cluster's object.
+    let object = crate::save_snapshot(&cluster, &store, "zstd");
+    let (code, severity, message, backup) = backup_finding(&cluster, &store, "1h");
+    assert_eq!((code, severity.as_str()), (0, "ok"), "{message}");
+    assert_eq!(backup["verified"], true, "{backup}");
+    let name = object.file_name().unwrap().to_str().unwrap();
+    assert!(
+        backup["object"].as_str().unwrap().ends_with(name),
+        "{backup}"
+    );
+    let url = cluster.members[0].client_url.clone();
+    let (_, status) = crate::etcdctl_json(
+        &cluster,
+        &["endpoint", "status", "--endpoints", &url, "-w", "json"],
+    );
+    assert_eq!(
+        backup["revision"], status[0]["Status"]["header"]["revision"],
+        "{backup} vs etcdctl {status}"
+    );
+
+    // Three hours old: a warning against 2h, critical against 1h; the other cluster's
+    // fresh backup does not make it fresh.
+    age_backup(&object, 3);
+    crate::save_snapshot(&other, &store, "zstd");
+    let (code, severity, message, backup) = backup_finding(&cluster, &store, "2h");
+    assert_eq!((code, severity.as_str()), (1, "warning"), "{message}");
+    assert!(message.contains("older than the 2h0m allowed"), "{message}");
+    assert!(
+        backup["age_seconds"].as_i64().unwrap() >= 3 * 3600,
+        "{backup}"
+    );
+    let (code, severity, message, _) = backup_finding(&cluster, &store, "1h");
+    assert_eq!((code, severity.as_str()), (2, "critical"), "{message}");
+    assert!(message.contains("more than twice"), "{message}");
+
+    // A damaged object of the same size: it does not verify, however fresh.
+    let fresh = crate::save_snapshot(&cluster, &store, "none");
+    let mut bytes = std::fs::read(&fresh).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&fresh, bytes).unwrap();
+    let (code, severity, message, backup) = backup_finding(&cluster, &store, "1h");
+    assert_eq!((code, severity.as_str()), (2, "critical"), "{message}");
+    assert!(message.contains("does NOT verify"), "{message}");
+    assert_eq!(backup["verified"], false, "{backup}");
+}
+
+#[test]
+fn cluster_info_fails_on_a_stale_backup_and_passes_the_same_options_through() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let object = crate::save_snapshot(&cluster, &store, "zstd");
+    age_backup(&object, 5);
+    let base = json!({"endpoints": cluster.client_urls(), "store": store.display().to_string()});
+    let with = |extra: Value| {
+        let mut args = base.clone();
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args
+    };
+    let tasks = json!([
+        {"etcd.core.etcd_cluster_info": with(json!({
+            "max_backup_age": "1h", "fail_on": ["backup", "certificates", "latency"]})),
+         "register": "stale", "ignore_errors": true},
+        {"etcd.core.etcd_cluster_info": with(json!({
+            "max_backup_age": "1d", "fail_on": ["backup", "certificates"],
+            "data_dir": cluster.members[0].data_dir.display().to_string()})),
+         "register": "fresh"},
+        {"ansible.builtin.assert": {"that": [
+            "stale is failed",
+            "'backup: the newest backup of the cluster' in stale.msg",
+            "'more than twice' in stale.msg",
+            "stale.backup.verified",
+            "stale.backup.age_seconds >= 5 * 3600",
+            "fresh is not failed and fresh is not changed",
+            "(fresh.findings | selectattr('check', 'equalto', 'backup') | first).severity == 'ok'",
+            "(fresh.findings | selectattr('check', 'equalto', 'certificates') | first).severity == 'ok'",
+            "fresh.metrics[0].leader_changes >= 1",
+            "fresh.disk.db_bytes > 0",
+            "fresh.disk.free_bytes > 0",
+        ]}},
+    ]);
+    let play = json!([{"hosts": "target", "gather_facts": false, "tasks": tasks}]).to_string();
+    let collection = Collection::install();
+    let played = collection.playbook(
+        &play,
+        "target ansible_connection=local\n",
+        &json!({}),
+        &[],
+        &[],
+    );
+    assert_eq!(played.code, 0, "{played}");
+    assert!(played.stdout.contains("failed=0"), "{played}");
+    assert!(played.stdout.contains("ignored=1"), "{played}");
+}
