@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use etcdops_tests::{Cluster, Collection, EtcdVersion, Security, etcdops, free_port, spawn_logged};
+use etcdops_tests::{
+    Cluster, Collection, EtcdVersion, PodSpec, Security, etcdops, free_port, install_kubeadm_pki,
+    kubeadm_image, spawn_logged, write_kubeadm_manifest,
+};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
@@ -541,4 +544,108 @@ fn cluster_info_fails_on_a_stale_backup_and_passes_the_same_options_through() {
     assert_eq!(played.code, 0, "{played}");
     assert!(played.stdout.contains("failed=0"), "{played}");
     assert!(played.stdout.contains("ignored=1"), "{played}");
+}
+
+#[test]
+fn check_reads_the_certificates_on_disk_of_this_hosts_member_only() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.clone().unwrap();
+    let member = &cluster.members[0];
+    let host = |client_url: &str, peer_url: &str| {
+        let root = tempfile::tempdir().unwrap();
+        install_kubeadm_pki(root.path(), &certs);
+        write_kubeadm_manifest(
+            root.path(),
+            &PodSpec {
+                name: member.name.clone(),
+                client_url: client_url.to_string(),
+                peer_url: peer_url.to_string(),
+                image: kubeadm_image(cluster.version),
+            },
+        );
+        std::fs::create_dir_all(root.path().join("var/lib/etcd")).unwrap();
+        root
+    };
+    // This member's host, whose peer certificate expires in 5 days.
+    let ours = host(&member.client_url, &member.peer_url);
+    let pki = ours.path().join("etc/kubernetes/pki/etcd");
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::default();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let issuer = Issuer::new(ca_params, ca_key);
+    let (peer, _) = leaf(&pki, "short-peer", &issuer, 6, true);
+    std::fs::rename(&peer, pki.join("peer.crt")).unwrap();
+
+    let check = |root: &Path| {
+        let mut args = cluster.client_flags();
+        args.extend(
+            [
+                "--platform-root",
+                &root.display().to_string(),
+                "check",
+                "-w",
+                "json",
+                "--skip-metrics",
+            ]
+            .map(String::from),
+        );
+        etcdops(&args, &[])
+    };
+    let run = check(ours.path());
+    run.expect_code(2);
+    let report = run.json();
+    assert_eq!(report["platform"], "kubeadm", "{report}");
+    let on_disk: Vec<&Value> = report["certificates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["role"] == "on_disk")
+        .collect();
+    let names: std::collections::BTreeSet<String> = on_disk
+        .iter()
+        .map(|c| {
+            Path::new(c["source"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    for expected in ["ca.crt", "server.crt", "peer.crt", "healthcheck-client.crt"] {
+        assert!(
+            names.contains(expected),
+            "{expected} not checked: {names:?}"
+        );
+    }
+    let peer = on_disk
+        .iter()
+        .find(|c| c["source"].as_str().unwrap().ends_with("peer.crt"))
+        .unwrap();
+    assert_eq!(peer["days_left"], 5, "{peer}");
+    let (severity, message) = &findings(&report)["certificates"];
+    assert_eq!(severity, "critical", "{message}");
+    assert!(message.contains("peer.crt expires in 5 days"), "{message}");
+    // The detected data dir gives the disk finding.
+    let (_, disk) = &findings(&report)["disk"];
+    assert!(disk.contains("var/lib/etcd"), "{disk}");
+    assert!(
+        report["disk"]["free_bytes"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+
+    // A host whose etcd is not a member of this cluster: its files are not this cluster's.
+    let foreign = host("https://127.0.0.1:1", "http://127.0.0.1:2");
+    let run = check(foreign.path());
+    let report = run.json();
+    assert!(report["platform"].is_null(), "{report}");
+    assert!(report["disk"].is_null(), "{report}");
+    assert!(
+        report["certificates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["role"] != "on_disk"),
+        "{report}"
+    );
+    assert_eq!(findings(&report)["certificates"].0, "ok", "{report}");
 }
