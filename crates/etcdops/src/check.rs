@@ -367,10 +367,17 @@ fn judge_backup(
 }
 
 fn human(seconds: i64) -> String {
+    let (days, hours, minutes) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3600,
+        seconds % 3600 / 60,
+    );
     match seconds {
-        s if s >= 2 * 86_400 => format!("{}d{}h", s / 86_400, s % 86_400 / 3600),
-        s if s >= 3600 => format!("{}h{}m", s / 3600, s % 3600 / 60),
-        s if s >= 60 => format!("{}m{}s", s / 60, s % 60),
+        s if s >= 2 * 86_400 && hours == 0 => format!("{days}d"),
+        s if s >= 2 * 86_400 => format!("{days}d{hours}h"),
+        s if s >= 3600 && minutes == 0 => format!("{}h", s / 3600),
+        s if s >= 3600 => format!("{}h{minutes}m", s / 3600),
+        s if s >= 60 => format!("{minutes}m{}s", s % 60),
         s => format!("{s}s"),
     }
 }

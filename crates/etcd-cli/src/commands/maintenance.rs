@@ -125,12 +125,6 @@ pub async fn run_check(
     platform_root: Option<&std::path::Path>,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    let max_backup_age = args
-        .max_backup_age
-        .as_deref()
-        .map(etcd_core::parse_duration)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("--max-backup-age: {e}"))?;
     let request = CheckRequest {
         options: CheckOptions {
             quota_bytes: args.quota_bytes.map(|b| b as i64),
@@ -151,7 +145,7 @@ pub async fn run_check(
         store: args.store.clone(),
         store_settings: super::snapshot::settings(&args.store_flags),
         identity: super::snapshot::identity_settings(&args.identity),
-        max_backup_age,
+        max_backup_age: args.max_backup_age,
         skip_backup_verify: args.skip_backup_verify,
         platform_root: platform_root.map(std::path::Path::to_path_buf),
         data_dir: args.data_dir.clone(),

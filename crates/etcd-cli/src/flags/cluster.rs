@@ -51,8 +51,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// The newest backup older than this (e.g. 26h) is a warning, twice as old critical
-    #[arg(long, value_name = "DURATION", requires = "store")]
-    pub max_backup_age: Option<String>,
+    #[arg(long, value_parser = duration, value_name = "DURATION", requires = "store")]
+    pub max_backup_age: Option<Duration>,
     /// Judge the newest backup from its manifest only, without downloading it to verify it
     #[arg(long, requires = "store")]
     pub skip_backup_verify: bool,
@@ -269,6 +269,60 @@ mod tests {
             "health"
         ]));
         assert!(!endpoint_cluster(&["endpoint", "status"]));
+    }
+
+    #[test]
+    fn check_thresholds_parse_with_etcds_guidance_as_defaults() {
+        let check = |args: &[&str]| match parse(args) {
+            Command::Check(check) => check,
+            other => panic!("parsed as {other:?}"),
+        };
+        let defaults = check(&["check"]);
+        assert_eq!(
+            (defaults.cert_warn_days, defaults.cert_critical_days),
+            (30, 7)
+        );
+        assert_eq!(defaults.fsync_p99_warn_ms, 10.0);
+        assert_eq!(defaults.commit_p99_warn_ms, 25.0);
+        assert!(defaults.metrics_urls.is_empty() && defaults.store.is_none());
+        let given = check(&[
+            "check",
+            "--metrics-urls",
+            "http://a:2381,http://b:2381",
+            "--fsync-p99-warn-ms",
+            "7.5",
+            "--store",
+            "s3://bucket",
+            "--max-backup-age",
+            "26h",
+            "--skip-backup-verify",
+            "--data-dir",
+            "/var/lib/etcd",
+        ]);
+        assert_eq!(given.metrics_urls, ["http://a:2381", "http://b:2381"]);
+        assert_eq!(given.fsync_p99_warn_ms, 7.5);
+        assert_eq!(given.max_backup_age, Some(Duration::from_secs(26 * 3600)));
+        assert!(given.skip_backup_verify);
+        assert_eq!(given.data_dir, Some(PathBuf::from("/var/lib/etcd")));
+        // A backup age without a store, and metrics both skipped and given, are refused.
+        let refused = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("etcdops").chain(args.iter().copied())).is_err()
+        };
+        assert!(refused(&["check", "--max-backup-age", "1h"]));
+        assert!(refused(&[
+            "check",
+            "--skip-metrics",
+            "--metrics-urls",
+            "http://a"
+        ]));
+        assert!(refused(&["check", "--cert-warn-days", "soon"]));
+        assert!(refused(&[
+            "check",
+            "--store",
+            "s3://b",
+            "--max-backup-age",
+            "soon"
+        ]));
     }
 
     #[test]
