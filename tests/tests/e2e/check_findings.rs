@@ -267,6 +267,9 @@ fn check_reads_served_certificates_expiring_soon_and_a_missing_san() {
     assert_eq!(client["days_left"], 400, "{report}");
     // Nothing else is wrong with the cluster: the certificates alone make it critical.
     assert_eq!(findings(&report)["members"].0, "ok", "{report}");
+    let (severity, message) = &findings(&report)["progress"];
+    assert_eq!(severity, "ok", "{message}");
+    assert!(message.contains("every member within"), "{message}");
 
     // The thresholds move the verdict: with 2 and 1 days only the missing SAN is left.
     let lenient = cluster.check(&["--cert-warn-days", "2", "--cert-critical-days", "1"]);
@@ -467,6 +470,33 @@ fn check_judges_the_newest_backup_of_this_cluster_only() {
         backup["revision"], status[0]["Status"]["header"]["revision"],
         "{backup} vs etcdctl {status}"
     );
+
+    // The disk finding from a data dir given by hand, against the file system's own count
+    // (`stat -f`: available blocks times their size) and the db file's size.
+    let data_dir = cluster.members[0].data_dir.display().to_string();
+    let disk = crate::run(
+        &cluster,
+        &[
+            "check",
+            "-w",
+            "json",
+            "--skip-metrics",
+            "--data-dir",
+            &data_dir,
+        ],
+    );
+    let disk = disk.json()["disk"].clone();
+    let stat = Command::new("stat")
+        .args(["-f", "-c", "%a %S", &data_dir])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8(stat.stdout).unwrap();
+    let mut parts = stat.split_whitespace().map(|p| p.parse::<u64>().unwrap());
+    let free = parts.next().unwrap() * parts.next().unwrap();
+    let ours = disk["free_bytes"].as_u64().unwrap();
+    assert!(ours.abs_diff(free) < 256 << 20, "{ours} vs stat's {free}");
+    let db = std::fs::metadata(cluster.members[0].data_dir.join("member/snap/db")).unwrap();
+    assert_eq!(disk["db_bytes"].as_u64().unwrap(), db.len(), "{disk}");
 
     // Three hours old: a warning against 2h, critical against 1h; the other cluster's
     // fresh backup does not make it fresh.

@@ -281,11 +281,14 @@ impl Client {
         let settings = &self.config().tls;
         let limit = self.config().command_timeout;
         let reads = targets.iter().map(|(member, url)| async move {
+            // A URL given by hand may carry credentials: never shown.
+            let shown = etcd_common::redact_endpoint(url);
+            let member = if member == url { &shown } else { member };
             match fetch(settings, url, limit).await {
-                Ok(text) => parse_metrics(member, url, &text),
+                Ok(text) => parse_metrics(member, &shown, &text),
                 Err(error) => MemberMetrics {
                     error: Some(error),
-                    ..parse_metrics(member, url, "")
+                    ..parse_metrics(member, &shown, "")
                 },
             }
         });

@@ -75,3 +75,76 @@ fn a_real_directory_gives_its_free_space() {
     assert!(missing.is_none());
     assert_eq!(finding.severity, Severity::Warning);
 }
+
+fn entry(
+    cluster: u64,
+    minutes_ago: i64,
+    complete: bool,
+    chain_minutes_ago: Option<i64>,
+) -> BackupEntry {
+    let at = Utc::now() - chrono::Duration::minutes(minutes_ago);
+    let object = format!("etcd-{cluster:x}/b-{minutes_ago}.db.zst");
+    let manifest: etcd_snapshot::Manifest = serde_json::from_value(serde_json::json!({
+        "format_version": 1, "tool": "etcdops", "tool_version": "0",
+        "created_at": at, "completed_at": at,
+        "cluster_id": format!("{cluster:x}"), "member_id": "1", "member_name": "m0",
+        "endpoint": "http://127.0.0.1:2379", "etcd_version": "3.5.1",
+        "revision": 100, "raft_term": 2, "raft_index": 10,
+        "db_size": 1, "db_size_in_use": 1, "db_sha256": "", "object": object,
+        "object_sha256": "", "object_size": 1, "compression": "zstd",
+        "compression_level": 3, "verified_after_upload": true, "labels": {}
+    }))
+    .expect("a manifest");
+    let chain = chain_minutes_ago.map(|ago| {
+        let to = Utc::now() - chrono::Duration::minutes(ago);
+        etcd_snapshot::ChainSummary {
+            segments: 3,
+            covered_segments: 3,
+            changes: 40,
+            after_revision: 100,
+            to_revision: 140,
+            from_time: Some(at),
+            to_time: Some(to),
+            last_published: to,
+            continuous: true,
+            problems: Vec::new(),
+        }
+    });
+    BackupEntry {
+        object: object.clone(),
+        manifest_name: format!("{object}.manifest.json"),
+        complete,
+        manifest,
+        deltas: Vec::new(),
+        chain,
+    }
+}
+
+#[test]
+fn the_newest_complete_backup_of_this_cluster_counts_with_its_chain() {
+    let ours = MemberId(0xabc);
+    let backups = vec![
+        entry(0xdef, 1, true, None),     // another cluster's, newest of all
+        entry(0xabc, 2, false, None),    // ours, but incomplete
+        entry(0xabc, 90, true, Some(3)), // ours, its chain published 3 minutes ago
+        entry(0xabc, 30, true, None),    // ours, a newer full without a chain
+    ];
+    let (found, revision, at) = newest_backup(&backups, ours).expect("one of ours");
+    assert_eq!(found.object, "etcd-abc/b-90.db.zst");
+    assert_eq!(revision, 140, "the chain's last revision");
+    assert!(Utc::now() - at < chrono::Duration::minutes(4));
+    // Without the chain, the newest full wins at its own revision.
+    let fulls: Vec<BackupEntry> = backups
+        .into_iter()
+        .map(|mut b| {
+            b.chain = None;
+            b
+        })
+        .collect();
+    let (found, revision, _) = newest_backup(&fulls, ours).expect("one of ours");
+    assert_eq!(
+        (found.object.as_str(), revision),
+        ("etcd-abc/b-30.db.zst", 100)
+    );
+    assert!(newest_backup(&fulls, MemberId(0x123)).is_none());
+}
