@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use etcdops_tests::{
     Cluster, Collection, EtcdVersion, PodSpec, Security, etcdops, free_port, install_kubeadm_pki,
-    kubeadm_image, spawn_logged, write_kubeadm_manifest,
+    kubeadm_image, spawn_logged, write_kubeadm_manifest, write_openshift_tree,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -692,6 +692,36 @@ fn check_reads_the_certificates_on_disk_of_this_hosts_member_only() {
         report["disk"]["free_bytes"].as_u64().unwrap() > 0,
         "{report}"
     );
+
+    // The same member on an OpenShift host: the certificates its pod mounts.
+    let openshift = tempfile::tempdir().unwrap();
+    write_openshift_tree(openshift.path(), &member.name, &member.client_url, &certs);
+    std::fs::create_dir_all(openshift.path().join("var/lib/etcd")).unwrap();
+    let run = check(openshift.path());
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["platform"], "openshift", "{report}");
+    let on_disk: std::collections::BTreeSet<String> = report["certificates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["role"] == "on_disk" && c["error"].is_null())
+        .map(|c| {
+            c["source"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for expected in ["etcd-serving-m0.crt", "etcd-peer-m0.crt", "ca-bundle.crt"] {
+        assert!(
+            on_disk.contains(expected),
+            "{expected} not checked: {on_disk:?}"
+        );
+    }
 
     // A host whose etcd is not a member of this cluster: its files are not this cluster's.
     let foreign = host("https://127.0.0.1:1", "http://127.0.0.1:2");
