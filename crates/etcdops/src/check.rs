@@ -246,14 +246,18 @@ async fn backup_check(
     freshness.revision = Some(revision);
     freshness.as_of = Some(as_of);
     freshness.age_seconds = Some((Utc::now() - as_of).num_seconds());
-    let verify_problem = if request.skip_backup_verify {
+    let verification = if request.skip_backup_verify {
         None
     } else {
-        let problem = verify_problem(request, &store, &entry.object).await;
-        freshness.verified = Some(problem.is_none());
-        problem
+        let verification = verify(request, &store, &entry.object).await;
+        freshness.verified = match &verification {
+            Verification::Verified => Some(true),
+            Verification::Failed(_) => Some(false),
+            Verification::Unverifiable(_) => None,
+        };
+        Some(verification)
     };
-    let finding = judge_backup(&freshness, request.max_backup_age, verify_problem);
+    let finding = judge_backup(&freshness, request.max_backup_age, verification);
     (freshness, finding)
 }
 
@@ -279,27 +283,47 @@ fn newest_backup(
         .max_by_key(|(_, _, at)| *at)
 }
 
-/// Why `object` (with its chain) does not verify, or `None` when it does.
-async fn verify_problem(
-    request: &CheckRequest,
-    store: &etcd_store::Store,
-    object: &str,
-) -> Option<String> {
+/// What verifying a backup (and its chain) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verification {
+    /// It and its chain check out.
+    Verified,
+    /// It or its chain is damaged: why.
+    Failed(String),
+    /// It could not be checked (encrypted without its identity, the store not answering):
+    /// why. Neither good nor bad news.
+    Unverifiable(String),
+}
+
+/// Verifies `object` and its chain of delta segments.
+async fn verify(request: &CheckRequest, store: &etcd_store::Store, object: &str) -> Verification {
+    let unverifiable = |e: &SnapshotError| {
+        matches!(
+            e,
+            SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. }
+        ) || crate::is_transient(e)
+    };
     let identities = match request.identity.identities() {
         Ok((identities, _)) => identities,
-        Err(e) => return Some(format!("its identity could not be read ({e})")),
+        Err(e) => {
+            return Verification::Unverifiable(format!("its identity could not be read ({e})"));
+        }
     };
     match verify_backup(store, object, &identities, &NoProgress).await {
         Ok(_) => {}
         Err(SnapshotError::Encrypted { .. }) => {
-            return Some("it is encrypted and no identity was given to verify it".into());
+            return Verification::Unverifiable(
+                "it is encrypted and no identity was given to verify it".into(),
+            );
         }
-        Err(e) => return Some(e.to_string()),
+        Err(e) if unverifiable(&e) => return Verification::Unverifiable(e.to_string()),
+        Err(e) => return Verification::Failed(e.to_string()),
     }
     match verify_chain(store, object, &identities).await {
-        Ok(chain) if chain.problems.is_empty() => None,
-        Ok(chain) => Some(format!("its chain: {}", chain.problems.join("; "))),
-        Err(e) => Some(format!("its chain: {e}")),
+        Ok(chain) if chain.problems.is_empty() => Verification::Verified,
+        Ok(chain) => Verification::Failed(format!("its chain: {}", chain.problems.join("; "))),
+        Err(e) if unverifiable(&e) => Verification::Unverifiable(format!("its chain: {e}")),
+        Err(e) => Verification::Failed(format!("its chain: {e}")),
     }
 }
 
@@ -312,11 +336,11 @@ fn finding(severity: Severity, message: String) -> Finding {
 }
 
 /// The `backup` finding: critical when it does not verify or is more than twice the age
-/// allowed, a warning when older than allowed.
+/// allowed, a warning when older than allowed or when it could not be verified.
 fn judge_backup(
     freshness: &BackupFreshness,
     max_age: Option<Duration>,
-    verify_problem: Option<String>,
+    verification: Option<Verification>,
 ) -> Finding {
     let age = freshness.age_seconds.unwrap_or_default().max(0);
     let what = format!(
@@ -325,11 +349,24 @@ fn judge_backup(
         freshness.revision.unwrap_or_default(),
         human(age)
     );
-    if let Some(problem) = verify_problem {
-        return finding(
-            Severity::Critical,
-            format!("{what} and does NOT verify: {problem}; take a new backup and find out why"),
-        );
+    let mut severity = Severity::Ok;
+    let mut unverified = String::new();
+    match verification {
+        Some(Verification::Failed(problem)) => {
+            return finding(
+                Severity::Critical,
+                format!(
+                    "{what} and does NOT verify: {problem}; take a new backup and find out why"
+                ),
+            );
+        }
+        Some(Verification::Unverifiable(why)) => {
+            severity = Severity::Warning;
+            unverified = format!(
+                "; it could not be verified ({why}): give its identity, or skip the verification"
+            );
+        }
+        _ => {}
     }
     let verified = match freshness.verified {
         Some(true) => " and verifies",
@@ -337,33 +374,37 @@ fn judge_backup(
     };
     let Some(max_age) = max_age else {
         return finding(
-            Severity::Ok,
-            format!("{what}{verified} (no maximum age given)"),
+            severity,
+            format!("{what}{verified} (no maximum age given){unverified}"),
         );
     };
     let limit = max_age.as_secs() as i64;
-    if age > limit.saturating_mul(2) {
-        finding(
+    let (age_severity, judged) = if age > limit.saturating_mul(2) {
+        (
             Severity::Critical,
             format!(
-                "{what}, more than twice the {} allowed: backups are not being taken; fix the backup job",
+                ", more than twice the {} allowed: backups are not being taken; fix the backup job",
                 human(limit)
             ),
         )
     } else if age > limit {
-        finding(
+        (
             Severity::Warning,
             format!(
-                "{what}, older than the {} allowed: check the backup job",
+                ", older than the {} allowed: check the backup job",
                 human(limit)
             ),
         )
     } else {
-        finding(
+        (
             Severity::Ok,
-            format!("{what}{verified}, within the {} allowed", human(limit)),
+            format!("{verified}, within the {} allowed", human(limit)),
         )
-    }
+    };
+    finding(
+        severity.max(age_severity),
+        format!("{what}{judged}{unverified}"),
+    )
 }
 
 fn human(seconds: i64) -> String {

@@ -527,6 +527,52 @@ fn check_judges_the_newest_backup_of_this_cluster_only() {
 }
 
 #[test]
+fn an_encrypted_backup_verifies_with_its_identity_and_is_a_warning_without() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/enc/", 5);
+    let key_file = cluster.dir().join("backup-key.txt");
+    let key_arg = key_file.display().to_string();
+    let made = etcdops(
+        &etcdops_tests::args(&["snapshot", "keygen", "-o", &key_arg, "-w", "json"]),
+        &[],
+    );
+    made.expect_code(0);
+    let recipient = made.json()["recipient"].as_str().unwrap().to_string();
+    let store = cluster.dir().join("store").display().to_string();
+    run(
+        &cluster,
+        &["snapshot", "save", &store, "--encrypt-to", &recipient],
+    )
+    .expect_code(0);
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "-w", "json", "--skip-metrics", "--store", &store];
+        args.extend(extra);
+        let run = run(&cluster, &args);
+        let report = run.json();
+        (
+            run.code,
+            findings(&report)["backup"].clone(),
+            report["backup"].clone(),
+        )
+    };
+    // Without the identity it cannot be checked: neither verified nor damaged.
+    let (code, (severity, message), backup) = check(&[]);
+    assert_eq!((code, severity.as_str()), (1, "warning"), "{message}");
+    assert!(message.contains("could not be verified"), "{message}");
+    assert!(backup["verified"].is_null(), "{backup}");
+    // With it, it verifies.
+    let (code, (severity, message), backup) = check(&["--identity", &key_arg]);
+    assert_eq!((code, severity.as_str()), (0, "ok"), "{message}");
+    assert_eq!(backup["verified"], true, "{backup}");
+    let secret = std::fs::read_to_string(&key_file).unwrap();
+    let secret = secret
+        .lines()
+        .find(|l| l.starts_with("AGE-SECRET"))
+        .unwrap();
+    assert!(!message.contains(secret) && !message.contains("AGE-SECRET"));
+}
+
+#[test]
 fn check_counts_the_last_segment_a_backup_run_published() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/seed/", 5);

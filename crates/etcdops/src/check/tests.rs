@@ -14,7 +14,7 @@ fn fresh(age_seconds: i64, verified: Option<bool>) -> BackupFreshness {
 #[test]
 fn backup_age_against_the_maximum() {
     let hour = Some(Duration::from_secs(3600));
-    let ok = judge_backup(&fresh(600, Some(true)), hour, None);
+    let ok = judge_backup(&fresh(600, Some(true)), hour, Some(Verification::Verified));
     assert_eq!(ok.severity, Severity::Ok, "{ok:?}");
     assert!(ok.message.contains("revision 42"), "{ok:?}");
     assert!(ok.message.contains("verifies"), "{ok:?}");
@@ -35,13 +35,26 @@ fn a_backup_that_does_not_verify_is_critical_however_fresh() {
     let f = judge_backup(
         &fresh(10, Some(false)),
         Some(Duration::from_secs(3600)),
-        Some("sha256 mismatch".into()),
+        Some(Verification::Failed("sha256 mismatch".into())),
     );
     assert_eq!(f.severity, Severity::Critical);
     assert!(
         f.message.contains("does NOT verify: sha256 mismatch"),
         "{f:?}"
     );
+    // One that could not be checked (encrypted, no identity) is a warning, not "verified".
+    let f = judge_backup(
+        &fresh(10, None),
+        Some(Duration::from_secs(3600)),
+        Some(Verification::Unverifiable("it is encrypted".into())),
+    );
+    assert_eq!(f.severity, Severity::Warning, "{f:?}");
+    assert!(
+        f.message
+            .contains("could not be verified (it is encrypted)"),
+        "{f:?}"
+    );
+    assert!(!f.message.contains("verifies"), "{f:?}");
 }
 
 #[test]
