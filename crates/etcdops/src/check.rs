@@ -119,9 +119,8 @@ pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResul
         .filter(|p| p.platform != Platform::None && is_member_of(p, &report));
     if let Some(info) = &platform {
         report.certificates.extend(on_disk_certificates(
-            [&info.server_cert, &info.cert, &info.cacert]
-                .into_iter()
-                .flatten(),
+            info.server_cert.as_deref(),
+            [&info.cert, &info.cacert].into_iter().flatten(),
         ));
         report.set_finding(certificates_finding(&report.certificates, &request.options));
     }
@@ -174,14 +173,18 @@ fn is_member_of(platform: &PlatformInfo, report: &CheckReport) -> bool {
     })
 }
 
-/// The certificates of the platform's files, with every other `*.crt` beside them (kubeadm's
-/// and OpenShift's peer certificates live in the same directory as the server's); keys and
-/// CA files are not looked at twice.
-fn on_disk_certificates<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Vec<CertificateStatus> {
-    let mut paths = std::collections::BTreeSet::new();
-    for file in files {
-        paths.insert(file.clone());
-        if let Some(dir) = file.parent()
+/// The certificates of the platform's files: the server certificate with every other
+/// `*.crt` beside it (kubeadm's and OpenShift's peer certificates live in its directory),
+/// and the client and CA certificates themselves (their directories may be shared with
+/// anything, `/etc/ssl/certs` say, so they are not listed).
+fn on_disk_certificates<'a>(
+    server_cert: Option<&Path>,
+    others: impl Iterator<Item = &'a PathBuf>,
+) -> Vec<CertificateStatus> {
+    let mut paths: std::collections::BTreeSet<PathBuf> = others.cloned().collect();
+    if let Some(server) = server_cert {
+        paths.insert(server.to_path_buf());
+        if let Some(dir) = server.parent()
             && let Ok(entries) = std::fs::read_dir(dir)
         {
             paths.extend(
