@@ -622,8 +622,15 @@ fn cluster_info_fails_on_a_stale_backup_and_passes_the_same_options_through() {
          "register": "fresh"},
         {"etcd.core.etcd_cluster_info": with(json!({"max_backup_age": "soon"})),
          "register": "bad_age", "ignore_errors": true},
+        // The latency threshold reaches the check: 0 ms over 1 sample fails fail_on latency.
+        {"etcd.core.etcd_cluster_info": {"endpoints": cluster.client_urls(),
+            "fsync_p99_warn_ms": 0, "latency_min_samples": 1, "fail_on": ["latency"]},
+         "register": "slow", "ignore_errors": true},
         {"ansible.builtin.assert": {"that": [
             "bad_age is failed",
+            "slow is failed",
+            "'latency: ' in slow.msg and 'WAL fsync p99 is' in slow.msg",
+            "slow.metrics[0].wal_fsync.count >= 1",
             "'max_backup_age' in bad_age.msg",
             "stale is failed",
             "'backup: the newest backup of the cluster' in stale.msg",
@@ -649,7 +656,7 @@ fn cluster_info_fails_on_a_stale_backup_and_passes_the_same_options_through() {
     );
     assert_eq!(played.code, 0, "{played}");
     assert!(played.stdout.contains("failed=0"), "{played}");
-    assert!(played.stdout.contains("ignored=2"), "{played}");
+    assert!(played.stdout.contains("ignored=3"), "{played}");
 }
 
 #[test]
