@@ -279,6 +279,38 @@ fn check_reads_served_certificates_expiring_soon_and_a_missing_san() {
     assert_eq!(severity, "warning", "{message}");
     assert!(!message.contains("expires"), "{message}");
     assert!(message.contains("m2.etcd.invalid"), "{message}");
+
+    // m2 down: the `members` finding says so; its certificate and metrics are not read (no
+    // second warning), and the others' metrics come over TLS with the client certificate.
+    let mut cluster = cluster;
+    let _ = cluster.children[2].kill();
+    let _ = cluster.children[2].wait();
+    let mut args = cluster.flags();
+    args.extend(
+        [
+            "check",
+            "-w",
+            "json",
+            "--cert-warn-days",
+            "2",
+            "--cert-critical-days",
+            "1",
+        ]
+        .map(String::from),
+    );
+    let report = etcdops(&args, &[]).json();
+    let all = findings(&report);
+    assert_eq!(all["members"].0, "warning", "{report}");
+    assert_eq!(all["certificates"].0, "ok", "{report}");
+    assert_eq!(all["latency"].0, "ok", "{report}");
+    assert_eq!(report["metrics"].as_array().unwrap().len(), 2, "{report}");
+    assert!(
+        report["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["error"].is_null())
+    );
 }
 
 /// `/metrics` of `url`, read with one HTTP/1.0 GET: the oracle the report is checked against.

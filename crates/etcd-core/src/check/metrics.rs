@@ -245,16 +245,18 @@ fn body_of(answer: &[u8]) -> Result<String, String> {
 }
 
 impl Client {
-    /// Every member's `/metrics` (its client URL), or the given URLs instead (etcd's
-    /// `--listen-metrics-urls`), read at once.
+    /// The `/metrics` of every member that answered (at its client URL), or the given URLs
+    /// instead (etcd's `--listen-metrics-urls`), read at once.
     pub(crate) async fn member_metrics(
         &self,
         view: &ClusterView,
         metrics_urls: &[String],
     ) -> Vec<MemberMetrics> {
         let targets: Vec<(String, String)> = if metrics_urls.is_empty() {
+            // A member that did not answer is the `members` finding's, not a metrics one.
             view.members
                 .iter()
+                .filter(|m| m.status.is_some())
                 .filter_map(|m| {
                     let endpoint = m.endpoint.as_ref()?;
                     let name = if m.member.name.is_empty() {
@@ -299,6 +301,13 @@ impl Client {
 /// The `latency` finding: each member's WAL fsync and backend commit p99 against the
 /// thresholds, judged only from histograms with enough observations.
 pub fn latency_finding(metrics: &[MemberMetrics], options: &CheckOptions) -> Finding {
+    if metrics.is_empty() {
+        return finding(
+            "latency",
+            Severity::Warning,
+            "no member answered, so no metrics were read: disk latency unknown".into(),
+        );
+    }
     let mut severity = Severity::Ok;
     let mut slow = Vec::new();
     let mut seen = Vec::new();
