@@ -178,7 +178,10 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::maintenance::run_defrag_guarded(&config, &guards, args, format).await
         }
         Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
-        Command::Check(args) => commands::maintenance::run_check(&config, args, format).await,
+        Command::Check(args) => {
+            let root = cli.global.platform_root.as_deref();
+            commands::maintenance::run_check(&config, args, root, format).await
+        }
         Command::Lease(command) => {
             commands::access::run_lease(&config, command, format, cli.global.compat()).await
         }

@@ -14,6 +14,12 @@ use crate::id::MemberId;
 use crate::maintenance::Alarm;
 use crate::member::Targets;
 
+mod certs;
+mod metrics;
+
+pub use certs::{CertificateRole, CertificateStatus, certificates_finding};
+pub use metrics::{Latency, MemberMetrics, churn_finding, latency_finding, parse_metrics};
+
 /// etcd's default backend quota (`--quota-backend-bytes`), assumed when not given.
 pub const DEFAULT_QUOTA_BYTES: i64 = 2 * 1024 * 1024 * 1024;
 
@@ -33,7 +39,8 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// What was checked (`quorum`, `leader`, `members`, `alarms`, `hashkv`, `db_quota`,
-    /// `fragmentation`, `versions`, `learners`).
+    /// `fragmentation`, `versions`, `learners`, `progress`, `certificates`, `latency`,
+    /// `churn`; the workflow layer adds `backup` and `disk`).
     pub check: &'static str,
     /// How bad.
     pub severity: Severity,
@@ -41,9 +48,8 @@ pub struct Finding {
     pub message: String,
 }
 
-/// Thresholds of `check`. Deserializes from `quota_bytes`, `defrag_min_percent` and
-/// `defrag_min_bytes`, each optional.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// Thresholds of `check`. Deserializes from the field names, each optional.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CheckOptions {
     /// The backend quota; `None` uses the member's report (etcd 3.6) or etcd's 2 GiB default.
@@ -52,6 +58,29 @@ pub struct CheckOptions {
     pub defrag_min_percent: i64,
     /// ...and at least this many bytes would be reclaimed.
     pub defrag_min_bytes: i64,
+    /// A certificate expiring within this many days is a warning.
+    pub cert_warn_days: i64,
+    /// A certificate expiring within this many days (or expired) is critical.
+    pub cert_critical_days: i64,
+    /// Members' metrics URLs (etcd's `--listen-metrics-urls`) instead of their client URLs.
+    pub metrics_urls: Vec<String>,
+    /// Read no `/metrics` at all: no `latency` and `churn` findings.
+    pub skip_metrics: bool,
+    /// WAL fsync p99 above this many milliseconds is a warning (etcd's guidance: 10 ms).
+    pub fsync_p99_warn_ms: f64,
+    /// Backend commit p99 above this many milliseconds is a warning (etcd's guidance: 25 ms).
+    pub commit_p99_warn_ms: f64,
+    /// Histograms with fewer observations than this are not judged (a p99 of a handful of
+    /// operations is only their maximum).
+    pub latency_min_samples: u64,
+    /// More leader changes than this since a member started is a warning.
+    pub max_leader_changes: u64,
+    /// More failed proposals than this since a member started is a warning.
+    pub max_failed_proposals: u64,
+    /// More slow applies than this since a member started is a warning.
+    pub max_slow_applies: u64,
+    /// A member (or learner) this many raft entries or more behind the leader is a warning.
+    pub max_raft_index_gap: u64,
 }
 
 impl Default for CheckOptions {
@@ -60,6 +89,17 @@ impl Default for CheckOptions {
             quota_bytes: None,
             defrag_min_percent: 50,
             defrag_min_bytes: 64 * 1024 * 1024,
+            cert_warn_days: 30,
+            cert_critical_days: 7,
+            metrics_urls: Vec::new(),
+            skip_metrics: false,
+            fsync_p99_warn_ms: 10.0,
+            commit_p99_warn_ms: 25.0,
+            latency_min_samples: 100,
+            max_leader_changes: 3,
+            max_failed_proposals: 10,
+            max_slow_applies: 100,
+            max_raft_index_gap: 5000,
         }
     }
 }
@@ -85,6 +125,28 @@ pub struct CheckReport {
     pub alarms_error: Option<String>,
     /// KV hashes of the healthy members at one revision.
     pub hashkv: Option<HashKvReport>,
+    /// Every certificate looked at (client, serving, and those a caller adds from disk).
+    pub certificates: Vec<CertificateStatus>,
+    /// What each member's `/metrics` says (empty when metrics were skipped).
+    pub metrics: Vec<MemberMetrics>,
+}
+
+impl CheckReport {
+    /// Puts `finding` in the report, in place of the finding of the same check when there is
+    /// one, and judges the verdict again: how a caller (the workflow layer) adds what
+    /// etcd-core cannot see (stores, this host's disk and files).
+    pub fn set_finding(&mut self, finding: Finding) {
+        match self.findings.iter_mut().find(|f| f.check == finding.check) {
+            Some(old) => *old = finding,
+            None => self.findings.push(finding),
+        }
+        self.verdict = self
+            .findings
+            .iter()
+            .map(|f| f.severity)
+            .max()
+            .unwrap_or(Severity::Ok);
+    }
 }
 
 fn finding(check: &'static str, severity: Severity, message: String) -> Finding {
@@ -141,7 +203,13 @@ impl Client {
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
         let hashkv = self.endpoint_hashkv(Targets::Cluster, 0).await.ok();
-        let findings = vec![
+        let certificates = self.certificates(&view).await;
+        let metrics = if options.skip_metrics {
+            Vec::new()
+        } else {
+            self.member_metrics(&view, &options.metrics_urls).await
+        };
+        let mut findings = vec![
             quorum_finding(&view),
             leader_finding(&view),
             members_finding(&view),
@@ -150,8 +218,17 @@ impl Client {
         ]
         .into_iter()
         .chain(size_findings(&view, options))
-        .chain([versions_finding(&view), learners_finding(&view)])
+        .chain([
+            versions_finding(&view),
+            learners_finding(&view),
+            progress_finding(&view, options),
+            certificates_finding(&certificates, options),
+        ])
         .collect::<Vec<_>>();
+        if !options.skip_metrics {
+            findings.push(latency_finding(&metrics, options));
+            findings.push(churn_finding(&metrics, options));
+        }
         let verdict = findings
             .iter()
             .map(|f| f.severity)
@@ -166,6 +243,8 @@ impl Client {
             alarms,
             alarms_error,
             hashkv,
+            certificates,
+            metrics,
         })
     }
 }
@@ -418,6 +497,54 @@ fn learners_finding(view: &ClusterView) -> Finding {
     }
 }
 
+/// How far each member's raft log is behind the leader's; learners far behind are not ready
+/// to be promoted.
+fn progress_finding(view: &ClusterView, options: &CheckOptions) -> Finding {
+    let Some(leader_index) = view
+        .leader_state()
+        .and_then(|l| l.status.as_ref())
+        .map(|s| s.raft_index)
+    else {
+        return finding(
+            "progress",
+            Severity::Warning,
+            "no leader status to compare the members' raft indexes with".into(),
+        );
+    };
+    let mut behind = Vec::new();
+    let mut widest = 0;
+    for m in &view.members {
+        let Some(status) = &m.status else { continue };
+        let gap = leader_index.saturating_sub(status.raft_index);
+        widest = widest.max(gap);
+        if gap >= options.max_raft_index_gap {
+            behind.push(if m.member.is_learner {
+                format!(
+                    "learner {} is {gap} entries behind the leader: wait for it to catch up before promoting it",
+                    m.member.id
+                )
+            } else {
+                format!(
+                    "{} ({}) is {gap} entries behind the leader: look at its disk, network and load",
+                    m.member.id, m.member.name
+                )
+            });
+        }
+    }
+    if behind.is_empty() {
+        finding(
+            "progress",
+            Severity::Ok,
+            format!(
+                "every member within {widest} raft entries of the leader (limit {})",
+                options.max_raft_index_gap
+            ),
+        )
+    } else {
+        finding("progress", Severity::Warning, behind.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,5 +562,94 @@ mod tests {
         let raised = alarm_finding(&active, None);
         assert_eq!(raised.severity, Severity::Critical);
         assert!(raised.message.contains("NOSPACE on 7"), "{raised:?}");
+    }
+
+    fn view_with_indexes(indexes: &[(u64, bool, u64)]) -> ClusterView {
+        use crate::cluster::{MemberState, MemberStatus};
+        use crate::member::Member;
+        let members = indexes
+            .iter()
+            .map(|&(id, learner, raft_index)| MemberState {
+                member: Member {
+                    id: MemberId(id),
+                    name: format!("m{id}"),
+                    peer_urls: vec![],
+                    client_urls: vec![],
+                    is_learner: learner,
+                    started: true,
+                },
+                endpoint: None,
+                healthy: true,
+                status: Some(MemberStatus {
+                    version: "3.5.1".into(),
+                    db_size: 0,
+                    db_size_in_use: 0,
+                    is_leader: id == 1,
+                    leader: MemberId(1),
+                    raft_term: 2,
+                    raft_index,
+                    raft_applied_index: raft_index,
+                    revision: 1,
+                    errors: vec![],
+                }),
+                error: None,
+            })
+            .collect();
+        ClusterView {
+            cluster_id: MemberId(9),
+            members,
+            leader: Some(MemberId(1)),
+        }
+    }
+
+    #[test]
+    fn members_and_learners_far_behind_the_leader_are_a_progress_warning() {
+        let options = CheckOptions {
+            max_raft_index_gap: 100,
+            ..CheckOptions::default()
+        };
+        let close = progress_finding(
+            &view_with_indexes(&[(1, false, 1000), (2, false, 990)]),
+            &options,
+        );
+        assert_eq!(close.severity, Severity::Ok, "{close:?}");
+        assert!(
+            close.message.contains("within 10 raft entries"),
+            "{close:?}"
+        );
+        let far = progress_finding(
+            &view_with_indexes(&[(1, false, 1000), (2, false, 800), (3, true, 10)]),
+            &options,
+        );
+        assert_eq!(far.severity, Severity::Warning);
+        assert!(
+            far.message.contains("2 (m2) is 200 entries behind"),
+            "{far:?}"
+        );
+        assert!(
+            far.message.contains("learner 3 is 990 entries behind"),
+            "{far:?}"
+        );
+    }
+
+    #[test]
+    fn set_finding_replaces_by_name_and_judges_again() {
+        let mut report = CheckReport {
+            verdict: Severity::Ok,
+            findings: vec![finding("quorum", Severity::Ok, "fine".into())],
+            cluster_id: MemberId(9),
+            leader: None,
+            cluster: view_with_indexes(&[(1, false, 1)]),
+            alarms: vec![],
+            alarms_error: None,
+            hashkv: None,
+            certificates: vec![],
+            metrics: vec![],
+        };
+        report.set_finding(finding("backup", Severity::Warning, "old".into()));
+        assert_eq!(report.verdict, Severity::Warning);
+        report.set_finding(finding("backup", Severity::Ok, "fresh".into()));
+        assert_eq!(report.findings.len(), 2);
+        assert_eq!(report.verdict, Severity::Ok);
     }
 }

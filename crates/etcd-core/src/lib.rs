@@ -78,7 +78,11 @@ pub use auth::{
     role_revoke_permission, user_add, user_delete, user_get, user_grant_role, user_list,
     user_passwd, user_revoke_role,
 };
-pub use check::{CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding, Severity, check};
+pub use check::{
+    CertificateRole, CertificateStatus, CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding,
+    Latency, MemberMetrics, Severity, certificates_finding, check, churn_finding, latency_finding,
+    parse_metrics,
+};
 pub use client::Client;
 pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
 pub use config::{

@@ -41,7 +41,10 @@ fn invalid_pem(source: &PemSource, what: &'static str, reason: impl Into<String>
     }
 }
 
-fn load_certs(source: &PemSource, what: &'static str) -> Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn load_certs(
+    source: &PemSource,
+    what: &'static str,
+) -> Result<Vec<CertificateDer<'static>>> {
     let pem = read_pem(source, what)?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<std::result::Result<Vec<_>, _>>()
@@ -149,6 +152,116 @@ fn finish(
     };
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// [`client_config`] for HTTP/1.1 requests (etcd's `/metrics`): the same trust and identity,
+/// without the `h2` protocol offer, so the server answers in HTTP/1.
+pub(crate) fn http1_client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>> {
+    let mut config = (*client_config(settings)?).clone();
+    config.alpn_protocols.clear();
+    Ok(Arc::new(config))
+}
+
+/// The certificate chain the server at `host_port` presents (end entity first), read from a
+/// TLS handshake that accepts any certificate: this looks at what is served, it trusts
+/// nothing. The client identity is offered when configured; a server that then refuses the
+/// handshake has still shown its certificate, which is what is returned.
+pub(crate) async fn served_certificates(
+    settings: &TlsSettings,
+    host: &str,
+    host_port: &str,
+    limit: std::time::Duration,
+) -> std::result::Result<Vec<CertificateDer<'static>>, String> {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorder = Arc::new(RecordServerCert {
+        inner: AcceptAnyServerCert(provider()),
+        seen: seen.clone(),
+    });
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(recorder);
+    let config = match &settings.identity {
+        Some(identity) => {
+            let certs =
+                load_certs(&identity.cert, "client certificate").map_err(|e| e.to_string())?;
+            let key = load_key(&identity.key).map_err(|e| e.to_string())?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| e.to_string())?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let name = server_name(settings, host).map_err(|e| e.to_string())?;
+    let handshake = async {
+        let tcp = tokio::net::TcpStream::connect(host_port)
+            .await
+            .map_err(|e| format!("cannot connect: {e}"))?;
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map(drop)
+            .map_err(|e| format!("TLS handshake failed: {e}"))
+    };
+    let outcome = tokio::time::timeout(limit, handshake)
+        .await
+        .unwrap_or_else(|_| Err(format!("no TLS handshake within {limit:?}")));
+    let chain = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    match (chain.is_empty(), outcome) {
+        (false, _) => Ok(chain),
+        (true, Err(e)) => Err(e),
+        (true, Ok(())) => Err("the server presented no certificate".into()),
+    }
+}
+
+/// Accepts any server certificate (see [`AcceptAnyServerCert`]) and keeps a copy of it.
+#[derive(Debug)]
+struct RecordServerCert {
+    inner: AcceptAnyServerCert,
+    seen: Arc<std::sync::Mutex<Vec<CertificateDer<'static>>>>,
+}
+
+impl ServerCertVerifier for RecordServerCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, tokio_rustls::rustls::Error> {
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = std::iter::once(end_entity)
+                .chain(intermediates)
+                .map(|c| c.clone().into_owned())
+                .collect();
+        }
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// The name to check the server certificate against: the override, else the endpoint host.

@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod downgrade;
 pub mod error;
 pub mod guard;

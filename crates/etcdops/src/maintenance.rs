@@ -1,6 +1,6 @@
 //! Maintenance workflows: the rolling defragmentation (guarded: OpenShift's
 //! cluster-etcd-operator owns defragmentation there), compaction, alarms, moving leadership
-//! and the `check` report. Each takes a [`Client`], so a front-end running several of them
+//! (the `check` report is [`crate::check`]). Each takes a [`Client`], so a front-end running several of them
 //! connects to each member once, and a typed request that module arguments deserialize into
 //! ([`MaintenanceRequest`] for `etcd_maintenance`).
 //!
@@ -20,8 +20,7 @@
 //! ```
 
 use etcd_core::{
-    Alarm, AlarmDisarmResult, CheckReport, Client, CompactResult, DefragReport, MoveLeaderResult,
-    Targets,
+    Alarm, AlarmDisarmResult, Client, CompactResult, DefragReport, MoveLeaderResult, Targets,
 };
 use serde::{Deserialize, Serialize};
 
@@ -150,12 +149,6 @@ pub async fn alarm_disarm(
 /// member); with `dry_run`, only checks.
 pub async fn move_leader(client: &Client, request: &MoveLeaderRequest) -> Result<MoveLeaderResult> {
     Ok(client.move_leader(request).await?)
-}
-
-/// One report of the cluster with a verdict (ok, warning, critical), over one connection per
-/// member.
-pub async fn check(client: &Client, options: &CheckOptions) -> Result<CheckReport> {
-    Ok(client.check(options).await?)
 }
 
 /// The `etcd_maintenance` module's arguments: one request, chosen by `action`.

@@ -194,7 +194,7 @@ fn bad_input_is_refused_in_ansible_words() {
         "endpoints": endpoints, "fail_on": ["alarm", "sick"]}));
     assert_eq!(
         msg,
-        "fail_on: 'sick' is not one of unhealthy, alarm, inconsistent"
+        "fail_on: 'sick' is not one of unhealthy, alarm, inconsistent, certificates, backup, latency"
     );
     let msg = message(json!({"module": "etcd.core.etcd_maintenance",
         "endpoints": endpoints, "action": "defragment"}));

@@ -19,6 +19,8 @@ mod auth;
 mod backup_run;
 mod backup_run_safety;
 mod backup_run_seams;
+mod check_backup;
+mod check_findings;
 mod cluster_ops;
 mod compat_access;
 mod compat_endpoint;

@@ -3,13 +3,14 @@
 
 use anyhow::Result;
 use etcd_core::{
-    Alarm, AlarmDisarmResult, AlarmList, CheckReport, Client, ClusterConfig, CompactResult,
-    CompactTarget, DefragReport, MoveLeaderResult, Severity, VersionReport, own_version, version,
+    Alarm, AlarmDisarmResult, AlarmList, Client, ClusterConfig, CompactResult, CompactTarget,
+    DefragReport, MoveLeaderResult, Severity, VersionReport, own_version, version,
 };
+use etcdops::check::{CheckRequest, CheckResult, check};
 use etcdops::guard::Guards;
 use etcdops::maintenance::{
     AlarmDisarmRequest, CheckOptions, CompactRequest, DefragRequest, MoveLeaderRequest,
-    alarm_disarm, check, compact, defrag, move_leader,
+    alarm_disarm, compact, defrag, move_leader,
 };
 use serde_json::{Map, Value};
 
@@ -121,16 +122,37 @@ pub async fn run_compact(
 pub async fn run_check(
     config: &ClusterConfig,
     args: &CheckArgs,
+    platform_root: Option<&std::path::Path>,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    let options = CheckOptions {
-        quota_bytes: args.quota_bytes.map(|b| b as i64),
-        defrag_min_bytes: args.defrag_min_bytes as i64,
-        ..CheckOptions::default()
+    let request = CheckRequest {
+        options: CheckOptions {
+            quota_bytes: args.quota_bytes.map(|b| b as i64),
+            defrag_min_bytes: args.defrag_min_bytes as i64,
+            cert_warn_days: args.cert_warn_days,
+            cert_critical_days: args.cert_critical_days,
+            metrics_urls: args.metrics_urls.clone(),
+            skip_metrics: args.skip_metrics,
+            fsync_p99_warn_ms: args.fsync_p99_warn_ms,
+            commit_p99_warn_ms: args.commit_p99_warn_ms,
+            latency_min_samples: args.latency_min_samples,
+            max_leader_changes: args.max_leader_changes,
+            max_failed_proposals: args.max_failed_proposals,
+            max_slow_applies: args.max_slow_applies,
+            max_raft_index_gap: args.max_raft_index_gap,
+            ..CheckOptions::default()
+        },
+        store: args.store.clone(),
+        store_settings: super::snapshot::settings(&args.store_flags),
+        identity: super::snapshot::identity_settings(&args.identity),
+        max_backup_age: args.max_backup_age,
+        skip_backup_verify: args.skip_backup_verify,
+        platform_root: platform_root.map(std::path::Path::to_path_buf),
+        data_dir: args.data_dir.clone(),
     };
-    let report = check(&Client::new(config.clone()), &options).await?;
-    let verdict = report.verdict;
-    print(format, &CheckView(report))?;
+    let result = check(&Client::new(config.clone()), &request).await?;
+    let verdict = result.report.verdict;
+    print(format, &CheckView(result))?;
     Ok(match verdict {
         Severity::Ok => ExitStatus::Success,
         Severity::Warning => ExitStatus::Failure,
@@ -140,7 +162,7 @@ pub async fn run_check(
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-struct CheckView(CheckReport);
+struct CheckView(CheckResult);
 
 impl Render for CheckView {
     fn headers(&self) -> Vec<&'static str> {
@@ -148,6 +170,7 @@ impl Render for CheckView {
     }
     fn rows(&self) -> Vec<Vec<String>> {
         self.0
+            .report
             .findings
             .iter()
             .map(|f| {
@@ -162,11 +185,12 @@ impl Render for CheckView {
     fn simple_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
             .0
+            .report
             .findings
             .iter()
             .map(|f| format!("{}: {}: {}", severity_name(f.severity), f.check, f.message))
             .collect();
-        lines.push(format!("verdict: {}", severity_name(self.0.verdict)));
+        lines.push(format!("verdict: {}", severity_name(self.0.report.verdict)));
         lines
     }
 }

@@ -12,6 +12,58 @@ pub struct CheckArgs {
     /// Report a defrag as worthwhile when at least this many bytes would be reclaimed
     #[arg(long, value_parser = byte_size, value_name = "SIZE", default_value = "64MiB")]
     pub defrag_min_bytes: usize,
+    /// A certificate expiring within this many days is a warning
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub cert_warn_days: i64,
+    /// A certificate expiring within this many days (or expired) is critical
+    #[arg(long, value_name = "DAYS", default_value_t = 7)]
+    pub cert_critical_days: i64,
+    /// Read the members' metrics here (their --listen-metrics-urls) instead of at their
+    /// client URLs, comma-separated
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
+    pub metrics_urls: Vec<String>,
+    /// Read no /metrics: no latency and churn findings
+    #[arg(long, conflicts_with = "metrics_urls")]
+    pub skip_metrics: bool,
+    /// WAL fsync p99 above this many milliseconds is a warning (etcd's guidance: 10)
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub fsync_p99_warn_ms: f64,
+    /// Backend commit p99 above this many milliseconds is a warning (etcd's guidance: 25)
+    #[arg(long, value_name = "MS", default_value_t = 25.0)]
+    pub commit_p99_warn_ms: f64,
+    /// Judge a latency histogram only from this many operations on
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub latency_min_samples: u64,
+    /// More leader changes than this since a member started is a warning
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_leader_changes: u64,
+    /// More failed proposals than this since a member started is a warning
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_failed_proposals: u64,
+    /// More slow applies than this since a member started is a warning
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_slow_applies: u64,
+    /// A member (or learner) this many raft entries behind the leader is a warning
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub max_raft_index_gap: u64,
+    /// The store holding this cluster's backups (s3://, gs://, az://, file:// or a dir):
+    /// its newest complete backup must be recent and verify
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// The newest backup older than this (e.g. 26h) is a warning, twice as old critical
+    #[arg(long, value_parser = duration, value_name = "DURATION", requires = "store")]
+    pub max_backup_age: Option<Duration>,
+    /// Judge the newest backup from its manifest only, without downloading it to verify it
+    #[arg(long, requires = "store")]
+    pub skip_backup_verify: bool,
+    /// This member's data dir on this host, for the disk finding [default: the detected
+    /// platform's]
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+    #[command(flatten)]
+    pub identity: IdentityFlags,
 }
 
 /// `etcdops move-leader`.
@@ -217,6 +269,60 @@ mod tests {
             "health"
         ]));
         assert!(!endpoint_cluster(&["endpoint", "status"]));
+    }
+
+    #[test]
+    fn check_thresholds_parse_with_etcds_guidance_as_defaults() {
+        let check = |args: &[&str]| match parse(args) {
+            Command::Check(check) => check,
+            other => panic!("parsed as {other:?}"),
+        };
+        let defaults = check(&["check"]);
+        assert_eq!(
+            (defaults.cert_warn_days, defaults.cert_critical_days),
+            (30, 7)
+        );
+        assert_eq!(defaults.fsync_p99_warn_ms, 10.0);
+        assert_eq!(defaults.commit_p99_warn_ms, 25.0);
+        assert!(defaults.metrics_urls.is_empty() && defaults.store.is_none());
+        let given = check(&[
+            "check",
+            "--metrics-urls",
+            "http://a:2381,http://b:2381",
+            "--fsync-p99-warn-ms",
+            "7.5",
+            "--store",
+            "s3://bucket",
+            "--max-backup-age",
+            "26h",
+            "--skip-backup-verify",
+            "--data-dir",
+            "/var/lib/etcd",
+        ]);
+        assert_eq!(given.metrics_urls, ["http://a:2381", "http://b:2381"]);
+        assert_eq!(given.fsync_p99_warn_ms, 7.5);
+        assert_eq!(given.max_backup_age, Some(Duration::from_secs(26 * 3600)));
+        assert!(given.skip_backup_verify);
+        assert_eq!(given.data_dir, Some(PathBuf::from("/var/lib/etcd")));
+        // A backup age without a store, and metrics both skipped and given, are refused.
+        let refused = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("etcdops").chain(args.iter().copied())).is_err()
+        };
+        assert!(refused(&["check", "--max-backup-age", "1h"]));
+        assert!(refused(&[
+            "check",
+            "--skip-metrics",
+            "--metrics-urls",
+            "http://a"
+        ]));
+        assert!(refused(&["check", "--cert-warn-days", "soon"]));
+        assert!(refused(&[
+            "check",
+            "--store",
+            "s3://b",
+            "--max-backup-age",
+            "soon"
+        ]));
     }
 
     #[test]

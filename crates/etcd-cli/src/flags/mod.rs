@@ -423,8 +423,10 @@ pub enum Command {
     /// runs a command per event with etcdctl's ETCD_WATCH_* variables.
     Watch(WatchArgs),
     /// One report: quorum, leader, unhealthy members, alarms, KV hash agreement, db size
-    /// against quota, fragmentation, version skew, learners. Exit code 0 healthy, 1 warnings,
-    /// 2 critical.
+    /// against quota, fragmentation, version skew, learners, raft progress, certificates
+    /// (client, served, on this host's disk), disk latency and churn from /metrics; with
+    /// --store the newest backup's age and soundness, with --data-dir (or a detected member)
+    /// free disk space. Exit code 0 healthy, 1 warnings, 2 critical.
     Check(CheckArgs),
     /// Leases, read-only: list them with TTLs and key counts, or one lease's TTL and keys.
     #[command(subcommand)]

@@ -3,11 +3,12 @@
 //! what was found into failures (`etcd_cluster_info`'s `fail_on`).
 
 use etcd_core::{
-    Alarm, CheckOptions, CheckReport, ClusterConfig, Finding, HashKvReport, MemberId, MemberState,
-    Severity, check,
+    Alarm, CheckReport, Client, ClusterConfig, Finding, HashKvReport, MemberId, MemberState,
+    Severity,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::check::{BackupFreshness, CheckRequest, CheckResult, DiskSpace, check};
 use crate::error::Result;
 
 /// A condition that fails the cluster info.
@@ -20,16 +21,25 @@ pub enum FailOn {
     Alarm,
     /// The members' KV hashes disagree, or could not all be read.
     Inconsistent,
+    /// The `certificates` finding is a warning or worse (expiring, wrong SANs, unreadable).
+    Certificates,
+    /// The `backup` finding is a warning or worse (old, missing, not verifying).
+    Backup,
+    /// The `latency` or `churn` finding is a warning or worse (slow disk, leader changes,
+    /// failed proposals, slow applies).
+    Latency,
 }
 
 /// What to read, and what fails it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct ClusterInfoRequest {
     /// The conditions that fail it.
     #[serde(default)]
     pub fail_on: Vec<FailOn>,
-    /// The backend quota, for the db size findings (default: the member's, or etcd's).
-    pub quota_bytes: Option<i64>,
+    /// What `check` looks at, with its thresholds (the quota, certificates, latency, the
+    /// backup store).
+    #[serde(flatten)]
+    pub check: CheckRequest,
 }
 
 /// The cluster at a glance.
@@ -53,6 +63,16 @@ pub struct ClusterInfo {
     pub verdict: Severity,
     /// Every finding of `check`.
     pub findings: Vec<Finding>,
+    /// The certificates looked at.
+    pub certificates: Vec<etcd_core::CertificateStatus>,
+    /// What each member's `/metrics` says.
+    pub metrics: Vec<etcd_core::MemberMetrics>,
+    /// The newest backup of the cluster, when a store was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupFreshness>,
+    /// Free space for the data dir, when one was given or detected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskSpace>,
     /// `N of M members healthy, leader L, verdict V`.
     #[serde(skip)]
     pub summary: String,
@@ -66,16 +86,18 @@ pub async fn cluster_info(
     config: &ClusterConfig,
     request: &ClusterInfoRequest,
 ) -> Result<ClusterInfo> {
-    let options = CheckOptions {
-        quota_bytes: request.quota_bytes,
-        ..CheckOptions::default()
-    };
-    let report = check(config, &options).await?;
-    Ok(summarize(report, &request.fail_on))
+    let result = check(&Client::new(config.clone()), &request.check).await?;
+    Ok(summarize(result, &request.fail_on))
 }
 
-/// The info of `report`, failed by `fail_on`.
-fn summarize(report: CheckReport, fail_on: &[FailOn]) -> ClusterInfo {
+/// The info of `result`, failed by `fail_on`.
+fn summarize(result: CheckResult, fail_on: &[FailOn]) -> ClusterInfo {
+    let CheckResult {
+        report,
+        backup,
+        disk,
+        ..
+    } = result;
     let healthy = report.cluster.members.iter().all(|m| m.healthy);
     let consistent = report.hashkv.as_ref().is_some_and(|h| h.all_agree);
     let failures = fail_on
@@ -106,6 +128,10 @@ fn summarize(report: CheckReport, fail_on: &[FailOn]) -> ClusterInfo {
         consistent,
         verdict: report.verdict,
         findings: report.findings,
+        certificates: report.certificates,
+        metrics: report.metrics,
+        backup,
+        disk,
         summary,
         failures,
     }
@@ -153,8 +179,22 @@ fn failure(
         FailOn::Inconsistent if !consistent => {
             Some("members' KV hashes disagree (or could not all be read)".into())
         }
+        FailOn::Certificates => findings_failing(report, &["certificates"]),
+        FailOn::Backup => findings_failing(report, &["backup"]),
+        FailOn::Latency => findings_failing(report, &["latency", "churn"]),
         _ => None,
     }
+}
+
+/// The messages of the `checks` findings that are a warning or worse, if any.
+fn findings_failing(report: &CheckReport, checks: &[&str]) -> Option<String> {
+    let failing: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| checks.contains(&f.check) && f.severity >= Severity::Warning)
+        .map(|f| format!("{}: {}", f.check, f.message))
+        .collect();
+    (!failing.is_empty()).then(|| failing.join("; "))
 }
 
 #[cfg(test)]
@@ -163,7 +203,7 @@ mod tests {
 
     use super::*;
 
-    fn report(alarms: Vec<Alarm>, alarms_error: Option<&str>, healthy: bool) -> CheckReport {
+    fn report(alarms: Vec<Alarm>, alarms_error: Option<&str>, healthy: bool) -> CheckResult {
         let member = |id: u64, healthy: bool| MemberState {
             member: Member {
                 id: MemberId(id),
@@ -178,7 +218,7 @@ mod tests {
             status: None,
             error: (!healthy).then(|| "connection refused".to_string()),
         };
-        CheckReport {
+        let report = CheckReport {
             verdict: Severity::Warning,
             findings: Vec::new(),
             cluster_id: MemberId(9),
@@ -191,7 +231,42 @@ mod tests {
             alarms,
             alarms_error: alarms_error.map(str::to_string),
             hashkv: None,
+            certificates: Vec::new(),
+            metrics: Vec::new(),
+        };
+        CheckResult {
+            report,
+            platform: None,
+            backup: None,
+            disk: None,
         }
+    }
+
+    #[test]
+    fn fail_on_certificates_backup_and_latency_follow_their_findings() {
+        let mut result = report(Vec::new(), None, true);
+        let add = |r: &mut CheckResult, check: &'static str, severity: Severity| {
+            r.report.set_finding(Finding {
+                check,
+                severity,
+                message: format!("{check} said so"),
+            });
+        };
+        add(&mut result, "certificates", Severity::Critical);
+        add(&mut result, "backup", Severity::Ok);
+        add(&mut result, "latency", Severity::Ok);
+        add(&mut result, "churn", Severity::Warning);
+        let info = summarize(
+            result,
+            &[FailOn::Certificates, FailOn::Backup, FailOn::Latency],
+        );
+        assert_eq!(
+            info.failures,
+            vec![
+                "certificates: certificates said so".to_string(),
+                "churn: churn said so".to_string(),
+            ]
+        );
     }
 
     #[test]
