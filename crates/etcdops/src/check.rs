@@ -17,8 +17,9 @@ use etcd_snapshot::{
 };
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::snapshot::{IdentitySettings, StoreSettings};
+use etcd_common::{Hint, OptionId};
 
 /// What to check beyond the cluster itself, with every threshold.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -109,6 +110,7 @@ pub struct CheckResult {
 /// disk (when the etcd detected here is one of the cluster's members), the `backup` finding
 /// (with a store) and the `disk` finding (with a data dir, given or detected).
 pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResult> {
+    validate(request)?;
     let mut report = client.check(&request.options).await?;
     let root = request
         .platform_root
@@ -151,6 +153,38 @@ pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResul
         backup,
         disk,
     })
+}
+
+const CERT_WARN_DAYS: OptionId = OptionId::value("cert_warn_days");
+const CERT_CRITICAL_DAYS: OptionId = OptionId::value("cert_critical_days");
+const MAX_BACKUP_AGE: OptionId = OptionId::value("max_backup_age");
+
+/// Refuses thresholds that would judge nonsense (before anything is read): a warning
+/// threshold below the critical one, negative days, a zero maximum backup age.
+fn validate(request: &CheckRequest) -> Result<()> {
+    let o = &request.options;
+    if o.cert_critical_days < 0 || o.cert_warn_days < 0 {
+        return Err(Error::invalid(
+            "certificate thresholds are days before expiry and cannot be negative; give 0 or more",
+            Some(Hint::any_of(&[CERT_WARN_DAYS, CERT_CRITICAL_DAYS])),
+        ));
+    }
+    if o.cert_warn_days < o.cert_critical_days {
+        return Err(Error::invalid(
+            format!(
+                "the certificate warning threshold ({} days) is below the critical one ({} days): the warning must come first; give a warning threshold of at least {} days",
+                o.cert_warn_days, o.cert_critical_days, o.cert_critical_days
+            ),
+            Some(Hint::any_of(&[CERT_WARN_DAYS, CERT_CRITICAL_DAYS])),
+        ));
+    }
+    if request.max_backup_age.is_some_and(|age| age.as_secs() == 0) {
+        return Err(Error::invalid(
+            "a maximum backup age under one second would judge every backup stale; give one like 26h",
+            Some(Hint::option(MAX_BACKUP_AGE)),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether the etcd detected on this host is a member of the checked cluster (one of its
@@ -338,6 +372,9 @@ fn finding(severity: Severity, message: String) -> Finding {
     }
 }
 
+/// How far in the future a backup's stamp may be before clocks are called wrong.
+const CLOCK_SKEW_SECONDS: i64 = 300;
+
 /// The `backup` finding: critical when it does not verify or is more than twice the age
 /// allowed, a warning when older than allowed or when it could not be verified.
 fn judge_backup(
@@ -375,6 +412,19 @@ fn judge_backup(
         Some(true) => " and verifies",
         _ => "",
     };
+    let ahead = -freshness.age_seconds.unwrap_or_default();
+    if ahead > CLOCK_SKEW_SECONDS {
+        // A stamp from the future would read as fresh forever (and hide newer backups).
+        return finding(
+            Severity::Warning,
+            format!(
+                "the newest backup of the cluster, {} (revision {}), is stamped {} in the future: a clock is wrong (this host's or the backup writer's), so its age cannot be judged; fix the clocks{unverified}",
+                freshness.object.as_deref().unwrap_or("?"),
+                freshness.revision.unwrap_or_default(),
+                human(ahead)
+            ),
+        );
+    }
     let Some(max_age) = max_age else {
         return finding(
             severity,

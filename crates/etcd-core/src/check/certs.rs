@@ -55,6 +55,10 @@ pub struct CertificateStatus {
     /// the member by those URLs fail to verify it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_sans: Vec<String>,
+    /// When it becomes valid, only when that is still to come: until then every peer
+    /// rejects it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_yet_valid_until: Option<String>,
     /// Why it could not be read (then the other fields are empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -71,6 +75,7 @@ impl CertificateStatus {
             days_left: 0,
             sans: Vec::new(),
             missing_sans: Vec::new(),
+            not_yet_valid_until: None,
             error: Some(error),
         }
     }
@@ -81,7 +86,9 @@ impl CertificateStatus {
             return CertificateStatus::unreadable(role, source, "not an X.509 certificate".into());
         };
         let not_after = cert.validity().not_after;
-        let left = not_after.timestamp() - ASN1Time::now().timestamp();
+        let not_before = cert.validity().not_before;
+        let now = ASN1Time::now().timestamp();
+        let left = not_after.timestamp() - now;
         CertificateStatus {
             role,
             source,
@@ -91,6 +98,7 @@ impl CertificateStatus {
             days_left: left.div_euclid(DAY),
             sans: sans_of(&cert),
             missing_sans: Vec::new(),
+            not_yet_valid_until: (not_before.timestamp() > now).then(|| not_before.to_string()),
             error: None,
         }
     }
@@ -263,6 +271,12 @@ pub fn certificates_finding(certs: &[CertificateStatus], options: &CheckOptions)
             continue;
         }
         let days = c.days_left;
+        if let Some(from) = &c.not_yet_valid_until {
+            severity = Severity::Critical;
+            notes.push(format!(
+                "{what} is NOT valid before {from}: every peer rejects it until then; check this host's clock and the issuer's, or reissue it"
+            ));
+        }
         if days < 0 {
             severity = Severity::Critical;
             notes.push(format!(
@@ -334,6 +348,7 @@ mod tests {
             days_left,
             sans: vec!["IP:127.0.0.1".into()],
             missing_sans: missing.iter().map(|s| s.to_string()).collect(),
+            not_yet_valid_until: None,
             error: None,
         }
     }
@@ -379,5 +394,39 @@ mod tests {
         assert!(!san_covers(&sans, "a.m0.etcd.example"));
         assert!(!san_covers(&sans, "etcd.example"));
         assert!(!san_covers(&sans, "10.0.0.1"));
+    }
+
+    /// A self-signed certificate valid from `from` to `until` (years), as DER.
+    fn self_signed(from: i32, until: i32) -> Vec<u8> {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(from, 1, 1);
+        params.not_after = rcgen::date_time_ymd(until, 1, 1);
+        params.self_signed(&key).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn a_certificate_not_yet_valid_is_critical_and_an_expired_one_too() {
+        let options = CheckOptions::default();
+        let future = CertificateStatus::from_der(
+            CertificateRole::OnDisk,
+            "future.crt".into(),
+            &self_signed(2200, 2201),
+        );
+        assert!(future.days_left > 30, "{future:?}");
+        assert!(future.not_yet_valid_until.is_some(), "{future:?}");
+        let f = certificates_finding(std::slice::from_ref(&future), &options);
+        assert_eq!(f.severity, Severity::Critical, "{f:?}");
+        assert!(f.message.contains("NOT valid before"), "{f:?}");
+        let expired = CertificateStatus::from_der(
+            CertificateRole::OnDisk,
+            "old.crt".into(),
+            &self_signed(2000, 2001),
+        );
+        assert!(expired.days_left < -3000, "{expired:?}");
+        assert_eq!(expired.not_yet_valid_until, None);
+        let f = certificates_finding(&[expired], &options);
+        assert_eq!(f.severity, Severity::Critical, "{f:?}");
+        assert!(f.message.contains("EXPIRED"), "{f:?}");
     }
 }

@@ -53,6 +53,17 @@ pub struct MemberMetrics {
     pub error: Option<String>,
 }
 
+impl MemberMetrics {
+    /// Whether any of the series judged here was found (an answer without any is not etcd's).
+    fn has_etcd_series(&self) -> bool {
+        self.wal_fsync.is_some()
+            || self.backend_commit.is_some()
+            || self.leader_changes.is_some()
+            || self.proposals_failed.is_some()
+            || self.slow_applies.is_some()
+    }
+}
+
 /// Summarizes a Prometheus text exposition (what etcd's `/metrics` answers).
 pub fn parse_metrics(member: &str, url: &str, text: &str) -> MemberMetrics {
     let mut buckets: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
@@ -62,7 +73,8 @@ pub fn parse_metrics(member: &str, url: &str, text: &str) -> MemberMetrics {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let Some((series, value)) = split_sample(line) else {
+        // A count cannot be NaN or infinite: such a sample is not one to judge from.
+        let Some((series, value)) = split_sample(line).filter(|(_, v)| v.is_finite()) else {
             continue;
         };
         let (name, labels) = match series.split_once('{') {
@@ -219,10 +231,18 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         .map_err(|e| format!("cannot send the request: {e}"))?;
     let mut answer = Vec::new();
     let read = (&mut stream)
-        .take(MAX_METRICS_BYTES)
+        .take(MAX_METRICS_BYTES + 1)
         .read_to_end(&mut answer)
         .await;
+    // A cut answer may end inside a histogram: never judged as if it were whole.
+    let too_big = || {
+        format!(
+            "the answer is larger than {} MiB: not etcd's metrics",
+            MAX_METRICS_BYTES >> 20
+        )
+    };
     match read {
+        Ok(_) if answer.len() as u64 > MAX_METRICS_BYTES => Err(too_big()),
         Ok(_) => Ok(answer),
         // A TLS server may close without close_notify; what arrived is complete when the
         // status line and headers are there and the body parses.
@@ -287,7 +307,20 @@ impl Client {
             let shown = etcd_common::redact_endpoint(url);
             let member = if member == url { &shown } else { member };
             match fetch(settings, url, limit).await {
-                Ok(text) => parse_metrics(member, &shown, &text),
+                Ok(text) => {
+                    let m = parse_metrics(member, &shown, &text);
+                    if m.has_etcd_series() {
+                        m
+                    } else {
+                        // Another service's page (or an empty one) is not "all fine".
+                        MemberMetrics {
+                            error: Some(
+                                "the answer holds none of etcd's disk and raft metrics".into(),
+                            ),
+                            ..m
+                        }
+                    }
+                }
                 Err(error) => MemberMetrics {
                     error: Some(error),
                     ..parse_metrics(member, &shown, "")
@@ -514,5 +547,20 @@ mod tests {
         );
         let err = body_of(b"HTTP/1.0 404 Not Found\r\n\r\n").unwrap_err();
         assert!(err.contains("404"), "{err}");
+    }
+
+    #[test]
+    fn nan_and_infinite_counts_are_not_judged_as_fine() {
+        let text = format!(
+            "{WAL_FSYNC}_bucket{{le=\"0.001\"}} NaN\n{WAL_FSYNC}_bucket{{le=\"+Inf\"}} +Inf\n\
+             {LEADER_CHANGES} NaN\n"
+        );
+        let m = parse_metrics("m0", "u", &text);
+        assert_eq!(m.wal_fsync, None, "{m:?}");
+        assert_eq!(m.leader_changes, None, "{m:?}");
+        assert!(!m.has_etcd_series());
+        let page = parse_metrics("m0", "u", "<html>not metrics</html>\nup 1\n");
+        assert!(!page.has_etcd_series());
+        assert!(parse_metrics("m0", "u", &format!("{SLOW_APPLIES} 0\n")).has_etcd_series());
     }
 }

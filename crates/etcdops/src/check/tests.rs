@@ -161,3 +161,38 @@ fn the_newest_complete_backup_of_this_cluster_counts_with_its_chain() {
     );
     assert!(newest_backup(&fulls, MemberId(0x123)).is_none());
 }
+
+#[test]
+fn a_backup_stamped_in_the_future_is_a_clock_warning_not_fresh() {
+    let hour = Some(Duration::from_secs(3600));
+    let f = judge_backup(&fresh(-2 * 86_400, Some(true)), hour, None);
+    assert_eq!(f.severity, Severity::Warning, "{f:?}");
+    assert!(f.message.contains("2d in the future"), "{f:?}");
+    // A few seconds ahead is ordinary skew between hosts: judged as fresh.
+    let f = judge_backup(&fresh(-5, Some(true)), hour, None);
+    assert_eq!(f.severity, Severity::Ok, "{f:?}");
+}
+
+#[test]
+fn nonsense_thresholds_are_refused_before_anything_is_read() {
+    let swapped = CheckRequest {
+        options: CheckOptions {
+            cert_warn_days: 7,
+            cert_critical_days: 30,
+            ..CheckOptions::default()
+        },
+        ..CheckRequest::default()
+    };
+    let e = validate(&swapped).unwrap_err().to_string();
+    assert!(e.contains("below the critical one"), "{e}");
+    let zero = CheckRequest {
+        max_backup_age: Some(Duration::ZERO),
+        ..CheckRequest::default()
+    };
+    assert!(validate(&zero).is_err());
+    let defaults = CheckRequest {
+        options: CheckOptions::default(),
+        ..CheckRequest::default()
+    };
+    assert!(validate(&defaults).is_ok());
+}
