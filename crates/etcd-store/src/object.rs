@@ -428,7 +428,13 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
     match endpoint {
         Some(endpoint) => {
             let endpoint = check_endpoint("s3_endpoint", endpoint, options.allow_http)?;
-            if options.s3_path_style {
+            // An endpoint by IP address has no host name to put the bucket in: path style
+            // is the only way to address it (as AWS's own SDKs fall back to it).
+            let by_ip = url::Url::parse(&endpoint)
+                .ok()
+                .and_then(|u| u.host().map(|h| !matches!(h, url::Host::Domain(_))))
+                .unwrap_or(false);
+            if options.s3_path_style || by_ip {
                 builder = builder
                     .with_endpoint(endpoint)
                     .with_virtual_hosted_style_request(false);

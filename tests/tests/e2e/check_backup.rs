@@ -38,7 +38,11 @@ fn age_backup(object: &Path, hours: i64) {
     std::fs::write(&manifest, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
 }
 
-fn backup_finding(cluster: &Cluster, store: &Path, max_age: &str) -> (i32, String, String, Value) {
+pub(crate) fn backup_finding(
+    cluster: &Cluster,
+    store: &Path,
+    max_age: &str,
+) -> (i32, String, String, Value) {
     let store = store.display().to_string();
     let run = crate::run(
         cluster,
