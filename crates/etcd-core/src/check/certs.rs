@@ -103,20 +103,55 @@ impl CertificateStatus {
         }
     }
 
-    /// Reads the first certificate of a PEM file (a platform's certificate on disk).
+    /// Reads the first certificate of a PEM (or DER) file (a platform's certificate on
+    /// disk). Only a regular file of a certificate's size is read: a FIFO or a device named
+    /// `*.crt` would block, a huge file would fill memory.
     pub fn from_file(role: CertificateRole, path: &Path) -> CertificateStatus {
         let source = path.display().to_string();
-        match std::fs::read(path) {
-            Ok(bytes) => from_pem(role, source, &bytes),
-            Err(e) => CertificateStatus::unreadable(role, source, format!("cannot read it: {e}")),
+        match read_small_file(path) {
+            Ok(bytes) if looks_like_pem(&bytes) => from_pem(role, source, &bytes),
+            Ok(bytes) => CertificateStatus::from_der(role, source, &bytes),
+            Err(e) => CertificateStatus::unreadable(role, source, e),
         }
     }
 }
 
+/// The most of a certificate file read (a chain of a dozen certificates is ~20 KiB).
+const MAX_CERT_FILE_BYTES: u64 = 1024 * 1024;
+
+fn read_small_file(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CERT_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_CERT_FILE_BYTES {
+        return Err(format!(
+            "it is larger than {} MiB: not a certificate file",
+            MAX_CERT_FILE_BYTES >> 20
+        ));
+    }
+    Ok(bytes)
+}
+
+fn looks_like_pem(bytes: &[u8]) -> bool {
+    bytes.windows(11).any(|w| w == b"-----BEGIN ")
+}
+
+/// The first `CERTIFICATE` block of a PEM text: bundles may put a key or parameters first,
+/// chains put the leaf first.
 fn from_pem(role: CertificateRole, source: String, pem: &[u8]) -> CertificateStatus {
-    match x509_parser::pem::parse_x509_pem(pem) {
-        Ok((_, pem)) => CertificateStatus::from_der(role, source, &pem.contents),
-        Err(_) => CertificateStatus::unreadable(role, source, "no PEM certificate in it".into()),
+    let first = x509_parser::pem::Pem::iter_from_buffer(pem)
+        .take(256)
+        .filter_map(Result::ok)
+        .find(|block| block.label == "CERTIFICATE");
+    match first {
+        Some(block) => CertificateStatus::from_der(role, source, &block.contents),
+        None => CertificateStatus::unreadable(role, source, "no PEM certificate in it".into()),
     }
 }
 
@@ -428,5 +463,81 @@ mod tests {
         let f = certificates_finding(&[expired], &options);
         assert_eq!(f.severity, Severity::Critical, "{f:?}");
         assert!(f.message.contains("EXPIRED"), "{f:?}");
+    }
+
+    fn pem_of(der: &[u8]) -> String {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            lines.join("\n")
+        )
+    }
+
+    #[test]
+    fn odd_files_on_disk_are_read_safely_or_said_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let der = self_signed(2020, 2200);
+        let read = |name: &str| {
+            CertificateStatus::from_file(CertificateRole::OnDisk, &dir.path().join(name))
+        };
+        // A bundle with the key first, then the leaf and a CA: the leaf is read.
+        let key =
+            "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n";
+        std::fs::write(
+            dir.path().join("bundle.crt"),
+            format!("{key}{}{}", pem_of(&der), pem_of(&self_signed(2020, 2300))),
+        )
+        .unwrap();
+        let bundle = read("bundle.crt");
+        assert_eq!(bundle.error, None, "{bundle:?}");
+        assert!(bundle.not_after.contains("2200"), "{bundle:?}");
+        // A DER-encoded .crt is a certificate too.
+        std::fs::write(dir.path().join("der.crt"), &der).unwrap();
+        assert_eq!(read("der.crt").error, None);
+        // A FIFO named *.crt would block a read forever.
+        let fifo = dir.path().join("fifo.crt");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let f = read("fifo.crt");
+        assert_eq!(
+            f.error.as_deref(),
+            Some("it is not a regular file"),
+            "{f:?}"
+        );
+        // A huge file is not read into memory.
+        let huge = std::fs::File::create(dir.path().join("huge.crt")).unwrap();
+        huge.set_len(64 << 20).unwrap();
+        let h = read("huge.crt");
+        assert!(
+            h.error
+                .as_deref()
+                .unwrap_or_default()
+                .contains("larger than"),
+            "{h:?}"
+        );
+        // A symlink loop: unreadable, said so.
+        std::os::unix::fs::symlink("loop.crt", dir.path().join("loop.crt")).unwrap();
+        let l = read("loop.crt");
+        assert!(
+            l.error
+                .as_deref()
+                .unwrap_or_default()
+                .contains("cannot read it"),
+            "{l:?}"
+        );
+        // Not a certificate at all.
+        std::fs::write(dir.path().join("text.crt"), "hello\n").unwrap();
+        assert!(read("text.crt").error.is_some());
     }
 }
