@@ -353,6 +353,12 @@ async fn verify(request: &CheckRequest, store: &etcd_store::Store, object: &str)
                 "it is encrypted and no identity was given to verify it".into(),
             );
         }
+        // Listed a moment ago, gone now: pruned (or replaced) while checked, not damaged.
+        Err(SnapshotError::Store(etcd_store::StoreError::NotFound { .. })) => {
+            return Verification::Unverifiable(
+                "it was deleted while being checked (a prune running?); check again".into(),
+            );
+        }
         Err(e) if unverifiable(&e) => return Verification::Unverifiable(e.to_string()),
         Err(e) => return Verification::Failed(e.to_string()),
     }

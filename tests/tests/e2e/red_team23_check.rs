@@ -350,3 +350,62 @@ fn half_written_foreign_objectless_and_future_backups_are_judged_right() {
     assert_eq!((code, severity.as_str()), (1, "warning"), "{message}");
     assert!(message.contains("in the future"), "{message}");
 }
+
+#[test]
+fn cluster_info_refuses_nonsense_and_never_shows_store_secrets() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let dead = free_port();
+    let base = serde_json::json!({"endpoints": cluster.client_urls(), "skip_metrics": true});
+    let with = |extra: Value| {
+        let mut args = base.clone();
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args
+    };
+    let tasks = serde_json::json!([
+        {"etcd.core.etcd_cluster_info": with(serde_json::json!({
+            "cert_warn_days": 7, "cert_critical_days": 30})),
+         "register": "swapped", "ignore_errors": true},
+        {"etcd.core.etcd_cluster_info": with(serde_json::json!({"fail_on": ["bogus"]})),
+         "register": "unknown", "ignore_errors": true},
+        {"etcd.core.etcd_cluster_info": with(serde_json::json!({
+            "store": cluster.dir().display().to_string(), "max_backup_age": "0s"})),
+         "register": "zero", "ignore_errors": true},
+        // Credentials in the store URL, the S3 endpoint down, fail_on backup: a failure
+        // whose message and fields never carry the password.
+        {"etcd.core.etcd_cluster_info": with(serde_json::json!({
+            "store": "s3://AKIAEXAMPLE:hunter2@bucket/etcd",
+            "s3_endpoint": format!("http://127.0.0.1:{dead}"), "allow_http": true,
+            "max_backup_age": "1h", "fail_on": ["backup"]})),
+         "register": "creds", "ignore_errors": true},
+        {"ansible.builtin.debug": {"var": "creds"}},
+        {"ansible.builtin.assert": {"that": [
+            "swapped is failed",
+            "'below the critical one' in swapped.msg",
+            "'cert_warn_days' in swapped.msg",
+            "'Traceback' not in (swapped | string)",
+            "unknown is failed",
+            "'fail_on' in unknown.msg and 'bogus' in unknown.msg",
+            "zero is failed",
+            "'max_backup_age' in zero.msg",
+            "creds is failed",
+            "'backup: ' in creds.msg",
+            "'hunter2' not in (creds | to_json)",
+        ]}},
+    ]);
+    let play =
+        serde_json::json!([{"hosts": "target", "gather_facts": false, "tasks": tasks}]).to_string();
+    let collection = etcdops_tests::Collection::install();
+    let played = collection.playbook(
+        &play,
+        "target ansible_connection=local\n",
+        &serde_json::json!({}),
+        &[],
+        &[],
+    );
+    assert_eq!(played.code, 0, "{played}");
+    assert!(played.stdout.contains("failed=0"), "{played}");
+    assert!(played.stdout.contains("ignored=4"), "{played}");
+    assert!(!played.stdout.contains("hunter2"), "{played}");
+}

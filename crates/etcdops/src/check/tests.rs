@@ -196,3 +196,23 @@ fn nonsense_thresholds_are_refused_before_anything_is_read() {
     };
     assert!(validate(&defaults).is_ok());
 }
+
+#[tokio::test]
+async fn a_backup_deleted_between_listing_and_verifying_is_not_called_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = CheckRequest::default();
+    let store = request
+        .store_settings
+        .open(&dir.path().display().to_string())
+        .unwrap();
+    let v = verify(
+        &request,
+        &store,
+        "etcd-1/20260101T000000.000Z-rev5-00000000.db.zst",
+    )
+    .await;
+    match v {
+        Verification::Unverifiable(why) => assert!(why.contains("deleted while"), "{why}"),
+        other => panic!("a vanished object is not a damaged one: {other:?}"),
+    }
+}
