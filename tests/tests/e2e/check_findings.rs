@@ -85,7 +85,8 @@ fn leaf(
             SanType::DnsName("localhost".try_into().unwrap()),
         ];
     }
-    let (y, m, d) = date_in(-1);
+    // Valid from yesterday (from before its end when that is past: an expired one).
+    let (y, m, d) = date_in((days_until - 2).min(-1));
     params.not_before = rcgen::date_time_ymd(y, m, d);
     let (y, m, d) = date_in(days_until);
     params.not_after = rcgen::date_time_ymd(y, m, d);
@@ -98,7 +99,7 @@ fn leaf(
 }
 
 /// Three TLS members, each serving its own certificate; killed on drop.
-struct TlsCluster {
+pub(crate) struct TlsCluster {
     children: Vec<Child>,
     endpoints: Vec<String>,
     ca: PathBuf,
@@ -119,6 +120,12 @@ impl TlsCluster {
     /// m0's certificate expires in 3 days, m1's in 20, m2's in a year but m2 also
     /// advertises `https://m2.etcd.invalid:PORT`, which its certificate does not name.
     fn start(version: EtcdVersion) -> TlsCluster {
+        TlsCluster::start_with_days(version, [4, 21, 366])
+    }
+
+    /// As [`TlsCluster::start`], each member's certificate ending `days` from today (a
+    /// member whose certificate has expired is not waited for: no client accepts it).
+    pub(crate) fn start_with_days(version: EtcdVersion, days: [i64; 3]) -> TlsCluster {
         let dir = tempfile::tempdir().unwrap();
         let ca_key = KeyPair::generate().unwrap();
         let mut ca_params = CertificateParams::default();
@@ -132,7 +139,6 @@ impl TlsCluster {
         std::fs::write(&ca, ca_cert.pem()).unwrap();
         let issuer = Issuer::new(ca_params, ca_key);
         let client = leaf(dir.path(), "client", &issuer, 401, false);
-        let days = [4, 21, 366];
         let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
         let initial = (0..3)
             .map(|i| format!("m{i}=http://127.0.0.1:{}", ports[i].1))
@@ -176,7 +182,11 @@ impl TlsCluster {
             client,
             _dir: dir,
         };
-        cluster.wait_healthy(version);
+        let valid: Vec<String> = (0..3)
+            .filter(|&i| days[i] > 0)
+            .map(|i| cluster.endpoints[i].clone())
+            .collect();
+        cluster.wait_healthy(version, &valid);
         cluster
     }
 
@@ -194,17 +204,12 @@ impl TlsCluster {
     }
 
     /// Polls etcdctl (the oracle of health) until every member answers, or panics.
-    fn wait_healthy(&self, version: EtcdVersion) {
+    fn wait_healthy(&self, version: EtcdVersion, endpoints: &[String]) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let out = Command::new(version.etcdctl())
                 .env("ETCDCTL_API", "3")
-                .args([
-                    "endpoint",
-                    "health",
-                    "--endpoints",
-                    &self.endpoints.join(","),
-                ])
+                .args(["endpoint", "health", "--endpoints", &endpoints.join(",")])
                 .arg(format!("--cacert={}", self.ca.display()))
                 .arg(format!("--cert={}", self.client.0.display()))
                 .arg(format!("--key={}", self.client.1.display()))
@@ -222,7 +227,7 @@ impl TlsCluster {
         }
     }
 
-    fn check(&self, rest: &[&str]) -> etcdops_tests::Run {
+    pub(crate) fn check(&self, rest: &[&str]) -> etcdops_tests::Run {
         let mut args = self.flags();
         args.extend(["check", "-w", "json", "--skip-metrics"].map(String::from));
         args.extend(rest.iter().map(|s| s.to_string()));

@@ -409,3 +409,25 @@ fn cluster_info_refuses_nonsense_and_never_shows_store_secrets() {
     assert!(played.stdout.contains("ignored=4"), "{played}");
     assert!(!played.stdout.contains("hunter2"), "{played}");
 }
+
+#[test]
+fn a_member_whose_serving_certificate_expired_is_a_critical_certificate_finding() {
+    let cluster = crate::check_findings::TlsCluster::start_with_days(
+        etcdops_tests::EtcdVersion::from_env(),
+        [-3, 400, 400],
+    );
+    let run = cluster.check(&[]);
+    let report = run.json();
+    let f = findings(&report);
+    // No client accepts m0: the members finding says so...
+    assert_eq!(f["members"].0, "warning", "{:?}", f["members"]);
+    // ...and the certificates finding says why: its certificate expired.
+    let (severity, message) = &f["certificates"];
+    assert_eq!(severity, "critical", "{message}");
+    assert!(
+        message.contains("member m0's serving certificate"),
+        "{message}"
+    );
+    assert!(message.contains("EXPIRED"), "{message}");
+    run.expect_code(2);
+}

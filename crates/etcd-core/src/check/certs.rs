@@ -232,55 +232,55 @@ impl Client {
             });
         }
         let limit = self.config().dial_timeout;
-        // A member that did not answer is the `members` finding's; its certificate is read
-        // once it answers again.
-        let served = view
-            .members
-            .iter()
-            .filter(|m| m.status.is_some())
-            .filter_map(|m| {
-                let endpoint = m.endpoint.as_ref()?;
-                if !endpoint.starts_with("https://") {
-                    return None;
-                }
-                let (host, host_port) = host_and_port(endpoint)?;
-                Some(async move {
-                    let chain = tls::served_certificates(settings, &host, &host_port, limit).await;
-                    let mut status = match chain {
-                        Ok(chain) => CertificateStatus::from_der(
-                            CertificateRole::Serving,
-                            endpoint.clone(),
-                            chain
-                                .first()
-                                .map(CertificateDer::as_ref)
-                                .unwrap_or_default(),
-                        ),
-                        Err(e) => CertificateStatus::unreadable(
-                            CertificateRole::Serving,
-                            endpoint.clone(),
-                            e,
-                        ),
-                    };
-                    status.member = Some(if m.member.name.is_empty() {
-                        m.member.id.to_string()
-                    } else {
-                        m.member.name.clone()
-                    });
-                    if status.error.is_none() {
-                        status.missing_sans = m
-                            .member
-                            .client_urls
-                            .iter()
-                            .filter_map(|u| host_and_port(u).map(|(h, _)| h))
-                            .filter(|h| !san_covers(&status.sans, h))
-                            .collect::<BTreeSet<_>>()
-                            .into_iter()
-                            .collect();
+        // A member that did not answer is the `members` finding's; its certificate is looked
+        // at all the same (an expired one is why no client accepts it), but a handshake that
+        // fails there is not a second warning.
+        let served = view.members.iter().filter_map(|m| {
+            let endpoint = m.endpoint.as_ref()?;
+            if !endpoint.starts_with("https://") {
+                return None;
+            }
+            let (host, host_port) = host_and_port(endpoint)?;
+            Some(async move {
+                let chain = tls::served_certificates(settings, &host, &host_port, limit).await;
+                let mut status = match chain {
+                    Ok(chain) => CertificateStatus::from_der(
+                        CertificateRole::Serving,
+                        endpoint.clone(),
+                        chain
+                            .first()
+                            .map(CertificateDer::as_ref)
+                            .unwrap_or_default(),
+                    ),
+                    Err(e) => {
+                        CertificateStatus::unreadable(CertificateRole::Serving, endpoint.clone(), e)
                     }
-                    status
-                })
-            });
-        out.extend(futures::future::join_all(served).await);
+                };
+                status.member = Some(if m.member.name.is_empty() {
+                    m.member.id.to_string()
+                } else {
+                    m.member.name.clone()
+                });
+                if status.error.is_none() {
+                    status.missing_sans = m
+                        .member
+                        .client_urls
+                        .iter()
+                        .filter_map(|u| host_and_port(u).map(|(h, _)| h))
+                        .filter(|h| !san_covers(&status.sans, h))
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
+                }
+                (m.status.is_some() || status.error.is_none()).then_some(status)
+            })
+        });
+        out.extend(
+            futures::future::join_all(served)
+                .await
+                .into_iter()
+                .flatten(),
+        );
         out
     }
 }
