@@ -15,7 +15,8 @@ pub struct CheckArgs {
     /// A certificate expiring within this many days is a warning
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
     pub cert_warn_days: i64,
-    /// A certificate expiring within this many days (or expired) is critical
+    /// A certificate expiring within this many days (or expired) is critical (not above
+    /// --cert-warn-days)
     #[arg(long, value_name = "DAYS", default_value_t = 7)]
     pub cert_critical_days: i64,
     /// Read the members' metrics here (their --listen-metrics-urls) instead of at their
