@@ -38,6 +38,7 @@ pub mod offline;
 pub mod restore;
 pub mod spool;
 pub mod status;
+pub mod usage;
 
 pub use crypt::{
     AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age, new_identity_file,
@@ -51,7 +52,9 @@ pub use inspect::{
     DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TailAdoption, TermStart,
     WalSummary, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
 };
-pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use mvcc::{
+    KeyValueParts, REVISION_KEY_LEN, key_value_fields, key_value_parts, parse_revision_key,
+};
 pub use offline::{
     DefragRequest, DefragResult, HashKv, HashKvRequest, defrag_data_dir, hash_kv, hash_kv_data_dir,
 };
@@ -65,4 +68,8 @@ pub use spool::{Spool, SpoolOptions, StoredTap};
 pub use status::{
     BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,
     snapshot_status, split_trailer,
+};
+pub use usage::{
+    DbSpace, GroupTable, GroupUsage, KeyGrouping, KeyUsage, PrefixDepth, SpaceSource, Tally,
+    TopN, UsageOptions, UsageReport, prefix_group, usage_data_dir, usage_db,
 };
