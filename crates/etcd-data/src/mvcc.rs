@@ -149,7 +149,9 @@ mod tests {
         assert_eq!(key_value_fields(&[0x0b]), None, "wire type 3");
         assert_eq!(key_value_fields(&[]), Some((&b""[..], &b""[..])));
         // KeyValue{key: "k", mod_revision: 300, value: "v", lease: 0x1234}.
-        let kv = [0x0a, 1, b'k', 0x18, 0xac, 0x02, 0x2a, 1, b'v', 0x30, 0xb4, 0x24];
+        let kv = [
+            0x0a, 1, b'k', 0x18, 0xac, 0x02, 0x2a, 1, b'v', 0x30, 0xb4, 0x24,
+        ];
         let parts = key_value_parts(&kv).unwrap();
         assert_eq!(
             (parts.key, parts.mod_revision, parts.value, parts.lease),

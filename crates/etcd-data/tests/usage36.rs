@@ -27,7 +27,10 @@ fn registry_oracle() -> (u64, u64) {
             .len() as u64
     };
     let kvs = got["kvs"].as_array().unwrap();
-    let bytes = kvs.iter().map(|kv| b64(&kv["key"]) + b64(&kv["value"])).sum();
+    let bytes = kvs
+        .iter()
+        .map(|kv| b64(&kv["key"]) + b64(&kv["value"]))
+        .sum();
     (got["count"].as_u64().unwrap(), bytes)
 }
 
@@ -68,7 +71,10 @@ fn usage_of_the_3_6_snapshot_agrees_with_etcdctl() {
     let all = snapshot_usage("");
     assert_eq!(all.keys, keys + 2);
     assert_eq!(all.leased_keys, 2);
-    let leases = output("lease-list.json")["leases"].as_array().unwrap().len() as u64;
+    let leases = output("lease-list.json")["leases"]
+        .as_array()
+        .unwrap()
+        .len() as u64;
     assert_eq!(all.leases, Some(leases));
     let status = output("endpoint-status.json");
     let db_size = status[0]["Status"]["dbSize"].as_u64().unwrap();
@@ -88,8 +94,8 @@ fn usage_of_the_stopped_3_6_member_agrees_with_its_snapshot() {
         .unwrap();
     assert!(status.success());
     let options = options("/registry/");
-    let member = usage_data_dir(&dir.path().join("a"), &options, &PrefixDepth::new(&options))
-        .unwrap();
+    let member =
+        usage_data_dir(&dir.path().join("a"), &options, &PrefixDepth::new(&options)).unwrap();
     let snapshot = snapshot_usage("/registry/");
     assert_eq!(
         (member.keys, member.live_bytes, member.history_bytes),

@@ -42,11 +42,7 @@ impl KubernetesGrouping {
 
     /// `key` after kube-apiserver's prefix: (resource, the rest after the resource's `/`).
     fn resource<'k>(&self, key: &'k [u8]) -> Option<(&'k [u8], &'k [u8])> {
-        let start = self
-            .k8s_prefixes
-            .iter()
-            .find(|p| key.starts_with(p))?
-            .len();
+        let start = self.k8s_prefixes.iter().find(|p| key.starts_with(p))?.len();
         let rest = &key[start..];
         let first = rest.iter().position(|b| *b == b'/')?;
         // A group-qualified resource (`<group>/<resource>/...`): its group has a dot.
@@ -200,8 +196,14 @@ mod tests {
             ]
         );
         // Not an object key, or not under kube-apiserver's prefix.
-        assert_eq!(groups(&any, "/registry/health"), [s("/registry/health"), None, None]);
-        assert_eq!(groups(&any, "/app/config/x"), [s("/app/config/"), None, None]);
+        assert_eq!(
+            groups(&any, "/registry/health"),
+            [s("/registry/health"), None, None]
+        );
+        assert_eq!(
+            groups(&any, "/app/config/x"),
+            [s("/app/config/"), None, None]
+        );
         let given = KubernetesGrouping::new(&options, Some("custom")).unwrap();
         assert_eq!(
             groups(&given, "/custom/secrets/ns/s"),

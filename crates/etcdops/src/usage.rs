@@ -112,8 +112,7 @@ pub async fn usage(config: Option<&ClusterConfig>, request: &UsageRequest) -> Re
             "give a snapshot or a data dir, not both".into(),
         )),
         (None, Some(dir)) => {
-            let report =
-                etcd_data::usage_data_dir(dir, &options, &grouping).map_err(data_error)?;
+            let report = etcd_data::usage_data_dir(dir, &options, &grouping).map_err(data_error)?;
             Ok(UsageResult {
                 report,
                 warnings: Vec::new(),

@@ -66,6 +66,7 @@ mod snapshot_stores;
 mod store_layout;
 mod terminal;
 mod tls;
+mod usage;
 mod workflow_parity;
 
 use etcdops_tests::{Cluster, Run, etcdops};

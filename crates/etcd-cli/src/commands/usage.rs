@@ -83,13 +83,13 @@ impl SummaryView<'_> {
                     .map(|n| n.to_string())
                     .unwrap_or_else(|| "unknown (live)".into()),
             ),
-            ("history bytes (compaction frees)", optional_bytes(r.history_bytes)),
+            (
+                "history bytes (compaction frees)",
+                optional_bytes(r.history_bytes),
+            ),
         ];
         if let Some(estimate) = r.history_bytes_estimate {
-            facts.push((
-                "history bytes estimate (in use - live)",
-                bytes(estimate),
-            ));
+            facts.push(("history bytes estimate (in use - live)", bytes(estimate)));
         }
         if let Some(compact) = r.compact_revision {
             facts.push(("compact revision", compact.to_string()));
@@ -195,7 +195,13 @@ struct KeysView<'a>(&'a [KeyUsage]);
 
 impl Render for KeysView<'_> {
     fn headers(&self) -> Vec<&'static str> {
-        vec!["LARGEST KEY", "BYTES", "VALUE BYTES", "MOD REVISION", "LEASE"]
+        vec![
+            "LARGEST KEY",
+            "BYTES",
+            "VALUE BYTES",
+            "MOD REVISION",
+            "LEASE",
+        ]
     }
 
     fn rows(&self) -> Vec<Vec<String>> {

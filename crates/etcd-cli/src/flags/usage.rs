@@ -48,8 +48,8 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> UsageArgs {
-        let cli = Cli::try_parse_from(std::iter::once("etcdops").chain(args.iter().copied()))
-            .unwrap();
+        let cli =
+            Cli::try_parse_from(std::iter::once("etcdops").chain(args.iter().copied())).unwrap();
         let Command::Usage(args) = cli.command else {
             panic!("not usage")
         };
@@ -62,7 +62,15 @@ mod tests {
         assert!(!live.is_offline());
         assert_eq!((live.prefix.as_str(), live.depth, live.top), ("", 2, 10));
         let file = parse(&[
-            "usage", "--snapshot", "x.db", "--prefix", "/registry/", "--depth", "1", "--top", "3",
+            "usage",
+            "--snapshot",
+            "x.db",
+            "--prefix",
+            "/registry/",
+            "--depth",
+            "1",
+            "--top",
+            "3",
         ]);
         assert!(file.is_offline());
         assert_eq!((file.depth, file.top), (1, 3));

@@ -458,7 +458,10 @@ impl<T> TopN<T> {
     pub fn wants(&self, bytes: u64) -> bool {
         self.n > 0
             && (self.heap.len() < self.n
-                || self.heap.peek().is_some_and(|Reverse(low)| bytes > low.bytes))
+                || self
+                    .heap
+                    .peek()
+                    .is_some_and(|Reverse(low)| bytes > low.bytes))
     }
 
     /// Offers an item of `bytes`.
@@ -498,7 +501,10 @@ mod tests {
         assert_eq!(g("", 1, "/registry/pods/ns/p"), "/registry/");
         assert_eq!(g("", 2, "/registry/pods/ns/p"), "/registry/pods/");
         assert_eq!(g("/registry/", 1, "/registry/pods/ns/p"), "/registry/pods/");
-        assert_eq!(g("/registry/", 2, "/registry/pods/ns/p"), "/registry/pods/ns/");
+        assert_eq!(
+            g("/registry/", 2, "/registry/pods/ns/p"),
+            "/registry/pods/ns/"
+        );
         assert_eq!(g("", 2, "a/b/c"), "a/b/");
         assert_eq!(g("", 2, "plain"), "plain");
         assert_eq!(g("", 3, "/short/key"), "/short/key");
@@ -520,7 +526,10 @@ mod tests {
         tally.live(&a, 10, true);
         tally.live(&b, 15, false);
         tally.history(&b, 100);
-        assert_eq!((tally.keys(), tally.live_bytes(), tally.leased_keys()), (3, 35, 1));
+        assert_eq!(
+            (tally.keys(), tally.live_bytes(), tally.leased_keys()),
+            (3, 35, 1)
+        );
         assert_eq!(tally.history_totals(), (1, 100));
         let tables = tally.tables(1, true);
         assert_eq!(tables.len(), 1);

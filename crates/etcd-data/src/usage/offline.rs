@@ -11,8 +11,7 @@ use std::path::Path;
 use bbolt::{BoltDb, Bucket, DbFile, PageSource, Readahead};
 
 use super::{
-    DbSpace, GroupIds, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions,
-    UsageReport,
+    DbSpace, GroupIds, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
 };
 use crate::error::{Error, Result};
 use crate::file::{SnapshotFile, TRAILER_LEN, sha256_of};
@@ -269,11 +268,10 @@ fn walk<S: PageSource>(
         .bucket(&bolt.root(), b"key")
         .map_err(bad_db)?
         .ok_or_else(|| not_etcd("it has no `key` bucket".into()))?;
-    let largest_keys = largest(&bolt, &key_bucket, top)
-        .map_err(|e| match e {
-            Fail::Bolt(source) => bad_db(source),
-            Fail::Etcd(reason) => not_etcd(reason),
-        })?;
+    let largest_keys = largest(&bolt, &key_bucket, top).map_err(|e| match e {
+        Fail::Bolt(source) => bad_db(source),
+        Fail::Etcd(reason) => not_etcd(reason),
+    })?;
     let compact_revision = compact_revision(&bolt).map_err(bad_db)?;
     let page_size = u64::from(pages.page_size);
     let mut db = DbSpace::new(
