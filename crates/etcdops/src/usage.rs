@@ -105,7 +105,8 @@ pub struct UsageResult {
 /// `config` is not used), else live through `config` (required then).
 pub async fn usage(config: Option<&ClusterConfig>, request: &UsageRequest) -> Result<UsageResult> {
     let options = request.options()?;
-    let grouping = KubernetesGrouping::new(&options, request.kubernetes_prefix.as_deref())?;
+    let grouping = KubernetesGrouping::new(&options, request.kubernetes_prefix.as_deref())
+        .map_err(|e| invalid("kubernetes_prefix", e.to_string()))?;
     match (&request.snapshot, &request.data_dir) {
         (Some(_), Some(_)) => Err(invalid(
             "snapshot",

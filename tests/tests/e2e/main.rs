@@ -15,6 +15,7 @@ mod ansible_quorum;
 mod ansible_restore_controller;
 mod ansible_roles;
 mod ansible_roles21;
+mod ansible_usage;
 mod auth;
 mod backup_run;
 mod backup_run_safety;
