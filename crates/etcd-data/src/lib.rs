@@ -2,8 +2,9 @@
 //! SHA-256 trailer), their status as `etcdutl snapshot status` computes it, the mvcc key and
 //! value formats, and a native restore of a snapshot into the data dir of a member of a new
 //! cluster (db rewritten for the new membership, WAL, snap file), as `etcdutl snapshot restore`
-//! does, without etcd's tools, and etcdutl's offline tools on a stopped member or a snapshot
-//! ([`offline`]: `hashkv`, `defrag --data-dir`). No network, no etcd client, no store: the db
+//! does, without etcd's tools, etcdutl's offline tools on a stopped member or a snapshot
+//! ([`offline`]: `hashkv`, `defrag --data-dir`), and what fills a db ([`usage`]: live bytes,
+//! history a compaction frees, free pages, per group of keys). No network, no etcd client, no store: the db
 //! is read page by page through the `bbolt` crate, so memory stays bounded whatever its size.
 //!
 //! ```no_run
