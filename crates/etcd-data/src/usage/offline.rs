@@ -236,34 +236,13 @@ fn walk<S: PageSource>(
         return Err(not_etcd("it has no `key` bucket".into()));
     }
     let Walked {
-        mut records,
+        records,
         mut tally,
         revision,
         leases,
         ..
     } = walked;
-    // Each key's revisions together, in revision order: the last one is the latest.
-    records.sort_unstable_by_key(|r| (r.key, r.main, r.sub));
-    let mut top: TopN<(i64, u32)> = TopN::new(options.top);
-    for revisions in records.chunk_by(|a, b| a.key == b.key) {
-        let Some((latest, older)) = revisions.split_last() else {
-            continue;
-        };
-        for r in older {
-            tally.history(&r.groups, u64::from(r.bytes));
-        }
-        if latest.flags & TOMBSTONE != 0 {
-            tally.history(&latest.groups, u64::from(latest.bytes));
-        } else {
-            tally.live(
-                &latest.groups,
-                u64::from(latest.bytes),
-                latest.flags & LEASED != 0,
-            );
-            top.offer(u64::from(latest.bytes), (latest.main, latest.sub));
-        }
-    }
-    drop(records);
+    let top = settle(records, &mut tally, options.top);
     let key_bucket = bolt
         .bucket(&bolt.root(), b"key")
         .map_err(bad_db)?
@@ -300,6 +279,33 @@ fn walk<S: PageSource>(
         groups: tally.tables(options.top, true),
         largest_keys,
     })
+}
+
+/// Tells each key's latest revision from its history, into `tally`; returns the `top`
+/// largest live keys by revision.
+fn settle(mut records: Vec<Record>, tally: &mut Tally, top: usize) -> TopN<(i64, u32)> {
+    // Each key's revisions together, in revision order: the last one is the latest.
+    records.sort_unstable_by_key(|r| (r.key, r.main, r.sub));
+    let mut largest: TopN<(i64, u32)> = TopN::new(top);
+    for revisions in records.chunk_by(|a, b| a.key == b.key) {
+        let Some((latest, older)) = revisions.split_last() else {
+            continue;
+        };
+        for r in older {
+            tally.history(&r.groups, u64::from(r.bytes));
+        }
+        if latest.flags & TOMBSTONE != 0 {
+            tally.history(&latest.groups, u64::from(latest.bytes));
+        } else {
+            tally.live(
+                &latest.groups,
+                u64::from(latest.bytes),
+                latest.flags & LEASED != 0,
+            );
+            largest.offer(u64::from(latest.bytes), (latest.main, latest.sub));
+        }
+    }
+    largest
 }
 
 /// The largest keys, read again by their revisions.
@@ -352,4 +358,38 @@ fn compact_revision<S: PageSource>(bolt: &BoltDb<S>) -> std::result::Result<i64,
         (Some(f), _) => f,
         (None, _) => -1,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::{NO_GROUP, PrefixDepth};
+
+    #[test]
+    fn the_latest_revision_is_live_unless_deleted_and_the_rest_is_history() {
+        let grouping = PrefixDepth::new(&UsageOptions::default());
+        let mut tally = Tally::new(&grouping);
+        let rec = |key, main, bytes, flags| Record {
+            key,
+            main,
+            sub: 0,
+            bytes,
+            groups: [NO_GROUP; 3],
+            flags,
+        };
+        // Key 1: two puts; key 2: a put then its deletion; key 3: one put on a lease. In
+        // revision order, as the key bucket holds them.
+        let records = vec![
+            rec(1, 2, 10, 0),
+            rec(2, 3, 20, 0),
+            rec(1, 4, 30, 0),
+            rec(3, 5, 5, LEASED),
+            rec(2, 6, 4, TOMBSTONE),
+        ];
+        let top = settle(records, &mut tally, 1);
+        assert_eq!((tally.keys(), tally.live_bytes()), (2, 35));
+        assert_eq!(tally.leased_keys(), 1);
+        assert_eq!(tally.history_totals(), (3, 10 + 20 + 4));
+        assert_eq!(top.into_sorted(), [(4, 0)]);
+    }
 }
