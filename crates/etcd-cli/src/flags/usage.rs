@@ -6,7 +6,12 @@ use super::*;
 #[derive(Debug, Args)]
 pub struct UsageArgs {
     /// Only keys that start with PREFIX [default: every key]
-    #[arg(long, value_name = "PREFIX", default_value = "", hide_default_value = true)]
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub prefix: String,
     /// Group keys by their first N path segments after --prefix
     #[arg(long, value_name = "N", default_value_t = etcdops::usage::DEFAULT_DEPTH)]
