@@ -15,6 +15,7 @@ mod ansible_quorum;
 mod ansible_restore_controller;
 mod ansible_roles;
 mod ansible_roles21;
+mod ansible_usage;
 mod auth;
 mod backup_run;
 mod backup_run_safety;
@@ -69,6 +70,7 @@ mod snapshot_stores;
 mod store_layout;
 mod terminal;
 mod tls;
+mod usage;
 mod workflow_parity;
 
 use etcdops_tests::{Cluster, Run, etcdops};
