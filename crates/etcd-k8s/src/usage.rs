@@ -45,8 +45,10 @@ impl KubernetesGrouping {
         let start = self.k8s_prefixes.iter().find(|p| key.starts_with(p))?.len();
         let rest = &key[start..];
         let first = rest.iter().position(|b| *b == b'/')?;
-        // A group-qualified resource (`<group>/<resource>/...`): its group has a dot.
-        let end = if rest[..first].contains(&b'.') {
+        // A group-qualified resource (`<group>/<resource>/...`): its group has a dot. Services
+        // and their endpoints are stored under two segments too (`services/specs`,
+        // `services/endpoints`): the second is not a namespace.
+        let end = if rest[..first].contains(&b'.') || &rest[..first] == b"services" {
             let second = rest[first + 1..].iter().position(|b| *b == b'/')?;
             first + 1 + second
         } else {
@@ -194,6 +196,16 @@ mod tests {
                 s("monitoring.coreos.com/prometheuses"),
                 s("mon")
             ]
+        );
+        // Services and endpoints: kube-apiserver stores them under `services/specs` and
+        // `services/endpoints`, whose second segment is no namespace.
+        assert_eq!(
+            groups(&any, "/registry/services/specs/default/kubernetes"),
+            [s("/registry/services/"), s("services/specs"), s("default")]
+        );
+        assert_eq!(
+            groups(&any, "/registry/services/endpoints/kube-system/kube-dns")[1..],
+            [s("services/endpoints"), s("kube-system")]
         );
         // Not an object key, or not under kube-apiserver's prefix.
         assert_eq!(
