@@ -71,6 +71,6 @@ pub use status::{
     snapshot_status, split_trailer,
 };
 pub use usage::{
-    DbSpace, GroupTable, GroupUsage, KeyGrouping, KeyUsage, PrefixDepth, SpaceSource, Tally, TopN,
-    UsageOptions, UsageReport, prefix_group, usage_data_dir, usage_db,
+    DbSpace, GroupTable, GroupUsage, KeyGrouping, KeyUsage, PrefixDepth, SpaceSource, Tally,
+    TieBreak, TopN, UsageOptions, UsageReport, prefix_group, usage_data_dir, usage_db,
 };

@@ -95,15 +95,20 @@ pub async fn usage_live(
         prefix: true,
         ..Default::default()
     };
+    // Ties in the top: the earliest revision first, then the key read first (key order).
+    let mut read: u64 = 0;
     let summary = get_pages(config, &get, |page| {
         for kv in page {
             let key = &kv.bytes.key;
             let bytes = (key.len() + kv.value_size) as u64;
             let ids = tally.groups_of(&grouping, key);
             tally.live(&ids, bytes, kv.bytes.lease != 0);
-            if top.wants(bytes) {
+            read += 1;
+            let tie = (kv.mod_revision, read);
+            if top.wants(bytes, tie) {
                 top.offer(
                     bytes,
+                    tie,
                     KeyUsage {
                         key: String::from_utf8_lossy(key).into_owned(),
                         bytes,

@@ -411,17 +411,30 @@ impl Tally {
     }
 }
 
-/// One candidate of a [`TopN`]: ranked by bytes, then by arrival (earlier wins a tie).
+/// Where a key stands among keys of the same size in a [`TopN`]: its last revision (main,
+/// then sub). The key written first wins a tie, so a live reading (which sees the revision
+/// of each key) and an offline one (which sees keys in hash order) list the same keys. Live,
+/// etcd's API does not show sub revisions: keys written in one transaction are told apart by
+/// the order they are read in (key order), offline by their sub revision.
+pub type TieBreak = (i64, u64);
+
+/// One candidate of a [`TopN`]: ranked by bytes, then by [`TieBreak`] (lower wins a tie).
 #[derive(Debug)]
 struct Ranked<T> {
     bytes: u64,
-    order: Reverse<u64>,
+    order: Reverse<TieBreak>,
     item: T,
+}
+
+impl<T> Ranked<T> {
+    fn rank(&self) -> (u64, Reverse<TieBreak>) {
+        (self.bytes, self.order)
+    }
 }
 
 impl<T> PartialEq for Ranked<T> {
     fn eq(&self, other: &Self) -> bool {
-        (self.bytes, self.order) == (other.bytes, other.order)
+        self.rank() == other.rank()
     }
 }
 impl<T> Eq for Ranked<T> {}
@@ -432,15 +445,15 @@ impl<T> PartialOrd for Ranked<T> {
 }
 impl<T> Ord for Ranked<T> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.bytes, self.order).cmp(&(other.bytes, other.order))
+        self.rank().cmp(&other.rank())
     }
 }
 
-/// The `n` largest items offered, in memory for `n` of them only.
+/// The `n` largest items offered, in memory for `n` of them only; the same set and order
+/// whatever order they are offered in.
 #[derive(Debug)]
 pub struct TopN<T> {
     n: usize,
-    seen: u64,
     heap: BinaryHeap<Reverse<Ranked<T>>>,
 }
 
@@ -449,30 +462,28 @@ impl<T> TopN<T> {
     pub fn new(n: usize) -> Self {
         TopN {
             n,
-            seen: 0,
             heap: BinaryHeap::new(),
         }
     }
 
-    /// Whether an item of `bytes` would be kept (so a caller can skip building it).
-    pub fn wants(&self, bytes: u64) -> bool {
+    /// Whether an item of `bytes` with `tie` would be kept (so a caller can skip building it).
+    pub fn wants(&self, bytes: u64, tie: TieBreak) -> bool {
         self.n > 0
             && (self.heap.len() < self.n
                 || self
                     .heap
                     .peek()
-                    .is_some_and(|Reverse(low)| bytes > low.bytes))
+                    .is_some_and(|Reverse(low)| (bytes, Reverse(tie)) > low.rank()))
     }
 
-    /// Offers an item of `bytes`.
-    pub fn offer(&mut self, bytes: u64, item: T) {
-        self.seen += 1;
-        if !self.wants(bytes) {
+    /// Offers an item of `bytes`, ranked among items of the same size by `tie`.
+    pub fn offer(&mut self, bytes: u64, tie: TieBreak, item: T) {
+        if !self.wants(bytes, tie) {
             return;
         }
         self.heap.push(Reverse(Ranked {
             bytes,
-            order: Reverse(self.seen),
+            order: Reverse(tie),
             item,
         }));
         if self.heap.len() > self.n {
@@ -538,12 +549,38 @@ mod tests {
         assert_eq!(tables[0].groups[0].history_bytes, Some(100));
 
         let mut top = TopN::new(2);
-        for (bytes, name) in [(5, "a"), (9, "b"), (1, "c"), (9, "d"), (7, "e")] {
-            top.offer(bytes, name);
+        for (i, (bytes, name)) in [(5, "a"), (9, "b"), (1, "c"), (9, "d"), (7, "e")]
+            .into_iter()
+            .enumerate()
+        {
+            top.offer(bytes, (i as i64, 0), name);
         }
         assert_eq!(top.into_sorted(), ["b", "d"]);
         let mut none = TopN::new(0);
-        none.offer(1, ());
+        none.offer(1, (0, 0), ());
         assert!(none.into_sorted().is_empty());
+    }
+
+    #[test]
+    fn ties_in_the_top_go_to_the_earliest_revision_whatever_the_arrival_order() {
+        // Four keys of one size, revisions 13 to 16: offered in key order (live) or in
+        // any other (offline: hash order), the two written first are kept, first first.
+        let keys = [(16, "w"), (15, "x"), (14, "y"), (13, "z")];
+        let mut orders = vec![keys.to_vec()];
+        orders.push(keys.iter().rev().copied().collect());
+        orders.push(vec![keys[1], keys[3], keys[0], keys[2]]);
+        for order in orders {
+            let mut top = TopN::new(2);
+            for (revision, key) in order {
+                top.offer(17, (revision, 0), key);
+            }
+            assert_eq!(top.into_sorted(), ["z", "y"]);
+        }
+        // Within one revision (a transaction), the sub revision decides.
+        let mut top = TopN::new(1);
+        top.offer(5, (9, 1), "second");
+        top.offer(5, (9, 0), "first");
+        assert!(!top.wants(5, (9, 2)));
+        assert_eq!(top.into_sorted(), ["first"]);
     }
 }

@@ -302,7 +302,11 @@ fn settle(mut records: Vec<Record>, tally: &mut Tally, top: usize) -> TopN<(i64,
                 u64::from(latest.bytes),
                 latest.flags & LEASED != 0,
             );
-            largest.offer(u64::from(latest.bytes), (latest.main, latest.sub));
+            largest.offer(
+                u64::from(latest.bytes),
+                (latest.main, u64::from(latest.sub)),
+                (latest.main, latest.sub),
+            );
         }
     }
     largest
