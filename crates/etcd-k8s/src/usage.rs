@@ -6,7 +6,7 @@
 
 use etcd_core::{ClusterConfig, GetRequest, Targets, endpoint_status, get_pages, lease_ids};
 use etcd_data::usage::{
-    DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
+    DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport, key_hash,
     prefix_group,
 };
 
@@ -95,16 +95,14 @@ pub async fn usage_live(
         prefix: true,
         ..Default::default()
     };
-    // Ties in the top: the earliest revision first, then the key read first (key order).
-    let mut read: u64 = 0;
+    // Ties in the top: the earliest revision first, then the lower key hash (as offline).
     let summary = get_pages(config, &get, |page| {
         for kv in page {
             let key = &kv.bytes.key;
             let bytes = (key.len() + kv.value_size) as u64;
             let ids = tally.groups_of(&grouping, key);
             tally.live(&ids, bytes, kv.bytes.lease != 0);
-            read += 1;
-            let tie = (kv.mod_revision, read);
+            let tie = (kv.mod_revision, key_hash(key));
             if top.wants(bytes, tie) {
                 top.offer(
                     bytes,

@@ -411,12 +411,21 @@ impl Tally {
     }
 }
 
-/// Where a key stands among keys of the same size in a [`TopN`]: its last revision (main,
-/// then sub). The key written first wins a tie, so a live reading (which sees the revision
-/// of each key) and an offline one (which sees keys in hash order) list the same keys. Live,
-/// etcd's API does not show sub revisions: keys written in one transaction are told apart by
-/// the order they are read in (key order), offline by their sub revision.
+/// Where a key stands among keys of the same size in a [`TopN`]: its last revision, then
+/// its [`key_hash`]. The key written first wins a tie; keys written in one transaction (one
+/// revision) are ordered by hash, the one thing a live reading (which does not see sub
+/// revisions) and an offline one (which does not keep keys) both have, so both list the
+/// same keys.
 pub type TieBreak = (i64, u64);
+
+/// A 64-bit hash of a key: its identity in an offline reading, and the last tie-break of
+/// [`TopN`]. Fixed keys, so the same in every run.
+pub fn key_hash(key: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(key);
+    hasher.finish()
+}
 
 /// One candidate of a [`TopN`]: ranked by bytes, then by [`TieBreak`] (lower wins a tie).
 #[derive(Debug)]
@@ -576,11 +585,13 @@ mod tests {
             }
             assert_eq!(top.into_sorted(), ["z", "y"]);
         }
-        // Within one revision (a transaction), the sub revision decides.
+        // Within one revision (a transaction), the lower hash.
         let mut top = TopN::new(1);
-        top.offer(5, (9, 1), "second");
-        top.offer(5, (9, 0), "first");
-        assert!(!top.wants(5, (9, 2)));
+        top.offer(5, (9, 2), "second");
+        top.offer(5, (9, 1), "first");
+        assert!(!top.wants(5, (9, 3)));
         assert_eq!(top.into_sorted(), ["first"]);
+        assert_eq!(key_hash(b"/a"), key_hash(b"/a"));
+        assert_ne!(key_hash(b"/a"), key_hash(b"/b"));
     }
 }

@@ -5,13 +5,13 @@
 //! one entry per group, and the tree's depth in pages; no key or value is kept except the
 //! `top` largest, read again by revision at the end.
 
-use std::hash::Hasher;
 use std::path::Path;
 
 use bbolt::{BoltDb, Bucket, DbFile, PageSource, Readahead};
 
 use super::{
     DbSpace, GroupIds, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
+    key_hash,
 };
 use crate::error::{Error, Result};
 use crate::file::{SnapshotFile, TRAILER_LEN, sha256_of};
@@ -214,11 +214,9 @@ fn walk<S: PageSource>(
                 .and_then(|b| <[u8; 8]>::try_from(b).ok())
                 .map(u64::from_be_bytes)
                 .unwrap_or_default();
-            let mut hasher = std::hash::DefaultHasher::new();
-            hasher.write(kv.key);
             let bytes = kv.key.len() + kv.value.len();
             walked.records.push(Record {
-                key: hasher.finish(),
+                key: key_hash(kv.key),
                 main,
                 sub: u32::try_from(sub).unwrap_or(u32::MAX),
                 bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
@@ -304,7 +302,7 @@ fn settle(mut records: Vec<Record>, tally: &mut Tally, top: usize) -> TopN<(i64,
             );
             largest.offer(
                 u64::from(latest.bytes),
-                (latest.main, u64::from(latest.sub)),
+                (latest.main, latest.key),
                 (latest.main, latest.sub),
             );
         }
