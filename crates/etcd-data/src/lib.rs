@@ -72,5 +72,6 @@ pub use status::{
 };
 pub use usage::{
     DbSpace, GroupTable, GroupUsage, KeyGrouping, KeyUsage, PrefixDepth, SpaceSource, Tally,
-    TieBreak, TopN, UsageOptions, UsageReport, prefix_group, usage_data_dir, usage_db,
+    TieBreak, TopN, UsageOptions, UsageReport, display_bytes, key_hash, prefix_group,
+    usage_data_dir, usage_db,
 };

@@ -6,8 +6,8 @@
 
 use etcd_core::{ClusterConfig, GetRequest, Targets, endpoint_status, get_pages, lease_ids};
 use etcd_data::usage::{
-    DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport, key_hash,
-    prefix_group,
+    DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
+    display_bytes, key_hash, prefix_group,
 };
 
 use crate::error::Result;
@@ -108,7 +108,7 @@ pub async fn usage_live(
                     bytes,
                     tie,
                     KeyUsage {
-                        key: String::from_utf8_lossy(key).into_owned(),
+                        key: display_bytes(key),
                         bytes,
                         value_bytes: kv.value_size as u64,
                         mod_revision: kv.mod_revision,

@@ -85,6 +85,19 @@ pub fn prefix_group<'k>(prefix: &[u8], depth: usize, key: &'k [u8]) -> &'k [u8] 
     key
 }
 
+/// A key or group name as shown: its text, each byte that is not UTF-8 as `\xNN`, so
+/// that two binary names never print the same (U+FFFD would merge them).
+pub fn display_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
 /// The plain grouping: one dimension, `prefix`, by path depth.
 #[derive(Debug, Clone)]
 pub struct PrefixDepth {
@@ -115,7 +128,7 @@ impl KeyGrouping for PrefixDepth {
 /// One group's usage.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GroupUsage {
-    /// The group: a key prefix, a resource, a namespace.
+    /// The group: a key prefix, a resource, a namespace ([`display_bytes`]).
     pub group: String,
     /// Live keys.
     pub keys: u64,
@@ -143,7 +156,7 @@ pub struct GroupTable {
 /// One of the largest live keys.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeyUsage {
-    /// The key (bytes that are not UTF-8 shown as U+FFFD).
+    /// The key ([`display_bytes`]: bytes that are not UTF-8 shown as `\xNN`).
     pub key: String,
     /// Key plus value bytes.
     pub bytes: u64,
@@ -396,7 +409,7 @@ impl Tally {
                         .map(|i| {
                             let c = dimension.counts[i];
                             GroupUsage {
-                                group: String::from_utf8_lossy(&dimension.names[i]).into_owned(),
+                                group: display_bytes(&dimension.names[i]),
                                 keys: c.keys,
                                 live_bytes: c.live_bytes,
                                 history_revisions: history.then_some(c.history_revisions),
@@ -530,6 +543,11 @@ mod tests {
         assert_eq!(g("", 3, "/short/key"), "/short/key");
         assert_eq!(g("/x", 1, "/x/y/z"), "/x/y/");
         assert_eq!(g("/registry/", 0, "/registry/pods/x"), "/registry/");
+        assert_eq!(
+            display_bytes(b"/bin/\xff\xfe/a\xc3\xa9"),
+            "/bin/\\xff\\xfe/a\u{e9}"
+        );
+        assert_ne!(display_bytes(b"/\xff"), display_bytes(b"/\xfe"));
     }
 
     #[test]

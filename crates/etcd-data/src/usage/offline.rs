@@ -11,7 +11,7 @@ use bbolt::{BoltDb, Bucket, DbFile, PageSource, Readahead};
 
 use super::{
     DbSpace, GroupIds, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
-    key_hash,
+    display_bytes, key_hash,
 };
 use crate::error::{Error, Result};
 use crate::file::{SnapshotFile, TRAILER_LEN, sha256_of};
@@ -332,7 +332,7 @@ fn largest<S: PageSource>(
             ))
         })?;
         out.push(KeyUsage {
-            key: String::from_utf8_lossy(kv.key).into_owned(),
+            key: display_bytes(kv.key),
             bytes: (kv.key.len() + kv.value.len()) as u64,
             value_bytes: kv.value.len() as u64,
             mod_revision: kv.mod_revision,
