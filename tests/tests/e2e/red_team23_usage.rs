@@ -52,7 +52,7 @@ fn live(cluster: &Cluster, rest: &[&str]) -> serde_json::Value {
     run.json()
 }
 
-fn group<'a>(report: &'a serde_json::Value, by: &str) -> Vec<(String, u64)> {
+fn group(report: &serde_json::Value, by: &str) -> Vec<(String, u64)> {
     report["groups"]
         .as_array()
         .unwrap()
