@@ -410,3 +410,30 @@ fn red23_usage_live_pages_through_megabyte_values_after_tiny_keys() {
     assert_eq!(top[0].0, "/b/huge/00", "{top:?}");
     assert_eq!(top[0].1, (1 << 20) + 10);
 }
+
+#[test]
+fn red23_usage_offline_revision_after_a_compaction_that_left_no_key() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put("/a", "1");
+    cluster.put("/b", "2");
+    cluster.delete("/a");
+    let head = cluster.delete("/b");
+    let url = cluster.members[0].client_url.clone();
+    let rev = head.to_string();
+    let out = cluster.etcdctl(&["--endpoints", &url, "compaction", "--physical", &rev]);
+    assert!(out.status.success(), "{out:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("s.db").display().to_string();
+    assert!(
+        cluster
+            .etcdctl(&["--endpoints", &url, "snapshot", "save", &snap])
+            .status
+            .success()
+    );
+    // etcd's own revision, as `get` shows it: the key bucket is empty, the compaction is not.
+    let r = usage(&["--snapshot", &snap]);
+    assert_eq!(r["keys"], 0, "{r:#}");
+    assert_eq!(r["compact_revision"].as_i64(), Some(head), "{r:#}");
+    assert_eq!(r["revision"].as_i64(), Some(head), "{r:#}");
+    assert_eq!(live(&cluster, &[])["revision"].as_i64(), Some(head));
+}

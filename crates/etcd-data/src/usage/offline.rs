@@ -250,6 +250,9 @@ fn walk<S: PageSource>(
         Fail::Etcd(reason) => not_etcd(reason),
     })?;
     let compact_revision = compact_revision(&bolt).map_err(bad_db)?;
+    // A compaction may have removed every revision up to it (all keys deleted): etcd then
+    // takes the compaction revision as its current one, and so do we.
+    let revision = revision.max(compact_revision);
     let page_size = u64::from(pages.page_size);
     let mut db = DbSpace::new(
         SpaceSource::Pages,
