@@ -14,6 +14,10 @@ rewrites (1.1M revisions by default), it times in one run:
 - status: of the plain snapshot (etcdutl 3.5.1, etcdctl 3.4.23, etcdops, etcdops
   --skip-hash-check) and of the ``.db.zst`` etcdops saved, beside ``openssl dgst -sha256`` of the db
   and ``zstd -d`` of the object;
+- usage: what fills the db, etcdops ``usage`` live (paged) and offline from the plain snapshot
+  (with and without the SHA-256 check) and from the ``.db.zst``, against the etcdctl way,
+  ``etcdctl get "" --prefix --keys-only | awk`` counting keys per prefix (which sees neither sizes
+  nor history);
 - restore: etcdutl 3.5.1, etcdctl 3.4.23 and etcdops from the plain snapshot, etcdops from the
   ``.db.zst`` (path, ``file://`` URL, S3), beside ``cp`` + ``sync`` and ``zstd -d -c > db && sync``.
   Every restored dir is started once by etcd and its key count checked.
@@ -300,6 +304,23 @@ def bench_set(bench, kind, snap, parts, s3_server):
         ]
         summary["get_values"] = bench.group(f"get --prefix with values, {kind} data set", get_rows,
                                             f"{keys} keys, output to /dev/null.")
+    if "usage" in parts:
+        # Keys per first two path segments, the most etcdctl can tell (no sizes, no history).
+        awk = "awk -F/ 'NF {n[$2 \"/\" $3]++} END {for (p in n) print p, n[p]}'"
+        usage_rows = [
+            row('etcdctl 3.5.1 get "" --prefix --keys-only, piped to awk (reference)',
+                f"'{ETCDCTL35}' --endpoints {etcd.client} --command-timeout=300s "
+                f"get '' --prefix --keys-only | {awk}"),
+            row("etcdops usage (live, paged)", [ETCDOPS, *ep, "--command-timeout=300s", "usage"]),
+            row("etcdops usage --snapshot (plain)", [ETCDOPS, "usage", "--snapshot", snap]),
+            row("etcdops usage --snapshot --skip-hash-check",
+                [ETCDOPS, "usage", "--snapshot", snap, "--skip-hash-check"]),
+            row("etcdops usage --snapshot of the .db.zst", [ETCDOPS, "usage", "--snapshot", zst]),
+        ]
+        summary["usage"] = bench.group(
+            f"usage, {kind} data set", usage_rows,
+            f"{keys} keys; db {db_bytes / 2**20:.0f} MiB. The reference counts keys per prefix only; "
+            "etcdops also gives live bytes, history bytes (offline), largest keys, leases and free pages.")
     etcd.stop()
     shutil.rmtree(live_dir, ignore_errors=True)
 
@@ -391,7 +412,7 @@ def main():
     p.add_argument("--overwrites", type=int, default=100_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sets", default="random,json")
-    p.add_argument("--parts", default="save,get,status,restore",
+    p.add_argument("--parts", default="save,get,usage,status,restore",
                    help="what to time; 'none' only fills (and keeps, with --data) the snapshots")
     p.add_argument("--data", default=os.environ.get("ETCDOPS_BENCH_DATA", ""),
                    help="keep the filled snapshots here and reuse them (default: a temp dir)")

@@ -28,6 +28,21 @@ pub struct BoltDb<S> {
     freelist: u64,
 }
 
+/// How the pages of a db are used, as one walk over every bucket finds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageUsage {
+    /// The page size.
+    pub page_size: u32,
+    /// The high-water mark: pages the file holds (times `page_size`: bbolt's and etcd's
+    /// db size).
+    pub high_water: u64,
+    /// Pages reached from the meta pages: the two meta pages, every bucket's branch, leaf
+    /// and overflow pages, and the stored freelist page when there is one.
+    pub reached: u64,
+    /// Pages below the high-water mark that nothing reaches: free.
+    pub free: u64,
+}
+
 /// One key/value pair of a bucket, borrowed from the page being walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry<'a> {
@@ -95,6 +110,24 @@ impl PageSet {
     fn get(&self, pgid: u64) -> Option<bool> {
         let word = self.0.get(usize::try_from(pgid / 64).ok()?)?;
         Some(word & (1 << (pgid % 64)) != 0)
+    }
+
+    /// How many bits are set below `end`.
+    fn count_below(&self, end: u64) -> u64 {
+        let mut count = 0u64;
+        for (i, word) in self.0.iter().enumerate() {
+            let start = i as u64 * 64;
+            if start >= end {
+                break;
+            }
+            let kept = if end - start >= 64 {
+                *word
+            } else {
+                word & ((1u64 << (end - start)) - 1)
+            };
+            count += u64::from(kept.count_ones());
+        }
+        count
     }
 
     /// Sets the bit; false when it was set already or lies outside the set.
@@ -289,7 +322,19 @@ impl<S: PageSource> BoltDb<S> {
     /// high-water mark referenced once (or free, when the freelist is stored), pages of the
     /// right type, keys in order, every bucket readable. Errors from `visit` stop the walk;
     /// problems found in the db are collected (up to 100) and returned at the end.
-    pub fn walk<E, F>(&self, mut visit: F) -> Result<(), E>
+    pub fn walk<E, F>(&self, visit: F) -> Result<(), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        self.walk_pages(visit).map(|_| ())
+    }
+
+    /// [`BoltDb::walk`], also counting the pages the tree reaches and those it does not:
+    /// the free pages bbolt finds on open (etcd opens its db without a stored freelist, so
+    /// bbolt rebuilds it as exactly these pages), which etcd reports as `dbSize -
+    /// dbSizeInUse` and a defragmentation gives back.
+    pub fn walk_pages<E, F>(&self, mut visit: F) -> Result<PageUsage, E>
     where
         E: From<BoltError>,
         F: FnMut(usize, Entry<'_>) -> Result<(), E>,
@@ -340,7 +385,15 @@ impl<S: PageSource> BoltDb<S> {
                 }
             }
         }
-        walker.finish()
+        let high_water = self.meta.high_water_pgid;
+        let reached = walker.reached.count_below(high_water);
+        walker.finish()?;
+        Ok(PageUsage {
+            page_size: self.meta.page_size,
+            high_water,
+            reached,
+            free: high_water.saturating_sub(reached),
+        })
     }
 
     /// Checks the whole db (see [`BoltDb::walk`]).

@@ -328,3 +328,36 @@ fn every_truncation_and_every_flipped_byte_is_an_error_or_a_value_never_a_panic(
         });
     }
 }
+
+#[test]
+fn pages_nothing_reaches_are_counted_free() {
+    let mut data = sample();
+    // Two more pages after the tree, which nothing references (as etcd leaves them).
+    let orphan = |id| {
+        let mut p = leaf(id, &[(0, b"old", b"gone")]);
+        p.resize(PS, 0);
+        p
+    };
+    data.extend(orphan(6));
+    data.extend(orphan(7));
+    for (id, txid) in [(0u64, 4u64), (1, 5)] {
+        let m = meta_page(id, 2, u64::MAX, 8, txid);
+        data[id as usize * PS..id as usize * PS + m.len()].copy_from_slice(&m);
+    }
+    let usage = open(&data)
+        .walk_pages(|_, _| Ok::<(), BoltError>(()))
+        .unwrap();
+    assert_eq!(
+        usage,
+        PageUsage {
+            page_size: PS as u32,
+            high_water: 8,
+            reached: 6,
+            free: 2,
+        }
+    );
+    let whole = open(&sample())
+        .walk_pages(|_, _| Ok::<(), BoltError>(()))
+        .unwrap();
+    assert_eq!((whole.reached, whole.free), (6, 0));
+}

@@ -141,6 +141,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             return commands::offline::defrag(args, format);
         }
         Command::Hashkv(args) => return commands::offline::hashkv(args, format).await,
+        Command::Usage(args) if args.is_offline() => {
+            return commands::usage::run(None, args, format).await;
+        }
         Command::DataDir(command) => return commands::data_dir::run(command, format),
         _ => {}
     }
@@ -207,6 +210,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::downgrade::run(&config, &guards, command, format).await
         }
         Command::Quorum(command) => commands::quorum::run(&config, command, format).await,
+        Command::Usage(args) => commands::usage::run(Some(&config), args, format).await,
         Command::Platform(_)
         | Command::Pki(_)
         | Command::Write(_)

@@ -2,8 +2,9 @@
 //! SHA-256 trailer), their status as `etcdutl snapshot status` computes it, the mvcc key and
 //! value formats, and a native restore of a snapshot into the data dir of a member of a new
 //! cluster (db rewritten for the new membership, WAL, snap file), as `etcdutl snapshot restore`
-//! does, without etcd's tools, and etcdutl's offline tools on a stopped member or a snapshot
-//! ([`offline`]: `hashkv`, `defrag --data-dir`). No network, no etcd client, no store: the db
+//! does, without etcd's tools, etcdutl's offline tools on a stopped member or a snapshot
+//! ([`offline`]: `hashkv`, `defrag --data-dir`), and what fills a db ([`usage`]: live bytes,
+//! history a compaction frees, free pages, per group of keys). No network, no etcd client, no store: the db
 //! is read page by page through the `bbolt` crate, so memory stays bounded whatever its size.
 //!
 //! ```no_run
@@ -38,6 +39,7 @@ pub mod offline;
 pub mod restore;
 pub mod spool;
 pub mod status;
+pub mod usage;
 
 pub use crypt::{
     AGE_MAGIC, DecryptFailure, Identities, decrypting_reader, is_age, new_identity_file,
@@ -51,7 +53,9 @@ pub use inspect::{
     DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TailAdoption, TermStart,
     WalSummary, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
 };
-pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use mvcc::{
+    KeyValueParts, REVISION_KEY_LEN, key_value_fields, key_value_parts, parse_revision_key,
+};
 pub use offline::{
     DefragRequest, DefragResult, HashKv, HashKvRequest, defrag_data_dir, hash_kv, hash_kv_data_dir,
 };
@@ -65,4 +69,9 @@ pub use spool::{Spool, SpoolOptions, StoredTap};
 pub use status::{
     BucketCount, DbMember, Scan, SnapshotStatus, StatusOptions, TrailerCheck, scan,
     snapshot_status, split_trailer,
+};
+pub use usage::{
+    DbSpace, GroupTable, GroupUsage, KeyGrouping, KeyUsage, PrefixDepth, SpaceSource, Tally,
+    TieBreak, TopN, UsageOptions, UsageReport, display_bytes, key_hash, prefix_group,
+    usage_data_dir, usage_db,
 };

@@ -81,6 +81,37 @@ pub fn key_value_fields(mut bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((key, value))
 }
 
+/// The fields of an `mvccpb.KeyValue` that say what it costs and who holds it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyValueParts<'a> {
+    /// Field 1, the key.
+    pub key: &'a [u8],
+    /// Field 3, the revision of its last modification.
+    pub mod_revision: i64,
+    /// Field 5, the value (empty for a tombstone).
+    pub value: &'a [u8],
+    /// Field 6, the lease attached (0: none).
+    pub lease: i64,
+}
+
+/// [`KeyValueParts`] of a protobuf `mvccpb.KeyValue`, borrowed; `None` when the bytes are
+/// not a valid message.
+pub fn key_value_parts(mut bytes: &[u8]) -> Option<KeyValueParts<'_>> {
+    let mut parts = KeyValueParts::default();
+    while !bytes.is_empty() {
+        let field = next_field(bytes)?;
+        match field.number {
+            1 => parts.key = field.bytes,
+            3 => parts.mod_revision = field.varint as i64,
+            5 => parts.value = field.bytes,
+            6 => parts.lease = field.varint as i64,
+            _ => {}
+        }
+        bytes = &bytes[field.len..];
+    }
+    Some(parts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +148,14 @@ mod tests {
         );
         assert_eq!(key_value_fields(&[0x0b]), None, "wire type 3");
         assert_eq!(key_value_fields(&[]), Some((&b""[..], &b""[..])));
+        // KeyValue{key: "k", mod_revision: 300, value: "v", lease: 0x1234}.
+        let kv = [
+            0x0a, 1, b'k', 0x18, 0xac, 0x02, 0x2a, 1, b'v', 0x30, 0xb4, 0x24,
+        ];
+        let parts = key_value_parts(&kv).unwrap();
+        assert_eq!(
+            (parts.key, parts.mod_revision, parts.value, parts.lease),
+            (&b"k"[..], 300, &b"v"[..], 0x1234)
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! Kubernetes knowledge for etcd operations: where kube-apiserver keeps its objects, how a
 //! stored value is encrypted (provider and key name) or not, the encryption-at-rest audit
 //! (live, paged; or offline from a snapshot, with no etcd started), kube-apiserver's
-//! `EncryptionConfiguration` (generate, and key rotation one step at a time), and decoding of
-//! stored values for diagnostics.
+//! `EncryptionConfiguration` (generate, and key rotation one step at a time), decoding of
+//! stored values for diagnostics, and what fills the db per resource and namespace (live
+//! [`usage_live`]; offline through [`KubernetesGrouping`] and etcd-data's usage).
 //!
 //! Each operation is one function with a typed request (deserializable from Ansible module
 //! arguments) and a serde-serializable result, shared by the `etcdops` CLI and the `etcd.core`
@@ -56,6 +57,7 @@ mod prefix;
 mod red_team22;
 mod scan;
 mod static_pod;
+mod usage;
 mod value;
 
 pub use config::{
@@ -86,4 +88,5 @@ pub use scan::{
     scan_db, scan_live, scan_snapshot, scan_snapshot_bytes,
 };
 pub use static_pod::{PodState, StaticPodRequest, StaticPodResult, static_pod};
+pub use usage::{KubernetesGrouping, usage_live};
 pub use value::{ENCRYPTED_PREFIX, PROTOBUF_MAGIC, PlainFormat, Storage, classify};

@@ -29,6 +29,7 @@ pub mod member;
 pub mod platform;
 pub mod quorum;
 pub mod snapshot;
+pub mod usage;
 
 pub use error::{Error, Result, hint_of, is_transient};
 

@@ -76,6 +76,8 @@ fn etcd_commands(store: &str) -> Vec<Vec<String>> {
         c(&["snapshot", "save", store]),
         c(&["snapshot", "save", store, "-w", "json"]),
         c(&["k8s", "encryption-status"]),
+        c(&["usage"]),
+        c(&["usage", "-w", "json"]),
         c(&["k8s", "get", "/registry/secrets/default/x"]),
     ]
 }

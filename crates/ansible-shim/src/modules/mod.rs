@@ -18,6 +18,7 @@ mod snapshot_copy;
 mod snapshot_info;
 mod snapshot_restore;
 mod static_pod;
+mod usage_info;
 
 use crate::context::Context;
 use crate::outcome::Outcome;
@@ -126,6 +127,11 @@ pub const MODULES: &[ModuleDef] = &[
         options: data_dir_info::OPTIONS,
         connection: false,
     },
+    ModuleDef {
+        name: "etcd_usage_info",
+        options: usage_info::OPTIONS,
+        connection: true,
+    },
 ];
 
 /// The module called `name`.
@@ -154,6 +160,7 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_data_dir" => data_dir::run(context).await,
         "etcd_quorum_recovery" => quorum_recovery::run(context).await,
         "etcd_data_dir_info" => data_dir_info::run(context).await,
+        "etcd_usage_info" => usage_info::run(context).await,
         other => {
             let known: Vec<&str> = MODULES.iter().map(|m| m.name).collect();
             return Outcome::failure(format!(

@@ -16,6 +16,7 @@ pub mod pki;
 pub mod platform;
 pub mod quorum;
 pub mod snapshot;
+pub mod usage;
 
 use std::process::ExitCode;
 

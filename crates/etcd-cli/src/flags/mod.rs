@@ -20,6 +20,7 @@ mod kv;
 mod platform;
 mod quorum;
 mod snapshot;
+mod usage;
 
 pub use access::*;
 pub use cluster::*;
@@ -30,6 +31,7 @@ pub use kv::*;
 pub use platform::*;
 pub use quorum::*;
 pub use snapshot::*;
+pub use usage::*;
 
 /// Safe etcd operations: health, status and membership today; backup and restore next.
 #[derive(Debug, Parser)]
@@ -409,6 +411,11 @@ pub enum Command {
     /// Offline, as etcdutl 3.6's `hashkv`: etcd's KV hash of a snapshot or a stopped member's
     /// db at a revision, the hash `endpoint hashkv` gives for that member at that revision.
     Hashkv(OfflineHashKvArgs),
+    /// What fills the db, per key prefix and, for Kubernetes, per resource and namespace:
+    /// keys, live bytes, bytes of old revisions (what a compaction frees), largest keys,
+    /// leases, free pages (what a defrag gives back). Live (paged), or offline from
+    /// --snapshot or a stopped member's --data-dir (history visible).
+    Usage(UsageArgs),
     /// Compact the key history up to a revision, or keep the last N revisions.
     #[command(visible_alias = "compaction")]
     Compact(CompactArgs),
