@@ -237,10 +237,10 @@ fn every_module_keeps_the_collections_documentation_conventions() {
         // (CHANGELOG.md's "Unreleased").
         if !matches!(
             doc["version_added"].as_str(),
-            Some("0.1.0" | "0.2.0" | "0.3.0" | "0.4.0" | "0.5.0")
+            Some("0.1.0" | "0.2.0" | "0.3.0" | "0.4.0" | "0.5.0" | "0.6.0")
         ) {
             problems.push(format!(
-                "{name}: version_added is not a release (0.1.0 to 0.4.0) or the next (0.5.0)"
+                "{name}: version_added is not a release (0.1.0 to 0.5.0) or the next (0.6.0)"
             ));
         }
         let extends: Vec<&str> = doc["extends_documentation_fragment"]
