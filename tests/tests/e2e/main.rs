@@ -49,6 +49,7 @@ mod quorum_plan;
 mod red_team20;
 mod red_team21;
 mod red_team22;
+mod red_team23;
 mod red_team24;
 mod restore_host;
 mod restore_safety;

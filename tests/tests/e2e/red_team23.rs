@@ -1,0 +1,189 @@
+//! Red team of #23 part 1 (`snapshot compact`, `backup run --compact-after`): a compaction
+//! taken while `backup run` keeps publishing, the chain growing past its compacted copy,
+//! then retention and restarts on that store; odd `--chain` values.
+
+use std::path::Path;
+
+use etcdops_tests::{Cluster, Security, etcdops};
+use serde_json::Value;
+
+use crate::backup_run::{BackupRun, keys_at, write_changes};
+
+fn store_arg(store: &Path) -> String {
+    store.display().to_string()
+}
+
+/// `etcdops snapshot <args> -w json`.
+fn snapshot_json(args: &[&str]) -> etcdops_tests::Run {
+    let mut all: Vec<String> = vec!["snapshot".into()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    all.extend(["-w".to_string(), "json".to_string()]);
+    etcdops(&all, &[])
+}
+
+/// The complete full backups of `store` as `snapshot list` shows them.
+fn complete_backups(store: &Path) -> Vec<Value> {
+    let listed = snapshot_json(&["list", &store_arg(store)]);
+    listed.expect_code(0);
+    listed.json()["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["complete"] == true)
+        .cloned()
+        .collect()
+}
+
+/// A chain compacted while its `backup run` goes on, which then grows past the compacted
+/// copy before the run stops: (cluster, store, the chain's full backup, the compacted
+/// backup, its revision, the chain's last revision).
+fn chain_grown_past_its_copy(tag: &str) -> (Cluster, std::path::PathBuf, String, String, i64, i64) {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 20);
+    let store = cluster.dir().join(format!("red23-{tag}"));
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    let first = *write_changes(&cluster, tag, 2).last().unwrap();
+    backup.wait_published(first);
+    // Compacted while the run holds its lock and keeps publishing.
+    let done = snapshot_json(&["compact", &store_arg(&store)]);
+    done.expect_code(0);
+    let copy = done.json()["manifest"].clone();
+    let copy_revision = copy["revision"].as_i64().unwrap();
+    assert!(copy_revision >= first, "{copy}");
+    let object = copy["object"].as_str().unwrap().to_string();
+    let last = *write_changes(&cluster, &format!("{tag}2"), 2)
+        .last()
+        .unwrap();
+    backup.wait_published(last);
+    let events = backup.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "gap" || e["event"] == "failed"),
+        "{events:#?}"
+    );
+    assert!(last > copy_revision);
+    (cluster, store, full, object, copy_revision, last)
+}
+
+#[test]
+fn prune_keep_last_one_keeps_a_chain_that_reaches_past_its_compacted_copy() {
+    let (cluster, store, full, object, copy_revision, last) = chain_grown_past_its_copy("keep");
+    let backups = complete_backups(&store);
+    let chain = &backups
+        .iter()
+        .find(|b| b["object"] == full.as_str())
+        .unwrap()["chain"];
+    assert_eq!(chain["to_revision"], last, "{chain}");
+
+    // The run is stopped: only the rules decide. The compacted copy is dated later than the
+    // chain's full backup, but the chain holds newer revisions than the copy.
+    let pruned = snapshot_json(&[
+        "prune",
+        &store_arg(&store),
+        "--keep-last",
+        "1",
+        "--orphan-grace",
+        "0s",
+    ]);
+    pruned.expect_code(0);
+    let left: Vec<String> = complete_backups(&store)
+        .iter()
+        .map(|b| b["object"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        left.contains(&full),
+        "the only backup reaching revisions {}..={last} was deleted: {pruned}",
+        copy_revision + 1
+    );
+    // The newest published revision still restores, as the source served it.
+    let rev = last.to_string();
+    let (restored, result) = crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
+    crate::backup_run::assert_restored(&restored, &keys_at(&cluster, Some(last)), last, &result);
+    let _ = object;
+}
+
+#[test]
+fn a_restarted_run_continues_the_chain_not_its_compacted_copy() {
+    let (cluster, store, full, object, _, last) = chain_grown_past_its_copy("resume");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let more = *write_changes(&cluster, "resume3", 1).last().unwrap();
+    backup.wait_published(more);
+    let events = backup.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "full_saved" || e["event"] == "gap" || e["event"] == "failed"),
+        "the chain was continued: {events:#?}"
+    );
+    let backups = complete_backups(&store);
+    let chain = &backups
+        .iter()
+        .find(|b| b["object"] == full.as_str())
+        .unwrap()["chain"];
+    assert!(chain["to_revision"].as_i64().unwrap() >= more, "{chain}");
+    assert_eq!(chain["continuous"], true, "{chain}");
+    let copy = backups
+        .iter()
+        .find(|b| b["object"] == object.as_str())
+        .unwrap();
+    assert!(copy.get("chain").is_none_or(Value::is_null), "{copy}");
+    // Every revision of the restart restores from the chain.
+    let rev = more.to_string();
+    let (restored, result) = crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
+    assert_eq!(result["plan"]["full"], full.as_str(), "{result}");
+    crate::backup_run::assert_restored(&restored, &keys_at(&cluster, Some(more)), more, &result);
+    assert!(more > last);
+}
+
+#[test]
+fn chain_naming_a_segment_a_missing_backup_or_a_plain_full_backup_is_refused_in_one_line() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 10);
+    let store = cluster.dir().join("red23-flags");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    let last = *write_changes(&cluster, "flags", 1).last().unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let listed = snapshot_json(&["list", &store_arg(&store)]);
+    let catalog = listed.json();
+    let segment = catalog["backups"][0]["deltas"][0]["object"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a segment: {catalog}"))
+        .to_string();
+    let before = catalog["backups"].clone();
+    for chain in [
+        segment.as_str(),
+        "etcd-0000/nothing.db.zst",
+        "../../etc/passwd",
+    ] {
+        let refused = snapshot_json(&["compact", &store_arg(&store), "--chain", chain]);
+        crate::assert_clear_error(&refused, "chain");
+        assert_eq!(
+            snapshot_json(&["list", &store_arg(&store)]).json()["backups"],
+            before,
+            "nothing written for --chain {chain}"
+        );
+    }
+    // The full backup by name, and by its manifest's name, both compact it.
+    let done = snapshot_json(&[
+        "compact",
+        &store_arg(&store),
+        "--chain",
+        &format!("{full}.manifest.json"),
+    ]);
+    done.expect_code(0);
+    assert_eq!(done.json()["source"], full.as_str(), "{done}");
+    assert_eq!(done.json()["manifest"]["revision"], last, "{done}");
+    // The compacted backup has no segments: naming it is refused, not a silent no-op.
+    let object = done.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let refused = snapshot_json(&["compact", &store_arg(&store), "--chain", &object]);
+    crate::assert_clear_error(&refused, "nothing to compact");
+}
