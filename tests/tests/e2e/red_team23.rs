@@ -102,7 +102,37 @@ fn prune_keep_last_one_keeps_a_chain_that_reaches_past_its_compacted_copy() {
     let rev = last.to_string();
     let (restored, result) = crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
     crate::backup_run::assert_restored(&restored, &keys_at(&cluster, Some(last)), last, &result);
-    let _ = object;
+
+    // Compacted again, to the chain's end: now the new copy holds everything the chain
+    // reaches, and --keep-last 1 leaves only it (the fix keeps nothing for ever).
+    let again = snapshot_json(&["compact", &store_arg(&store)]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], true, "{again}");
+    assert_eq!(again.json()["manifest"]["revision"], last, "{again}");
+    let newest = again.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pruned = snapshot_json(&[
+        "prune",
+        &store_arg(&store),
+        "--keep-last",
+        "1",
+        "--orphan-grace",
+        "0s",
+    ]);
+    pruned.expect_code(0);
+    let deleted = pruned.json()["deleted"].to_string();
+    assert!(
+        deleted.contains(&full) && deleted.contains(&object),
+        "{pruned}"
+    );
+    let left: Vec<Value> = complete_backups(&store);
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(left[0]["object"], newest.as_str());
+    let (restored, result) = crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
+    assert_eq!(result["plan"]["full"], newest.as_str(), "{result}");
+    crate::backup_run::assert_restored(&restored, &keys_at(&cluster, Some(last)), last, &result);
 }
 
 #[test]
