@@ -217,3 +217,89 @@ fn chain_naming_a_segment_a_missing_backup_or_a_plain_full_backup_is_refused_in_
     let refused = snapshot_json(&["compact", &store_arg(&store), "--chain", &object]);
     crate::assert_clear_error(&refused, "nothing to compact");
 }
+
+/// The restore's leases detached, as `assert_restored` reads them, from a compaction's result.
+fn detached_by(compacted: &Value) -> Value {
+    serde_json::json!({"point_in_time": {"leases_detached": compacted["leases_detached"]}})
+}
+
+#[test]
+fn a_chain_on_a_compacted_backup_compacts_again_and_restores_key_for_key() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 20);
+    let store = cluster.dir().join("red23-nested");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    let first = *write_changes(&cluster, "n1", 2).last().unwrap();
+    backup.wait_published(first);
+    backup.stop();
+    let done = snapshot_json(&["compact", &store_arg(&store)]);
+    done.expect_code(0);
+    let copy = done.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Retention drops the chain (its copy reaches its end): the copy is all that is left.
+    let pruned = snapshot_json(&[
+        "prune",
+        &store_arg(&store),
+        "--keep-last",
+        "1",
+        "--orphan-grace",
+        "0s",
+    ]);
+    pruned.expect_code(0);
+    assert!(
+        pruned.json()["deleted"].to_string().contains(&full),
+        "{pruned}"
+    );
+
+    // A restarted run continues the copy as a full backup like any other.
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let second = *write_changes(&cluster, "n2", 2).last().unwrap();
+    backup.wait_published(second);
+    let events = backup.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "full_saved" || e["event"] == "gap" || e["event"] == "failed"),
+        "{events:#?}"
+    );
+    let backups = complete_backups(&store);
+    assert_eq!(backups.len(), 1, "{backups:#?}");
+    assert_eq!(backups[0]["object"], copy.as_str());
+    assert_eq!(backups[0]["chain"]["to_revision"], second, "{backups:#?}");
+
+    // That chain restored to its end, then compacted and the copy of the copy restored:
+    // both serve what the source served at that revision.
+    let rev = second.to_string();
+    let (by_chain, chain_result) =
+        crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
+    assert_eq!(
+        chain_result["plan"]["full"],
+        copy.as_str(),
+        "{chain_result}"
+    );
+    let expected = keys_at(&cluster, Some(second));
+    crate::backup_run::assert_restored(&by_chain, &expected, second, &chain_result);
+    let again = snapshot_json(&["compact", &store_arg(&store)]);
+    again.expect_code(0);
+    let compacted = again.json();
+    assert_eq!(compacted["source"], copy.as_str(), "{compacted}");
+    assert_eq!(
+        compacted["manifest"]["compacted_from"]["full_backup"],
+        copy.as_str()
+    );
+    assert_eq!(compacted["manifest"]["revision"], second, "{compacted}");
+    let object = compacted["manifest"]["object"].as_str().unwrap();
+    let url = format!("{}/{object}", store_arg(&store));
+    let mut restored = Cluster::plan_restore(1, "n");
+    crate::snapshot_restore::restore_from(&url, &restored, 0, &[], &[]).expect_code(0);
+    restored.start_restored();
+    crate::backup_run::assert_restored(&restored, &expected, second, &detached_by(&compacted));
+    assert!(
+        keys_at(&restored, None) == keys_at(&by_chain, None),
+        "the copy of the copy and the chain restore differ"
+    );
+}
