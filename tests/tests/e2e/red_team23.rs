@@ -303,3 +303,86 @@ fn a_chain_on_a_compacted_backup_compacts_again_and_restores_key_for_key() {
         "the copy of the copy and the chain restore differ"
     );
 }
+
+/// The compaction work dirs left in `work`.
+fn work_dirs(work: &Path) -> Vec<String> {
+    std::fs::read_dir(work)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".etcdops-compact-"))
+        .collect()
+}
+
+#[test]
+fn sigkill_of_a_run_while_it_compacts_then_a_restart_continues_the_chain_and_compacts_it() {
+    let cluster = Cluster::start(1, Security::Plain);
+    // A few MiB, so the compaction lasts long enough to be caught running.
+    cluster.put_random("/big/", 3000, 1024);
+    let store = cluster.dir().join("red23-killed-run");
+    let work = cluster.dir().join("red23-killed-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let work_arg = work.display().to_string();
+    let flags = ["--compact-after", "1", "--compact-work-dir", &work_arg];
+    let backup = BackupRun::start(&cluster, &store, &flags);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    cluster.put_random("/big/", 2000, 1024);
+    let first = *write_changes(&cluster, "kr", 1).last().unwrap();
+    // Killed as soon as a compaction is seen working (its work dir exists).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while work_dirs(&work).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no compaction started"
+        );
+        std::thread::yield_now();
+    }
+    backup.kill();
+    let compacted_before: Vec<Value> = complete_backups(&store)
+        .into_iter()
+        .filter(|b| b["manifest"]["compacted_from"].is_object())
+        .collect();
+    // Whatever lists as complete verifies whole (nothing half-written looks complete).
+    for b in complete_backups(&store) {
+        let url = format!("{}/{}", store_arg(&store), b["object"].as_str().unwrap());
+        etcdops(&["snapshot".into(), "verify".into(), url], &[]).expect_code(0);
+    }
+
+    // The restart continues the chain (not a copy), and compacts it again when due.
+    let backup = BackupRun::start(&cluster, &store, &flags);
+    let more = *write_changes(&cluster, "kr2", 1).last().unwrap();
+    backup.wait_published(more);
+    let compacted = backup.wait_for("a compaction", |e| e["event"] == "compacted");
+    let events = backup.stop();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "full_saved" || e["event"] == "gap" || e["event"] == "failed"),
+        "{events:#?}"
+    );
+    assert_eq!(compacted["source"], full.as_str(), "{compacted}");
+    let backups = complete_backups(&store);
+    let chain = &backups
+        .iter()
+        .find(|b| b["object"] == full.as_str())
+        .unwrap()["chain"];
+    assert!(chain["to_revision"].as_i64().unwrap() >= more, "{chain}");
+    assert!(first < more);
+    let leftovers = work_dirs(&work);
+    eprintln!(
+        "compacted before the kill: {}; work dirs left after the restart: {leftovers:?}",
+        compacted_before.len()
+    );
+    let object = compacted["object"].as_str().unwrap();
+    let to = compacted["to_revision"].as_i64().unwrap();
+    let url = format!("{}/{object}", store_arg(&store));
+    let mut restored = Cluster::plan_restore(1, "k");
+    crate::snapshot_restore::restore_from(&url, &restored, 0, &[], &[]).expect_code(0);
+    restored.start_restored();
+    let served = keys_at(&restored, None);
+    assert_eq!(served.len(), keys_at(&cluster, Some(to)).len());
+    // A kill leaves its work dir behind (SIGKILL runs no cleanup); the next compaction in
+    // the same dir must not leave one of its own.
+    assert!(leftovers.len() <= 1, "{leftovers:?}");
+}
