@@ -386,3 +386,110 @@ fn sigkill_of_a_run_while_it_compacts_then_a_restart_continues_the_chain_and_com
     // the same dir must not leave one of its own.
     assert!(leftovers.len() <= 1, "{leftovers:?}");
 }
+
+#[test]
+fn two_compactions_of_one_chain_at_once_both_publish_only_verified_copies() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_random("/big/", 1500, 1024);
+    let store = cluster.dir().join("red23-twice");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    cluster.put_random("/big/", 1500, 1024);
+    let last = *write_changes(&cluster, "tw", 2).last().unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let spawn = || {
+        std::process::Command::new(etcdops_tests::etcdops_path())
+            .args(["snapshot", "compact", &store_arg(&store), "-w", "json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(result["manifest"]["revision"], last, "{result}");
+    }
+    let copies: Vec<Value> = complete_backups(&store)
+        .into_iter()
+        .filter(|b| b["manifest"]["compacted_from"]["full_backup"] == full.as_str())
+        .collect();
+    assert!(!copies.is_empty() && copies.len() <= 2, "{copies:#?}");
+    for copy in &copies {
+        let url = format!("{}/{}", store_arg(&store), copy["object"].as_str().unwrap());
+        etcdops(&["snapshot".into(), "verify".into(), url], &[]).expect_code(0);
+    }
+    eprintln!(
+        "two concurrent compactions published {} copies",
+        copies.len()
+    );
+    let again = snapshot_json(&["compact", &store_arg(&store)]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], false, "{again}");
+}
+
+#[test]
+fn an_encrypted_chain_with_the_wrong_identity_is_refused_and_writes_nothing() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let keygen = |name: &str| {
+        let path = cluster.dir().join(name);
+        let made = snapshot_json(&["keygen", "-o", &path.display().to_string()]);
+        made.expect_code(0);
+        (path, made.json()["recipient"].as_str().unwrap().to_string())
+    };
+    let (_, recipient) = keygen("right.txt");
+    let (wrong, _) = keygen("wrong.txt");
+    let store = cluster.dir().join("red23-wrong-identity");
+    let backup = BackupRun::start(&cluster, &store, &["--encrypt-to", &recipient]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let last = *write_changes(&cluster, "wi", 1).last().unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let before = snapshot_json(&["list", &store_arg(&store)]).json();
+    let refused = snapshot_json(&[
+        "compact",
+        &store_arg(&store),
+        "--identity",
+        &wrong.display().to_string(),
+    ]);
+    crate::assert_clear_error(&refused, "identity");
+    let secret = std::fs::read_to_string(&wrong).unwrap();
+    let secret = secret
+        .lines()
+        .find(|l| l.starts_with("AGE-SECRET-KEY"))
+        .unwrap();
+    assert!(!refused.stderr.contains(secret) && !refused.stdout.contains(secret));
+    let after = snapshot_json(&["list", &store_arg(&store)]).json();
+    assert_eq!(after["backups"], before["backups"]);
+    assert_eq!(after["orphans"], before["orphans"], "no object left behind");
+    // A --compact-after run refuses the wrong identity at start.
+    let out = etcdops(
+        &[
+            cluster.client_flags(),
+            [
+                "backup",
+                "run",
+                &store_arg(&store),
+                "--encrypt-to",
+                &recipient,
+                "--compact-after",
+                "2",
+                "--identity",
+                &wrong.display().to_string(),
+            ]
+            .map(String::from)
+            .to_vec(),
+        ]
+        .concat(),
+        &[],
+    );
+    crate::assert_clear_error(&out, "identity");
+}
