@@ -493,3 +493,152 @@ fn an_encrypted_chain_with_the_wrong_identity_is_refused_and_writes_nothing() {
     );
     crate::assert_clear_error(&out, "identity");
 }
+
+/// The leases `cluster` holds, each with its granted TTL, sorted (etcdctl's answers).
+fn leases_with_ttl(cluster: &Cluster) -> Vec<(i64, i64)> {
+    let endpoints = cluster.endpoints();
+    let (code, listed) = crate::etcdctl_json(
+        cluster,
+        &["--endpoints", &endpoints, "lease", "list", "-w", "json"],
+    );
+    assert_eq!(code, 0, "{listed}");
+    let mut out: Vec<(i64, i64)> = listed["leases"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|l| {
+            let id = l["id"].as_i64().unwrap();
+            let hex = format!("{id:x}");
+            let (code, ttl) = crate::etcdctl_json(
+                cluster,
+                &[
+                    "--endpoints",
+                    &endpoints,
+                    "lease",
+                    "timetolive",
+                    &hex,
+                    "-w",
+                    "json",
+                ],
+            );
+            assert_eq!(code, 0, "{ttl}");
+            let granted = ttl["granted-ttl"].as_i64();
+            (id, granted.unwrap_or_else(|| panic!("{hex}: {ttl}")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn leases_revoked_granted_moved_and_unused_inside_the_chain_compact_as_the_chain_restores() {
+    use etcd_client::PutOptions;
+    let cluster = Cluster::start(1, Security::Plain);
+    let leased = |lease: i64| Some(PutOptions::new().with_lease(lease));
+    // Before the full backup: a lease revoked inside the chain, one that lives on.
+    let (l1, l5) = etcdops_tests::block_on(async {
+        let mut c = cluster.client().await;
+        let l1 = c.lease_grant(600, None).await?.id();
+        let l5 = c.lease_grant(900, None).await?.id();
+        c.put("/l1/a", "a", leased(l1)).await?;
+        c.put("/l1/b", "b", leased(l1)).await?;
+        c.put("/l5/a", "a", leased(l5)).await?;
+        c.put("/l5/b", "b", leased(l5)).await?;
+        c.put("/re/k", "0", None).await?;
+        Ok::<_, etcd_client::Error>((l1, l5))
+    })
+    .unwrap();
+    let store = cluster.dir().join("red23-leases");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let last = etcdops_tests::block_on(async {
+        let mut c = cluster.client().await;
+        c.lease_revoke(l1).await?;
+        let l2 = c.lease_grant(700, None).await?.id();
+        let l3 = c.lease_grant(800, None).await?.id();
+        c.put("/l2/a", "a", leased(l2)).await?;
+        c.put("/l3/a", "a", leased(l3)).await?;
+        c.delete("/l3/a", None).await?;
+        // A key moved from a lease of the full backup to one of the chain, one taken off.
+        c.put("/l5/b", "moved", leased(l2)).await?;
+        c.put("/l5/a", "plain", None).await?;
+        // Deleted and re-created: a new create revision and version 1.
+        c.delete("/re/k", None).await?;
+        let put = c.put("/re/k", "1", None).await?;
+        Ok::<_, etcd_client::Error>(put.header().unwrap().revision())
+    })
+    .unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let expected = keys_at(&cluster, Some(last));
+    let rev = last.to_string();
+    let (by_chain, chain_result) =
+        crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
+    crate::backup_run::assert_restored(&by_chain, &expected, last, &chain_result);
+    let done = snapshot_json(&["compact", &store_arg(&store)]);
+    done.expect_code(0);
+    let compacted = done.json();
+    let object = compacted["manifest"]["object"].as_str().unwrap();
+    let url = format!("{}/{object}", store_arg(&store));
+    let mut by_copy = Cluster::plan_restore(1, "l");
+    crate::snapshot_restore::restore_from(&url, &by_copy, 0, &[], &[]).expect_code(0);
+    by_copy.start_restored();
+    crate::backup_run::assert_restored(&by_copy, &expected, last, &detached_by(&compacted));
+    let re = keys_at(&by_copy, None)
+        .into_iter()
+        .find(|kv| kv["key"] == "/re/k" || kv["key"] == "L3JlL2s=")
+        .unwrap();
+    assert_eq!(re["version"], 1, "{re}");
+    // The leases: the same IDs and granted TTLs in both restores.
+    let from_chain = leases_with_ttl(&by_chain);
+    let from_copy = leases_with_ttl(&by_copy);
+    let source = leases_with_ttl(&cluster);
+    eprintln!("leases: source {source:?}, chain restore {from_chain:?}, compacted {from_copy:?}");
+    assert_eq!(
+        from_copy, from_chain,
+        "compacted and chain restores hold other leases"
+    );
+    assert!(from_copy.iter().any(|(id, ttl)| *id == l5 && *ttl == 900));
+}
+
+#[test]
+#[ignore = "known gap of every chain replay (point-in-time restore and compaction alike): segments \
+            record key changes, not lease grants and revokes, so a lease of the full backup \
+            revoked inside the chain comes back (with its full TTL, no keys) and a lease granted \
+            inside the chain that holds no key at the end is missing"]
+fn a_lease_revoked_inside_the_chain_is_not_in_the_compacted_backup() {
+    use etcd_client::PutOptions;
+    let cluster = Cluster::start(1, Security::Plain);
+    let revoked = etcdops_tests::block_on(async {
+        let mut c = cluster.client().await;
+        let lease = c.lease_grant(600, None).await?.id();
+        c.put("/l/a", "a", Some(PutOptions::new().with_lease(lease)))
+            .await?;
+        Ok::<_, etcd_client::Error>(lease)
+    })
+    .unwrap();
+    let store = cluster.dir().join("red23-revoked");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let last = etcdops_tests::block_on(async {
+        let mut c = cluster.client().await;
+        c.lease_revoke(revoked).await?;
+        let put = c.put("/after", "x", None).await?;
+        Ok::<_, etcd_client::Error>(put.header().unwrap().revision())
+    })
+    .unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let done = snapshot_json(&["compact", &store_arg(&store)]);
+    done.expect_code(0);
+    let object = done.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = format!("{}/{object}", store_arg(&store));
+    let mut restored = Cluster::plan_restore(1, "v");
+    crate::snapshot_restore::restore_from(&url, &restored, 0, &[], &[]).expect_code(0);
+    restored.start_restored();
+    assert_eq!(leases_with_ttl(&restored), leases_with_ttl(&cluster));
+}
