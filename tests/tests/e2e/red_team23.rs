@@ -642,3 +642,75 @@ fn a_lease_revoked_inside_the_chain_is_not_in_the_compacted_backup() {
     restored.start_restored();
     assert_eq!(leases_with_ttl(&restored), leases_with_ttl(&cluster));
 }
+
+/// Whether this process may mount a tmpfs.
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+#[test]
+fn a_work_dir_missing_a_file_read_only_or_full_fails_in_one_line_and_leaves_nothing() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_random("/big/", 1500, 1024);
+    let store = cluster.dir().join("red23-workdir");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    cluster.put_random("/big/", 1500, 1024);
+    let last = *write_changes(&cluster, "wd", 1).last().unwrap();
+    backup.wait_published(last);
+    backup.stop();
+    let before = snapshot_json(&["list", &store_arg(&store)]).json();
+    let unchanged = || {
+        let now = snapshot_json(&["list", &store_arg(&store)]).json();
+        assert_eq!(now["backups"], before["backups"]);
+        assert_eq!(now["orphans"], before["orphans"], "no object left behind");
+    };
+    let file = cluster.dir().join("red23-a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = cluster.dir().join("red23-missing");
+    for dir in [&missing, &file] {
+        let refused = snapshot_json(&[
+            "compact",
+            &store_arg(&store),
+            "--work-dir",
+            &dir.display().to_string(),
+        ]);
+        crate::assert_clear_error(&refused, &dir.display().to_string());
+        unchanged();
+    }
+    if !is_root() {
+        eprintln!("the read-only and full cases skipped: they need root to mount a tmpfs");
+        return;
+    }
+    // Read-only, then from far too small to just short of the room a compaction needs.
+    for (n, size) in ["1m,ro", "64k", "1m", "3m", "5m", "64m"].iter().enumerate() {
+        let dir = cluster.dir().join(format!("red23-tmpfs-{n}"));
+        let _mounted = crate::snapshot_failures::Tmpfs::mount(&dir, size);
+        let out = snapshot_json(&[
+            "compact",
+            &store_arg(&store),
+            "--work-dir",
+            &dir.display().to_string(),
+        ]);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "{size}: the work dir keeps {left:?}");
+        if out.code == 0 {
+            eprintln!("a compaction fits in {size}");
+            assert_eq!(out.json()["manifest"]["revision"], last);
+            assert!(n > 4, "{size}: the compaction should not fit");
+            break;
+        }
+        assert!(n < 5, "64m is room enough: {out}");
+        let needle = if size.ends_with(",ro") {
+            "read-only"
+        } else {
+            "ran out of space"
+        };
+        crate::assert_clear_error(&out, needle);
+        eprintln!("{size}: {}", out.stderr.trim());
+        unchanged();
+    }
+}
