@@ -600,6 +600,42 @@ fn leases_revoked_granted_moved_and_unused_inside_the_chain_compact_as_the_chain
         "compacted and chain restores hold other leases"
     );
     assert!(from_copy.iter().any(|(id, ttl)| *id == l5 && *ttl == 900));
+    // etcd's own hash of every revision up to the last (keys, values, revisions, versions,
+    // leases, tombstones): the same in the source, the chain restore and the compacted one.
+    let hash = hash_kv(&cluster, last);
+    assert_ne!(hash, hash_kv(&cluster, last - 1), "the hash sees the last change");
+    assert_eq!(
+        hash_kv(&by_chain, last),
+        hash,
+        "the chain restore's history differs"
+    );
+    assert_eq!(
+        hash_kv(&by_copy, last),
+        hash,
+        "the compacted backup's history differs"
+    );
+}
+
+/// `etcdctl endpoint hashkv --rev REV` of `cluster`'s first member.
+fn hash_kv(cluster: &Cluster, rev: i64) -> i64 {
+    let rev = rev.to_string();
+    let (code, out) = crate::etcdctl_json(
+        cluster,
+        &[
+            "--endpoints",
+            &cluster.members[0].client_url,
+            "endpoint",
+            "hashkv",
+            "--rev",
+            &rev,
+            "-w",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    out[0]["HashKV"]["hash"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{out}"))
 }
 
 #[test]
