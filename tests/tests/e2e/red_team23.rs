@@ -603,7 +603,11 @@ fn leases_revoked_granted_moved_and_unused_inside_the_chain_compact_as_the_chain
     // etcd's own hash of every revision up to the last (keys, values, revisions, versions,
     // leases, tombstones): the same in the source, the chain restore and the compacted one.
     let hash = hash_kv(&cluster, last);
-    assert_ne!(hash, hash_kv(&cluster, last - 1), "the hash sees the last change");
+    assert_ne!(
+        hash,
+        hash_kv(&cluster, last - 1),
+        "the hash sees the last change"
+    );
     assert_eq!(
         hash_kv(&by_chain, last),
         hash,
@@ -749,4 +753,75 @@ fn a_work_dir_missing_a_file_read_only_or_full_fails_in_one_line_and_leaves_noth
         eprintln!("{size}: {}", out.stderr.trim());
         unchanged();
     }
+}
+
+#[test]
+fn a_chain_broken_in_the_middle_by_a_replaced_or_missing_segment_compacts_to_its_break() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/seed/", 10);
+    let store = cluster.dir().join("red23-broken");
+    let backup = BackupRun::start(&cluster, &store, &[]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    for round in 0..3 {
+        let last = *write_changes(&cluster, &format!("b{round}"), 1)
+            .last()
+            .unwrap();
+        backup.wait_published(last);
+    }
+    backup.stop();
+    let catalog = snapshot_json(&["list", &store_arg(&store)]).json();
+    let deltas: Vec<Value> = catalog["backups"][0]["deltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["manifest"]["changes"].as_u64() > Some(0))
+        .cloned()
+        .collect();
+    assert!(deltas.len() >= 3, "{catalog:#}");
+    let first_to = deltas[0]["manifest"]["to_revision"].as_i64().unwrap();
+    let segment = |d: &Value| store.join(d["object"].as_str().unwrap());
+    let manifest_of = |d: &Value| {
+        let mut name = segment(d).into_os_string();
+        name.push(".manifest.json");
+        std::path::PathBuf::from(name)
+    };
+
+    // A segment's bytes replaced by another valid segment's (its manifest left): the chain
+    // is broken there, and compacted up to that segment, with a warning naming it.
+    let original = std::fs::read(segment(&deltas[1])).unwrap();
+    std::fs::copy(segment(&deltas[2]), segment(&deltas[1])).unwrap();
+    let done = snapshot_json(&["compact", &store_arg(&store)]);
+    done.expect_code(0);
+    let result = done.json();
+    assert_eq!(result["manifest"]["revision"], first_to, "{result}");
+    assert!(
+        result["warnings"]
+            .to_string()
+            .contains(deltas[1]["object"].as_str().unwrap()),
+        "{result}"
+    );
+    std::fs::write(segment(&deltas[1]), original).unwrap();
+
+    // The second segment gone: the same break, compacted already (nothing new written).
+    std::fs::remove_file(manifest_of(&deltas[1])).unwrap();
+    std::fs::remove_file(segment(&deltas[1])).unwrap();
+    let again = snapshot_json(&["compact", &store_arg(&store)]);
+    again.expect_code(0);
+    assert_eq!(again.json()["changed"], false, "{again}");
+    assert_eq!(again.json()["manifest"], result["manifest"], "{again}");
+    assert!(
+        again.json()["warnings"].to_string().contains("broken"),
+        "{again}"
+    );
+    let object = result["manifest"]["object"].as_str().unwrap();
+    let url = format!("{}/{object}", store_arg(&store));
+    let mut restored = Cluster::plan_restore(1, "b");
+    crate::snapshot_restore::restore_from(&url, &restored, 0, &[], &[]).expect_code(0);
+    restored.start_restored();
+    crate::backup_run::assert_restored(
+        &restored,
+        &keys_at(&cluster, Some(first_to)),
+        first_to,
+        &detached_by(&result),
+    );
 }
