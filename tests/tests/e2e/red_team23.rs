@@ -825,3 +825,87 @@ fn a_chain_broken_in_the_middle_by_a_replaced_or_missing_segment_compacts_to_its
         &detached_by(&result),
     );
 }
+
+/// A run compacting after every segment, a full backup every 3s, `--keep-last 1` and the
+/// orphan grace `grace`, until 4 full backups and 2 prunes; returns the cluster, the store,
+/// its events and the last revision written.
+fn churn(grace: &str) -> (Cluster, std::path::PathBuf, Vec<Value>, i64) {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_random("/big/", 3000, 1024);
+    let store = cluster.dir().join("red23-churn");
+    let backup = BackupRun::start(
+        &cluster,
+        &store,
+        &[
+            "--full-every",
+            "3s",
+            "--compact-after",
+            "1",
+            "--keep-last",
+            "1",
+            "--orphan-grace",
+            grace,
+        ],
+    );
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let mut last = 0;
+    for round in 0..200 {
+        last = *write_changes(&cluster, &format!("c{round}"), 1)
+            .last()
+            .unwrap();
+        backup.wait_published(last);
+        let events = backup.events();
+        let fulls = events.iter().filter(|e| e["event"] == "full_saved").count();
+        let pruned = events.iter().filter(|e| e["event"] == "pruned").count();
+        if fulls >= 4 && pruned >= 2 {
+            break;
+        }
+    }
+    let events = backup.stop();
+    let count = |what: &str| events.iter().filter(|e| e["event"] == what).count();
+    eprintln!(
+        "{} full backups, {} compactions, {} prunes, {} failures",
+        count("full_saved"),
+        count("compacted"),
+        count("pruned"),
+        count("failed")
+    );
+    (cluster, store, events, last)
+}
+
+#[test]
+fn a_run_compacting_every_segment_and_keeping_one_backup_never_prunes_the_chain_it_compacts() {
+    let (cluster, store, events, last) = churn("0s");
+    let count = |what: &str| events.iter().filter(|e| e["event"] == what).count();
+    assert!(count("compacted") + count("failed") >= 2, "{events:#?}");
+    // With a 0s orphan grace the run's prune may remove the compaction's upload in progress
+    // (the error says so; see the ignored test below); the chain it reads must stay.
+    let failed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "failed" && !e["error"].to_string().contains("orphan grace"))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "the chain being compacted was pruned: {failed:#?}"
+    );
+    for b in complete_backups(&store) {
+        let url = format!("{}/{}", store_arg(&store), b["object"].as_str().unwrap());
+        etcdops(&["snapshot".into(), "verify".into(), url], &[]).expect_code(0);
+    }
+    let rev = last.to_string();
+    let (restored, result) = crate::backup_run::restore_point(&store, &["--to-revision", &rev]);
+    crate::backup_run::assert_restored(&restored, &keys_at(&cluster, Some(last)), last, &result);
+}
+
+#[test]
+#[ignore = "known: a run's own prune with an --orphan-grace shorter than a compaction takes \
+            removes that compaction's upload in progress (a failed event each time; with \
+            --orphan-grace 0s and --compact-after 1 hardly any compaction succeeds). Fix idea: \
+            the run names its compaction's object in its lock and prune spares it"]
+fn a_run_with_a_short_orphan_grace_does_not_prune_its_own_compaction_upload() {
+    let (_, _, events, _) = churn("0s");
+    let failed: Vec<&Value> = events.iter().filter(|e| e["event"] == "failed").collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    let compacted = events.iter().filter(|e| e["event"] == "compacted").count();
+    assert!(compacted >= 2, "{events:#?}");
+}
