@@ -50,6 +50,7 @@ mod red_team20;
 mod red_team21;
 mod red_team22;
 mod red_team23;
+mod red_team23_run;
 mod red_team24;
 mod restore_host;
 mod restore_safety;
