@@ -247,8 +247,9 @@ pub async fn compact_chain(
             path: work_root.clone(),
             source,
         })?;
-    let (db_path, replayed, replay) =
-        build_db(store, full, &reach, work.path(), identities).await?;
+    let (db_path, replayed, replay) = build_db(store, full, &reach, work.path(), identities)
+        .await
+        .map_err(|e| out_of_room(e, &work_root))?;
     result.changes_applied = replay.summary.changes_applied;
     result.leases_recreated = replay.summary.leases_recreated.clone();
     result.leases_detached = replay.summary.leases_detached.clone();
@@ -287,6 +288,36 @@ pub async fn compact_chain(
     result.manifest_name = manifest_name;
     result.duration_seconds = started.elapsed().as_secs_f64();
     Ok(result)
+}
+
+/// Whether `error` (or one of its causes) is a filesystem out of space.
+fn is_out_of_space(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        let io = e.downcast_ref::<std::io::Error>();
+        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::StorageFull)
+            || e.to_string().contains("(os error 28)")
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// A work dir that ran out of space, said as such with what to do (the bare error names
+/// only the object being written).
+fn out_of_room(error: RestoreError, work_root: &Path) -> RestoreError {
+    if !is_out_of_space(&error) {
+        return error;
+    }
+    invalid(
+        "work_dir",
+        format!(
+            "{} ran out of space rebuilding the db ({error}); a compaction needs room for the full backup's db, its segments and the new db: give a work dir on a filesystem with more room",
+            work_root.display()
+        ),
+    )
 }
 
 /// Fetches the full backup and the segments with changes (each checked against its

@@ -195,3 +195,20 @@ async fn a_damaged_full_backup_fails_the_compaction_and_leaves_the_chain_and_no_
         "the work dir is removed"
     );
 }
+
+#[test]
+fn a_full_work_dir_is_told_as_such_and_other_errors_are_left_alone() {
+    let full = RestoreError::Io {
+        path: "/w/x".into(),
+        source: std::io::Error::from_raw_os_error(28),
+    };
+    let told = out_of_room(full, Path::new("/w")).to_string();
+    assert!(told.contains("/w ran out of space"), "{told}");
+    assert!(told.contains("more room"), "{told}");
+    let other = RestoreError::Io {
+        path: "/w/x".into(),
+        source: std::io::Error::from_raw_os_error(13),
+    };
+    let kept = out_of_room(other, Path::new("/w")).to_string();
+    assert!(!kept.contains("ran out of space"), "{kept}");
+}

@@ -251,7 +251,7 @@ fn decide(
         .iter()
         .copied()
         .partition(|b| b.manifest.created_at > horizon);
-    for backup in future {
+    for &backup in &future {
         let created = backup.manifest.created_at.format("%Y-%m-%dT%H:%M:%SZ");
         report.future_dated.push(backup.object.clone());
         report.warnings.push(format!(
@@ -282,6 +282,7 @@ fn decide(
             complete: true,
         });
     }
+    let mut decided: Vec<(&BackupEntry, Vec<String>)> = Vec::new();
     for decision in apply_retention(policy, &items, now)? {
         let Some(backup) = backups.iter().find(|b| b.object == decision.name) else {
             continue;
@@ -294,6 +295,10 @@ fn decide(
             report.kept_live.push(backup.object.clone());
             kept_by.push(reason);
         }
+        decided.push((backup, kept_by));
+    }
+    keep_chains_past_their_copies(&future, &mut decided);
+    for (backup, kept_by) in decided {
         let entry = entry_of(backup, kept_by);
         if entry.kept_by.is_empty() {
             report.deleted.push(entry);
@@ -302,6 +307,59 @@ fn decide(
         }
     }
     Ok(())
+}
+
+/// Keeps, beside a kept compacted backup (`snapshot compact`), the chain it was made from
+/// when that chain reaches past it (it grew after the compaction): the copy is dated later
+/// than the chain's full backup, so the rules may prefer it, but the revisions after it are
+/// only in the chain. Repeated until nothing changes (a kept chain may itself be a copy).
+fn keep_chains_past_their_copies<'a>(
+    future: &[&'a BackupEntry],
+    decided: &mut [(&'a BackupEntry, Vec<String>)],
+) {
+    loop {
+        let kept: Vec<&BackupEntry> = future
+            .iter()
+            .copied()
+            .chain(
+                decided
+                    .iter()
+                    .filter(|(_, by)| !by.is_empty())
+                    .map(|(b, _)| *b),
+            )
+            .collect();
+        let mut changed = false;
+        for (backup, kept_by) in decided.iter_mut() {
+            if kept_by.is_empty()
+                && let Some(reason) = reaches_past_a_kept_copy(backup, &kept)
+            {
+                kept_by.push(reason);
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
+/// Why `backup`'s chain must stay while `kept` holds a compacted copy of it that ends
+/// earlier than the chain.
+fn reaches_past_a_kept_copy(backup: &BackupEntry, kept: &[&BackupEntry]) -> Option<String> {
+    let chain = backup.chain.as_ref()?;
+    let (copy, copied_to) = kept
+        .iter()
+        .filter_map(|k| {
+            let from = k.manifest.compacted_from.as_ref()?;
+            (from.full_backup == backup.object).then_some((k, from.to_revision))
+        })
+        .max_by_key(|(_, to)| *to)?;
+    (chain.to_revision > copied_to).then(|| {
+        format!(
+            "its chain reaches revision {}, past its kept compacted copy {} (revision {copied_to})",
+            chain.to_revision, copy.object
+        )
+    })
 }
 
 /// Prunes a store as `request` says: per cluster folder, the newest complete backup of each

@@ -357,3 +357,48 @@ async fn what_a_concurrent_prune_deleted_first_is_no_error() {
     left.sort();
     assert_eq!(names(&store).await, left);
 }
+
+/// Publishes a compacted copy of `full` (its chain up to `to_revision`) dated `hour`.
+async fn publish_copy(store: &Store, full: &str, hour: u32, to_revision: i64) -> String {
+    let copy = publish_full(store, hour, to_revision).await;
+    let name = Manifest::name_for(&copy);
+    let mut manifest: Manifest =
+        serde_json::from_slice(&store.get_small(&name).await.unwrap()).unwrap();
+    manifest.compacted_from = Some(crate::manifest::CompactedFrom {
+        full_backup: full.to_string(),
+        full_revision: 10,
+        last_sequence: 1,
+        to_revision,
+        to_time: at(hour),
+    });
+    store
+        .put_small(&name, Bytes::from(manifest.to_json()))
+        .await
+        .unwrap();
+    copy
+}
+
+#[tokio::test]
+async fn a_chain_reaching_past_its_kept_compacted_copy_is_kept_until_a_copy_reaches_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let full = publish_full(&store, 1, 10).await;
+    publish_segment(&store, &full, 10, 1, (10, 15), &[11]).await;
+    publish_segment(&store, &full, 10, 2, (15, 20), &[16]).await;
+    let copy = publish_copy(&store, &full, 2, 15).await;
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, true, at(3))
+        .await
+        .unwrap();
+    assert!(report.deleted.is_empty(), "{report:#?}");
+    let chain = report.kept.iter().find(|k| k.object == full).unwrap();
+    assert!(
+        chain.kept_by[0].contains(&format!("past its kept compacted copy {copy}")),
+        "{chain:#?}"
+    );
+    let end = publish_copy(&store, &full, 3, 20).await;
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, true, at(4))
+        .await
+        .unwrap();
+    let kept: Vec<&str> = report.kept.iter().map(|k| k.object.as_str()).collect();
+    assert_eq!(kept, [end.as_str()], "{report:#?}");
+}

@@ -86,6 +86,15 @@ impl Compactions {
         }
     }
 
+    /// The chain a compaction is reading now, if one runs: retention keeps it meanwhile
+    /// (the run names it in its lock), or the compaction would fail under a prune.
+    pub(super) fn running_chain(&self) -> Option<&str> {
+        self.running
+            .as_ref()
+            .filter(|r| !r.handle.is_finished())
+            .map(|r| r.base.as_str())
+    }
+
     /// Whether a chain at segment `sequence` is due: `segments` more than at its last
     /// compaction (or since its start).
     fn due(&self, base: &str, sequence: u64) -> bool {
@@ -175,6 +184,36 @@ mod tests {
         assert!(c.due("a", 6));
         assert!(!c.due("b", 2), "a new chain counts from its own start");
         assert!(c.due("b", 3));
+    }
+
+    #[tokio::test]
+    async fn the_chain_a_compaction_reads_is_named_until_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            &dir.path().display().to_string(),
+            &etcd_store::StoreOptions::default(),
+        )
+        .unwrap();
+        let mut c = Compactions::new(&CompactAfter::default(), &store);
+        assert_eq!(c.running_chain(), None);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        c.running = Some(Running {
+            base: "a".into(),
+            handle: tokio::spawn(async move {
+                let _ = rx.await;
+                Err("ended".to_string())
+            }),
+        });
+        assert_eq!(c.running_chain(), Some("a"));
+        tx.send(()).unwrap();
+        while !c.running.as_ref().unwrap().handle.is_finished() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            c.running_chain(),
+            None,
+            "a finished compaction protects nothing"
+        );
     }
 
     #[test]

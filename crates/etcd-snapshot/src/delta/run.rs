@@ -206,7 +206,15 @@ async fn run_locked<F: Future<Output = ()>>(
                 continue;
             }
             Next::Start(full) => {
-                runner.lock_chains(Some(&full.manifest.object), None).await;
+                // The previous chain stays protected while a compaction still reads it.
+                let compacting = runner
+                    .compactions
+                    .as_ref()
+                    .and_then(Compactions::running_chain)
+                    .map(str::to_string);
+                runner
+                    .lock_chains(Some(&full.manifest.object), compacting.as_deref())
+                    .await;
                 runner.prune().await;
                 Continue {
                     chain: ChainPosition::after_full(&full.manifest),
