@@ -197,7 +197,9 @@ fn load_key(what: &'static str, path: &Path, text: &str) -> Result<KeyPair> {
     })
 }
 
-fn sans_of(cert: &X509Certificate<'_>) -> BTreeSet<String> {
+/// `DNS:name` (lowercase) and `IP:address` of a certificate's subjectAltName, sorted: what
+/// `ensure` compares with the names asked for, and `check` reports.
+pub(crate) fn sans_of(cert: &X509Certificate<'_>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     if let Ok(Some(ext)) = cert.subject_alternative_name() {
         for name in &ext.value.general_names {

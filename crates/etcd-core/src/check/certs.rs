@@ -9,7 +9,6 @@ use std::path::Path;
 
 use rustls_pki_types::CertificateDer;
 use serde::Serialize;
-use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::time::ASN1Time;
 
@@ -96,7 +95,7 @@ impl CertificateStatus {
             subject: cert.subject().to_string(),
             not_after: not_after.to_string(),
             days_left: left.div_euclid(DAY),
-            sans: sans_of(&cert),
+            sans: crate::pki::sans_of(&cert).into_iter().collect(),
             missing_sans: Vec::new(),
             not_yet_valid_until: (not_before.timestamp() > now).then(|| not_before.to_string()),
             error: None,
@@ -153,32 +152,6 @@ fn from_pem(role: CertificateRole, source: String, pem: &[u8]) -> CertificateSta
         Some(block) => CertificateStatus::from_der(role, source, &block.contents),
         None => CertificateStatus::unreadable(role, source, "no PEM certificate in it".into()),
     }
-}
-
-/// `DNS:name` (lowercase) and `IP:address` of a certificate's subjectAltName.
-fn sans_of(cert: &X509Certificate<'_>) -> Vec<String> {
-    let mut out = BTreeSet::new();
-    if let Ok(Some(ext)) = cert.subject_alternative_name() {
-        for name in &ext.value.general_names {
-            match name {
-                GeneralName::DNSName(d) => {
-                    out.insert(format!("DNS:{}", d.to_ascii_lowercase()));
-                }
-                GeneralName::IPAddress(bytes) => {
-                    let ip = match bytes.len() {
-                        4 => <[u8; 4]>::try_from(*bytes).ok().map(IpAddr::from),
-                        16 => <[u8; 16]>::try_from(*bytes).ok().map(IpAddr::from),
-                        _ => None,
-                    };
-                    if let Some(ip) = ip {
-                        out.insert(format!("IP:{ip}"));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    out.into_iter().collect()
 }
 
 /// Whether `sans` covers `host` (an IP address, or a DNS name matched exactly or by a
