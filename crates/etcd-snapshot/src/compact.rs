@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{BackupEntry, DeltaEntry, list_backups, object_name, verify_backup};
 use crate::crypt::{Identities, Recipients};
-use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at};
+use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at, segment_needs_reading};
 use crate::error::SnapshotError;
 use crate::manifest::{CompactedFrom, Compression, Manifest, backup_object_name};
 use crate::progress::Progress;
@@ -321,7 +321,7 @@ fn out_of_room(error: RestoreError, work_root: &Path) -> RestoreError {
 }
 
 /// Fetches the full backup and the segments with changes (each checked against its
-/// manifest) into `work`, and writes the full backup's db with their changes appended.
+/// manifest, the chain checked for holes) into `work`, and writes the full backup's db with their changes appended.
 async fn build_db(
     store: &Store,
     full: &BackupEntry,
@@ -335,18 +335,17 @@ async fn build_db(
         PointInTime::Revision(reach.to_revision),
         full.manifest.revision,
     );
-    // Collected first: an iterator adapter's closure held across an await keeps the
-    // future from being `Send` for every lifetime (a `backup run` spawns it).
-    let with_changes: Vec<&DeltaEntry> = reach
-        .segments
-        .iter()
-        .filter(|d| d.manifest.changes > 0)
-        .collect();
-    for delta in with_changes {
-        let bytes =
-            fetch_delta_segment_at(store, &delta.object, &delta.manifest, identities).await?;
-        replay.add_segment(&delta.object, &bytes, Some(work))?;
+    // Every covered segment, in order: the replay checks that they follow each other
+    // without a hole; one without changes is not downloaded.
+    for delta in reach.segments {
+        let bytes = if segment_needs_reading(&delta.manifest) {
+            Some(fetch_delta_segment_at(store, &delta.object, &delta.manifest, identities).await?)
+        } else {
+            None
+        };
+        replay.add_segment(&delta.manifest, &delta.object, bytes.as_deref(), Some(work))?;
     }
+    replay.check_reach()?;
     let db_path = work.join("compacted.db");
     let name = full.object.clone();
     let to = db_path.clone();

@@ -17,6 +17,7 @@ mod runner;
 mod segment;
 #[cfg(test)]
 pub(crate) mod test_fixtures;
+mod timeline;
 
 pub use compact_after::CompactAfter;
 pub use format::{
@@ -32,6 +33,10 @@ pub use plan::{PitrPlan, plan_candidates};
 pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub(crate) use read::{decode_segment, fetch_stored};
-pub use replay::{DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry};
+pub use replay::{
+    DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry, segment_needs_reading,
+};
 pub use run::{DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState, run_backups};
 pub use segment::{ChainPosition, SegmentBuilder, SegmentSource};
+pub(crate) use timeline::Timeline;
+pub use timeline::{ClockStep, TimeSeenAgain};

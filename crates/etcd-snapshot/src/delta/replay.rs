@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::format::{DeltaRecord, SegmentReader, key_value_lease, without_lease};
+use super::manifest::DeltaManifest;
+use super::timeline::{ClockStep, TimeSeenAgain, Timeline};
 use crate::bbolt::BoltError;
 use crate::error::{Result, SnapshotError};
 use crate::mvcc::{key_value_fields, parse_revision_key};
@@ -47,12 +49,32 @@ pub struct ReplaySummary {
     pub leases_detached: Vec<String>,
     /// Changes whose lease was detached.
     pub changes_detached: u64,
+    /// With a time: where the chain's stamps go back (the clock of `backup run`'s host was
+    /// stepped back while it wrote them). The time was mapped to the revision where the clock
+    /// first reached it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clock_steps: Vec<ClockStep>,
+    /// With a time the clock showed again after a step back: the later revisions stamped at
+    /// or before it, which were not restored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_seen_again: Option<TimeSeenAgain>,
 }
 
-/// The decompressed segments of a restore, ready to replay.
+/// The decompressed segments of a restore, ready to replay: always a contiguous prefix of
+/// one chain (each segment's sequence follows the one before and it starts where the one
+/// before ended, checked as each is added).
 #[derive(Debug)]
 pub struct DeltaReplay {
     segments: Vec<File>,
+    point: PointInTime,
+    /// The full backup's revision: the chain starts after it.
+    floor: i64,
+    /// The sequence the next segment must have.
+    next_sequence: u64,
+    /// Where the segments added so far end, checked against their records.
+    end: i64,
+    /// The chain's stamps (time marks), mapping a time to a revision.
+    timeline: Timeline,
     /// What will be (and, after the restore, was) applied.
     pub summary: ReplaySummary,
 }
@@ -70,47 +92,120 @@ fn segment_error(e: super::format::SegmentError) -> BoltError {
     }
 }
 
+fn refused(name: &str, reason: String) -> SnapshotError {
+    SnapshotError::VerifyFailed {
+        name: name.to_string(),
+        reason,
+    }
+}
+
+/// Whether a segment must be read for a replay: one whose manifest says it holds no change
+/// and ends where it starts adds nothing (its times are in its manifest).
+pub fn segment_needs_reading(manifest: &DeltaManifest) -> bool {
+    manifest.changes > 0 || manifest.to_revision != manifest.after_revision
+}
+
 impl DeltaReplay {
     /// An empty replay of the chain of `full`, stopping at `point`; `floor` is the full
     /// backup's revision (the target of a time before any segment's first mark).
     pub fn new(full: &str, point: PointInTime, floor: i64) -> DeltaReplay {
-        let (target_revision, target_time) = match point {
-            PointInTime::Revision(revision) => (revision, None),
-            PointInTime::Time(at) => (floor, Some(at)),
+        let at = match point {
+            PointInTime::Revision(_) => None,
+            PointInTime::Time(at) => Some(at),
         };
-        DeltaReplay {
+        let mut replay = DeltaReplay {
             segments: Vec::new(),
+            point,
+            floor,
+            next_sequence: 1,
+            end: floor,
+            timeline: Timeline::new(at, None),
             summary: ReplaySummary {
                 full: full.to_string(),
-                target_revision,
-                target_time,
+                target_time: at,
                 ..ReplaySummary::default()
             },
-        }
+        };
+        replay.refresh();
+        replay
     }
 
-    /// Adds the next segment of the chain (its decompressed bytes), spooled into an unnamed
-    /// file in `spool_dir` (or the system's temporary dir). For a time, the target becomes
-    /// the newest revision whose changes were all received by then.
+    /// The chain's start for a time: the full backup was taken at `created_at`, and the
+    /// history's clock had shown `prior` before it (an earlier chain's latest stamp, when
+    /// later than `created_at`: the time was then passed before this chain).
+    pub fn starting_at(mut self, created_at: DateTime<Utc>, prior: Option<DateTime<Utc>>) -> Self {
+        if let PointInTime::Time(at) = self.point {
+            self.timeline = Timeline::new(Some(at), prior);
+            self.timeline.stamp(self.floor, created_at);
+            self.refresh();
+        }
+        self
+    }
+
+    /// Adds the next segment of the chain: its manifest, and its decompressed bytes (`None`
+    /// for a segment [`segment_needs_reading`] says adds nothing), spooled into an unnamed
+    /// file in `spool_dir` (or the system's temporary dir). Refused when it does not continue
+    /// the segments added before (a sequence skipped or repeated, or a hole or an overlap of
+    /// revisions) or when its records end elsewhere than its manifest says: a replay is a
+    /// contiguous prefix of the chain, always.
     pub fn add_segment(
         &mut self,
+        manifest: &DeltaManifest,
         name: &str,
-        bytes: &[u8],
+        bytes: Option<&[u8]>,
         spool_dir: Option<&Path>,
     ) -> Result<()> {
-        if let Some(at) = self.summary.target_time {
-            let bad = |e: super::format::SegmentError| SnapshotError::Codec {
-                operation: "read delta segment",
-                reason: format!("{name}: {e}"),
-            };
-            let mut reader = SegmentReader::new(bytes).map_err(bad)?;
-            while let Some(record) = reader.next_record().map_err(bad)? {
-                if let DeltaRecord::Mark { revision, unix_ms } = record
-                    && unix_ms <= at.timestamp_millis()
-                {
-                    self.summary.target_revision = self.summary.target_revision.max(revision);
-                }
+        if manifest.sequence != self.next_sequence || manifest.after_revision != self.end {
+            return Err(refused(
+                name,
+                format!(
+                    "it is segment {} after revision {}, but the replay needs segment {} after revision {}: replaying it would leave a hole in the restored history",
+                    manifest.sequence, manifest.after_revision, self.next_sequence, self.end
+                ),
+            ));
+        }
+        self.timeline
+            .stamp(manifest.after_revision, manifest.from_time);
+        let Some(bytes) = bytes else {
+            if segment_needs_reading(manifest) {
+                return Err(refused(
+                    name,
+                    format!(
+                        "its manifest says it holds {} changes up to revision {}, but it was not read",
+                        manifest.changes, manifest.to_revision
+                    ),
+                ));
             }
+            self.timeline
+                .stamp(manifest.after_revision, manifest.to_time);
+            return self.advance(manifest);
+        };
+        let bad = |e: super::format::SegmentError| SnapshotError::Codec {
+            operation: "read delta segment",
+            reason: format!("{name}: {e}"),
+        };
+        let mut reader = SegmentReader::new(bytes).map_err(bad)?;
+        let mut content_end = manifest.after_revision;
+        while let Some(record) = reader.next_record().map_err(bad)? {
+            match record {
+                DeltaRecord::Mark { revision, unix_ms } => {
+                    content_end = content_end.max(revision);
+                    self.timeline.stamp_ms(revision, unix_ms);
+                }
+                DeltaRecord::Change { .. } => {
+                    content_end = content_end.max(record.revision().unwrap_or(0));
+                }
+                DeltaRecord::Lease { .. } => {}
+            }
+        }
+        if content_end != manifest.to_revision {
+            return Err(refused(
+                name,
+                format!(
+                    "its manifest says it reaches revision {}, but its records end at revision {content_end}",
+                    manifest.to_revision
+                ),
+            ));
         }
         let mut file = match spool_dir {
             Some(dir) => tempfile::tempfile_in(dir),
@@ -120,12 +215,69 @@ impl DeltaReplay {
         file.write_all(bytes).map_err(io_error)?;
         self.segments.push(file);
         self.summary.segments.push(name.to_string());
+        self.advance(manifest)
+    }
+
+    fn advance(&mut self, manifest: &DeltaManifest) -> Result<()> {
+        self.next_sequence += 1;
+        self.end = manifest.to_revision;
+        self.refresh();
         Ok(())
     }
 
-    /// The revision the restore stops at.
+    /// The stamps of the chain after the segments added (from the manifests of its later
+    /// segments: `from_time` at `after_revision`, `to_time` at `to_revision`), in revision
+    /// order: they cannot move the target (nothing after the last segment added is
+    /// replayed), but they tell whether the clock stepped back and showed the time again.
+    pub fn note_later(&mut self, stamps: &[(i64, DateTime<Utc>)]) {
+        self.timeline.close();
+        for &(revision, at) in stamps {
+            self.timeline.stamp(revision, at);
+        }
+        self.refresh();
+    }
+
+    /// Refuses a target past what the segments added reach (their records checked against
+    /// their manifests): a restore never claims a revision it did not replay.
+    pub fn check_reach(&self) -> Result<()> {
+        let target = self.target_revision();
+        if target > self.end {
+            let option = match self.point {
+                PointInTime::Revision(_) => "to_revision",
+                PointInTime::Time(_) => "to_time",
+            };
+            return Err(SnapshotError::InvalidOption {
+                option,
+                reason: format!(
+                    "revision {target} is past the end of the chain of {} as its segments prove it (revision {}); what can be restored ends there",
+                    self.summary.full, self.end
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn refresh(&mut self) {
+        self.summary.target_revision = self.target_revision();
+        if matches!(self.point, PointInTime::Time(_)) {
+            self.summary.clock_steps = self.timeline.steps().to_vec();
+            self.summary.time_seen_again = self.timeline.seen_again();
+        }
+    }
+
+    /// The revision the restore stops at: the one asked for, or the one a time maps to
+    /// (see [`super::timeline`]; the full backup's own revision when no stamp is at or
+    /// before the time).
     pub fn target_revision(&self) -> i64 {
-        self.summary.target_revision
+        match self.point {
+            PointInTime::Revision(revision) => revision,
+            PointInTime::Time(_) => self.timeline.target().unwrap_or(self.floor).max(self.floor),
+        }
+    }
+
+    /// Where the segments added so far end (the full backup's revision before any).
+    pub fn reach(&self) -> i64 {
+        self.end
     }
 
     fn for_each_record(
@@ -361,6 +513,153 @@ mod tests {
         }
     }
 
+    /// The manifest of segment `sequence`, (`after`, `to`], with `changes`, opened at 0 ms.
+    fn manifest(sequence: u64, after: i64, to: i64, changes: u64) -> DeltaManifest {
+        let mut m = crate::delta::manifest::tests::sample("full", sequence, after, to);
+        m.changes = changes;
+        m.from_time = DateTime::<Utc>::from_timestamp_millis(0).unwrap();
+        m.to_time = m.from_time;
+        m
+    }
+
+    fn mark(revision: i64, unix_ms: i64) -> DeltaRecord {
+        DeltaRecord::Mark { revision, unix_ms }
+    }
+
+    #[test]
+    fn a_replay_is_a_contiguous_prefix_of_the_chain_and_never_claims_past_its_records() {
+        let s1 = segment(&[put(11, b"a", 0), mark(11, 1_000)]);
+        let s3 = segment(&[put(13, b"c", 0), mark(13, 3_000)]);
+        // Segment 2 left out (the bug of a plan by `from_time` alone): a hole, refused.
+        let mut replay = DeltaReplay::new("full", PointInTime::Revision(13), 10);
+        replay
+            .add_segment(&manifest(1, 10, 11, 1), "s1", Some(&s1), None)
+            .unwrap();
+        let err = replay
+            .add_segment(&manifest(3, 12, 13, 1), "s3", Some(&s3), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("it is segment 3 after revision 12, but the replay needs segment 2 after revision 11"),
+            "{err}"
+        );
+        // A segment whose revisions overlap the one before (its sequence right): refused.
+        let err = replay
+            .add_segment(&manifest(2, 10, 13, 1), "s2", Some(&s3), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hole"), "{err}");
+        // An empty segment need not be read; one whose manifest claims changes must be.
+        replay
+            .add_segment(&manifest(2, 11, 11, 0), "s2", None, None)
+            .unwrap();
+        let err = replay
+            .add_segment(&manifest(3, 11, 13, 1), "s3", None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("it was not read"), "{err}");
+        // The manifest claims more than the records reach: refused.
+        let err = replay
+            .add_segment(&manifest(3, 11, 99, 1), "s3", Some(&s3), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("it reaches revision 99, but its records end at revision 13"),
+            "{err}"
+        );
+        // A target past what was added: refused, naming where the chain ends.
+        let err = replay.check_reach().unwrap_err().to_string();
+        assert!(err.contains("revision 13 is past the end"), "{err}");
+        assert!(err.contains("(revision 11)"), "{err}");
+        replay
+            .add_segment(&manifest(3, 11, 13, 1), "s3", Some(&s3), None)
+            .unwrap();
+        replay.check_reach().unwrap();
+        assert_eq!(replay.reach(), 13);
+        assert_eq!(replay.summary.segments, ["s1", "s3"], "s2 was not read");
+        // A segment 1 that does not start at the full backup's revision: refused.
+        let mut replay = DeltaReplay::new("full", PointInTime::Revision(13), 9);
+        assert!(
+            replay
+                .add_segment(&manifest(1, 10, 11, 1), "s1", Some(&s1), None)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_time_shown_twice_maps_to_its_first_showing_and_the_step_is_reported() {
+        let at = |ms| DateTime::<Utc>::from_timestamp_millis(ms).unwrap();
+        // The clock reaches 30 s at revision 13, goes back 20 s, and runs on.
+        let s1 = segment(&[
+            put(11, b"a", 0),
+            mark(11, 10_000),
+            put(12, b"b", 0),
+            mark(12, 20_000),
+            put(13, b"c", 0),
+            mark(13, 30_000),
+        ]);
+        let s2 = segment(&[
+            put(14, b"d", 0),
+            mark(14, 12_000),
+            put(15, b"e", 0),
+            mark(15, 22_000),
+            put(16, b"f", 0),
+            mark(16, 40_000),
+        ]);
+        let mut m2 = manifest(2, 13, 16, 3);
+        m2.from_time = at(30_500);
+        let build = |ms| {
+            let mut replay =
+                DeltaReplay::new("full", PointInTime::Time(at(ms)), 10).starting_at(at(0), None);
+            replay
+                .add_segment(&manifest(1, 10, 13, 3), "s1", Some(&s1), None)
+                .unwrap();
+            replay.add_segment(&m2, "s2", Some(&s2), None).unwrap();
+            replay.note_later(&[]);
+            replay.check_reach().unwrap();
+            replay
+        };
+        // 21 s was shown between revisions 12 and 13 and again between 14 and 15: the first
+        // showing. Revision 14 was stamped earlier than 21 s after the step.
+        let replay = build(21_000);
+        assert_eq!(replay.target_revision(), 12);
+        assert_eq!(replay.summary.target_revision, 12);
+        assert_eq!(replay.summary.clock_steps.len(), 1);
+        assert_eq!(replay.summary.clock_steps[0].revision, 14);
+        assert_eq!(replay.summary.clock_steps[0].back_ms(), 18_500);
+        assert_eq!(
+            replay.summary.time_seen_again,
+            Some(TimeSeenAgain {
+                first_revision: 14,
+                last_revision: 14
+            })
+        );
+        // After the step's window: unambiguous, the step still said.
+        let replay = build(35_000);
+        assert_eq!(replay.target_revision(), 15);
+        assert!(replay.summary.time_seen_again.is_none());
+        assert_eq!(replay.summary.clock_steps.len(), 1);
+        // Before the first mark: the full backup's revision; after the last: the last.
+        assert_eq!(build(5_000).target_revision(), 10);
+        assert_eq!(build(50_000).target_revision(), 16);
+        // Later stamps (manifests not replayed) never move the target, but name the repeat.
+        let mut replay =
+            DeltaReplay::new("full", PointInTime::Time(at(15_000)), 10).starting_at(at(0), None);
+        replay
+            .add_segment(&manifest(1, 10, 13, 3), "s1", Some(&s1), None)
+            .unwrap();
+        replay.note_later(&[(13, at(30_500)), (16, at(14_000))]);
+        assert_eq!(replay.target_revision(), 11);
+        assert_eq!(replay.summary.time_seen_again.unwrap().last_revision, 16);
+        // No stamps for a revision restore.
+        let mut by_revision = DeltaReplay::new("full", PointInTime::Revision(16), 10);
+        by_revision
+            .add_segment(&manifest(1, 10, 13, 3), "s1", Some(&s1), None)
+            .unwrap();
+        by_revision.add_segment(&m2, "s2", Some(&s2), None).unwrap();
+        assert!(by_revision.summary.clock_steps.is_empty());
+    }
+
     #[test]
     fn a_replay_stops_at_the_target_skips_the_full_and_plans_leases() {
         let first = segment(&[
@@ -382,8 +681,12 @@ mod tests {
         ]);
         let build = |point| {
             let mut replay = DeltaReplay::new("full", point, 9);
-            replay.add_segment("s1", &first, None).unwrap();
-            replay.add_segment("s2", &second, None).unwrap();
+            replay
+                .add_segment(&manifest(1, 9, 11, 2), "s1", Some(&first), None)
+                .unwrap();
+            replay
+                .add_segment(&manifest(2, 11, 13, 2), "s2", Some(&second), None)
+                .unwrap();
             replay
         };
         let mut replay = build(PointInTime::Revision(12));
@@ -433,7 +736,9 @@ mod tests {
             put(13, b"c", 8),
         ]);
         let mut replay = DeltaReplay::new("full", PointInTime::Revision(13), 10);
-        replay.add_segment("s1", &segment, None).unwrap();
+        replay
+            .add_segment(&manifest(1, 10, 13, 3), "s1", Some(&segment), None)
+            .unwrap();
         let (recreate, detach) = replay.plan_leases(10, &BTreeSet::new()).unwrap();
         assert_eq!(recreate, BTreeMap::from([(8, 60)]));
         assert!(detach.is_empty());
