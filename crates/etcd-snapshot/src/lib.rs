@@ -26,6 +26,7 @@
 
 mod catalog;
 mod compact;
+mod compact_lock;
 mod copy;
 mod crypt;
 mod delta;
@@ -61,6 +62,9 @@ pub use catalog::{
 };
 pub use catalog::{ChainReport, ChainSummary, DeltaEntry, SegmentCheck, verify_chain};
 pub use compact::{CompactRequest, CompactResult, compact_chain};
+pub use compact_lock::{
+    COMPACT_LOCK_FILE, COMPACT_LOCK_FORMAT_VERSION, CompactLock, compact_lock_name,
+};
 pub use copy::CopySegment;
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};

@@ -24,6 +24,7 @@ pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
     key_value_lease, revision_key,
 };
+pub(crate) use lock::{host_name, process_gone, token};
 pub use manifest::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object,
