@@ -494,6 +494,23 @@ mod tests {
             refused.contains("after the newest published change"),
             "{refused}"
         );
+        // A compacted copy of A (dated at A's last segment's 20 s, below A's 40 s) is not
+        // taken for a time A's clock had passed before the copy's revision.
+        let mut copy = full_entry(0, 140);
+        copy.manifest.created_at += chrono::TimeDelta::seconds(20);
+        copy.manifest.compacted_from = Some(crate::manifest::CompactedFrom {
+            full_backup: a.object.clone(),
+            full_revision: 100,
+            last_sequence: 4,
+            to_revision: 140,
+            to_time: copy.manifest.created_at,
+        });
+        let plans = plan_over("s", &[a.clone(), copy.clone()], at_second(0, 20)).unwrap();
+        assert_eq!(
+            plans.iter().map(|p| p.full.as_str()).collect::<Vec<_>>(),
+            [a.object.as_str()],
+            "the copy would restore 20 s's second showing"
+        );
         // ...and B alone (A pruned) restores 18 s from itself.
         let plans = plan_over("s", std::slice::from_ref(&b), at_second(0, 18)).unwrap();
         assert_eq!(plans[0].full, b.object);
