@@ -5,6 +5,7 @@
 //! etcd-<cluster>/<time>-rev<N>-<tag>.db[.zst][.age].manifest.json  its manifest
 //! etcd-<cluster>/<time>-rev<N>-<tag>.deltas/<seq>-rev<A>-<B>.delta.zst[.age][.manifest.json]
 //! etcd-<cluster>/backup-run.lock.json                              backup run's writer lock
+//! etcd-<cluster>/<time>-rev<N>-<tag>.deltas/compact.lock.json      a compaction's claim on the chain
 //! ```
 //!
 //! `<cluster>` is the cluster ID in lowercase hex as etcd prints it (no leading zeros),
@@ -17,6 +18,7 @@
 use etcd_core::MemberId;
 use etcd_store::{ObjectInfo, Store, UnfinishedUpload};
 
+use crate::compact_lock::COMPACT_LOCK_FILE;
 use crate::delta::{DELTA_SUFFIX, DELTAS_DIR};
 use crate::error::Result;
 use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX};
@@ -35,6 +37,8 @@ pub enum LayoutKind {
     SegmentManifest,
     /// The backup-run writer lock of a cluster folder.
     RunLock,
+    /// A compaction's claim on a chain, in its `.deltas/` folder (deleted with the chain).
+    CompactLock,
 }
 
 /// A name of the layout, parsed.
@@ -141,6 +145,7 @@ pub fn classify(name: &str) -> Option<LayoutName> {
             match file.strip_suffix(MANIFEST_SUFFIX) {
                 Some(object) if is_segment_file(object) => LayoutKind::SegmentManifest,
                 None if is_segment_file(file) => LayoutKind::Segment,
+                None if file == COMPACT_LOCK_FILE => LayoutKind::CompactLock,
                 _ => return None,
             }
         }
@@ -261,6 +266,10 @@ mod tests {
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/000001-rev11-15.delta.zst",
                 Segment,
+            ),
+            (
+                "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/compact.lock.json",
+                CompactLock,
             ),
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/1234567-rev11-15.delta.zst.age",

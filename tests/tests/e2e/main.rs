@@ -46,6 +46,7 @@ mod k8s;
 mod keys;
 mod load;
 mod member;
+mod pitr_clock;
 mod platform;
 mod prune_safety;
 mod quorum_plan;

@@ -11,7 +11,10 @@ use super::{
 };
 use crate::catalog::object_name;
 use crate::crypt::Identities;
-use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates};
+use crate::delta::{
+    DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates,
+    segment_needs_reading,
+};
 use crate::error::SnapshotError;
 use crate::input::{
     SnapshotFile, SpoolOptions, open_snapshot_file_decrypting, open_snapshot_file_with,
@@ -258,11 +261,19 @@ pub async fn open_point_in_time(
             last_refusal = Some((plan.full.clone(), holds));
             continue;
         }
-        let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision);
+        let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision)
+            .starting_at(plan.full_created_at, plan.prior_time);
         for (object, manifest) in plan.segments.iter().zip(&plan.segment_manifests) {
-            let bytes = fetch_delta_segment_at(&store, object, manifest, identities).await?;
-            replay.add_segment(object, &bytes, spool)?;
+            let bytes = if segment_needs_reading(manifest) {
+                Some(fetch_delta_segment_at(&store, object, manifest, identities).await?)
+            } else {
+                None
+            };
+            replay.add_segment(manifest, object, bytes.as_deref(), spool)?;
         }
+        replay.note_later(&plan.later_stamps);
+        // What the segments prove, not what their manifests claim.
+        replay.check_reach()?;
         if replay.target_revision() < holds {
             last_refusal = Some((plan.full.clone(), holds));
             continue;
