@@ -307,17 +307,7 @@ impl WriteBack {
 /// where the filesystem has it (it can be given a name later), else a file removed at once.
 fn unnamed_file(dir: Option<&Path>) -> std::io::Result<(File, bool)> {
     let dir = dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
-    use rustix::fs::{CWD, Mode, OFlags, openat};
-    match openat(
-        CWD,
-        &dir,
-        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    ) {
-        Ok(fd) => Ok((File::from(fd), true)),
-        // No O_TMPFILE here: a named file, removed at once.
-        Err(_) => Ok((tempfile::tempfile_in(&dir)?, false)),
-    }
+    etcd_common::private::unnamed_file_in(&dir)
 }
 
 impl Spool {

@@ -2,6 +2,7 @@
 //! and fake-gcs-server (GCS, read side only). Every test starts its own server on a free
 //! port and uses its own bucket or container.
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! End-to-end tests of `etcdops` against real etcd (version from `ETCDOPS_TEST_ETCD`), with
 //! etcdctl of the same release as the oracle where it gives an answer.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 mod access;
 mod ansible;
