@@ -432,7 +432,7 @@ async fn entries_that_are_not_files_are_foreign_kept_and_reported() {
     let fifo = "etcd-abc/20261130T050000.000Z-rev40-00000005.db.zst";
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &root.join(fifo),
+        root.join(fifo),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o600),
         0,

@@ -339,7 +339,7 @@ async fn local_links_fifos_sockets_and_dirs_are_never_read_written_through_or_de
     std::os::unix::fs::symlink(&outside, root.join("c2")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &c1.join("fifo.db"),
+        c1.join("fifo.db"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o600),
         0,

@@ -48,6 +48,7 @@ mod keys;
 mod load;
 mod member;
 mod platform;
+mod private_files;
 mod prune_safety;
 mod quorum_plan;
 mod red_team20;
