@@ -73,6 +73,7 @@ mod snapshot_restore_parity;
 mod snapshot_save_pipeline;
 mod snapshot_status;
 mod snapshot_stores;
+mod store_foreign_entries;
 mod store_layout;
 mod terminal;
 mod tls;
