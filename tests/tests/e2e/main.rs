@@ -77,6 +77,7 @@ mod store_foreign_entries;
 mod store_layout;
 mod terminal;
 mod tls;
+mod unpack_limits;
 mod usage;
 mod workflow_parity;
 

@@ -31,7 +31,10 @@ fn assert_no_secret(run: &Run, secret: &[u8]) {
     let tail = hex::encode(&secret[secret.len() - 32..]);
     assert!(!text.contains(&tail), "the last 32 bytes shown:\n{run}");
     let magic = u32::from_le_bytes(secret[16..20].try_into().unwrap());
-    assert!(!text.contains(&format!("{magic:x}")), "bytes 16..20 shown:\n{run}");
+    assert!(
+        !text.contains(&format!("{magic:x}")),
+        "bytes 16..20 shown:\n{run}"
+    );
 }
 
 /// `etcdops args`, killed after 30 s (a FIFO opened for reading would block for ever).
@@ -130,7 +133,10 @@ fn links_and_fifos_in_a_local_store_are_never_read_copied_or_deleted() {
         .map(|e| e["name"].as_str().unwrap())
         .collect();
     for (name, kind) in &planted {
-        assert!(foreign.contains(&name.as_str()), "{name} not listed:\n{run}");
+        assert!(
+            foreign.contains(&name.as_str()),
+            "{name} not listed:\n{run}"
+        );
         assert!(
             run.stderr
                 .lines()
@@ -140,10 +146,7 @@ fn links_and_fifos_in_a_local_store_are_never_read_copied_or_deleted() {
     }
 
     // Commands aimed at one: refused by name, in one line, nothing read.
-    for (name, kind) in [
-        (linked.as_str(), "symbolic link"),
-        (fifo.as_str(), "FIFO"),
-    ] {
+    for (name, kind) in [(linked.as_str(), "symbolic link"), (fifo.as_str(), "FIFO")] {
         for rest in [
             vec!["snapshot", "verify", &url(name)],
             vec!["snapshot", "status", &format!("file://{}", url(name))],
@@ -159,7 +162,10 @@ fn links_and_fifos_in_a_local_store_are_never_read_copied_or_deleted() {
     let run = bounded(&["snapshot", "verify", &url(&manifest_linked)]);
     assert_clear_error(&run, "symbolic link");
     let file = manifest_of(&manifest_linked);
-    assert!(run.stderr.contains(file.rsplit('/').next().unwrap()), "{run}");
+    assert!(
+        run.stderr.contains(file.rsplit('/').next().unwrap()),
+        "{run}"
+    );
     assert_no_secret(&run, &secret);
     let data_dir = work.join("restored");
     let run = bounded(&[
@@ -206,7 +212,10 @@ fn links_and_fifos_in_a_local_store_are_never_read_copied_or_deleted() {
         .collect();
     assert_eq!(copied, [newest.as_str()], "{run}");
     for (name, _) in &planted {
-        assert!(run.stderr.contains(name.as_str()), "{name} not reported:\n{run}");
+        assert!(
+            run.stderr.contains(name.as_str()),
+            "{name} not reported:\n{run}"
+        );
     }
     assert_no_copy_of(&offsite, &secret);
 
@@ -230,11 +239,17 @@ fn links_and_fifos_in_a_local_store_are_never_read_copied_or_deleted() {
             at(name).symlink_metadata().is_ok(),
             "{name} deleted:\n{run}"
         );
-        assert!(run.stderr.contains(name.as_str()), "{name} not reported:\n{run}");
+        assert!(
+            run.stderr.contains(name.as_str()),
+            "{name} not reported:\n{run}"
+        );
     }
     assert!(at(&manifest_linked).exists(), "{run}");
     for object in [&linked, &fifo] {
-        assert!(at(&manifest_of(object)).exists(), "{object}'s manifest deleted:\n{run}");
+        assert!(
+            at(&manifest_of(object)).exists(),
+            "{object}'s manifest deleted:\n{run}"
+        );
     }
     assert_eq!(std::fs::read(&secret_path).unwrap(), secret);
 }
