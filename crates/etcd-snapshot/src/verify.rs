@@ -143,6 +143,7 @@ pub async fn verify_object(
     let limit = etcd_data::unpack_limit(expect.db_size)
         .map_err(|e| SnapshotError::Data(etcd_data::spool_error(name, None)(e)))?;
     let (info, bytes) = store.get(name).await?;
+    check_stored_size(name, expect, info.size)?;
     progress.start(Some(info.size));
     let mut object_hasher = Sha256::new();
     let mut object_size = 0u64;
@@ -258,6 +259,20 @@ fn db_as_expected(expect: &VerifyExpectation, db_sha256: &str) -> std::result::R
         )),
         _ => Ok(()),
     }
+}
+
+/// Checks the size of a stored backup against `expect` before anything is unpacked: an object
+/// of another size is not the backup the manifest describes, whatever it unpacks to (and a
+/// larger db in it would otherwise be reported as past the manifest's db size first).
+pub fn check_stored_size(name: &str, expect: &VerifyExpectation, size: u64) -> Result<()> {
+    let sizes_only = VerifyExpectation {
+        object_sha256: None,
+        ..expect.clone()
+    };
+    stored_as_expected(&sizes_only, size, "").map_err(|reason| SnapshotError::VerifyFailed {
+        name: name.to_string(),
+        reason,
+    })
 }
 
 /// Checks a backup opened for a restore against `expect` (its manifest), as

@@ -18,7 +18,7 @@ use crate::input::{
     open_snapshot_object_with,
 };
 use crate::manifest::Manifest;
-use crate::verify::{VerifyExpectation, check_opened_backup};
+use crate::verify::{VerifyExpectation, check_opened_backup, check_stored_size};
 
 /// What the manifest of the stored backup `object` promises (nothing without a manifest).
 async fn expectation_in_store(
@@ -52,6 +52,9 @@ pub(crate) async fn open_checked_object(
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
     let expect = expectation_in_store(store, object).await?;
+    if let Some(info) = store.head(object).await.map_err(SnapshotError::from)? {
+        check_stored_size(object, &expect, info.size)?;
+    }
     let options = restore_spool_options(spool, Some(&expect));
     let snapshot = open_snapshot_object_with(store, object, spool, identities, options).await?;
     let db_sha256 = snapshot
@@ -113,6 +116,15 @@ fn open_checked_file(
         )?)),
         None => None,
     };
+    if let Some(expect) = &expect {
+        let size = std::fs::metadata(path)
+            .map_err(|source| SnapshotError::ReadFile {
+                path: path.display().to_string(),
+                source,
+            })?
+            .len();
+        check_stored_size(&path.display().to_string(), expect, size)?;
+    }
     let options = restore_spool_options(spool, expect.as_ref());
     let snapshot = open_snapshot_file_with(path, spool, identities, options)?;
     let Some(expect) = expect else {
