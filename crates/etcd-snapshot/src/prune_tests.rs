@@ -404,8 +404,8 @@ async fn a_chain_reaching_past_its_kept_compacted_copy_is_kept_until_a_copy_reac
 }
 
 /// What a red team with write access to a local store plants under etcdops's own names: a
-/// backup's object and an orphan's manifest swapped for links to a secret, a chain folder
-/// linked to a dir elsewhere, a FIFO and a dir named like backups. Listed as foreign,
+/// backup's object, a segment and an orphan's manifest swapped for links to a secret, a chain
+/// folder linked to a dir elsewhere, a FIFO and a dir named like backups. Listed as foreign,
 /// never read or deleted: the backups they belong to are kept and each is a warning.
 #[tokio::test]
 async fn entries_that_are_not_files_are_foreign_kept_and_reported() {
@@ -429,6 +429,9 @@ async fn entries_that_are_not_files_are_foreign_kept_and_reported() {
     std::fs::remove_file(&orphan_manifest).unwrap();
     std::os::unix::fs::symlink(&secret, &orphan_manifest).unwrap();
     let newest = publish_full(&store, 4, 30).await;
+    let segment = publish_segment(&store, &newest, 30, 1, (30, 35), &[31]).await;
+    std::fs::remove_file(root.join(&segment.object)).unwrap();
+    std::os::unix::fs::symlink(&secret, root.join(&segment.object)).unwrap();
     let fifo = "etcd-abc/20261130T050000.000Z-rev40-00000005.db.zst";
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -454,6 +457,7 @@ async fn entries_that_are_not_files_are_foreign_kept_and_reported() {
         (Manifest::name_for(&orphan), "a symbolic link"),
         (fifo.to_string(), "a FIFO"),
         (as_dir.to_string(), "a directory"),
+        (segment.object.clone(), "a symbolic link"),
     ];
     expected.sort();
     assert_eq!(foreign, expected);
