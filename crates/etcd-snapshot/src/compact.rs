@@ -305,12 +305,12 @@ async fn compact_claimed(
     let (save, level_warning) = save_request_like(&full.manifest)?;
     result.warnings.extend(level_warning);
     let work_root = request.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let work = tempfile::Builder::new()
-        .prefix(".etcdops-compact-")
-        .tempdir_in(&work_root)
-        .map_err(|source| RestoreError::Io {
-            path: work_root.clone(),
-            source,
+    let work =
+        etcd_common::private::temp_dir_in(&work_root, ".etcdops-compact-").map_err(|source| {
+            RestoreError::Io {
+                path: work_root.clone(),
+                source,
+            }
         })?;
     let (db_path, replayed, replay) = build_db(store, full, &reach, work.path(), identities)
         .await

@@ -1,6 +1,7 @@
 //! End-to-end tests of `etcdops` against real etcd (version from `ETCDOPS_TEST_ETCD`), with
 //! etcdctl of the same release as the oracle where it gives an answer.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 mod access;
 mod ansible;
@@ -48,6 +49,7 @@ mod load;
 mod member;
 mod pitr_clock;
 mod platform;
+mod private_files;
 mod prune_safety;
 mod quorum_plan;
 mod red_team20;
@@ -72,9 +74,11 @@ mod snapshot_restore_parity;
 mod snapshot_save_pipeline;
 mod snapshot_status;
 mod snapshot_stores;
+mod store_foreign_entries;
 mod store_layout;
 mod terminal;
 mod tls;
+mod unpack_limits;
 mod usage;
 mod workflow_parity;
 

@@ -207,11 +207,8 @@ impl DeltaReplay {
                 ),
             ));
         }
-        let mut file = match spool_dir {
-            Some(dir) => tempfile::tempfile_in(dir),
-            None => tempfile::tempfile(),
-        }
-        .map_err(io_error)?;
+        let dir = spool_dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let (mut file, _) = etcd_common::private::unnamed_file_in(&dir).map_err(io_error)?;
         file.write_all(bytes).map_err(io_error)?;
         self.segments.push(file);
         self.summary.segments.push(name.to_string());
