@@ -2,8 +2,9 @@
 //! its recap, one task's output, and that a run changed nothing on disk or in the cluster.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 
-use etcdops_tests::{NodeCluster, PlaybookRun};
+use etcdops_tests::{Collection, NodeCluster, PlaybookRun};
 
 pub fn assert_ok(run: &PlaybookRun) {
     assert_eq!(run.code, 0, "{run}");
@@ -76,4 +77,27 @@ impl State {
             "the cluster changed\n{run}"
         );
     }
+}
+
+/// Runs `play` and kills ansible-playbook (as Ctrl-C would stop it) once a task whose name
+/// contains `task` begins; returns what it printed.
+pub fn kill_after_task(collection: &Collection, play: &str, inventory: &str, task: &str) -> String {
+    let mut spawned = collection.spawn_playbook(play, inventory);
+    let mut seen = String::new();
+    let mut reader = BufReader::new(&mut spawned.stdout);
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap_or(0) > 0 {
+        seen.push_str(&line);
+        if line.starts_with("TASK [") && line.contains(task) {
+            break;
+        }
+        line.clear();
+    }
+    assert!(
+        seen.contains(task),
+        "the run ended before '{task}':\n{seen}"
+    );
+    let _ = spawned.child.kill();
+    let _ = spawned.child.wait();
+    seen
 }

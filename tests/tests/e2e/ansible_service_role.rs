@@ -62,6 +62,12 @@ impl Service {
 
 #[test]
 fn service_role_stops_and_starts_members_on_their_own_addresses() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "the role's stop and start logic against its own addresses; etcd is only the target it \
+         stops and starts (the roles that restore and replace members run on both releases)",
+    ) {
+        return;
+    }
     let cluster = NodeCluster::start(3);
     let inventory = NodeCluster::inventory(&cluster.members.iter().collect::<Vec<_>>());
     let service = Service {
