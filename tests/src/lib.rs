@@ -42,7 +42,7 @@ pub use kubelet::{
     Kubelet, PodSpec, install_kubeadm_pki, kubeadm_image, kubeadm_manifest, under,
     write_kubeadm_manifest, write_openshift_tree,
 };
-pub use nodes::NodeCluster;
+pub use nodes::{Membership, NodeCluster};
 pub use ports::free_port;
 pub use resolver::SystemDns;
 pub use standalone::{StandaloneHost, StandaloneHosts};

@@ -22,6 +22,9 @@ use crate::supervised::{SupervisedMember, supervisor_path};
 
 static NEXT_ADDRESS: AtomicU32 = AtomicU32::new(0);
 
+/// A cluster's ID and its members as `(name, member ID, learner)`, sorted by name.
+pub type Membership = (u64, Vec<(String, u64, bool)>);
+
 /// A loopback address no other host of this test process has: 127.0.0.2 onwards (Linux
 /// answers on all of 127.0.0.0/8 without configuration).
 fn next_address() -> Ipv4Addr {
@@ -318,7 +321,7 @@ impl NodeCluster {
 
     /// The cluster as the members see it: `(cluster ID, [(name, member ID, learner)])`
     /// sorted by name, read from `urls`.
-    pub fn membership(&self, urls: &[String]) -> (u64, Vec<(String, u64, bool)>) {
+    pub fn membership(&self, urls: &[String]) -> Membership {
         crate::etcd::block_on(async {
             let mut client = self.client(urls).await;
             let list = client.member_list().await.expect("member list");

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 
-use etcdops_tests::{Collection, NodeCluster, PlaybookRun};
+use etcdops_tests::{Collection, Membership, NodeCluster, PlaybookRun};
 
 pub fn assert_ok(run: &PlaybookRun) {
     assert_eq!(run.code, 0, "{run}");
@@ -37,7 +37,7 @@ pub fn assert_no_change_reported(run: &PlaybookRun) {
 pub struct State {
     disk: BTreeMap<String, String>,
     pids: Vec<Option<String>>,
-    membership: Option<(u64, Vec<(String, u64, bool)>)>,
+    membership: Option<Membership>,
 }
 
 impl State {
