@@ -90,16 +90,18 @@ impl Dr {
         assert!(!run.stdout.contains("FAILED - RETRYING"), "{run}");
     }
 
-    /// A real rerun reports no change and touches nothing.
-    fn assert_rerun_changes_nothing(&self) {
+    /// A real rerun (and with `check`, a check run) reports no change and touches nothing.
+    fn assert_rerun_changes_nothing(&self, check: bool) {
         let urls = self.urls();
         let before = State::capture(&self.cluster, &urls);
         let again = self.run(&self.restore_play(), &[]);
         assert_no_change_reported(&again);
         before.assert_same(&State::capture(&self.cluster, &urls), &again);
-        let check = self.run(&self.restore_play(), &["--check"]);
-        assert_no_change_reported(&check);
-        before.assert_same(&State::capture(&self.cluster, &urls), &check);
+        if check {
+            let check = self.run(&self.restore_play(), &["--check"]);
+            assert_no_change_reported(&check);
+            before.assert_same(&State::capture(&self.cluster, &urls), &check);
+        }
     }
 
     /// Every member listens on its own address only and serves TLS.
@@ -188,7 +190,7 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     );
 
     // Nothing to do: a rerun and a check change nothing.
-    dr.assert_rerun_changes_nothing();
+    dr.assert_rerun_changes_nothing(true);
 
     // One member down: the cluster no longer runs from the restore as a whole; a check
     // reports a restore (with a backup first: a quorum serves) and changes nothing.
@@ -222,5 +224,5 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
         assert!(!first_members.contains(id), "member ID {id:x} again");
     }
     assert!(dr.exists("/dr/first"));
-    dr.assert_rerun_changes_nothing();
+    dr.assert_rerun_changes_nothing(false);
 }
