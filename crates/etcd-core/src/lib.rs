@@ -70,6 +70,7 @@ mod server_config;
 mod snapshot;
 mod tls;
 mod watch;
+mod watch_stream;
 
 pub use auth::{
     AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
@@ -138,3 +139,4 @@ pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{
     EventKind, KeyEvent, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch, watch_batches,
 };
+pub use watch_stream::WatchStream;

@@ -17,6 +17,7 @@ mod ansible_roles;
 mod ansible_roles21;
 mod ansible_usage;
 mod auth;
+mod auth_tokens;
 mod backup_run;
 mod backup_run_safety;
 mod backup_run_seams;
