@@ -153,3 +153,18 @@ impl Certs {
         }
     }
 }
+
+/// etcd's `--auth-token` value for JWT tokens that expire after `ttl` (`2s`), signed with a
+/// P-256 key pair generated into `dir` (ES256: ring, rcgen's backend here, cannot generate
+/// RSA keys; etcd treats every signing method alike). etcd reads the keys at start.
+pub fn jwt_auth_token(dir: &Path, ttl: &str) -> String {
+    std::fs::create_dir_all(dir).expect("create the JWT key dir");
+    let key = KeyPair::generate().expect("JWT signing key");
+    let private = write(dir, "jwt.key", &key.serialize_pem());
+    let public = write(dir, "jwt.pub", &key.public_key_pem());
+    format!(
+        "jwt,pub-key={},priv-key={},sign-method=ES256,ttl={ttl}",
+        public.display(),
+        private.display()
+    )
+}

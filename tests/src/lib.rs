@@ -32,7 +32,7 @@ mod versions;
 pub use ansible::{
     Collection, PlaybookRun, SpawnedPlaybook, ansible_venv, role_playbook, shim_path,
 };
-pub use certs::{Certs, HostCert};
+pub use certs::{Certs, HostCert, jwt_auth_token};
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use compat::{SideBySide, assert_same_json, assert_same_output, remove_pointer, side_by_side};
 pub use dns::{DnsServer, SrvRecord};

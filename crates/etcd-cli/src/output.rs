@@ -21,6 +21,17 @@ pub trait Render: Serialize {
     fn rows(&self) -> Vec<Vec<String>>;
     /// etcdctl-style `-w simple` lines.
     fn simple_lines(&self) -> Vec<String>;
+    /// Columns (by index) whose cells hold several lines on purpose, each escaped by the
+    /// view itself (a lease's keys, one per line). Every other cell is printed on one line
+    /// whatever it holds: a newline in a member name cannot add a row.
+    fn multiline_columns(&self) -> Vec<usize> {
+        Vec::new()
+    }
+    /// Whether a simple line holds several lines on purpose, each escaped by the view (a
+    /// value under its key, as etcdctl prints it). Otherwise each is printed as one line.
+    fn multiline_simple(&self) -> bool {
+        false
+    }
     /// etcdctl's own `-w json` of this result (`--compat etcdctl`), IDs as hex strings where
     /// etcdctl's `--hex` makes them so; `None` for a command etcdctl does not have, which
     /// prints etcdops' JSON.
@@ -32,7 +43,11 @@ pub trait Render: Serialize {
 
 /// Prints `value` in `format` to stdout.
 pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
-    let mut out = io::stdout().lock();
+    write_value(&mut io::stdout().lock(), format, value)
+}
+
+/// Writes `value` in `format` to `out`, as [`print`] prints it.
+fn write_value<T: Render>(out: &mut dyn Write, format: OutputFormat, value: &T) -> io::Result<()> {
     match format {
         OutputFormat::Json => {
             let json = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
@@ -49,21 +64,35 @@ pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
                 }
             }
         }
-        // Whatever a command put in its cells and lines, no control character reaches the
-        // terminal raw; data that must stay on one line (keys, names) is escaped by the
-        // command with `text` before, newlines included.
+        // Whatever a command put in its cells and lines (names and errors from etcd, fields
+        // of a manifest), no control character reaches the terminal raw and each cell and
+        // line stays one line, unless the view says it holds several lines on purpose (its
+        // data escaped line by line with `text` or `plain`).
         OutputFormat::Table => {
             let mut table = Table::new();
             table.load_preset(TABLE_STYLE);
             table.set_header(value.headers());
+            let multiline = value.multiline_columns();
             for row in value.rows() {
-                table.add_row(row.iter().map(|cell| escape(cell, Lines::Keep)));
+                table.add_row(row.iter().enumerate().map(|(column, cell)| {
+                    let lines = if multiline.contains(&column) {
+                        Lines::Keep
+                    } else {
+                        Lines::Escape
+                    };
+                    escape(cell, lines)
+                }));
             }
             writeln!(out, "{table}")?;
         }
         OutputFormat::Simple | OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex => {
+            let lines = if value.multiline_simple() {
+                Lines::Keep
+            } else {
+                Lines::Escape
+            };
             for line in value.simple_lines() {
-                writeln!(out, "{}", escape(&line, Lines::Keep))?;
+                writeln!(out, "{}", escape(&line, lines))?;
             }
         }
     }
@@ -192,6 +221,71 @@ pub fn cell<T: ToString>(value: &Option<T>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two rows whose names are what etcd or a manifest may hold, and a column of keys
+    /// that is several lines on purpose.
+    #[derive(Serialize)]
+    struct Named {
+        names: Vec<String>,
+    }
+
+    impl Render for Named {
+        fn headers(&self) -> Vec<&'static str> {
+            vec!["NAME", "KEYS"]
+        }
+        fn rows(&self) -> Vec<Vec<String>> {
+            self.names
+                .iter()
+                .map(|n| vec![n.clone(), format!("{}\n{}", plain("/a"), plain("/b"))])
+                .collect()
+        }
+        fn simple_lines(&self) -> Vec<String> {
+            self.names.clone()
+        }
+        fn multiline_columns(&self) -> Vec<usize> {
+            vec![1]
+        }
+    }
+
+    fn rendered(format: OutputFormat, value: &Named) -> String {
+        let mut out = Vec::new();
+        write_value(&mut out, format, value).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_name_holding_control_characters_stays_in_its_row() {
+        let names = vec![
+            "m0\nFAKE-ROW".to_string(),
+            "m1\r\tx\x07\x1b[2J\u{202e}gnp.exe\u{85}".to_string(),
+        ];
+        let value = Named { names };
+        let table = rendered(OutputFormat::Table, &value);
+        // Header, borders and, per row, the name's one line beside the two keys' lines.
+        assert_eq!(table.lines().count(), 3 + 2 * 2 + 1, "{table}");
+        assert!(
+            !table
+                .lines()
+                .any(|l| l.contains("FAKE-ROW") && !l.contains("m0"))
+        );
+        assert!(table.contains("m0\\nFAKE-ROW"), "{table}");
+        assert!(
+            table.contains("m1\\r\\tx\\x07\\x1b[2J\\u{202e}gnp.exe\\x85"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| /b "),
+            "the keys' own lines are kept:\n{table}"
+        );
+        for c in table.chars() {
+            assert!(c == '\n' || !c.is_control(), "{c:?} raw in:\n{table}");
+        }
+        let simple = rendered(OutputFormat::Simple, &value);
+        assert_eq!(
+            simple,
+            "m0\\nFAKE-ROW\nm1\\r\\tx\\x07\\x1b[2J\\u{202e}gnp.exe\\x85\n"
+        );
+    }
 
     #[test]
     fn control_characters_are_shown_as_escapes() {

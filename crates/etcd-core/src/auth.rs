@@ -301,9 +301,12 @@ async fn probe_enabled(config: &ClusterConfig, client: &EndpointClient) -> Resul
         Some(auth) => (auth.user.clone(), auth.password.expose().to_string()),
         None => ("etcdops-auth-status-probe".to_string(), String::new()),
     };
+    let (name, password) = (&name, &password);
     let probe = client
         .call("auth status", |c| async move {
-            c.auth_client().authenticate(name, password).await
+            c.auth_client()
+                .authenticate(name.clone(), password.clone())
+                .await
         })
         .await;
     match probe {
@@ -326,9 +329,8 @@ async fn user_entry(
     client: &EndpointClient,
     user: &str,
 ) -> Result<Option<(Vec<String>, Option<ResponseHeader>)>> {
-    let name = user.to_string();
     match client
-        .call("user get", |mut c| async move { c.user_get(name).await })
+        .call("user get", |mut c| async move { c.user_get(user).await })
         .await
     {
         Ok(response) => {

@@ -55,41 +55,102 @@ impl EndpointClient {
         &self.endpoint
     }
 
+    /// How long one request may take.
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// Whether this connection authenticates as a user (its requests carry a token).
+    pub(crate) fn authenticates(&self) -> bool {
+        self.user.is_some()
+    }
+
     /// The underlying etcd-client, for operations this crate wraps.
     pub fn raw(&self) -> RawClient {
         self.client.clone()
     }
 
     /// Runs one request under the command timeout, turning failures into [`Error`]s that
-    /// name this endpoint and the operation.
+    /// name this endpoint and the operation. A request etcd refuses because its token is stale
+    /// (expired, or older than a change of users or roles: [`is_stale_token`]) is sent once
+    /// more after authenticating again: `request` may run twice.
     pub async fn call<T, F, Fut>(&self, operation: &'static str, request: F) -> Result<T>
     where
-        F: FnOnce(RawClient) -> Fut,
+        F: Fn(RawClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let err =
-            match tokio::time::timeout(self.command_timeout, request(self.client.clone())).await {
-                Ok(Ok(value)) => return Ok(value),
-                Ok(Err(err)) => classify(
-                    &err,
-                    &ErrorContext {
-                        endpoint: &self.endpoint,
-                        operation,
-                        user: self.user.as_deref(),
-                        tls: &self.tls,
-                        timeout: self.command_timeout,
-                    },
-                ),
-                Err(_) => Error::Timeout {
-                    operation,
-                    endpoint: self.endpoint.clone(),
-                    timeout: self.command_timeout,
-                    hint: missing_cert_hint(&self.endpoint, &self.tls),
-                },
-            };
+        let attempts = async {
+            match request(self.client.clone()).await {
+                Err(err) if self.user.is_some() && is_stale_token(&err) => {
+                    self.client.refresh_token().await?;
+                    request(self.client.clone()).await
+                }
+                other => other,
+            }
+        };
+        let err = match tokio::time::timeout(self.command_timeout, attempts).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(err)) => classify(&err, &self.error_context(operation)),
+            Err(_) => Error::Timeout {
+                operation,
+                endpoint: self.endpoint.clone(),
+                timeout: self.command_timeout,
+                hint: missing_cert_hint(&self.endpoint, &self.tls),
+            },
+        };
         Err(plain_http_to_tls(err, &self.endpoint, self.command_timeout).await)
     }
+
+    /// Authenticates again with the configured user, replacing the token every request on
+    /// this connection (and its clones) carries. For an answer etcd gives a stream rather
+    /// than a request (a watch cancelled for an expired token); requests go through
+    /// [`EndpointClient::call`], which does it by itself. Without a user, nothing to do.
+    pub async fn reauthenticate(&self) -> Result<()> {
+        if self.user.is_none() {
+            return Ok(());
+        }
+        let refreshed = tokio::time::timeout(self.command_timeout, self.client.refresh_token());
+        match refreshed.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) => Err(classify(&err, &self.error_context("authenticate"))),
+            Err(_) => Err(Error::Timeout {
+                operation: "authenticate",
+                endpoint: self.endpoint.clone(),
+                timeout: self.command_timeout,
+                hint: missing_cert_hint(&self.endpoint, &self.tls),
+            }),
+        }
+    }
 }
+
+/// etcd refused a request's token as stale: it expired (a JWT past its `ttl`, a simple token
+/// unused for `--auth-token-ttl`, any token of a member that restarted), or the cluster's
+/// users or roles changed since it was issued (any `user add`, `role grant-permission`...
+/// makes every token older than it stale). etcd refuses before applying anything, so the
+/// request is sent again after a new authentication, as etcd's Go client does. etcd-client
+/// does it itself for the refusals coded `Unauthenticated` (`with_auto_token_refresh`), not
+/// for the others: the admin maintenance requests' `Unknown` "auth: invalid auth token"
+/// (snapshot, hash, hash-kv, defragment; alarm on 3.4) and the changed-auth answers.
+pub(crate) fn is_stale_token(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => says_stale_token(status.message()),
+        _ => false,
+    }
+}
+
+/// Whether etcd's `message` (or a watch's cancel reason) refuses a token as stale (see
+/// [`is_stale_token`]), in the words of 3.4 and 3.5.
+pub(crate) fn says_stale_token(message: &str) -> bool {
+    STALE_TOKEN.iter().any(|words| message.contains(words))
+}
+
+/// etcd's words for a stale token: expired or unknown, or older than the last auth change
+/// (3.4 says "of auth store", 3.5 "in header").
+const STALE_TOKEN: &[&str] = &[
+    "invalid auth token",
+    "revision of auth store is old",
+    "revision in header is old",
+];
 
 /// An `http://` endpoint whose server speaks TLS fails in unhelpful ways (the server drops
 /// the HTTP/2 preface: "operation was canceled", a reset, a timeout). When a request to one
@@ -248,10 +309,16 @@ impl ClusterConfig {
         };
 
         let options = ConnectOptions::new().with_timeout(self.command_timeout);
+        // etcd's tokens expire (a JWT after its `ttl`, a simple token after
+        // `--auth-token-ttl` unused): as etcd's Go client does, a request refused for an
+        // expired token authenticates again once and is sent again, so a long-lived client
+        // (`backup run`, `watch`, a check loop) never sees its token expire. When that
+        // authentication is refused (the password changed meanwhile), it is the error.
         let with_user = match &self.auth {
             Some(auth) => options
                 .clone()
-                .with_user(auth.user.clone(), auth.password.expose().to_string()),
+                .with_user(auth.user.clone(), auth.password.expose().to_string())
+                .with_auto_token_refresh(true),
             None => options.clone(),
         };
         // from_channel authenticates when a user is set: bound it by the dial timeout too.
@@ -480,6 +547,47 @@ mod tests {
 
     fn classified(err: etcd_client::Error) -> Error {
         classify(&err, &ctx(&TlsSettings::default()))
+    }
+
+    #[test]
+    fn a_stale_token_is_told_apart_from_wrong_credentials_and_denials() {
+        // As etcd 3.4.23 and 3.5.1 answer a request whose JWT expired, an admin maintenance
+        // request (snapshot, hash-kv, defragment) with one, and a token older than a change
+        // of users (3.4, 3.5).
+        let status = |code, message: &str| {
+            etcd_client::Error::GRpcStatus(tonic::Status::new(code, message.to_string()))
+        };
+        for stale in [
+            status(
+                tonic::Code::Unauthenticated,
+                "etcdserver: invalid auth token",
+            ),
+            status(tonic::Code::Unknown, "auth: invalid auth token"),
+            status(
+                tonic::Code::InvalidArgument,
+                "etcdserver: revision of auth store is old",
+            ),
+            status(tonic::Code::Unknown, "auth: revision in header is old"),
+        ] {
+            assert!(is_stale_token(&stale), "{stale:?}");
+        }
+        for other in [
+            status(
+                tonic::Code::InvalidArgument,
+                "etcdserver: authentication failed, invalid user ID or password",
+            ),
+            status(
+                tonic::Code::PermissionDenied,
+                "etcdserver: permission denied",
+            ),
+            status(
+                tonic::Code::InvalidArgument,
+                "etcdserver: user name is empty",
+            ),
+            status(tonic::Code::Unavailable, "etcdserver: no leader"),
+        ] {
+            assert!(!is_stale_token(&other), "{other:?}");
+        }
     }
 
     #[test]

@@ -168,9 +168,10 @@ async fn send(
     operation: &'static str,
     options: DowngradeOptions,
 ) -> Result<DowngradeResponse> {
+    let options = &options;
     client
         .call(operation, |c| async move {
-            c.maintenance_client().downgrade(options).await
+            c.maintenance_client().downgrade(options.clone()).await
         })
         .await
 }

@@ -26,9 +26,8 @@ pub struct KeyHistory {
 pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> Result<KeyHistory> {
     let (client, now) = config
         .read_any(|client| async move {
-            let key_owned = key.to_vec();
             let now = client
-                .call("get", |mut c| async move { c.get(key_owned, None).await })
+                .call("get", |mut c| async move { c.get(key, None).await })
                 .await?;
             Ok((client, now))
         })

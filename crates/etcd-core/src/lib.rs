@@ -73,6 +73,7 @@ mod server_config;
 mod snapshot;
 mod tls;
 mod watch;
+mod watch_stream;
 
 pub use auth::{
     AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
@@ -141,3 +142,4 @@ pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{
     EventKind, KeyEvent, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch, watch_batches,
 };
+pub use watch_stream::WatchStream;

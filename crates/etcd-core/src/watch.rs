@@ -263,14 +263,8 @@ pub(crate) async fn watch_until(
     if watched.progress_notify {
         options = options.with_progress_notify();
     }
-    let key = watched.key.clone();
     let mut stream = client
-        .call("watch", |c| async move {
-            c.watch_client()
-                .max_decoding_message_size(crate::kv::MAX_RESPONSE_BYTES)
-                .watch(key, Some(options))
-                .await
-        })
+        .open_watch(&watched.key, &options, crate::kv::MAX_RESPONSE_BYTES)
         .await?;
     let deadline = stop.bound.timeout.map(|t| Instant::now() + t);
     let mut quiet_since = Instant::now();

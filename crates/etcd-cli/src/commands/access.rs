@@ -443,6 +443,10 @@ impl Render for LeaseView {
     fn simple_lines(&self) -> Vec<String> {
         self.text_lines()
     }
+    fn multiline_columns(&self) -> Vec<usize> {
+        // The lease's keys, one per line.
+        vec![4]
+    }
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
         // No omitempty here: etcdctl's own struct (ttl -1, granted-ttl 0 for a lease gone).
         let lease = &self.0;

@@ -11,6 +11,7 @@ use etcdops::snapshot::{BackupRunRequest, backup_run};
 use super::ExitStatus;
 use super::snapshot::{identity_settings, in_flag_words, retention, settings};
 use crate::flags::{BackupCommand, OutputFormat, RunArgs};
+use crate::output::{json_line, plain};
 
 /// Runs a `backup` subcommand.
 pub async fn run(
@@ -30,10 +31,11 @@ struct LinePrinter {
 
 impl RunObserver for LinePrinter {
     fn on_event(&self, event: &RunEvent) {
+        // Events quote etcd's answers and the store's names: never raw on a terminal.
         let line = if self.json {
-            serde_json::to_string(event).unwrap_or_default()
+            json_line(event).unwrap_or_default()
         } else {
-            etcdops::snapshot::event_line(event)
+            plain(&etcdops::snapshot::event_line(event))
         };
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");

@@ -34,7 +34,10 @@ pub async fn run(
             };
             print(format, &report)?;
             if simple {
-                report.stderr_lines().iter().for_each(|l| eprintln!("{l}"));
+                report
+                    .stderr_lines()
+                    .iter()
+                    .for_each(|l| eprintln!("{}", plain(l)));
             }
             Ok(ExitStatus::from_ok(report.report.all_healthy))
         }

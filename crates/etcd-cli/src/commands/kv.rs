@@ -440,6 +440,11 @@ impl Render for HistoryView {
             .map(|e| format!("{} {}", e.revision, event_line(e)))
             .collect()
     }
+
+    fn multiline_simple(&self) -> bool {
+        // A put's value on the line under its key, as etcdctl's watch prints it.
+        true
+    }
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ fn print_defrag(report: DefragReport, format: OutputFormat) -> Result<ExitStatus
     let view = DefragView(report);
     if format == OutputFormat::Simple {
         for line in view.failure_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", plain(&line));
         }
     }
     print(format, &view)?;

@@ -7,7 +7,7 @@ use etcdops::snapshot::{DefragRequest, DefragResult, HashKvFileRequest, HashKvRe
 
 use super::ExitStatus;
 use crate::flags::{DefragArgs, OfflineHashKvArgs, OutputFormat};
-use crate::output::{Render, human_bytes, print};
+use crate::output::{Render, human_bytes, print, warn};
 
 /// `defrag --data-dir DIR`.
 pub fn defrag(args: &DefragArgs, format: OutputFormat) -> Result<ExitStatus> {
@@ -48,7 +48,7 @@ pub async fn hashkv(args: &OfflineHashKvArgs, format: OutputFormat) -> Result<Ex
     };
     let result = etcdops::snapshot::hash_kv(&request).await?;
     for warning in &result.warnings {
-        eprintln!("etcdops: warning: {warning}");
+        warn(warning);
     }
     print(format, &HashKvView(result))?;
     Ok(ExitStatus::Success)

@@ -232,9 +232,8 @@ pub async fn role_list(config: &ClusterConfig) -> Result<RoleList> {
 
 /// `Some(role)` with its permissions, `None` when it does not exist.
 pub(super) async fn role_info(client: &EndpointClient, role: &str) -> Result<Option<RoleInfo>> {
-    let name = role.to_string();
     match client
-        .call("role get", |mut c| async move { c.role_get(name).await })
+        .call("role get", |mut c| async move { c.role_get(role).await })
         .await
     {
         Ok(response) => Ok(Some(RoleInfo {
@@ -276,9 +275,8 @@ pub async fn role_get(config: &ClusterConfig, name: &str) -> Result<RoleInfo> {
 pub async fn role_add(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
     check_name("role", name)?;
     let client = config.connect_any().await?;
-    let role = name.to_string();
     match client
-        .call("role add", |mut c| async move { c.role_add(role).await })
+        .call("role add", |mut c| async move { c.role_add(name).await })
         .await
     {
         Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' added")).role(name)),
@@ -295,11 +293,10 @@ pub async fn role_add(config: &ClusterConfig, name: &str) -> Result<AuthChange> 
 pub async fn role_delete(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
     check_name("role", name)?;
     let client = config.connect_any().await?;
-    let role = name.to_string();
     match client
         .call(
             "role delete",
-            |mut c| async move { c.role_delete(role).await },
+            |mut c| async move { c.role_delete(name).await },
         )
         .await
     {
@@ -350,12 +347,12 @@ pub async fn role_grant_permission(
             grant.permission, grant.role
         ),
     };
-    let role = grant.role.clone();
+    let role = grant.role.as_str();
     let permission =
-        Permission::new(grant.permission.to_pb(), key).with_range_end(range_end.clone());
+        &Permission::new(grant.permission.to_pb(), key).with_range_end(range_end.clone());
     client
         .call("role grant-permission", |mut c| async move {
-            c.role_grant_permission(role, permission).await
+            c.role_grant_permission(role, permission.clone()).await
         })
         .await
         .map_err(with_admin_hint)?;
@@ -386,11 +383,12 @@ pub async fn role_revoke_permission(
         )
         .role(role));
     }
-    let name = role.to_string();
+    let (key, range_end) = (&key, &range_end);
     client
         .call("role revoke-permission", |mut c| async move {
-            let options = RoleRevokePermissionOptions::new().with_range_end(range_end);
-            c.role_revoke_permission(name, key, Some(options)).await
+            let options = RoleRevokePermissionOptions::new().with_range_end(range_end.clone());
+            c.role_revoke_permission(role, key.clone(), Some(options))
+                .await
         })
         .await
         .map_err(with_admin_hint)?;

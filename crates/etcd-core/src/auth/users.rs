@@ -114,15 +114,14 @@ pub async fn user_add(
 ) -> Result<AuthChange> {
     check_name("user", name)?;
     let client = config.connect_any().await?;
-    let user = name.to_string();
-    let password = password.map(|p| p.expose().to_string());
+    let password = password.map(Secret::expose);
     let result = client
         .call("user add", |mut c| async move {
             match password {
-                Some(password) => c.user_add(user, password, None).await,
+                Some(password) => c.user_add(name, password, None).await,
                 None => {
                     c.user_add(
-                        user,
+                        name,
                         String::new(),
                         Some(etcd_client::UserAddOptions::new().with_no_pwd()),
                     )
@@ -148,11 +147,10 @@ pub async fn user_add(
 pub async fn user_delete(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
     check_name("user", name)?;
     let client = config.connect_any().await?;
-    let user = name.to_string();
     match client
         .call(
             "user delete",
-            |mut c| async move { c.user_delete(user).await },
+            |mut c| async move { c.user_delete(name).await },
         )
         .await
     {
@@ -179,10 +177,11 @@ pub async fn user_passwd(
         return Err(not_found("user passwd", "user", name, &client));
     }
     if probe_enabled(config, &client).await? {
-        let (user, pw) = (name.to_string(), password.expose().to_string());
         let works = client
             .call("authenticate", |c| async move {
-                c.auth_client().authenticate(user, pw).await
+                c.auth_client()
+                    .authenticate(name.to_string(), password.expose().to_string())
+                    .await
             })
             .await
             .is_ok();
@@ -194,10 +193,9 @@ pub async fn user_passwd(
             .user(name));
         }
     }
-    let (user, pw) = (name.to_string(), password.expose().to_string());
     client
         .call("user passwd", |mut c| async move {
-            c.user_change_password(user, pw).await
+            c.user_change_password(name, password.expose()).await
         })
         .await
         .map_err(with_admin_hint)?;
@@ -220,10 +218,9 @@ pub async fn user_grant_role(config: &ClusterConfig, name: &str, role: &str) -> 
         .user(name)
         .role(role));
     }
-    let (user, granted) = (name.to_string(), role.to_string());
     client
         .call("user grant-role", |mut c| async move {
-            c.user_grant_role(user, granted).await
+            c.user_grant_role(name, role).await
         })
         .await
         .map_err(|err| {
@@ -260,10 +257,9 @@ pub async fn user_revoke_role(
         .user(name)
         .role(role));
     }
-    let (user, revoked) = (name.to_string(), role.to_string());
     client
         .call("user revoke-role", |mut c| async move {
-            c.user_revoke_role(user, revoked).await
+            c.user_revoke_role(name, role).await
         })
         .await
         .map_err(with_admin_hint)?;

@@ -425,11 +425,12 @@ async fn fetch(
     key: Vec<u8>,
     options: GetOptions,
 ) -> Result<etcd_client::GetResponse> {
+    let (key, options) = (&key, &options);
     client
         .call("get", |c| async move {
             c.kv_client()
                 .max_decoding_message_size(MAX_RESPONSE_BYTES)
-                .get(key, Some(options))
+                .get(key.clone(), Some(options.clone()))
                 .await
         })
         .await

@@ -266,12 +266,13 @@ async fn fetch_bounded(
     options: GetOptions,
     decode_limit: usize,
 ) -> Result<Option<GetResponse>> {
+    let (key, options) = (&key, &options);
     client
         .call("get", |c| async move {
             match c
                 .kv_client()
                 .max_decoding_message_size(decode_limit)
-                .get(key, Some(options))
+                .get(key.clone(), Some(options.clone()))
                 .await
             {
                 Ok(response) => Ok(Some(response)),

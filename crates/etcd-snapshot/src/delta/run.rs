@@ -634,14 +634,8 @@ async fn watch_once<F: Future<Output = ()>>(
     let options = WatchOptions::new()
         .with_range(vec![0u8])
         .with_start_revision(follow.machine.watch_from());
-    let opened = client
-        .call("watch", |c| async move {
-            c.watch_client()
-                .max_decoding_message_size(1 << 30)
-                .watch(vec![0u8], Some(options))
-                .await
-        })
-        .await;
+    // Opened with a valid token (a stale one is renewed, not reported as a failure).
+    let opened = client.open_watch(&[0u8], &options, 1 << 30).await;
     let mut stream = match opened {
         Ok(stream) => stream,
         Err(e) => return WatchEnd::Reconnect(e.to_string()),

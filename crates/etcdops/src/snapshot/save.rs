@@ -251,6 +251,9 @@ pub async fn save(
         }
     }
     let result = saved?;
+    if let Some(warning) = unnamed_member(&result.manifest) {
+        warnings.push(warning);
+    }
     let openshift = match &checked.openshift {
         Some(pair) => Some(write_openshift_backup(&checked.store, &result.manifest, pair).await?),
         None => None,
@@ -274,6 +277,18 @@ pub async fn save(
         }
     }
     Ok(saved)
+}
+
+/// A backup taken from a member the endpoints given could not name: etcd refuses the member
+/// list to a learner, so a save from a learner that is the only endpoint records no member
+/// name. Said, so that the empty name is not taken for a bug and the fix is known.
+fn unnamed_member(manifest: &etcd_snapshot::Manifest) -> Option<String> {
+    manifest.member_name.is_empty().then(|| {
+        format!(
+            "the manifest names no member: {} ({}) does not serve the member list and no other endpoint given did (a learner serves none); list a voting member among the endpoints to record its name",
+            manifest.endpoint, manifest.member_id
+        )
+    })
 }
 
 /// What [`save`] would do, saving nothing: every check it makes first, and what it can

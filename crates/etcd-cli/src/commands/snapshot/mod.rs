@@ -25,7 +25,7 @@ use crate::flags::{
     Compat, CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
     SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
-use crate::output::{Render, print};
+use crate::output::{Render, json_safe, note, plain, print, warn};
 use crate::progress::BarProgress;
 use views::{
     CatalogView, CopyView, DeletedView, KeygenView, OrphansView, PruneView, RestoreView, SaveView,
@@ -55,7 +55,7 @@ pub async fn run(
                     ),
                     other => other.message(),
                 };
-                eprintln!("etcdops: warning: {text}");
+                warn(&text);
             }
             if args.orphans {
                 print(format, &OrphansView(listed.catalog))?;
@@ -99,10 +99,10 @@ pub async fn run(
             };
             let report = etcdops::snapshot::copy(&request, progress(&bar)).await?;
             for segment in &report.incomplete_segments {
-                eprintln!(
-                    "etcdops: warning: delta segment {segment} not copied: its object is missing or incomplete in {}",
+                warn(&format!(
+                    "delta segment {segment} not copied: its object is missing or incomplete in {}",
                     report.source
-                );
+                ));
             }
             for entry in &report.foreign_entries {
                 eprintln!(
@@ -205,7 +205,7 @@ pub(crate) fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
 
 pub(super) fn warn_all(warnings: &[String]) {
     for warning in warnings {
-        eprintln!("etcdops: warning: {warning}");
+        warn(warning);
     }
 }
 
@@ -238,7 +238,7 @@ async fn verify(args: &VerifyArgs, format: OutputFormat) -> Result<ExitStatus> {
         print(format, &view)?;
     }
     for failure in &verified.failures {
-        eprintln!("etcdops: verify failed: {failure}");
+        note(&format!("verify failed: {failure}"));
     }
     Ok(ExitStatus::from_ok(verified.ok()))
 }
@@ -296,9 +296,9 @@ async fn restore(
     for warning in &restored.warnings {
         let text = with_hint(&warning.message(), warning.hint().as_ref(), Style::Cli);
         if warning.is_warning() {
-            eprintln!("etcdops: warning: {text}");
+            warn(&text);
         } else {
-            eprintln!("etcdops: {text}");
+            note(&text);
         }
     }
     let view = RestoreView {
@@ -309,7 +309,7 @@ async fn restore(
     // stderr: under compat, the simple lines go there.
     if format == OutputFormat::Simple && compat == Compat::Etcdctl {
         for line in view.simple_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", plain(&line));
         }
         return Ok(ExitStatus::Success);
     }
@@ -383,7 +383,7 @@ async fn save(
     if let Some(report) = &saved.pruned {
         warn_about_prune(report);
         for line in PruneView(report.clone()).simple_lines() {
-            eprintln!("etcdops: pruned: {line}");
+            note(&format!("pruned: {line}"));
         }
     }
     print(format, &SaveView(&saved))?;
@@ -442,9 +442,9 @@ async fn save_file(
     let view = compat::SaveFileView(saved);
     if compat == Compat::Etcdctl {
         for line in view.log_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", json_safe(line));
         }
-        println!("{}", view.saved_line());
+        println!("{}", plain(&view.saved_line()));
         return Ok(ExitStatus::Success);
     }
     print(format, &view)?;
