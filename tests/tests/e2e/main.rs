@@ -9,6 +9,7 @@ mod ansible_cluster;
 mod ansible_docs;
 mod ansible_encryption;
 mod ansible_galaxy;
+mod ansible_module_defaults;
 mod ansible_modules21;
 mod ansible_platform;
 mod ansible_quorum;
