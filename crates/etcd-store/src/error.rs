@@ -525,6 +525,7 @@ const STORE_OPTIONS: &[OptionId] = &[
     AZURE_EMULATOR,
     STORE_ENDPOINT,
     PART_SIZE,
+    STORE_CA_BUNDLE,
 ];
 
 /// An S3-compatible endpoint.
@@ -541,6 +542,8 @@ pub(crate) const AZURE_EMULATOR: OptionId = OptionId::switch("azure_emulator");
 pub(crate) const STORE_ENDPOINT: OptionId = OptionId::value("store_endpoint");
 /// The multipart part size.
 pub(crate) const PART_SIZE: OptionId = OptionId::value("part_size");
+/// The CA bundle trusted for object store endpoints.
+pub(crate) const STORE_CA_BUNDLE: OptionId = OptionId::value("store_ca_bundle");
 
 /// The store option an [`StoreError::InvalidOption`] is about, if it names one (the
 /// endpoint override is the `store_endpoint` option).

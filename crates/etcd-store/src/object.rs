@@ -90,6 +90,33 @@ fn retry_config(options: &StoreOptions) -> RetryConfig {
     retry
 }
 
+/// HTTP client options: the CA bundle's certificates trusted besides the system's.
+fn client_options(options: &StoreOptions) -> Result<object_store::ClientOptions> {
+    let mut client = object_store::ClientOptions::new().with_allow_http(options.allow_http);
+    let Some(path) = &options.ca_bundle else {
+        return Ok(client);
+    };
+    let invalid = |reason: String| StoreError::InvalidOption {
+        option: "store_ca_bundle",
+        reason,
+    };
+    let pem = std::fs::read(path)
+        .map_err(|e| invalid(format!("cannot read the CA bundle {}: {e}", path.display())))?;
+    let certificates = object_store::Certificate::from_pem_bundle(&pem)
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            invalid(format!(
+                "{} holds no PEM certificate; give a file of -----BEGIN CERTIFICATE----- blocks",
+                path.display()
+            ))
+        })?;
+    for certificate in certificates {
+        client = client.with_root_certificate(certificate);
+    }
+    Ok(client)
+}
+
 fn check_endpoint(option: &'static str, endpoint: &str, allow_http: bool) -> Result<String> {
     let url = url::Url::parse(endpoint).map_err(|e| StoreError::InvalidOption {
         option,
@@ -415,6 +442,7 @@ fn s3_hint(options: &StoreOptions) -> String {
 fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     let mut builder = AmazonS3Builder::new()
         .with_bucket_name(bucket)
+        .with_client_options(client_options(options)?)
         .with_retry(retry_config(options))
         .with_allow_http(options.allow_http);
     for (key, value) in extra_for::<AmazonS3ConfigKey>(options, StoreKind::S3) {
@@ -460,6 +488,7 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
 fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     let mut builder = MicrosoftAzureBuilder::new()
         .with_container_name(container)
+        .with_client_options(client_options(options)?)
         .with_retry(retry_config(options))
         .with_allow_http(options.allow_http);
     for (key, value) in extra_for::<AzureConfigKey>(options, StoreKind::Azure) {
@@ -512,6 +541,7 @@ fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn Object
 fn build_gcs(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     let mut builder = GoogleCloudStorageBuilder::new()
         .with_bucket_name(bucket)
+        .with_client_options(client_options(options)?)
         .with_retry(retry_config(options));
     builder = builder.with_config(
         GoogleConfigKey::Client(object_store::ClientConfigKey::AllowHttp),
