@@ -61,6 +61,23 @@ pub enum StoreError {
         /// What the store said (credentials removed).
         reason: String,
     },
+    /// No credentials for an object store were given, and none of the fallbacks (a profile,
+    /// a web identity, instance metadata) gave any: the request was never signed, so the store
+    /// refused nothing.
+    #[error("no {backend} credentials found for {store}: looked in {looked}{answer}; {hint}")]
+    NoCredentials {
+        /// The store URL.
+        store: String,
+        /// "S3", "Azure", "GCS".
+        backend: &'static str,
+        /// Where credentials are looked up, in order.
+        looked: String,
+        /// What the last fallback answered, as ` (the instance metadata service answered: ..)`,
+        /// or empty.
+        answer: String,
+        /// How to give credentials.
+        hint: String,
+    },
     /// The store could not be reached.
     #[error("cannot reach {store}: {reason}")]
     Unreachable {
@@ -155,6 +172,9 @@ pub(crate) struct ErrorContext {
     pub backend: &'static str,
     /// What to do about refused credentials on this backend.
     pub auth_hint: String,
+    /// Where this backend looks for credentials when none were given (the environment
+    /// variables, files and metadata services, in order); `None` when credentials were given.
+    pub looked_up: Option<String>,
     /// Secret values that must never appear in a message.
     pub secrets: Vec<String>,
 }
@@ -328,6 +348,14 @@ pub(crate) fn map_object(
             bucket: ctx.bucket.clone(),
         };
     }
+    // Without credentials of its own the client asked the instance metadata service for
+    // some: its failure (refused, unreachable) means none were found, not a store problem.
+    let lower = text.to_ascii_lowercase();
+    if (lower.contains("169.254.169.254") || lower.contains("metadata"))
+        && let Some(no_credentials) = no_credentials(ctx, &short_reason(&info, &text, ctx))
+    {
+        return no_credentials;
+    }
     if info.body_has(&[
         "InvalidAccessKeyId",
         "SignatureDoesNotMatch",
@@ -341,6 +369,13 @@ pub(crate) fn map_object(
     ]) || matches!(info.status, Some(401 | 403))
         || matches!(err, E::Unauthenticated { .. } | E::PermissionDenied { .. })
     {
+        // Without credentials of its own, a refusal that is not the store's (no S3 error
+        // code: the metadata service's, or a proxy's) means none were found.
+        if info.xml("Code").is_none()
+            && let Some(no_credentials) = no_credentials(ctx, &short_reason(&info, &text, ctx))
+        {
+            return no_credentials;
+        }
         return StoreError::Auth {
             store,
             reason: format!("{}; {}", short_reason(&info, &text, ctx), ctx.auth_hint),
@@ -362,8 +397,10 @@ pub(crate) fn map_object(
             ),
         };
     }
-    let lower = text.to_ascii_lowercase();
     if lower.contains("credential") || lower.contains("token") && lower.contains("fetch") {
+        if let Some(no_credentials) = no_credentials(ctx, &short_reason(&info, &text, ctx)) {
+            return no_credentials;
+        }
         return StoreError::Auth {
             store,
             reason: format!("{text}; {}", ctx.auth_hint),
@@ -383,6 +420,22 @@ pub(crate) fn map_object(
         name: name.to_string(),
         reason: text,
     }
+}
+
+/// [`StoreError::NoCredentials`] when the context says no credentials were given.
+fn no_credentials(ctx: &ErrorContext, answer: &str) -> Option<StoreError> {
+    let looked = ctx.looked_up.clone()?;
+    Some(StoreError::NoCredentials {
+        store: ctx.store.clone(),
+        backend: ctx.backend,
+        looked,
+        answer: if answer.is_empty() {
+            String::new()
+        } else {
+            format!(" (the last one answered: {answer})")
+        },
+        hint: ctx.auth_hint.clone(),
+    })
 }
 
 /// The useful part of an error: the HTTP status with the store's error code and message when

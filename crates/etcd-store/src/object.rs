@@ -219,6 +219,7 @@ impl ObjectBackend {
                     _ => "GCS",
                 },
                 auth_hint,
+                looked_up: credentials_looked_up(kind, options),
                 secrets,
             },
         })
@@ -417,6 +418,67 @@ impl ObjectBackend {
                 other => Err(other),
             },
         }
+    }
+}
+
+/// Where a backend looks for credentials, when `options` hold none of its own (no key, token,
+/// key file or identity in the environment or a profile): what a "no credentials found"
+/// message lists. `None` when credentials were given.
+fn credentials_looked_up(kind: StoreKind, options: &StoreOptions) -> Option<String> {
+    let has = |keys: &[&str]| {
+        options
+            .extra
+            .iter()
+            .any(|(k, _)| keys.contains(&k.as_str()))
+    };
+    match kind {
+        StoreKind::S3
+            if !has(&[
+                "aws_access_key_id",
+                "aws_web_identity_token_file",
+                "aws_container_credentials_relative_uri",
+                "aws_container_credentials_full_uri",
+            ]) =>
+        {
+            let profile = options.aws_profile.as_deref().unwrap_or("default");
+            Some(format!(
+                "the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), the profile \
+                 '{profile}' of ~/.aws/credentials (AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE), a \
+                 web identity (AWS_WEB_IDENTITY_TOKEN_FILE), container credentials \
+                 (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI) and the instance metadata service"
+            ))
+        }
+        StoreKind::Azure
+            if !options.azure_use_emulator
+                && !has(&[
+                    "azure_storage_account_key",
+                    "azure_storage_sas_token",
+                    "azure_client_secret",
+                    "azure_federated_token_file",
+                ]) =>
+        {
+            Some(
+                "the environment (AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN, a service \
+                 principal's AZURE_CLIENT_ID, AZURE_CLIENT_SECRET and AZURE_TENANT_ID, a \
+                 workload identity's AZURE_FEDERATED_TOKEN_FILE) and the instance metadata \
+                 service"
+                    .into(),
+            )
+        }
+        StoreKind::Gcs
+            if !has(&[
+                "google_application_credentials",
+                "google_service_account",
+                "google_service_account_key",
+            ]) =>
+        {
+            Some(
+                "the environment (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, \
+                 GOOGLE_SERVICE_ACCOUNT_KEY) and the instance metadata service"
+                    .into(),
+            )
+        }
+        _ => None,
     }
 }
 
