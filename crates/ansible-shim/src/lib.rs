@@ -18,6 +18,7 @@ pub mod connection;
 mod context;
 pub mod modules;
 mod outcome;
+pub mod returns;
 pub mod secrets;
 pub mod spec;
 mod store;
