@@ -30,6 +30,7 @@ pub mod platform;
 pub mod quorum;
 pub mod snapshot;
 pub mod usage;
+pub mod wait;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
