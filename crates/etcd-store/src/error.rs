@@ -64,19 +64,15 @@ pub enum StoreError {
     /// No credentials for an object store were given, and none of the fallbacks (a profile,
     /// a web identity, instance metadata) gave any: the request was never signed, so the store
     /// refused nothing.
-    #[error("no {backend} credentials found for {store}: looked in {looked}{answer}; {hint}")]
+    #[error("no {backend} credentials found for {store}: looked in {details}")]
     NoCredentials {
         /// The store URL.
         store: String,
         /// "S3", "Azure", "GCS".
         backend: &'static str,
-        /// Where credentials are looked up, in order.
-        looked: String,
-        /// What the last fallback answered, as ` (the instance metadata service answered: ..)`,
-        /// or empty.
-        answer: String,
-        /// How to give credentials.
-        hint: String,
+        /// Where credentials are looked up, in order, what the last place answered, and how
+        /// to give credentials.
+        details: String,
     },
     /// The store could not be reached.
     #[error("cannot reach {store}: {reason}")]
@@ -425,16 +421,15 @@ pub(crate) fn map_object(
 /// [`StoreError::NoCredentials`] when the context says no credentials were given.
 fn no_credentials(ctx: &ErrorContext, answer: &str) -> Option<StoreError> {
     let looked = ctx.looked_up.clone()?;
+    let answer = if answer.is_empty() {
+        String::new()
+    } else {
+        format!(" (the last one answered: {answer})")
+    };
     Some(StoreError::NoCredentials {
         store: ctx.store.clone(),
         backend: ctx.backend,
-        looked,
-        answer: if answer.is_empty() {
-            String::new()
-        } else {
-            format!(" (the last one answered: {answer})")
-        },
-        hint: ctx.auth_hint.clone(),
+        details: format!("{looked}{answer}; {}", ctx.auth_hint),
     })
 }
 

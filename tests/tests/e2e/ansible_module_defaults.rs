@@ -26,7 +26,7 @@ fn play(defaults: Value, tasks: Value, block_defaults: Value, block_tasks: Value
     .to_string()
 }
 
-fn failed_task<'a>(run: &'a PlaybookRun) -> &'a str {
+fn failed_task(run: &PlaybookRun) -> &str {
     run.stdout
         .split("TASK [")
         .find(|t| t.contains("FAILED!"))

@@ -47,6 +47,7 @@ mod k8s;
 mod keys;
 mod load;
 mod member;
+mod member_promote_wait;
 mod platform;
 mod prune_safety;
 mod quorum_plan;

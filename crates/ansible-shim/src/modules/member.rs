@@ -4,6 +4,7 @@
 
 use etcd_core::Member;
 use etcdops::member::{MemberRequest, apply};
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::context::Context;
@@ -19,7 +20,19 @@ pub const OPTIONS: &[&[OptionSpec]] = &[&[
     opt("learner", Kind::Bool).default_bool(false),
     opt("member", Kind::Str),
     opt("force", Kind::Bool).default_bool(false),
+    opt("wait", Kind::Bool).default_bool(false),
+    opt("wait_timeout", Kind::Int).default_int(120),
 ]];
+
+/// The wait options (the rest deserialize into the library's request).
+#[derive(Debug, Deserialize)]
+struct WaitArgs {
+    #[serde(default)]
+    wait: bool,
+    wait_timeout: Option<u64>,
+    #[serde(default)]
+    state: Option<String>,
+}
 
 fn member_lines(members: &[Member]) -> String {
     let mut lines: Vec<String> = members
@@ -43,6 +56,17 @@ fn member_lines(members: &[Member]) -> String {
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: MemberRequest = context.args()?;
+    let wait: WaitArgs = context.args()?;
+    if wait.wait {
+        if wait.state.as_deref() != Some("promoted") {
+            return Err(ModuleError::new(
+                "wait: only state promoted waits (for the learner to start and catch up); drop wait or set state: promoted",
+            ));
+        }
+        request.wait = Some(std::time::Duration::from_secs(
+            wait.wait_timeout.unwrap_or(120),
+        ));
+    }
     request.dry_run = context.check_mode;
     request.diff = context.diff;
     let config = context.cluster()?;

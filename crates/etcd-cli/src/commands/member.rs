@@ -64,8 +64,18 @@ pub async fn run(
         }
         MemberCommand::Promote(args) => {
             let request = select(&args.member, args.force);
-            let done = warned(member::promote(config, guards, &request).await?);
-            print(format, &ChangeView(done))?;
+            match args.wait {
+                Some(timeout) => {
+                    let done = etcdops::wait::promote_when_ready(config, guards, &request, timeout)
+                        .await?;
+                    done.warnings.iter().for_each(|w| warn(w));
+                    print(format, &PromotedView(done))?;
+                }
+                None => {
+                    let done = warned(member::promote(config, guards, &request).await?);
+                    print(format, &ChangeView(done))?;
+                }
+            }
         }
     }
     Ok(ExitStatus::Success)
@@ -124,6 +134,39 @@ impl Render for AddView {
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 struct ChangeView(MemberChangeResult);
+
+/// A promotion after its wait: the change, and how long it waited.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct PromotedView(etcdops::wait::WaitedPromotion);
+
+impl Render for PromotedView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["CHANGED", "MEMBER", "WAITED", "MESSAGE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let change = &self.0.result;
+        vec![vec![
+            change.changed.to_string(),
+            change
+                .member
+                .as_ref()
+                .map(|m| m.id.to_string())
+                .unwrap_or_default(),
+            format!("{}s", self.0.waited.seconds),
+            plain(&change.message),
+        ]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![format!(
+            "{} (after waiting {}s)",
+            plain(&self.0.result.message),
+            self.0.waited.seconds
+        )]
+    }
+}
 
 impl Render for ChangeView {
     fn headers(&self) -> Vec<&'static str> {

@@ -113,7 +113,8 @@ impl EndpointArgs {
     pub fn cluster(&self) -> bool {
         self.cluster
             || match &self.command {
-                EndpointCommand::Health(flag) | EndpointCommand::Status(flag) => flag.cluster,
+                EndpointCommand::Health(args) => args.cluster,
+                EndpointCommand::Status(flag) => flag.cluster,
                 EndpointCommand::Hashkv(args) => args.cluster,
             }
     }
@@ -123,7 +124,7 @@ impl EndpointArgs {
 #[derive(Debug, Subcommand)]
 pub enum EndpointCommand {
     /// Health of each endpoint: a linearizable read and no alarm. Exit code 1 when any is unhealthy.
-    Health(ClusterFlag),
+    Health(HealthArgs),
     /// Status of each endpoint: member, version, db size, leader, raft term and indexes.
     Status(ClusterFlag),
     /// KV hash of each endpoint at one revision, and whether all agree. Exit code 1 when not.
@@ -177,8 +178,9 @@ pub enum MemberCommand {
     Remove(MemberSelectArgs),
     /// Change a member's peer URLs.
     Update(MemberUpdateArgs),
-    /// Promote a learner to a voting member; refuses one that is not in sync.
-    Promote(MemberSelectArgs),
+    /// Promote a learner to a voting member; refuses one that is not in sync (with --wait:
+    /// waits until it is, then promotes it).
+    Promote(MemberPromoteArgs),
 }
 
 /// Arguments of `member list`.
@@ -224,6 +226,40 @@ pub struct MemberSelectArgs {
     /// Override the safety guard
     #[arg(long)]
     pub force: bool,
+}
+
+/// Arguments of `member promote`.
+#[derive(Debug, Args)]
+pub struct MemberPromoteArgs {
+    /// The member: ID (hex), name or peer URL
+    pub member: String,
+    /// Override the safety guard
+    #[arg(long)]
+    pub force: bool,
+    /// Wait until the learner has started and caught up with the leader, then promote it;
+    /// at most DURATION (bare --wait: 2m; --wait=0s looks once). Not ready by then: an
+    /// error saying what was missing
+    #[arg(
+        long,
+        value_parser = duration,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "2m"
+    )]
+    pub wait: Option<Duration>,
+}
+
+/// Arguments of `endpoint health`.
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// Address every member's client URLs (from the member list), not just --endpoints
+    #[arg(long)]
+    pub cluster: bool,
+    /// Check again until every endpoint is healthy, at most DURATION (after a start, a
+    /// restart or a restore); the last check is printed, exit 1 if still unhealthy
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub wait: Option<Duration>,
 }
 
 /// Arguments of `member update`.
