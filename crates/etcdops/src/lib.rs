@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod backup_before;
 pub mod check;
 pub mod downgrade;
 pub mod error;

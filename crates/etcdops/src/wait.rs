@@ -147,9 +147,7 @@ pub(crate) async fn promote_query_when_ready(
     force: Force,
     timeout: Duration,
 ) -> Result<WaitedPromotion> {
-    let what = format!("learner {} to start and catch up", named(&query));
-    // A pending look carries no value, so a timeout is an error: Ok means it is ready.
-    let (_, waited) = poll_until(&what, timeout, || learner_ready(config, &query)).await?;
+    let waited = wait_for_learner(config, &query, timeout).await?;
     let Guarded { result, warnings } =
         crate::member::promote_member(config, guards, query, force, false).await?;
     Ok(WaitedPromotion {
@@ -157,6 +155,28 @@ pub(crate) async fn promote_query_when_ready(
         waited,
         warnings,
     })
+}
+
+/// Waits until the learner `request` names has started and caught up (or votes already),
+/// without promoting it: for a step between the wait and the promotion (a backup before it).
+pub async fn learner_ready_within(
+    config: &ClusterConfig,
+    request: &PromoteRequest,
+    timeout: Duration,
+) -> Result<Waited> {
+    wait_for_learner(config, &MemberQuery::from(&request.member), timeout).await
+}
+
+/// The wait of [`promote_when_ready`]: an error on a timeout.
+async fn wait_for_learner(
+    config: &ClusterConfig,
+    query: &MemberQuery,
+    timeout: Duration,
+) -> Result<Waited> {
+    let what = format!("learner {} to start and catch up", named(query));
+    // A pending look carries no value, so a timeout is an error: Ok means it is ready.
+    let (_, waited) = poll_until(&what, timeout, || learner_ready(config, query)).await?;
+    Ok(waited)
 }
 
 /// The member a query names, for messages: `'etcd-4'`, `'etcd-4' (http://10.0.0.4:2380)`.

@@ -18,6 +18,7 @@ mod ansible_roles;
 mod ansible_roles21;
 mod ansible_usage;
 mod auth;
+mod backup_before_change;
 mod backup_run;
 mod backup_run_safety;
 mod backup_run_seams;

@@ -143,8 +143,11 @@ pub struct DefragArgs {
     /// Offline, as etcdutl: defragment the db of the stopped member at DIR (its
     /// member/snap/db rewritten compactly, checked, and renamed over it), instead of live
     /// members; refused while etcd runs there
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["cluster", "force"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["cluster", "force", "backup_to"])]
     pub data_dir: Option<std::path::PathBuf>,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
 }
 
 /// `--cluster`.
@@ -216,6 +219,22 @@ pub struct MemberAddArgs {
     /// Add a voting member even while members are unhealthy
     #[arg(long)]
     pub force: bool,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
+}
+
+/// A verified backup before a change (member changes, defrag).
+#[derive(Debug, Args, Clone, Default)]
+pub struct BackupToFlags {
+    /// Before changing anything, save a backup of the cluster into STORE (a directory,
+    /// s3://, gs://, az://; reached with the store flags) and verify it; the change runs only
+    /// once it verifies. Refused when no quorum serves. Nothing to change: no backup
+    #[arg(long, value_name = "STORE")]
+    pub backup_to: Option<String>,
+    /// How STORE is reached.
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }
 
 /// A member named by ID (hex), name or peer URL.
@@ -226,6 +245,9 @@ pub struct MemberSelectArgs {
     /// Override the safety guard
     #[arg(long)]
     pub force: bool,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
 }
 
 /// Arguments of `member promote`.
@@ -248,6 +270,9 @@ pub struct MemberPromoteArgs {
         default_missing_value = "2m"
     )]
     pub wait: Option<Duration>,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
 }
 
 /// Arguments of `endpoint health`.
@@ -273,6 +298,9 @@ pub struct MemberUpdateArgs {
     /// Run even on OpenShift, whose cluster-etcd-operator owns membership
     #[arg(long)]
     pub force: bool,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
 }
 
 #[cfg(test)]
