@@ -88,6 +88,25 @@ fn store_options_in_a_groups_module_defaults_reach_store_modules_and_no_other() 
         "{run}"
     );
 
+    // A store option in module_defaults for that very module (not its group): refused, as
+    // written in its task.
+    let for_the_module = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "module_defaults": {
+            "group/etcd.core.etcd": {"endpoints": cluster.client_urls()},
+            "etcd.core.etcd_kv_info": {"allow_http": true},
+        },
+        "tasks": [{"etcd.core.etcd_kv_info": {"etcd_key": "/defaults/k"}}],
+    }])
+    .to_string();
+    let run = collection.playbook(&for_the_module, LOCAL, &json!({}), &[], &[]);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        failed_task(&run).contains("unsupported option 'allow_http' for etcd_kv_info"),
+        "{run}"
+    );
+
     // A misspelled store option in a block's module_defaults: refused by every module.
     let typo = play(
         json!({"endpoints": cluster.client_urls()}),

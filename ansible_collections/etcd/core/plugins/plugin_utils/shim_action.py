@@ -127,6 +127,21 @@ def own_args(task, templar):
     return names
 
 
+def module_specific_defaults(task, module):
+    """Option names set by module_defaults entries for this very module (not a group): written
+    for it as a task's own options are, so they are checked as the task's."""
+    names = set()
+    for level in getattr(task, "module_defaults", None) or []:
+        if not isinstance(level, dict):
+            continue
+        for key, options in level.items():
+            if str(key).startswith("group/") or not isinstance(options, dict):
+                continue
+            if str(key).split(".")[-1] == module:
+                names.update(options)
+    return names
+
+
 def from_defaults(args, own):
     """The option names in ``args`` that only module_defaults set (sorted); none when the
     task's own options are unknown, so that every option is then checked as the task's."""
@@ -294,6 +309,9 @@ class ActionModule(ActionBase):
         """The options of ``args`` that module_defaults set and the task did not."""
         task_args = self._task.args or {}
         own = own_args(self._task, self._templar)
+        if own is not None:
+            module = self._task.action.split(".")[-1]
+            own = own | module_specific_defaults(self._task, module)
         return [name for name in from_defaults(task_args, own) if name in args]
 
     def module_args(self, module, args):
