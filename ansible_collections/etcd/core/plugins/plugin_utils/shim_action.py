@@ -137,7 +137,7 @@ def module_specific_defaults(task, module):
         for key, options in level.items():
             if str(key).startswith("group/") or not isinstance(options, dict):
                 continue
-            if str(key).split(".")[-1] == module:
+            if str(key).rsplit(".", maxsplit=1)[-1] == module:
                 names.update(options)
     return names
 
