@@ -17,6 +17,9 @@ FAKE_GCS_VENV="$DEPS_DIR/fake-gcs"
 # `tests/sanity/ignore-2.NN.txt` matches. 2.19 is the newest release that runs on Python 3.11.
 ANSIBLE_VENV="$DEPS_DIR/ansible"
 ANSIBLE_CORE_VERSION="2.19.14"
+# ansible-core alone, for scripts/build-collection's ansible-galaxy where neither the venv above
+# nor PATH has one (no test tool comes with it).
+GALAXY_VENV="$DEPS_DIR/ansible-galaxy"
 # ansible-lint for scripts/lint-ansible, in its own venv (its dependencies pin differently from
 # ansible-test's linters), with the same ansible-core.
 ANSIBLE_LINT_VENV="$DEPS_DIR/ansible-lint"

@@ -108,16 +108,33 @@ impl Collection {
         std::fs::copy(shim_path(), &shim).expect("copy shim");
         let stripped = Command::new("strip").arg(&shim).status();
         assert!(stripped.is_ok_and(|s| s.success()), "strip failed");
+        // As an operator's machine runs it: a deps dir without the test world, and the
+        // ansible-galaxy of an Ansible install on PATH.
+        let deps = dir.path().join("deps");
+        std::fs::create_dir_all(&deps).expect("deps dir");
+        let path = format!("{}:/usr/bin:/bin", ansible_venv().join("bin").display());
         let out = Command::new(root.join("scripts/build-collection"))
             .arg("--shim")
             .arg(&shim)
             .arg("--output")
             .arg(&built)
+            .env("ETCDOPS_DEPS_DIR", &deps)
+            .env("PATH", path)
             .output()
             .expect("run build-collection");
         assert!(
             out.status.success(),
             "build-collection failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let installed: Vec<String> = std::fs::read_dir(&deps)
+            .expect("read deps dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            installed.is_empty(),
+            "build-collection installed {installed:?} into its deps dir:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let tarball = std::fs::read_dir(&built)

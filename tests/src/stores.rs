@@ -206,6 +206,28 @@ impl S3Server {
         }
     }
 
+    /// Starts `moto_server` over https with `cert` and `key` (a private CA's server
+    /// certificate for localhost) and waits until its port takes connections.
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> S3Server {
+        let port = free_port();
+        let mut server = Server::spawn("moto-tls", |_| {
+            let mut cmd = Command::new(moto_server_path());
+            cmd.args(["-H", "127.0.0.1", "-p", &port.to_string(), "-c"])
+                .arg(cert)
+                .arg("-k")
+                .arg(key);
+            cmd
+        });
+        server.wait_ready("moto_server (https)", Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        S3Server {
+            endpoint: format!("https://localhost:{port}"),
+            port,
+            _server: server,
+        }
+    }
+
     /// Kills the server (SIGKILL), as a store that goes away mid-upload.
     pub fn kill(&mut self) {
         let _ = self._server.child.kill();

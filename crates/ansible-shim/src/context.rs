@@ -7,7 +7,7 @@ use etcd_core::ClusterConfig;
 use etcdops::guard::{Force, Guards, Operation};
 
 use crate::connection::{CONNECTION_OPTIONS, ConnectionArgs};
-use crate::modules::{ModuleDef, lookup};
+use crate::modules::{MODULES, ModuleDef, lookup};
 use crate::outcome::ModuleError;
 use crate::spec::{OptionSpec, normalize, parse};
 
@@ -22,6 +22,20 @@ pub struct Context {
     pub diff: bool,
     params: Map<String, Value>,
     def: Option<&'static ModuleDef>,
+}
+
+/// Whether an option set by `module_defaults` is one this module has no use for but another
+/// module of the collection takes: such an option is dropped, not refused. An option no
+/// module takes (a typo) is kept, and refused as unsupported.
+fn unused_default(def: Option<&ModuleDef>, name: &str) -> bool {
+    let takes = |d: &ModuleDef| {
+        CONNECTION_OPTIONS
+            .iter()
+            .chain(d.options.iter().flat_map(|s| s.iter()))
+            .any(|spec| spec.answers_to(name))
+    };
+    let Some(def) = def else { return false };
+    !takes(def) && MODULES.iter().any(takes)
 }
 
 impl Context {
@@ -46,15 +60,26 @@ impl Context {
             .unwrap_or_default();
         // `etcd.core.etcd_member` -> `etcd_member`
         let module = module.rsplit('.').next().unwrap_or_default().to_string();
+        let def = lookup(&module);
+        let from_defaults: Vec<&str> = raw
+            .get(crate::DEFAULTS_KEY)
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let params: Map<String, Value> = raw
             .iter()
-            .filter(|(k, _)| !k.starts_with("_ansible_") && k.as_str() != crate::MODULE_KEY)
+            .filter(|(k, _)| {
+                !k.starts_with("_ansible_")
+                    && k.as_str() != crate::MODULE_KEY
+                    && k.as_str() != crate::DEFAULTS_KEY
+            })
+            .filter(|(k, _)| !(from_defaults.contains(&k.as_str()) && unused_default(def, k)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Context {
             check_mode: flag("_ansible_check_mode"),
             diff: flag("_ansible_diff"),
-            def: lookup(&module),
+            def,
             module,
             params,
         }
@@ -136,5 +161,47 @@ impl Context {
         ConnectionArgs::take(&mut normalized)
             .map_err(ModuleError::new)?
             .build()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    fn parse(args: serde_json::Value) -> Result<(), String> {
+        crate::parse_args(&args.to_string())
+    }
+
+    #[test]
+    fn store_options_from_module_defaults_are_ignored_where_no_store_is_read() {
+        // A group's defaults reach etcd_kv_info too: an option another module takes is
+        // ignored there.
+        parse(json!({
+            "_etcd_module": "etcd_kv_info", "etcd_key": "/a",
+            "allow_http": true, "s3_endpoint": "http://minio:9000",
+            "_etcd_defaults": ["allow_http", "s3_endpoint"],
+        }))
+        .unwrap();
+        // The same options written in the task itself are refused.
+        let err = parse(json!({
+            "_etcd_module": "etcd_kv_info", "etcd_key": "/a", "allow_http": true,
+        }))
+        .unwrap_err();
+        assert!(err.contains("unsupported option 'allow_http'"), "{err}");
+        // A typo in module_defaults is refused: no module takes it.
+        let err = parse(json!({
+            "_etcd_module": "etcd_kv_info", "etcd_key": "/a", "alow_http": true,
+            "_etcd_defaults": ["alow_http"],
+        }))
+        .unwrap_err();
+        assert!(err.contains("unsupported option 'alow_http'"), "{err}");
+        // A module that takes the option still gets it (and checks its value).
+        let err = parse(json!({
+            "_etcd_module": "etcd_snapshot", "store": "/b", "allow_http": "maybe",
+            "_etcd_defaults": ["allow_http"],
+        }))
+        .unwrap_err();
+        assert!(err.contains("allow_http: expected a boolean"), "{err}");
     }
 }

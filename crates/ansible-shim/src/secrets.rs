@@ -96,14 +96,25 @@ pub fn masked_params(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Ma
             .iter()
             .flat_map(|s| s.iter())
             .any(|s| s.secret && s.name == name);
-        let shown = if is_secret && !value.is_null() {
-            Value::String(MASK.to_string())
-        } else {
-            value.clone()
+        let shown = match value {
+            _ if is_secret && !value.is_null() => Value::String(MASK.to_string()),
+            Value::String(text) if text.contains("://") => Value::String(url_shown(text)),
+            other => other.clone(),
         };
         out.insert(name.clone(), shown);
     }
     out
+}
+
+/// A URL option's value as `invocation` shows it: a password in its user-info and its query
+/// string (where SAS tokens live) masked. A store URL holding either is refused anyway, but the
+/// task's arguments are printed before that.
+fn url_shown(text: &str) -> String {
+    let text = etcdops::common::redact_urls(text);
+    match text.split_once('?') {
+        Some((before, _)) => format!("{before}?<redacted>"),
+        None => text,
+    }
 }
 
 /// Replaces every occurrence of each secret in the strings of `value` (map keys too), as
@@ -153,6 +164,24 @@ mod tests {
         let scrubbed = scrub_value(json!({"msg": "AGE-SECRET-KEY-1QQQQQQQQQQ"}), &secrets);
         assert!(!scrubbed.to_string().contains("AGE-SECRET"), "{scrubbed}");
         assert!(!secrets.iter().any(|s| s == "# public key: age1public"));
+    }
+
+    #[test]
+    fn credentials_and_query_strings_of_store_urls_are_masked_in_invocation() {
+        let params = json!({
+            "backup_to": "s3://AKIAX:Sup3rSecret@bucket/prefix",
+            "store": "az://c/p?sv=2020&sig=S1gS3cret",
+            "name": "etcd-1",
+        });
+        let masked = masked_params(params.as_object().unwrap(), &[SPECS]);
+        let shown = Value::Object(masked).to_string();
+        assert!(
+            !shown.contains("Sup3rSecret") && !shown.contains("S1gS3cret"),
+            "{shown}"
+        );
+        assert!(shown.contains("s3://AKIAX:***@bucket/prefix"), "{shown}");
+        assert!(shown.contains("az://c/p?<redacted>"), "{shown}");
+        assert!(shown.contains("etcd-1"), "{shown}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub const STORE_OPTIONS: &[OptionSpec] = &[
     opt("azure_emulator", Kind::Bool).default_bool(false),
     opt("store_endpoint", Kind::Str),
     opt("part_size", Kind::Int),
+    opt("store_ca_bundle", Kind::Path),
 ];
 
 /// Store options of a task.

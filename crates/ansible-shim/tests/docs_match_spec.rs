@@ -311,3 +311,72 @@ fn every_module_keeps_the_collections_documentation_conventions() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every documented return value, as `(path to its mapping, name, docs)`.
+fn returns_walk(path: Vec<String>, docs: &Value, out: &mut Vec<(Vec<String>, String, Value)>) {
+    let Some(map) = docs.as_mapping() else { return };
+    for (key, doc) in map {
+        let name = key.as_str().unwrap().to_string();
+        out.push((path.clone(), name.clone(), doc.clone()));
+        if let Some(contains) = doc.get("contains") {
+            let mut inner = path.clone();
+            inner.push(name);
+            returns_walk(inner, contains, out);
+        }
+    }
+}
+
+/// No return value is named like a method of Python's dict (`{{ r.keys }}` is the method in
+/// Jinja), but the renamed ones, documented as deprecated until their removal, each beside its
+/// new name; and the collection is not yet at the version that removes them.
+#[test]
+fn no_return_value_shadows_a_dict_method_but_the_deprecated_ones() {
+    use ansible_shim::returns::{DICT_METHODS, RENAMED, RENAMED_REMOVED_IN};
+    let mut bad = Vec::new();
+    for module in MODULES {
+        let mut all = Vec::new();
+        returns_walk(Vec::new(), &docs(module.name)["RETURN"], &mut all);
+        for (path, name, doc) in &all {
+            if !DICT_METHODS.contains(&name.as_str()) {
+                continue;
+            }
+            let renamed = RENAMED.iter().find(|r| {
+                r.module == module.name && r.old == name && r.path.iter().eq(path.iter())
+            });
+            let Some(renamed) = renamed else {
+                bad.push(format!("{}: {}.{name}", module.name, path.join(".")));
+                continue;
+            };
+            let description = serde_yaml_ng::to_string(&doc["description"]).unwrap();
+            assert!(
+                description.contains("Deprecated")
+                    && description.contains(RENAMED_REMOVED_IN)
+                    && description.contains(renamed.new),
+                "{}: {name} is not documented as deprecated in favour of {}",
+                module.name,
+                renamed.new
+            );
+            let new_documented = all.iter().any(|(p, n, _)| p == path && n == renamed.new);
+            assert!(
+                new_documented,
+                "{}: {} is not documented",
+                module.name, renamed.new
+            );
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "return values named like a dict method: {bad:?}"
+    );
+    let galaxy = std::fs::read_to_string(collection().join("galaxy.yml")).unwrap();
+    let version = galaxy
+        .lines()
+        .find_map(|l| l.strip_prefix("version: "))
+        .unwrap()
+        .trim();
+    let parse = |v: &str| -> Vec<u32> { v.split('.').map(|p| p.parse().unwrap()).collect() };
+    assert!(
+        parse(version) < parse(RENAMED_REMOVED_IN),
+        "etcd.core {version}: remove the deprecated return values of returns::RENAMED"
+    );
+}

@@ -61,6 +61,19 @@ pub enum StoreError {
         /// What the store said (credentials removed).
         reason: String,
     },
+    /// No credentials for an object store were given, and none of the fallbacks (a profile,
+    /// a web identity, instance metadata) gave any: the request was never signed, so the store
+    /// refused nothing.
+    #[error("no {backend} credentials found for {store}: looked in {details}")]
+    NoCredentials {
+        /// The store URL.
+        store: String,
+        /// "S3", "Azure", "GCS".
+        backend: &'static str,
+        /// Where credentials are looked up, in order, what the last place answered, and how
+        /// to give credentials.
+        details: String,
+    },
     /// The store could not be reached.
     #[error("cannot reach {store}: {reason}")]
     Unreachable {
@@ -170,6 +183,9 @@ pub(crate) struct ErrorContext {
     pub backend: &'static str,
     /// What to do about refused credentials on this backend.
     pub auth_hint: String,
+    /// Where this backend looks for credentials when none were given (the environment
+    /// variables, files and metadata services, in order); `None` when credentials were given.
+    pub looked_up: Option<String>,
     /// Secret values that must never appear in a message.
     pub secrets: Vec<String>,
 }
@@ -353,6 +369,14 @@ pub(crate) fn map_object(
             bucket: ctx.bucket.clone(),
         };
     }
+    // Without credentials of its own the client asked the instance metadata service for
+    // some: its failure (refused, unreachable) means none were found, not a store problem.
+    let lower = text.to_ascii_lowercase();
+    if (lower.contains("169.254.169.254") || lower.contains("metadata"))
+        && let Some(no_credentials) = no_credentials(ctx, &short_reason(&info, &text, ctx))
+    {
+        return no_credentials;
+    }
     if info.body_has(&[
         "InvalidAccessKeyId",
         "SignatureDoesNotMatch",
@@ -366,6 +390,13 @@ pub(crate) fn map_object(
     ]) || matches!(info.status, Some(401 | 403))
         || matches!(err, E::Unauthenticated { .. } | E::PermissionDenied { .. })
     {
+        // Without credentials of its own, a refusal that is not the store's (no S3 error
+        // code: the metadata service's, or a proxy's) means none were found.
+        if info.xml("Code").is_none()
+            && let Some(no_credentials) = no_credentials(ctx, &short_reason(&info, &text, ctx))
+        {
+            return no_credentials;
+        }
         return StoreError::Auth {
             store,
             reason: format!("{}; {}", short_reason(&info, &text, ctx), ctx.auth_hint),
@@ -387,8 +418,10 @@ pub(crate) fn map_object(
             ),
         };
     }
-    let lower = text.to_ascii_lowercase();
     if lower.contains("credential") || lower.contains("token") && lower.contains("fetch") {
+        if let Some(no_credentials) = no_credentials(ctx, &short_reason(&info, &text, ctx)) {
+            return no_credentials;
+        }
         return StoreError::Auth {
             store,
             reason: format!("{text}; {}", ctx.auth_hint),
@@ -408,6 +441,21 @@ pub(crate) fn map_object(
         name: name.to_string(),
         reason: text,
     }
+}
+
+/// [`StoreError::NoCredentials`] when the context says no credentials were given.
+fn no_credentials(ctx: &ErrorContext, answer: &str) -> Option<StoreError> {
+    let looked = ctx.looked_up.clone()?;
+    let answer = if answer.is_empty() {
+        String::new()
+    } else {
+        format!(" (the last one answered: {answer})")
+    };
+    Some(StoreError::NoCredentials {
+        store: ctx.store.clone(),
+        backend: ctx.backend,
+        details: format!("{looked}{answer}; {}", ctx.auth_hint),
+    })
 }
 
 /// The useful part of an error: the HTTP status with the store's error code and message when
@@ -550,6 +598,7 @@ const STORE_OPTIONS: &[OptionId] = &[
     AZURE_EMULATOR,
     STORE_ENDPOINT,
     PART_SIZE,
+    STORE_CA_BUNDLE,
 ];
 
 /// An S3-compatible endpoint.
@@ -566,6 +615,8 @@ pub(crate) const AZURE_EMULATOR: OptionId = OptionId::switch("azure_emulator");
 pub(crate) const STORE_ENDPOINT: OptionId = OptionId::value("store_endpoint");
 /// The multipart part size.
 pub(crate) const PART_SIZE: OptionId = OptionId::value("part_size");
+/// The CA bundle trusted for object store endpoints.
+pub(crate) const STORE_CA_BUNDLE: OptionId = OptionId::value("store_ca_bundle");
 
 /// The store option an [`StoreError::InvalidOption`] is about, if it names one (the
 /// endpoint override is the `store_endpoint` option).

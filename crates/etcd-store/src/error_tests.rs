@@ -66,6 +66,7 @@ fn ctx() -> ErrorContext {
         bucket: "b".into(),
         backend: "S3",
         auth_hint: "set AWS_ACCESS_KEY_ID".into(),
+        looked_up: None,
         secrets: vec!["topsecretkey".into()],
     }
 }
@@ -219,4 +220,51 @@ fn object_errors_map_to_variants() {
             ..
         }
     ));
+}
+
+#[test]
+fn without_credentials_a_refusal_that_is_not_the_stores_says_none_were_found() {
+    // The instance metadata service (or a proxy in its way) refused: no S3 error code.
+    let imds = generic(
+        "Error performing PUT http://169.254.169.254/latest/api/token in 1ms - Server returned \
+         non-2xx status code: 403 Forbidden: resolve_deny: denied destination",
+    );
+    let looked = ErrorContext {
+        looked_up: Some("the environment (AWS_ACCESS_KEY_ID)".into()),
+        ..ctx()
+    };
+    let err = map_object(imds, "list", &looked, "x");
+    let text = err.to_string();
+    assert!(matches!(err, StoreError::NoCredentials { .. }), "{err:?}");
+    assert!(
+        text.starts_with("no S3 credentials found for s3://b: looked in the environment"),
+        "{text}"
+    );
+    assert!(!text.contains("refused"), "{text}");
+    assert!(text.contains("set AWS_ACCESS_KEY_ID"), "{text}");
+    // With credentials given, the same answer is a refusal of them.
+    let imds = generic(
+        "Server returned non-2xx status code: 403 Forbidden: resolve_deny: denied destination",
+    );
+    assert!(matches!(
+        map_object(imds, "list", &ctx(), "x"),
+        StoreError::Auth { .. }
+    ));
+    // The store's own refusal (an S3 error code) stays a refusal even without credentials:
+    // an instance role's were used.
+    let denied = generic(
+        "Server returned non-2xx status code: 403 Forbidden: <Error><Code>AccessDenied</Code>\
+         </Error>",
+    );
+    assert!(matches!(
+        map_object(denied, "list", &looked, "x"),
+        StoreError::Auth { .. }
+    ));
+    // The metadata service out of reach (off a cloud): none found, not an unreachable store.
+    let unreachable = generic(
+        "Error performing PUT http://169.254.169.254/latest/api/token in 2s - error sending \
+         request: Connection refused",
+    );
+    let err = map_object(unreachable, "list", &looked, "x");
+    assert!(matches!(err, StoreError::NoCredentials { .. }), "{err:?}");
 }

@@ -90,6 +90,33 @@ fn retry_config(options: &StoreOptions) -> RetryConfig {
     retry
 }
 
+/// HTTP client options: the CA bundle's certificates trusted besides the system's.
+fn client_options(options: &StoreOptions) -> Result<object_store::ClientOptions> {
+    let mut client = object_store::ClientOptions::new().with_allow_http(options.allow_http);
+    let Some(path) = &options.ca_bundle else {
+        return Ok(client);
+    };
+    let invalid = |reason: String| StoreError::InvalidOption {
+        option: "store_ca_bundle",
+        reason,
+    };
+    let pem = std::fs::read(path)
+        .map_err(|e| invalid(format!("cannot read the CA bundle {}: {e}", path.display())))?;
+    let certificates = object_store::Certificate::from_pem_bundle(&pem)
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            invalid(format!(
+                "{} holds no PEM certificate; give a file of -----BEGIN CERTIFICATE----- blocks",
+                path.display()
+            ))
+        })?;
+    for certificate in certificates {
+        client = client.with_root_certificate(certificate);
+    }
+    Ok(client)
+}
+
 fn check_endpoint(option: &'static str, endpoint: &str, allow_http: bool) -> Result<String> {
     let url = url::Url::parse(endpoint).map_err(|e| StoreError::InvalidOption {
         option,
@@ -192,6 +219,7 @@ impl ObjectBackend {
                     _ => "GCS",
                 },
                 auth_hint,
+                looked_up: credentials_looked_up(kind, options),
                 secrets,
             },
         })
@@ -393,6 +421,67 @@ impl ObjectBackend {
     }
 }
 
+/// Where a backend looks for credentials, when `options` hold none of its own (no key, token,
+/// key file or identity in the environment or a profile): what a "no credentials found"
+/// message lists. `None` when credentials were given.
+fn credentials_looked_up(kind: StoreKind, options: &StoreOptions) -> Option<String> {
+    let has = |keys: &[&str]| {
+        options
+            .extra
+            .iter()
+            .any(|(k, _)| keys.contains(&k.as_str()))
+    };
+    match kind {
+        StoreKind::S3
+            if !has(&[
+                "aws_access_key_id",
+                "aws_web_identity_token_file",
+                "aws_container_credentials_relative_uri",
+                "aws_container_credentials_full_uri",
+            ]) =>
+        {
+            let profile = options.aws_profile.as_deref().unwrap_or("default");
+            Some(format!(
+                "the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), the profile \
+                 '{profile}' of ~/.aws/credentials (AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE), a \
+                 web identity (AWS_WEB_IDENTITY_TOKEN_FILE), container credentials \
+                 (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI) and the instance metadata service"
+            ))
+        }
+        StoreKind::Azure
+            if !options.azure_use_emulator
+                && !has(&[
+                    "azure_storage_account_key",
+                    "azure_storage_sas_token",
+                    "azure_client_secret",
+                    "azure_federated_token_file",
+                ]) =>
+        {
+            Some(
+                "the environment (AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN, a service \
+                 principal's AZURE_CLIENT_ID, AZURE_CLIENT_SECRET and AZURE_TENANT_ID, a \
+                 workload identity's AZURE_FEDERATED_TOKEN_FILE) and the instance metadata \
+                 service"
+                    .into(),
+            )
+        }
+        StoreKind::Gcs
+            if !has(&[
+                "google_application_credentials",
+                "google_service_account",
+                "google_service_account_key",
+            ]) =>
+        {
+            Some(
+                "the environment (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, \
+                 GOOGLE_SERVICE_ACCOUNT_KEY) and the instance metadata service"
+                    .into(),
+            )
+        }
+        _ => None,
+    }
+}
+
 fn s3_hint(options: &StoreOptions) -> String {
     let mut hint = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
                     temporary credentials), or run where an instance or pod role applies; the \
@@ -415,6 +504,7 @@ fn s3_hint(options: &StoreOptions) -> String {
 fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     let mut builder = AmazonS3Builder::new()
         .with_bucket_name(bucket)
+        .with_client_options(client_options(options)?)
         .with_retry(retry_config(options))
         .with_allow_http(options.allow_http);
     for (key, value) in extra_for::<AmazonS3ConfigKey>(options, StoreKind::S3) {
@@ -460,6 +550,7 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
 fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     let mut builder = MicrosoftAzureBuilder::new()
         .with_container_name(container)
+        .with_client_options(client_options(options)?)
         .with_retry(retry_config(options))
         .with_allow_http(options.allow_http);
     for (key, value) in extra_for::<AzureConfigKey>(options, StoreKind::Azure) {
@@ -512,6 +603,7 @@ fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn Object
 fn build_gcs(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     let mut builder = GoogleCloudStorageBuilder::new()
         .with_bucket_name(bucket)
+        .with_client_options(client_options(options)?)
         .with_retry(retry_config(options));
     builder = builder.with_config(
         GoogleConfigKey::Client(object_store::ClientConfigKey::AllowHttp),

@@ -89,6 +89,10 @@ pub struct StoreOptions {
     pub max_retries: Option<usize>,
     /// Give up retrying a request after this long; object_store's default (3 min) when unset.
     pub retry_timeout: Option<Duration>,
+    /// A PEM bundle of CA certificates trusted for object store endpoints besides the system's
+    /// (a MinIO or Ceph endpoint with a private CA) (`ETCDOPS_STORE_CA_BUNDLE`, else
+    /// `AWS_CA_BUNDLE`, the AWS CLI's and SDKs' variable).
+    pub ca_bundle: Option<std::path::PathBuf>,
     /// Bad values found by [`StoreOptions::from_env`] as `(variable, reason)`;
     /// [`Store::open`](crate::Store::open) fails on the first with
     /// [`StoreError::InvalidOption`](crate::StoreError::InvalidOption), so a typo is never
@@ -118,6 +122,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("aws_profile", &self.aws_profile)
             .field("max_retries", &self.max_retries)
             .field("retry_timeout", &self.retry_timeout)
+            .field("ca_bundle", &self.ca_bundle)
             .field("env_errors", &self.env_errors)
             .finish()
     }
@@ -145,6 +150,7 @@ impl StoreOptions {
     /// | `ETCDOPS_STORE_ENDPOINT` | [`endpoint_override`](Self::endpoint_override) |
     /// | `ETCDOPS_PART_SIZE` (`8388608`, `8MiB`, `16MB`: [`parse_size`](crate::parse_size)) | [`part_size`](Self::part_size) |
     /// | `ETCDOPS_STORE_MAX_RETRIES` | [`max_retries`](Self::max_retries) |
+    /// | `ETCDOPS_STORE_CA_BUNDLE`, else `AWS_CA_BUNDLE` | [`ca_bundle`](Self::ca_bundle) |
     ///
     /// Booleans accept `1`/`true`/`yes`/`on` and `0`/`false`/`no`/`off`. Empty variables
     /// count as unset.
@@ -197,6 +203,9 @@ impl StoreOptions {
             }
         }
         options.endpoint_override = get("ETCDOPS_STORE_ENDPOINT");
+        options.ca_bundle = get("ETCDOPS_STORE_CA_BUNDLE")
+            .or_else(|| get("AWS_CA_BUNDLE"))
+            .map(std::path::PathBuf::from);
 
         let mut bool_var = |name: &'static str, field: &mut bool| {
             if let Some(value) = get(name) {

@@ -57,6 +57,10 @@ pub struct DowngradeRequest {
     pub store_settings: StoreSettings,
     /// The identities that decrypt an encrypted backup.
     pub identity: IdentitySettings,
+    /// `enable`: once etcd has validated the target version, save a verified backup into this
+    /// store first ([`crate::backup_before`]); it is then the backup the guard finds (the
+    /// store defaults to it).
+    pub backup_to: Option<String>,
 }
 
 impl DowngradeRequest {
@@ -69,6 +73,7 @@ impl DowngradeRequest {
             max_backup_age: DEFAULT_MAX_BACKUP_AGE,
             store_settings: StoreSettings::default(),
             identity: IdentitySettings::default(),
+            backup_to: None,
         }
     }
 
@@ -115,6 +120,9 @@ pub struct Downgraded {
     /// The verified backup the guard found (enable only, unless forced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup: Option<BackupEvidence>,
+    /// The backup saved before the change, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup_taken: Option<crate::backup_before::BackupBeforeChange>,
     /// What was forced through, one line each.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -128,6 +136,24 @@ pub async fn downgrade(
 ) -> Result<Downgraded> {
     let mut warnings = Vec::new();
     let mut backup = None;
+    let mut taken = None;
+    let mut request = request.clone();
+    if request.call.action == DowngradeAction::Enable && request.backup_to.is_some() {
+        // etcd says first whether it would take the target (3.4 has no downgrades at all):
+        // no backup for a downgrade that cannot happen.
+        let mut validate = request.call.clone();
+        validate.action = DowngradeAction::Validate;
+        client.downgrade(&validate).await?;
+        let before = crate::backup_before::BackupBefore {
+            backup_to: request.backup_to.clone(),
+            store: request.store_settings.clone(),
+        };
+        taken = crate::backup_before::backup_before_change(client.config(), &before, false).await?;
+        if request.store.is_none() {
+            request.store.clone_from(&request.backup_to);
+        }
+    }
+    let request = &request;
     if request.call.action == DowngradeAction::Enable {
         let passed = guards
             .check(Operation::Downgrade, request.force, Some(client.config()))
@@ -146,6 +172,7 @@ pub async fn downgrade(
     Ok(Downgraded {
         result,
         backup,
+        backup_taken: taken,
         warnings,
     })
 }

@@ -33,6 +33,12 @@ pub enum Error {
         /// The options that get past it (`force`, `learner`).
         hint: Hint,
     },
+    /// A wait ended at its deadline with what it waited for still not ready.
+    #[error("{message}")]
+    TimedOut {
+        /// What it waited for, how long, and what was still missing.
+        message: String,
+    },
     /// The request itself is wrong: two options that exclude each other, one missing.
     #[error("{message}")]
     InvalidRequest {
@@ -62,7 +68,7 @@ impl Error {
             Error::Restore(e) => Some(e),
             Error::Store(e) => Some(e),
             Error::K8s(e) => Some(e),
-            Error::InvalidRequest { .. } | Error::Refused { .. } => None,
+            Error::InvalidRequest { .. } | Error::Refused { .. } | Error::TimedOut { .. } => None,
         }
     }
 }

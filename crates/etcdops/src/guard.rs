@@ -280,6 +280,13 @@ fn new_voter(view: &ClusterView) -> Result<()> {
 }
 
 fn promotion(view: &ClusterView, target: &MemberState) -> Result<()> {
+    learner_in_sync(view, target)
+}
+
+/// Whether a learner answers and is in sync with the leader (its applied index at least
+/// [`LEARNER_READY_PERCENT`] of the leader's raft index); a voter passes. The refusal says
+/// what is missing (a promotion waits on it: `crate::wait`).
+pub(crate) fn learner_in_sync(view: &ClusterView, target: &MemberState) -> Result<()> {
     if !target.member.is_learner {
         return Ok(());
     }

@@ -22,6 +22,7 @@
 // `etcd_common::private` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+pub mod backup_before;
 pub mod check;
 pub mod downgrade;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod platform;
 pub mod quorum;
 pub mod snapshot;
 pub mod usage;
+pub mod wait;
 
 pub use error::{Error, Result, hint_of, is_transient};
 

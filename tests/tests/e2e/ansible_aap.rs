@@ -573,6 +573,19 @@ fn the_job_template_playbooks_run_with_the_credential_alone() {
     );
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("at revision"), "{run}");
+    // Check mode: the play runs through and says what it would save, saving nothing.
+    let checked = collection.path().join("backups-check");
+    std::fs::create_dir_all(&checked).unwrap();
+    let dest_check = format!("etcd_backup_dest={}", checked.display());
+    let check = job(
+        &collection,
+        &example_playbook("etcd_backup.yml"),
+        &env,
+        &["--check", "-e", &dest_check],
+    );
+    assert_eq!(check.code, 0, "{check}");
+    assert!(check.stdout.contains("would save a snapshot"), "{check}");
+    assert_eq!(std::fs::read_dir(&checked).unwrap().count(), 0, "{check}");
     // One cluster directory holding the snapshot and its manifest.
     let stored: Vec<String> = std::fs::read_dir(&backups)
         .unwrap()
@@ -608,5 +621,79 @@ fn the_job_template_playbooks_run_with_the_credential_alone() {
             readme.contains(body),
             "the README does not show extensions/aap/playbooks/{name} as it is"
         );
+    }
+}
+
+/// Creates `bucket` in the https moto at `port`, trusting `ca` (moto needs no signature).
+fn create_bucket_tls(port: u16, ca: &Path, bucket: &str) {
+    let out = Command::new("curl")
+        .args(["-sSf", "-X", "PUT", "--cacert"])
+        .arg(ca)
+        .arg(format!("https://localhost:{port}/{bucket}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The job template's backup playbook against an S3 endpoint behind a private CA (the
+/// credential's CA bundle field) and against a plain-http one (its allow-http box): the play
+/// carries no store option, the credential alone makes it work.
+#[test]
+fn a_private_ca_and_plain_http_for_the_store_come_from_the_credential() {
+    let cluster = Cluster::start(1, Security::Tls);
+    let certs = cluster.certs.as_ref().unwrap();
+    let tls_s3 = S3Server::start_tls(&certs.server_cert, &certs.server_key);
+    create_bucket_tls(tls_s3.port, &certs.ca, "etcd-backups");
+    let http_s3 = S3Server::start();
+    http_s3.create_bucket("etcd-backups");
+    let collection = Collection::install();
+    let playbook = example_playbook("etcd_backup.yml");
+    let dest = ["-e", "etcd_backup_dest=s3://etcd-backups/prod"];
+    let store = |endpoint: &str| {
+        let mut inputs = tls_inputs(&cluster);
+        for (k, v) in [
+            ("aws_access_key_id", json!("AKIAAAPTEST")),
+            ("aws_secret_access_key", json!("aap-s3-secret-value")),
+            ("s3_endpoint", json!(endpoint)),
+            ("s3_path_style", json!(true)),
+        ] {
+            inputs[k] = v;
+        }
+        inputs
+    };
+
+    // https with a private CA: refused without the bundle, saved with it.
+    let inputs = store(&tls_s3.endpoint);
+    let env = inject(&inputs, &collection.path().join("no-bundle"));
+    let run = job(&collection, &playbook, &env, &dest);
+    assert_ne!(run.code, 0, "{run}");
+    let mut with_bundle = inputs.clone();
+    with_bundle["s3_ca_bundle"] = json!(pem(&certs.ca));
+    let env = inject(&with_bundle, &collection.path().join("bundle"));
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "AWS_CA_BUNDLE" && !v.is_empty())
+    );
+    let run = job(&collection, &playbook, &env, &dest);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("s3://etcd-backups/prod"), "{run}");
+
+    // Plain http: refused unless the credential allows it.
+    let inputs = store(&http_s3.endpoint);
+    let env = inject(&inputs, &collection.path().join("no-http"));
+    let run = job(&collection, &playbook, &env, &dest);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("plain http"), "{run}");
+    let mut allowed = inputs.clone();
+    allowed["allow_http"] = json!(true);
+    let env = inject(&allowed, &collection.path().join("http"));
+    let run = job(&collection, &playbook, &env, &dest);
+    assert_eq!(run.code, 0, "{run}");
+    for run_output in [&run.stdout, &run.stderr] {
+        assert!(!run_output.contains("aap-s3-secret-value"), "{run}");
     }
 }

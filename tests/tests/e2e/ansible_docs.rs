@@ -77,6 +77,53 @@ fn undocumented(prefix: &str, value: &Value, docs: &serde_yaml_ng::Value, out: &
     }
 }
 
+/// Python's dict methods: a return value so named is the method in Jinja (`{{ r.keys }}`).
+const DICT_METHODS: &[&str] = &[
+    "clear",
+    "copy",
+    "fromkeys",
+    "get",
+    "items",
+    "keys",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+];
+
+/// Every key path in `value` named like a dict method that its docs do not mark as a
+/// deprecated old name (kept one minor version beside its new name).
+fn shadowing(prefix: &str, value: &Value, docs: &serde_yaml_ng::Value, out: &mut Vec<String>) {
+    let Value::Object(map) = value else { return };
+    for (key, inner) in map {
+        let path = format!("{prefix}{key}");
+        let doc = docs.get(key.as_str());
+        if DICT_METHODS.contains(&key.as_str()) {
+            let deprecated = doc
+                .and_then(|d| d["description"].as_str())
+                .is_some_and(|d| d.starts_with("Deprecated, removed in"));
+            if !deprecated {
+                out.push(path.clone());
+            }
+        }
+        if prefix.is_empty() && COMMON.contains(&key.as_str()) || FREE_FORM.contains(&key.as_str())
+        {
+            continue;
+        }
+        let Some(contains) = doc.and_then(|d| d.get("contains")) else {
+            continue;
+        };
+        let elements: Vec<&Value> = match inner {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        for element in elements {
+            shadowing(&format!("{path}."), element, contains, out);
+        }
+    }
+}
+
 fn assert_ok(run: &PlaybookRun) {
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("failed=0"), "{run}");
@@ -132,6 +179,13 @@ fn every_key_a_real_run_returns_is_documented_with_its_nested_fields() {
         for run in runs.as_array().unwrap() {
             assert_eq!(run["failed"], json!(false), "{module}: {run}");
             undocumented("", run, &docs, &mut out);
+            let mut shadows = Vec::new();
+            shadowing("", run, &docs, &mut shadows);
+            out.extend(
+                shadows
+                    .into_iter()
+                    .map(|p| format!("{p} (shadows a dict method)")),
+            );
             // What the docs say every successful run returns, it returns.
             for (key, doc) in docs.as_mapping().unwrap() {
                 let key = key.as_str().unwrap();

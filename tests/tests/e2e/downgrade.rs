@@ -248,3 +248,42 @@ fn enable_is_refused_with_a_backup_of_another_history_or_from_the_future() {
     let enabled = downgrade(&cluster, &enable);
     assert_enabled_then_cancel(&cluster, &enabled);
 }
+
+/// `--backup-to`: the backup the guard wants is taken first, once etcd has validated the
+/// target (3.4, which has no downgrades, gets no backup), and named.
+#[test]
+fn enable_with_backup_to_takes_the_verified_backup_it_needs() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/registry/configmaps/cm-", 20);
+    let store = cluster.dir().join("before-downgrade");
+    let store_arg = store.display().to_string();
+    let enabled = downgrade(
+        &cluster,
+        &[
+            "enable",
+            target(&cluster),
+            "--backup-to",
+            &store_arg,
+            "-w",
+            "json",
+        ],
+    );
+    let backups = std::fs::read_dir(&store)
+        .map(|d| d.filter_map(Result::ok).count())
+        .unwrap_or(0);
+    if cluster.version == EtcdVersion::V3_5 {
+        enabled.expect_code(0);
+        let json = enabled.json();
+        let object = json["backup_taken"]["object"].as_str().unwrap();
+        assert_eq!(json["backup"]["object"], object, "{enabled}");
+        assert_eq!(json["backup_taken"]["verified"], true, "{enabled}");
+        assert!(enabled.stderr.contains("backed up to"), "{enabled}");
+        assert_eq!(backups, 1, "one cluster folder");
+    } else {
+        assert_eq!(
+            backups, 0,
+            "a backup before a downgrade 3.4 cannot do:\n{enabled}"
+        );
+    }
+    assert_enabled_then_cancel(&cluster, &enabled);
+}

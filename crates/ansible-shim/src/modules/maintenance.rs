@@ -7,48 +7,91 @@
 use etcd_core::{Alarm, Client};
 use etcdops::guard::Guards;
 use etcdops::maintenance::{
-    AlarmDisarmRequest, CompactRequest, DefragRequest, MaintenanceRequest, MoveLeaderRequest,
-    alarm_disarm, compact, defrag, move_leader,
+    AlarmDisarmRequest, CompactRequest, MaintenanceRequest, MoveLeaderRequest, alarm_disarm,
+    compact, defrag, move_leader,
 };
 use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
+use crate::store::STORE_OPTIONS;
+use etcdops::backup_before::{BackupBefore, BackupBeforeChange, change_with_backup};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("action", Kind::Str).required().choices(&[
-        "defrag",
-        "compact",
-        "alarm_disarm",
-        "move_leader",
-    ]),
-    opt("cluster", Kind::Bool).default_bool(true),
-    opt("revision", Kind::Int),
-    opt("keep_revisions", Kind::Int),
-    opt("physical", Kind::Bool).default_bool(false),
-    opt("leader", Kind::Str),
-    opt("force", Kind::Bool).default_bool(false),
-]];
+pub const OPTIONS: &[&[OptionSpec]] = &[
+    &[
+        opt("action", Kind::Str).required().choices(&[
+            "defrag",
+            "compact",
+            "alarm_disarm",
+            "move_leader",
+        ]),
+        opt("cluster", Kind::Bool).default_bool(true),
+        opt("revision", Kind::Int),
+        opt("keep_revisions", Kind::Int),
+        opt("physical", Kind::Bool).default_bool(false),
+        opt("leader", Kind::Str),
+        opt("force", Kind::Bool).default_bool(false),
+        opt("backup_to", Kind::Str),
+    ],
+    STORE_OPTIONS,
+];
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let request: MaintenanceRequest = context.args()?;
+    let backup: BackupBefore = context.args()?;
     let client = Client::new(context.cluster()?);
-    match request.dry_run(context.check_mode) {
-        MaintenanceRequest::Defrag(r) => run_defrag(context, &client, &r).await,
-        MaintenanceRequest::Compact(r) => run_compact(&client, &r).await,
+    let check_mode = context.check_mode;
+    if backup.backup_to.is_some()
+        && matches!(
+            request,
+            MaintenanceRequest::AlarmDisarm(_) | MaintenanceRequest::MoveLeader(_)
+        )
+    {
+        return Err(ModuleError::new(
+            "backup_to: only action defrag and compact rewrite data; drop backup_to for alarm_disarm and move_leader",
+        ));
+    }
+    match request.dry_run(check_mode) {
+        MaintenanceRequest::Defrag(r) => {
+            let guards = Guards::on_host(context.platform_root()?);
+            let (done, taken) =
+                change_with_backup(client.config(), &backup, check_mode, |dry_run| {
+                    let request = r.dry_run(dry_run);
+                    let (client, guards) = (&client, &guards);
+                    async move { defrag(client, guards, &request).await }
+                })
+                .await?;
+            with_backup(defrag_outcome(done), taken)
+        }
+        MaintenanceRequest::Compact(r) => {
+            let (result, taken) =
+                change_with_backup(client.config(), &backup, check_mode, |dry_run| {
+                    let request = r.dry_run(dry_run);
+                    let client = &client;
+                    async move { compact(client, &request).await }
+                })
+                .await?;
+            with_backup(Ok(compact_outcome(&r, result)), taken)
+        }
         MaintenanceRequest::AlarmDisarm(r) => run_alarm_disarm(&client, r).await,
         MaintenanceRequest::MoveLeader(r) => run_move_leader(&client, &r).await,
     }
 }
 
-async fn run_defrag(
-    context: &Context,
-    client: &Client,
-    request: &DefragRequest,
+/// The outcome with the backup taken (or, in check mode, to be taken) before the change.
+fn with_backup(
+    outcome: Result<Outcome, ModuleError>,
+    taken: Option<BackupBeforeChange>,
 ) -> Result<Outcome, ModuleError> {
-    let guards = Guards::on_host(context.platform_root()?);
-    let done = defrag(client, &guards, request).await?;
+    let outcome = outcome?;
+    Ok(match taken {
+        Some(taken) => outcome.with("backup", taken),
+        None => outcome,
+    })
+}
+
+fn defrag_outcome(done: etcdops::maintenance::DefragOutcome) -> Result<Outcome, ModuleError> {
     let Some(report) = done.report else {
         let mut outcome = Outcome::unchanged(format!(
             "would defragment {} endpoint(s) one at a time, the leader last (check mode)",
@@ -81,8 +124,7 @@ async fn run_defrag(
     Ok(outcome.with_fields(&report))
 }
 
-async fn run_compact(client: &Client, request: &CompactRequest) -> Result<Outcome, ModuleError> {
-    let result = compact(client, request).await?;
+fn compact_outcome(request: &CompactRequest, result: etcd_core::CompactResult) -> Outcome {
     let mut outcome = Outcome::unchanged(if result.changed {
         format!(
             "{}compacted the history up to revision {}",
@@ -93,7 +135,7 @@ async fn run_compact(client: &Client, request: &CompactRequest) -> Result<Outcom
         format!("already compacted up to revision {}", result.revision)
     });
     outcome.changed = result.changed;
-    Ok(outcome.with_fields(&result))
+    outcome.with_fields(&result)
 }
 
 async fn run_alarm_disarm(

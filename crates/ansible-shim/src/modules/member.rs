@@ -4,22 +4,41 @@
 
 use etcd_core::Member;
 use etcdops::member::{MemberRequest, apply};
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 use crate::spec::{Kind, OptionSpec, opt};
+use crate::store::STORE_OPTIONS;
+use etcdops::backup_before::{BackupBefore, change_with_backup};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("state", Kind::Str)
-        .choices(&["present", "absent", "promoted", "updated"])
-        .default_str("present"),
-    opt("name", Kind::Str),
-    opt("peer_urls", Kind::List),
-    opt("learner", Kind::Bool).default_bool(false),
-    opt("member", Kind::Str),
-    opt("force", Kind::Bool).default_bool(false),
-]];
+pub const OPTIONS: &[&[OptionSpec]] = &[
+    &[
+        opt("state", Kind::Str)
+            .choices(&["present", "absent", "promoted", "updated"])
+            .default_str("present"),
+        opt("name", Kind::Str),
+        opt("peer_urls", Kind::List),
+        opt("learner", Kind::Bool).default_bool(false),
+        opt("member", Kind::Str),
+        opt("force", Kind::Bool).default_bool(false),
+        opt("wait", Kind::Bool).default_bool(false),
+        opt("wait_timeout", Kind::Int).default_int(120),
+        opt("backup_to", Kind::Str),
+    ],
+    STORE_OPTIONS,
+];
+
+/// The wait options (the rest deserialize into the library's request).
+#[derive(Debug, Deserialize)]
+struct WaitArgs {
+    #[serde(default)]
+    wait: bool,
+    wait_timeout: Option<u64>,
+    #[serde(default)]
+    state: Option<String>,
+}
 
 fn member_lines(members: &[Member]) -> String {
     let mut lines: Vec<String> = members
@@ -43,11 +62,35 @@ fn member_lines(members: &[Member]) -> String {
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: MemberRequest = context.args()?;
+    let wait: WaitArgs = context.args()?;
+    if wait.wait {
+        if wait.state.as_deref() != Some("promoted") {
+            return Err(ModuleError::new(
+                "wait: only state promoted waits (for the learner to start and catch up); drop wait or set state: promoted",
+            ));
+        }
+        request.wait = Some(std::time::Duration::from_secs(
+            wait.wait_timeout.unwrap_or(120),
+        ));
+    }
     request.dry_run = context.check_mode;
     request.diff = context.diff;
     let config = context.cluster()?;
-    let done = apply(&config, &context.guards()?, &request).await?;
+    let guards = context.guards()?;
+    let backup: BackupBefore = context.args()?;
+    let (done, taken) = change_with_backup(&config, &backup, context.check_mode, |dry_run| {
+        let request = MemberRequest {
+            dry_run,
+            ..request.clone()
+        };
+        let (config, guards) = (&config, &guards);
+        async move { apply(config, guards, &request).await }
+    })
+    .await?;
     let mut outcome = Outcome::unchanged(done.message.clone()).with_fields(&done);
+    if let Some(taken) = &taken {
+        outcome = outcome.with("backup", taken);
+    }
     outcome.values.remove("message");
     outcome.changed = done.changed;
     outcome.warnings = done.warnings;

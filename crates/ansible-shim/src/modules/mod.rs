@@ -169,7 +169,9 @@ pub async fn run(context: &Context) -> Outcome {
             ));
         }
     };
-    result.unwrap_or_else(|e| Outcome::failure(e.0))
+    let mut outcome = result.unwrap_or_else(|e| Outcome::failure(e.0));
+    crate::returns::shape(&context.module, &mut outcome.values);
+    outcome
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub async fn run(
                 .max_backup_age(args.max_backup_age)
                 .force(args.force);
             request.store = args.store.clone();
+            request.backup_to = args.backup_to.clone();
             request.store_settings = super::snapshot::settings(&args.store_flags);
             request.identity = IdentitySettings {
                 identity_file: args.identity.identity.clone(),
@@ -39,6 +40,7 @@ pub async fn run(
         }
     };
     let done = downgrade(&Client::new(config.clone()), guards, &request).await?;
+    super::member::note_backup(done.backup_taken.as_ref());
     for warning in &done.warnings {
         warn(warning);
     }
@@ -117,6 +119,7 @@ mod tests {
                 }),
             },
             backup: None,
+            backup_taken: None,
             warnings: Vec::new(),
         })
     }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::ExitStatus;
 use crate::etcdctl::{header, put};
 use crate::flags::{Compat, EndpointArgs, EndpointCommand, OutputFormat};
-use crate::output::{Render, cell, human_bytes, plain, print};
+use crate::output::{Render, cell, human_bytes, plain, print, warn};
 
 /// Runs an endpoint command.
 pub async fn run(
@@ -27,9 +27,22 @@ pub async fn run(
     let targets = Targets::of(args.cluster());
     let simple = format == OutputFormat::Simple;
     match &args.command {
-        EndpointCommand::Health(_) => {
+        EndpointCommand::Health(health) => {
+            let report = match health.wait {
+                Some(timeout) => {
+                    let done = etcdops::wait::health_when(config, targets, timeout).await?;
+                    if done.waited.timed_out {
+                        warn(&format!(
+                            "still unhealthy after waiting {}s ({} checks)",
+                            done.waited.seconds, done.waited.attempts
+                        ));
+                    }
+                    done.report
+                }
+                None => endpoint_health(config, targets).await?,
+            };
             let report = HealthView {
-                report: endpoint_health(config, targets).await?,
+                report,
                 etcdctl_3_4: compat == Compat::Etcdctl,
             };
             print(format, &report)?;

@@ -69,7 +69,16 @@ pub async fn run_defrag_guarded(
         DefragRequest::configured()
     }
     .force(args.force);
-    let outcome = defrag(&Client::new(config.clone()), guards, &request).await?;
+    let client = Client::new(config.clone());
+    let backup = super::member::backup_before(&args.backup);
+    let (outcome, taken) =
+        etcdops::backup_before::change_with_backup(config, &backup, false, |dry_run| {
+            let request = request.dry_run(dry_run);
+            let client = &client;
+            async move { defrag(client, guards, &request).await }
+        })
+        .await?;
+    super::member::note_backup(taken.as_ref());
     if let Some(warning) = &outcome.warning {
         crate::output::warn(warning);
     }

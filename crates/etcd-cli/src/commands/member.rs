@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 
 use super::ExitStatus;
 use crate::etcdctl::{header, id, put};
-use crate::flags::{ConsistencyFlag, MemberCommand, OutputFormat};
+use crate::flags::{BackupToFlags, ConsistencyFlag, MemberCommand, OutputFormat};
 use crate::output::{Render, plain, print, warn};
+use etcdops::backup_before::{BackupBefore, BackupBeforeChange, change_with_backup};
 
 /// Runs a member command; `guards` look at the host (for the OpenShift operator).
 pub async fn run(
@@ -43,14 +44,33 @@ pub async fn run(
                 force: Force(args.force),
                 dry_run: false,
             };
-            let done = warned(member::add(config, guards, &request).await?);
+            let (done, taken) =
+                change_with_backup(config, &backup_before(&args.backup), false, |dry_run| {
+                    let request = AddRequest {
+                        dry_run,
+                        ..request.clone()
+                    };
+                    async move { member::add(config, guards, &request).await }
+                })
+                .await?;
+            note_backup(taken.as_ref());
+            let done = warned(done);
             crate::output::note(&done.message);
             print(format, &AddView(done))?;
         }
         MemberCommand::Remove(args) => {
             let request = select(&args.member, args.force);
-            let done = warned(member::remove(config, guards, &request).await?);
-            print(format, &ChangeView(done))?;
+            let (done, taken) =
+                change_with_backup(config, &backup_before(&args.backup), false, |dry_run| {
+                    let request = RemoveRequest {
+                        dry_run,
+                        ..request.clone()
+                    };
+                    async move { member::remove(config, guards, &request).await }
+                })
+                .await?;
+            note_backup(taken.as_ref());
+            print(format, &ChangeView(warned(done)))?;
         }
         MemberCommand::Update(args) => {
             let request = UpdateRequest {
@@ -59,13 +79,59 @@ pub async fn run(
                 force: Force(args.force),
                 dry_run: false,
             };
-            let done = warned(member::update(config, guards, &request).await?);
-            print(format, &ChangeView(done))?;
+            let (done, taken) =
+                change_with_backup(config, &backup_before(&args.backup), false, |dry_run| {
+                    let request = UpdateRequest {
+                        dry_run,
+                        ..request.clone()
+                    };
+                    async move { member::update(config, guards, &request).await }
+                })
+                .await?;
+            note_backup(taken.as_ref());
+            print(format, &ChangeView(warned(done)))?;
         }
         MemberCommand::Promote(args) => {
             let request = select(&args.member, args.force);
-            let done = warned(member::promote(config, guards, &request).await?);
-            print(format, &ChangeView(done))?;
+            if args.backup.backup_to.is_some() && args.wait.is_none() {
+                let (done, taken) =
+                    change_with_backup(config, &backup_before(&args.backup), false, |dry_run| {
+                        let request = RemoveRequest {
+                            dry_run,
+                            ..request.clone()
+                        };
+                        async move { member::promote(config, guards, &request).await }
+                    })
+                    .await?;
+                note_backup(taken.as_ref());
+                print(format, &ChangeView(warned(done)))?;
+                return Ok(ExitStatus::Success);
+            }
+            if args.backup.backup_to.is_some() {
+                // The backup just before the promotion, once the learner is ready.
+                let backup = backup_before(&args.backup);
+                let timeout = args.wait.unwrap_or_default();
+                let ready = etcdops::wait::learner_ready_within(config, &request, timeout).await?;
+                let taken =
+                    etcdops::backup_before::backup_before_change(config, &backup, false).await?;
+                note_backup(taken.as_ref());
+                let done = warned(member::promote(config, guards, &request).await?);
+                crate::output::note(&format!("waited {}s for the learner", ready.seconds));
+                print(format, &ChangeView(done))?;
+                return Ok(ExitStatus::Success);
+            }
+            match args.wait {
+                Some(timeout) => {
+                    let done = etcdops::wait::promote_when_ready(config, guards, &request, timeout)
+                        .await?;
+                    done.warnings.iter().for_each(|w| warn(w));
+                    print(format, &PromotedView(done))?;
+                }
+                None => {
+                    let done = warned(member::promote(config, guards, &request).await?);
+                    print(format, &ChangeView(done))?;
+                }
+            }
         }
     }
     Ok(ExitStatus::Success)
@@ -76,6 +142,25 @@ fn select(member: &str, force: bool) -> RemoveRequest {
         member: member.to_string(),
         force: Force(force),
         dry_run: false,
+    }
+}
+
+/// The backup before a change the flags ask for.
+pub(crate) fn backup_before(flags: &BackupToFlags) -> BackupBefore {
+    BackupBefore {
+        backup_to: flags.backup_to.clone(),
+        store: super::snapshot::settings(&flags.store_flags),
+    }
+}
+
+/// Names the backup taken before a change, on stderr.
+pub(crate) fn note_backup(taken: Option<&BackupBeforeChange>) {
+    if let Some(taken) = taken {
+        crate::output::note(&format!(
+            "backed up to {} at revision {} and verified it, before the change",
+            taken.object_url.as_deref().unwrap_or(&taken.store),
+            taken.revision.unwrap_or_default()
+        ));
     }
 }
 
@@ -124,6 +209,39 @@ impl Render for AddView {
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 struct ChangeView(MemberChangeResult);
+
+/// A promotion after its wait: the change, and how long it waited.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct PromotedView(etcdops::wait::WaitedPromotion);
+
+impl Render for PromotedView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["CHANGED", "MEMBER", "WAITED", "MESSAGE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let change = &self.0.result;
+        vec![vec![
+            change.changed.to_string(),
+            change
+                .member
+                .as_ref()
+                .map(|m| m.id.to_string())
+                .unwrap_or_default(),
+            format!("{}s", self.0.waited.seconds),
+            plain(&change.message),
+        ]]
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        vec![format!(
+            "{} (after waiting {}s)",
+            plain(&self.0.result.message),
+            self.0.waited.seconds
+        )]
+    }
+}
 
 impl Render for ChangeView {
     fn headers(&self) -> Vec<&'static str> {

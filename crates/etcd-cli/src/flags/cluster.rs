@@ -113,7 +113,8 @@ impl EndpointArgs {
     pub fn cluster(&self) -> bool {
         self.cluster
             || match &self.command {
-                EndpointCommand::Health(flag) | EndpointCommand::Status(flag) => flag.cluster,
+                EndpointCommand::Health(args) => args.cluster,
+                EndpointCommand::Status(flag) => flag.cluster,
                 EndpointCommand::Hashkv(args) => args.cluster,
             }
     }
@@ -123,7 +124,7 @@ impl EndpointArgs {
 #[derive(Debug, Subcommand)]
 pub enum EndpointCommand {
     /// Health of each endpoint: a linearizable read and no alarm. Exit code 1 when any is unhealthy.
-    Health(ClusterFlag),
+    Health(HealthArgs),
     /// Status of each endpoint: member, version, db size, leader, raft term and indexes.
     Status(ClusterFlag),
     /// KV hash of each endpoint at one revision, and whether all agree. Exit code 1 when not.
@@ -142,8 +143,11 @@ pub struct DefragArgs {
     /// Offline, as etcdutl: defragment the db of the stopped member at DIR (its
     /// member/snap/db rewritten compactly, checked, and renamed over it), instead of live
     /// members; refused while etcd runs there
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["cluster", "force"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["cluster", "force", "backup_to"])]
     pub data_dir: Option<std::path::PathBuf>,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
 }
 
 /// `--cluster`.
@@ -177,8 +181,9 @@ pub enum MemberCommand {
     Remove(MemberSelectArgs),
     /// Change a member's peer URLs.
     Update(MemberUpdateArgs),
-    /// Promote a learner to a voting member; refuses one that is not in sync.
-    Promote(MemberSelectArgs),
+    /// Promote a learner to a voting member; refuses one that is not in sync (with --wait:
+    /// waits until it is, then promotes it).
+    Promote(MemberPromoteArgs),
 }
 
 /// Arguments of `member list`.
@@ -214,6 +219,22 @@ pub struct MemberAddArgs {
     /// Add a voting member even while members are unhealthy
     #[arg(long)]
     pub force: bool,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
+}
+
+/// A verified backup before a change (member changes, defrag).
+#[derive(Debug, Args, Clone, Default)]
+pub struct BackupToFlags {
+    /// Before changing anything, save a backup of the cluster into STORE (a directory,
+    /// s3://, gs://, az://; reached with the store flags) and verify it; the change runs only
+    /// once it verifies. Refused when no quorum serves. Nothing to change: no backup
+    #[arg(long, value_name = "STORE")]
+    pub backup_to: Option<String>,
+    /// How STORE is reached.
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
 }
 
 /// A member named by ID (hex), name or peer URL.
@@ -224,6 +245,46 @@ pub struct MemberSelectArgs {
     /// Override the safety guard
     #[arg(long)]
     pub force: bool,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
+}
+
+/// Arguments of `member promote`.
+#[derive(Debug, Args)]
+pub struct MemberPromoteArgs {
+    /// The member: ID (hex), name or peer URL
+    pub member: String,
+    /// Override the safety guard
+    #[arg(long)]
+    pub force: bool,
+    /// Wait until the learner has started and caught up with the leader, then promote it;
+    /// at most DURATION (bare --wait: 2m; --wait=0s looks once). Not ready by then: an
+    /// error saying what was missing
+    #[arg(
+        long,
+        value_parser = duration,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "2m"
+    )]
+    pub wait: Option<Duration>,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
+}
+
+/// Arguments of `endpoint health`.
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// Address every member's client URLs (from the member list), not just --endpoints
+    #[arg(long)]
+    pub cluster: bool,
+    /// Check again until every endpoint is healthy, at most DURATION (after a start, a
+    /// restart or a restore); the last check is printed, exit 1 if still unhealthy
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub wait: Option<Duration>,
 }
 
 /// Arguments of `member update`.
@@ -237,6 +298,9 @@ pub struct MemberUpdateArgs {
     /// Run even on OpenShift, whose cluster-etcd-operator owns membership
     #[arg(long)]
     pub force: bool,
+    /// A verified backup before the change.
+    #[command(flatten)]
+    pub backup: BackupToFlags,
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub enum DowngradeCommand {
     /// Start the downgrade to TARGET_VERSION: the cluster version becomes it at once, then
     /// members are replaced one at a time with binaries of that version. Guarded: only with a
     /// verified backup of this cluster newer than --max-backup-age in --store, or --force.
-    Enable(DowngradeEnableArgs),
+    Enable(Box<DowngradeEnableArgs>),
     /// Cancel the downgrade in progress.
     Cancel,
 }
@@ -48,6 +48,11 @@ pub struct DowngradeEnableArgs {
     /// operator owns etcd), with a warning
     #[arg(long)]
     pub force: bool,
+    /// Once etcd has validated the target version, save a backup of the cluster into STORE
+    /// and verify it before enabling the downgrade; it is the backup --store's check finds
+    /// (--store defaults to it). Refused when no quorum serves
+    #[arg(long, value_name = "STORE", conflicts_with = "force")]
+    pub backup_to: Option<String>,
     /// How the store is reached.
     #[command(flatten)]
     pub store_flags: StoreFlags,
@@ -101,7 +106,7 @@ mod tests {
 
     fn enable(args: &[&str]) -> DowngradeEnableArgs {
         match parse(args).unwrap().command {
-            Command::Downgrade(DowngradeCommand::Enable(args)) => args,
+            Command::Downgrade(DowngradeCommand::Enable(args)) => *args,
             other => panic!("not downgrade enable: {other:?}"),
         }
     }

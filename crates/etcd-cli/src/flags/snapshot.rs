@@ -191,6 +191,10 @@ pub struct StoreFlags {
     /// [env: ETCDOPS_PART_SIZE]
     #[arg(long, value_parser = byte_size, value_name = "SIZE")]
     pub part_size: Option<usize>,
+    /// PEM bundle of CA certificates trusted for the store endpoint besides the system's
+    /// (MinIO or Ceph with a private CA) [env: ETCDOPS_STORE_CA_BUNDLE, AWS_CA_BUNDLE]
+    #[arg(long, value_name = "FILE")]
+    pub store_ca_bundle: Option<std::path::PathBuf>,
 }
 
 /// Parses `8MiB`, `5MB`, `1048576`.

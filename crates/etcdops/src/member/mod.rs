@@ -191,7 +191,7 @@ pub async fn promote(
 }
 
 /// [`promote`] of the member `query` names.
-async fn promote_member(
+pub(crate) async fn promote_member(
     config: &ClusterConfig,
     guards: &Guards,
     query: MemberQuery,
@@ -255,6 +255,11 @@ pub struct MemberRequest {
     /// Also return the member list before and after.
     #[serde(skip)]
     pub diff: bool,
+    /// Promoted: wait at most this long for the learner to start and catch up, then promote
+    /// it (`crate::wait::promote_when_ready`); in a dry run, look once and say what a real run
+    /// would wait for.
+    #[serde(skip)]
+    pub wait: Option<std::time::Duration>,
 }
 
 impl MemberRequest {
@@ -316,6 +321,9 @@ pub struct MemberOutcome {
     /// The warnings to give: a guard forced through.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// How the wait before a promotion went, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited: Option<crate::wait::Waited>,
 }
 
 impl MemberOutcome {
@@ -332,6 +340,7 @@ impl MemberOutcome {
             env: BTreeMap::new(),
             diff: None,
             warnings,
+            waited: None,
         }
     }
 
@@ -348,6 +357,7 @@ impl MemberOutcome {
             env: result.env,
             diff: None,
             warnings,
+            waited: None,
         }
     }
 }
@@ -407,7 +417,26 @@ pub async fn apply(
             if let Some(skipped) = not_added_yet(config, &query, dry_run).await? {
                 return Ok(skipped);
             }
-            MemberOutcome::changed(promote_member(config, guards, query, force, dry_run).await?)
+            match request.wait {
+                Some(timeout) if !dry_run => {
+                    let done = crate::wait::promote_query_when_ready(
+                        config, guards, query, force, timeout,
+                    )
+                    .await?;
+                    let mut outcome = MemberOutcome::changed(Guarded {
+                        result: done.result,
+                        warnings: done.warnings,
+                    });
+                    outcome.waited = Some(done.waited);
+                    outcome
+                }
+                Some(timeout) => {
+                    check_waited_promotion(config, guards, query, force, timeout).await?
+                }
+                None => MemberOutcome::changed(
+                    promote_member(config, guards, query, force, dry_run).await?,
+                ),
+            }
         }
     };
     outcome.diff = before.map(|before| MembersDiff {
@@ -457,7 +486,48 @@ async fn not_added_yet(
         env: BTreeMap::new(),
         diff: None,
         warnings: Vec::new(),
+        waited: None,
     }))
+}
+
+/// A waited promotion in a dry run: nothing is waited for. A learner ready now is checked as
+/// a promotion is; one not ready yet is what a real run would wait for, said so.
+async fn check_waited_promotion(
+    config: &ClusterConfig,
+    guards: &Guards,
+    query: MemberQuery,
+    force: Force,
+    timeout: std::time::Duration,
+) -> Result<MemberOutcome> {
+    let note = "(dry run: not waited)";
+    match crate::wait::learner_ready(config, &query).await? {
+        crate::wait::Poll::Ready(()) => {
+            let mut outcome =
+                MemberOutcome::changed(promote_member(config, guards, query, force, true).await?);
+            outcome.message = format!("{} {note}", outcome.message);
+            Ok(outcome)
+        }
+        crate::wait::Poll::Pending(_, why) => {
+            let listed = member_list(config).await?;
+            let member = etcd_core::match_listed(&listed.members, &query)?.cloned();
+            Ok(MemberOutcome {
+                changed: true,
+                skipped: false,
+                message: format!(
+                    "would wait up to {}s for the learner to start and catch up (now: {why}), then promote it {note}",
+                    timeout.as_secs()
+                ),
+                member,
+                leadership_moved_to: None,
+                initial_cluster: None,
+                initial_cluster_state: None,
+                env: BTreeMap::new(),
+                diff: None,
+                warnings: Vec::new(),
+                waited: None,
+            })
+        }
+    }
 }
 
 /// The member list once `outcome` is done.
@@ -535,6 +605,7 @@ mod tests {
             env: BTreeMap::new(),
             diff: None,
             warnings: Vec::new(),
+            waited: None,
         };
         let added = after_change(&before, Wanted::Present, &outcome(true, member(3, true)));
         assert_eq!(added.len(), 3);

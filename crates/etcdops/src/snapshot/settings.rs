@@ -27,6 +27,8 @@ pub struct StoreSettings {
     pub store_endpoint: Option<String>,
     /// Multipart part size for object stores, in bytes.
     pub part_size: Option<usize>,
+    /// A PEM bundle of CA certificates trusted for object store endpoints (a private CA).
+    pub store_ca_bundle: Option<std::path::PathBuf>,
 }
 
 impl StoreSettings {
@@ -47,6 +49,9 @@ impl StoreSettings {
         }
         if let Some(size) = self.part_size {
             options.part_size = size;
+        }
+        if let Some(bundle) = &self.store_ca_bundle {
+            options.ca_bundle = Some(bundle.clone());
         }
         options
     }

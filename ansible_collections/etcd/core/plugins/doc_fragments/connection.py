@@ -117,6 +117,13 @@ options:
   part_size:
     description: Multipart upload part size in bytes.
     type: int
+  store_ca_bundle:
+    description:
+      - Path on the host the module runs on of a PEM bundle of CA certificates trusted for the
+        store endpoint besides the system's (MinIO or Ceph behind a private CA).
+      - Falls back to C(ETCDOPS_STORE_CA_BUNDLE), then C(AWS_CA_BUNDLE), of that host's environment.
+    type: path
+    version_added: 0.6.0
 notes:
   - Store credentials come only from the environment of the host the module runs on
     (C(AWS_*), C(GOOGLE_APPLICATION_CREDENTIALS), C(AZURE_STORAGE_*)), from credential files, or

@@ -31,6 +31,7 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.json_utils import _filter_non_json_lines
+from ansible.parsing.mod_args import ModuleArgsParser
 from ansible.plugins.action import ActionBase
 
 try:  # ansible-core 2.19+: module arguments may hold tagged values only its encoder writes.
@@ -59,6 +60,10 @@ PEM_OPTIONS = (
     ("cert", "cert_content", "ETCDCTL_CERT"),
     ("key", "key_content", "ETCDCTL_KEY"),
 )
+# The argument naming the options that came from module_defaults, not from the task itself:
+# the shim ignores those its module has no use for when another etcd.core module takes them
+# (store options set once for group/etcd.core.etcd), and refuses the rest as unsupported.
+DEFAULTS_KEY = "_etcd_defaults"
 # Modules that do not talk to a cluster take no connection options.
 NO_CONNECTION = ("etcd_snapshot_copy", "etcd_snapshot_info", "etcd_snapshot_restore")
 ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
@@ -93,6 +98,56 @@ def controller_connection(args, environ):
                     "cannot read %s=%s on the controller: %s" % (variable, path, exc.strerror)
                 ) from None
     return args
+
+
+def own_args(task, templar):
+    """The option names the task itself sets (not module_defaults), or None when unknown.
+
+    The task's raw data (``task._ds``) is parsed again as Ansible parses it (``module: {...}``,
+    ``action: module k=v``, ``args:``), before module_defaults are merged in.
+    """
+    data = getattr(task, "_ds", None)
+    if not isinstance(data, dict):
+        return None
+    try:
+        _action, args, _delegate = ModuleArgsParser(
+            task_ds=data, collection_list=task.collections
+        ).parse()
+    except Exception:  # pylint: disable=broad-except
+        return None
+    names = {name for name in args if name != "_variable_params"}
+    if "_variable_params" in args:  # `args: "{{ options }}"`
+        try:
+            templated = templar.template(args["_variable_params"])
+        except Exception:  # pylint: disable=broad-except
+            return None
+        if not isinstance(templated, dict):
+            return None
+        names.update(templated)
+    return names
+
+
+def module_specific_defaults(task, module):
+    """Option names set by module_defaults entries for this very module (not a group): written
+    for it as a task's own options are, so they are checked as the task's."""
+    names = set()
+    for level in getattr(task, "module_defaults", None) or []:
+        if not isinstance(level, dict):
+            continue
+        for key, options in level.items():
+            if str(key).startswith("group/") or not isinstance(options, dict):
+                continue
+            if str(key).rsplit(".", maxsplit=1)[-1] == module:
+                names.update(options)
+    return names
+
+
+def from_defaults(args, own):
+    """The option names in ``args`` that only module_defaults set (sorted); none when the
+    task's own options are unknown, so that every option is then checked as the task's."""
+    if own is None:
+        return []
+    return sorted(name for name in args if name not in own)
 
 
 def local_shim(arch):
@@ -250,12 +305,24 @@ class ActionModule(ActionBase):
         result.update(self.run_shim(module, dict(self._task.args), task_vars or {}))
         return result
 
+    def defaults_only(self, args):
+        """The options of ``args`` that module_defaults set and the task did not."""
+        task_args = self._task.args or {}
+        own = own_args(self._task, self._templar)
+        if own is not None:
+            module = self._task.action.split(".")[-1]
+            own = own | module_specific_defaults(self._task, module)
+        return [name for name in from_defaults(task_args, own) if name in args]
+
     def module_args(self, module, args):
         """The task's options plus what only the controller knows, as the shim reads them."""
+        defaults = self.defaults_only(args)
         if module not in NO_CONNECTION:
             args = controller_connection(args, os.environ)
         args = dict(args)
         args["_etcd_module"] = module
+        if defaults:
+            args[DEFAULTS_KEY] = defaults
         return args
 
     def run_shim(self, module, args, task_vars):

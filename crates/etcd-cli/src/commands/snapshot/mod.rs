@@ -137,6 +137,7 @@ pub(crate) fn settings(flags: &StoreFlags) -> StoreSettings {
         azure_emulator: flags.azure_emulator,
         store_endpoint: flags.store_endpoint.clone(),
         part_size: flags.part_size,
+        store_ca_bundle: flags.store_ca_bundle.clone(),
     }
 }
 

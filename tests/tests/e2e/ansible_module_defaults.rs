@@ -1,0 +1,123 @@
+//! `module_defaults` for the group `group/etcd.core.etcd` as amazon.aws and kubernetes.core
+//! users write them: store options set once (play or block level) apply to every module of
+//! the group, and a module that reads no store ignores them; the same option written in such
+//! a module's task, or a misspelled option in the defaults, is still refused.
+
+use etcdops_tests::{Cluster, Collection, PlaybookRun, Security};
+use serde_json::{Value, json};
+
+const LOCAL: &str = "target ansible_connection=local ansible_python_interpreter=/nonexistent\n";
+
+/// A play with `defaults` for the group at play level and `block_defaults` on a block
+/// holding `block_tasks`, after `tasks`.
+fn play(defaults: Value, tasks: Value, block_defaults: Value, block_tasks: Value) -> String {
+    json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "module_defaults": {"group/etcd.core.etcd": defaults},
+        "tasks": [
+            {"block": tasks},
+            {
+                "block": block_tasks,
+                "module_defaults": {"group/etcd.core.etcd": block_defaults},
+            },
+        ],
+    }])
+    .to_string()
+}
+
+fn failed_task(run: &PlaybookRun) -> &str {
+    run.stdout
+        .split("TASK [")
+        .find(|t| t.contains("FAILED!"))
+        .unwrap_or("")
+}
+
+#[test]
+fn store_options_in_a_groups_module_defaults_reach_store_modules_and_no_other() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "tests the action plugin's and the shim's option checks; etcd only answers reads",
+    ) {
+        return;
+    }
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put("/defaults/k", "v");
+    let collection = Collection::install();
+    let store = cluster.dir().join("backups");
+    std::fs::create_dir_all(&store).unwrap();
+    let store_defaults = json!({
+        "endpoints": cluster.client_urls(),
+        "allow_http": true,
+        "s3_endpoint": "http://127.0.0.1:1",
+        "s3_path_style": true,
+        "s3_region": "us-east-1",
+    });
+    let reads = json!([
+        {"etcd.core.etcd_kv_info": {"etcd_key": "/defaults/k"}, "register": "kv"},
+        {"etcd.core.etcd_cluster_info": {"fail_on": ["unhealthy"]}},
+        {"etcd.core.etcd_lease_info": {}},
+        {"etcd.core.etcd_member": {"member": "gone-member", "state": "absent"}},
+        // A local store: the S3 options do not matter to it, but it takes them.
+        {"etcd.core.etcd_snapshot": {"store": store}, "register": "saved"},
+        {"ansible.builtin.assert": {"that": [
+            "kv.kvs | length == 1",
+            "saved is changed",
+        ]}},
+    ]);
+    let playbook = play(
+        store_defaults.clone(),
+        reads.clone(),
+        store_defaults.clone(),
+        reads,
+    );
+    let run = collection.playbook(&playbook, LOCAL, &json!({}), &[], &[]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("failed=0"), "{run}");
+
+    // A store option written in the task of a module that reads no store: refused.
+    let explicit = play(
+        json!({"endpoints": cluster.client_urls()}),
+        json!([{"etcd.core.etcd_kv_info": {"etcd_key": "/defaults/k", "allow_http": true}}]),
+        json!({}),
+        json!([]),
+    );
+    let run = collection.playbook(&explicit, LOCAL, &json!({}), &[], &[]);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        failed_task(&run).contains("unsupported option 'allow_http' for etcd_kv_info"),
+        "{run}"
+    );
+
+    // A store option in module_defaults for that very module (not its group): refused, as
+    // written in its task.
+    let for_the_module = json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "module_defaults": {
+            "group/etcd.core.etcd": {"endpoints": cluster.client_urls()},
+            "etcd.core.etcd_kv_info": {"allow_http": true},
+        },
+        "tasks": [{"etcd.core.etcd_kv_info": {"etcd_key": "/defaults/k"}}],
+    }])
+    .to_string();
+    let run = collection.playbook(&for_the_module, LOCAL, &json!({}), &[], &[]);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        failed_task(&run).contains("unsupported option 'allow_http' for etcd_kv_info"),
+        "{run}"
+    );
+
+    // A misspelled store option in a block's module_defaults: refused by every module.
+    let typo = play(
+        json!({"endpoints": cluster.client_urls()}),
+        json!([]),
+        json!({"endpoints": cluster.client_urls(), "alow_http": true}),
+        json!([{"etcd.core.etcd_kv_info": {"etcd_key": "/defaults/k"}}]),
+    );
+    let run = collection.playbook(&typo, LOCAL, &json!({}), &[], &[]);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        failed_task(&run).contains("unsupported option 'alow_http'"),
+        "{run}"
+    );
+}
