@@ -5,7 +5,9 @@
 mod access;
 mod ansible;
 mod ansible_aap;
+mod ansible_backup_role;
 mod ansible_cluster;
+mod ansible_cluster_states;
 mod ansible_docs;
 mod ansible_encryption;
 mod ansible_galaxy;
