@@ -17,6 +17,7 @@ mod ansible_quorum;
 mod ansible_restore_controller;
 mod ansible_roles;
 mod ansible_roles21;
+mod ansible_role_docs;
 mod ansible_usage;
 mod auth;
 mod backup_run;
