@@ -78,7 +78,8 @@ fn backup_role_turns_the_count_rule_off_skips_recent_backups_and_names_misspelle
 
     // The README's play: only one backup a day kept, no count rule. Twice: still one backup.
     for keep_last in [Value::Null, json!(0)] {
-        let vars = json!({"backup_dest": store, "backup_keep_last": keep_last, "backup_keep_daily": 7});
+        let vars =
+            json!({"backup_dest": store, "backup_keep_last": keep_last, "backup_keep_daily": 7});
         let taken = run(&vars, "", &json!({}), &[]);
         assert_eq!(taken.code, 0, "backup_keep_last {keep_last}: {taken}");
         assert_eq!(changed_on(&taken, "h0"), 1, "{taken}");
@@ -104,7 +105,10 @@ fn backup_role_turns_the_count_rule_off_skips_recent_backups_and_names_misspelle
         let rerun = run(&vars, group_vars, &json!({}), args);
         assert_eq!(rerun.code, 0, "{rerun}");
         assert!(
-            rerun.stdout.lines().all(|l| !l.contains(" : ok=") || l.contains("changed=0")),
+            rerun
+                .stdout
+                .lines()
+                .all(|l| !l.contains(" : ok=") || l.contains("changed=0")),
             "{rerun}"
         );
         assert!(rerun.stdout.contains("no new backup taken"), "{rerun}");
@@ -129,7 +133,11 @@ fn backup_role_turns_the_count_rule_off_skips_recent_backups_and_names_misspelle
         let failed = run(vars, group_vars, &extra, &[]);
         assert_ne!(failed.code, 0, "{failed}");
         assert!(failed.stdout.contains(suggestion), "{failed}");
-        assert_eq!(backups(&store), before, "a backup was taken before the check");
+        assert_eq!(
+            backups(&store),
+            before,
+            "a backup was taken before the check"
+        );
     }
     // A variable of another tool that shares the prefix, once listed, passes.
     let foreign = run(

@@ -26,10 +26,7 @@ fn play(vars: &Value) -> String {
 }
 
 fn play_run(collection: &Collection, inventory: &str, vars: &Value, extra: &[&str]) -> PlaybookRun {
-    let t = Instant::now();
-    let r = collection.playbook(&play(vars), inventory, &json!({}), &[], extra);
-    eprintln!("TIMING {extra:?} {:?}", t.elapsed());
-    r
+    collection.playbook(&play(vars), inventory, &json!({}), &[], extra)
 }
 
 fn run_ok(collection: &Collection, inventory: &str, vars: &Value, extra: &[&str]) -> PlaybookRun {
@@ -68,7 +65,10 @@ async fn client(hosts: &StandaloneHosts, urls: &[String]) -> etcd_client::Client
     let read = |name: &str| std::fs::read(pki.join(name)).unwrap();
     let tls = etcd_client::TlsOptions::new()
         .ca_certificate(etcd_client::Certificate::from_pem(read("ca.crt")))
-        .identity(etcd_client::Identity::from_pem(read("h0.crt"), read("h0.key")));
+        .identity(etcd_client::Identity::from_pem(
+            read("h0.crt"),
+            read("h0.key"),
+        ));
     let options = etcd_client::ConnectOptions::new()
         .with_tls(tls)
         .with_timeout(Duration::from_secs(5));
@@ -253,7 +253,10 @@ fn cluster_role_through_check_interrupted_bootstrap_rerun_members_down_grow_and_
     assert_eq!(changed(&run), expected, "{run}");
     assert!(run.stdout.contains("a real run starts etcd on h1 here"));
     assert_eq!(hosts.listing(), before);
-    assert!(!StandaloneHost::listens(&hosts.hosts[1].ip, hosts.hosts[1].client_port));
+    assert!(!StandaloneHost::listens(
+        &hosts.hosts[1].ip,
+        hosts.hosts[1].client_port
+    ));
     // All down: the same, and it says it cannot see further.
     hosts.hosts[0].stop();
     hosts.hosts[2].stop();
@@ -293,7 +296,10 @@ fn cluster_role_through_check_interrupted_bootstrap_rerun_members_down_grow_and_
     let listed = members(&hosts, &three_urls);
     assert_eq!(names(&listed), ["h0", "h1", "h2", "h3"]);
     assert!(listed.iter().all(|m| !m.1), "h3 promoted: {listed:?}");
-    assert_eq!(get(&hosts, &h3.https_url(), "/states/k").as_deref(), Some("v1"));
+    assert_eq!(
+        get(&hosts, &h3.https_url(), "/states/k").as_deref(),
+        Some("v1")
+    );
     assert_listens_on_its_own_address(&hosts, &h3);
 
     // Shrink to two: h1 and h3 leave. Without a store for the backup, nothing happens.
@@ -306,30 +312,45 @@ fn cluster_role_through_check_interrupted_bootstrap_rerun_members_down_grow_and_
     };
     let inventory: String = hosts.hosts.iter().map(leaving).collect();
     let mut no_store = vars.clone();
-    no_store.as_object_mut().unwrap().remove("cluster_backup_dest");
+    no_store
+        .as_object_mut()
+        .unwrap()
+        .remove("cluster_backup_dest");
     let before = hosts.listing();
     let refused = play_run(&collection, &inventory, &no_store, &[]);
     assert_ne!(refused.code, 0, "{refused}");
     assert!(
-        refused
-            .stdout
-            .contains("removing h1, h3 takes a verified backup of the cluster first: set cluster_backup_dest"),
+        refused.stdout.contains(
+            "removing h1, h3 takes a verified backup of the cluster first: set cluster_backup_dest"
+        ),
         "{refused}"
     );
     assert_eq!(hosts.listing(), before);
     assert_eq!(members(&hosts, &three_urls).len(), 4);
     let warning = "2 members remain (h0, h2): the cluster tolerates no failure";
     let run = run_ok(&collection, &inventory, &vars, &["--check"]);
-    assert!(run.stdout.contains(warning) || run.stderr.contains(warning), "{run}");
-    assert!(run.stdout.contains("check mode: a real run backs up the cluster into"));
+    assert!(
+        run.stdout.contains(warning) || run.stderr.contains(warning),
+        "{run}"
+    );
+    assert!(
+        run.stdout
+            .contains("check mode: a real run backs up the cluster into")
+    );
     assert_eq!(hosts.listing(), before);
     assert_eq!(members(&hosts, &three_urls).len(), 4);
     let run = run_ok(&collection, &inventory, &vars, &[]);
-    assert!(run.stdout.contains(warning) || run.stderr.contains(warning), "{run}");
+    assert!(
+        run.stdout.contains(warning) || run.stderr.contains(warning),
+        "{run}"
+    );
     let named = run
         .stdout
         .lines()
-        .find_map(|l| l.split("backup of the cluster before removing h1, h3: ").nth(1))
+        .find_map(|l| {
+            l.split("backup of the cluster before removing h1, h3: ")
+                .nth(1)
+        })
         .unwrap_or_else(|| panic!("no backup named:\n{run}"));
     let object = named.split(" (revision ").next().unwrap();
     assert!(object.starts_with(&store.display().to_string()), "{object}");
@@ -350,15 +371,21 @@ fn cluster_role_through_check_interrupted_bootstrap_rerun_members_down_grow_and_
     let two_urls = urls(&two);
     assert_eq!(names(&members(&hosts, &two_urls)), ["h0", "h2"]);
     for gone in [&hosts.hosts[1], &hosts.hosts[3]] {
-        assert!(!gone.data_dir().exists(), "{}'s data dir in place", gone.name);
+        assert!(
+            !gone.data_dir().exists(),
+            "{}'s data dir in place",
+            gone.name
+        );
         let aside = std::fs::read_dir(&gone.dir)
             .unwrap()
             .filter_map(Result::ok)
             .any(|e| e.file_name().to_string_lossy().starts_with("data.removed-"));
         assert!(aside, "{}'s data dir not moved aside", gone.name);
-        wait_until(Duration::from_secs(10), "the removed member stopped", || {
-            !StandaloneHost::listens(&gone.ip, gone.client_port)
-        });
+        wait_until(
+            Duration::from_secs(10),
+            "the removed member stopped",
+            || !StandaloneHost::listens(&gone.ip, gone.client_port),
+        );
     }
     put(&hosts, &two_urls, "/states/after-shrink", "v");
     let before = hosts.listing();
@@ -404,7 +431,10 @@ fn cluster_role_never_replaces_config_files_it_did_not_write_that_hold_settings_
     }
     // The hand-made cluster runs on, its members never restarted.
     for (host, pid) in hosts.hosts.iter().zip(&pids) {
-        assert_eq!(&std::fs::read_to_string(host.dir.join("etcd.pid")).unwrap(), pid);
+        assert_eq!(
+            &std::fs::read_to_string(host.dir.join("etcd.pid")).unwrap(),
+            pid
+        );
         assert!(StandaloneHost::listens(&host.ip, host.client_port));
     }
 }

@@ -32,7 +32,11 @@ fn roles() -> BTreeMap<String, (BTreeSet<String>, Vec<String>)> {
         let mut declared = BTreeSet::new();
         for (_, entry_point) in spec["argument_specs"].as_mapping().unwrap() {
             if let Some(options) = entry_point["options"].as_mapping() {
-                declared.extend(options.keys().filter_map(|k| k.as_str().map(str::to_string)));
+                declared.extend(
+                    options
+                        .keys()
+                        .filter_map(|k| k.as_str().map(str::to_string)),
+                );
             }
         }
         let prefixes = [format!("{name}_"), format!("etcd_{name}_")]
@@ -79,10 +83,13 @@ fn settings(value: &Value, out: &mut Vec<(Option<String>, String)>) {
             let role = map
                 .get("role")
                 .or_else(|| {
-                    ["ansible.builtin.include_role", "ansible.builtin.import_role"]
-                        .iter()
-                        .find_map(|k| map.get(*k))
-                        .and_then(|inc| inc.get("name"))
+                    [
+                        "ansible.builtin.include_role",
+                        "ansible.builtin.import_role",
+                    ]
+                    .iter()
+                    .find_map(|k| map.get(*k))
+                    .and_then(|inc| inc.get("name"))
                 })
                 .and_then(Value::as_str)
                 .and_then(|r| r.strip_prefix("etcd.core."))
@@ -107,7 +114,9 @@ fn settings(value: &Value, out: &mut Vec<(Option<String>, String)>) {
             }
             let is_play_or_task = map.contains_key("hosts")
                 || map.contains_key("name")
-                || map.keys().any(|k| k.as_str().is_some_and(|k| k.contains('.')));
+                || map
+                    .keys()
+                    .any(|k| k.as_str().is_some_and(|k| k.contains('.')));
             if !is_play_or_task {
                 // A group_vars block: its keys are variables.
                 for key in keys(map) {
@@ -140,10 +149,7 @@ fn every_role_variable_the_examples_set_is_declared_by_its_role() {
     ] {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            if path
-                .extension()
-                .is_some_and(|e| e == "md" || e == "yml")
-            {
+            if path.extension().is_some_and(|e| e == "md" || e == "yml") {
                 files.push(path);
             }
         }
@@ -179,7 +185,10 @@ fn every_role_variable_the_examples_set_is_declared_by_its_role() {
     unknown.sort();
     unknown.dedup();
     assert!(unknown.is_empty(), "{unknown:#?}");
-    assert!(checked > 20, "only {checked} role variables found in the examples");
+    assert!(
+        checked > 20,
+        "only {checked} role variables found in the examples"
+    );
 
     // The README's table of shared variables names only variables some role declares.
     let readme = std::fs::read_to_string(collection().join("README.md")).unwrap();
