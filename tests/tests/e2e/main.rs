@@ -15,7 +15,7 @@ mod ansible_modules21;
 mod ansible_platform;
 mod ansible_quorum;
 mod ansible_restore_controller;
-mod ansible_role_docs;
+mod ansible_role_variables;
 mod ansible_roles;
 mod ansible_roles21;
 mod ansible_usage;

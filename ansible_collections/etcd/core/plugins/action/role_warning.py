@@ -18,6 +18,6 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec={"msg": {"type": "str", "required": True}})
+        args = self.validate_argument_spec(argument_spec={"msg": {"type": "str", "required": True}})[1]
         result.update(changed=False, msg=args["msg"], warnings=[args["msg"]])
         return result

@@ -29,6 +29,9 @@ description:
     inventory) is left alone when listed in the host variable C(etcd_core_unchecked_variables).
   - Can be used in your own roles the same way (it checks the role it runs in).
 options: {}
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full

@@ -19,6 +19,9 @@ options:
     description: The warning.
     type: str
     required: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full

@@ -1,14 +1,16 @@
-//! The roles' documentation against their one declaration of variables (each role's
-//! `meta/argument_specs.yml`): every variable that an example of the READMEs, the docs or the
-//! Automation Platform playbooks sets for a role (as a role parameter, under the role's `vars:`,
-//! in a play's `vars:` or in a group_vars block) is one that role declares, so an example a
-//! newcomer copies is never refused by the role's variable check (`etcd.core.role_variables`);
-//! and every shared `etcd_*` variable of the collection README's table is declared by a role.
-//! No etcd: reads files only.
+//! Role variables against each role's one declaration of them (its `meta/argument_specs.yml`):
+//! every role fails at its first task on a misspelled variable with its prefix, naming the
+//! closest declared one, through real ansible-playbook (no etcd: the check comes before anything
+//! else); every variable that an example of the READMEs, the docs or the Automation Platform
+//! playbooks sets for a role (a role parameter, the role's `vars:`, a play's `vars:`, a
+//! group_vars block) is one that role declares, so an example a newcomer copies passes that
+//! check; and every shared `etcd_*` variable of the collection README's table is declared by a
+//! role.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use etcdops_tests::Collection;
 use serde_yaml_ng::Value;
 
 fn repo() -> PathBuf {
@@ -212,4 +214,97 @@ fn every_role_variable_the_examples_set_is_declared_by_its_role() {
         }
     }
     assert!(shared >= 15, "{shared} shared variables in the table");
+}
+
+#[test]
+fn every_role_fails_at_its_first_task_on_a_misspelled_variable_wherever_it_is_set() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "the check is the roles' first task, before any etcd is reached; starts no etcd",
+    ) {
+        return;
+    }
+    let collection = Collection::install();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("messages.json");
+    // (role, entry point, misspelled variable, the declared one it means)
+    let cases = [
+        ("backup", "main", "backup_keep_lst", "backup_keep_last"),
+        (
+            "restore",
+            "main",
+            "restore_s3_endpoit",
+            "restore_s3_endpoint",
+        ),
+        (
+            "member_replace",
+            "main",
+            "member_replace_faild",
+            "member_replace_failed",
+        ),
+        (
+            "quorum_recover",
+            "main",
+            "quorum_recover_lost_member",
+            "quorum_recover_lost_members",
+        ),
+        ("cluster", "main", "cluster_tokn", "cluster_token"),
+        (
+            "service",
+            "start",
+            "etcd_service_manger",
+            "etcd_service_manager",
+        ),
+        ("service", "stop", "etcd_service_nme", "etcd_service_name"),
+    ];
+    let mut tasks = Vec::new();
+    for (role, entry, typo, _) in cases {
+        tasks.push(serde_json::json!({
+            "block": [{
+                "ansible.builtin.include_role": {"name": format!("etcd.core.{role}"), "tasks_from": entry},
+                "vars": {typo: "x"},
+            }],
+            "rescue": [{"ansible.builtin.set_fact": {
+                "messages": format!("{{{{ messages + ['{role}/{entry}: ' ~ ansible_failed_result.msg] }}}}"),
+            }}],
+        }));
+    }
+    tasks.push(serde_json::json!({"ansible.builtin.copy": {"content": "{{ messages | to_json }}", "dest": out}}));
+    // Another role's variables and a listed foreign one pass the check of the backup role:
+    // it fails only later, on its missing destination.
+    tasks.push(serde_json::json!({
+        "block": [{
+            "ansible.builtin.include_role": {"name": "etcd.core.backup"},
+            "vars": {"restore_store": "s3://etcd-backups/prod", "cluster_token": "prod-etcd", "backup_dir": "/srv"},
+        }],
+        "rescue": [{"ansible.builtin.copy": {
+            "content": "{{ ansible_failed_result.msg }}",
+            "dest": dir.path().join("backup.txt"),
+        }}],
+    }));
+    let play = serde_json::json!([{
+        "hosts": "all",
+        "gather_facts": false,
+        "vars": {"messages": [], "etcd_core_unchecked_variables": ["backup_dir"]},
+        "tasks": tasks,
+    }])
+    .to_string();
+    let run = collection.playbook(
+        &play,
+        "m0 ansible_connection=local\n",
+        &serde_json::json!({}),
+        &[],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    let messages: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(messages.len(), cases.len(), "{messages:#?}\n{run}");
+    for ((role, entry, typo, meant), message) in cases.iter().zip(&messages) {
+        let expected = format!(
+            "{role}/{entry}: etcd.core.{role}: unknown variable {typo}; did you mean {meant}?"
+        );
+        assert!(message.starts_with(&expected), "{expected}\n{message}");
+    }
+    let backup = std::fs::read_to_string(dir.path().join("backup.txt")).unwrap();
+    assert!(backup.starts_with("set backup_dest"), "{backup}");
 }
