@@ -278,7 +278,48 @@ fn cluster_role_through_check_interrupted_bootstrap_rerun_members_down_grow_and_
         Some("v1")
     );
 
-    // Grow: check mode first (h3's certificate not made yet), then for real.
+    // h2's host out of reach and its etcd down: a configuration change that restarts members
+    // stops before the first one (a second member down would take the quorum), on every host.
+    hosts.hosts[2].stop();
+    let unreachable: String = hosts
+        .hosts
+        .iter()
+        .map(|h| {
+            let line = h.inventory_line("");
+            if h.name == "h2" {
+                line.replace(
+                    "ansible_connection=local",
+                    "ansible_connection=ssh ansible_port=1",
+                )
+            } else {
+                line
+            }
+        })
+        .collect();
+    let mut change = vars.clone();
+    change["cluster_snapshot_count"] = json!(5000);
+    change["etcd_wait_retries"] = json!(2);
+    let pids = |hosts: &StandaloneHosts| -> Vec<String> {
+        hosts.hosts[..2]
+            .iter()
+            .map(|h| std::fs::read_to_string(h.dir.join("etcd.pid")).unwrap())
+            .collect()
+    };
+    let (before, running) = (hosts.listing(), pids(&hosts));
+    let refused = play_run(&collection, &unreachable, &change, &[]);
+    assert_ne!(refused.code, 0, "{refused}");
+    assert!(
+        refused.stdout.contains("unhealthy members: h2"),
+        "{refused}"
+    );
+    assert_eq!(
+        pids(&hosts),
+        running,
+        "a member restarted while h2 was down"
+    );
+    assert_eq!(hosts.listing(), before, "{refused}");
+
+    // Grow: check mode first (h3's certificate not made yet), then for real (h2 back first).
     let h3 = hosts.add("h3");
     site_env.push(std::fs::read(h3.env_file()).unwrap());
     let four: Vec<&StandaloneHost> = hosts.hosts.iter().collect();
