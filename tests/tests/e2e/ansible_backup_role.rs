@@ -101,6 +101,12 @@ fn backup_role_turns_the_count_rule_off_skips_recent_backups_and_names_misspelle
     // backup_min_interval in group vars (beside a variable of the restore role): a rerun takes
     // none and reports nothing changed, in check mode too.
     let group_vars = "backup_min_interval=1h\nrestore_store=s3://etcd-backups/prod";
+    // A store that does not exist yet holds no recent backup: the first run takes one.
+    let fresh = hosts.dir().join("fresh-store");
+    let first = run(&json!({"backup_dest": fresh}), group_vars, &json!({}), &[]);
+    assert_eq!(first.code, 0, "{first}");
+    assert_eq!(changed_on(&first, "h0"), 1, "{first}");
+    assert_eq!(backups(&fresh).len(), 1);
     for args in [&[][..], &["--check"][..]] {
         let rerun = run(&vars, group_vars, &json!({}), args);
         assert_eq!(rerun.code, 0, "{rerun}");
