@@ -216,6 +216,10 @@ impl Collection {
         let vars = work.path().join("vars.json");
         std::fs::write(&vars, extra_vars.to_string()).expect("write vars");
         let venv = ansible_venv();
+        // The controller's home is this install's: what a role keeps under ~ (the backups
+        // taken before a change, by default) lives and goes with the test.
+        let home = self.dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("create home");
         let mut cmd = Command::new(venv.join("bin/ansible-playbook"));
         cmd.arg("-i")
             .arg(&inv)
@@ -229,6 +233,7 @@ impl Collection {
             .arg("-v")
             .args(extra_args)
             .arg(&play)
+            .env("HOME", &home)
             .env("ANSIBLE_COLLECTIONS_PATH", self.dir.path())
             .env("ANSIBLE_COLLECTIONS_SCAN_SYS_PATH", "false")
             .env("ANSIBLE_LOCAL_TEMP", work.path().join("local-tmp"))

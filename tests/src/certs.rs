@@ -1,5 +1,6 @@
 //! Test certificates, generated per test run: no private key is ever committed.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use rcgen::{
@@ -26,6 +27,10 @@ pub struct Certs {
     pub rogue_client_cert: PathBuf,
     /// Its key.
     pub rogue_client_key: PathBuf,
+    /// The CA's key (PEM), kept to sign host certificates later ([`Certs::host_cert`]).
+    ca_key: String,
+    /// Where the files live.
+    dir: PathBuf,
 }
 
 fn ca_params(name: &str) -> CertificateParams {
@@ -40,6 +45,16 @@ fn ca_params(name: &str) -> CertificateParams {
         KeyUsagePurpose::DigitalSignature,
     ];
     params
+}
+
+/// A host's own server certificate (its node address and name as SANs, server and client
+/// use, so that etcd can also present it to its peers), signed by the test CA.
+#[derive(Debug, Clone)]
+pub struct HostCert {
+    /// The certificate.
+    pub cert: PathBuf,
+    /// Its key.
+    pub key: PathBuf,
 }
 
 fn leaf_params(cn: &str, server: bool) -> CertificateParams {
@@ -103,6 +118,8 @@ impl Certs {
             .expect("sign rogue cert");
 
         Certs {
+            ca_key: issuer.key().serialize_pem(),
+            dir: dir.to_path_buf(),
             ca: write(dir, "ca.pem", &ca_cert.pem()),
             server_cert: write(dir, "server.pem", &server_cert.pem()),
             server_key: write(dir, "server-key.pem", &server_key.serialize_pem()),
@@ -111,6 +128,28 @@ impl Certs {
             other_ca: write(dir, "other-ca.pem", &other_cert.pem()),
             rogue_client_cert: write(dir, "rogue.pem", &rogue_cert.pem()),
             rogue_client_key: write(dir, "rogue-key.pem", &rogue_key.serialize_pem()),
+        }
+    }
+
+    /// A server certificate for one host, naming `ip` and `name` as a real member's names its
+    /// node address, signed by this CA; written as `<name>.pem` and `<name>-key.pem`. It also
+    /// names 127.0.0.1: a loopback connection to a peer leaves from 127.0.0.1, and etcd's
+    /// peer client-certificate check compares the source address with the SANs (no member
+    /// listens on 127.0.0.1, so no client reaches one there).
+    pub fn host_cert(&self, name: &str, ip: IpAddr) -> HostCert {
+        let ca_key = KeyPair::from_pem(&self.ca_key).expect("read the test CA key");
+        let issuer = Issuer::new(ca_params("etcdops test CA"), ca_key);
+        let key = KeyPair::generate().expect("host key");
+        let mut params = leaf_params(name, true);
+        params.subject_alt_names = vec![
+            SanType::IpAddress(ip),
+            SanType::IpAddress([127, 0, 0, 1].into()),
+            SanType::DnsName(name.try_into().expect("valid DNS name")),
+        ];
+        let cert = params.signed_by(&key, &issuer).expect("sign host cert");
+        HostCert {
+            cert: write(&self.dir, &format!("{name}.pem"), &cert.pem()),
+            key: write(&self.dir, &format!("{name}-key.pem"), &key.serialize_pem()),
         }
     }
 }

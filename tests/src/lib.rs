@@ -12,6 +12,7 @@
 //! assert_eq!(run.code, 0, "{run}");
 //! ```
 #![deny(missing_docs)]
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 mod ansible;
 mod certs;
@@ -20,6 +21,7 @@ mod compat;
 mod dns;
 mod etcd;
 mod kubelet;
+mod nodes;
 mod ports;
 mod resolver;
 mod standalone;
@@ -30,7 +32,7 @@ mod versions;
 pub use ansible::{
     Collection, PlaybookRun, SpawnedPlaybook, ansible_venv, role_playbook, shim_path,
 };
-pub use certs::Certs;
+pub use certs::{Certs, HostCert};
 pub use cli::{Run, args, etcdops, etcdops_path};
 pub use compat::{SideBySide, assert_same_json, assert_same_output, remove_pointer, side_by_side};
 pub use dns::{DnsServer, SrvRecord};
@@ -41,6 +43,7 @@ pub use kubelet::{
     Kubelet, PodSpec, install_kubeadm_pki, kubeadm_image, kubeadm_manifest, under,
     write_kubeadm_manifest, write_openshift_tree,
 };
+pub use nodes::{Membership, NodeCluster};
 pub use ports::free_port;
 pub use resolver::SystemDns;
 pub use standalone::{StandaloneHost, StandaloneHosts};

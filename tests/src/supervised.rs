@@ -180,7 +180,8 @@ impl SupervisedCluster {
         self.members.push(member);
     }
 
-    /// The inventory variables telling the roles to use the supervisor.
+    /// The inventory variables telling the roles to use the supervisor, and to keep the
+    /// backups they take before a change under the cluster's directory.
     pub fn service_vars(&self) -> serde_json::Value {
         let supervisor = supervisor_path().display().to_string();
         serde_json::json!({
@@ -188,6 +189,8 @@ impl SupervisedCluster {
             "etcd_stop_command": format!("{supervisor} stop {{{{ etcd_member_dir }}}}"),
             "etcd_start_command": format!("{supervisor} start {{{{ etcd_member_dir }}}}"),
             "etcd_stop_timeout": 60,
+            "member_replace_backup_store": self.dir().join("before-change"),
+            "restore_backup_store": self.dir().join("before-restore"),
         })
     }
 

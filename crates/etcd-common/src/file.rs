@@ -2,7 +2,7 @@
 //! keys) and configs a daemon reads at start.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// A file could not be written: what was being done, to which path, and the I/O error.
@@ -27,9 +27,10 @@ fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Fi
     }
 }
 
-/// Writes `content` to `path` with `mode`: a temporary file beside it, fsync, rename, fsync
-/// of the directory. A missing parent directory is made with mode 0700; the owner of a file
-/// being replaced is kept.
+/// Writes `content` to `path` with `mode`: a temporary file beside it, created 0600 and
+/// given `mode` once its content is written, fsync, rename, fsync of the directory. A
+/// missing parent directory is made with mode 0700; the owner of a file being replaced is
+/// kept.
 pub fn write_file_atomically(
     path: &Path,
     content: &[u8],
@@ -41,11 +42,7 @@ pub fn write_file_atomically(
         _ => PathBuf::from("."),
     };
     if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io("create", &dir))?;
+        crate::private::create_dir_all(&dir).map_err(io("create", &dir))?;
     }
     let file_name = path
         .file_name()
@@ -64,20 +61,14 @@ pub fn write_file_atomically(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io("remove", &temp)(e)),
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&temp)
-        .map_err(io("create", &temp))?;
-    let written = file
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .and_then(|()| match keep_owner_of {
-            Some(meta) => std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())),
-            None => Ok(()),
-        })
-        .and_then(|()| file.write_all(content))
-        .and_then(|()| file.sync_all());
+    let mut file = crate::private::create_new_file(&temp).map_err(io("create", &temp))?;
+    let written = match keep_owner_of {
+        Some(meta) => std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())),
+        None => Ok(()),
+    }
+    .and_then(|()| file.write_all(content))
+    .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)))
+    .and_then(|()| file.sync_all());
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
         return Err(io("write", &temp)(e));

@@ -1,5 +1,6 @@
 //! What every etcdops crate shares and none owns: the neutral option hints that library errors
-//! carry (each front-end spells them its own way), the atomic file writer, the size and
+//! carry (each front-end spells them its own way), the atomic file writer, the private
+//! creation of files and dirs that can hold etcd data ([`private`]), the size and
 //! duration parsers behind every `--*-size` and `--*-age` option, and URL password redaction.
 //! It depends on no etcd, network or store crate, so the offline crates can use it.
 //!
@@ -15,10 +16,14 @@
 //! );
 //! ```
 #![deny(missing_docs)]
+// Test code makes fixtures with std's creating calls; library code creates through
+// `etcd_common::private` (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod duration;
 mod file;
 mod hint;
+pub mod private;
 mod prometheus;
 mod redact;
 mod size;

@@ -122,19 +122,13 @@ impl Identities {
 /// age-keygen's format; returns its recipient (public key). The identity is never returned.
 pub fn new_identity_file(path: &Path) -> Result<String> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let identity = age::x25519::Identity::generate();
     let public = identity.to_public().to_string();
     let failed = |source: io::Error| Error::WriteFile {
         path: path.display().to_string(),
         source,
     };
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(failed)?;
+    let mut file = etcd_common::private::create_new_file(path).map_err(failed)?;
     let secret = identity.to_string();
     let text = format!(
         "# created: {}\n# public key: {public}\n{}\n",

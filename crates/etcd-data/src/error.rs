@@ -43,14 +43,27 @@ pub enum Error {
         /// What age said.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A snapshot unpacks to more bytes than its db may have (its manifest's `db_size`, or the
+    /// ceiling without one): stopped at the first byte past it, nothing kept.
+    #[error("'{name}' was not read: {source}; nothing was kept")]
+    TooLarge {
+        /// The file or object.
+        name: String,
+        /// The limit that was reached.
+        source: crate::limit::LimitExceeded,
+    },
+    /// A setting from the environment is not valid.
+    #[error(transparent)]
+    InvalidSetting(crate::limit::BadMaxDbSize),
     /// A snapshot's SHA-256 trailer does not match its db.
     #[error(
-        "'{name}' is damaged: etcd's SHA-256 trailer {expected} does not match the db ({actual}); use another copy, or skip the hash check to read it anyway"
+        "'{name}' is damaged: etcd's SHA-256 trailer (its last 32 bytes) does not match the db (whose SHA-256 is {actual}); use another copy, or skip the hash check to read it anyway"
     )]
     HashMismatch {
         /// The file or object.
         name: String,
-        /// The trailer.
+        /// The trailer, hex: the file's last 32 bytes, which are not shown in the message (a
+        /// file that is not a snapshot may hold anything there).
         expected: String,
         /// SHA-256 of the db bytes.
         actual: String,

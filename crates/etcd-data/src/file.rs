@@ -422,14 +422,14 @@ pub fn open_snapshot_file_with(
             spool: None,
         });
     }
-    let spool = Spool::with_options(spool_dir, options).map_err(spool_dir_failed(spool_dir))?;
+    let name = path.display().to_string();
+    let spool = Spool::with_options(spool_dir, options).map_err(spool_error(&name, spool_dir))?;
     let tap = spool.stored_tap();
-    tap.update(&head).map_err(spool_dir_failed(spool_dir))?;
+    tap.update(&head).map_err(spool_error(&name, spool_dir))?;
     let input = BufReader::with_capacity(
         PIECE,
         std::io::Cursor::new(head).chain(Tapped { inner: file, tap }),
     );
-    let name = path.display().to_string();
     if encrypted {
         spool_encrypted(name, input, stored_size, spool, spool_dir, identities)
     } else {
@@ -467,23 +467,40 @@ fn spool_zstd(
     match spool.read_from(&mut decoder) {
         Ok(()) => {}
         Err(Ok(source)) => return Err(Error::Decompress { name, source }),
-        Err(Err(source)) => return Err(spool_dir_failed(spool_dir)(source)),
+        Err(Err(source)) => return Err(spool_error(&name, spool_dir)(source)),
     }
     drop(decoder);
     spool
         .finish(Compression::Zstd, stored_size, false)
-        .map_err(spool_dir_failed(spool_dir))
+        .map_err(spool_error(&name, spool_dir))
 }
 
-fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Error {
+/// The error of writing the spool of `name` in `spool_dir`: [`Error::TooLarge`] when the
+/// snapshot unpacked past its limit, else a write error naming the dir.
+pub fn spool_error(name: &str, spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> Error {
     let path = spool_dir
         .map(Path::to_path_buf)
         .unwrap_or_else(std::env::temp_dir)
         .display()
         .to_string();
-    move |source| Error::WriteFile {
-        path: path.clone(),
-        source,
+    let name = name.to_string();
+    move |source| {
+        if let Some(limit) = crate::limit::limit_exceeded(&source) {
+            return Error::TooLarge {
+                name: name.clone(),
+                source: limit,
+            };
+        }
+        if let Some(bad) = source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<crate::limit::BadMaxDbSize>())
+        {
+            return Error::InvalidSetting(bad.clone());
+        }
+        Error::WriteFile {
+            path: path.clone(),
+            source,
+        }
     }
 }
 
@@ -522,19 +539,29 @@ fn spool_encrypted(
         };
         unpack
             .write_all(&buf[..n])
-            .map_err(|source| Error::Decompress {
-                name: name.clone(),
-                source,
-            })?;
+            .map_err(|source| unpack_error(&name, source))?;
     }
     drop(plain);
-    let (spool, compression) = unpack.finish().map_err(|source| Error::Decompress {
-        name: name.clone(),
-        source,
-    })?;
+    let (spool, compression) = unpack
+        .finish()
+        .map_err(|source| unpack_error(&name, source))?;
     spool
         .finish(compression, stored_size, true)
-        .map_err(spool_dir_failed(spool_dir))
+        .map_err(spool_error(&name, spool_dir))
+}
+
+/// The error of unpacking `name`: [`Error::TooLarge`] when it went past its limit.
+pub fn unpack_error(name: &str, source: std::io::Error) -> Error {
+    match crate::limit::limit_exceeded(&source) {
+        Some(limit) => Error::TooLarge {
+            name: name.to_string(),
+            source: limit,
+        },
+        None => Error::Decompress {
+            name: name.to_string(),
+            source,
+        },
+    }
 }
 
 /// SHA-256 (hex) of everything `source` holds, read in large sequential pieces.
@@ -685,5 +712,47 @@ mod tests {
             open_snapshot_file(&packed, None),
             Err(Error::Decompress { .. })
         ));
+    }
+
+    /// A zstd file of a few KiB that decompresses to 64 MiB, read with a manifest's db size
+    /// of 1 MiB (plain zstd and inside age): refused as too large at once, nothing left in
+    /// the spool dir.
+    #[test]
+    fn a_zstd_bomb_stops_at_the_db_size_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool_dir = dir.path().join("spool");
+        std::fs::create_dir(&spool_dir).unwrap();
+        let bomb = zstd::encode_all(&vec![0u8; 64 << 20][..], 3).unwrap();
+        assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
+        let identity = age::x25519::Identity::generate();
+        let recipient = identity.to_public();
+        let encryptor =
+            age::Encryptor::with_recipients(std::iter::once(&recipient as &dyn age::Recipient))
+                .unwrap();
+        let mut writer = encryptor.wrap_output(Vec::new()).unwrap();
+        writer.write_all(&bomb).unwrap();
+        let sealed = writer.finish().unwrap();
+        let mut ids = Identities::none();
+        ids.add_text(
+            age::secrecy::ExposeSecret::expose_secret(&identity.to_string()),
+            "test",
+        )
+        .unwrap();
+        for (name, bytes) in [("bomb.db.zst", bomb), ("bomb.db.zst.age", sealed)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let options = SpoolOptions {
+                db_size: Some(1 << 20),
+                ..SpoolOptions::default()
+            };
+            let err = open_snapshot_file_with(&path, Some(&spool_dir), &ids, options)
+                .map(|_| ())
+                .unwrap_err();
+            assert!(matches!(err, Error::TooLarge { .. }), "{name}: {err:?}");
+            let text = err.to_string();
+            assert!(text.contains("1048576 bytes its manifest"), "{text}");
+            assert!(text.contains("nothing was kept"), "{text}");
+            assert_eq!(std::fs::read_dir(&spool_dir).unwrap().count(), 0, "{name}");
+        }
     }
 }

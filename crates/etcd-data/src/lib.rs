@@ -29,11 +29,15 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
+// Test code makes fixtures with std's creating calls; library code creates through
+// `etcd_common::private` (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod crypt;
 mod error;
 pub mod file;
 pub mod inspect;
+pub mod limit;
 pub mod mvcc;
 pub mod offline;
 pub mod restore;
@@ -48,10 +52,15 @@ pub use error::{Error, Result, encrypted_message, recipients_text, wrong_identit
 pub use file::{
     CHUNK, Compression, SnapshotFile, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
     open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_file_with, sha256_of,
+    spool_error, unpack_error,
 };
 pub use inspect::{
     DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TailAdoption, TermStart,
     WalSummary, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
+};
+pub use limit::{
+    BadMaxDbSize, DEFAULT_MAX_DB_SIZE, LimitExceeded, MAX_DB_SIZE_VAR, UnpackLimit, limit_exceeded,
+    max_db_size, unpack_limit,
 };
 pub use mvcc::{
     KeyValueParts, REVISION_KEY_LEN, key_value_fields, key_value_parts, parse_revision_key,

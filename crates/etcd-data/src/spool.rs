@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use bbolt::DbFile;
 
 use crate::file::{Compression, SnapshotFile, TRAILER_LEN, TrailerHasher};
+use crate::limit::{UnpackLimit, unpack_limit};
 
 /// Bytes of one piece handed to the hashing thread: small enough to stay in a core's cache
 /// between being decompressed and being written.
@@ -41,6 +42,9 @@ pub struct SpoolOptions {
     /// to write. A spool thrown away after reading (a status) does not: its pages never need
     /// to reach the disk.
     pub write_back: bool,
+    /// The db's size, from the snapshot's manifest: the spool takes no byte past it and etcd's
+    /// trailer. `None`: the ceiling ([`crate::limit::max_db_size`]).
+    pub db_size: Option<u64>,
 }
 
 /// Bytes a spool that writes back ([`SpoolOptions::write_back`]) writes between two syncs.
@@ -56,6 +60,7 @@ impl Default for SpoolOptions {
             hash_db: true,
             hash_stored: false,
             write_back: false,
+            db_size: None,
         }
     }
 }
@@ -253,6 +258,10 @@ pub struct Spool {
     tap: StoredTap,
     linkable: bool,
     write_back: Option<WriteBack>,
+    /// The most bytes the file takes ([`SpoolOptions::db_size`]).
+    limit: UnpackLimit,
+    /// Bytes written to the file.
+    written: u64,
 }
 
 /// The thread that syncs a spool's file while it is written (see [`SpoolOptions::write_back`]).
@@ -307,17 +316,7 @@ impl WriteBack {
 /// where the filesystem has it (it can be given a name later), else a file removed at once.
 fn unnamed_file(dir: Option<&Path>) -> std::io::Result<(File, bool)> {
     let dir = dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
-    use rustix::fs::{CWD, Mode, OFlags, openat};
-    match openat(
-        CWD,
-        &dir,
-        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    ) {
-        Ok(fd) => Ok((File::from(fd), true)),
-        // No O_TMPFILE here: a named file, removed at once.
-        Err(_) => Ok((tempfile::tempfile_in(&dir)?, false)),
-    }
+    etcd_common::private::unnamed_file_in(&dir)
 }
 
 impl Spool {
@@ -329,6 +328,7 @@ impl Spool {
     /// A new spool in `dir` (default: the system's temporary dir) computing what `options`
     /// ask on the way.
     pub fn with_options(dir: Option<&Path>, options: SpoolOptions) -> std::io::Result<Self> {
+        let limit = unpack_limit(options.db_size)?;
         let (file, linkable) = unnamed_file(dir)?;
         let pool = Pool::new();
         let (to_hasher, hasher_in) = sync_channel::<Piece>(POOL + 1);
@@ -359,6 +359,8 @@ impl Spool {
             tap,
             linkable,
             write_back,
+            limit,
+            written: 0,
         })
     }
 
@@ -373,10 +375,17 @@ impl Spool {
         let Some((piece, len)) = self.filling.full(force) else {
             return Ok(());
         };
-        if let Err(e) = self.file.write_all(&piece[..len]) {
+        // Nothing past the limit reaches the file (a zstd bomb stops at its first piece too
+        // many).
+        if let Err(e) = self
+            .limit
+            .check(self.written, len)
+            .and_then(|()| self.file.write_all(&piece[..len]))
+        {
             self.pool.give(piece);
             return Err(e);
         }
+        self.written += len as u64;
         if let Some(write_back) = &mut self.write_back {
             write_back.wrote(len);
         }
@@ -546,6 +555,7 @@ mod tests {
                 hash_db: true,
                 hash_stored: true,
                 write_back: write_size != PIECE,
+                db_size: None,
             };
             let mut spool = Spool::with_options(Some(dir.path()), options).unwrap();
             let tap = spool.stored_tap();
@@ -578,6 +588,7 @@ mod tests {
             hash_db: false,
             hash_stored: false,
             write_back: false,
+            db_size: None,
         };
         let mut spool = Spool::with_options(None, options).unwrap();
         spool.stored_tap().update(&with).unwrap();
@@ -623,6 +634,43 @@ mod tests {
         match spool.read_from(&mut &with[..]) {
             Err(Err(e)) => assert_eq!(e.raw_os_error(), Some(28), "{e}"),
             other => panic!("{:?}", other.err()),
+        }
+    }
+
+    /// The spool takes no byte past the db size a manifest records (and the trailer): a db
+    /// of exactly that size is spooled, one byte more is refused at the piece that carries
+    /// it, and the file never holds more than the limit, through either way in.
+    #[test]
+    fn a_spool_takes_nothing_past_the_db_size_it_is_given() {
+        let db_size = 3 * PIECE as u64 + 4096;
+        let limit = db_size + TRAILER_LEN as u64;
+        let options = |db_size| SpoolOptions {
+            db_size: Some(db_size),
+            ..SpoolOptions::default()
+        };
+        let (db, with) = snapshot_bytes(db_size as usize);
+        let mut spool = Spool::with_options(None, options(db_size)).unwrap();
+        spool.write_all(&with).unwrap();
+        let opened = spool.finish(Compression::Zstd, 1, false).unwrap();
+        assert_eq!(opened.known_sha256(), Some(sha(&db).as_str()));
+
+        let endless = vec![0u8; 10 * PIECE];
+        for through_reads in [false, true] {
+            let mut spool = Spool::with_options(None, options(db_size)).unwrap();
+            let err = if through_reads {
+                match spool.read_from(&mut std::io::Read::chain(&endless[..], &endless[..])) {
+                    Err(Err(e)) => e,
+                    other => panic!("{:?}", other.err()),
+                }
+            } else {
+                (0..20)
+                    .find_map(|_| spool.write_all(&endless[..PIECE + 1]).err())
+                    .expect("refused")
+            };
+            let exceeded = crate::limit::limit_exceeded(&err).expect("the limit");
+            assert_eq!(exceeded.0.bytes, limit);
+            assert!(spool.written <= limit, "{} written", spool.written);
+            assert!(spool.file.metadata().unwrap().len() <= limit);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! etcd 3.6.14's own data (tests/fixtures/etcd-3.6.14): its snapshot, a stopped member's data
 //! dir and etcdutl 3.6's restores, read and compared with what etcd-data computes and writes.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,7 @@
 //! etcdctl 3.6.14 said of the running cluster (`get --prefix /registry/ -w json`,
 //! `lease list`, `endpoint status`).
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use std::path::{Path, PathBuf};
 

@@ -210,13 +210,22 @@ pub(crate) fn replace_file(path: &Path, text: &str) -> Result<()> {
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let temp = dir.join(format!(".{name}.etcdops-edit"));
-    let mut file = std::fs::File::create(&temp).map_err(io("create a temporary copy of"))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&temp, meta.permissions());
+    // A copy a killed run left is ours to replace (never written through: created anew).
+    match std::fs::remove_file(&temp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(io("remove an old temporary copy of")(e));
+        }
+        _ => {}
     }
+    let mut file =
+        etcd_common::private::create_new_file(&temp).map_err(io("create a temporary copy of"))?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(io("write a temporary copy of"))?;
+    // Created private; the manifest's own mode once complete.
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = file.set_permissions(meta.permissions());
+    }
     std::fs::rename(&temp, path).map_err(io("replace"))?;
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();

@@ -10,9 +10,8 @@
 //! the pair holds exactly what was backed up. Both files are written under temporary names,
 //! flushed to disk and renamed, mode 0600: nothing half-written ever has the final name.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use etcd_common::Hint;
@@ -146,11 +145,7 @@ pub async fn write_openshift_backup(
     let root = request.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     let resources = latest_static_pod_resources(&root)?;
     let dir = &request.dir;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(io_error("create", dir))?;
+    etcd_common::private::create_dir_all(dir).map_err(io_error("create", dir))?;
     let time = manifest
         .created_at
         .with_timezone(&Local)
@@ -207,12 +202,7 @@ pub async fn write_openshift_backup(
 }
 
 fn create_private(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io_error("create", path))
+    etcd_common::private::create_new_file(path).map_err(io_error("create", path))
 }
 
 /// `tar -cpzf` of the resource dirs, with paths relative to `/etc/kubernetes`, symlinks kept

@@ -204,6 +204,9 @@ fn move_no_clobber(from: &Path, to: &Path) -> Result<()> {
         Err(_) => match std::fs::rename(from, to) {
             Ok(()) => Ok(()),
             Err(_) => {
+                // A static pod manifest holds no etcd data: the copy keeps its mode, as the
+                // rename would.
+                #[allow(clippy::disallowed_methods)]
                 std::fs::copy(from, to).map_err(io("copy to", to))?;
                 std::fs::File::open(to)
                     .and_then(|f| f.sync_all())
@@ -410,7 +413,8 @@ async fn stop(
         return Ok(());
     }
     if places.in_place {
-        std::fs::create_dir_all(&places.parking_dir).map_err(io("create", &places.parking_dir))?;
+        etcd_common::private::create_dir_all(&places.parking_dir)
+            .map_err(io("create", &places.parking_dir))?;
         if places.is_parked {
             let backup = backup_name(&places.parked);
             move_no_clobber(&places.parked, &backup)?;

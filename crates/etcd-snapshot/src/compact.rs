@@ -21,8 +21,9 @@ use etcd_store::Store;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{BackupEntry, DeltaEntry, list_backups, object_name, verify_backup};
+use crate::compact_lock::{Claim, ClaimKeeper, claim};
 use crate::crypt::{Identities, Recipients};
-use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at};
+use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at, segment_needs_reading};
 use crate::error::SnapshotError;
 use crate::manifest::{CompactedFrom, Compression, Manifest, backup_object_name};
 use crate::progress::Progress;
@@ -74,6 +75,10 @@ pub struct CompactResult {
     pub verify: Option<VerifyReport>,
     /// What the caller should know (a broken chain compacted up to its break).
     pub warnings: Vec<String>,
+    /// Set when another compaction of the same chain held it: this one wrote nothing
+    /// (`changed: false`), and says who.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy: Option<String>,
     /// Wall time, in seconds.
     pub duration_seconds: f64,
 }
@@ -184,22 +189,43 @@ fn already_compacted<'a>(
     })
 }
 
-/// How the compacted backup is stored: as its source is (compression, level, recipients).
-fn save_request_like(source: &Manifest) -> Result<SaveRequest, RestoreError> {
+/// The zstd levels a save takes (and so a compaction keeps): a manifest is data from the
+/// store, and a crafted level (zstd clamps anything above 22 to its slowest, most
+/// memory-hungry level) must not choose how much a compaction uses.
+const SAVE_LEVELS: std::ops::RangeInclusive<i32> = 1..=19;
+
+/// How the compacted backup is stored: as its source is (compression, level, recipients),
+/// with the warning when its manifest's level is outside what a save takes (then the
+/// default level is used).
+fn save_request_like(source: &Manifest) -> Result<(SaveRequest, Option<String>), RestoreError> {
     let mut encrypt_to = Recipients::none();
     if let Some(encryption) = &source.encryption {
         for key in &encryption.recipients {
             encrypt_to.add(key, &Manifest::name_for(&source.object))?;
         }
     }
-    Ok(SaveRequest {
+    let (level, warning) = match source.compression_level {
+        Some(level) if !SAVE_LEVELS.contains(&level) => (
+            DEFAULT_ZSTD_LEVEL,
+            Some(format!(
+                "the manifest of {} records zstd level {level}, outside {}..={}: the compacted backup is stored at level {DEFAULT_ZSTD_LEVEL}",
+                source.object,
+                SAVE_LEVELS.start(),
+                SAVE_LEVELS.end()
+            )),
+        ),
+        Some(level) => (level, None),
+        None => (DEFAULT_ZSTD_LEVEL, None),
+    };
+    let request = SaveRequest {
         compression: source.compression,
-        level: source.compression_level.unwrap_or(DEFAULT_ZSTD_LEVEL),
+        level,
         labels: source.labels.clone(),
         verify_after_upload: true,
         encrypt_to,
         ..SaveRequest::default()
-    })
+    };
+    Ok((request, warning))
 }
 
 /// Compacts a chain of `store` into a new full backup (see the module's doc): the chain
@@ -230,6 +256,7 @@ pub async fn compact_chain(
         manifest_name: String::new(),
         verify: None,
         warnings: reach.warning.iter().cloned().collect(),
+        busy: None,
         duration_seconds: 0.0,
     };
     if let Some(done) = already_compacted(&catalog.backups, full, reach.to_revision) {
@@ -238,14 +265,52 @@ pub async fn compact_chain(
         result.duration_seconds = started.elapsed().as_secs_f64();
         return Ok(result);
     }
-    let save = save_request_like(&full.manifest)?;
+    // One compaction of a chain at a time; the one that does not hold it stops, changing
+    // nothing (and one that finished meanwhile is found as above).
+    let claim = match claim(store, &full.object).await? {
+        Claim::Held(keeper) => keeper,
+        Claim::Busy(who) => return Ok(busy(result, &who, started)),
+    };
+    let outcome = compact_claimed(
+        store, full, reach, result, request, identities, progress, started, &claim,
+    )
+    .await;
+    claim.release().await;
+    outcome
+}
+
+/// [`compact_chain`] once the chain is claimed (`claim`): the compacted backup built,
+/// stored, published while the claim is still ours, and verified.
+#[allow(clippy::too_many_arguments)]
+async fn compact_claimed(
+    store: &Store,
+    full: &BackupEntry,
+    reach: Reach<'_>,
+    mut result: CompactResult,
+    request: &CompactRequest,
+    identities: &Identities,
+    progress: &dyn Progress,
+    started: Instant,
+    claim: &ClaimKeeper,
+) -> Result<CompactResult, RestoreError> {
+    // A compaction that finished between the listing and the claim.
+    if let Some(done) =
+        already_compacted(&list_backups(store).await?.backups, full, reach.to_revision)
+    {
+        result.manifest = done.manifest.clone();
+        result.manifest_name = done.manifest_name.clone();
+        result.duration_seconds = started.elapsed().as_secs_f64();
+        return Ok(result);
+    }
+    let (save, level_warning) = save_request_like(&full.manifest)?;
+    result.warnings.extend(level_warning);
     let work_root = request.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let work = tempfile::Builder::new()
-        .prefix(".etcdops-compact-")
-        .tempdir_in(&work_root)
-        .map_err(|source| RestoreError::Io {
-            path: work_root.clone(),
-            source,
+    let work =
+        etcd_common::private::temp_dir_in(&work_root, ".etcdops-compact-").map_err(|source| {
+            RestoreError::Io {
+                path: work_root.clone(),
+                source,
+            }
         })?;
     let (db_path, replayed, replay) = build_db(store, full, &reach, work.path(), identities)
         .await
@@ -272,6 +337,12 @@ pub async fn compact_chain(
     )
     .await?;
     drop(work);
+    // Still ours: else another compaction took the chain over (its lock expired under a
+    // store too slow to renew it), and this copy is dropped rather than published twice.
+    if let Some(who) = claim.lost_to().await? {
+        let _ = store.delete(&manifest.object).await;
+        return Ok(busy(result, &who, started));
+    }
     let manifest_name = publish_manifest(store, &manifest).await?;
     // Checked as `snapshot verify` checks it, from its manifest; a failure removes what
     // this call wrote (manifest first), never anything else.
@@ -288,6 +359,19 @@ pub async fn compact_chain(
     result.manifest_name = manifest_name;
     result.duration_seconds = started.elapsed().as_secs_f64();
     Ok(result)
+}
+
+/// The result of a compaction that stopped because another one holds the chain (`who`):
+/// nothing written, `busy` says who.
+fn busy(mut result: CompactResult, who: &str, started: Instant) -> CompactResult {
+    let text = format!(
+        "another compaction of the chain of {} is in progress ({who}); nothing was written: it publishes the compacted backup",
+        result.source
+    );
+    result.warnings.push(text.clone());
+    result.busy = Some(text);
+    result.duration_seconds = started.elapsed().as_secs_f64();
+    result
 }
 
 /// Whether `error` (or one of its causes) is a filesystem out of space.
@@ -321,7 +405,7 @@ fn out_of_room(error: RestoreError, work_root: &Path) -> RestoreError {
 }
 
 /// Fetches the full backup and the segments with changes (each checked against its
-/// manifest) into `work`, and writes the full backup's db with their changes appended.
+/// manifest, the chain checked for holes) into `work`, and writes the full backup's db with their changes appended.
 async fn build_db(
     store: &Store,
     full: &BackupEntry,
@@ -335,18 +419,17 @@ async fn build_db(
         PointInTime::Revision(reach.to_revision),
         full.manifest.revision,
     );
-    // Collected first: an iterator adapter's closure held across an await keeps the
-    // future from being `Send` for every lifetime (a `backup run` spawns it).
-    let with_changes: Vec<&DeltaEntry> = reach
-        .segments
-        .iter()
-        .filter(|d| d.manifest.changes > 0)
-        .collect();
-    for delta in with_changes {
-        let bytes =
-            fetch_delta_segment_at(store, &delta.object, &delta.manifest, identities).await?;
-        replay.add_segment(&delta.object, &bytes, Some(work))?;
+    // Every covered segment, in order: the replay checks that they follow each other
+    // without a hole; one without changes is not downloaded.
+    for delta in reach.segments {
+        let bytes = if segment_needs_reading(&delta.manifest) {
+            Some(fetch_delta_segment_at(store, &delta.object, &delta.manifest, identities).await?)
+        } else {
+            None
+        };
+        replay.add_segment(&delta.manifest, &delta.object, bytes.as_deref(), Some(work))?;
     }
+    replay.check_reach()?;
     let db_path = work.join("compacted.db");
     let name = full.object.clone();
     let to = db_path.clone();

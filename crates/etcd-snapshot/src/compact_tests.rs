@@ -125,7 +125,8 @@ fn a_chain_compacted_to_the_same_revision_is_found_and_a_longer_chain_is_not() {
 fn the_copy_is_stored_as_its_source_is() {
     let mut source = crate::manifest::tests::sample();
     source.compression_level = Some(7);
-    let plain = save_request_like(&source).unwrap();
+    let (plain, warning) = save_request_like(&source).unwrap();
+    assert_eq!(warning, None);
     assert_eq!(plain.compression, Compression::Zstd);
     assert_eq!(plain.level, 7);
     assert!(plain.encrypt_to.is_empty());
@@ -139,9 +140,39 @@ fn the_copy_is_stored_as_its_source_is() {
         scheme: "age".into(),
         recipients: vec![key.clone()],
     });
-    let encrypted = save_request_like(&source).unwrap();
+    let (encrypted, _) = save_request_like(&source).unwrap();
     assert_eq!(encrypted.compression, Compression::None);
     assert_eq!(encrypted.encrypt_to.public_keys(), vec![key]);
+}
+
+#[test]
+fn a_crafted_compression_level_is_bounded_and_said() {
+    let mut source = crate::manifest::tests::sample();
+    for (level, used) in [
+        (99_999, DEFAULT_ZSTD_LEVEL),
+        (0, DEFAULT_ZSTD_LEVEL),
+        (-5, DEFAULT_ZSTD_LEVEL),
+        (22, DEFAULT_ZSTD_LEVEL),
+        (19, 19),
+        (1, 1),
+    ] {
+        source.compression_level = Some(level);
+        let (request, warning) = save_request_like(&source).unwrap();
+        assert_eq!(request.level, used, "level {level}");
+        // What the save pipeline accepts, so nothing crafted reaches zstd.
+        request.validate().unwrap();
+        assert_eq!(
+            warning.is_some(),
+            used != level,
+            "level {level}: {warning:?}"
+        );
+        if let Some(warning) = warning {
+            assert!(
+                warning.contains(&format!("records zstd level {level}, outside 1..=19")),
+                "{warning}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

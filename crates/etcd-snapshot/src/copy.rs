@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use etcd_store::Store;
+use etcd_store::{NotRegularEntry, Store, StoreError};
 use futures::StreamExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -98,6 +98,11 @@ pub struct CopyReport {
     /// manifest records.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub incomplete_segments: Vec<String>,
+    /// Entries of the source with names of etcdops's that are not regular files (symbolic
+    /// links, FIFOs, dirs named like objects): never read or copied (absent from JSON when
+    /// none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreign_entries: Vec<NotRegularEntry>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -164,6 +169,17 @@ pub async fn copy_backups(
                         ),
                     });
                 }
+                if let Some(foreign) = catalog
+                    .foreign_entry(name)
+                    .or_else(|| catalog.foreign_entry(&crate::Manifest::name_for(name)))
+                {
+                    return Err(StoreError::NotRegular {
+                        store: source.url().to_string(),
+                        name: foreign.name.clone(),
+                        kind: foreign.kind,
+                    }
+                    .into());
+                }
                 catalog
                     .backups
                     .iter()
@@ -200,6 +216,7 @@ pub async fn copy_backups(
         segments_copied: 0,
         segments_already_present: 0,
         incomplete_segments: Vec::new(),
+        foreign_entries: catalog.foreign_entries.clone(),
     };
     for backup in chosen {
         let manifest = &backup.manifest;

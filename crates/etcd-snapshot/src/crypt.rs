@@ -345,10 +345,7 @@ pub(crate) fn pump_error(name: &str, recipients: &[String], e: PumpError) -> Sna
             name: name.to_string(),
             source,
         }),
-        PumpError::Sink(source) => SnapshotError::Data(etcd_data::Error::Decompress {
-            name: name.to_string(),
-            source,
-        }),
+        PumpError::Sink(source) => SnapshotError::Data(etcd_data::unpack_error(name, source)),
     }
 }
 

@@ -23,7 +23,7 @@ pub enum SnapshotError {
     },
     /// etcd's SHA-256 trailer does not match the db bytes received.
     #[error(
-        "the snapshot from {endpoint} is corrupt: etcd's SHA-256 {expected} does not match the {size} db bytes received ({actual}); nothing was stored, try again or another member"
+        "the snapshot from {endpoint} is corrupt: etcd's SHA-256 trailer does not match the {size} db bytes received (whose SHA-256 is {actual}); nothing was stored, try again or another member"
     )]
     TrailerMismatch {
         /// Member streamed from.
@@ -94,12 +94,13 @@ pub enum SnapshotError {
     },
     /// A snapshot's SHA-256 trailer does not match its db.
     #[error(
-        "'{name}' is damaged: etcd's SHA-256 trailer {expected} does not match the db ({actual}); use another copy, or skip the hash check to read it anyway"
+        "'{name}' is damaged: etcd's SHA-256 trailer (its last 32 bytes) does not match the db (whose SHA-256 is {actual}); use another copy, or skip the hash check to read it anyway"
     )]
     HashMismatch {
         /// The file or object.
         name: String,
-        /// The trailer.
+        /// The trailer, hex: the file's last 32 bytes, which are not shown in the message (a
+        /// file that is not a snapshot may hold anything there).
         expected: String,
         /// SHA-256 of the db bytes.
         actual: String,

@@ -140,16 +140,13 @@ pub fn open_snapshot_file_with(
     }
 }
 
-fn spool_dir_failed(spool_dir: Option<&Path>) -> impl Fn(std::io::Error) -> SnapshotError {
-    let path = spool_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir)
-        .display()
-        .to_string();
-    move |source| SnapshotError::WriteFile {
-        path: path.clone(),
-        source,
-    }
+/// The error of writing the spool of `name`: too large, a bad ceiling, or the spool dir.
+fn spool_dir_failed(
+    name: &str,
+    spool_dir: Option<&Path>,
+) -> impl Fn(std::io::Error) -> SnapshotError {
+    let failed = etcd_data::spool_error(name, spool_dir);
+    move |source| SnapshotError::Data(failed(source))
 }
 
 /// Opens "a snapshot file or a stored object" (the argument of every snapshot command, parsed
@@ -167,14 +164,35 @@ pub async fn open_snapshot(
         hash_db: false,
         hash_stored: false,
         write_back: false,
+        db_size: None,
     };
     match Location::parse(source) {
         Location::Object { store, name } => {
             let store = Store::open(&store, options)?;
+            let spool = SpoolOptions {
+                db_size: recorded_db_size(&store, &name).await?,
+                ..spool
+            };
             open_snapshot_object_with(&store, &name, None, identities, spool).await
         }
         Location::File(path) => open_snapshot_file_with(&path, None, identities, spool),
     }
+}
+
+/// The db size the manifest of the stored object `name` records, bounding what it may unpack
+/// to; `None` without a readable manifest (the ceiling bounds it then). A manifest that is
+/// there but cannot be read is no error here: the object is read as a file without one.
+async fn recorded_db_size(store: &Store, name: &str) -> Result<Option<u64>> {
+    let manifest = Manifest::name_for(name);
+    if store.head(&manifest).await?.is_none() {
+        return Ok(None);
+    }
+    Ok(store
+        .get_small(&manifest)
+        .await
+        .ok()
+        .and_then(|bytes| Manifest::from_json(&manifest, &bytes).ok())
+        .map(|m| m.db_size))
 }
 
 /// Downloads the object `name` from `store` into a temporary file in `spool_dir` (default: the
@@ -202,6 +220,7 @@ pub async fn open_snapshot_object_decrypting(
         hash_db: true,
         hash_stored: true,
         write_back: false,
+        db_size: recorded_db_size(store, name).await?,
     };
     open_snapshot_object_with(store, name, spool_dir, identities, options).await
 }
@@ -215,8 +234,8 @@ pub async fn open_snapshot_object_with(
     options: SpoolOptions,
 ) -> Result<SnapshotFile> {
     let (_, chunks) = store.get(name).await?;
-    let spool =
-        etcd_data::Spool::with_options(spool_dir, options).map_err(spool_dir_failed(spool_dir))?;
+    let spool = etcd_data::Spool::with_options(spool_dir, options)
+        .map_err(spool_dir_failed(name, spool_dir))?;
     let tap = spool.stored_tap();
     let mut unpack = etcd_data::Unpack::new(spool, None);
     let mut stored_size = 0u64;
@@ -234,7 +253,7 @@ pub async fn open_snapshot_object_with(
         |plain| unpack.write_all(plain),
     )
     .await;
-    tapped.map_err(spool_dir_failed(spool_dir))?;
+    tapped.map_err(spool_dir_failed(name, spool_dir))?;
     let encrypted = match pumped {
         Ok(encrypted) => encrypted,
         Err(e @ (PumpError::Locked | PumpError::NoMatchingIdentity)) => {
@@ -251,7 +270,7 @@ pub async fn open_snapshot_object_with(
         .map_err(|e| pump_error(name, &[], PumpError::Sink(e)))?;
     let opened = spool
         .finish(compression, stored_size, encrypted)
-        .map_err(spool_dir_failed(spool_dir))?;
+        .map_err(spool_dir_failed(name, spool_dir))?;
     Ok(SnapshotFile(opened))
 }
 

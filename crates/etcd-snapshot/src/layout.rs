@@ -5,6 +5,7 @@
 //! etcd-<cluster>/<time>-rev<N>-<tag>.db[.zst][.age].manifest.json  its manifest
 //! etcd-<cluster>/<time>-rev<N>-<tag>.deltas/<seq>-rev<A>-<B>.delta.zst[.age][.manifest.json]
 //! etcd-<cluster>/backup-run.lock.json                              backup run's writer lock
+//! etcd-<cluster>/<time>-rev<N>-<tag>.deltas/compact.lock.json      a compaction's claim on the chain
 //! ```
 //!
 //! `<cluster>` is the cluster ID in lowercase hex as etcd prints it (no leading zeros),
@@ -13,10 +14,16 @@
 //! names (`.NAME.partial-<hex>` beside them) are etcdops's too. Everything else under a store
 //! (other folders, nested stores, `etcd-old/`, `etcd-<cluster>/notes.db`) is foreign: never
 //! listed as a backup or an orphan, never deleted, renamed or overwritten.
+//!
+//! In a local store, a layout name (or a cluster or chain folder's) held by something that
+//! is not a regular file or dir (a symbolic link, a FIFO, a device, a socket, a dir named
+//! like an object) is foreign too: never read, copied or deleted, and reported
+//! ([`LayoutListing::foreign`]) so that `list`, `prune` and `copy` can say why they left it.
 
 use etcd_core::MemberId;
-use etcd_store::{ObjectInfo, Store, UnfinishedUpload};
+use etcd_store::{NotRegularEntry, ObjectInfo, Store, StoreKind, UnfinishedUpload};
 
+use crate::compact_lock::COMPACT_LOCK_FILE;
 use crate::delta::{DELTA_SUFFIX, DELTAS_DIR};
 use crate::error::Result;
 use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX};
@@ -35,6 +42,8 @@ pub enum LayoutKind {
     SegmentManifest,
     /// The backup-run writer lock of a cluster folder.
     RunLock,
+    /// A compaction's claim on a chain, in its `.deltas/` folder (deleted with the chain).
+    CompactLock,
 }
 
 /// A name of the layout, parsed.
@@ -141,11 +150,38 @@ pub fn classify(name: &str) -> Option<LayoutName> {
             match file.strip_suffix(MANIFEST_SUFFIX) {
                 Some(object) if is_segment_file(object) => LayoutKind::SegmentManifest,
                 None if is_segment_file(file) => LayoutKind::Segment,
+                None if file == COMPACT_LOCK_FILE => LayoutKind::CompactLock,
                 _ => return None,
             }
         }
     };
     Some(LayoutName { cluster, kind })
+}
+
+/// Whether `name` is a chain folder's name: `etcd-<cluster>/<full backup stem>.deltas`.
+pub(crate) fn is_chain_folder(name: &str) -> bool {
+    name.strip_suffix(DELTAS_DIR.trim_end_matches('/'))
+        .is_some_and(|stem| {
+            classify(&format!("{stem}.db")).map(|l| l.kind) == Some(LayoutKind::Full)
+        })
+}
+
+/// Whether an entry named `name` would be etcdops's if it were a regular file (or, for a
+/// cluster or chain folder, a dir): a layout name, the temporary name of an upload into one,
+/// or a cluster or chain folder.
+fn names_ours(name: &str) -> bool {
+    let (dir, file) = name.rsplit_once('/').unwrap_or(("", name));
+    let target = |target: &str| {
+        if dir.is_empty() {
+            target.to_string()
+        } else {
+            format!("{dir}/{target}")
+        }
+    };
+    classify(name).is_some()
+        || is_chain_folder(name)
+        || (!name.contains('/') && cluster_folder_id(name).is_some())
+        || Store::upload_target(file).is_some_and(|t| classify(&target(t)).is_some())
 }
 
 /// The cluster whose folder a layout name is in.
@@ -160,17 +196,30 @@ pub(crate) struct LayoutListing {
     pub objects: Vec<ObjectInfo>,
     /// Temporary files of uploads into layout names that never completed.
     pub unfinished: Vec<UnfinishedUpload>,
+    /// Entries with layout names (or cluster or chain folder names) that are not regular
+    /// files (dirs, for folders): never read, copied or deleted (local stores only).
+    pub foreign: Vec<NotRegularEntry>,
 }
 
 /// Lists the layout of `store`: its cluster folders only, and in them only layout names.
 /// Nothing outside a cluster folder is read.
 pub(crate) async fn list_layout(store: &Store) -> Result<LayoutListing> {
     let mut listing = LayoutListing::default();
+    // Only a local store has entries that are not files (an object store has objects only).
+    let local = store.kind() == StoreKind::Local;
+    if local {
+        listing.foreign.extend(foreign_in(store, "").await?);
+    }
     for folder in store.list_folders("").await? {
         if cluster_folder_id(&folder).is_none() {
             continue;
         }
         let prefix = format!("{folder}/");
+        if local {
+            listing
+                .foreign
+                .extend(foreign_in_cluster(store, &folder).await?);
+        }
         listing.objects.extend(
             store
                 .list(&prefix)
@@ -187,7 +236,47 @@ pub(crate) async fn list_layout(store: &Store) -> Result<LayoutListing> {
         );
     }
     listing.objects.sort_by(|a, b| a.name.cmp(&b.name));
+    listing.foreign.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(listing)
+}
+
+/// What in a local store's cluster folder `folder` (and in its chain folders) has a name of
+/// etcdops's but is not a regular file: links, FIFOs, sockets, devices, and dirs where a file
+/// of the layout belongs (`X.db.zst/`).
+async fn foreign_in_cluster(store: &Store, folder: &str) -> Result<Vec<NotRegularEntry>> {
+    let dir_entry = |name: String| {
+        classify(&name).is_some().then_some(NotRegularEntry {
+            name,
+            kind: "a directory",
+        })
+    };
+    let mut found = foreign_in(store, folder).await?;
+    for dir in store.list_folders(folder).await? {
+        if is_chain_folder(&dir) {
+            found.extend(foreign_in(store, &dir).await?);
+            found.extend(
+                store
+                    .list_folders(&dir)
+                    .await?
+                    .into_iter()
+                    .filter_map(dir_entry),
+            );
+        } else {
+            found.extend(dir_entry(dir));
+        }
+    }
+    Ok(found)
+}
+
+/// The entries directly in `folder` that are not regular files or dirs and have names of
+/// etcdops's.
+async fn foreign_in(store: &Store, folder: &str) -> Result<Vec<NotRegularEntry>> {
+    Ok(store
+        .list_not_regular(folder)
+        .await?
+        .into_iter()
+        .filter(|e| names_ours(&e.name))
+        .collect())
 }
 
 /// Splits a backup's URL (`STORE/etcd-<cluster>/<object>`, or a manifest's, or a segment's)
@@ -261,6 +350,10 @@ mod tests {
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/000001-rev11-15.delta.zst",
                 Segment,
+            ),
+            (
+                "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/compact.lock.json",
+                CompactLock,
             ),
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/1234567-rev11-15.delta.zst.age",

@@ -22,7 +22,7 @@ use crate::layout::cluster_of;
 use crate::manifest::Manifest;
 use crate::progress::NoProgress;
 use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
-use crate::run_lock::{RunLock, run_lock_name};
+use crate::run_lock::{RUN_LOCK_FILE, RunLock, run_lock_name};
 
 /// What to prune and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -431,12 +431,22 @@ pub async fn prune_store(
             &mut report,
         )?;
     }
+    keep_what_touches_foreign_entries(&catalog, &in_scope, &mut report);
     let mut dangling = dangling_to_delete(&catalog, &locks, &in_scope);
+    dangling.retain(|d| {
+        catalog.foreign_entry(&d.object).is_none()
+            && catalog.foreign_entry(&d.manifest_name).is_none()
+    });
     report.dangling_deleted = dangling.iter().map(|d| d.object.clone()).collect();
     report.orphans_deleted = catalog
         .orphans
         .iter()
         .filter(|o| in_scope(&o.name) && older_than(&o.last_modified, request.orphan_grace, now))
+        .filter(|o| {
+            catalog
+                .foreign_entry(&Manifest::name_for(&o.name))
+                .is_none()
+        })
         .map(|o| o.name.clone())
         .collect();
     report.unfinished_deleted = catalog
@@ -539,6 +549,41 @@ async fn verify_newest(
         }));
     }
     failed
+}
+
+/// Keeps every backup the rules would delete whose names (object, manifest, chain) are held
+/// by a foreign entry (a symbolic link, a FIFO, a dir named like an object, in a local store):
+/// etcdops deletes only what it wrote. Each foreign entry of the pruned clusters is a warning.
+fn keep_what_touches_foreign_entries(
+    catalog: &Catalog,
+    in_scope: &dyn Fn(&str) -> bool,
+    report: &mut PruneReport,
+) {
+    let folder_in_scope = |name: &str| {
+        let folder = name.split('/').next().unwrap_or_default();
+        in_scope(&format!("{folder}/{RUN_LOCK_FILE}"))
+    };
+    for entry in catalog
+        .foreign_entries
+        .iter()
+        .filter(|e| folder_in_scope(&e.name))
+    {
+        report.warnings.push(format!(
+            "{} is {}, not a file etcdops wrote: never read, copied or deleted; move it out \
+             of the store if it is not meant to be there",
+            entry.name, entry.kind
+        ));
+    }
+    let (keep, delete): (Vec<PruneEntry>, Vec<PruneEntry>) = std::mem::take(&mut report.deleted)
+        .into_iter()
+        .partition(|e| catalog.touches_foreign(&e.object));
+    report.deleted = delete;
+    for mut entry in keep {
+        entry
+            .kept_by
+            .push("holds an entry that is not a file etcdops wrote (see the warnings)".into());
+        report.kept.push(entry);
+    }
 }
 
 /// Deletes what `report` decided, `dangling` being its dangling segments. What is already

@@ -402,3 +402,108 @@ async fn a_chain_reaching_past_its_kept_compacted_copy_is_kept_until_a_copy_reac
     let kept: Vec<&str> = report.kept.iter().map(|k| k.object.as_str()).collect();
     assert_eq!(kept, [end.as_str()], "{report:#?}");
 }
+
+/// What a red team with write access to a local store plants under etcdops's own names: a
+/// backup's object, a segment and an orphan's manifest swapped for links to a secret, a chain
+/// folder linked to a dir elsewhere, a FIFO and a dir named like backups. Listed as foreign,
+/// never read or deleted: the backups they belong to are kept and each is a warning.
+#[tokio::test]
+async fn entries_that_are_not_files_are_foreign_kept_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("shadow");
+    std::fs::write(&secret, b"TOP-SECRET").unwrap();
+    let root = dir.path();
+    let linked = publish_full(&store, 1, 10).await;
+    std::fs::remove_file(root.join(&linked)).unwrap();
+    std::os::unix::fs::symlink(&secret, root.join(&linked)).unwrap();
+    let chained = publish_full(&store, 2, 20).await;
+    publish_segment(&store, &chained, 20, 1, (20, 25), &[21]).await;
+    let chain_dir = root.join(format!("{}.deltas", backup_stem(&chained)));
+    let moved = outside.path().join("deltas");
+    std::fs::rename(&chain_dir, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &chain_dir).unwrap();
+    let orphan = publish_full(&store, 3, 25).await;
+    let orphan_manifest = root.join(Manifest::name_for(&orphan));
+    std::fs::remove_file(&orphan_manifest).unwrap();
+    std::os::unix::fs::symlink(&secret, &orphan_manifest).unwrap();
+    let newest = publish_full(&store, 4, 30).await;
+    let segment = publish_segment(&store, &newest, 30, 1, (30, 35), &[31]).await;
+    std::fs::remove_file(root.join(&segment.object)).unwrap();
+    std::os::unix::fs::symlink(&secret, root.join(&segment.object)).unwrap();
+    let fifo = "etcd-abc/20261130T050000.000Z-rev40-00000005.db.zst";
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        root.join(fifo),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let as_dir = "etcd-abc/20261130T060000.000Z-rev50-00000006.db.zst.manifest.json";
+    std::fs::create_dir(root.join(as_dir)).unwrap();
+    let chain_name = format!("{}.deltas", backup_stem(&chained));
+
+    let catalog = list_backups(&store).await.unwrap();
+    let foreign: Vec<(String, &str)> = catalog
+        .foreign_entries
+        .iter()
+        .map(|e| (e.name.clone(), e.kind))
+        .collect();
+    let mut expected = vec![
+        (linked.clone(), "a symbolic link"),
+        (chain_name.clone(), "a symbolic link"),
+        (Manifest::name_for(&orphan), "a symbolic link"),
+        (fifo.to_string(), "a FIFO"),
+        (as_dir.to_string(), "a directory"),
+        (segment.object.clone(), "a symbolic link"),
+    ];
+    expected.sort();
+    assert_eq!(foreign, expected);
+    let listed = catalog.backups.iter().find(|b| b.object == linked).unwrap();
+    assert!(!listed.complete, "a linked object is not a complete backup");
+    assert_eq!(
+        catalog.orphans.iter().map(|o| &o.name).collect::<Vec<_>>(),
+        [&orphan]
+    );
+
+    let report = prune_backups(&store, &keep_last(1), Duration::ZERO, false, at(5))
+        .await
+        .unwrap();
+    assert!(report.deleted.is_empty(), "{:?}", report.deleted);
+    assert!(report.orphans_deleted.is_empty(), "{report:?}");
+    for object in [&linked, &chained, &newest] {
+        assert!(
+            report.kept.iter().any(|k| &k.object == object),
+            "{object} not kept"
+        );
+    }
+    for (name, _) in &expected {
+        assert!(
+            report.warnings.iter().any(|w| w.contains(name.as_str())),
+            "{name} not reported: {:?}",
+            report.warnings
+        );
+        assert!(root.join(name).symlink_metadata().is_ok(), "{name} removed");
+    }
+    assert_eq!(std::fs::read(&secret).unwrap(), b"TOP-SECRET");
+    assert_eq!(
+        std::fs::read_dir(&moved).unwrap().count(),
+        2,
+        "segment kept"
+    );
+    // A linked lock stops the prune by its name: it is never read, and nothing is deleted.
+    std::os::unix::fs::symlink(&secret, root.join("etcd-abc/backup-run.lock.json")).unwrap();
+    let before = names(&store).await;
+    let err = prune_backups(&store, &keep_last(1), Duration::ZERO, false, at(5))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("etcd-abc/backup-run.lock.json") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(!err.contains("TOP-SECRET"), "{err}");
+    assert_eq!(names(&store).await, before);
+}

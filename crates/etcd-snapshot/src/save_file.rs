@@ -3,9 +3,8 @@
 //! fsynced, checked against etcd's trailer, renamed over `FILE`, and the directory fsynced (which
 //! etcdctl does not do). On any failure `FILE.part` is removed and `FILE` is left as it was.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -114,12 +113,7 @@ fn create_part(part: &Path) -> Result<File> {
         Ok(meta) if !meta.is_dir() => std::fs::remove_file(part).map_err(write_err(part))?,
         _ => {}
     }
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(part)
-        .map_err(write_err(part))?;
+    let file = etcd_common::private::create_new_file(part).map_err(write_err(part))?;
     use std::os::unix::fs::PermissionsExt;
     file.set_permissions(std::fs::Permissions::from_mode(0o600))
         .map_err(write_err(part))?;

@@ -7,6 +7,7 @@ use std::io::Write;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use etcd_data::UnpackLimit;
 use etcd_store::Store;
 
 use crate::bbolt::{META_REGION, MetaSummary, check_meta_pages};
@@ -30,6 +31,9 @@ pub struct VerifyExpectation {
     pub compression: Option<Compression>,
     /// Encryption the manifest records (its recipients name who can decrypt).
     pub encryption: Option<Encryption>,
+    /// Size of the db: nothing past it (and etcd's trailer) is unpacked; `None`: the ceiling
+    /// ([`etcd_data::max_db_size`]).
+    pub db_size: Option<u64>,
 }
 
 impl VerifyExpectation {
@@ -41,6 +45,7 @@ impl VerifyExpectation {
             db_sha256: Some(manifest.db_sha256.clone()),
             compression: Some(manifest.compression),
             encryption: manifest.encryption.clone(),
+            db_size: Some(manifest.db_size),
         }
     }
 
@@ -77,27 +82,31 @@ pub struct VerifyReport {
 }
 
 /// Receives decompressed bytes: hashes the db, keeps its start (meta pages) and its last
-/// 32 bytes (the trailer).
+/// 32 bytes (the trailer); takes no byte past `limit`.
 struct DbSink {
     hasher: Sha256,
     size: u64,
     head: Vec<u8>,
     tail: Vec<u8>,
+    limit: UnpackLimit,
 }
 
 impl DbSink {
-    fn new() -> Self {
+    fn new(limit: UnpackLimit) -> Self {
         DbSink {
             hasher: Sha256::new(),
             size: 0,
             head: Vec::new(),
             tail: Vec::with_capacity(TRAILER_LEN * 2),
+            limit,
         }
     }
 }
 
 impl Write for DbSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.limit
+            .check(self.size + self.tail.len() as u64, buf.len())?;
         if self.head.len() < META_REGION {
             let take = (META_REGION - self.head.len()).min(buf.len());
             self.head.extend_from_slice(&buf[..take]);
@@ -131,11 +140,14 @@ pub async fn verify_object(
         name: name.to_string(),
         reason,
     };
+    let limit = etcd_data::unpack_limit(expect.db_size)
+        .map_err(|e| SnapshotError::Data(etcd_data::spool_error(name, None)(e)))?;
     let (info, bytes) = store.get(name).await?;
+    check_stored_size(name, expect, info.size)?;
     progress.start(Some(info.size));
     let mut object_hasher = Sha256::new();
     let mut object_size = 0u64;
-    let mut decoder = Unpack::new(DbSink::new(), expect.compression);
+    let mut decoder = Unpack::new(DbSink::new(limit), expect.compression);
     let pumped = pump_stored(
         bytes,
         identities,
@@ -164,7 +176,7 @@ pub async fn verify_object(
                 "the encrypted bytes fail age's authentication, the object was changed or damaged ({reason})"
             )));
         }
-        Err(PumpError::Sink(e)) => return Err(failed(format!("cannot decompress: {e}"))),
+        Err(PumpError::Sink(e)) => return Err(unpack_failed(name, e)),
         Err(e) => return Err(pump_error(name, &recipients, e)),
     };
     let object_sha256 = hex::encode(object_hasher.finalize());
@@ -176,17 +188,16 @@ pub async fn verify_object(
             stored_ok: expect.object_sha256.is_some(),
         });
     }
-    let (sink, compression) = decoder
-        .finish()
-        .map_err(|e| failed(format!("cannot decompress: {e}")))?;
+    let (sink, compression) = decoder.finish().map_err(|e| unpack_failed(name, e))?;
     if sink.tail.len() < TRAILER_LEN || sink.size == 0 {
         return Err(failed("too short to be an etcd snapshot".into()));
     }
     let db_sha256 = hex::encode(sink.hasher.finalize());
-    let trailer = hex::encode(&sink.tail);
-    if db_sha256 != trailer {
+    // The trailer's bytes are not shown: until they match, they are just the last 32 bytes
+    // of something that is not a verified backup.
+    if db_sha256 != hex::encode(&sink.tail) {
         return Err(failed(format!(
-            "the db's SHA-256 {db_sha256} does not match etcd's trailer {trailer}"
+            "the db's SHA-256 {db_sha256} does not match etcd's trailer (the last 32 bytes)"
         )));
     }
     db_as_expected(expect, &db_sha256).map_err(failed)?;
@@ -203,6 +214,18 @@ pub async fn verify_object(
         db_sha256,
         bbolt,
     })
+}
+
+/// A failure to unpack the object `name`: past its size limit (reported as such), or not a
+/// stream the decompressor reads.
+fn unpack_failed(name: &str, e: std::io::Error) -> SnapshotError {
+    match etcd_data::limit_exceeded(&e) {
+        Some(_) => SnapshotError::Data(etcd_data::unpack_error(name, e)),
+        None => SnapshotError::VerifyFailed {
+            name: name.to_string(),
+            reason: format!("cannot decompress: {e}"),
+        },
+    }
 }
 
 /// Whether the stored bytes (`size`, `sha256`) are what `expect` says.
@@ -236,6 +259,20 @@ fn db_as_expected(expect: &VerifyExpectation, db_sha256: &str) -> std::result::R
         )),
         _ => Ok(()),
     }
+}
+
+/// Checks the size of a stored backup against `expect` before anything is unpacked: an object
+/// of another size is not the backup the manifest describes, whatever it unpacks to (and a
+/// larger db in it would otherwise be reported as past the manifest's db size first).
+pub fn check_stored_size(name: &str, expect: &VerifyExpectation, size: u64) -> Result<()> {
+    let sizes_only = VerifyExpectation {
+        object_sha256: None,
+        ..expect.clone()
+    };
+    stored_as_expected(&sizes_only, size, "").map_err(|reason| SnapshotError::VerifyFailed {
+        name: name.to_string(),
+        reason,
+    })
 }
 
 /// Checks a backup opened for a restore against `expect` (its manifest), as

@@ -129,6 +129,21 @@ pub enum StoreError {
         /// The cause.
         reason: String,
     },
+    /// An entry inside a local store that is not a regular file (a symbolic link, a FIFO, a
+    /// socket, a device, a dir where a file belongs), or a path through a symbolic link below
+    /// the store's root: etcdops never reads, copies, overwrites or deletes it.
+    #[error(
+        "'{name}' in {store} is {kind}, not a file etcdops wrote: it is never read, copied or \
+         deleted; move it out of the store if it is not meant to be there"
+    )]
+    NotRegular {
+        /// The store URL.
+        store: String,
+        /// The entry's name in the store.
+        name: String,
+        /// What it is: "a symbolic link", "a FIFO", ...
+        kind: &'static str,
+    },
     /// A local store's directory does not exist (an object store's prefix cannot be told
     /// apart from an empty one; a missing bucket is [`StoreError::MissingBucket`]).
     #[error(
@@ -274,6 +289,16 @@ pub(crate) fn map_io(
     name: &str,
     path: &std::path::Path,
 ) -> StoreError {
+    if let Some(crate::local_fs::NotRegular(entry)) = err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<crate::local_fs::NotRegular>())
+    {
+        return StoreError::NotRegular {
+            store: store.to_string(),
+            name: entry.name.clone(),
+            kind: entry.kind,
+        };
+    }
     if is_no_space(&err) {
         return StoreError::NoSpace {
             path: path.display().to_string(),

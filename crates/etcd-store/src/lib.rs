@@ -35,9 +35,13 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
+// Test code makes fixtures with std's creating calls; library code creates through
+// `etcd_common::private` (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod error;
 mod local;
+mod local_fs;
 mod location;
 mod object;
 mod options;
@@ -53,6 +57,7 @@ use serde::Serialize;
 
 pub use error::{Result, StoreError, scrub};
 pub use etcd_common::parse_size;
+pub use local_fs::NotRegularEntry;
 pub use location::Location;
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
@@ -211,7 +216,8 @@ impl Store {
         }
     }
 
-    /// Streams an object's bytes.
+    /// Streams an object's bytes. A local store reads only a regular file below its root,
+    /// reached without following a symbolic link ([`StoreError::NotRegular`] otherwise).
     pub async fn get(&self, name: &str) -> Result<(ObjectInfo, ByteStream)> {
         self.check(name)?;
         match &*self.backend {
@@ -220,7 +226,9 @@ impl Store {
         }
     }
 
-    /// Metadata of an object, or `None` when absent.
+    /// Metadata of an object, or `None` when absent. In a local store, an entry of that name
+    /// that is not a regular file (a symbolic link, a FIFO, a dir), or a path through a linked
+    /// dir, is [`StoreError::NotRegular`]: neither an object nor a free name.
     pub async fn head(&self, name: &str) -> Result<Option<ObjectInfo>> {
         self.check(name)?;
         match &*self.backend {
@@ -275,6 +283,26 @@ impl Store {
         }
     }
 
+    /// The entries directly inside `folder` (`""` for the store's root) of a local store that
+    /// are neither regular files nor dirs (symbolic links, FIFOs, sockets, devices), in name
+    /// order: never read, copied or deleted, listed only to be reported. Object stores have
+    /// none.
+    pub async fn list_not_regular(&self, folder: &str) -> Result<Vec<NotRegularEntry>> {
+        if !folder.is_empty() {
+            self.check(folder)?;
+        }
+        match &*self.backend {
+            Backend::Local(s) => s.list_not_regular(folder).await,
+            Backend::Object(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// The name a temporary upload file `.NAME.partial-<hex>` (a file name) was to be
+    /// published as (`NAME`); `None` for any other name.
+    pub fn upload_target(file_name: &str) -> Option<&str> {
+        local::partial_target(file_name)
+    }
+
     /// Uploads never completed (their process was killed) whose temporary names start with
     /// `prefix`, in name order: local temporary files only (see [`UnfinishedUpload`]).
     pub async fn list_unfinished(&self, prefix: &str) -> Result<Vec<UnfinishedUpload>> {
@@ -324,7 +352,9 @@ impl Store {
         }
     }
 
-    /// Deletes an object; deleting an absent object is not an error.
+    /// Deletes an object; deleting an absent object is not an error. A local store deletes
+    /// only a regular file: anything else of that name is refused ([`StoreError::NotRegular`])
+    /// and kept.
     pub async fn delete(&self, name: &str) -> Result<()> {
         self.check(name)?;
         match &*self.backend {

@@ -3,19 +3,29 @@
 //! Uploads go to `.NAME.partial-<random>` in the final directory, are fsynced, renamed to
 //! `NAME` and the directory is fsynced, so a crash leaves either nothing or the whole object
 //! under `NAME`, and the rename never crosses file systems. Directories are created 0700 and
-//! files 0600: backups hold every Kubernetes Secret.
+//! files 0600 in the `mkdir`/`open` call itself: backups hold every Kubernetes Secret.
+//!
+//! Below the root, nothing is followed ([`crate::local_fs`]): an object, a manifest or a
+//! lock that is a symbolic link, a FIFO, a device or a socket, or that lies under a linked
+//! dir, is never read, written through or deleted; listings report such entries
+//! ([`LocalStore::list_not_regular`]).
 
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use etcd_common::private;
+use rustix::fs::FileType;
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::map_io;
+use crate::local_fs::{self, NotRegularEntry, join, split};
 use crate::{ByteStream, ObjectInfo, Result, StoreError};
 
 /// Marker in the names of uploads in progress; such files are never listed.
@@ -60,66 +70,57 @@ fn info_from_metadata(name: &str, meta: &std::fs::Metadata) -> ObjectInfo {
     }
 }
 
-/// A name for a temporary file next to `final_path`, unique in this process and very
-/// likely across processes (pid, time, counter); creation uses `create_new` anyway.
-fn temp_path(final_path: &Path) -> PathBuf {
+fn info_from_stat(name: &str, stat: &rustix::fs::Stat) -> ObjectInfo {
+    let modified = u64::try_from(stat.st_mtime)
+        .map(|secs| UNIX_EPOCH + Duration::from_secs(secs))
+        .unwrap_or(UNIX_EPOCH);
+    ObjectInfo {
+        name: name.to_string(),
+        size: u64::try_from(stat.st_size).unwrap_or_default(),
+        last_modified: to_rfc3339(modified),
+    }
+}
+
+/// A name for a temporary file beside the file `file_name`, unique in this process and very
+/// likely across processes (pid, time, counter); creation uses `O_EXCL` anyway.
+fn temp_name(file_name: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
-    let file_name = final_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let random = format!("{:x}{:08x}{n:x}", std::process::id(), nanos);
-    final_path.with_file_name(format!(".{file_name}{PARTIAL_MARKER}{random}"))
+    format!(".{file_name}{PARTIAL_MARKER}{random}")
 }
 
-fn create_dirs(dir: &Path) -> io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-/// Creates a new temporary file (0600) next to `final_path`, creating missing directories.
-fn create_temp(final_path: &Path) -> io::Result<(std::fs::File, PathBuf)> {
-    if let Some(parent) = final_path.parent() {
-        create_dirs(parent)?;
-    }
+/// A new temporary file (0600) beside `name`'s place, its dirs created (0700) where missing:
+/// the dir it is in (held, so the publication renames in that very dir), the file and its
+/// name.
+fn create_temp(root: &Path, name: &str) -> io::Result<(Arc<OwnedFd>, std::fs::File, String)> {
+    let (dirs, file) = split(name);
+    let dir = local_fs::open_dir(root, &dirs, true)?
+        .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
     loop {
-        let temp = temp_path(final_path);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-        {
-            Ok(file) => return Ok((file, temp)),
+        let temp = temp_name(file);
+        match private::create_new_file_at(&dir, Path::new(&temp)) {
+            Ok(created) => return Ok((Arc::new(dir), created, temp)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
 }
 
-/// fsync a directory, so a rename in it is durable (matters on NFS and after power loss).
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
+/// Renames the temporary file `temp` to `file` in `dir` and fsyncs the dir.
+fn publish(dir: &OwnedFd, temp: &str, file: &str) -> io::Result<()> {
+    rustix::fs::renameat(dir, temp, dir, file)?;
+    rustix::fs::fsync(dir)?;
+    Ok(())
 }
 
-/// Renames `temp` to `final_path` and fsyncs the directory.
-fn publish(temp: &Path, final_path: &Path) -> io::Result<std::fs::Metadata> {
-    // The file's metadata before it is renamed (the same file after): once under its final
-    // name another process may delete it, which is then the caller's to notice (a save checks
-    // its object after writing the manifest), not a failed upload.
-    let meta = std::fs::metadata(temp)?;
-    std::fs::rename(temp, final_path)?;
-    if let Some(parent) = final_path.parent() {
-        sync_dir(parent)?;
-    }
-    Ok(meta)
+/// Removes the temporary file `temp` in `dir`, best effort.
+fn remove_temp(dir: &OwnedFd, temp: &str) {
+    let _ = rustix::fs::unlinkat(dir, temp, rustix::fs::AtFlags::empty());
 }
 
 async fn blocking<T: Send + 'static>(
@@ -130,6 +131,15 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| Err(io::Error::other(e)))
 }
 
+/// Opens the object `name` below `root` for reading, following nothing; `None` when absent.
+fn open_object(root: &Path, name: &str) -> io::Result<Option<std::fs::File>> {
+    let (dirs, file) = split(name);
+    match local_fs::open_dir(root, &dirs, false)? {
+        Some(dir) => local_fs::open_file(&dir, file, name),
+        None => Ok(None),
+    }
+}
+
 impl LocalStore {
     pub fn path_of(&self, name: &str) -> PathBuf {
         self.root.join(name)
@@ -137,12 +147,13 @@ impl LocalStore {
 
     pub async fn begin_upload(&self, name: &str) -> Result<LocalUpload> {
         let final_path = self.path_of(name);
-        let fp = final_path.clone();
-        let (file, temp) = blocking(move || create_temp(&fp))
+        let (root, owned) = (self.root.clone(), name.to_string());
+        let (dir, file, temp) = blocking(move || create_temp(&root, &owned))
             .await
             .map_err(|e| map_io(e, "upload", &self.url, name, &final_path))?;
         Ok(LocalUpload {
             file: Some(tokio::fs::File::from_std(file)),
+            dir,
             temp,
             final_path,
             size: 0,
@@ -153,17 +164,19 @@ impl LocalStore {
 
     pub async fn put_small(&self, name: &str, bytes: Bytes) -> Result<ObjectInfo> {
         let final_path = self.path_of(name);
-        let fp = final_path.clone();
+        let (root, owned) = (self.root.clone(), name.to_string());
         let meta = blocking(move || {
-            let (mut file, temp) = create_temp(&fp)?;
+            let (dir, mut file, temp) = create_temp(&root, &owned)?;
             let result = (|| {
                 file.write_all(&bytes)?;
                 file.sync_all()?;
+                let meta = file.metadata()?;
                 drop(file);
-                publish(&temp, &fp)
+                publish(&dir, &temp, split(&owned).1)?;
+                Ok(meta)
             })();
             if result.is_err() {
-                let _ = std::fs::remove_file(&temp);
+                remove_temp(&dir, &temp);
             }
             result
         })
@@ -174,24 +187,36 @@ impl LocalStore {
 
     pub async fn get_small(&self, name: &str) -> Result<Bytes> {
         let path = self.path_of(name);
-        tokio::fs::read(&path)
-            .await
-            .map(Bytes::from)
-            .map_err(|e| map_io(e, "download", &self.url, name, &path))
+        let (root, owned) = (self.root.clone(), name.to_string());
+        blocking(move || {
+            let mut file = open_object(&root, &owned)?
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            Ok(Bytes::from(bytes))
+        })
+        .await
+        .map_err(|e| map_io(e, "download", &self.url, name, &path))
     }
 
     pub async fn get(&self, name: &str) -> Result<(ObjectInfo, ByteStream)> {
         let path = self.path_of(name);
         let err = |e| map_io(e, "download", &self.url, name, &path);
-        let file = tokio::fs::File::open(&path).await.map_err(err)?;
-        let meta = file.metadata().await.map_err(err)?;
-        if !meta.is_file() {
+        let (root, owned) = (self.root.clone(), name.to_string());
+        let opened = blocking(move || {
+            let file = open_object(&root, &owned)?;
+            file.map(|f| f.metadata().map(|meta| (f, meta))).transpose()
+        })
+        .await
+        .map_err(err)?;
+        let Some((file, meta)) = opened else {
             return Err(StoreError::NotFound {
                 store: self.url.clone(),
                 name: name.to_string(),
             });
-        }
+        };
         let info = info_from_metadata(name, &meta);
+        let file = tokio::fs::File::from_std(file);
         let (store, owned_name) = (self.url.clone(), name.to_string());
         let stream = futures::stream::unfold(Some(file), move |file| {
             let (store, name, path) = (store.clone(), owned_name.clone(), path.clone());
@@ -211,24 +236,66 @@ impl LocalStore {
         Ok((info, stream.boxed()))
     }
 
+    /// The object's metadata; `None` when absent. An entry that is not a regular file (or a
+    /// path through a symbolic link) is an error ([`StoreError::NotRegular`]), not an absence:
+    /// a caller must not take the name as free, nor the entry as an object.
     pub async fn head(&self, name: &str) -> Result<Option<ObjectInfo>> {
         let path = self.path_of(name);
-        match tokio::fs::metadata(&path).await {
-            Ok(meta) if meta.is_file() => Ok(Some(info_from_metadata(name, &meta))),
-            Ok(_) => Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(map_io(e, "head", &self.url, name, &path)),
-        }
+        let (root, owned) = (self.root.clone(), name.to_string());
+        blocking(move || {
+            let (dirs, file) = split(&owned);
+            let Some(dir) = local_fs::open_dir(&root, &dirs, false)? else {
+                return Ok(None);
+            };
+            match local_fs::stat_at(&dir, file)? {
+                None => Ok(None),
+                Some(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
+                    Ok(Some(info_from_stat(&owned, &stat)))
+                }
+                Some(_) => local_fs::open_file(&dir, file, &owned).map(|_| None),
+            }
+        })
+        .await
+        .map_err(|e| map_io(e, "head", &self.url, name, &path))
     }
 
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        let root = self.root.clone();
-        let owned_prefix = prefix.to_string();
-        let mut found = blocking(move || list_blocking(&root, &owned_prefix, false))
-            .await
-            .map_err(|e| map_io(e, "list", &self.url, prefix, &self.root))?;
+        let mut found = self.scan(prefix).await?.objects;
         found.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(found)
+    }
+
+    /// The entries directly inside `folder` (`""`: the root) that are neither regular files
+    /// nor dirs (symbolic links, FIFOs, sockets, devices), in name order: never read, only
+    /// reported.
+    pub async fn list_not_regular(&self, folder: &str) -> Result<Vec<NotRegularEntry>> {
+        let (root, rel) = (self.root.clone(), folder.to_string());
+        let mut found = blocking(move || {
+            let steps: Vec<&str> = rel.split('/').filter(|s| !s.is_empty()).collect();
+            let Some(dir) = local_fs::open_dir(&root, &steps, false)? else {
+                return Ok(Vec::new());
+            };
+            Ok(local_fs::entries(dir)?
+                .into_iter()
+                .filter(|e| !matches!(e.file_type, FileType::Directory | FileType::RegularFile))
+                .map(|e| NotRegularEntry {
+                    name: join(&rel, &e.name),
+                    kind: local_fs::kind_of(e.file_type),
+                })
+                .collect::<Vec<_>>())
+        })
+        .await
+        .map_err(|e| map_io(e, "list", &self.url, folder, &self.root))?;
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(found)
+    }
+
+    async fn scan(&self, prefix: &str) -> Result<Scan> {
+        let root = self.root.clone();
+        let owned_prefix = prefix.to_string();
+        blocking(move || scan(&root, &owned_prefix))
+            .await
+            .map_err(|e| map_io(e, "list", &self.url, prefix, &self.root))
     }
 
     /// Whether an upload could write here, writing nothing: the root, or the nearest
@@ -274,35 +341,19 @@ impl LocalStore {
     }
 
     /// The directories directly inside `folder` (`""`: the root), as names relative to the
-    /// root, sorted. Symbolic links are not followed, as in [`LocalStore::list`].
+    /// root, sorted. Symbolic links are not followed (nor listed), as in [`LocalStore::list`].
     pub async fn list_folders(&self, folder: &str) -> Result<Vec<String>> {
-        let dir = if folder.is_empty() {
-            self.root.clone()
-        } else {
-            self.path_of(folder)
-        };
-        let rel = folder.to_string();
+        let (root, rel) = (self.root.clone(), folder.to_string());
         let listed = blocking(move || {
-            let mut out = Vec::new();
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-                Err(e) => return Err(e),
+            let steps: Vec<&str> = rel.split('/').filter(|s| !s.is_empty()).collect();
+            let Some(dir) = local_fs::open_dir(&root, &steps, false)? else {
+                return Ok(Vec::new());
             };
-            for entry in entries {
-                let entry = entry?;
-                let Ok(file_name) = entry.file_name().into_string() else {
-                    continue;
-                };
-                if entry.file_type()?.is_dir() {
-                    out.push(if rel.is_empty() {
-                        file_name
-                    } else {
-                        format!("{rel}/{file_name}")
-                    });
-                }
-            }
-            Ok(out)
+            Ok(local_fs::entries(dir)?
+                .into_iter()
+                .filter(|e| e.file_type == FileType::Directory)
+                .map(|e| join(&rel, &e.name))
+                .collect::<Vec<_>>())
         })
         .await
         .map_err(|e| map_io(e, "list", &self.url, folder, &self.root))?;
@@ -313,11 +364,7 @@ impl LocalStore {
 
     /// The temporary files of uploads never completed whose names start with `prefix`.
     pub async fn list_unfinished(&self, prefix: &str) -> Result<Vec<crate::UnfinishedUpload>> {
-        let root = self.root.clone();
-        let owned_prefix = prefix.to_string();
-        let found = blocking(move || list_blocking(&root, &owned_prefix, true))
-            .await
-            .map_err(|e| map_io(e, "list", &self.url, prefix, &self.root))?;
+        let found = self.scan(prefix).await?.partial;
         let mut out: Vec<crate::UnfinishedUpload> = found
             .into_iter()
             .filter_map(|info| {
@@ -345,97 +392,110 @@ impl LocalStore {
         self.delete(name).await
     }
 
-    /// `rmdir`: fails (and so keeps it) when anything is in it.
+    /// `rmdir`: fails (and so keeps it) when anything is in it; a link is never removed.
     pub async fn remove_empty_folder(&self, folder: &str) -> Result<bool> {
         let path = self.path_of(folder);
-        match tokio::fs::remove_dir(&path).await {
-            Ok(()) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound
-                        | io::ErrorKind::DirectoryNotEmpty
-                        | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                return Ok(false);
+        let (root, owned) = (self.root.clone(), folder.to_string());
+        blocking(move || {
+            let (dirs, last) = split(&owned);
+            let parent = match local_fs::open_dir(&root, &dirs, false) {
+                Ok(Some(parent)) => parent,
+                Ok(None) => return Ok(false),
+                Err(e) if is_not_regular(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            match rustix::fs::unlinkat(&parent, last, rustix::fs::AtFlags::REMOVEDIR) {
+                Ok(()) => {}
+                Err(
+                    rustix::io::Errno::NOENT
+                    | rustix::io::Errno::NOTEMPTY
+                    | rustix::io::Errno::EXIST
+                    | rustix::io::Errno::NOTDIR,
+                ) => return Ok(false),
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(map_io(e, "delete", &self.url, folder, &path)),
-        }
-        if let Some(parent) = path.parent().map(Path::to_path_buf) {
-            blocking(move || sync_dir(&parent))
-                .await
-                .map_err(|e| map_io(e, "delete", &self.url, folder, &path))?;
-        }
-        Ok(true)
+            rustix::fs::fsync(&parent)?;
+            Ok(true)
+        })
+        .await
+        .map_err(|e| map_io(e, "delete", &self.url, folder, &path))
     }
 
+    /// Deletes the regular file `name`; an absent one is no error. Anything else under that
+    /// name (a symbolic link, a FIFO, a dir), or a path through a linked dir, is refused and
+    /// kept: etcdops deletes only what it wrote.
     pub async fn delete(&self, name: &str) -> Result<()> {
         let path = self.path_of(name);
-        match tokio::fs::remove_file(&path).await {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(map_io(e, "delete", &self.url, name, &path)),
-        }
-        if let Some(parent) = path.parent().map(Path::to_path_buf) {
-            blocking(move || sync_dir(&parent))
-                .await
-                .map_err(|e| map_io(e, "delete", &self.url, name, &path))?;
-        }
-        Ok(())
+        let (root, owned) = (self.root.clone(), name.to_string());
+        blocking(move || {
+            let (dirs, file) = split(&owned);
+            let Some(dir) = local_fs::open_dir(&root, &dirs, false)? else {
+                return Ok(());
+            };
+            if local_fs::delete_file(&dir, file, &owned)? {
+                rustix::fs::fsync(&dir)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| map_io(e, "delete", &self.url, name, &path))
     }
 }
 
-/// Every regular file under `root` whose relative name starts with `prefix`: the temporary
-/// upload files when `partial`, else every other file. Only the directories that can hold
-/// matches are walked.
-fn list_blocking(root: &Path, prefix: &str, partial: bool) -> io::Result<Vec<ObjectInfo>> {
-    let mut out = Vec::new();
+fn is_not_regular(e: &io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|inner| inner.is::<local_fs::NotRegular>())
+}
+
+/// What a walk below a prefix found.
+#[derive(Default)]
+struct Scan {
+    /// Regular files with names that are not temporary upload names.
+    objects: Vec<ObjectInfo>,
+    /// Regular files with temporary upload names.
+    partial: Vec<ObjectInfo>,
+}
+
+/// Every regular file under `root` whose relative name starts with `prefix`. Only the
+/// directories that can hold matches are walked, and no link is followed: anything that is
+/// not a regular file or a dir is left out ([`LocalStore::list_not_regular`] reports it).
+fn scan(root: &Path, prefix: &str) -> io::Result<Scan> {
+    let mut out = Scan::default();
     // Start at the deepest directory the prefix names completely.
     let start_rel = match prefix.rfind('/') {
         Some(i) => &prefix[..i],
         None => "",
     };
-    let start = if start_rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(start_rel)
+    let steps: Vec<&str> = start_rel.split('/').filter(|s| !s.is_empty()).collect();
+    let Some(start) = local_fs::open_dir(root, &steps, false)? else {
+        return Ok(out);
     };
     let mut stack = vec![(start, start_rel.to_string())];
     while let Some((dir, rel)) = stack.pop() {
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        for entry in entries {
-            let entry = entry?;
-            let Ok(file_name) = entry.file_name().into_string() else {
-                continue; // not UTF-8: not a name this crate wrote
-            };
-            let name = if rel.is_empty() {
-                file_name.clone()
-            } else {
-                format!("{rel}/{file_name}")
-            };
-            let file_type = entry.file_type()?;
-            if file_type.is_dir() {
-                // Descend only where names can still match the prefix.
-                let dir_prefix = format!("{name}/");
-                if dir_prefix.starts_with(prefix) || prefix.starts_with(&dir_prefix) {
-                    stack.push((entry.path(), name));
+        let held = dir.as_fd().try_clone_to_owned()?;
+        for entry in local_fs::entries(dir)? {
+            let name = join(&rel, &entry.name);
+            match entry.file_type {
+                FileType::Directory => {
+                    // Descend only where names can still match the prefix.
+                    let dir_prefix = format!("{name}/");
+                    if (dir_prefix.starts_with(prefix) || prefix.starts_with(&dir_prefix))
+                        && let Some(sub) = local_fs::open_child_dir(&held, &entry.name)?
+                    {
+                        stack.push((sub, name));
+                    }
                 }
-                continue;
-            }
-            if is_partial_name(&file_name) != partial || !name.starts_with(prefix) {
-                continue;
-            }
-            // Follows symlinks to files, like `get` does.
-            match std::fs::metadata(entry.path()) {
-                Ok(meta) if meta.is_file() => out.push(info_from_metadata(&name, &meta)),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {} // deleted meanwhile
-                Err(e) => return Err(e),
+                _ if !name.starts_with(prefix) => {}
+                FileType::RegularFile => {
+                    let Some(stat) = entry.stat else { continue };
+                    let info = info_from_stat(&name, &stat);
+                    if is_partial_name(&entry.name) {
+                        out.partial.push(info);
+                    } else {
+                        out.objects.push(info);
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -446,7 +506,10 @@ fn list_blocking(root: &Path, prefix: &str, partial: bool) -> io::Result<Vec<Obj
 #[derive(Debug)]
 pub(crate) struct LocalUpload {
     file: Option<tokio::fs::File>,
-    temp: PathBuf,
+    /// The dir the temporary file is in: the publication renames in it.
+    dir: Arc<OwnedFd>,
+    /// The temporary file's name in `dir`; empty once published or removed.
+    temp: String,
     final_path: PathBuf,
     size: u64,
     name: String,
@@ -478,24 +541,33 @@ impl LocalUpload {
         };
         let synced = async {
             file.flush().await?;
-            file.sync_all().await
+            file.sync_all().await?;
+            // The file's metadata before it is renamed (the same file after): once under its
+            // final name another process may delete it, which is then the caller's to notice
+            // (a save checks its object after writing the manifest), not a failed upload.
+            file.metadata().await
         }
         .await;
         drop(file);
-        if let Err(e) = synced {
-            let _ = tokio::fs::remove_file(&self.temp).await;
-            return Err(self.err(e));
-        }
-        let (temp, final_path) = (self.temp.clone(), self.final_path.clone());
-        match blocking(move || publish(&temp, &final_path)).await {
-            Ok(meta) => {
+        let meta = match synced {
+            Ok(meta) => meta,
+            Err(e) => {
+                remove_temp(&self.dir, &self.temp);
+                self.temp = String::new();
+                return Err(self.err(e));
+            }
+        };
+        let (dir, temp) = (self.dir.clone(), self.temp.clone());
+        let file_name = split(&self.name).1.to_string();
+        match blocking(move || publish(&dir, &temp, &file_name)).await {
+            Ok(()) => {
                 // Published: nothing left for Drop to clean.
-                self.temp = PathBuf::new();
+                self.temp = String::new();
                 Ok(info_from_metadata(&self.name, &meta))
             }
             Err(e) => {
-                let _ = tokio::fs::remove_file(&self.temp).await;
-                self.temp = PathBuf::new();
+                remove_temp(&self.dir, &self.temp);
+                self.temp = String::new();
                 let e = if e.kind() == io::ErrorKind::NotFound {
                     io::Error::new(
                         e.kind(),
@@ -513,10 +585,15 @@ impl LocalUpload {
     pub async fn abort(mut self) -> Result<()> {
         drop(self.file.take());
         let temp = std::mem::take(&mut self.temp);
-        match tokio::fs::remove_file(&temp).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(map_io(e, "abort", &self.store, &self.name, &temp)),
+        match rustix::fs::unlinkat(&*self.dir, temp.as_str(), rustix::fs::AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(map_io(
+                e.into(),
+                "abort",
+                &self.store,
+                &self.name,
+                &self.final_path.with_file_name(&temp),
+            )),
         }
     }
 }
@@ -525,8 +602,8 @@ impl Drop for LocalUpload {
     fn drop(&mut self) {
         // Neither completed nor aborted: best-effort removal of the temporary file.
         drop(self.file.take());
-        if !self.temp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.temp);
+        if !self.temp.is_empty() {
+            remove_temp(&self.dir, &self.temp);
         }
     }
 }

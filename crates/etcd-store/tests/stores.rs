@@ -2,6 +2,7 @@
 //! and fake-gcs-server (GCS, read side only). Every test starts its own server on a free
 //! port and uses its own bucket or container.
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
@@ -312,6 +313,141 @@ async fn local_files_are_0600_and_new_directories_0700() {
     assert_eq!(mode("root/deep/er"), 0o700);
     assert_eq!(mode("root/deep/er/manifest.json"), 0o600);
     assert_eq!(mode("root/deep/snap.db"), 0o600);
+}
+
+/// What a red team plants in a store it may write but whose files it may not read: links to
+/// a secret file and to a dir outside, a FIFO, a socket, a dir named like an object. None is
+/// listed as an object, read, written through or deleted; each is refused by name, and no
+/// message holds a byte of the secret.
+#[tokio::test]
+async fn local_links_fifos_sockets_and_dirs_are_never_read_written_through_or_deleted() {
+    const SECRET: &[u8] = b"TOP-SECRET-SHADOW-LINE";
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let secret = outside.join("shadow");
+    std::fs::write(&secret, SECRET).unwrap();
+    let root = dir.path().join("store");
+    let store = local_store(&root);
+    store
+        .put_small("c1/real.db", Bytes::from_static(b"ours"))
+        .await
+        .unwrap();
+    let c1 = root.join("c1");
+    std::os::unix::fs::symlink(&secret, c1.join("link.db")).unwrap();
+    std::os::unix::fs::symlink(&outside, c1.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("c2")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        c1.join("fifo.db"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(c1.join("socket.db")).unwrap();
+    std::fs::create_dir(c1.join("dir.db")).unwrap();
+    let kind_of = |e: StoreError| match e {
+        StoreError::NotRegular { name, kind, .. } => format!("{name}: {kind}"),
+        other => panic!("not refused as not regular: {other:?}"),
+    };
+    let no_secret = |text: &str| {
+        assert!(
+            !text.contains("TOP-SECRET") && !text.contains(&hex_of(SECRET)),
+            "{text}"
+        )
+    };
+
+    // Listings: only the regular file is an object; the rest is reported, not read.
+    assert_eq!(names(&store.list("").await.unwrap()), ["c1/real.db"]);
+    assert_eq!(store.list_folders("").await.unwrap(), ["c1"]);
+    assert_eq!(store.list_folders("c1").await.unwrap(), ["c1/dir.db"]);
+    let reported: Vec<String> = store
+        .list_not_regular("c1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{}: {}", e.name, e.kind))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            "c1/fifo.db: a FIFO",
+            "c1/link.db: a symbolic link",
+            "c1/socket.db: a socket",
+            "c1/sub: a symbolic link"
+        ]
+    );
+    assert_eq!(
+        store.list_not_regular("").await.unwrap()[0].name,
+        "c2",
+        "a linked folder at the root is reported"
+    );
+
+    // Reads: refused by name, in bounded time (a FIFO is never opened for reading).
+    let refused = [
+        ("c1/link.db", "c1/link.db: a symbolic link"),
+        ("c1/fifo.db", "c1/fifo.db: a FIFO"),
+        ("c1/socket.db", "c1/socket.db: a socket"),
+        ("c1/dir.db", "c1/dir.db: a directory"),
+        ("c1/sub/shadow", "c1/sub: a symbolic link"),
+        ("c2/shadow", "c2: a symbolic link"),
+    ];
+    for (name, want) in refused {
+        let get = tokio::time::timeout(Duration::from_secs(10), store.get(name))
+            .await
+            .unwrap_or_else(|_| panic!("get {name} hung"));
+        let err = get.map(|_| ()).unwrap_err();
+        no_secret(&err.to_string());
+        assert!(
+            err.to_string().contains("not a file etcdops wrote"),
+            "{err}"
+        );
+        assert_eq!(kind_of(err), want, "get {name}");
+        let err = store.get_small(name).await.unwrap_err();
+        assert_eq!(kind_of(err), want, "get_small {name}");
+        let err = store.head(name).await.unwrap_err();
+        assert_eq!(kind_of(err), want, "head {name}");
+        let err = store.delete(name).await.unwrap_err();
+        assert_eq!(kind_of(err), want, "delete {name}");
+    }
+    // Writes never go through a linked dir.
+    for name in ["c1/sub/new.db", "c2/new.db"] {
+        let err = store.begin_upload(name).await.map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::NotRegular { .. }), "{err:?}");
+        let err = store
+            .put_small(name, Bytes::from_static(b"x"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotRegular { .. }), "{err:?}");
+    }
+    assert!(!store.remove_empty_folder("c1/sub").await.unwrap());
+    // Everything planted is still there, the secret unchanged and alone outside.
+    for planted in ["link.db", "sub", "fifo.db", "socket.db", "dir.db"] {
+        assert!(
+            c1.join(planted).symlink_metadata().is_ok(),
+            "{planted} removed"
+        );
+    }
+    assert!(root.join("c2").symlink_metadata().is_ok());
+    assert_eq!(std::fs::read(&secret).unwrap(), SECRET);
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+
+    // An object swapped for a link after it was listed is refused, not read.
+    store
+        .put_small("c1/swap.db", Bytes::from_static(b"ours too"))
+        .await
+        .unwrap();
+    assert!(names(&store.list("c1/").await.unwrap()).contains(&"c1/swap.db"));
+    let swap = c1.join(".swap");
+    std::os::unix::fs::symlink(&secret, &swap).unwrap();
+    std::fs::rename(&swap, c1.join("swap.db")).unwrap();
+    let err = store.get("c1/swap.db").await.map(|_| ()).unwrap_err();
+    assert_eq!(kind_of(err), "c1/swap.db: a symbolic link");
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[tokio::test]

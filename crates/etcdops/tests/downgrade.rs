@@ -4,6 +4,7 @@
 //! are not guarded. No etcd needed: every refusal comes before a dial (the cluster here has
 //! nobody listening).
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use etcdops::common::options::FORCE;
 use etcdops::core::Client;

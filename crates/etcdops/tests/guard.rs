@@ -1,6 +1,7 @@
 //! A library caller, not a front-end, is refused by the OpenShift operator guard: the
 //! workflows of `etcdops::member` pass it themselves, with `force` as the refusal's hint.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use etcdops::common::{Style, options::FORCE, with_hint};
 

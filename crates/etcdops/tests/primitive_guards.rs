@@ -5,6 +5,7 @@
 //! the one checked. `Unguarded` is the only way around, and says so. No etcd needed: every
 //! refusal comes before a dial.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 use std::path::Path;
 

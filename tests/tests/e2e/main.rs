@@ -1,6 +1,7 @@
 //! End-to-end tests of `etcdops` against real etcd (version from `ETCDOPS_TEST_ETCD`), with
 //! etcdctl of the same release as the oracle where it gives an answer.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+#![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
 mod access;
 mod ansible;
@@ -11,13 +12,17 @@ mod ansible_cluster_states;
 mod ansible_docs;
 mod ansible_encryption;
 mod ansible_galaxy;
+mod ansible_member_replace_role;
 mod ansible_modules21;
 mod ansible_platform;
 mod ansible_quorum;
 mod ansible_restore_controller;
+mod ansible_restore_role;
+mod ansible_role_runs;
 mod ansible_role_variables;
 mod ansible_roles;
 mod ansible_roles21;
+mod ansible_service_role;
 mod ansible_usage;
 mod auth;
 mod backup_run;
@@ -49,7 +54,9 @@ mod k8s;
 mod keys;
 mod load;
 mod member;
+mod pitr_clock;
 mod platform;
+mod private_files;
 mod prune_safety;
 mod quorum_plan;
 mod red_team20;
@@ -74,9 +81,11 @@ mod snapshot_restore_parity;
 mod snapshot_save_pipeline;
 mod snapshot_status;
 mod snapshot_stores;
+mod store_foreign_entries;
 mod store_layout;
 mod terminal;
 mod tls;
+mod unpack_limits;
 mod usage;
 mod workflow_parity;
 

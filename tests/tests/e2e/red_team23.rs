@@ -306,7 +306,7 @@ fn a_chain_on_a_compacted_backup_compacts_again_and_restores_key_for_key() {
 }
 
 #[test]
-fn two_compactions_of_one_chain_at_once_both_publish_only_verified_copies() {
+fn two_compactions_of_one_chain_at_once_publish_one_verified_copy() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_random("/big/", 1500, 1024);
     let store = cluster.dir().join("red23-twice");
@@ -334,21 +334,21 @@ fn two_compactions_of_one_chain_at_once_both_publish_only_verified_copies() {
             String::from_utf8_lossy(&out.stderr)
         );
         let result: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(result["manifest"]["revision"], last, "{result}");
+        // The one that found the chain claimed by the other wrote nothing and says so.
+        if result["busy"].is_null() {
+            assert_eq!(result["manifest"]["revision"], last, "{result}");
+        }
     }
     let copies: Vec<Value> = complete_backups(&store)
         .into_iter()
         .filter(|b| b["manifest"]["compacted_from"]["full_backup"] == full.as_str())
         .collect();
-    assert!(!copies.is_empty() && copies.len() <= 2, "{copies:#?}");
+    // The compaction lock: one copy, never two.
+    assert_eq!(copies.len(), 1, "{copies:#?}");
     for copy in &copies {
         let url = format!("{}/{}", store_arg(&store), copy["object"].as_str().unwrap());
         etcdops(&["snapshot".into(), "verify".into(), url], &[]).expect_code(0);
     }
-    eprintln!(
-        "two concurrent compactions published {} copies",
-        copies.len()
-    );
     let again = snapshot_json(&["compact", &store_arg(&store)]);
     again.expect_code(0);
     assert_eq!(again.json()["changed"], false, "{again}");

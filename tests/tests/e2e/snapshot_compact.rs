@@ -589,3 +589,68 @@ fn a_chain_in_s3_compacts_in_place_and_restores_from_there() {
     assert_eq!(served_revision(&restored), last);
     assert!(keys_at(&restored, None) == keys_at(&cluster, Some(last)));
 }
+
+/// `snapshot compact STORE -w json` started in the background, its output captured.
+fn spawn_compact_json(store: &Path) -> Child {
+    Command::new(etcdops_path())
+        .args(["snapshot", "compact", &store_arg(store), "-w", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn two_compactions_of_one_chain_at_once_publish_one_copy() {
+    if etcdops_tests::skip_on_etcd_3_4("the compaction lock is the store's, not etcd's") {
+        return;
+    }
+    let (_cluster, store, full, last) = chain_of_changes("twice");
+    for trial in 0..3 {
+        let (a, b) = (spawn_compact_json(&store), spawn_compact_json(&store));
+        let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+        let results: Vec<Value> = outputs
+            .iter()
+            .map(|out| {
+                assert!(out.status.success(), "trial {trial}: {out:?}");
+                serde_json::from_slice(&out.stdout).unwrap()
+            })
+            .collect();
+        let changed: Vec<bool> = results.iter().map(|r| r["changed"] == true).collect();
+        assert_eq!(
+            changed.iter().filter(|c| **c).count(),
+            1,
+            "trial {trial}: exactly one publishes: {results:#?}"
+        );
+        let published = &results[changed.iter().position(|c| *c).unwrap()];
+        let loser = changed.iter().position(|c| !*c).unwrap();
+        let other = &results[loser];
+        // The other says the chain is being compacted, or finds the copy the first made.
+        let stderr = String::from_utf8_lossy(&outputs[loser].stderr);
+        assert!(
+            (other["busy"]
+                .as_str()
+                .is_some_and(|b| b.contains("another compaction"))
+                && stderr.contains("another compaction of the chain"))
+                || other["manifest"]["object"] == published["manifest"]["object"],
+            "trial {trial}: {other:#}\n{stderr}"
+        );
+        let copies: Vec<(String, Value, Value)> = complete_backups(&store)
+            .into_iter()
+            .filter(|(_, m, _)| m["compacted_from"]["full_backup"] == full.as_str())
+            .collect();
+        assert_eq!(copies.len(), 1, "trial {trial}: one copy: {copies:#?}");
+        assert_eq!(copies[0].1["revision"], last);
+        // No claim is left behind.
+        let lock = store.join(
+            full.trim_end_matches(".db.zst")
+                .trim_end_matches(".db")
+                .to_string()
+                + ".deltas/compact.lock.json",
+        );
+        assert!(!lock.exists(), "trial {trial}: {} left", lock.display());
+        // The next trial starts from the chain alone.
+        let url = format!("{}/{}", store.display(), copies[0].0);
+        etcdops(&["snapshot".into(), "delete".into(), url], &[]).expect_code(0);
+    }
+}

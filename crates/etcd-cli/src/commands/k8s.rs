@@ -2,7 +2,6 @@
 //! decoded values. All the work is in etcd-k8s; this prints its results.
 
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 
 use super::snapshot::store_options;
 use anyhow::{Context, Result};
@@ -351,14 +350,9 @@ fn new_key(args: &NewKeyArgs, format: OutputFormat) -> Result<ExitStatus> {
     })?;
     if let Some(out) = &args.out {
         let json = serde_json::to_string_pretty(&key)?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(out)
-            .with_context(|| {
-                format!("cannot create '{}' (it must not exist yet)", out.display())
-            })?;
+        let mut file = etcdops::common::private::create_new_file(out).with_context(|| {
+            format!("cannot create '{}' (it must not exist yet)", out.display())
+        })?;
         file.write_all(json.as_bytes())
             .and_then(|()| file.write_all(b"\n"))
             .and_then(|()| file.sync_all())

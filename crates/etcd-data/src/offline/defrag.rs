@@ -10,7 +10,7 @@
 //! a symlink, a directory, or any other name.
 
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use bbolt::{BoltDb, DbFile, PageSource, compact_into};
@@ -128,11 +128,7 @@ pub fn defrag_data_dir(request: &DefragRequest) -> Result<DefragResult> {
     old.check().map_err(bad_db)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let removed_leftovers = remove_leftovers(dir)?;
-    let temp = tempfile::Builder::new()
-        .prefix(LEFTOVER_PREFIX)
-        .rand_bytes(LEFTOVER_RANDOM_LEN)
-        .permissions(std::fs::Permissions::from_mode(0o600))
-        .tempfile_in(dir)
+    let temp = etcd_common::private::temp_file_in(dir, LEFTOVER_PREFIX, LEFTOVER_RANDOM_LEN)
         .map_err(io(dir))?;
     let report = compact_into(&old, temp.as_file()).map_err(bad_db)?;
     temp.as_file().sync_all().map_err(io(temp.path()))?;

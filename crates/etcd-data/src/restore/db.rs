@@ -2,9 +2,8 @@
 //! (membership, consistent index, term; with a replay, its leases and changes).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use bbolt::{
@@ -218,12 +217,7 @@ pub(super) fn copy_db(
             }),
         };
     }
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(to)
-        .map_err(io_err(to))?;
+    let mut out = etcd_common::private::create_new_file(to).map_err(io_err(to))?;
     let db = snapshot.db();
     let mut source = db.file().try_clone().map_err(io_err(to))?;
     let mut copy = |out: &mut File| -> std::io::Result<u64> {

@@ -1,8 +1,7 @@
 //! Data and WAL dirs: where they really are, their owner, and writing into them.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::{RestoreError, invalid, io_err, opts};
@@ -191,21 +190,12 @@ pub(super) fn ensure_empty(dir: &Path) -> Result<(), RestoreError> {
 }
 
 pub(super) fn make_dir(path: &Path) -> Result<(), RestoreError> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(io_err(path))
+    etcd_common::private::create_dir_all(path).map_err(io_err(path))
 }
 
 pub(super) fn write_file(path: &Path, bytes: &[u8], size: Option<u64>) -> Result<(), RestoreError> {
     let err = io_err(path);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(&err)?;
+    let mut file = etcd_common::private::create_new_file(path).map_err(&err)?;
     file.write_all(bytes).map_err(&err)?;
     if let Some(size) = size {
         file.set_len(size.max(bytes.len() as u64)).map_err(&err)?;

@@ -8,7 +8,6 @@
 //! dir was made (the PID was reused, say after a reboot).
 
 use std::fs;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -47,10 +46,7 @@ impl Staging {
         if path.exists() {
             fs::remove_dir_all(&path).map_err(io_err(&path))?;
         }
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(io_err(&path))?;
+        etcd_common::private::create_dir(&path).map_err(io_err(&path))?;
         Ok(Staging { path, done: false })
     }
 

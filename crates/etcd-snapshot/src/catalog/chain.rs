@@ -10,7 +10,10 @@ use serde::Serialize;
 
 use super::{DeltaEntry, names_segment, object_name, segment_named, sort_deltas};
 use crate::crypt::Identities;
-use crate::delta::{DeltaManifest, decode_segment, deltas_prefix, fetch_stored, is_delta_manifest};
+use crate::delta::{
+    ClockStep, DeltaManifest, DeltaRecord, SegmentReader, Timeline, decode_segment, deltas_prefix,
+    fetch_stored, is_delta_manifest,
+};
 use crate::error::{Result, SnapshotError};
 use crate::manifest::Manifest;
 
@@ -181,6 +184,11 @@ pub struct ChainReport {
     pub to_revision: i64,
     /// Everything wrong, one sentence each.
     pub problems: Vec<String>,
+    /// Where the chain's time stamps go back (the clock of `backup run`'s host was stepped
+    /// back while it wrote them): no damage, but a time shown twice is restored at its first
+    /// showing (see `docs/INCREMENTAL-BACKUPS.md`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clock_steps: Vec<ClockStep>,
 }
 
 /// The reason in an error about one segment, without the name it already carries.
@@ -239,6 +247,8 @@ pub async fn verify_chain(
     };
     problems.extend(continuity);
     let mut segments = Vec::new();
+    let mut timeline = Timeline::new(None, None);
+    timeline.stamp(full.revision, full.created_at);
     for d in &deltas {
         let m = &d.manifest;
         let mut check = SegmentCheck {
@@ -256,9 +266,15 @@ pub async fn verify_chain(
             match fetch_stored(store, &d.object, m).await {
                 Ok(stored) => {
                     check.stored_ok = true;
+                    timeline.stamp(m.after_revision, m.from_time);
                     match decode_segment(&d.object, m, &stored, identities) {
-                        Ok(_) => check.records_checked = true,
-                        Err(SnapshotError::Encrypted { .. }) => {}
+                        Ok(bytes) => {
+                            check.records_checked = true;
+                            stamp_marks(&mut timeline, &bytes);
+                        }
+                        Err(SnapshotError::Encrypted { .. }) => {
+                            timeline.stamp(m.to_revision, m.to_time);
+                        }
                         Err(e) => check.problem = Some(segment_problem(m.sequence, &d.object, &e)),
                     }
                 }
@@ -294,5 +310,18 @@ pub async fn verify_chain(
         after_revision: full.revision,
         to_revision: verified,
         problems,
+        clock_steps: timeline.steps().to_vec(),
     })
+}
+
+/// The time marks of a checked segment's records, into `timeline`.
+fn stamp_marks(timeline: &mut Timeline, bytes: &[u8]) {
+    let Ok(mut reader) = SegmentReader::new(bytes) else {
+        return;
+    };
+    while let Ok(Some(record)) = reader.next_record() {
+        if let DeltaRecord::Mark { revision, unix_ms } = record {
+            timeline.stamp_ms(revision, unix_ms);
+        }
+    }
 }

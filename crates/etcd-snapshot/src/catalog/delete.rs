@@ -59,7 +59,7 @@ async fn chain_objects(store: &Store, prefix: &str) -> Result<Vec<ObjectInfo>> {
         .filter(|o| {
             matches!(
                 classify(&o.name).map(|l| l.kind),
-                Some(LayoutKind::Segment | LayoutKind::SegmentManifest)
+                Some(LayoutKind::Segment | LayoutKind::SegmentManifest | LayoutKind::CompactLock)
             )
         })
         .collect())

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use etcd_store::{ObjectInfo, Store, UnfinishedUpload};
+use etcd_store::{NotRegularEntry, ObjectInfo, Store, UnfinishedUpload};
 use futures::StreamExt;
 use serde::Serialize;
 
@@ -102,6 +102,32 @@ pub struct Catalog {
     /// removed by `prune` after the grace period (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unfinished_uploads: Vec<UnfinishedUpload>,
+    /// Entries of a local store with names of etcdops's (a backup's, a manifest's, the lock's,
+    /// a cluster or chain folder's) that are not regular files (or dirs, for folders):
+    /// symbolic links, FIFOs, devices, sockets, dirs named like objects. Foreign: never read,
+    /// copied or deleted; a backup whose object is one is not complete (absent from JSON
+    /// when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreign_entries: Vec<NotRegularEntry>,
+}
+
+impl Catalog {
+    /// The foreign entry of that name, when one is.
+    pub fn foreign_entry(&self, name: &str) -> Option<&NotRegularEntry> {
+        self.foreign_entries.iter().find(|e| e.name == name)
+    }
+
+    /// Whether deleting the backup `backup` (its object, its manifest and its chain) would
+    /// touch a foreign entry: such a backup is kept, whatever the rules.
+    pub(crate) fn touches_foreign(&self, object: &str) -> bool {
+        let chain = format!("{}{DELTAS_DIR}", backup_stem(object));
+        self.foreign_entries.iter().any(|e| {
+            e.name == object
+                || e.name == Manifest::name_for(object)
+                || e.name == chain.trim_end_matches('/')
+                || e.name.starts_with(&chain)
+        })
+    }
 }
 
 fn is_backup_object(name: &str) -> bool {
@@ -162,6 +188,7 @@ pub(crate) async fn read_catalog(store: &Store) -> Result<Catalog> {
     let LayoutListing {
         objects,
         unfinished,
+        foreign,
     } = list_layout(store).await?;
     let by_name: HashMap<&str, &ObjectInfo> =
         objects.iter().map(|o| (o.name.as_str(), o)).collect();
@@ -286,6 +313,7 @@ pub(crate) async fn read_catalog(store: &Store) -> Result<Catalog> {
         broken_manifests: broken,
         dangling_deltas: dangling,
         unfinished_uploads: unfinished,
+        foreign_entries: foreign,
     })
 }
 

@@ -318,3 +318,60 @@ async fn verify_chain_catches_a_changed_byte_and_a_gap() {
     .to_string();
     assert!(err.contains("verify its full backup"), "{err}");
 }
+
+#[tokio::test]
+async fn verify_checks_a_segments_reach_against_its_records_and_reports_a_clock_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let full = publish_full(&store, 1, 10).await;
+    let ids = Identities::none();
+    publish_segment(&store, &full, 10, 1, (10, 15), &[11, 15]).await;
+    // The last segment is empty, as `backup run` publishes one when nothing changed; its
+    // manifest is then edited to claim the largest revision there is.
+    let last = publish_segment(&store, &full, 10, 2, (15, 15), &[]).await;
+    let report = verify_chain(&store, &full, &ids).await.unwrap();
+    assert!(report.ok, "{:?}", report.problems);
+    assert!(report.clock_steps.is_empty(), "{:?}", report.clock_steps);
+    let mut forged = last.clone();
+    forged.to_revision = i64::MAX;
+    store
+        .put_small(
+            &Manifest::name_for(&last.object),
+            bytes::Bytes::from(forged.to_json()),
+        )
+        .await
+        .unwrap();
+    let report = verify_chain(&store, &full, &ids).await.unwrap();
+    assert!(!report.ok);
+    assert_eq!(
+        report.to_revision, 15,
+        "verified up to what the records prove"
+    );
+    assert!(
+        report.problems[0].contains(&format!(
+            "its manifest says it reaches revision {}, but its records end at revision 15",
+            i64::MAX
+        )),
+        "{:?}",
+        report.problems
+    );
+
+    // A chain whose stamps go back (segment 2 opened 20 s before segment 1's mark): still
+    // ok, and the step is reported.
+    let other = publish_full(&store, 1, 30).await;
+    publish_segment(&store, &other, 30, 1, (30, 35), &[31, 35]).await;
+    let mut stepped = publish_segment(&store, &other, 30, 2, (35, 40), &[36, 40]).await;
+    stepped.from_time = chrono::DateTime::<Utc>::from_timestamp_millis(1_796_000_380_000).unwrap();
+    store
+        .put_small(
+            &Manifest::name_for(&stepped.object),
+            bytes::Bytes::from(stepped.to_json()),
+        )
+        .await
+        .unwrap();
+    let report = verify_chain(&store, &other, &ids).await.unwrap();
+    assert!(report.ok, "{:?}", report.problems);
+    let at: Vec<i64> = report.clock_steps.iter().map(|s| s.revision).collect();
+    assert_eq!(at, [35], "{:?}", report.clock_steps);
+    assert_eq!(report.clock_steps[0].back_ms(), 20_000);
+}

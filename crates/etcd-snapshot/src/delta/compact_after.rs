@@ -145,6 +145,11 @@ impl Compactions {
             let done = compact_chain(&store, &request, &identities, &NoProgress)
                 .await
                 .map_err(|e| e.to_string())?;
+            // Another compaction (a `snapshot compact` by hand) holds the chain: it
+            // publishes the copy, this one wrote nothing.
+            if let Some(busy) = done.busy {
+                return Err(busy);
+            }
             Ok(RunEvent::Compacted {
                 object: done.manifest.object,
                 source: done.source,

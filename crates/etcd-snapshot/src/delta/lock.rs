@@ -58,7 +58,8 @@ struct Shared {
     renew_error: Mutex<Option<String>>,
 }
 
-fn host_name() -> String {
+/// This host's name, as locks record it.
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|h| h.trim().to_string())
@@ -68,7 +69,8 @@ fn host_name() -> String {
         .unwrap_or_else(|| "unknown-host".into())
 }
 
-fn token() -> String {
+/// A random holder token: two processes never share one.
+pub(crate) fn token() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default();
@@ -93,10 +95,16 @@ fn describe(lock: &RunLock) -> String {
 /// our own process ID is never taken as dead: another container on the same host name (each
 /// PID 1 in its own PID namespace) may hold it; a restarted container waits it out.
 fn died_here(lock: &RunLock) -> bool {
-    if lock.host != host_name() || !Path::new("/proc/self").exists() {
+    process_gone(&lock.host, lock.pid)
+}
+
+/// Whether the process `pid` of `host` is known to be gone: `host` is this host, `pid` is
+/// not our own and no `/proc/<pid>` exists (see [`died_here`]).
+pub(crate) fn process_gone(host: &str, pid: u32) -> bool {
+    if host != host_name() || !Path::new("/proc/self").exists() {
         return false;
     }
-    lock.pid != std::process::id() && !Path::new(&format!("/proc/{}", lock.pid)).exists()
+    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// A lock that expires more than this after now cannot have been written by a run whose

@@ -17,12 +17,14 @@ mod runner;
 mod segment;
 #[cfg(test)]
 pub(crate) mod test_fixtures;
+mod timeline;
 
 pub use compact_after::CompactAfter;
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
     key_value_lease, revision_key,
 };
+pub(crate) use lock::{host_name, process_gone, token};
 pub use manifest::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object,
@@ -32,6 +34,10 @@ pub use plan::{PitrPlan, plan_candidates};
 pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub(crate) use read::{decode_segment, fetch_stored};
-pub use replay::{DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry};
+pub use replay::{
+    DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry, segment_needs_reading,
+};
 pub use run::{DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState, run_backups};
 pub use segment::{ChainPosition, SegmentBuilder, SegmentSource};
+pub(crate) use timeline::Timeline;
+pub use timeline::{ClockStep, TimeSeenAgain};

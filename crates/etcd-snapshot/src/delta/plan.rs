@@ -33,6 +33,15 @@ pub struct PitrPlan {
     /// The segments' manifests, in the same order.
     #[serde(skip)]
     pub segment_manifests: Vec<DeltaManifest>,
+    /// With a time: the latest stamp of the history before this chain's full backup, when
+    /// the clock stepped back across it (see [`super::timeline`]).
+    #[serde(skip)]
+    pub prior_time: Option<DateTime<Utc>>,
+    /// With a time: the stamps of the chain's segments after those replayed (`from_time` at
+    /// `after_revision`, `to_time` at `to_revision`), which show whether the time was shown
+    /// again after a step back.
+    #[serde(skip)]
+    pub later_stamps: Vec<(i64, DateTime<Utc>)>,
 }
 
 /// One chain a restore can reach: from a full backup to where its segments end.
@@ -72,10 +81,44 @@ fn ranges(candidates: &[&BackupEntry]) -> String {
     }
 }
 
-/// Where a full backup's chain reaches: the revision and time it covers up to.
+/// Where a full backup's chain reaches: the revision it covers up to, and the latest time
+/// its stamps show (its last segment's `to_time`, unless the clock stepped back: then the
+/// latest of them).
 fn reach_of(entry: &BackupEntry) -> (i64, DateTime<Utc>) {
-    let (to_revision, to_time, _) = reach(entry);
-    (to_revision, to_time.unwrap_or(entry.manifest.created_at))
+    let (to_revision, to_time, deltas) = reach(entry);
+    let latest = deltas
+        .iter()
+        .flat_map(|d| [d.manifest.from_time, d.manifest.to_time])
+        .chain(to_time)
+        .fold(entry.manifest.created_at, DateTime::max);
+    (to_revision, latest)
+}
+
+/// The latest stamp of `entry`'s history before its full backup's revision: the other full
+/// backups of `history` below that revision, and their segments' stamps at or below it. A
+/// time earlier than this was shown (and passed) before the full backup was taken, so its
+/// first showing is in an earlier chain: the clock stepped back.
+fn prior_high(entry: &BackupEntry, history: &[&BackupEntry]) -> Option<DateTime<Utc>> {
+    let revision = entry.manifest.revision;
+    history
+        .iter()
+        .filter(|e| e.manifest.revision < revision)
+        .flat_map(|e| {
+            let (_, _, deltas) = reach(e);
+            deltas
+                .iter()
+                .flat_map(|d| {
+                    let m = &d.manifest;
+                    [
+                        (m.after_revision <= revision).then_some(m.from_time),
+                        (m.to_revision <= revision).then_some(m.to_time),
+                    ]
+                })
+                .chain([Some(e.manifest.created_at)])
+                .flatten()
+                .collect::<Vec<_>>()
+        })
+        .max()
 }
 
 /// The history each complete full backup belongs to, in `created_at` order: a new history
@@ -118,7 +161,12 @@ fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> 
 /// was restored to an earlier revision and kept its ID).
 pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<PitrPlan>> {
     let catalog = list_backups(store).await?;
-    let complete: Vec<&BackupEntry> = catalog.backups.iter().filter(|b| b.complete).collect();
+    plan_over(store.url(), &catalog.backups, point)
+}
+
+/// [`plan_candidates`] over the `backups` listed in the store at `url`.
+fn plan_over(url: &str, backups: &[BackupEntry], point: PointInTime) -> Result<Vec<PitrPlan>> {
+    let complete: Vec<&BackupEntry> = backups.iter().filter(|b| b.complete).collect();
     let mut clusters: Vec<String> = complete
         .iter()
         .map(|b| b.manifest.cluster_id.to_string())
@@ -132,10 +180,10 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
             "STORE",
             format!(
                 "{} holds backups of {} clusters ({}); give the cluster's folder, e.g. {}/etcd-{}",
-                store.url(),
+                url,
                 clusters.len(),
                 clusters.join(", "),
-                store.url().trim_end_matches('/'),
+                url.trim_end_matches('/'),
                 clusters[0]
             ),
         ));
@@ -146,17 +194,29 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
     };
     let mut all = complete.clone();
     all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
-    // Reaching the point: at or after the full backup, within its chain.
-    let mut reaching: Vec<(usize, &BackupEntry)> = histories(&complete)
-        .into_iter()
-        .filter(|(_, entry)| {
-            let (to_revision, to_time) = reach_of(entry);
-            match point {
-                PointInTime::Revision(r) => entry.manifest.revision <= r && r <= to_revision,
-                PointInTime::Time(t) => entry.manifest.created_at <= t && t <= to_time,
+    // Reaching the point: at or after the full backup, within its chain; for a time, one the
+    // history's clock had not passed before the full backup (else its first showing is in an
+    // earlier chain).
+    let by_history = histories(&complete);
+    let mut reaching: Vec<(usize, &BackupEntry, Option<DateTime<Utc>>)> = Vec::new();
+    for &(history, entry) in &by_history {
+        let (to_revision, to_time) = reach_of(entry);
+        let same: Vec<&BackupEntry> = by_history
+            .iter()
+            .filter(|(h, _)| *h == history)
+            .map(|(_, e)| *e)
+            .collect();
+        let prior = prior_high(entry, &same).filter(|p| *p > entry.manifest.created_at);
+        let reaches = match point {
+            PointInTime::Revision(r) => entry.manifest.revision <= r && r <= to_revision,
+            PointInTime::Time(t) => {
+                entry.manifest.created_at <= t && t <= to_time && prior.is_none_or(|p| p <= t)
             }
-        })
-        .collect();
+        };
+        if reaches {
+            reaching.push((history, entry, prior));
+        }
+    }
     if reaching.is_empty() {
         let newest = complete.iter().all(|b| match point {
             PointInTime::Revision(r) => reach_of(b).0 < r,
@@ -165,7 +225,7 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
         let why = if let Some(broken) = broken_chain(&complete, point) {
             broken
         } else if complete.is_empty() {
-            format!("{} holds no complete full backup", store.url())
+            format!("{url} holds no complete full backup")
         } else if newest {
             "it is after the newest published change".to_string()
         } else {
@@ -178,13 +238,13 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
         ));
     }
     if let PointInTime::Revision(r) = point {
-        let mut seen: Vec<usize> = reaching.iter().map(|(h, _)| *h).collect();
+        let mut seen: Vec<usize> = reaching.iter().map(|(h, _, _)| *h).collect();
         seen.dedup();
         if seen.len() > 1 {
             let later = reaching
                 .iter()
-                .filter(|(h, _)| *h == seen[seen.len() - 1])
-                .map(|(_, e)| e.manifest.created_at)
+                .filter(|(h, _, _)| *h == seen[seen.len() - 1])
+                .map(|(_, e, _)| e.manifest.created_at)
                 .min()
                 .unwrap_or_default();
             // Restoring to a time (the option that gets past it) is unambiguous.
@@ -198,10 +258,11 @@ pub async fn plan_candidates(store: &Store, point: PointInTime) -> Result<Vec<Pi
         }
     }
     // Newest first: the least to replay.
-    reaching.sort_by_key(|(_, e)| std::cmp::Reverse((e.manifest.created_at, e.manifest.revision)));
+    reaching
+        .sort_by_key(|(_, e, _)| std::cmp::Reverse((e.manifest.created_at, e.manifest.revision)));
     Ok(reaching
         .into_iter()
-        .map(|(_, full)| plan_for(store, full, point))
+        .map(|(_, full, prior)| plan_for(url, full, point, prior))
         .collect())
 }
 
@@ -250,19 +311,43 @@ fn broken_chain(complete: &[&BackupEntry], point: PointInTime) -> Option<String>
     })
 }
 
-fn plan_for(store: &Store, full: &BackupEntry, point: PointInTime) -> PitrPlan {
+/// The segments a restore of `point` from `full` reads: the chain's prefix up to the point,
+/// every segment of it (one without changes is not downloaded, but it is part of the chain
+/// the replay checks for holes). For a time, the prefix ends with the segment in which the
+/// chain's clock first goes past it (`prior`: the history's latest stamp before the chain).
+fn plan_for(
+    url: &str,
+    full: &BackupEntry,
+    point: PointInTime,
+    prior: Option<DateTime<Utc>>,
+) -> PitrPlan {
     let (to_revision, to_time, deltas) = reach(full);
-    // Segments without changes add nothing to replay.
-    let needed: Vec<&crate::catalog::DeltaEntry> = deltas
-        .iter()
-        .filter(|d| d.manifest.changes > 0)
-        .filter(|d| match point {
-            PointInTime::Revision(r) => d.manifest.after_revision < r,
-            PointInTime::Time(t) => d.manifest.from_time <= t,
-        })
-        .collect();
+    let mut needed: Vec<&crate::catalog::DeltaEntry> = Vec::new();
+    let mut later: Vec<(i64, DateTime<Utc>)> = Vec::new();
+    match point {
+        PointInTime::Revision(r) => {
+            needed.extend(deltas.iter().take_while(|d| d.manifest.after_revision < r));
+        }
+        PointInTime::Time(t) => {
+            let mut high = prior.map_or(full.manifest.created_at, |p| {
+                p.max(full.manifest.created_at)
+            });
+            let mut passed = high > t;
+            for d in deltas {
+                let m = &d.manifest;
+                if !passed && high.max(m.from_time) <= t {
+                    needed.push(d);
+                    high = high.max(m.from_time).max(m.to_time);
+                    passed = high > t;
+                } else {
+                    passed = true;
+                    later.extend([(m.after_revision, m.from_time), (m.to_revision, m.to_time)]);
+                }
+            }
+        }
+    }
     PitrPlan {
-        store: store.url().to_string(),
+        store: url.to_string(),
         point,
         full: full.object.clone(),
         full_revision: full.manifest.revision,
@@ -271,6 +356,8 @@ fn plan_for(store: &Store, full: &BackupEntry, point: PointInTime) -> PitrPlan {
         chain_to_revision: to_revision,
         chain_to_time: to_time,
         segment_manifests: needed.into_iter().map(|d| d.manifest.clone()).collect(),
+        prior_time: prior,
+        later_stamps: later,
     }
 }
 
@@ -284,6 +371,150 @@ mod tests {
         let mut full = full_entry(minute, revision);
         full.chain = chain_to.map(|(to, to_minute)| continuous_chain(&full, 1, to, to_minute));
         full
+    }
+
+    /// A full backup at `minute` (revision `revision`) with one segment of 10 revisions per
+    /// `(from, to)` pair of seconds after that minute: the stamps of the chain, in order.
+    fn stamped(minute: u32, revision: i64, times: &[(i64, i64)]) -> BackupEntry {
+        let mut full = full_entry(minute, revision);
+        let start = full.manifest.created_at;
+        full.deltas = times
+            .iter()
+            .enumerate()
+            .map(|(i, &(from, to))| {
+                let seq = i as u64 + 1;
+                let after = revision + 10 * i as i64;
+                let mut manifest =
+                    crate::delta::manifest::tests::sample(&full.object, seq, after, after + 10);
+                manifest.from_time = start + chrono::TimeDelta::seconds(from);
+                manifest.to_time = start + chrono::TimeDelta::seconds(to);
+                crate::catalog::DeltaEntry {
+                    object: manifest.object.clone(),
+                    manifest_name: String::new(),
+                    complete: true,
+                    manifest,
+                }
+            })
+            .collect();
+        let last = full.deltas.last().map(|d| d.manifest.clone());
+        let mut chain = continuous_chain(&full, times.len(), revision, minute);
+        if let Some(last) = last {
+            chain.to_revision = last.to_revision;
+            chain.to_time = Some(last.to_time);
+        }
+        full.chain = Some(chain);
+        full
+    }
+
+    fn at_second(minute: u32, second: i64) -> PointInTime {
+        PointInTime::Time(
+            crate::delta::test_fixtures::at(minute) + chrono::TimeDelta::seconds(second),
+        )
+    }
+
+    fn sequences(plan: &PitrPlan) -> Vec<u64> {
+        plan.segment_manifests.iter().map(|m| m.sequence).collect()
+    }
+
+    #[test]
+    fn a_time_plan_is_a_prefix_of_the_chain_whatever_its_stamps_do() {
+        // The clock reached 40 s in segment 3, went back 20 s (segment 4 opened at 20 s),
+        // and ran on: segments 4 and 5 hold times shown before.
+        let chain = stamped(
+            0,
+            100,
+            &[(0, 10), (10, 30), (30, 40), (20, 25), (25, 35), (35, 50)],
+        );
+        let plan = |second| {
+            let plans = plan_over("s", std::slice::from_ref(&chain), at_second(0, second)).unwrap();
+            assert_eq!(plans.len(), 1);
+            plans.into_iter().next().unwrap()
+        };
+        // 27 s: shown in segment 2 first. Never 1, 2, 4, 5 (segment 3 skipped: a hole).
+        let first = plan(27);
+        assert_eq!(sequences(&first), [1, 2]);
+        assert!(
+            first.later_stamps.contains(&(
+                130,
+                crate::delta::test_fixtures::at(0) + chrono::TimeDelta::seconds(20)
+            )),
+            "segment 4's stamps are passed on to name the time shown again: {:?}",
+            first.later_stamps
+        );
+        // 38 s: in segment 3; the running latest stamp (40 s) stops it there.
+        assert_eq!(sequences(&plan(38)), [1, 2, 3]);
+        // At the latest stamp: the whole chain. Exactly at a stamp: up to the segment it ends.
+        assert_eq!(sequences(&plan(50)), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(sequences(&plan(10)), [1, 2]);
+        // A chain whose clock jumped forward (no stamp between 10 s and 40 s), then back.
+        let jumped = stamped(0, 100, &[(0, 10), (40, 45), (15, 20)]);
+        let plans = plan_over("s", std::slice::from_ref(&jumped), at_second(0, 20)).unwrap();
+        assert_eq!(sequences(&plans[0]), [1]);
+        // Before the full backup: refused, naming what can be restored.
+        let refused = plan_over("s", std::slice::from_ref(&chain), at_second(0, -5))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("what can be restored"), "{refused}");
+        // After the latest stamp: refused.
+        let refused = plan_over("s", std::slice::from_ref(&chain), at_second(0, 51))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("after the newest published change"),
+            "{refused}"
+        );
+        // The latest stamp is not the last segment's: a time between them still plans.
+        let ends_early = stamped(0, 100, &[(0, 10), (10, 50), (20, 30)]);
+        let plans = plan_over("s", std::slice::from_ref(&ends_early), at_second(0, 40)).unwrap();
+        assert_eq!(sequences(&plans[0]), [1, 2]);
+    }
+
+    #[test]
+    fn a_full_backup_taken_after_a_step_back_gives_way_to_the_chain_that_showed_the_time_first() {
+        // A: full at 0 s, segments to 40 s (revision 140); the clock goes back 30 s and B is
+        // taken at 15 s (minute 0), at revision 130, while A goes on.
+        let a = stamped(0, 100, &[(0, 10), (10, 20), (20, 40), (10, 20)]);
+        let mut b = stamped(0, 130, &[(16, 30)]);
+        b.manifest.created_at += chrono::TimeDelta::seconds(15);
+        b.manifest.object = "etcd-abc/00-rev130-b.db.zst".into();
+        b.object = b.manifest.object.clone();
+        let backups = [a.clone(), b.clone()];
+        // 18 s: B starts before it, but A's clock had shown 40 s by revision 130: A, first.
+        let plans = plan_over("s", &backups, at_second(0, 18)).unwrap();
+        assert_eq!(
+            plans.iter().map(|p| p.full.as_str()).collect::<Vec<_>>(),
+            [a.object.as_str()]
+        );
+        assert_eq!(sequences(&plans[0]), [1, 2]);
+        // Only B's stamps reach a time past A's latest (40 s): none here, refused...
+        let refused = plan_over("s", &backups, at_second(0, 45))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("after the newest published change"),
+            "{refused}"
+        );
+        // A compacted copy of A (dated at A's last segment's 20 s, below A's 40 s) is not
+        // taken for a time A's clock had passed before the copy's revision.
+        let mut copy = full_entry(0, 140);
+        copy.manifest.created_at += chrono::TimeDelta::seconds(20);
+        copy.manifest.compacted_from = Some(crate::manifest::CompactedFrom {
+            full_backup: a.object.clone(),
+            full_revision: 100,
+            last_sequence: 4,
+            to_revision: 140,
+            to_time: copy.manifest.created_at,
+        });
+        let plans = plan_over("s", &[a.clone(), copy.clone()], at_second(0, 20)).unwrap();
+        assert_eq!(
+            plans.iter().map(|p| p.full.as_str()).collect::<Vec<_>>(),
+            [a.object.as_str()],
+            "the copy would restore 20 s's second showing"
+        );
+        // ...and B alone (A pruned) restores 18 s from itself.
+        let plans = plan_over("s", std::slice::from_ref(&b), at_second(0, 18)).unwrap();
+        assert_eq!(plans[0].full, b.object);
+        assert_eq!(plans[0].prior_time, None);
     }
 
     #[test]

@@ -138,15 +138,31 @@ pub(crate) fn decode_segment(
 
 /// Reads every record of a decompressed segment: the end record must be there and last, each
 /// change's revision within (`after_revision`, `to_revision`] and not below the one before,
-/// and the number of changes the manifest's.
+/// each time mark's within [`after_revision`, `to_revision`], the number of changes the
+/// manifest's, and the segment must end where its manifest says: `to_revision` is the last
+/// revision its records reach (a change or a mark; `after_revision` when it holds none), so
+/// a manifest edited to claim a longer reach is refused.
 fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<()> {
     let unreadable = |e: super::SegmentError| failed(name, format!("unreadable segment: {e}"));
     let (after, to) = (manifest.after_revision, manifest.to_revision);
     let mut rest = bytes;
     let mut reader = SegmentReader::new(&mut rest).map_err(unreadable)?;
     let mut last = after;
+    let mut end = after;
     let mut changes = 0u64;
     while let Some(record) = reader.next_record().map_err(unreadable)? {
+        if let super::DeltaRecord::Mark { revision, .. } = record {
+            if revision < after || revision > to {
+                return Err(failed(
+                    name,
+                    format!(
+                        "it holds a time mark at revision {revision}, outside its range [{after}, {to}]"
+                    ),
+                ));
+            }
+            end = end.max(revision);
+            continue;
+        }
         let Some(revision) = record.revision() else {
             continue;
         };
@@ -165,6 +181,7 @@ fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<(
             ));
         }
         last = revision;
+        end = end.max(revision);
         changes += 1;
     }
     if !rest.is_empty() {
@@ -179,6 +196,14 @@ fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<(
             format!(
                 "it holds {changes} changes, its manifest says {}",
                 manifest.changes
+            ),
+        ));
+    }
+    if end != to {
+        return Err(failed(
+            name,
+            format!(
+                "its manifest says it reaches revision {to}, but its records end at revision {end}: the manifest was changed or damaged"
             ),
         ));
     }
@@ -219,8 +244,14 @@ pub(crate) mod tests {
     use crate::delta::{DeltaRecord, KeyValueFields, SegmentEncoder, revision_key};
     use bytes::Bytes;
 
-    /// A segment's bytes (decompressed) with one put per revision.
+    /// A segment's bytes (decompressed) with one put per revision, and a time mark at the
+    /// last.
     pub(crate) fn segment_bytes(revisions: &[i64]) -> Vec<u8> {
+        segment_bytes_to(revisions, revisions.last().copied())
+    }
+
+    /// [`segment_bytes`] with its time mark at `mark` (where the segment ends).
+    pub(crate) fn segment_bytes_to(revisions: &[i64], mark: Option<i64>) -> Vec<u8> {
         let mut out = SegmentEncoder::header().to_vec();
         let mut encoder = SegmentEncoder::default();
         for &revision in revisions {
@@ -241,11 +272,12 @@ pub(crate) mod tests {
                 &mut out,
             );
         }
-        if let Some(&last) = revisions.last() {
+        if let Some(last) = mark {
             encoder.record(
                 &DeltaRecord::Mark {
                     revision: last,
-                    unix_ms: 1_700_000_000_000,
+                    // 2026-11-30T01:00:00Z, the fixtures' day.
+                    unix_ms: 1_796_000_400_000,
                 },
                 &mut out,
             );
@@ -264,7 +296,9 @@ pub(crate) mod tests {
         (after, to): (i64, i64),
         revisions: &[i64],
     ) -> DeltaManifest {
-        let stored = zstd::encode_all(&segment_bytes(revisions)[..], 3).unwrap();
+        // Marked as caught up at `to`: the segment ends where its manifest says.
+        let mark = (to > after).then_some(to);
+        let stored = zstd::encode_all(&segment_bytes_to(revisions, mark)[..], 3).unwrap();
         let mut manifest = crate::delta::manifest::tests::sample(base, sequence, after, to);
         manifest.base_revision = base_revision;
         manifest.changes = revisions.len() as u64;
@@ -348,6 +382,56 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("holds 1 changes"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_manifest_claiming_another_reach_than_its_records_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = local_store(&dir);
+        // An empty segment (as `backup run` publishes when nothing changed) whose manifest
+        // was edited to reach the largest revision there is.
+        let mut manifest = publish_segment(&store, BASE, 10, 1, (10, 10), &[]).await;
+        fetch_delta_segment(&store, &manifest, &Identities::none())
+            .await
+            .unwrap();
+        manifest.to_revision = i64::MAX;
+        let err = fetch_delta_segment(&store, &manifest, &Identities::none())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!(
+                "its manifest says it reaches revision {}, but its records end at revision 10",
+                i64::MAX
+            )),
+            "{err}"
+        );
+        // A segment with changes whose manifest claims less, or more, than they reach.
+        let mut manifest = publish_segment(&store, BASE, 10, 2, (10, 14), &[11, 14]).await;
+        manifest.to_revision = 20;
+        let err = fetch_delta_segment(&store, &manifest, &Identities::none())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("its records end at revision 14"), "{err}");
+        // A time mark outside the segment's range.
+        let stored = zstd::encode_all(&segment_bytes_to(&[11], Some(30))[..], 3).unwrap();
+        let mut manifest = crate::delta::manifest::tests::sample(BASE, 3, 10, 11);
+        manifest.changes = 1;
+        manifest.object_sha256 = hex::encode(Sha256::digest(&stored));
+        manifest.object_size = stored.len() as u64;
+        store
+            .put_small(&manifest.object, Bytes::from(stored))
+            .await
+            .unwrap();
+        let err = fetch_delta_segment(&store, &manifest, &Identities::none())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("a time mark at revision 30, outside its range [10, 11]"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

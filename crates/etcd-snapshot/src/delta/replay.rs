@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::format::{DeltaRecord, SegmentReader, key_value_lease, without_lease};
+use super::manifest::DeltaManifest;
+use super::timeline::{ClockStep, TimeSeenAgain, Timeline};
 use crate::bbolt::BoltError;
 use crate::error::{Result, SnapshotError};
 use crate::mvcc::{key_value_fields, parse_revision_key};
@@ -47,12 +49,32 @@ pub struct ReplaySummary {
     pub leases_detached: Vec<String>,
     /// Changes whose lease was detached.
     pub changes_detached: u64,
+    /// With a time: where the chain's stamps go back (the clock of `backup run`'s host was
+    /// stepped back while it wrote them). The time was mapped to the revision where the clock
+    /// first reached it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clock_steps: Vec<ClockStep>,
+    /// With a time the clock showed again after a step back: the later revisions stamped at
+    /// or before it, which were not restored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_seen_again: Option<TimeSeenAgain>,
 }
 
-/// The decompressed segments of a restore, ready to replay.
+/// The decompressed segments of a restore, ready to replay: always a contiguous prefix of
+/// one chain (each segment's sequence follows the one before and it starts where the one
+/// before ended, checked as each is added).
 #[derive(Debug)]
 pub struct DeltaReplay {
     segments: Vec<File>,
+    point: PointInTime,
+    /// The full backup's revision: the chain starts after it.
+    floor: i64,
+    /// The sequence the next segment must have.
+    next_sequence: u64,
+    /// Where the segments added so far end, checked against their records.
+    end: i64,
+    /// The chain's stamps (time marks), mapping a time to a revision.
+    timeline: Timeline,
     /// What will be (and, after the restore, was) applied.
     pub summary: ReplaySummary,
 }
@@ -70,62 +92,189 @@ fn segment_error(e: super::format::SegmentError) -> BoltError {
     }
 }
 
+fn refused(name: &str, reason: String) -> SnapshotError {
+    SnapshotError::VerifyFailed {
+        name: name.to_string(),
+        reason,
+    }
+}
+
+/// Whether a segment must be read for a replay: one whose manifest says it holds no change
+/// and ends where it starts adds nothing (its times are in its manifest).
+pub fn segment_needs_reading(manifest: &DeltaManifest) -> bool {
+    manifest.changes > 0 || manifest.to_revision != manifest.after_revision
+}
+
 impl DeltaReplay {
     /// An empty replay of the chain of `full`, stopping at `point`; `floor` is the full
     /// backup's revision (the target of a time before any segment's first mark).
     pub fn new(full: &str, point: PointInTime, floor: i64) -> DeltaReplay {
-        let (target_revision, target_time) = match point {
-            PointInTime::Revision(revision) => (revision, None),
-            PointInTime::Time(at) => (floor, Some(at)),
+        let at = match point {
+            PointInTime::Revision(_) => None,
+            PointInTime::Time(at) => Some(at),
         };
-        DeltaReplay {
+        let mut replay = DeltaReplay {
             segments: Vec::new(),
+            point,
+            floor,
+            next_sequence: 1,
+            end: floor,
+            timeline: Timeline::new(at, None),
             summary: ReplaySummary {
                 full: full.to_string(),
-                target_revision,
-                target_time,
+                target_time: at,
                 ..ReplaySummary::default()
             },
-        }
+        };
+        replay.refresh();
+        replay
     }
 
-    /// Adds the next segment of the chain (its decompressed bytes), spooled into an unnamed
-    /// file in `spool_dir` (or the system's temporary dir). For a time, the target becomes
-    /// the newest revision whose changes were all received by then.
+    /// The chain's start for a time: the full backup was taken at `created_at`, and the
+    /// history's clock had shown `prior` before it (an earlier chain's latest stamp, when
+    /// later than `created_at`: the time was then passed before this chain).
+    pub fn starting_at(mut self, created_at: DateTime<Utc>, prior: Option<DateTime<Utc>>) -> Self {
+        if let PointInTime::Time(at) = self.point {
+            self.timeline = Timeline::new(Some(at), prior);
+            self.timeline.stamp(self.floor, created_at);
+            self.refresh();
+        }
+        self
+    }
+
+    /// Adds the next segment of the chain: its manifest, and its decompressed bytes (`None`
+    /// for a segment [`segment_needs_reading`] says adds nothing), spooled into an unnamed
+    /// file in `spool_dir` (or the system's temporary dir). Refused when it does not continue
+    /// the segments added before (a sequence skipped or repeated, or a hole or an overlap of
+    /// revisions) or when its records end elsewhere than its manifest says: a replay is a
+    /// contiguous prefix of the chain, always.
     pub fn add_segment(
         &mut self,
+        manifest: &DeltaManifest,
         name: &str,
-        bytes: &[u8],
+        bytes: Option<&[u8]>,
         spool_dir: Option<&Path>,
     ) -> Result<()> {
-        if let Some(at) = self.summary.target_time {
-            let bad = |e: super::format::SegmentError| SnapshotError::Codec {
-                operation: "read delta segment",
-                reason: format!("{name}: {e}"),
-            };
-            let mut reader = SegmentReader::new(bytes).map_err(bad)?;
-            while let Some(record) = reader.next_record().map_err(bad)? {
-                if let DeltaRecord::Mark { revision, unix_ms } = record
-                    && unix_ms <= at.timestamp_millis()
-                {
-                    self.summary.target_revision = self.summary.target_revision.max(revision);
+        if manifest.sequence != self.next_sequence || manifest.after_revision != self.end {
+            return Err(refused(
+                name,
+                format!(
+                    "it is segment {} after revision {}, but the replay needs segment {} after revision {}: replaying it would leave a hole in the restored history",
+                    manifest.sequence, manifest.after_revision, self.next_sequence, self.end
+                ),
+            ));
+        }
+        self.timeline
+            .stamp(manifest.after_revision, manifest.from_time);
+        let Some(bytes) = bytes else {
+            if segment_needs_reading(manifest) {
+                return Err(refused(
+                    name,
+                    format!(
+                        "its manifest says it holds {} changes up to revision {}, but it was not read",
+                        manifest.changes, manifest.to_revision
+                    ),
+                ));
+            }
+            self.timeline
+                .stamp(manifest.after_revision, manifest.to_time);
+            return self.advance(manifest);
+        };
+        let bad = |e: super::format::SegmentError| SnapshotError::Codec {
+            operation: "read delta segment",
+            reason: format!("{name}: {e}"),
+        };
+        let mut reader = SegmentReader::new(bytes).map_err(bad)?;
+        let mut content_end = manifest.after_revision;
+        while let Some(record) = reader.next_record().map_err(bad)? {
+            match record {
+                DeltaRecord::Mark { revision, unix_ms } => {
+                    content_end = content_end.max(revision);
+                    self.timeline.stamp_ms(revision, unix_ms);
                 }
+                DeltaRecord::Change { .. } => {
+                    content_end = content_end.max(record.revision().unwrap_or(0));
+                }
+                DeltaRecord::Lease { .. } => {}
             }
         }
-        let mut file = match spool_dir {
-            Some(dir) => tempfile::tempfile_in(dir),
-            None => tempfile::tempfile(),
+        if content_end != manifest.to_revision {
+            return Err(refused(
+                name,
+                format!(
+                    "its manifest says it reaches revision {}, but its records end at revision {content_end}",
+                    manifest.to_revision
+                ),
+            ));
         }
-        .map_err(io_error)?;
+        let dir = spool_dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let (mut file, _) = etcd_common::private::unnamed_file_in(&dir).map_err(io_error)?;
         file.write_all(bytes).map_err(io_error)?;
         self.segments.push(file);
         self.summary.segments.push(name.to_string());
+        self.advance(manifest)
+    }
+
+    fn advance(&mut self, manifest: &DeltaManifest) -> Result<()> {
+        self.next_sequence += 1;
+        self.end = manifest.to_revision;
+        self.refresh();
         Ok(())
     }
 
-    /// The revision the restore stops at.
+    /// The stamps of the chain after the segments added (from the manifests of its later
+    /// segments: `from_time` at `after_revision`, `to_time` at `to_revision`), in revision
+    /// order: they cannot move the target (nothing after the last segment added is
+    /// replayed), but they tell whether the clock stepped back and showed the time again.
+    pub fn note_later(&mut self, stamps: &[(i64, DateTime<Utc>)]) {
+        self.timeline.close();
+        for &(revision, at) in stamps {
+            self.timeline.stamp(revision, at);
+        }
+        self.refresh();
+    }
+
+    /// Refuses a target past what the segments added reach (their records checked against
+    /// their manifests): a restore never claims a revision it did not replay.
+    pub fn check_reach(&self) -> Result<()> {
+        let target = self.target_revision();
+        if target > self.end {
+            let option = match self.point {
+                PointInTime::Revision(_) => "to_revision",
+                PointInTime::Time(_) => "to_time",
+            };
+            return Err(SnapshotError::InvalidOption {
+                option,
+                reason: format!(
+                    "revision {target} is past the end of the chain of {} as its segments prove it (revision {}); what can be restored ends there",
+                    self.summary.full, self.end
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn refresh(&mut self) {
+        self.summary.target_revision = self.target_revision();
+        if matches!(self.point, PointInTime::Time(_)) {
+            self.summary.clock_steps = self.timeline.steps().to_vec();
+            self.summary.time_seen_again = self.timeline.seen_again();
+        }
+    }
+
+    /// The revision the restore stops at: the one asked for, or the one a time maps to
+    /// (see [`super::timeline`]; the full backup's own revision when no stamp is at or
+    /// before the time).
     pub fn target_revision(&self) -> i64 {
-        self.summary.target_revision
+        match self.point {
+            PointInTime::Revision(revision) => revision,
+            PointInTime::Time(_) => self.timeline.target().unwrap_or(self.floor).max(self.floor),
+        }
+    }
+
+    /// Where the segments added so far end (the full backup's revision before any).
+    pub fn reach(&self) -> i64 {
+        self.end
     }
 
     fn for_each_record(
@@ -341,111 +490,5 @@ pub fn lease_entry(id: i64, ttl: i64) -> (Vec<u8>, Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::delta::format::tests::encode as segment;
-    use crate::delta::format::{KeyValueFields, revision_key};
-
-    fn put(rev: i64, key: &[u8], lease: i64) -> DeltaRecord {
-        DeltaRecord::Change {
-            key: revision_key(rev, 0, false),
-            value: KeyValueFields {
-                key,
-                create_revision: rev,
-                mod_revision: rev,
-                version: 1,
-                value: b"v",
-                lease,
-            }
-            .encode(),
-        }
-    }
-
-    #[test]
-    fn a_replay_stops_at_the_target_skips_the_full_and_plans_leases() {
-        let first = segment(&[
-            put(10, b"a", 0),
-            DeltaRecord::Lease { id: 7, ttl: 30 },
-            put(11, b"b", 7),
-            DeltaRecord::Mark {
-                revision: 11,
-                unix_ms: 1_000,
-            },
-        ]);
-        let second = segment(&[
-            put(12, b"c", 9),
-            DeltaRecord::Mark {
-                revision: 12,
-                unix_ms: 2_000,
-            },
-            put(13, b"d", 0),
-        ]);
-        let build = |point| {
-            let mut replay = DeltaReplay::new("full", point, 9);
-            replay.add_segment("s1", &first, None).unwrap();
-            replay.add_segment("s2", &second, None).unwrap();
-            replay
-        };
-        let mut replay = build(PointInTime::Revision(12));
-        let (recreate, detach) = replay.plan_leases(10, &BTreeSet::new()).unwrap();
-        assert_eq!(recreate, BTreeMap::from([(7, 30)]));
-        assert_eq!(detach, BTreeSet::from([9]));
-        let mut changes = replay.changes(10, &detach);
-        let keys: Vec<(Vec<u8>, i64)> = changes
-            .by_ref()
-            .map(|item| item.map(|(key, value)| (key, key_value_lease(&value))))
-            .collect::<std::result::Result<_, _>>()
-            .unwrap();
-        let mut summary = replay.summary.clone();
-        changes.record_in(&mut summary);
-        // Revision 10 is in the full backup already; 13 is past the target.
-        assert_eq!(
-            keys,
-            [
-                (revision_key(11, 0, false), 7),
-                (revision_key(12, 0, false), 0)
-            ]
-        );
-        assert_eq!(summary.changes_applied, 2);
-        assert_eq!(summary.changes_detached, 1);
-
-        let at = DateTime::<Utc>::from_timestamp_millis(1_500).unwrap();
-        assert_eq!(build(PointInTime::Time(at)).target_revision(), 11);
-        let before = DateTime::<Utc>::from_timestamp_millis(10).unwrap();
-        assert_eq!(build(PointInTime::Time(before)).target_revision(), 9);
-    }
-
-    #[test]
-    fn a_lease_whose_keys_were_deleted_before_the_target_is_not_recreated() {
-        let tombstone = DeltaRecord::Change {
-            key: revision_key(12, 0, true),
-            value: KeyValueFields {
-                key: b"b",
-                ..Default::default()
-            }
-            .encode(),
-        };
-        let segment = segment(&[
-            DeltaRecord::Lease { id: 7, ttl: 30 },
-            put(11, b"b", 7),
-            tombstone,
-            DeltaRecord::Lease { id: 8, ttl: 60 },
-            put(13, b"c", 8),
-        ]);
-        let mut replay = DeltaReplay::new("full", PointInTime::Revision(13), 10);
-        replay.add_segment("s1", &segment, None).unwrap();
-        let (recreate, detach) = replay.plan_leases(10, &BTreeSet::new()).unwrap();
-        assert_eq!(recreate, BTreeMap::from([(8, 60)]));
-        assert!(detach.is_empty());
-        // A lease the db holds already is left alone.
-        let (recreate, _) = replay.plan_leases(10, &BTreeSet::from([8])).unwrap();
-        assert!(recreate.is_empty());
-    }
-
-    #[test]
-    fn lease_entries_encode_as_etcd_stores_them() {
-        let (key, value) = lease_entry(0x1234, 60);
-        assert_eq!(key, 0x1234i64.to_be_bytes());
-        assert_eq!(value, [0x08, 0xb4, 0x24, 0x10, 60]);
-    }
-}
+#[path = "replay_tests.rs"]
+mod tests;

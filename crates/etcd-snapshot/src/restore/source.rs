@@ -11,14 +11,17 @@ use super::{
 };
 use crate::catalog::object_name;
 use crate::crypt::Identities;
-use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates};
+use crate::delta::{
+    DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates,
+    segment_needs_reading,
+};
 use crate::error::SnapshotError;
 use crate::input::{
     SnapshotFile, SpoolOptions, open_snapshot_file_decrypting, open_snapshot_file_with,
     open_snapshot_object_with,
 };
 use crate::manifest::Manifest;
-use crate::verify::{VerifyExpectation, check_opened_backup};
+use crate::verify::{VerifyExpectation, check_opened_backup, check_stored_size};
 
 /// What the manifest of the stored backup `object` promises (nothing without a manifest).
 async fn expectation_in_store(
@@ -52,7 +55,10 @@ pub(crate) async fn open_checked_object(
     identities: &Identities,
 ) -> Result<SnapshotFile, RestoreError> {
     let expect = expectation_in_store(store, object).await?;
-    let options = restore_spool_options(spool, expect.needs_stored_sha256());
+    if let Some(info) = store.head(object).await.map_err(SnapshotError::from)? {
+        check_stored_size(object, &expect, info.size)?;
+    }
+    let options = restore_spool_options(spool, Some(&expect));
     let snapshot = open_snapshot_object_with(store, object, spool, identities, options).await?;
     let db_sha256 = snapshot
         .db_sha256()
@@ -73,12 +79,14 @@ pub(crate) async fn open_checked_object(
 /// How a restore spools a zstd, age or stored snapshot: the db hashed (for etcd's trailer and
 /// the manifest), the stored bytes too only when that is the one sum a manifest records (see
 /// [`VerifyExpectation::needs_stored_sha256`]); spooled beside the target
-/// (`spool`), the file becomes the restored db, so it is written to disk as it comes.
-fn restore_spool_options(spool: Option<&Path>, hash_stored: bool) -> SpoolOptions {
+/// (`spool`), the file becomes the restored db, so it is written to disk as it comes; no more
+/// than the db size the manifest records is unpacked (the ceiling without one).
+fn restore_spool_options(spool: Option<&Path>, expect: Option<&VerifyExpectation>) -> SpoolOptions {
     SpoolOptions {
         hash_db: true,
-        hash_stored,
+        hash_stored: expect.is_some_and(VerifyExpectation::needs_stored_sha256),
         write_back: spool.is_some(),
+        db_size: expect.and_then(|e| e.db_size),
     }
 }
 
@@ -111,10 +119,16 @@ fn open_checked_file(
         )?)),
         None => None,
     };
-    let hash_stored = expect
-        .as_ref()
-        .is_some_and(VerifyExpectation::needs_stored_sha256);
-    let options = restore_spool_options(spool, hash_stored);
+    if let Some(expect) = &expect {
+        let size = std::fs::metadata(path)
+            .map_err(|source| SnapshotError::ReadFile {
+                path: path.display().to_string(),
+                source,
+            })?
+            .len();
+        check_stored_size(&path.display().to_string(), expect, size)?;
+    }
+    let options = restore_spool_options(spool, expect.as_ref());
     let snapshot = open_snapshot_file_with(path, spool, identities, options)?;
     let Some(expect) = expect else {
         return Ok(snapshot);
@@ -258,11 +272,19 @@ pub async fn open_point_in_time(
             last_refusal = Some((plan.full.clone(), holds));
             continue;
         }
-        let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision);
+        let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision)
+            .starting_at(plan.full_created_at, plan.prior_time);
         for (object, manifest) in plan.segments.iter().zip(&plan.segment_manifests) {
-            let bytes = fetch_delta_segment_at(&store, object, manifest, identities).await?;
-            replay.add_segment(object, &bytes, spool)?;
+            let bytes = if segment_needs_reading(manifest) {
+                Some(fetch_delta_segment_at(&store, object, manifest, identities).await?)
+            } else {
+                None
+            };
+            replay.add_segment(manifest, object, bytes.as_deref(), spool)?;
         }
+        replay.note_later(&plan.later_stamps);
+        // What the segments prove, not what their manifests claim.
+        replay.check_reach()?;
         if replay.target_revision() < holds {
             last_refusal = Some((plan.full.clone(), holds));
             continue;

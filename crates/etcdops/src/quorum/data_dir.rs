@@ -14,6 +14,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use etcd_common::private;
 use etcd_data::restore::{
     aside_source, aside_stamp, db_of, free_aside_path, lock_shared, refuse_if_running, sync_dir,
 };
@@ -220,14 +221,16 @@ fn free_copy_names(kept: &Path, stamp: &str) -> Result<(PathBuf, PathBuf), Quoru
 
 /// Copies the tree `from` to the new path `to`: dirs, files (contents, mode, and the owner
 /// when this process may set it) and symlinks; each file flushed, each dir flushed after
-/// its entries.
+/// its entries. Every file is created 0600 and every dir 0700 (a data dir holds every
+/// Secret) and given its source's mode only once complete: a dir after everything in it,
+/// so the top dir, the last one widened, keeps the whole copy private until it is done.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), QuorumError> {
     let meta = fs::symlink_metadata(from).map_err(io("read", from))?;
     if meta.file_type().is_symlink() {
         let target = fs::read_link(from).map_err(io("read", from))?;
         std::os::unix::fs::symlink(target, to).map_err(io("create", to))?;
     } else if meta.is_dir() {
-        fs::create_dir(to).map_err(io("create", to))?;
+        private::create_dir(to).map_err(io("create", to))?;
         for entry in fs::read_dir(from).map_err(io("read", from))? {
             let entry = entry.map_err(io("read", from))?;
             copy_tree(&entry.path(), &to.join(entry.file_name()))?;
@@ -237,11 +240,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), QuorumError> {
         sync_dir(to)?;
     } else {
         let mut source = File::open(from).map_err(io("read", from))?;
-        let mut copy = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(to)
-            .map_err(io("create", to))?;
+        let mut copy = private::create_new_file(to).map_err(io("create", to))?;
         copy_bytes(&mut source, &mut copy).map_err(io("copy", from))?;
         copy.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))
             .map_err(io("set the mode of", to))?;

@@ -38,6 +38,14 @@ pub enum ListWarning {
     DanglingDeltas(usize),
     /// The store given is a cluster folder of a store (it lists empty).
     ClusterFolder(String),
+    /// An entry with a name of etcdops's that is not a regular file (a symbolic link, a FIFO,
+    /// a dir named like an object): never read, copied or deleted.
+    ForeignEntry {
+        /// Its name in the store.
+        name: String,
+        /// What it is ("a symbolic link").
+        kind: String,
+    },
 }
 
 impl ListWarning {
@@ -53,6 +61,10 @@ impl ListWarning {
             ListWarning::ClusterFolder(url) => {
                 format!("{url} is a cluster folder, not a store: list the store that holds it")
             }
+            ListWarning::ForeignEntry { name, kind } => format!(
+                "{name} is {kind}, not a file etcdops wrote: never read, copied or deleted; \
+                 move it out of the store if it is not meant to be there"
+            ),
         }
     }
 }
@@ -87,6 +99,15 @@ pub async fn list(request: &ListRequest) -> Result<Listed> {
     if !catalog.dangling_deltas.is_empty() {
         warnings.push(ListWarning::DanglingDeltas(catalog.dangling_deltas.len()));
     }
+    warnings.extend(
+        catalog
+            .foreign_entries
+            .iter()
+            .map(|e| ListWarning::ForeignEntry {
+                name: e.name.clone(),
+                kind: e.kind.to_string(),
+            }),
+    );
     let folder = store.url().rsplit('/').next().unwrap_or_default();
     if catalog.backups.is_empty() && cluster_folder_id(folder).is_some() {
         warnings.push(ListWarning::ClusterFolder(store.url().to_string()));

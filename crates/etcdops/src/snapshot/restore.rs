@@ -193,6 +193,16 @@ pub enum RestoreWarning {
     LeftoverRemoved(PathBuf),
     /// The previous data dir (or WAL dir) was moved aside to this path.
     MovedAside(PathBuf),
+    /// A restore by time on a chain whose clock stepped back: the time was mapped to the
+    /// revision the clock first reached it at; it may have been shown again later.
+    ClockStepped {
+        /// The revision restored.
+        revision: i64,
+        /// The steps, in words.
+        steps: Vec<String>,
+        /// The later revisions stamped at or before the time (not restored), when any.
+        seen_again: Option<(i64, i64)>,
+    },
     /// Changes replayed without their lease, which ended before `backup run` learned its TTL.
     LeasesDetached {
         /// How many changes.
@@ -217,6 +227,22 @@ impl RestoreWarning {
             RestoreWarning::MovedAside(path) => {
                 format!("moved the previous dir aside to {}", path.display())
             }
+            RestoreWarning::ClockStepped {
+                revision,
+                steps,
+                seen_again,
+            } => {
+                let mut text = format!(
+                    "the chain's time stamps go back ({}): the time was mapped to revision {revision}, the last one received before the backup clock first went past it",
+                    steps.join("; ")
+                );
+                if let Some((first, last)) = seen_again {
+                    text.push_str(&format!(
+                        "; the clock showed that time again after it stepped back, at revisions {first} to {last}, which were not restored: restore by revision to choose one of those instead"
+                    ));
+                }
+                text
+            }
             RestoreWarning::LeasesDetached { changes, leases } => format!(
                 "{changes} changes were restored without their lease ({}): the lease ended before backup run learned its TTL, so those keys will not expire",
                 leases.join(", ")
@@ -228,6 +254,10 @@ impl RestoreWarning {
     pub fn hint(&self) -> Option<Hint> {
         match self {
             RestoreWarning::TrailerMismatchIgnored => Some(Hint::option(options::SKIP_HASH_CHECK)),
+            RestoreWarning::ClockStepped {
+                seen_again: Some(_),
+                ..
+            } => Some(Hint::option(etcd_data::restore::opts::TO_REVISION)),
             _ => None,
         }
     }
@@ -338,6 +368,35 @@ fn runs_from(view: &etcd_core::ClusterView, restored: &RestoreResult) -> bool {
             .all(|m| m.healthy && !m.member.is_learner)
 }
 
+/// At most this many clock steps are named in a warning (the rest are counted).
+const STEPS_NAMED: usize = 3;
+
+/// The warning of a restore by time on a chain whose clock stepped back (`None` otherwise).
+fn clock_warning(pitr: &etcd_snapshot::ReplaySummary) -> Option<RestoreWarning> {
+    if pitr.clock_steps.is_empty() && pitr.time_seen_again.is_none() {
+        return None;
+    }
+    let mut steps: Vec<String> = pitr
+        .clock_steps
+        .iter()
+        .take(STEPS_NAMED)
+        .map(|s| s.describe())
+        .collect();
+    if pitr.clock_steps.len() > STEPS_NAMED {
+        steps.push(format!(
+            "{} more steps",
+            pitr.clock_steps.len() - STEPS_NAMED
+        ));
+    }
+    Some(RestoreWarning::ClockStepped {
+        revision: pitr.target_revision,
+        steps,
+        seen_again: pitr
+            .time_seen_again
+            .map(|s| (s.first_revision, s.last_revision)),
+    })
+}
+
 /// One restore as the request asks; `probe` (a dry run) looks past the ran-since guard.
 async fn restore_once(request: &RestoreRequest, probe: bool) -> Result<Restored> {
     let passed = request
@@ -393,6 +452,9 @@ async fn restore_once(request: &RestoreRequest, probe: bool) -> Result<Restored>
             .cloned()
             .map(RestoreWarning::MovedAside),
     );
+    if let Some(warning) = result.point_in_time.as_ref().and_then(clock_warning) {
+        warnings.push(warning);
+    }
     if let Some(pitr) = &result.point_in_time
         && !pitr.leases_detached.is_empty()
     {
@@ -515,6 +577,43 @@ mod tests {
         let mut renamed = view_of(&restored);
         renamed.members[0].member.name = "c".into();
         assert!(!runs_from(&renamed, &restored), "another name");
+    }
+
+    #[test]
+    fn a_restore_by_time_on_a_stepped_clock_says_so_and_names_the_revisions_left_out() {
+        let at = |s: i64| DateTime::<Utc>::from_timestamp(1_800_000_000 + s, 0).unwrap();
+        let mut pitr = etcd_snapshot::ReplaySummary {
+            target_revision: 4407,
+            ..Default::default()
+        };
+        assert_eq!(clock_warning(&pitr), None, "a clock that never went back");
+        pitr.clock_steps = (0..5)
+            .map(|i| etcd_snapshot::ClockStep {
+                revision: 4500 + i,
+                before: at(30),
+                after: at(10),
+            })
+            .collect();
+        pitr.time_seen_again = Some(etcd_snapshot::TimeSeenAgain {
+            first_revision: 4500,
+            last_revision: 5100,
+        });
+        let warning = clock_warning(&pitr).unwrap();
+        let text = warning.message();
+        assert!(text.contains("mapped to revision 4407"), "{text}");
+        assert!(
+            text.contains("the backup clock went back 20.0 s at revision 4500"),
+            "{text}"
+        );
+        assert!(text.contains("2 more steps"), "{text}");
+        assert!(text.contains("at revisions 4500 to 5100"), "{text}");
+        assert!(warning.is_warning());
+        assert_eq!(
+            warning.hint(),
+            Some(Hint::option(etcd_data::restore::opts::TO_REVISION))
+        );
+        pitr.time_seen_again = None;
+        assert_eq!(clock_warning(&pitr).unwrap().hint(), None);
     }
 
     #[test]

@@ -75,6 +75,16 @@ pub async fn verify(request: &VerifyRequest, progress: &dyn Progress) -> Result<
                 .iter()
                 .map(|problem| format!("the chain of {}: {problem}", report.object)),
         );
+        // Not damage: said, the verify passes.
+        verified
+            .warnings
+            .extend(chain.clock_steps.iter().map(|step| {
+                format!(
+                    "the chain of {}: {}; its time stamps are not monotonic, so a restore by time maps a time to the revision where this clock first reached it",
+                    report.object,
+                    step.describe()
+                )
+            }));
         if !chain.segments.is_empty() || !chain.problems.is_empty() {
             verified.chain = Some(chain);
         }

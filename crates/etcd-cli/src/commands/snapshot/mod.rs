@@ -104,6 +104,12 @@ pub async fn run(
                     report.source
                 );
             }
+            for entry in &report.foreign_entries {
+                eprintln!(
+                    "etcdops: warning: {} in {} is {}, not a file etcdops wrote: not copied",
+                    entry.name, report.source, entry.kind
+                );
+            }
             print(format, &CopyView(report))?;
             Ok(ExitStatus::Success)
         }
