@@ -6,7 +6,9 @@
 mod access;
 mod ansible;
 mod ansible_aap;
+mod ansible_backup_role;
 mod ansible_cluster;
+mod ansible_cluster_states;
 mod ansible_docs;
 mod ansible_encryption;
 mod ansible_galaxy;
@@ -18,6 +20,7 @@ mod ansible_quorum;
 mod ansible_restore_controller;
 mod ansible_restore_role;
 mod ansible_role_runs;
+mod ansible_role_variables;
 mod ansible_roles;
 mod ansible_roles21;
 mod ansible_service_role;
