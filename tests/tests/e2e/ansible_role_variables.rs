@@ -125,7 +125,12 @@ fn settings(value: &Value, out: &mut Vec<(Option<String>, String)>) {
                     out.push((None, key));
                 }
             }
-            for (_, inner) in map {
+            for (key, inner) in map {
+                // A module's arguments (`etcd.core.etcd_member: {backup_to: …}`) and
+                // `module_defaults` groups are options, not variables.
+                if key.as_str().is_some_and(|k| k.contains('.')) {
+                    continue;
+                }
                 settings(inner, out);
             }
         }
