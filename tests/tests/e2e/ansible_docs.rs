@@ -238,6 +238,11 @@ fn failure_message(collection: &Collection, task: Value) -> String {
 
 #[test]
 fn bad_input_is_refused_in_ansible_words() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "argument checks and the wording of a refusal; etcd only stands in as a target",
+    ) {
+        return;
+    }
     let cluster = Cluster::start(1, Security::Plain);
     let collection = Collection::install();
     let endpoints = json!(cluster.client_urls());
