@@ -55,8 +55,9 @@ pub use file::{
     spool_error, unpack_error,
 };
 pub use inspect::{
-    DataDirInspection, DbSummary, HardState, InspectError, SnapPosition, TailAdoption, TermStart,
-    WalSummary, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
+    DataDirInspection, DbSummary, HardState, InspectError, MembershipChange, MembershipChangeKind,
+    SnapPosition, TailAdoption, TermStart, WalSummary, adopt_wal_tail, inspect_data_dir,
+    plan_wal_tail,
 };
 pub use limit::{
     BadMaxDbSize, DEFAULT_MAX_DB_SIZE, LimitExceeded, MAX_DB_SIZE_VAR, UnpackLimit, limit_exceeded,

@@ -62,19 +62,21 @@ pub fn inspect_data_dir(dir: &Path) -> Result<DataDirInspection, InspectError> {
     };
     drop(db_file);
     let committed_entries_beyond_db = wal.hard_state.commit.saturating_sub(db.consistent_index);
-    let is_learner = db
-        .members
-        .iter()
-        .any(|m| m.id == wal.member_id && m.is_learner);
-    Ok(DataDirInspection {
+    let mut inspection = DataDirInspection {
         data_dir: shown,
         locked,
         wal,
         snap_file,
         db,
         committed_entries_beyond_db,
-        is_learner,
-    })
+        is_learner: false,
+    };
+    // Its own membership (the WAL's when the db was not written yet) says whether it is one.
+    inspection.is_learner = inspection
+        .membership()
+        .iter()
+        .any(|m| m.id == inspection.wal.member_id && m.is_learner);
+    Ok(inspection)
 }
 
 /// Reads every `*.wal` segment of `wal_dir` in name order. `partial`: a live member writes

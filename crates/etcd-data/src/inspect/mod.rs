@@ -8,6 +8,7 @@
 
 mod data_dir;
 mod error;
+mod membership;
 mod pb;
 mod snap_files;
 mod tail;
@@ -21,6 +22,7 @@ use crate::status::DbMember;
 
 pub use data_dir::{inspect_data_dir, read_wal_bytes, read_wal_dir};
 pub use error::InspectError;
+pub use membership::{MembershipChange, MembershipChangeKind};
 pub use snap_files::{decode_snap_file, newest_snap, parse_snap_name};
 pub use tail::{TailAdoption, adopt_wal_tail, plan_wal_tail};
 pub use wal_reader::{WalEnd, WalScanner, parse_segment_name};
@@ -84,6 +86,11 @@ pub struct WalSummary {
     pub uncommitted_entries: u64,
     /// A torn last record (a write cut by a crash) was ignored, as etcd's repair does.
     pub torn_tail: bool,
+    /// The membership changes among the WAL's entries (after raft's overwrites), oldest
+    /// first: what tells the members when the db has not been written yet. A WAL that
+    /// starts after a snapshot holds only the changes since.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub membership_changes: Vec<MembershipChange>,
 }
 
 /// What the db says (its `meta`, `key` and `members` buckets).
@@ -123,4 +130,18 @@ pub struct DataDirInspection {
     pub committed_entries_beyond_db: u64,
     /// Whether the member is a learner in its own db's membership.
     pub is_learner: bool,
+}
+
+impl DataDirInspection {
+    /// The cluster's members as far as this dir knows: the db's `members` bucket when it
+    /// names any, else the committed membership changes of the WAL (a db not written yet,
+    /// as when etcd was killed right after its start). Guards read this, never the db's
+    /// bucket alone: an empty bucket does not mean a cluster without other members.
+    pub fn membership(&self) -> Vec<DbMember> {
+        if self.db.members.is_empty() {
+            membership::members_after(&self.wal.membership_changes, self.wal.hard_state.commit)
+        } else {
+            self.db.members.clone()
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! The protobuf messages a data dir inspection reads (walpb, raftpb, etcdserverpb, snappb),
-//! declared with only the fields it needs: the others (an entry's data, a snapshot's v2
+//! declared with only the fields it needs: the others (a normal entry's data, a snapshot's v2
 //! store) are skipped by the decoder, never copied.
 
 /// `walpb.Record`: one framed WAL record.
@@ -16,9 +16,12 @@ pub struct Record {
     pub data: Vec<u8>,
 }
 
-/// `raftpb.Entry`, without its type and data.
+/// `raftpb.Entry`, without its data (decoded apart, for a membership change only).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Entry {
+    /// Entry type (normal 0, conf change 1, conf change v2 2).
+    #[prost(int32, tag = "1")]
+    pub kind: i32,
     /// Term.
     #[prost(uint64, tag = "2")]
     pub term: u64,
@@ -91,4 +94,26 @@ pub struct SnapshotMetadata {
     /// Term.
     #[prost(uint64, tag = "3")]
     pub term: u64,
+}
+
+/// `raftpb.Entry`'s data alone: read only for a membership change.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct EntryData {
+    /// The entry's payload.
+    #[prost(bytes = "vec", tag = "4")]
+    pub data: Vec<u8>,
+}
+
+/// `raftpb.ConfChange`: one membership change, as etcd 3.4 to 3.7 propose them (never v2).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ConfChange {
+    /// AddNode 0, RemoveNode 1, UpdateNode 2, AddLearnerNode 3.
+    #[prost(int32, tag = "2")]
+    pub kind: i32,
+    /// The member.
+    #[prost(uint64, tag = "3")]
+    pub node_id: u64,
+    /// JSON of etcd's member (`ConfigChangeContext`: the member's fields and `isPromote`).
+    #[prost(bytes = "vec", tag = "4")]
+    pub context: Vec<u8>,
 }

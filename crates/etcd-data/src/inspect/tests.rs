@@ -82,10 +82,34 @@ impl Writer {
     fn entries(&mut self, term: u64, indexes: std::ops::RangeInclusive<u64>) {
         for index in indexes {
             // With data, which the reader skips.
-            let mut entry = pb::Entry { term, index }.encode_to_vec();
+            let mut entry = pb::Entry {
+                kind: 0,
+                term,
+                index,
+            }
+            .encode_to_vec();
             entry.extend_from_slice(&[0x22, 3, b'p', b'u', b't']);
             self.record(ENTRY, entry);
         }
+    }
+
+    /// A membership change at `index`: `kind` as raftpb numbers it, `context` the JSON
+    /// etcd puts there (empty for a removal).
+    fn conf_change(&mut self, term: u64, index: u64, kind: u64, node: u64, context: &str) {
+        use crate::restore::pb as enc;
+        let mut change = Vec::new();
+        enc::uint(&mut change, 1, 0);
+        enc::uint(&mut change, 2, kind);
+        enc::uint(&mut change, 3, node);
+        if !context.is_empty() {
+            enc::bytes(&mut change, 4, context.as_bytes());
+        }
+        let mut entry = Vec::new();
+        enc::uint(&mut entry, 1, 1);
+        enc::uint(&mut entry, 2, term);
+        enc::uint(&mut entry, 3, index);
+        enc::bytes(&mut entry, 4, &change);
+        self.record(ENTRY, entry);
     }
 
     fn state(&mut self, term: u64, vote: u64, commit: u64) {
@@ -225,7 +249,12 @@ fn a_torn_last_record_ends_the_log_as_etcd_repair_does() {
     // A big last record whose second sector never reached the disk (zeros).
     let mut w = overwritten_log();
     let start = w.last_len();
-    let mut entry = pb::Entry { term: 3, index: 10 }.encode_to_vec();
+    let mut entry = pb::Entry {
+        kind: 0,
+        term: 3,
+        index: 10,
+    }
+    .encode_to_vec();
     entry.extend_from_slice(&[0x22, 0x90, 0x0b]); // data: 1424 bytes
     entry.extend(std::iter::repeat_n(b'x', 1424));
     w.record(ENTRY, entry);
@@ -340,6 +369,21 @@ fn the_stopped_3_6_member_agrees_with_its_endpoint_status() {
     assert!(got.wal.last_index >= got.wal.hard_state.commit);
     assert_eq!(got.wal.term_starts.first().map(|t| t.term), Some(1));
     assert_eq!(got.db.members.len(), 3);
+    // etcd 3.6's own bootstrap changes name the same three members, by name, as its db.
+    let from_wal = DataDirInspection {
+        wal: got.wal.clone(),
+        ..DataDirInspection::default()
+    }
+    .membership();
+    let ids_names = |members: &[crate::status::DbMember]| {
+        let mut out: Vec<(String, String)> = members
+            .iter()
+            .map(|m| (m.id.clone(), m.name.clone()))
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(ids_names(&from_wal), ids_names(&got.db.members));
     assert!(!got.locked && !got.is_learner && !got.wal.torn_tail);
     // A clean stop leaves nothing committed beyond the db.
     assert_eq!(got.committed_entries_beyond_db, 0);
@@ -582,4 +626,81 @@ impl ConcatBytes for Vec<(String, Vec<u8>)> {
     fn concat_bytes(&self) -> Vec<u8> {
         self.iter().flat_map(|(_, b)| b.clone()).collect()
     }
+}
+
+/// A member killed before its db was first written: the WAL alone names the cluster's
+/// members (bootstrap additions with their names, a learner added then promoted, a removal),
+/// and a change appended but overwritten by a new leader, or not committed, counts for
+/// nothing.
+#[test]
+fn the_wal_names_the_members_when_the_db_names_none() {
+    let member = |id: u64, name: &str| {
+        format!(r#"{{"id":{id},"peerURLs":["http://10.0.0.{id}:2380"],"name":"{name}"}}"#)
+    };
+    let mut w = Writer::new(0xa, 0xc1);
+    w.conf_change(1, 1, 0, 0xa, &member(0xa, "m0"));
+    w.conf_change(1, 2, 0, 0xb, &member(0xb, "m1"));
+    w.conf_change(1, 3, 0, 0xc, &member(0xc, "m2"));
+    w.entries(2, 4..=5);
+    // `member add --learner`, then its promotion (3.5's ConfigChangeContext), then m1 removed.
+    w.conf_change(2, 6, 3, 0xd, r#"{"id":13,"peerURLs":["http://10.0.0.13:2380"],"isLearner":true}"#);
+    w.conf_change(2, 7, 0, 0xd, r#"{"id":13,"isPromote":true}"#);
+    w.conf_change(2, 8, 1, 0xb, "");
+    // Term 2's leader appended a removal of m2 nobody committed; term 3 overwrote it.
+    w.conf_change(2, 9, 1, 0xc, "");
+    w.entries(3, 9..=9);
+    // Appended, not committed: a learner that may never exist.
+    w.conf_change(3, 10, 3, 0xe, r#"{"id":14,"peerURLs":["http://10.0.0.14:2380"]}"#);
+    w.state(3, 0xa, 9);
+    let wal = w.read().unwrap();
+    let kinds: Vec<(u64, MembershipChangeKind)> = wal
+        .membership_changes
+        .iter()
+        .map(|c| (c.index, c.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (1, MembershipChangeKind::Add),
+            (2, MembershipChangeKind::Add),
+            (3, MembershipChangeKind::Add),
+            (6, MembershipChangeKind::AddLearner),
+            (7, MembershipChangeKind::Promote),
+            (8, MembershipChangeKind::Remove),
+            (10, MembershipChangeKind::AddLearner),
+        ]
+    );
+    let inspection = DataDirInspection {
+        wal,
+        ..DataDirInspection::default()
+    };
+    let members: Vec<(String, String, bool)> = inspection
+        .membership()
+        .into_iter()
+        .map(|m| (m.id, m.name, m.is_learner))
+        .collect();
+    assert_eq!(
+        members,
+        vec![
+            ("a".to_string(), "m0".to_string(), false),
+            ("c".to_string(), "m2".to_string(), false),
+            ("d".to_string(), String::new(), false),
+        ]
+    );
+    // Once the db names members, they are the membership (the WAL after a snapshot holds
+    // only the changes since).
+    let mut with_db = inspection.clone();
+    with_db.db.members = vec![crate::status::DbMember {
+        id: "a".into(),
+        name: "m0".into(),
+        peer_urls: Vec::new(),
+        client_urls: Vec::new(),
+        is_learner: false,
+    }];
+    assert_eq!(with_db.membership().len(), 1);
+    // Older JSON (no membership_changes) still reads.
+    let mut json = serde_json::to_value(&inspection).unwrap();
+    json["wal"].as_object_mut().unwrap().remove("membership_changes");
+    let old: DataDirInspection = serde_json::from_value(json).unwrap();
+    assert!(old.membership().is_empty());
 }

@@ -1,6 +1,6 @@
 //! The WAL, read as etcd reads it at start (`wal.ReadAll` after `wal.Repair`), one record at
-//! a time: only (term, index) bookkeeping is kept, never an entry's data, so a WAL of many
-//! 64 MB segments is streamed in bounded memory.
+//! a time: only (term, index) bookkeeping and the membership changes are kept, never a
+//! normal entry's data, so a WAL of many 64 MB segments is streamed in bounded memory.
 //!
 //! Framing (etcd's `decoder.go`): an 8-byte little-endian length word, whose top byte is
 //! `0x80 | pad` when `pad` zero bytes follow the record; a zero word or the end of the file
@@ -18,6 +18,7 @@ use prost::Message;
 
 use super::error::InspectError;
 use super::pb;
+use super::membership::{self, MembershipChange};
 use super::{HardState, SnapPosition, TermStart, WalSummary};
 
 /// Record types (`walpb`).
@@ -26,6 +27,8 @@ const ENTRY_TYPE: i64 = 2;
 const STATE_TYPE: i64 = 3;
 const CRC_TYPE: i64 = 4;
 const SNAPSHOT_TYPE: i64 = 5;
+/// `raftpb.EntryConfChange`: an entry whose data is a membership change.
+const CONF_CHANGE_ENTRY: i32 = 1;
 
 /// The length word.
 const FRAME_BYTES: u64 = 8;
@@ -56,6 +59,7 @@ pub struct WalScanner {
     snapshot: SnapPosition,
     last_entry: Option<(u64, u64)>,
     term_starts: Vec<TermStart>,
+    membership_changes: Vec<MembershipChange>,
     segments: Vec<String>,
     torn_tail: bool,
     end: WalEnd,
@@ -158,6 +162,12 @@ impl WalScanner {
                 let entry =
                     pb::Entry::decode(record.data.as_slice()).map_err(|e| bad("entry", e))?;
                 self.entry(entry.index, entry.term);
+                if entry.kind == CONF_CHANGE_ENTRY
+                    && let Some(change) =
+                        membership::decode_change(entry.index, record.data.as_slice())
+                {
+                    self.membership_changes.push(change);
+                }
             }
             STATE_TYPE => {
                 let state =
@@ -225,9 +235,11 @@ impl WalScanner {
         match self.last_entry {
             Some((last, _)) if index <= last => {
                 self.term_starts.retain(|t| t.first_index < index);
+                self.membership_changes.retain(|c| c.index < index);
             }
             Some((last, _)) if index > last + 1 => {
                 self.term_starts.clear();
+                self.membership_changes.clear();
                 if self.snapshot.index.checked_add(1) == Some(index) && self.snapshot.term != 0 {
                     self.term_starts.push(TermStart {
                         term: self.snapshot.term,
@@ -291,6 +303,7 @@ impl WalScanner {
             term_starts: self.term_starts,
             uncommitted_entries: last_index.saturating_sub(commit),
             torn_tail: self.torn_tail,
+            membership_changes: self.membership_changes,
         }
     }
 }

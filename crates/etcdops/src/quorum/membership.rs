@@ -15,9 +15,8 @@ pub(super) fn identity_refusal(
     inspected: &[(&str, &DataDirInspection)],
 ) -> Option<(RefusalKind, String)> {
     inspected.iter().find_map(|&(given, inspection)| {
-        let own = inspection
-            .db
-            .members
+        let membership = inspection.membership();
+        let own = membership
             .iter()
             .find(|m| m.id == inspection.wal.member_id)?;
         (!own.name.is_empty() && own.name != given).then(|| {
@@ -35,7 +34,7 @@ pub(super) fn identity_refusal(
     })
 }
 
-/// Refuses when the survivor's db names voters that are none of `candidates` (by member ID
+/// Refuses when the survivor's membership (its db's, or its WAL's when the db names none) names voters that are none of `candidates` (by member ID
 /// for an inspected dir, by name otherwise): they were left out of the run (a short
 /// inventory, `--limit`) and may still serve a quorum that the live check could not reach.
 pub(super) fn coverage_refusal(
@@ -53,8 +52,7 @@ pub(super) fn coverage_refusal(
         })
     };
     let missing: Vec<String> = survivor
-        .db
-        .members
+        .membership()
         .iter()
         .filter(|m| !m.is_learner && !given(&m.id, &m.name))
         .map(|m| {
@@ -74,7 +72,7 @@ pub(super) fn coverage_refusal(
             names: missing.clone(),
         },
         format!(
-            "the cluster's membership (in {}'s db) names {names}, which this run was not given: they may still serve a quorum it cannot see, and forcing a survivor then splits the cluster in two; give every member of the cluster, or declare {names} lost if gone for good",
+            "the cluster's membership (in {}'s data) names {names}, which this run was not given: they may still serve a quorum it cannot see, and forcing a survivor then splits the cluster in two; give every member of the cluster, or declare {names} lost if gone for good",
             survivor.data_dir
         ),
     ))

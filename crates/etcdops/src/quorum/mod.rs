@@ -31,7 +31,7 @@ mod data_dir;
 mod membership;
 mod plan;
 #[cfg(test)]
-mod red_team22;
+mod survivor_guard_tests;
 mod survivor;
 mod verify;
 
@@ -146,13 +146,13 @@ pub fn candidate_from_report(name: Option<&str>, report: &Value) -> Result<Candi
     Ok(candidate)
 }
 
-/// The member name the db's membership records for the WAL's member ID.
+/// The member name the dir's membership (its db's, or its WAL's when the db names none)
+/// records for the WAL's member ID.
 pub fn member_name(inspection: &DataDirInspection) -> Option<String> {
     let own = inspection.wal.member_id.trim_start_matches('0');
     inspection
-        .db
-        .members
-        .iter()
+        .membership()
+        .into_iter()
         .find(|m| m.id.trim_start_matches('0') == own && !m.name.is_empty())
         .map(|m| m.name.clone())
 }

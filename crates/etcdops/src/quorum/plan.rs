@@ -116,17 +116,16 @@ pub async fn plan_recovery(
 }
 
 /// The voters among `candidates` that still have their data, when they are a majority of
-/// the survivor's membership (its db's voters; the given members when the db names none):
-/// starting them again restores the quorum, and forcing one would throw the others' copies
-/// away for nothing.
+/// the survivor's membership (its db's voters, else its WAL's; the given members when neither
+/// names any): starting them again restores the quorum, and forcing one would throw the
+/// others' copies away for nothing.
 fn intact_majority(choice: &SurvivorChoice, candidates: &[Candidate]) -> Option<Vec<String>> {
     let survivor = candidates
         .iter()
         .find(|c| c.name == choice.survivor)?
         .inspection()?;
-    let voters: Vec<&str> = survivor
-        .db
-        .members
+    let membership = survivor.membership();
+    let voters: Vec<&str> = membership
         .iter()
         .filter(|m| !m.is_learner)
         .map(|m| m.id.as_str())

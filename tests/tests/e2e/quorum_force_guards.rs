@@ -1,7 +1,7 @@
-//! Red team for issue #22 (quorum recovery through --force-new-cluster): each test proves one
-//! finding against real etcd and failed on the code it was written against (some are fixed
-//! since: their doc comments say so). See the red team's report for the reasoning and
-//! severity of each.
+//! Quorum recovery through --force-new-cluster, against real etcd, where forcing goes wrong:
+//! a plan not given the members of a live quorum, a dedicated WAL dir, a failed forced
+//! start, a survivor configured by a config file. Each test was a red-team finding of issue
+//! #22 and failed on the code it was written against.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
