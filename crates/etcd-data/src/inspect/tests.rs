@@ -643,14 +643,26 @@ fn the_wal_names_the_members_when_the_db_names_none() {
     w.conf_change(1, 3, 0, 0xc, &member(0xc, "m2"));
     w.entries(2, 4..=5);
     // `member add --learner`, then its promotion (3.5's ConfigChangeContext), then m1 removed.
-    w.conf_change(2, 6, 3, 0xd, r#"{"id":13,"peerURLs":["http://10.0.0.13:2380"],"isLearner":true}"#);
+    w.conf_change(
+        2,
+        6,
+        3,
+        0xd,
+        r#"{"id":13,"peerURLs":["http://10.0.0.13:2380"],"isLearner":true}"#,
+    );
     w.conf_change(2, 7, 0, 0xd, r#"{"id":13,"isPromote":true}"#);
     w.conf_change(2, 8, 1, 0xb, "");
     // Term 2's leader appended a removal of m2 nobody committed; term 3 overwrote it.
     w.conf_change(2, 9, 1, 0xc, "");
     w.entries(3, 9..=9);
     // Appended, not committed: a learner that may never exist.
-    w.conf_change(3, 10, 3, 0xe, r#"{"id":14,"peerURLs":["http://10.0.0.14:2380"]}"#);
+    w.conf_change(
+        3,
+        10,
+        3,
+        0xe,
+        r#"{"id":14,"peerURLs":["http://10.0.0.14:2380"]}"#,
+    );
     w.state(3, 0xa, 9);
     let wal = w.read().unwrap();
     let kinds: Vec<(u64, MembershipChangeKind)> = wal
@@ -700,7 +712,10 @@ fn the_wal_names_the_members_when_the_db_names_none() {
     assert_eq!(with_db.membership().len(), 1);
     // Older JSON (no membership_changes) still reads.
     let mut json = serde_json::to_value(&inspection).unwrap();
-    json["wal"].as_object_mut().unwrap().remove("membership_changes");
+    json["wal"]
+        .as_object_mut()
+        .unwrap()
+        .remove("membership_changes");
     let old: DataDirInspection = serde_json::from_value(json).unwrap();
     assert!(old.membership().is_empty());
 }

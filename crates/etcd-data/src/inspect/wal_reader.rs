@@ -17,8 +17,8 @@ use std::io::{BufReader, ErrorKind, Read};
 use prost::Message;
 
 use super::error::InspectError;
-use super::pb;
 use super::membership::{self, MembershipChange};
+use super::pb;
 use super::{HardState, SnapPosition, TermStart, WalSummary};
 
 /// Record types (`walpb`).

@@ -30,9 +30,9 @@
 mod data_dir;
 mod membership;
 mod plan;
+mod survivor;
 #[cfg(test)]
 mod survivor_guard_tests;
-mod survivor;
 mod verify;
 
 use std::path::PathBuf;
