@@ -152,18 +152,28 @@ struct Setup {
 impl Setup {
     fn new(cluster: SupervisedCluster) -> Setup {
         let collection = Collection::install();
+        // m0 leaves etcd_name to the role's default (its inventory name): hostvars hold no
+        // etcd_name for it, so the cluster-wide tasks must read what each host named itself.
         let inventory = format!(
             "[etcd]\n{}",
             cluster
                 .members
                 .iter()
-                .map(|m| m.inventory_line())
+                .map(|m| {
+                    let line = m.inventory_line();
+                    if m.name == "m0" {
+                        line.replace(" etcd_name=m0", "")
+                    } else {
+                        line
+                    }
+                })
                 .collect::<String>()
         );
         let mut vars = cluster.service_vars();
         vars["quorum_recover_env_file"] = json!("{{ etcd_member_dir }}/etcd-initial.env");
         vars["quorum_recover_verify_delay"] = json!(1);
         vars["quorum_recover_promote_delay"] = json!(1);
+        vars["quorum_recover_backup_store"] = json!(cluster.dir().join("quorum-before-change"));
         let play = role_playbook(
             "etcd",
             &cluster.client_urls(),
@@ -360,6 +370,40 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
     assert_unchanged(&setup.run(&[]));
 }
 
+/// Every file under `dir` with its size and modification time (what a run that changed nothing
+/// leaves as it was).
+fn files(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut found = Vec::new();
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in read.flatten() {
+        let meta = entry.metadata().expect("metadata");
+        if meta.is_dir() {
+            found.extend(files(&entry.path()));
+        } else {
+            found.push((entry.path(), meta.len(), meta.modified().expect("mtime")));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The members' `(name, learner)` as the cluster lists them, sorted.
+fn member_names(urls: &[String]) -> Vec<(String, bool)> {
+    block_on(async {
+        let mut c = client(urls).await;
+        let members = c.member_list().await.expect("member list");
+        let mut names: Vec<(String, bool)> = members
+            .members()
+            .iter()
+            .map(|m| (m.name().to_string(), m.is_learner()))
+            .collect();
+        names.sort();
+        names
+    })
+}
+
 #[test]
 fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
     let setup = Setup::new(SupervisedCluster::start(3));
@@ -367,6 +411,69 @@ fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
     assert_unchanged(&setup.run(&[]));
     let after: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
     assert_eq!(pids, after, "a member was restarted");
+
+    // One member down, a quorum serves: it rejoins, after one verified backup of the cluster
+    // (none per member). Check mode first changes nothing and says so.
+    let down = setup.cluster.members[2].clone();
+    down.stop();
+    let urls = setup.cluster.client_urls();
+    let members_before = member_names(&urls[..2]);
+    // A running member's WAL and db are etcd's to write, and logs grow: the rest must stand.
+    let disk = || -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+        files(setup.cluster.dir())
+            .into_iter()
+            .filter(|(path, _, _)| {
+                let p = path.display().to_string();
+                let volatile = p.ends_with(".log")
+                    || p.ends_with(".pid")
+                    || p.contains("/member/wal/")
+                    || p.ends_with("/member/snap/db");
+                path.starts_with(&down.dir) && !p.ends_with(".log") || !volatile
+            })
+            .collect()
+    };
+    let disk_before = disk();
+    let check = setup.run(&["--check"]);
+    assert_ok(&check);
+    assert!(check.stdout.contains("Would rejoin"), "{check}");
+    assert!(
+        check.stdout.contains("Would take a verified backup"),
+        "{check}"
+    );
+    assert_eq!(down.pid(), None, "check mode started {}", down.name);
+    assert_eq!(disk(), disk_before, "check mode wrote");
+    assert_eq!(member_names(&urls[..2]), members_before);
+
+    let run = setup.run(&[]);
+    assert_ok(&run);
+    let store = setup.cluster.dir().join("quorum-before-change");
+    assert_eq!(
+        run.stdout.matches("Backup before the change: ").count(),
+        1,
+        "one backup for the whole run:\n{run}"
+    );
+    let at = run.stdout.find("Backup before the change: ").unwrap();
+    let named = run.stdout[at + "Backup before the change: ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        named.contains(&store.display().to_string()),
+        "the backup {named} is not in the configured store"
+    );
+    assert!(!files(&store).is_empty(), "nothing in {}", store.display());
+    assert!(
+        files(&setup.cluster.dir().join("before-change")).is_empty(),
+        "member_replace took its own backup"
+    );
+    assert_eq!(
+        entries(&down.dir, "data.bak-").len(),
+        1,
+        "old data dir kept"
+    );
+    setup.assert_three_voters();
+    assert_unchanged(&setup.run(&[]));
 }
 
 #[test]
