@@ -308,6 +308,7 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
         .map(|m| entries(&m.dir, ""))
         .collect();
     let pids: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
+    let disk_before = stable_files(&setup.cluster);
     let check = setup.run(&["--check"]);
     assert_ok(&check);
     assert!(
@@ -315,6 +316,11 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
             .stdout
             .contains("Would stop every member, then choose the survivor"),
         "{check}"
+    );
+    assert_eq!(
+        stable_files(&setup.cluster),
+        disk_before,
+        "check mode wrote"
     );
     let after: Vec<Vec<PathBuf>> = setup
         .cluster
@@ -389,6 +395,27 @@ fn files(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
     found
 }
 
+/// Every file under the cluster's dir (data dirs, env files, the members' settings) with its
+/// size and modification time, but the logs, and the WAL and db of a running member, which
+/// are etcd's to write: what a run that changed nothing leaves as it was.
+fn stable_files(cluster: &SupervisedCluster) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let running: Vec<&Path> = cluster
+        .members
+        .iter()
+        .filter(|m| m.pid().is_some())
+        .map(|m| m.dir.as_path())
+        .collect();
+    files(cluster.dir())
+        .into_iter()
+        .filter(|(path, _, _)| {
+            let p = path.display().to_string();
+            let etcds = p.contains("/member/wal/") || p.ends_with("/member/snap/db");
+            !(p.ends_with(".log") || p.ends_with(".pid"))
+                && !(etcds && running.iter().any(|dir| path.starts_with(dir)))
+        })
+        .collect()
+}
+
 /// The members' `(name, learner)` as the cluster lists them, sorted.
 fn member_names(urls: &[String]) -> Vec<(String, bool)> {
     block_on(async {
@@ -418,20 +445,7 @@ fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
     down.stop();
     let urls = setup.cluster.client_urls();
     let members_before = member_names(&urls[..2]);
-    // A running member's WAL and db are etcd's to write, and logs grow: the rest must stand.
-    let disk = || -> Vec<(PathBuf, u64, std::time::SystemTime)> {
-        files(setup.cluster.dir())
-            .into_iter()
-            .filter(|(path, _, _)| {
-                let p = path.display().to_string();
-                let volatile = p.ends_with(".log")
-                    || p.ends_with(".pid")
-                    || p.contains("/member/wal/")
-                    || p.ends_with("/member/snap/db");
-                path.starts_with(&down.dir) && !p.ends_with(".log") || !volatile
-            })
-            .collect()
-    };
+    let disk = || stable_files(&setup.cluster);
     let disk_before = disk();
     let check = setup.run(&["--check"]);
     assert_ok(&check);
@@ -490,8 +504,14 @@ fn quorum_recover_after_a_power_cut_with_every_disk_intact_restarts_and_forces_n
     let setup = Setup::new(cluster);
     let listing = |m: &SupervisedMember| entries(&m.dir, "");
     let before: Vec<Vec<PathBuf>> = setup.cluster.members.iter().map(listing).collect();
+    let disk_before = stable_files(&setup.cluster);
     let check = setup.run(&["--check"]);
     assert_ok(&check);
+    assert_eq!(
+        stable_files(&setup.cluster),
+        disk_before,
+        "check mode wrote"
+    );
     assert!(
         check
             .stdout
