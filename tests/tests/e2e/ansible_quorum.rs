@@ -436,6 +436,7 @@ fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
     let setup = Setup::new(SupervisedCluster::start(3));
     let pids: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
     assert_unchanged(&setup.run(&[]));
+    assert_unchanged(&setup.run(&["--check"]));
     let after: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
     assert_eq!(pids, after, "a member was restarted");
 
@@ -443,6 +444,12 @@ fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
     // (none per member). Check mode first changes nothing and says so.
     let down = setup.cluster.members[2].clone();
     down.stop();
+    // The admin's own lines in the env file the rejoin writes its settings into stay.
+    let env_file = down.dir.join("etcd-initial.env");
+    let admin = "# the admin's note\nETCD_HEARTBEAT_INTERVAL=100\n";
+    let mut env = std::fs::read_to_string(&env_file).unwrap_or_default();
+    env.push_str(admin);
+    std::fs::write(&env_file, env).expect("write the env file");
     let urls = setup.cluster.client_urls();
     let members_before = member_names(&urls[..2]);
     let disk = || stable_files(&setup.cluster);
@@ -486,6 +493,8 @@ fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
         1,
         "old data dir kept"
     );
+    let env = std::fs::read_to_string(&env_file).expect("env file");
+    assert!(env.contains(admin), "the admin's lines were lost:\n{env}");
     setup.assert_three_voters();
     assert_unchanged(&setup.run(&[]));
 }
