@@ -410,8 +410,9 @@ fn stable_files(cluster: &SupervisedCluster) -> Vec<(PathBuf, u64, std::time::Sy
         .filter(|(path, _, _)| {
             let p = path.display().to_string();
             let etcds = p.contains("/member/wal/") || p.ends_with("/member/snap/db");
-            !(p.ends_with(".log") || p.ends_with(".pid"))
-                && !(etcds && running.iter().any(|dir| path.starts_with(dir)))
+            let log = p.ends_with(".log") || p.ends_with(".pid");
+            let etcd_writes = etcds && running.iter().any(|dir| path.starts_with(dir));
+            !log && !etcd_writes
         })
         .collect()
 }
