@@ -152,18 +152,28 @@ struct Setup {
 impl Setup {
     fn new(cluster: SupervisedCluster) -> Setup {
         let collection = Collection::install();
+        // m0 leaves etcd_name to the role's default (its inventory name): hostvars hold no
+        // etcd_name for it, so the cluster-wide tasks must read what each host named itself.
         let inventory = format!(
             "[etcd]\n{}",
             cluster
                 .members
                 .iter()
-                .map(|m| m.inventory_line())
+                .map(|m| {
+                    let line = m.inventory_line();
+                    if m.name == "m0" {
+                        line.replace(" etcd_name=m0", "")
+                    } else {
+                        line
+                    }
+                })
                 .collect::<String>()
         );
         let mut vars = cluster.service_vars();
         vars["quorum_recover_env_file"] = json!("{{ etcd_member_dir }}/etcd-initial.env");
         vars["quorum_recover_verify_delay"] = json!(1);
         vars["quorum_recover_promote_delay"] = json!(1);
+        vars["quorum_recover_backup_store"] = json!(cluster.dir().join("quorum-before-change"));
         let play = role_playbook(
             "etcd",
             &cluster.client_urls(),
@@ -298,6 +308,7 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
         .map(|m| entries(&m.dir, ""))
         .collect();
     let pids: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
+    let disk_before = stable_files(&setup.cluster);
     let check = setup.run(&["--check"]);
     assert_ok(&check);
     assert!(
@@ -305,6 +316,11 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
             .stdout
             .contains("Would stop every member, then choose the survivor"),
         "{check}"
+    );
+    assert_eq!(
+        stable_files(&setup.cluster),
+        disk_before,
+        "check mode wrote"
     );
     let after: Vec<Vec<PathBuf>> = setup
         .cluster
@@ -360,13 +376,128 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
     assert_unchanged(&setup.run(&[]));
 }
 
+/// Every file under `dir` with its size and modification time (what a run that changed nothing
+/// leaves as it was).
+fn files(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut found = Vec::new();
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in read.flatten() {
+        let meta = entry.metadata().expect("metadata");
+        if meta.is_dir() {
+            found.extend(files(&entry.path()));
+        } else {
+            found.push((entry.path(), meta.len(), meta.modified().expect("mtime")));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Every file under the cluster's dir (data dirs, env files, the members' settings) with its
+/// size and modification time, but the logs, and the WAL and db of a running member, which
+/// are etcd's to write: what a run that changed nothing leaves as it was.
+fn stable_files(cluster: &SupervisedCluster) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let running: Vec<&Path> = cluster
+        .members
+        .iter()
+        .filter(|m| m.pid().is_some())
+        .map(|m| m.dir.as_path())
+        .collect();
+    files(cluster.dir())
+        .into_iter()
+        .filter(|(path, _, _)| {
+            let p = path.display().to_string();
+            let etcds = p.contains("/member/wal/") || p.ends_with("/member/snap/db");
+            let log = p.ends_with(".log") || p.ends_with(".pid");
+            let etcd_writes = etcds && running.iter().any(|dir| path.starts_with(dir));
+            !log && !etcd_writes
+        })
+        .collect()
+}
+
+/// The members' `(name, learner)` as the cluster lists them, sorted.
+fn member_names(urls: &[String]) -> Vec<(String, bool)> {
+    block_on(async {
+        let mut c = client(urls).await;
+        let members = c.member_list().await.expect("member list");
+        let mut names: Vec<(String, bool)> = members
+            .members()
+            .iter()
+            .map(|m| (m.name().to_string(), m.is_learner()))
+            .collect();
+        names.sort();
+        names
+    })
+}
+
 #[test]
 fn quorum_recover_on_a_healthy_cluster_changes_and_stops_nothing() {
     let setup = Setup::new(SupervisedCluster::start(3));
     let pids: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
     assert_unchanged(&setup.run(&[]));
+    assert_unchanged(&setup.run(&["--check"]));
     let after: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
     assert_eq!(pids, after, "a member was restarted");
+
+    // One member down, a quorum serves: it rejoins, after one verified backup of the cluster
+    // (none per member). Check mode first changes nothing and says so.
+    let down = setup.cluster.members[2].clone();
+    down.stop();
+    // The admin's own lines in the env file the rejoin writes its settings into stay.
+    let env_file = down.dir.join("etcd-initial.env");
+    let admin = "# the admin's note\nETCD_HEARTBEAT_INTERVAL=100\n";
+    let mut env = std::fs::read_to_string(&env_file).unwrap_or_default();
+    env.push_str(admin);
+    std::fs::write(&env_file, env).expect("write the env file");
+    let urls = setup.cluster.client_urls();
+    let members_before = member_names(&urls[..2]);
+    let disk = || stable_files(&setup.cluster);
+    let disk_before = disk();
+    let check = setup.run(&["--check"]);
+    assert_ok(&check);
+    assert!(check.stdout.contains("Would rejoin"), "{check}");
+    assert!(
+        check.stdout.contains("Would take a verified backup"),
+        "{check}"
+    );
+    assert_eq!(down.pid(), None, "check mode started {}", down.name);
+    assert_eq!(disk(), disk_before, "check mode wrote");
+    assert_eq!(member_names(&urls[..2]), members_before);
+
+    let run = setup.run(&[]);
+    assert_ok(&run);
+    let store = setup.cluster.dir().join("quorum-before-change");
+    assert_eq!(
+        run.stdout.matches("Backup before the change: ").count(),
+        1,
+        "one backup for the whole run:\n{run}"
+    );
+    let at = run.stdout.find("Backup before the change: ").unwrap();
+    let named = run.stdout[at + "Backup before the change: ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        named.contains(&store.display().to_string()),
+        "the backup {named} is not in the configured store"
+    );
+    assert!(!files(&store).is_empty(), "nothing in {}", store.display());
+    assert!(
+        files(&setup.cluster.dir().join("before-change")).is_empty(),
+        "member_replace took its own backup"
+    );
+    assert_eq!(
+        entries(&down.dir, "data.bak-").len(),
+        1,
+        "old data dir kept"
+    );
+    let env = std::fs::read_to_string(&env_file).expect("env file");
+    assert!(env.contains(admin), "the admin's lines were lost:\n{env}");
+    setup.assert_three_voters();
+    assert_unchanged(&setup.run(&[]));
 }
 
 #[test]
@@ -383,8 +514,14 @@ fn quorum_recover_after_a_power_cut_with_every_disk_intact_restarts_and_forces_n
     let setup = Setup::new(cluster);
     let listing = |m: &SupervisedMember| entries(&m.dir, "");
     let before: Vec<Vec<PathBuf>> = setup.cluster.members.iter().map(listing).collect();
+    let disk_before = stable_files(&setup.cluster);
     let check = setup.run(&["--check"]);
     assert_ok(&check);
+    assert_eq!(
+        stable_files(&setup.cluster),
+        disk_before,
+        "check mode wrote"
+    );
     assert!(
         check
             .stdout
