@@ -65,7 +65,8 @@ pub struct CompactResult {
     pub leases_recreated: Vec<String>,
     /// Leases whose TTL was never recorded, taken off the keys that used them (IDs in hex).
     pub leases_detached: Vec<String>,
-    /// The compacted backup's manifest.
+    /// The compacted backup's manifest (the one written, or the one found). With `busy`,
+    /// nothing was compacted by this call and it is the chain's full backup's.
     pub manifest: Manifest,
     /// Name of its manifest object.
     pub manifest_name: String,

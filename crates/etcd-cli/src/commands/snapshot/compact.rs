@@ -53,6 +53,15 @@ impl Render for CompactView {
 
     fn rows(&self) -> Vec<Vec<String>> {
         let r = &self.0;
+        if let Some(busy) = &r.busy {
+            // Nothing was compacted by this run: no backup of its own to show.
+            return vec![
+                vec!["result".into(), "not compacted (busy)".into()],
+                vec!["chain".into(), r.source.clone()],
+                vec!["segments".into(), r.segments.to_string()],
+                vec!["why".into(), busy.clone()],
+            ];
+        }
         let m = &r.manifest;
         let mut rows = vec![
             vec![
@@ -96,6 +105,12 @@ impl Render for CompactView {
 
     fn simple_lines(&self) -> Vec<String> {
         let r = &self.0;
+        if let Some(busy) = &r.busy {
+            return vec![format!(
+                "did not compact the chain of {} ({} segments): {busy}",
+                r.source, r.segments
+            )];
+        }
         let verb = if r.changed {
             "compacted"
         } else {
@@ -111,6 +126,55 @@ impl Render for CompactView {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+
+    use super::CompactView;
+    use crate::output::Render;
+
+    /// A run that lost the race to another compaction shows no backup as if it made or found
+    /// one (its result's manifest is the chain's full backup's): it says it did not compact,
+    /// and why.
+    #[test]
+    fn a_compaction_that_found_the_chain_busy_does_not_show_the_source_as_its_result() {
+        let manifest = serde_json::json!({
+            "format_version": 1, "tool": "etcdops", "tool_version": "0",
+            "created_at": "2026-12-05T00:00:00Z", "completed_at": "2026-12-05T00:00:01Z",
+            "cluster_id": "1", "member_id": "2", "member_name": "m0", "endpoint": "e",
+            "etcd_version": "3.5.1", "revision": 100, "raft_term": 2, "raft_index": 10,
+            "db_size": 1, "db_size_in_use": 1, "db_sha256": "", "object": "full.db.zst",
+            "object_sha256": "", "object_size": 1, "compression": "zstd",
+            "compression_level": 1, "verified_after_upload": true, "labels": {},
+        });
+        let result = etcd_snapshot::CompactResult {
+            changed: false,
+            store: "/s".into(),
+            source: "full.db.zst".into(),
+            segments: 3,
+            changes_applied: 0,
+            leases_recreated: Vec::new(),
+            leases_detached: Vec::new(),
+            manifest: serde_json::from_value(manifest).unwrap(),
+            manifest_name: String::new(),
+            verify: None,
+            warnings: Vec::new(),
+            busy: Some(
+                "another compaction of the chain of full.db.zst is in progress (pid 1)".into(),
+            ),
+            duration_seconds: 0.1,
+        };
+        let view = CompactView(result);
+        let rows = view.rows();
+        assert_eq!(rows[0], vec!["result", "not compacted (busy)"]);
+        assert!(
+            !rows.iter().any(|r| r[0] == "object" || r[0] == "revision"),
+            "{rows:?}"
+        );
+        let line = view.simple_lines().join("\n");
+        assert!(
+            line.starts_with("did not compact the chain of full.db.zst"),
+            "{line}"
+        );
+        assert!(!line.contains("already compacted"), "{line}");
+    }
 
     use crate::flags::{BackupCommand, Cli, Command, SnapshotCommand};
 
