@@ -589,10 +589,16 @@ fn run_killed_after(setup: &Setup, n: usize) -> Option<String> {
 #[test]
 fn quorum_recover_killed_at_random_steps_converges_without_deleting_a_dir() {
     let (setup, acked, lost_dirs) = two_members_lost();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
+    // ETCDOPS_KILL_SEED replays a run's kills (its seed is printed below).
+    let seed = std::env::var("ETCDOPS_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos() as u64
+        });
     println!("kill seed {seed}");
     let mut state = seed | 1;
     let mut next = move || {
