@@ -89,25 +89,23 @@ pub(super) fn members_after(changes: &[MembershipChange], commit: u64) -> Vec<Db
     for change in changes.iter().filter(|c| c.index <= commit) {
         let at = members.iter().position(|m| m.id == change.member_id);
         match (change.kind, at) {
-            (MembershipChangeKind::Add | MembershipChangeKind::AddLearner, None) => {
-                members.push(DbMember {
-                    id: change.member_id.clone(),
-                    name: change.name.clone(),
-                    peer_urls: change.peer_urls.clone(),
-                    client_urls: Vec::new(),
-                    is_learner: change.kind == MembershipChangeKind::AddLearner,
-                });
-            }
-            (MembershipChangeKind::Promote | MembershipChangeKind::Add, Some(at)) => {
-                members[at].is_learner = false;
-            }
-            (MembershipChangeKind::Promote, None) => members.push(DbMember {
+            // A promotion of a member this WAL never saw added (added before its start) adds
+            // it as the voter it now is.
+            (
+                MembershipChangeKind::Add
+                | MembershipChangeKind::AddLearner
+                | MembershipChangeKind::Promote,
+                None,
+            ) => members.push(DbMember {
                 id: change.member_id.clone(),
                 name: change.name.clone(),
                 peer_urls: change.peer_urls.clone(),
                 client_urls: Vec::new(),
-                is_learner: false,
+                is_learner: change.kind == MembershipChangeKind::AddLearner,
             }),
+            (MembershipChangeKind::Promote | MembershipChangeKind::Add, Some(at)) => {
+                members[at].is_learner = false;
+            }
             (MembershipChangeKind::Remove, Some(at)) => {
                 members.remove(at);
             }
