@@ -589,8 +589,8 @@ fn run_killed_after(setup: &Setup, n: usize) -> Option<String> {
 #[test]
 fn quorum_recover_killed_at_random_steps_converges_without_deleting_a_dir() {
     let (setup, acked, lost_dirs) = two_members_lost();
-    // ETCDOPS_KILL_SEED replays a run's kills (its seed is printed below).
-    let seed = std::env::var("ETCDOPS_KILL_SEED")
+    // ETCDOPS_TEST_SEED replays a run's kills (its seed is printed below).
+    let seed = std::env::var("ETCDOPS_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
