@@ -147,19 +147,26 @@ impl LocalStore {
 
     pub async fn begin_upload(&self, name: &str) -> Result<LocalUpload> {
         let final_path = self.path_of(name);
-        let (root, owned) = (self.root.clone(), name.to_string());
-        let (dir, file, temp) = blocking(move || create_temp(&root, &owned))
-            .await
-            .map_err(|e| map_io(e, "upload", &self.url, name, &final_path))?;
-        Ok(LocalUpload {
-            file: Some(tokio::fs::File::from_std(file)),
-            dir,
-            temp,
-            final_path,
-            size: 0,
-            name: name.to_string(),
-            store: self.url.clone(),
+        let (root, owned, store) = (self.root.clone(), name.to_string(), self.url.clone());
+        let path = final_path.clone();
+        // The upload is made whole on the blocking thread: when the caller is cancelled
+        // meanwhile (a stop that abandons a save), the finished task's output is dropped
+        // there, and the upload's `Drop` removes its temporary file; a bare file and name
+        // handed back would be left behind.
+        blocking(move || {
+            let (dir, file, temp) = create_temp(&root, &owned)?;
+            Ok(LocalUpload {
+                file: Some(tokio::fs::File::from_std(file)),
+                dir,
+                temp,
+                final_path: path,
+                size: 0,
+                name: owned,
+                store,
+            })
         })
+        .await
+        .map_err(|e| map_io(e, "upload", &self.url, name, &final_path))
     }
 
     pub async fn put_small(&self, name: &str, bytes: Bytes) -> Result<ObjectInfo> {

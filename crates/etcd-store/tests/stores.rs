@@ -868,3 +868,34 @@ async fn gcs_get_list_head_delete() {
     assert_eq!(store.head("c1/snapshot.db").await.unwrap(), None);
     assert_eq!(names(&store.list("").await.unwrap()), ["c1/snapshot.json"]);
 }
+
+/// A save abandoned while its upload is being opened (a stop with no grace) leaves no
+/// temporary file behind: the open finishes on a blocking thread after the caller is gone,
+/// and what it made is removed there. The runtime's shutdown waits for that thread, so the
+/// dir is looked at only once it has finished.
+#[test]
+fn an_upload_cancelled_while_it_opens_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let store = local_store(dir.path());
+            let name = format!("c1/abandoned-{round}.db");
+            // Polled once, then dropped: the open is still on its blocking thread.
+            let opened = tokio::time::timeout(Duration::ZERO, store.begin_upload(&name)).await;
+            if let Ok(upload) = opened {
+                upload.unwrap().abort().await.unwrap();
+            }
+        });
+        drop(runtime);
+        assert_eq!(
+            files_under(dir.path()),
+            Vec::<String>::new(),
+            "round {round}: a temporary file was left"
+        );
+    }
+}
