@@ -60,8 +60,16 @@ impl Recover {
     }
 
     fn run(&self, args: &[&str]) -> PlaybookRun {
-        self.collection
-            .playbook(&self.play, &self.inventory, &json!({}), &[], args)
+        let started = std::time::Instant::now();
+        let run = self
+            .collection
+            .playbook(&self.play, &self.inventory, &json!({}), &[], args);
+        println!(
+            "quorum_recover {args:?}: {:?}, {} retries",
+            started.elapsed(),
+            run.stdout.matches("FAILED - RETRYING").count()
+        );
+        run
     }
 
     fn urls(&self) -> Vec<String> {
