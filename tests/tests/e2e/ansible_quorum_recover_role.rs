@@ -248,6 +248,11 @@ fn quorum_recover_role_on_node_address_hosts_in_every_state() {
     let run = recover.run(&[]);
     assert_ok(&run);
     assert!(run.stdout.contains("Recovered the quorum from m0"), "{run}");
+    assert!(
+        run.stdout.contains("no backup of the cluster can be taken")
+            && !run.stdout.contains("Backup before the change: "),
+        "the run says the kept dirs stand in for a backup, and takes none:\n{run}"
+    );
     let log = std::fs::read_to_string(m0.dir.join("etcd.log")).unwrap();
     assert!(log.contains("forcing restart"), "no forced start:\n{log}");
     assert_eq!(entries(&m0, "data.bak-").len(), 1, "m0's copy");
