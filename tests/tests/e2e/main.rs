@@ -17,6 +17,7 @@ mod ansible_module_defaults;
 mod ansible_modules21;
 mod ansible_platform;
 mod ansible_quorum;
+mod ansible_quorum_recover_role;
 mod ansible_restore_controller;
 mod ansible_restore_role;
 mod ansible_role_runs;
