@@ -145,6 +145,14 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
     // The store's credentials are in the controller's environment only.
     let played = collection.playbook(&playbook, &inventory, &json!({}), &S3_ENV, &["-vvv"]);
     assert_eq!(played.code, 0, "{played}");
+    // The plan and the result name the store and the revision asked for, not the
+    // controller's temporary copy (gone when the run ends).
+    for said in [
+        format!("restore every member from {store} at revision {target}"),
+        format!("from {store} at revision {target}, revision "),
+    ] {
+        assert!(played.stdout.contains(&said), "no '{said}':\n{played}");
+    }
     // What each member's tasks were given: only a path (uploaded by the action plugin), no
     // store URL, no store option.
     for task in [
@@ -196,6 +204,12 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
     .to_string();
     let newest = collection.playbook(&playbook, &inventory, &json!({}), &S3_ENV, &["-vvv"]);
     assert_eq!(newest.code, 0, "{newest}");
+    assert!(
+        newest
+            .stdout
+            .contains(&format!("restore every member from {store}/etcd-")),
+        "the plan names the backup in the store:\n{newest}"
+    );
     for args in member_args(&newest.stdout, "Restore this member") {
         assert!(
             args["snapshot"].as_str().unwrap().contains("/ansible-tmp-"),
