@@ -187,7 +187,8 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     let run = dr.run(&unconnected, &[]);
     assert_ne!(run.code, 0, "{run}");
     assert!(
-        run.stdout.contains("etcd listens on the client address of m0")
+        run.stdout
+            .contains("etcd listens on the client address of m0")
             && run.stdout.contains("Nothing was stopped or restored"),
         "{run}"
     );
