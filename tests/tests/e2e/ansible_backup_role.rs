@@ -1,6 +1,7 @@
 //! The `etcd.core.backup` role against a cluster on real-shaped hosts (each member on its own
 //! loopback address, its config written by hand), in the forms its README shows: retention
-//! with the count rule turned off (`backup_keep_last: null` or `0`), check mode, reruns that
+//! with the count rule turned off (`backup_keep_last: null` or `0`), check mode (also into a
+//! directory a real run creates), reruns that
 //! take no backup within `backup_min_interval`, and misspelled variables in play vars, group
 //! vars and extra vars failing the role at its start while another role's variables pass.
 
@@ -101,8 +102,18 @@ fn backup_role_turns_the_count_rule_off_skips_recent_backups_and_names_misspelle
     // backup_min_interval in group vars (beside a variable of the restore role): a rerun takes
     // none and reports nothing changed, in check mode too.
     let group_vars = "backup_min_interval=1h\nrestore_store=s3://etcd-backups/prod";
-    // A store that does not exist yet holds no recent backup: the first run takes one.
+    // A store that does not exist yet holds no recent backup: the first run takes one; its
+    // check first says so, as the real run creates the directory, and creates nothing.
     let fresh = hosts.dir().join("fresh-store");
+    let check = run(
+        &json!({"backup_dest": fresh}),
+        group_vars,
+        &json!({}),
+        &["--check"],
+    );
+    assert_eq!(check.code, 0, "{check}");
+    assert_eq!(changed_on(&check, "h0"), 1, "{check}");
+    assert!(!fresh.exists(), "check mode created the store:\n{check}");
     let first = run(&json!({"backup_dest": fresh}), group_vars, &json!({}), &[]);
     assert_eq!(first.code, 0, "{first}");
     assert_eq!(changed_on(&first, "h0"), 1, "{first}");

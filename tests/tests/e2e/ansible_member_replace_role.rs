@@ -4,7 +4,8 @@
 //! `member_replace_env_file: /etc/default/etcd` keeps every line the role did not write; a
 //! rerun changes nothing; `--check` exits 0 and changes nothing with one member down, every
 //! member healthy and every member down; a data dir of a member the cluster does not have is
-//! refused saying how to check it; a run killed half-way converges when run again.
+//! refused saying how to check it; a run killed half-way converges when run again; a member
+//! whose data is lost is replaced under its own name, as the role's refusal says.
 
 use std::time::Duration;
 
@@ -268,6 +269,44 @@ fn member_replace_role_refuses_an_unknown_data_dir_then_converges_through_its_ow
     replace.assert_serves_on_its_address(&m3);
     let before = State::capture(&replace.cluster, &urls);
     let again = replace.run(&play, &m3, &[]);
+    assert_no_change_reported(&again);
+    before.assert_same(&State::capture(&replace.cluster, &urls), &again);
+
+    // m3's data disk dies (its /etc stays): the rerun refuses, saying to replace it under
+    // its own name; done as it says (check first), m3 comes back as a new member of that name.
+    let (_, members) = replace.cluster.membership(&urls);
+    let old_id = members.iter().find(|m| m.0 == "m3").unwrap().1;
+    m3.stop();
+    std::fs::rename(m3.data_dir(), m3.dir.join("data.lost-disk")).unwrap();
+    let survivors = replace.survivors(&["m1", "m3"]);
+    let before = State::capture(&replace.cluster, &survivors);
+    let refused = replace.run(&play, &m3, &[]);
+    assert_ne!(refused.code, 0, "{refused}");
+    assert!(
+        refused
+            .stdout
+            .contains("running the role with member_replace_failed: m3"),
+        "{refused}"
+    );
+    before.assert_same(&State::capture(&replace.cluster, &survivors), &refused);
+    let same_name = replace.play(&m3, &survivors, replace.vars("m3", json!({})));
+    replace.assert_check(&same_name, &m3, &survivors, "remove m3");
+    let replaced = replace.run(&same_name, &m3, &[]);
+    assert_ok(&replaced);
+    assert_eq!(
+        replace.voters(&urls),
+        [
+            ("m0".to_string(), false),
+            ("m2".to_string(), false),
+            ("m3".to_string(), false)
+        ],
+        "{replaced}"
+    );
+    let (_, members) = replace.cluster.membership(&urls);
+    assert_ne!(members.iter().find(|m| m.0 == "m3").unwrap().1, old_id);
+    replace.assert_serves_on_its_address(&m3);
+    let before = State::capture(&replace.cluster, &urls);
+    let again = replace.run(&same_name, &m3, &[]);
     assert_no_change_reported(&again);
     before.assert_same(&State::capture(&replace.cluster, &urls), &again);
 }

@@ -145,6 +145,14 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
     // The store's credentials are in the controller's environment only.
     let played = collection.playbook(&playbook, &inventory, &json!({}), &S3_ENV, &["-vvv"]);
     assert_eq!(played.code, 0, "{played}");
+    // The plan and the result name the store and the revision asked for, not the
+    // controller's temporary copy (gone when the run ends).
+    for said in [
+        format!("restore every member from {store} at revision {target}"),
+        format!("from {store} at revision {target}, revision "),
+    ] {
+        assert!(played.stdout.contains(&said), "no '{said}':\n{played}");
+    }
     // What each member's tasks were given: only a path (uploaded by the action plugin), no
     // store URL, no store option.
     for task in [
@@ -169,25 +177,44 @@ fn restore_role_reads_an_object_store_only_on_the_controller() {
     );
 
     // The newest complete backup (the full one taken before the writes), copied into a
-    // directory given, which stays.
+    // directory given, which stays. The store options are set once in the group's
+    // module_defaults, as the collection README shows (one play header for the backup and the
+    // restore), with no restore_s3_* variable: the role's own defaults must not override them.
     let kept = tempfile::tempdir().unwrap();
-    vars.as_object_mut().unwrap().remove("restore_to_revision");
+    for var in [
+        "restore_to_revision",
+        "restore_s3_endpoint",
+        "restore_s3_path_style",
+        "restore_allow_http",
+    ] {
+        vars.as_object_mut().unwrap().remove(var);
+    }
     vars["restore_controller_dir"] = json!(kept.path());
     let playbook = json!([{
         "hosts": "all",
         "gather_facts": false,
-        "module_defaults": {"group/etcd.core.etcd": {"endpoints": urls}},
+        "module_defaults": {"group/etcd.core.etcd": {
+            "endpoints": urls,
+            "s3_endpoint": s3.endpoint,
+            "s3_path_style": true,
+            "allow_http": true,
+        }},
         "roles": [{"role": "etcd.core.restore", "vars": vars}],
     }])
     .to_string();
     let newest = collection.playbook(&playbook, &inventory, &json!({}), &S3_ENV, &["-vvv"]);
     assert_eq!(newest.code, 0, "{newest}");
+    assert!(
+        newest
+            .stdout
+            .contains(&format!("restore every member from {store}/etcd-")),
+        "the plan names the backup in the store:\n{newest}"
+    );
     for args in member_args(&newest.stdout, "Restore this member") {
         assert!(
             args["snapshot"].as_str().unwrap().contains("/ansible-tmp-"),
             "{args}"
         );
-        assert!(args["s3_endpoint"].is_null(), "{args}");
     }
     assert!(!expected.is_empty());
     assert_eq!(

@@ -3,7 +3,8 @@
 //! from the README: a restore, then a rerun that changes nothing; `--check` exits 0, changes
 //! nothing and reports the plan with every member healthy, one down and all down (no wait for
 //! a health that only a real run brings); a backup of the running cluster before the restore
-//! (never into the store restored from), skipped with no quorum; a second disaster recovery
+//! (never into the store restored from), skipped with no quorum, refused when no member answers
+//! although they listen (the play's connection settings missing); a second disaster recovery
 //! makes a new cluster ID and new member IDs.
 
 use std::path::{Path, PathBuf};
@@ -165,6 +166,30 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     assert_ne!(run.code, 0, "{run}");
     assert!(
         run.stdout.contains("nothing was stopped or restored"),
+        "{run}"
+    );
+    before.assert_same(&State::capture(&dr.cluster, &urls), &run);
+
+    // The play without its connection settings (the collection README's example had none):
+    // no member answers on the default endpoint although each listens on its own address.
+    // That is no proof that no quorum serves: refused before anything is stopped, never a
+    // restore of the running cluster without the backup taken first.
+    let mut vars = dr.cluster.service_vars();
+    vars["restore_store"] = json!(dr.store);
+    vars["restore_backup_store"] = json!(dr.before_restore);
+    let unconnected = json!([{
+        "hosts": "etcd",
+        "gather_facts": false,
+        "roles": [{"role": "etcd.core.restore", "vars": vars}],
+    }])
+    .to_string();
+    let before = State::capture(&dr.cluster, &urls);
+    let run = dr.run(&unconnected, &[]);
+    assert_ne!(run.code, 0, "{run}");
+    assert!(
+        run.stdout
+            .contains("etcd listens on the client address of m0")
+            && run.stdout.contains("Nothing was stopped or restored"),
         "{run}"
     );
     before.assert_same(&State::capture(&dr.cluster, &urls), &run);

@@ -296,7 +296,8 @@ fn unnamed_member(manifest: &etcd_snapshot::Manifest) -> Option<String> {
 /// chooses it), the store could be written to ([`Store::probe`]: the bucket exists and takes
 /// the credentials, the directory may be written in); then what retention would delete, the
 /// backup it would write counted as its cluster's newest (every cluster's with
-/// `all_clusters`). Fails where the save would fail on those.
+/// `all_clusters`; nothing when the store's directory does not exist yet, which the save
+/// creates). Fails where the save would fail on those.
 pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Result<SavePreview> {
     let checked = request.check()?;
     let (source, _client) = choose_source(config, checked.save.endpoint.as_deref()).await?;
@@ -308,6 +309,12 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
         warnings: Vec::new(),
     };
     if checked.policy.is_empty() {
+        return Ok(preview);
+    }
+    // A local store's directory that does not exist yet holds nothing to prune: the save
+    // creates it (listing it would fail, as a listing of a store that is not there does).
+    if !checked.store.exists().await? {
+        preview.pruned = Some(Vec::new());
         return Ok(preview);
     }
     // The cluster the save would back up: its new backup counts for the rules.
