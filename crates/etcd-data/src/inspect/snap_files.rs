@@ -58,13 +58,10 @@ pub fn newest_snap(snap_dir: &Path) -> Result<(Option<SnapPosition>, Vec<String>
         .map(|(found, broken)| (found.map(|(position, _)| position), broken))
 }
 
-/// A sound snap file's position and the roles its raft metadata names.
-pub(super) type SnapFound = (SnapPosition, RaftRoles);
-
 /// [`newest_snap`], also giving the voters and learners its raft metadata names.
 pub(super) fn newest_snap_with_roles(
     snap_dir: &Path,
-) -> Result<(Option<SnapFound>, Vec<String>), InspectError> {
+) -> Result<(Option<(SnapPosition, RaftRoles)>, Vec<String>), InspectError> {
     let io = |source| InspectError::Read {
         path: snap_dir.display().to_string(),
         source,
