@@ -56,7 +56,7 @@ pub use file::{
 };
 pub use inspect::{
     DataDirInspection, DbSummary, HardState, InspectError, MembershipChange, MembershipChangeKind,
-    RaftRoles, SnapPosition, TailAdoption, TermStart, WalSummary, adopt_wal_tail, inspect_data_dir,
+    SnapPosition, TailAdoption, TermStart, WalSummary, adopt_wal_tail, inspect_data_dir,
     plan_wal_tail,
 };
 pub use limit::{

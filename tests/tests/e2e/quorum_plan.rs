@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use etcdops_tests::{Cluster, Member, Run, Security, Standalone, SupervisedCluster, args, etcdops};
+use etcdops_tests::{Cluster, Member, Run, Security, Standalone, args, etcdops};
 use serde_json::Value;
 
 /// `data-dir inspect DIR -w json`, written to a file beside the cluster for `--inspection`.
@@ -448,105 +448,6 @@ fn data_dir_backup_and_move_aside_keep_a_stopped_member_and_refuse_a_running_one
     );
     let kept = get(&member.client_url, "quorum/kept/0004");
     assert_eq!(kept["kvs"][0]["value"], "value-4", "{kept}");
-}
-
-/// etcd 3.5.1 to 3.5.19 never write a learner's promotion into the db (etcd-io/etcd#19557):
-/// a member added as a learner and promoted still counts as the voter it is, in its own
-/// inspection and in the plan, once the cluster is down (both stopped as systemd would).
-#[test]
-fn a_promoted_learner_counts_as_a_voter_when_the_cluster_is_down() {
-    let mut cluster = SupervisedCluster::start(1);
-    let endpoints = cluster.client_urls().join(",");
-    let learner = cluster.plan("m1");
-    let add = against(
-        &endpoints,
-        &args(&[
-            "member",
-            "add",
-            "m1",
-            "--peer-urls",
-            &learner.peer_url,
-            "--learner",
-        ]),
-    );
-    add.expect_code(0);
-    let env = &add.json()["env"];
-    let first_start: String = env
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(key, value)| format!("{key}={}\n", value.as_str().unwrap()))
-        .collect();
-    std::fs::write(learner.dir.join("etcd-initial.env"), first_start).unwrap();
-    learner.start();
-    cluster.adopt(learner.clone());
-    // Promote once it has caught up (etcd refuses a learner not in sync yet).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while against(&endpoints, &args(&["member", "promote", "m1"])).code != 0 {
-        assert!(Instant::now() < deadline, "m1 was never promoted");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    // m1 itself has applied its promotion, and has published its name.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let list = against(&learner.client_url, &args(&["member", "list"]));
-        let voters = list.code == 0
-            && list.json()["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|m| m["is_learner"] == false && m["name"] != "");
-        if voters {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "m1 never saw itself a voter: {list}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    for member in cluster.members.iter().rev() {
-        member.stop();
-    }
-
-    let files: Vec<PathBuf> = cluster
-        .members
-        .iter()
-        .map(|m| {
-            let file = cluster.dir().join(format!("{}-promoted.json", m.name));
-            std::fs::write(&file, inspect_json(&m.data_dir())).unwrap();
-            file
-        })
-        .collect();
-    let m1: Value = serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
-    assert_eq!(m1["is_learner"], false, "{m1}");
-    // Both voters' data is intact: both start again, none is left out as a learner.
-    let restart = plan_with(&endpoints, &files, &[]);
-    restart.expect_code(0);
-    let restart_json = restart.json();
-    assert_eq!(restart_json["action"], "restart", "{restart}");
-    // A member stopped before its db recorded its name is named by its ID.
-    let m1_label = if m1["db"]["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|m| m["name"] == "m1")
-    {
-        "m1".to_string()
-    } else {
-        m1["wal"]["member_id"].as_str().unwrap().to_string()
-    };
-    let mut restarted = names(&restart_json["restart"]);
-    restarted.sort_unstable();
-    let mut expected = vec!["m0", m1_label.as_str()];
-    expected.sort_unstable();
-    assert_eq!(restarted, expected, "{restart}\n{m1}");
-    let forced = plan(&endpoints, &files);
-    forced.expect_code(0);
-    for candidate in forced.json()["candidates"].as_array().unwrap() {
-        let why = candidate["why_not_chosen"].as_str().unwrap_or_default();
-        assert!(!why.contains("learner"), "{forced}");
-    }
 }
 
 fn inspect_json(dir: &Path) -> String {

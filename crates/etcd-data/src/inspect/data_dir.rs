@@ -7,7 +7,7 @@ use bbolt::DbFile;
 use rustix::fs::{FlockOperation, flock};
 
 use super::error::InspectError;
-use super::snap_files::newest_snap_with_roles;
+use super::snap_files::newest_snap;
 use super::wal_reader::{WalEnd, WalScanner, parse_segment_name};
 use super::{DataDirInspection, DbSummary, WalSummary};
 use crate::status::{Scan, StatusOptions, scan};
@@ -50,8 +50,7 @@ pub fn inspect_data_dir(dir: &Path) -> Result<DataDirInspection, InspectError> {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK
     );
     let wal = read_wal_dir(&member.join("wal"), locked)?;
-    let (snap, _broken) = newest_snap_with_roles(&member.join("snap"))?;
-    let (snap_file, snap_file_roles) = snap.unzip();
+    let (snap_file, _broken) = newest_snap(&member.join("snap"))?;
     let db = match read_db(&db_file, &db_path) {
         Ok(db) => db,
         // A running etcd rewrites pages under the reader: report what can be known.
@@ -68,7 +67,6 @@ pub fn inspect_data_dir(dir: &Path) -> Result<DataDirInspection, InspectError> {
         locked,
         wal,
         snap_file,
-        snap_file_roles,
         db,
         committed_entries_beyond_db,
         is_learner: false,

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{RaftRoles, pb};
+use super::pb;
 use crate::status::DbMember;
 
 /// What one membership change did.
@@ -119,38 +119,4 @@ pub(super) fn members_after(changes: &[MembershipChange], commit: u64) -> Vec<Db
         }
     }
     members
-}
-
-/// Sets each member's learner flag from raft's records: the snap file's roles, then the
-/// committed changes after its index (all of them without a snap file). Members raft's
-/// records do not mention keep the flag they have.
-pub(super) fn apply_raft_roles(
-    members: &mut [DbMember],
-    snap_roles: Option<&RaftRoles>,
-    changes: &[MembershipChange],
-    commit: u64,
-) {
-    let mut set = |id: &str, learner: bool| {
-        if let Some(member) = members.iter_mut().find(|m| m.id == id) {
-            member.is_learner = learner;
-        }
-    };
-    let mut after = 0;
-    if let Some(roles) = snap_roles {
-        after = roles.index;
-        roles.voters.iter().for_each(|id| set(id, false));
-        roles.learners.iter().for_each(|id| set(id, true));
-    }
-    for change in changes
-        .iter()
-        .filter(|c| c.index > after && c.index <= commit)
-    {
-        match change.kind {
-            MembershipChangeKind::Add | MembershipChangeKind::Promote => {
-                set(&change.member_id, false)
-            }
-            MembershipChangeKind::AddLearner => set(&change.member_id, true),
-            MembershipChangeKind::Remove | MembershipChangeKind::Update => {}
-        }
-    }
 }

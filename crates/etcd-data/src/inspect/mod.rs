@@ -47,20 +47,6 @@ pub struct SnapPosition {
     pub term: u64,
 }
 
-/// Who votes and who learns as raft records it in a `.snap` file's metadata (its ConfState),
-/// IDs in lowercase hex. Raft's record, not the db's: etcd 3.5.1 to 3.5.19 never write a
-/// learner's promotion into the db (etcd-io/etcd#19557), so a promoted member's db entry
-/// may still say learner.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RaftRoles {
-    /// Raft index the roles hold at.
-    pub index: u64,
-    /// Voting members.
-    pub voters: Vec<String>,
-    /// Learners.
-    pub learners: Vec<String>,
-}
-
 /// The first index of the log at which a term begins (the WAL's entries, after raft's
 /// overwrites): two members' logs agree at index `i` when the same term covers `i` in both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,16 +122,13 @@ pub struct DataDirInspection {
     pub wal: WalSummary,
     /// The newest `member/snap/*.snap` file's position (`None`: no snap file).
     pub snap_file: Option<SnapPosition>,
-    /// The voters and learners that snap file's raft metadata names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snap_file_roles: Option<RaftRoles>,
     /// The db.
     pub db: DbSummary,
     /// Committed entries in the WAL beyond what the db applied
     /// (`hard_state.commit - db.consistent_index`, 0 when not ahead): what a recovery from the
     /// db alone would lose and one through etcd's WAL replay keeps.
     pub committed_entries_beyond_db: u64,
-    /// Whether the member is a learner in its own membership ([`Self::membership`]).
+    /// Whether the member is a learner in its own db's membership.
     pub is_learner: bool,
 }
 
@@ -154,23 +137,11 @@ impl DataDirInspection {
     /// names any, else the committed membership changes of the WAL (a db not written yet,
     /// as when etcd was killed right after its start). Guards read this, never the db's
     /// bucket alone: an empty bucket does not mean a cluster without other members.
-    ///
-    /// Who is a learner is raft's answer (the snap file's roles, then the WAL's committed
-    /// changes after it), not the db's: etcd 3.5.1 to 3.5.19 leave a promoted learner marked
-    /// a learner in the db (etcd-io/etcd#19557).
     pub fn membership(&self) -> Vec<DbMember> {
-        let commit = self.wal.hard_state.commit;
-        let mut members = if self.db.members.is_empty() {
-            membership::members_after(&self.wal.membership_changes, commit)
+        if self.db.members.is_empty() {
+            membership::members_after(&self.wal.membership_changes, self.wal.hard_state.commit)
         } else {
             self.db.members.clone()
-        };
-        membership::apply_raft_roles(
-            &mut members,
-            self.snap_file_roles.as_ref(),
-            &self.wal.membership_changes,
-            commit,
-        );
-        members
+        }
     }
 }

@@ -85,29 +85,15 @@ pub struct RaftSnapshot {
     pub metadata: Option<SnapshotMetadata>,
 }
 
-/// `raftpb.SnapshotMetadata`.
+/// `raftpb.SnapshotMetadata`, without its ConfState.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct SnapshotMetadata {
-    /// Who votes and who learns at that index.
-    #[prost(message, optional, tag = "1")]
-    pub conf_state: Option<ConfState>,
     /// Index.
     #[prost(uint64, tag = "2")]
     pub index: u64,
     /// Term.
     #[prost(uint64, tag = "3")]
     pub term: u64,
-}
-
-/// `raftpb.ConfState`, without a joint configuration's fields (etcd never enters one).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ConfState {
-    /// Voting members.
-    #[prost(uint64, repeated, tag = "1")]
-    pub voters: Vec<u64>,
-    /// Learners.
-    #[prost(uint64, repeated, tag = "2")]
-    pub learners: Vec<u64>,
 }
 
 /// `raftpb.Entry`'s data alone: read only for a membership change.

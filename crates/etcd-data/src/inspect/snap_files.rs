@@ -6,9 +6,9 @@ use std::path::Path;
 
 use prost::Message;
 
+use super::SnapPosition;
 use super::error::InspectError;
 use super::pb;
-use super::{RaftRoles, SnapPosition};
 
 /// A snap file name: `%016x-%016x.snap` (term, index).
 pub fn parse_snap_name(name: &str) -> Option<(u64, u64)> {
@@ -25,11 +25,6 @@ pub fn parse_snap_name(name: &str) -> Option<(u64, u64)> {
 
 /// The position a snap file's bytes hold, `None` when they are not a sound snap file.
 pub fn decode_snap_file(bytes: &[u8]) -> Option<SnapPosition> {
-    decode_snap(bytes).map(|(position, _)| position)
-}
-
-/// The position and the voters and learners a snap file's bytes hold.
-fn decode_snap(bytes: &[u8]) -> Option<(SnapPosition, RaftRoles)> {
     let file = pb::SnapFile::decode(bytes).ok()?;
     if file.data.is_empty() || crc32c::crc32c(&file.data) != file.crc {
         return None;
@@ -37,31 +32,15 @@ fn decode_snap(bytes: &[u8]) -> Option<(SnapPosition, RaftRoles)> {
     let metadata = pb::RaftSnapshot::decode(file.data.as_slice())
         .ok()?
         .metadata?;
-    let hex = |ids: Vec<u64>| ids.into_iter().map(|id| format!("{id:x}")).collect();
-    let conf_state = metadata.conf_state.unwrap_or_default();
-    let roles = RaftRoles {
-        index: metadata.index,
-        voters: hex(conf_state.voters),
-        learners: hex(conf_state.learners),
-    };
-    let position = SnapPosition {
+    Some(SnapPosition {
         index: metadata.index,
         term: metadata.term,
-    };
-    Some((position, roles))
+    })
 }
 
 /// The newest sound snap file in `snap_dir` (`None`: none, or the dir is absent), and the
 /// names of newer ones that were broken.
 pub fn newest_snap(snap_dir: &Path) -> Result<(Option<SnapPosition>, Vec<String>), InspectError> {
-    newest_snap_with_roles(snap_dir)
-        .map(|(found, broken)| (found.map(|(position, _)| position), broken))
-}
-
-/// [`newest_snap`], also giving the voters and learners its raft metadata names.
-pub(super) fn newest_snap_with_roles(
-    snap_dir: &Path,
-) -> Result<(Option<(SnapPosition, RaftRoles)>, Vec<String>), InspectError> {
     let io = |source| InspectError::Read {
         path: snap_dir.display().to_string(),
         source,
@@ -98,8 +77,8 @@ pub(super) fn newest_snap_with_roles(
                 });
             }
         };
-        match decode_snap(&bytes) {
-            Some(found) => return Ok((Some(found), broken)),
+        match decode_snap_file(&bytes) {
+            Some(position) => return Ok((Some(position), broken)),
             None => broken.push(name),
         }
     }

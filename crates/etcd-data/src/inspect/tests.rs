@@ -420,21 +420,6 @@ fn a_restored_member_reads_back_what_the_restore_wrote() {
     );
     assert_eq!(got.wal.snapshot, SnapPosition { index: 3, term: 1 });
     assert_eq!(got.snap_file, Some(SnapPosition { index: 3, term: 1 }));
-    // The snap file's raft metadata names the three restored members as voters.
-    let roles = got.snap_file_roles.clone().unwrap();
-    let mut voters = roles.voters.clone();
-    voters.sort();
-    let mut restored_ids: Vec<String> = restored
-        .members
-        .iter()
-        .map(|m| format!("{:x}", m.id))
-        .collect();
-    restored_ids.sort();
-    assert_eq!(
-        (roles.index, voters, roles.learners.len()),
-        (3, restored_ids, 0)
-    );
-    assert!(got.membership().iter().all(|m| !m.is_learner));
     assert_eq!((got.wal.last_index, got.wal.last_term), (3, 1));
     assert_eq!(got.wal.commit_term, Some(1));
     assert_eq!(got.wal.uncommitted_entries, 0);
@@ -733,71 +718,4 @@ fn the_wal_names_the_members_when_the_db_names_none() {
         .remove("membership_changes");
     let old: DataDirInspection = serde_json::from_value(json).unwrap();
     assert!(old.membership().is_empty());
-}
-
-/// etcd 3.5.1 to 3.5.19 never write a learner's promotion into the db (etcd-io/etcd#19557):
-/// the membership takes who is a learner from raft's records (the WAL's committed changes,
-/// the snap file's roles), keeping the db's names and URLs.
-#[test]
-fn a_promoted_learner_is_a_voter_whatever_the_db_says() {
-    let db_member = |id: &str, name: &str, is_learner: bool| crate::status::DbMember {
-        id: id.into(),
-        name: name.into(),
-        peer_urls: vec![format!("http://{name}:2380")],
-        client_urls: Vec::new(),
-        is_learner,
-    };
-    let mut w = Writer::new(0xa, 0xc1);
-    w.conf_change(1, 1, 0, 0xa, r#"{"id":10,"name":"m0"}"#);
-    w.conf_change(1, 2, 0, 0xb, r#"{"id":11,"name":"m1"}"#);
-    w.entries(1, 3..=5);
-    w.conf_change(1, 6, 3, 0xd, r#"{"id":13,"isLearner":true}"#);
-    w.conf_change(1, 7, 0, 0xd, r#"{"id":13,"isPromote":true}"#);
-    // A second learner, added and not promoted; a third appended but not committed.
-    w.conf_change(1, 8, 3, 0xe, r#"{"id":14,"isLearner":true}"#);
-    w.entries(1, 9..=9);
-    w.conf_change(1, 10, 0, 0xe, r#"{"id":14,"isPromote":true}"#);
-    w.state(1, 0xa, 9);
-    let mut inspection = DataDirInspection {
-        wal: w.read().unwrap(),
-        ..DataDirInspection::default()
-    };
-    // What etcd 3.5.1's db holds: d still a learner.
-    inspection.db.members = vec![
-        db_member("a", "m0", false),
-        db_member("b", "m1", false),
-        db_member("d", "m3", true),
-        db_member("e", "m4", true),
-    ];
-    let roles = |i: &DataDirInspection| -> Vec<(String, String, bool)> {
-        i.membership()
-            .into_iter()
-            .map(|m| (m.id, m.name, m.is_learner))
-            .collect()
-    };
-    let expected = vec![
-        ("a".to_string(), "m0".to_string(), false),
-        ("b".to_string(), "m1".to_string(), false),
-        ("d".to_string(), "m3".to_string(), false),
-        ("e".to_string(), "m4".to_string(), true),
-    ];
-    assert_eq!(roles(&inspection), expected);
-
-    // A WAL that starts after a snap file: the snap's roles say d votes, though the db and
-    // no change in this WAL say so; a change older than the snap counts for nothing.
-    let mut after_snap = inspection.clone();
-    after_snap.wal.membership_changes.retain(|c| c.index == 6);
-    after_snap.snap_file_roles = Some(RaftRoles {
-        index: 7,
-        voters: vec!["a".into(), "b".into(), "d".into()],
-        learners: Vec::new(),
-    });
-    after_snap.db.members.truncate(3);
-    assert_eq!(roles(&after_snap), expected[..3].to_vec());
-    // Older JSON (no snap_file_roles) still reads.
-    let mut json = serde_json::to_value(&inspection).unwrap();
-    assert!(json.get("snap_file_roles").is_none());
-    json["snap_file_roles"] = serde_json::Value::Null;
-    let old: DataDirInspection = serde_json::from_value(json).unwrap();
-    assert_eq!(roles(&old), expected);
 }
