@@ -59,6 +59,7 @@ pub use error::{Result, StoreError, scrub};
 pub use etcd_common::parse_size;
 pub use local_fs::NotRegularEntry;
 pub use location::Location;
+pub use object::dropped_uploads_settled;
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
 pub use upload::Upload;

@@ -717,13 +717,36 @@ impl ObjectUpload {
 /// How long dropping an unfinished upload waits for its multipart upload to be aborted.
 const DROP_ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Aborts of uploads dropped unfinished on a current-thread runtime, where a drop cannot wait:
+/// [`dropped_uploads_settled`] awaits them.
+static BACKGROUND_ABORTS: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits, at most `limit`, until every upload dropped unfinished so far has been aborted (on
+/// a multi-threaded runtime the drop itself waited; on a current-thread one the abort runs in
+/// the background). A caller that abandons an upload awaits this before it says the upload
+/// is gone, or before its process exits.
+pub async fn dropped_uploads_settled(limit: std::time::Duration) {
+    let pending = std::mem::take(
+        &mut *BACKGROUND_ABORTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let all = async {
+        for abort in pending {
+            let _ = abort.await;
+        }
+    };
+    let _ = tokio::time::timeout(limit, all).await;
+}
+
 impl Drop for ObjectUpload {
     fn drop(&mut self) {
         // Neither completed nor aborted (an error path, or a cancelled future): abort the
         // multipart upload. On a multi-threaded runtime the drop waits for it (at most
         // DROP_ABORT_WAIT), so a process that exits right after a cancellation leaves no open
-        // upload; elsewhere it runs in the background (best effort; a bucket lifecycle rule
-        // that aborts incomplete multipart uploads catches the rest).
+        // upload; elsewhere it runs in the background, awaited by `dropped_uploads_settled`
+        // (a bucket lifecycle rule that aborts incomplete multipart uploads catches the rest).
         let Some(writer) = self.writer.take() else {
             return;
         };
@@ -735,9 +758,13 @@ impl Drop for ObjectUpload {
                 let _ = handle.block_on(tokio::time::timeout(DROP_ABORT_WAIT, writer.abort()));
             });
         } else {
-            handle.spawn(async move {
-                let _ = writer.abort().await;
+            let abort = handle.spawn(async move {
+                let _ = tokio::time::timeout(DROP_ABORT_WAIT, writer.abort()).await;
             });
+            BACKGROUND_ABORTS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(abort);
         }
     }
 }

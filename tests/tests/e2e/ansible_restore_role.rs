@@ -1,8 +1,9 @@
 //! The `etcd.core.restore` role on real-shaped hosts (`NodeCluster`: each member on its own
 //! loopback address, listening only there, with client and peer TLS), as a newcomer runs it
-//! from the README: a restore, then a rerun that changes nothing; `--check` exits 0, changes
-//! nothing and reports the plan with every member healthy, one down and all down (no wait for
-//! a health that only a real run brings); a backup of the running cluster before the restore
+//! from the README: a restore, then a rerun that changes nothing; with one member down a rerun
+//! starts it and restores nothing (no write since the restore is lost); `--check` exits 0,
+//! changes nothing and reports the plan with every member healthy, one down and all down (no
+//! wait for a health that only a real run brings); a backup of the running cluster before the restore
 //! (never into the store restored from), skipped with no quorum, refused when no member answers
 //! although they listen (the play's connection settings missing); a second disaster recovery
 //! makes a new cluster ID and new member IDs.
@@ -217,10 +218,22 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     // Nothing to do: a rerun and a check change nothing.
     dr.assert_rerun_changes_nothing(true);
 
-    // One member down: the cluster no longer runs from the restore as a whole; a check
-    // reports a restore (with a backup first: a quorum serves) and changes nothing.
+    // One member down: the cluster still runs from the restore (a quorum serves it). A check
+    // plans no restore and changes nothing; a real rerun starts the member and restores
+    // nothing (a write made since the restore survives); the next rerun changes nothing.
+    dr.put("/dr/after-restore");
     dr.cluster.members[0].stop();
-    dr.assert_check(&["Would: stop etcd", "Would back up the running cluster"]);
+    dr.assert_check(&["Nothing restored: the cluster already runs from this restore"]);
+    let rerun = dr.run(&dr.restore_play(), &[]);
+    assert_ok(&rerun);
+    assert!(rerun.stdout.contains("Nothing restored"), "{rerun}");
+    assert!(
+        dr.exists("/dr/after-restore"),
+        "the rerun restored again: {rerun}"
+    );
+    dr.assert_members_on_their_addresses();
+    assert_eq!(dr.ids().0, first_id, "{rerun}");
+    dr.assert_rerun_changes_nothing(false);
 
     // Every member down: no wait for health, no backup (no quorum), nothing changed.
     for member in &dr.cluster.members {

@@ -192,9 +192,9 @@ impl Runner<'_> {
                     Ok(saved) => saved,
                     Err(_) => {
                         drop(saving);
-                        // The dropped upload removes its temporary file at once; an object
-                        // store's multipart upload is aborted in the background.
-                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        // The dropped upload removed its temporary file at once; an object
+                        // store's multipart upload may still be aborting in the background.
+                        etcd_store::dropped_uploads_settled(Duration::from_secs(10)).await;
                         let reason = format!(
                             "the full backup did not finish within {grace} s of the stop request; it was abandoned (its upload removed)"
                         );

@@ -334,15 +334,17 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
 /// Whether the cluster at `cluster` runs from `restored`, a restore this member's data dir
 /// already holds whole (the same backup, revision, members and token: the library's
 /// marker): the cluster answers with the restored cluster's ID, has exactly the restored
-/// members (names, peer URLs, none a learner) and every one of them is healthy. A cluster
-/// that cannot be reached is not in service.
+/// members (names, peer URLs, none a learner) and a quorum of them is healthy. A member
+/// down does not make a cluster that runs from the restore need it again (restoring again
+/// would throw away every write since: starting or replacing that member is the fix). A
+/// cluster that cannot be reached is not in service.
 pub async fn in_service(restored: &RestoreResult, cluster: &etcd_core::ClusterConfig) -> bool {
     etcd_core::cluster_view(cluster)
         .await
         .is_ok_and(|view| runs_from(&view, restored))
 }
 
-/// Whether `view` is the cluster `restored` made, all of it healthy voters.
+/// Whether `view` is the cluster `restored` made, all of it voters, a quorum of them healthy.
 fn runs_from(view: &etcd_core::ClusterView, restored: &RestoreResult) -> bool {
     let mut want: Vec<(String, String, Vec<String>)> = restored
         .members
@@ -360,12 +362,11 @@ fn runs_from(view: &etcd_core::ClusterView, restored: &RestoreResult) -> bool {
         .collect();
     want.sort();
     have.sort();
+    let healthy = view.members.iter().filter(|m| m.healthy).count();
     view.cluster_id.to_string() == restored.cluster_id
         && want == have
-        && view
-            .members
-            .iter()
-            .all(|m| m.healthy && !m.member.is_learner)
+        && view.members.iter().all(|m| !m.member.is_learner)
+        && healthy > view.members.len() / 2
 }
 
 /// At most this many clock steps are named in a warning (the rest are counted).
@@ -537,7 +538,8 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_runs_from_a_restore_only_with_its_id_exactly_its_members_all_healthy_voters() {
+    fn a_cluster_runs_from_a_restore_only_with_its_id_exactly_its_members_voters_a_quorum_healthy()
+    {
         let members = etcd_snapshot::parse_initial_cluster(
             "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,b=http://10.0.0.20:2380",
             "t",
@@ -565,9 +567,13 @@ mod tests {
         let mut other = view_of(&restored);
         other.cluster_id = etcd_core::MemberId(1);
         assert!(!runs_from(&other, &restored), "another cluster");
-        let mut sick = view_of(&restored);
-        sick.members[1].healthy = false;
-        assert!(!runs_from(&sick, &restored), "an unhealthy member");
+        // One member down: the cluster still runs from the restore (a quorum serves it).
+        let mut one_down = view_of(&restored);
+        one_down.members[1].healthy = false;
+        assert!(runs_from(&one_down, &restored), "one member down");
+        let mut no_quorum = one_down.clone();
+        no_quorum.members[2].healthy = false;
+        assert!(!runs_from(&no_quorum, &restored), "no quorum");
         let mut learner = view_of(&restored);
         learner.members[1].member.is_learner = true;
         assert!(!runs_from(&learner, &restored), "a learner");
