@@ -541,7 +541,7 @@ mod tests {
     fn a_cluster_runs_from_a_restore_only_with_its_id_exactly_its_members_voters_a_quorum_healthy()
     {
         let members = etcd_snapshot::parse_initial_cluster(
-            "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,b=http://10.0.0.20:2380",
+            "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,b=http://10.0.0.20:2380,c=http://10.0.0.3:2380",
             "t",
         )
         .unwrap();
