@@ -371,6 +371,14 @@ impl NodeCluster {
         found.sort();
         found
     }
+
+    /// Asserts that `member` listens on its own client and peer addresses, and on nothing else.
+    pub fn assert_listens_only_on_its_addresses(&self, member: &SupervisedMember) {
+        let host_port = |url: &str| url.trim_start_matches("https://").to_string();
+        let mut own = vec![host_port(&member.client_url), host_port(&member.peer_url)];
+        own.sort();
+        assert_eq!(self.listening(member), own, "{}", member.name);
+    }
 }
 
 fn walk(dir: &Path, running: bool, state: &mut BTreeMap<String, String>) {

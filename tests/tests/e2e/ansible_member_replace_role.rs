@@ -92,10 +92,7 @@ impl Replace {
 
     /// `member` listens on its own address only (client and peer), serves TLS, has the data.
     fn assert_serves_on_its_address(&self, member: &SupervisedMember) {
-        let host_port = |url: &str| url.trim_start_matches("https://").to_string();
-        let mut want = vec![host_port(&member.client_url), host_port(&member.peer_url)];
-        want.sort();
-        assert_eq!(self.cluster.listening(member), want, "{}", member.name);
+        self.cluster.assert_listens_only_on_its_addresses(member);
         let count = block_on(async {
             let mut c = self
                 .cluster

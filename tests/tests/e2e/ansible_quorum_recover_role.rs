@@ -108,10 +108,7 @@ impl Recover {
         assert_eq!(voters, want);
         for member in &self.cluster.members {
             self.cluster.wait_serving(member, Duration::from_secs(30));
-            let host_port = |url: &str| url.trim_start_matches("https://").to_string();
-            let mut own = vec![host_port(&member.client_url), host_port(&member.peer_url)];
-            own.sort();
-            assert_eq!(self.cluster.listening(member), own, "{}", member.name);
+            self.cluster.assert_listens_only_on_its_addresses(member);
             let count = block_on(async {
                 let mut c = self
                     .cluster

@@ -109,10 +109,7 @@ impl Dr {
     /// Every member listens on its own address only and serves TLS.
     fn assert_members_on_their_addresses(&self) {
         for member in &self.cluster.members {
-            let host_port = |url: &str| url.trim_start_matches("https://").to_string();
-            let mut want = vec![host_port(&member.client_url), host_port(&member.peer_url)];
-            want.sort();
-            assert_eq!(self.cluster.listening(member), want, "{}", member.name);
+            self.cluster.assert_listens_only_on_its_addresses(member);
             assert!(self.cluster.is_serving(member), "{}", member.name);
         }
     }
