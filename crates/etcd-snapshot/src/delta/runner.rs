@@ -72,8 +72,9 @@ impl Runner<'_> {
         if let RunEvent::Failed { .. } = event {
             self.state.failures += 1;
         }
-        self.observer.on_event(&event);
+        // The metrics file first: whoever reads the event finds the metrics showing it.
         self.write_metrics();
+        self.observer.on_event(&event);
     }
 
     pub(super) fn write_metrics(&mut self) {
