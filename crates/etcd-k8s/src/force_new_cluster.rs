@@ -234,6 +234,10 @@ pub(crate) fn replace_file(path: &Path, text: &str) -> Result<()> {
 }
 
 #[cfg(test)]
+#[path = "force_new_cluster_spellings.rs"]
+mod spelling_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

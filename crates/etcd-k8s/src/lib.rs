@@ -56,8 +56,6 @@ mod guard;
 mod openshift_backup;
 mod platform;
 mod prefix;
-#[cfg(test)]
-mod red_team22;
 mod scan;
 mod static_pod;
 mod usage;

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use etcdops_tests::Collection;
+use serde_json::json;
 use serde_yaml_ng::Value;
 
 fn repo() -> PathBuf {
@@ -312,4 +313,46 @@ fn every_role_fails_at_its_first_task_on_a_misspelled_variable_wherever_it_is_se
     }
     let backup = std::fs::read_to_string(dir.path().join("backup.txt")).unwrap();
     assert!(backup.starts_with("set backup_dest"), "{backup}");
+}
+
+#[test]
+fn role_variables_are_documented_and_validated() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "ansible-doc and the role's argument spec check; fails before any task, starts no etcd",
+    ) {
+        return;
+    }
+    let collection = Collection::install();
+    let doc = std::process::Command::new(etcdops_tests::ansible_venv().join("bin/ansible-doc"))
+        .args(["-t", "role", "etcd.core.restore"])
+        .env("ANSIBLE_COLLECTIONS_PATH", collection.path())
+        .env("ANSIBLE_NOCOLOR", "1")
+        .output()
+        .expect("run ansible-doc");
+    let text = String::from_utf8_lossy(&doc.stdout);
+    assert!(doc.status.success(), "{text}");
+    for option in ["restore_store", "restore_force", "restore_s3_endpoint"] {
+        assert!(text.contains(option), "ansible-doc lacks {option}:\n{text}");
+    }
+    // A misspelled role parameter and a mistyped one fail before any task runs.
+    for (params, expect) in [
+        (json!({"restore_stor": "/backups"}), "restore_stor"),
+        (
+            json!({"restore_store": "/b", "restore_verify": "maybe"}),
+            "restore_verify",
+        ),
+    ] {
+        let mut role = json!({"role": "etcd.core.restore"});
+        role.as_object_mut()
+            .unwrap()
+            .extend(params.as_object().unwrap().clone());
+        let play = json!([{"hosts": "all", "gather_facts": false, "roles": [role]}]).to_string();
+        let run = collection.playbook(&play, "m0 ansible_connection=local\n", &json!({}), &[], &[]);
+        assert_ne!(run.code, 0, "{run}");
+        assert!(
+            run.stdout.contains("Validating arguments against arg spec")
+                && run.stdout.contains(expect),
+            "{run}"
+        );
+    }
 }

@@ -287,3 +287,59 @@ fn enable_with_backup_to_takes_the_verified_backup_it_needs() {
     }
     assert_enabled_then_cancel(&cluster, &enabled);
 }
+
+/// The downgrade guard never takes a backup dated in the future as fresh: clamping its age to
+/// zero would let one manifest with a wrong clock satisfy --max-backup-age forever.
+#[test]
+fn downgrade_guard_does_not_take_a_future_dated_backup_as_fresh() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("backups");
+    let saved = run(
+        &cluster,
+        &[
+            "snapshot",
+            "save",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ],
+    );
+    saved.expect_code(0);
+    let object = saved.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let manifest = store.join(format!("{object}.manifest.json"));
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    json["created_at"] = "2031-01-01T00:00:00Z".into();
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+    let target = match cluster.version {
+        EtcdVersion::V3_5 => "3.4",
+        EtcdVersion::V3_4 => "3.3",
+    };
+    let store_arg = store.display().to_string();
+    let enabled = run(
+        &cluster,
+        &[
+            "downgrade",
+            "enable",
+            target,
+            "--store",
+            &store_arg,
+            "--max-backup-age",
+            "1m",
+        ],
+    );
+    if enabled.code == 0 {
+        run(&cluster, &["downgrade", "cancel"]);
+    }
+    assert_ne!(
+        enabled.code, 0,
+        "downgrade enabled on a future-dated backup:\n{enabled}"
+    );
+    assert!(
+        !enabled.stderr.contains("does not support downgrades"),
+        "the guard let a future-dated backup through (the server answered):\n{enabled}"
+    );
+}

@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use etcdops_tests::{Cluster, Run, Security, etcdops_path};
+use etcdops_tests::{Cluster, Run, Security, args, etcdops, etcdops_path};
 
 use crate::backup_run::{BackupRun, write_changes};
 
@@ -329,4 +329,28 @@ fn every_file_and_dir_that_can_hold_etcd_data_is_created_private() {
         &[],
     );
     assert_private("defrag --data-dir", &created, &["db.defrag-"]);
+}
+
+/// A planted `x.db.part` symlink is never followed: the snapshot (every Secret in the
+/// cluster) would otherwise be written into whatever file it points to, keeping that file's
+/// own (here world-readable) mode. The temporary file is created exclusively.
+#[test]
+fn snapshot_save_does_not_write_through_a_planted_part_symlink() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put("/registry/secrets/default/token", "s3cr3t-token");
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, b"untouched").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("x.db.part")).unwrap();
+    let file = dir.path().join("x.db").display().to_string();
+    let endpoint = cluster.endpoints();
+    let _ = etcdops(
+        &args(&["--endpoints", &endpoint, "snapshot", "save", &file]),
+        &[("ETCDOPS_COMPAT", "etcdctl")],
+    );
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"untouched",
+        "the snapshot was written through the planted x.db.part symlink"
+    );
 }

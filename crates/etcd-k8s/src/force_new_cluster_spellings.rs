@@ -1,5 +1,6 @@
-//! Red team of issue #22: static pod manifests whose etcd still forces, or never forces,
-//! after `set_force_new_cluster`. Each test fails on the code it was written against.
+//! `set_force_new_cluster` on static pod manifests that spell the flag every way etcd reads it
+//! (in `command` or `args`, `--flag`, `--flag=true|false`, `-flag`): after a normal start no
+//! spelling still forces, and a forced start really forces.
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 
 use std::path::Path;

@@ -1,174 +1,21 @@
-//! Red team of #24's performance work (paged `get`, the one-pass restore through a spool,
-//! the threaded save): the attacks that held, the bug found and fixed (a mount point named by
-//! a relative path), and one known gap kept as an ignored test (non-UTF-8 key arguments).
+//! A restore that fails stops in one line and leaves nothing: damaged zstd streams, no space
+//! at every stage, a mount point named by a relative path, an object changed after its
+//! manifest.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
-use etcdops_tests::{Cluster, Security, block_on, etcdops_path};
+use etcdops_tests::{Cluster, Security, etcdops_path};
 
+use crate::get_binary_keys::raw_bytes;
 use crate::snapshot_restore::restore_from;
 use crate::{assert_clear_error, save_snapshot};
-
-/// Runs `program` with byte arguments (not necessarily UTF-8) in etcdctl-compatible mode.
-fn raw_bytes(
-    program: &Path,
-    args: &[&[u8]],
-    env: &[(&str, &str)],
-    dir: Option<&Path>,
-) -> (i32, Vec<u8>, String) {
-    let args: Vec<&OsStr> = args.iter().map(|a| OsStr::from_bytes(a)).collect();
-    let mut cmd = crate::compat_kv::command(program, &args, env);
-    if let Some(dir) = dir {
-        cmd.current_dir(dir);
-    }
-    let out = cmd.output().expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Binary keys (0x00, 0xff, runs of 0xff), keys that are prefixes of each other, empty
-/// values, a dense run then one far key, dense clusters at both ends of the byte range.
-fn binary_cluster() -> Cluster {
-    let cluster = Cluster::start_with(1, Security::Plain, &[]);
-    block_on(async {
-        let mut c = cluster.client().await;
-        let keys: Vec<Vec<u8>> = vec![
-            vec![0],
-            vec![0, 0],
-            vec![0, 1],
-            vec![1],
-            vec![0xfe, 0xff],
-            vec![0xff],
-            vec![0xff, 0],
-            vec![0xff, 0xff],
-            vec![0xff, 0xff, 0xff],
-            vec![0xff, 0xff, 0xff, 0xff],
-            b"a".to_vec(),
-            b"a\0".to_vec(),
-            b"a\0\0".to_vec(),
-            b"a\xff".to_vec(),
-            b"ab".to_vec(),
-            b"abc".to_vec(),
-            b"b".to_vec(),
-        ];
-        for (i, k) in keys.iter().enumerate() {
-            let v = if i % 2 == 0 {
-                format!("v{i}").into_bytes()
-            } else {
-                Vec::new()
-            };
-            c.put(k.clone(), v, None).await?;
-        }
-        for i in 0..1000 {
-            c.put(format!("s/a{i:05}"), "val", None).await?;
-        }
-        c.put("s/z", "last", None).await?;
-        for i in 0..300 {
-            let mut k = b"t/\0".to_vec();
-            k.extend(format!("{i:03}").bytes());
-            c.put(k, "", None).await?;
-        }
-        c.put(b"t/\x80".to_vec(), "mid", None).await?;
-        for i in 0..300 {
-            let mut k = b"t/\xff".to_vec();
-            k.extend(format!("{i:03}").bytes());
-            c.put(k, "x", None).await?;
-        }
-        for i in 0..300 {
-            c.put(format!("u/{}", "a".repeat(i)), "", None).await?;
-        }
-        Ok::<_, etcd_client::Error>(())
-    })
-    .unwrap();
-    cluster
-}
-
-#[test]
-fn red24_paged_get_of_binary_and_skewed_keys_is_etcdctls_byte_for_byte() {
-    let cluster = binary_cluster();
-    let endpoints = cluster.endpoints();
-    let cases: Vec<Vec<&str>> = vec![
-        vec!["get", "", "--prefix"],
-        vec!["get", "", "--prefix", "-w", "json"],
-        vec!["get", "", "--prefix", "--keys-only", "-w", "json"],
-        vec!["get", "--from-key", ""],
-        vec!["get", "--from-key", "\u{1}"],
-        vec!["get", "a", "--prefix"],
-        vec!["get", "s/", "--prefix", "-w", "json"],
-        vec!["get", "s/", "--prefix", "--limit", "1000", "-w", "json"],
-        vec!["get", "s/", "--prefix", "--limit", "1001", "-w", "json"],
-        vec!["get", "s/", "--prefix", "--limit", "3", "-w", "json"],
-        vec!["get", "s/", "--prefix", "--limit", "6", "-w", "json"],
-        vec!["get", "t/", "--prefix", "-w", "json"],
-        vec!["get", "u/", "--prefix", "--keys-only"],
-        vec!["get", "u/", "--prefix", "--limit", "4", "-w", "json"],
-        vec!["get", "s/", "--prefix", "--rev", "30", "-w", "json"],
-        vec![
-            "get", "s/", "--prefix", "--order", "DESCEND", "--limit", "5",
-        ],
-        vec!["get", "a", "b"],
-    ];
-    for pages in ["3", "1", "2", "0"] {
-        for args in &cases {
-            let mut all: Vec<&[u8]> = vec![b"--endpoints", endpoints.as_bytes()];
-            all.extend(args.iter().map(|a| a.as_bytes()));
-            let theirs = raw_bytes(&cluster.version.etcdctl(), &all, &[], None);
-            let ours = raw_bytes(
-                &etcdops_path(),
-                &all,
-                &[("ETCDOPS_GET_PAGE_KEYS", pages)],
-                None,
-            );
-            assert_eq!(theirs.0, 0, "{args:?}: {}", theirs.2);
-            assert_eq!(theirs.0, ours.0, "{pages} {args:?}: {}", ours.2);
-            assert!(
-                theirs.1 == ours.1,
-                "pages {pages}, {args:?}: stdout differs"
-            );
-        }
-    }
-}
-
-#[test]
-#[ignore = "known gap: key arguments are UTF-8 strings from the CLI to the library (KeyQuery)"]
-fn red24_get_takes_a_non_utf8_key_as_etcdctl_does() {
-    // Not yet: etcdctl takes `get $'\xff' --prefix`; etcdops (clap) refuses any non-UTF-8
-    // argument ("invalid UTF-8 was detected in one or more arguments", exit 1), so binary
-    // keys and prefixes cannot be read by name in compat mode.
-    let cluster = binary_cluster();
-    let endpoints = cluster.endpoints();
-    for args in [
-        vec![b"get".as_slice(), b"\xff", b"--prefix"],
-        vec![b"get", b"\xff", b"--from-key"],
-        vec![b"get", b"\xff\xff", b"--prefix", b"-w", b"json"],
-        vec![b"get", b"a", b"\xff"],
-    ] {
-        let mut all: Vec<&[u8]> = vec![b"--endpoints", endpoints.as_bytes()];
-        all.extend(args.iter().copied());
-        let theirs = raw_bytes(&cluster.version.etcdctl(), &all, &[], None);
-        let ours = raw_bytes(
-            &etcdops_path(),
-            &all,
-            &[("ETCDOPS_GET_PAGE_KEYS", "3")],
-            None,
-        );
-        assert_eq!(theirs.0, 0, "{}", theirs.2);
-        assert_eq!(ours.0, 0, "{args:?}: {}", ours.2);
-        assert!(theirs.1 == ours.1, "{args:?}: stdout differs");
-    }
-}
 
 /// A cluster with 20 MB of values and its `.db.zst`, decompressed too.
 fn saved() -> (Cluster, std::path::PathBuf, Vec<u8>) {
     let source = Cluster::start(1, Security::Plain);
-    source.put("/red24/check", "ok");
-    source.put_random("/red24/big/", 40, 500_000);
+    source.put("/restore-failures/check", "ok");
+    source.put_random("/restore-failures/big/", 40, 500_000);
     let file = save_snapshot(&source, &source.dir().join("store"), "zstd");
     let db = zstd::decode_all(std::fs::File::open(&file).unwrap()).unwrap();
     (source, file, db)
@@ -197,7 +44,7 @@ fn walk(root: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-fn red24_damaged_zstd_streams_fail_in_one_line_and_leave_nothing() {
+fn damaged_zstd_streams_fail_in_one_line_and_leave_nothing() {
     // Held: a flipped byte at 95% of the compressed stream, garbage after the frame, a cut
     // at the last 3 bytes, a db with 4 KiB of zeros after its trailer: one line, exit 2.
     let (source, file, db) = saved();
@@ -266,7 +113,7 @@ impl Drop for Tmpfs {
 }
 
 #[test]
-fn red24_enospc_at_every_stage_of_a_restore_fails_in_one_line_and_leaves_nothing() {
+fn enospc_at_every_stage_of_a_restore_fails_in_one_line_and_leaves_nothing() {
     // Held: a tmpfs from far too small to a few pages short (spool, linked db, raft snap
     // file, WAL): one line, exit 2, and the filesystem left empty.
     if !is_root() {
@@ -310,7 +157,7 @@ fn red24_enospc_at_every_stage_of_a_restore_fails_in_one_line_and_leaves_nothing
 }
 
 #[test]
-fn red24_restore_into_a_mount_point_named_by_a_relative_path() {
+fn restore_into_a_mount_point_named_by_a_relative_path() {
     // Was a bug: `cd /var/lib && etcdops snapshot restore F --data-dir etcd` where etcd is a
     // mount point: is_mount_point() took the parent of "etcd" (""), so the mount point was
     // not seen, the staged dir was renamed over it, and the restore failed with "cannot write
@@ -348,7 +195,7 @@ fn red24_restore_into_a_mount_point_named_by_a_relative_path() {
 }
 
 #[test]
-fn red24_a_backup_checked_by_its_manifest_is_refused_when_its_object_changed() {
+fn a_backup_checked_by_its_manifest_is_refused_when_its_object_changed() {
     // A restore checks a backup with its manifest by the db's SHA-256 (hashed on the way for
     // etcd's trailer), not by a second SHA-256 of the stored bytes: every change to the
     // stored object must still be refused, through a path (the manifest beside the file) and
@@ -357,7 +204,7 @@ fn red24_a_backup_checked_by_its_manifest_is_refused_when_its_object_changed() {
     let manifest = std::fs::read(format!("{}.manifest.json", file.display())).unwrap();
     let good = std::fs::read(&file).unwrap();
     // Another valid backup of the same cluster, one write later.
-    source.put("/red24/later", "x");
+    source.put("/restore-failures/later", "x");
     let other =
         std::fs::read(save_snapshot(&source, &source.dir().join("store2"), "zstd")).unwrap();
     let mut flip = good.clone();
@@ -418,12 +265,21 @@ fn red24_a_backup_checked_by_its_manifest_is_refused_when_its_object_changed() {
     done.expect_code(0);
     assert_eq!(done.json()["trailer"], "verified", "{done}");
     by_path.start_restored();
-    let got = crate::run(&by_path, &["get", "/red24/check", "--print-value-only"]);
+    let got = crate::run(
+        &by_path,
+        &["get", "/restore-failures/check", "--print-value-only"],
+    );
     got.expect_code(0);
     assert_eq!(got.stdout.trim(), "ok");
     let later = crate::run(
         &by_path,
-        &["get", "/red24/later", "--count-only", "-w", "json"],
+        &[
+            "get",
+            "/restore-failures/later",
+            "--count-only",
+            "-w",
+            "json",
+        ],
     );
     later.expect_code(0);
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Red team of `etcdops usage` (issue #23): live and offline against etcdctl on the awkward
+//! `etcdops usage`, live and offline, against etcdctl on the awkward
 //! keyspaces (binary keys, empty values, a key equal to the prefix, deletions and
 //! re-creations, a transaction's range deletion, a revoked lease, tombstones after a
 //! compaction), the history against a hand count of every revision through `etcdctl get
@@ -164,7 +164,7 @@ fn fill(cluster: &Cluster) -> i64 {
 }
 
 #[test]
-fn red23_usage_history_live_and_offline_agree_with_etcdctl_revision_by_revision() {
+fn usage_history_live_and_offline_agree_with_etcdctl_revision_by_revision() {
     let cluster = Cluster::start(1, Security::Plain);
     let compact = fill(&cluster);
     let head = state_at(&cluster, 0);
@@ -282,7 +282,7 @@ fn red23_usage_history_live_and_offline_agree_with_etcdctl_revision_by_revision(
 }
 
 #[test]
-fn red23_usage_binary_groups_stay_distinct() {
+fn usage_binary_groups_stay_distinct() {
     let cluster = Cluster::start(1, Security::Plain);
     block_on(async {
         let mut c = cluster.client().await;
@@ -321,7 +321,7 @@ fn red23_usage_binary_groups_stay_distinct() {
 }
 
 #[test]
-fn red23_usage_bad_files_and_options_fail_in_one_line_without_secrets() {
+fn usage_bad_files_and_options_fail_in_one_line_without_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = std::path::Path::new("/work/shared/fixtures/etcd-3.6.14/snapshot-3.6.14.db");
     let db = std::fs::read(fixture).expect("the etcd 3.6.14 fixture");
@@ -387,7 +387,7 @@ fn red23_usage_bad_files_and_options_fail_in_one_line_without_secrets() {
 }
 
 #[test]
-fn red23_usage_live_pages_through_megabyte_values_after_tiny_keys() {
+fn usage_live_pages_through_megabyte_values_after_tiny_keys() {
     let cluster = Cluster::start(1, Security::Plain);
     // Tiny keys first grow the page to many keys; then values of 1 MiB each: a page of
     // that many keys would be far over any message limit unless the page shrinks again.
@@ -412,7 +412,7 @@ fn red23_usage_live_pages_through_megabyte_values_after_tiny_keys() {
 }
 
 #[test]
-fn red23_usage_offline_revision_after_a_compaction_that_left_no_key() {
+fn usage_offline_revision_after_a_compaction_that_left_no_key() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put("/a", "1");
     cluster.put("/b", "2");

@@ -1,4 +1,4 @@
-//! Red team of #23 part 1, `backup run --compact-after`: a run killed while it compacts and
+//! `backup run --compact-after`: a run killed while it compacts and
 //! restarted, and a run whose own retention prunes while its compactions run.
 
 use std::path::Path;
@@ -7,7 +7,7 @@ use etcdops_tests::{Cluster, Security, etcdops};
 use serde_json::Value;
 
 use crate::backup_run::{BackupRun, keys_at, write_changes};
-use crate::red_team23::{complete_backups, store_arg};
+use crate::snapshot_compact_chains::{complete_backups, store_arg};
 
 /// The compaction work dirs left in `work`.
 fn work_dirs(work: &Path) -> Vec<String> {
@@ -24,8 +24,8 @@ fn sigkill_of_a_run_while_it_compacts_then_a_restart_continues_the_chain_and_com
     let cluster = Cluster::start(1, Security::Plain);
     // A few MiB, so the compaction lasts long enough to be caught running.
     cluster.put_random("/big/", 3000, 1024);
-    let store = cluster.dir().join("red23-killed-run");
-    let work = cluster.dir().join("red23-killed-work");
+    let store = cluster.dir().join("compact-killed-run");
+    let work = cluster.dir().join("compact-killed-work");
     std::fs::create_dir_all(&work).unwrap();
     let work_arg = work.display().to_string();
     let flags = ["--compact-after", "1", "--compact-work-dir", &work_arg];
@@ -98,7 +98,7 @@ fn sigkill_of_a_run_while_it_compacts_then_a_restart_continues_the_chain_and_com
 fn churn(grace: &str) -> (Cluster, std::path::PathBuf, Vec<Value>, i64) {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_random("/big/", 3000, 1024);
-    let store = cluster.dir().join("red23-churn");
+    let store = cluster.dir().join("compact-churn");
     let backup = BackupRun::start(
         &cluster,
         &store,

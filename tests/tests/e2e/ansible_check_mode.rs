@@ -1,11 +1,15 @@
-//! Issue #21's module bugs, through real ansible-playbook against real etcd: `etcd_member`
-//! matches a member the same way for every state (a learner that has not started by its peer
-//! URLs; a name and peer URLs of two members refused), the README's learner flow under
-//! `--check` and in a real run, and `etcd_snapshot`'s check mode failing where the save
-//! fails (missing bucket, a file where the store's directory must be, no cluster).
+//! Check mode predicts the real run, through real ansible-playbook against real etcd:
+//! `etcd_member` matches a member the same way for every state (a learner that has not
+//! started by its peer URLs; a name and peer URLs of two members refused), the README's
+//! learner flow under `--check` and in a real run, a second learner and a mistyped promotion
+//! fail in check mode as etcd fails them, a voter added to a one-member cluster is refused,
+//! and `etcd_snapshot`'s check mode fails where the save fails (missing bucket, a file where
+//! the store's directory must be, no cluster).
 
-use etcdops_tests::{Cluster, Collection, PlaybookRun, S3Server, Security, free_port};
+use etcdops_tests::{Cluster, Collection, PlaybookRun, S3Server, Security, block_on, free_port};
 use serde_json::{Value, json};
+
+use crate::ansible_shim::{play as play_on, tasks_pass_on_this_machine};
 
 const LOCAL: &str = "target ansible_connection=local\n";
 
@@ -260,4 +264,103 @@ fn snapshot_check_mode_fails_where_the_save_fails() {
     );
     assert!(s3.multipart_uploads("backups").is_empty());
     assert!(!std::path::Path::new(&store).exists(), "nothing written");
+}
+
+/// Finding (medium): check mode says "would add" a second learner, and the real run fails:
+/// etcd allows one learner at a time ("too many learner members in cluster"), which the dry
+/// run never asks. A member-replace play rehearsed with `--check` while an earlier learner
+/// still waits passes, then fails half-way for real.
+#[test]
+fn check_mode_predicts_that_etcd_refuses_a_second_learner() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let (first, _) = cluster.new_member_urls();
+    let (second, _) = cluster.new_member_urls();
+    let endpoints = cluster.client_urls();
+    let learner = |name: &str, peer: &str| json!({"endpoints": endpoints, "name": name, "peer_urls": [peer], "learner": true});
+    let tasks = json!([
+        {"etcd.core.etcd_member": learner("m4", &first)},
+        {"etcd.core.etcd_member": learner("m5", &second), "check_mode": true,
+         "register": "would", "ignore_errors": true},
+        {"etcd.core.etcd_member": learner("m5", &second), "register": "real",
+         "ignore_errors": true},
+        {"ansible.builtin.assert": {"that": [
+            "(would is failed) == (real is failed)",
+            "would.changed == real.changed",
+        ], "fail_msg": "check mode: {{ would }} / real run: {{ real }}"}},
+    ]);
+    tasks_pass_on_this_machine(tasks);
+}
+
+/// Finding (low): check mode "skips" the promotion of a name + peer URLs that match no
+/// member (it assumes an addition earlier in the same check run), also in a play that adds
+/// nothing: a promote-only job (the README's second step, run once the new host's etcd
+/// started) with a mistyped peer URL passes `--check` (ok, skipped) and fails for real
+/// ("no member matches"), though the learner waiting at another peer URL is right there.
+/// Expected: check mode fails where the real run does when the cluster already holds a
+/// learner that the name and peer URLs do not match (or whenever nothing in the play adds it).
+#[test]
+fn check_mode_of_a_mistyped_promotion_fails_as_the_real_run_does() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let (peer, _) = cluster.new_member_urls();
+    let (typo, _) = cluster.new_member_urls();
+    let endpoints = cluster.client_urls();
+    let tasks = json!([
+        {"etcd.core.etcd_member": {"endpoints": endpoints, "name": "m4", "peer_urls": [peer],
+            "learner": true}},
+        {"etcd.core.etcd_member": {"endpoints": endpoints, "name": "m4", "peer_urls": [typo],
+            "state": "promoted"},
+         "check_mode": true, "register": "would", "ignore_errors": true},
+        {"etcd.core.etcd_member": {"endpoints": endpoints, "name": "m4", "peer_urls": [typo],
+            "state": "promoted"},
+         "register": "real", "ignore_errors": true},
+        {"ansible.builtin.assert": {"that": [
+            "real is failed",
+            "(would is failed) == (real is failed)",
+        ], "fail_msg": "check mode: {{ would.msg }} / real run: {{ real.msg }}"}},
+    ]);
+    tasks_pass_on_this_machine(tasks);
+}
+
+/// Finding (high): `etcd_member` with its defaults (`learner: false`) adds a voter to a
+/// healthy one-member cluster without a word: the quorum becomes 2 of 2 before the new
+/// member can vote, and the cluster stops taking writes until the new etcd has started and
+/// caught up (if it never does, a wrong certificate or a closed port, the cluster stays
+/// down: the removal that would fix it needs that quorum too, and the module refuses it).
+/// The guard refuses a new voter only while a member is unhealthy. Expected: refused like
+/// that case (add it as a learner, or `force: true`), unless the healthy voters reach the
+/// quorum the new member makes; the cluster keeps taking writes.
+#[test]
+fn adding_a_voter_to_a_one_member_cluster_is_refused_and_writes_go_on() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let (peer, _) = cluster.new_member_urls();
+    let endpoints = cluster.client_urls();
+    let tasks = json!([
+        {"etcd.core.etcd_member": {"endpoints": endpoints, "name": "m4", "peer_urls": [peer]},
+         "register": "added", "ignore_errors": true},
+        {"ansible.builtin.assert": {"that": [
+            "added is failed",
+            "'learner' in added.msg",
+        ], "fail_msg": "{{ added.msg }}"}},
+    ]);
+    let collection = Collection::install();
+    let run = collection.playbook(
+        &play_on("target", tasks),
+        "target ansible_connection=local\n",
+        &json!({}),
+        &[],
+        &[],
+    );
+    let wrote = block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints.clone(), None)
+            .await
+            .ok()?;
+        let put = client.put("/rt21/still-writable", "v", None);
+        tokio::time::timeout(std::time::Duration::from_secs(5), put)
+            .await
+            .ok()?
+            .ok()
+    });
+    assert!(wrote.is_some(), "the cluster stopped taking writes:\n{run}");
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("failed=0"), "{run}");
 }

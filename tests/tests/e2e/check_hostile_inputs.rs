@@ -1,4 +1,4 @@
-//! Red team of #23 part 3 (`check`'s certificates, latency/churn, backup freshness): hostile
+//! `check` (certificates, latency/churn, backup freshness) against bad input: hostile
 //! `/metrics` endpoints, nonsense thresholds, secrets in store and metrics URLs, and a store
 //! with half-written, foreign, object-less and future-stamped backups.
 

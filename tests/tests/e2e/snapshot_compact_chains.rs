@@ -1,7 +1,7 @@
-//! Red team of #23 part 1 (`snapshot compact`, `backup run --compact-after`): a compaction
-//! taken while `backup run` keeps publishing, the chain growing past its compacted copy,
-//! then retention and restarts on that store; odd `--chain` values, work dirs, leases, broken
-//! chains (the runs themselves: red_team23_run.rs).
+//! `snapshot compact` on chains that go on: a compaction taken while `backup run` keeps
+//! publishing, the chain growing past its compacted copy, then retention and restarts on that
+//! store; odd `--chain` values, work dirs, leases, broken chains (`backup run
+//! --compact-after` itself: backup_run_compaction.rs).
 
 use std::path::Path;
 
@@ -41,7 +41,7 @@ pub(crate) fn complete_backups(store: &Path) -> Vec<Value> {
 fn chain_grown_past_its_copy(tag: &str) -> (Cluster, std::path::PathBuf, String, String, i64, i64) {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/seed/", 20);
-    let store = cluster.dir().join(format!("red23-{tag}"));
+    let store = cluster.dir().join(format!("compact-{tag}"));
     let backup = BackupRun::start(&cluster, &store, &[]);
     let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let full = full["object"].as_str().unwrap().to_string();
@@ -173,7 +173,7 @@ fn a_restarted_run_continues_the_chain_not_its_compacted_copy() {
 fn chain_naming_a_segment_a_missing_backup_or_a_plain_full_backup_is_refused_in_one_line() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/seed/", 10);
-    let store = cluster.dir().join("red23-flags");
+    let store = cluster.dir().join("compact-flags");
     let backup = BackupRun::start(&cluster, &store, &[]);
     let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let full = full["object"].as_str().unwrap().to_string();
@@ -228,7 +228,7 @@ fn detached_by(compacted: &Value) -> Value {
 fn a_chain_on_a_compacted_backup_compacts_again_and_restores_key_for_key() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/seed/", 20);
-    let store = cluster.dir().join("red23-nested");
+    let store = cluster.dir().join("compact-nested");
     let backup = BackupRun::start(&cluster, &store, &[]);
     let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let full = full["object"].as_str().unwrap().to_string();
@@ -309,7 +309,7 @@ fn a_chain_on_a_compacted_backup_compacts_again_and_restores_key_for_key() {
 fn two_compactions_of_one_chain_at_once_publish_one_verified_copy() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_random("/big/", 1500, 1024);
-    let store = cluster.dir().join("red23-twice");
+    let store = cluster.dir().join("compact-twice");
     let backup = BackupRun::start(&cluster, &store, &[]);
     let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let full = full["object"].as_str().unwrap().to_string();
@@ -365,7 +365,7 @@ fn an_encrypted_chain_with_the_wrong_identity_is_refused_and_writes_nothing() {
     };
     let (_, recipient) = keygen("right.txt");
     let (wrong, _) = keygen("wrong.txt");
-    let store = cluster.dir().join("red23-wrong-identity");
+    let store = cluster.dir().join("compact-wrong-identity");
     let backup = BackupRun::start(&cluster, &store, &["--encrypt-to", &recipient]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let last = *write_changes(&cluster, "wi", 1).last().unwrap();
@@ -467,7 +467,7 @@ fn leases_revoked_granted_moved_and_unused_inside_the_chain_compact_as_the_chain
         Ok::<_, etcd_client::Error>((l1, l5))
     })
     .unwrap();
-    let store = cluster.dir().join("red23-leases");
+    let store = cluster.dir().join("compact-leases");
     let backup = BackupRun::start(&cluster, &store, &[]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let last = etcdops_tests::block_on(async {
@@ -576,7 +576,7 @@ fn a_lease_revoked_inside_the_chain_is_not_in_the_compacted_backup() {
         Ok::<_, etcd_client::Error>(lease)
     })
     .unwrap();
-    let store = cluster.dir().join("red23-revoked");
+    let store = cluster.dir().join("compact-revoked");
     let backup = BackupRun::start(&cluster, &store, &[]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let last = etcdops_tests::block_on(async {
@@ -613,7 +613,7 @@ fn is_root() -> bool {
 fn a_work_dir_missing_a_file_read_only_or_full_fails_in_one_line_and_leaves_nothing() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_random("/big/", 1500, 1024);
-    let store = cluster.dir().join("red23-workdir");
+    let store = cluster.dir().join("compact-workdir");
     let backup = BackupRun::start(&cluster, &store, &[]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     cluster.put_random("/big/", 1500, 1024);
@@ -626,9 +626,9 @@ fn a_work_dir_missing_a_file_read_only_or_full_fails_in_one_line_and_leaves_noth
         assert_eq!(now["backups"], before["backups"]);
         assert_eq!(now["orphans"], before["orphans"], "no object left behind");
     };
-    let file = cluster.dir().join("red23-a-file");
+    let file = cluster.dir().join("compact-a-file");
     std::fs::write(&file, "x").unwrap();
-    let missing = cluster.dir().join("red23-missing");
+    let missing = cluster.dir().join("compact-missing");
     for dir in [&missing, &file] {
         let refused = snapshot_json(&[
             "compact",
@@ -645,7 +645,7 @@ fn a_work_dir_missing_a_file_read_only_or_full_fails_in_one_line_and_leaves_noth
     }
     // Read-only, then from far too small to just short of the room a compaction needs.
     for (n, size) in ["1m,ro", "64k", "1m", "3m", "5m", "64m"].iter().enumerate() {
-        let dir = cluster.dir().join(format!("red23-tmpfs-{n}"));
+        let dir = cluster.dir().join(format!("compact-tmpfs-{n}"));
         let _mounted = crate::snapshot_failures::Tmpfs::mount(&dir, size);
         let out = snapshot_json(&[
             "compact",
@@ -677,7 +677,7 @@ fn a_work_dir_missing_a_file_read_only_or_full_fails_in_one_line_and_leaves_noth
 fn a_chain_broken_in_the_middle_by_a_replaced_or_missing_segment_compacts_to_its_break() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/seed/", 10);
-    let store = cluster.dir().join("red23-broken");
+    let store = cluster.dir().join("compact-broken");
     let backup = BackupRun::start(&cluster, &store, &[]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     for round in 0..3 {
