@@ -1,7 +1,8 @@
 //! Tests that run on one etcd release only. `scripts/test` runs the whole suite twice, against
 //! etcd 3.4.23 and 3.5.1; a test whose outcome cannot depend on the release (it starts no
 //! etcd, or uses one only as a stand-in target while it tests the collection's packaging, the
-//! shim cache, argument checks or docs) needs only one of those runs.
+//! shim cache, argument checks or docs) needs only one of those runs. `scripts/test` also runs
+//! the collection's own test modules (`ansible_*`) on the 3.5 run only, and says why there.
 
 use crate::etcd::EtcdVersion;
 
