@@ -63,6 +63,14 @@ pub struct PlaybookRun {
     pub stderr: String,
 }
 
+impl PlaybookRun {
+    /// Asserts that the play succeeded: exit code 0 and no failed task in the recap.
+    pub fn assert_ok(&self) {
+        assert_eq!(self.code, 0, "{self}");
+        assert!(self.stdout.contains("failed=0"), "{self}");
+    }
+}
+
 impl std::fmt::Display for PlaybookRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

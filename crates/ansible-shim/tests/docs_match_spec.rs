@@ -380,3 +380,23 @@ fn no_return_value_shadows_a_dict_method_but_the_deprecated_ones() {
         "etcd.core {version}: remove the deprecated return values of returns::RENAMED"
     );
 }
+
+/// The action plugin reads the controller's `ETCDCTL_*` settings only for modules that talk to
+/// a cluster: its `NO_CONNECTION` list names exactly the modules the shim marks
+/// `connection: false`.
+#[test]
+fn the_action_plugins_modules_without_a_connection_are_the_shims() {
+    let text =
+        std::fs::read_to_string(collection().join("plugins/plugin_utils/shim_action.py")).unwrap();
+    let start = text
+        .find("NO_CONNECTION = (")
+        .expect("NO_CONNECTION in shim_action.py");
+    let end = start + text[start..].find(')').unwrap();
+    let listed: BTreeSet<&str> = text[start..end].split('"').skip(1).step_by(2).collect();
+    let marked: BTreeSet<&str> = MODULES
+        .iter()
+        .filter(|m| !m.connection)
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(listed, marked);
+}

@@ -2,9 +2,7 @@
 //! normal path, check mode, idempotence, the module_defaults group, credentials only in the
 //! controller's environment, a target without Python, secrets never printed.
 
-use etcdops_tests::{
-    Cluster, Collection, PlaybookRun, ROOT_PASSWORD, Security, block_on, free_port,
-};
+use etcdops_tests::{Cluster, Collection, ROOT_PASSWORD, Security, block_on, free_port};
 use serde_json::{Value, json};
 
 /// `localhost` as a target that has no Python: binary modules must not need it.
@@ -47,11 +45,6 @@ fn play(collection: &Collection, defaults: &Value, targets: &[&str], extra: Valu
         }
     }
     json!([play]).to_string()
-}
-
-fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-    assert!(run.stdout.contains("failed=0"), "{run}");
 }
 
 #[test]
@@ -97,7 +90,7 @@ fn every_module_on_one_member_with_a_target_without_python() {
         json!({}),
     );
     let run = collection.playbook(&playbook, NO_PYTHON, &vars, &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
     // Check mode wrote nothing: only the restore of the normal path exists.
     assert!(restores.join("r0/member/snap/db").exists(), "{run}");
     assert!(!restores.join("r1").exists(), "{run}");
@@ -116,7 +109,7 @@ fn member_changes_on_three_tls_members_through_module_defaults() {
         json!({}),
     );
     let run = collection.playbook(&playbook, LOCAL, &vars, &[], &["-vvv"]);
-    assert_ok(&run);
+    run.assert_ok();
     let key = std::fs::read_to_string(&cluster.certs.as_ref().unwrap().client_key).unwrap();
     let key_body = key.lines().nth(1).unwrap();
     assert!(
@@ -159,7 +152,7 @@ fn credentials_only_in_the_controllers_environment() {
     ];
     let vars = json!({ "etcd_expected_members": 1 });
     let run = collection.playbook(&playbook, NO_PYTHON, &vars, &env, &["-vvv"]);
-    assert_ok(&run);
+    run.assert_ok();
     let key_body = std::fs::read_to_string(&certs.client_key).unwrap();
     let key_body = key_body.lines().nth(1).unwrap();
     assert!(
@@ -180,7 +173,7 @@ fn passwords_never_appear_in_any_output() {
         json!({}),
     );
     let run = collection.playbook(&playbook, LOCAL, &vars, &[], &["-vvvv"]);
-    assert_ok(&run);
+    run.assert_ok();
     assert!(
         !run.stdout.contains(ROOT_PASSWORD) && !run.stderr.contains(ROOT_PASSWORD),
         "the password was printed:\n{run}"
@@ -213,7 +206,7 @@ fn the_built_tarball_installs_and_its_modules_run() {
     }])
     .to_string();
     let run = collection.playbook(&playbook, NO_PYTHON, &json!({}), &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
 }
 
 #[test]
@@ -236,7 +229,7 @@ fn encryption_modules_audit_a_cluster_and_write_the_config_step_by_step() {
         json!({}),
     );
     let run = collection.playbook(&playbook, LOCAL, &vars, &[], &["-vvv"]);
-    assert_ok(&run);
+    run.assert_ok();
     let written = std::fs::read_to_string(&enc_path).unwrap();
     assert!(written.contains("EncryptionConfiguration") && written.contains("key2"));
     // The key material is in the file and nowhere in Ansible's output.

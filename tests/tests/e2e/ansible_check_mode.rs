@@ -6,7 +6,7 @@
 //! and `etcd_snapshot`'s check mode fails where the save fails (missing bucket, a file where
 //! the store's directory must be, no cluster).
 
-use etcdops_tests::{Cluster, Collection, PlaybookRun, S3Server, Security, block_on, free_port};
+use etcdops_tests::{Cluster, Collection, S3Server, Security, block_on, free_port};
 use serde_json::{Value, json};
 
 use crate::ansible_shim::{play as play_on, tasks_pass_on_this_machine};
@@ -15,11 +15,6 @@ const LOCAL: &str = "target ansible_connection=local\n";
 
 fn play(tasks: Value) -> String {
     json!([{"hosts": "target", "gather_facts": false, "tasks": tasks}]).to_string()
-}
-
-fn played_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-    assert!(run.stdout.contains("failed=0"), "{run}");
 }
 
 /// (name, is_learner) of every member, and whether `peer` is among their peer URLs.
@@ -95,7 +90,7 @@ fn member_absent_matches_as_present_does_and_check_mode_predicts_it() {
     let collection = Collection::install();
     let vars = json!({"peer": peer});
     let played = collection.playbook(&play(tasks), LOCAL, &vars, &[], &[]);
-    played_ok(&played);
+    played.assert_ok();
     assert!(played.stdout.contains("ignored=2"), "{played}");
     let (after, has_peer) = members(&cluster, &peer);
     assert_eq!(after, before, "the three voters stay, the learner is gone");
@@ -145,7 +140,7 @@ fn the_readme_learner_flow_passes_under_check_and_says_why_a_learner_cannot_be_p
         &[],
         &["--check"],
     );
-    played_ok(&checked);
+    checked.assert_ok();
     assert!(!checked.stdout.contains("RETRYING"), "{checked}");
     assert!(!members(&cluster, &peer).1, "check mode added nothing");
 
@@ -195,7 +190,7 @@ fn the_readme_learner_flow_passes_under_check_and_says_why_a_learner_cannot_be_p
         &[],
         &[],
     );
-    played_ok(&promoted);
+    promoted.assert_ok();
     let (after, _) = members(&cluster, &peer);
     assert!(after.contains(&("m4".to_string(), false)), "{after:?}");
 }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use etcdops_tests::{Cluster, Collection, PlaybookRun, Security, block_on, free_port};
+use etcdops_tests::{Cluster, Collection, Security, block_on, free_port};
 use serde_json::{Value, json};
 
 use crate::platform::KubeadmNode;
@@ -124,11 +124,6 @@ fn shadowing(prefix: &str, value: &Value, docs: &serde_yaml_ng::Value, out: &mut
     }
 }
 
-fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-    assert!(run.stdout.contains("failed=0"), "{run}");
-}
-
 /// One real run of every module (read-only ones and changes in a scratch cluster and dirs),
 /// each result registered and written to `results.json` as `{module: [result, ...]}`.
 fn run_every_module(cluster: &Cluster, node: &KubeadmNode, dir: &Path) -> Value {
@@ -144,7 +139,7 @@ fn run_every_module(cluster: &Cluster, node: &KubeadmNode, dir: &Path) -> Value 
     });
     let playbook = include_str!("ansible_docs_play.yml");
     let run = collection.playbook(playbook, LOCAL, &vars, &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
     let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
     // To refresh the docs' samples from a real run.
     if let Some(copy) = std::env::var_os("ETCDOPS_DOCS_RESULTS") {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use etcdops_tests::{Collection, NodeCluster, PlaybookRun, SupervisedMember, block_on};
 use serde_json::{Value, json};
 
-use crate::ansible_role_runs::{State, assert_no_change_reported, assert_ok, kill_after_task};
+use crate::ansible_role_runs::{State, assert_no_change_reported, kill_after_task};
 
 struct Replace {
     cluster: NodeCluster,
@@ -78,7 +78,7 @@ impl Replace {
     fn assert_check(&self, play: &str, new: &SupervisedMember, urls: &[String], expect: &str) {
         let before = State::capture(&self.cluster, urls);
         let run = self.run(play, new, &["--check", "--diff"]);
-        assert_ok(&run);
+        run.assert_ok();
         assert!(run.stdout.contains(expect), "no '{expect}':\n{run}");
         before.assert_same(&State::capture(&self.cluster, urls), &run);
         // Check mode waits for nothing only a real run could bring about: no retried task.
@@ -148,7 +148,7 @@ fn member_replace_role_keeps_the_admins_env_file_and_converges_on_node_address_h
     replace.assert_check(&play, &m3, &endpoints, "remove m2");
 
     let first = replace.run(&play, &m3, &[]);
-    assert_ok(&first);
+    first.assert_ok();
     assert!(first.stdout.contains("before-change"), "{first}");
     let now = std::fs::read_to_string(&env_file).unwrap();
     assert_admin_lines_kept(&original, &now);
@@ -244,7 +244,7 @@ fn member_replace_role_refuses_an_unknown_data_dir_then_converges_through_its_ow
         "Start etcd",
     );
     let finished = replace.run(&play, &m3, &[]);
-    assert_ok(&finished);
+    finished.assert_ok();
     assert_eq!(
         std::fs::read_to_string(&env_file).unwrap(),
         original,
@@ -289,7 +289,7 @@ fn member_replace_role_refuses_an_unknown_data_dir_then_converges_through_its_ow
     let same_name = replace.play(&m3, &survivors, replace.vars("m3", json!({})));
     replace.assert_check(&same_name, &m3, &survivors, "remove m3");
     let replaced = replace.run(&same_name, &m3, &[]);
-    assert_ok(&replaced);
+    replaced.assert_ok();
     assert_eq!(
         replace.voters(&urls),
         [
@@ -411,7 +411,7 @@ fn member_replace_role_sets_its_keys_in_etcds_config_file() {
     let endpoints = replace.survivors(&["m2", "m3"]);
     let play = replace.play(&m3, &endpoints, replace.vars("m2", json!({})));
     let run = replace.run_on(&play, &inventory, &[]);
-    assert_ok(&run);
+    run.assert_ok();
     let now = std::fs::read_to_string(&config).unwrap();
     for line in original.lines() {
         let key = line.split(':').next().unwrap();

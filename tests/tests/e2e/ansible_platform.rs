@@ -8,20 +8,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use etcdops_tests::{
-    Certs, Cluster, Collection, EtcdVersion, Kubelet, PlaybookRun, PodSpec, Run, Security, etcdops,
-    free_port, install_kubeadm_pki, kubeadm_image, under, write_kubeadm_manifest,
-    write_openshift_tree,
+    Certs, Cluster, Collection, EtcdVersion, Kubelet, PodSpec, Run, Security, etcdops, free_port,
+    install_kubeadm_pki, kubeadm_image, under, write_kubeadm_manifest, write_openshift_tree,
 };
 use serde_json::{Value, json};
 
 use crate::platform::KubeadmNode;
 
 const NO_PYTHON: &str = "target ansible_connection=local ansible_python_interpreter=/nonexistent\n";
-
-fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-    assert!(run.stdout.contains("failed=0"), "{run}");
-}
 
 #[test]
 fn platform_modules_detect_stop_and_start_a_kubeadm_static_pod() {
@@ -41,7 +35,7 @@ fn platform_modules_detect_stop_and_start_a_kubeadm_static_pod() {
         "etcd_expected_version": EtcdVersion::from_env().version_string(),
     });
     let run = collection.playbook(&play, NO_PYTHON, &vars, &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
     // Four changes: stop and start, each in check mode and for real; etcd is back.
     assert!(run.stdout.contains("changed=4"), "{run}");
     assert!(
@@ -88,7 +82,7 @@ fn modules_refuse_what_openshifts_operator_owns_and_write_openshift_backups() {
         "etcd_openshift_pair_dir": openshift.join("home/core/backup"),
     });
     let run = collection.playbook(&play, NO_PYTHON, &vars, &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
     assert!(!openshift.join("var/lib/etcd-restored").exists(), "{run}");
     let pair: Vec<_> = std::fs::read_dir(openshift.join("home/core/backup"))
         .unwrap()
@@ -276,7 +270,7 @@ fn restore_role_restores_a_three_node_kubeadm_control_plane_through_static_pods(
     .to_string();
     let collection = Collection::install();
     let run = collection.playbook(&play, &inventory, &json!({}), &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
 
     // The data of the backup, nothing written after it, a new cluster of the same members.
     let before = plane.etcdops(&[

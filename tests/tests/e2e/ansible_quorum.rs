@@ -230,12 +230,8 @@ impl Setup {
     }
 }
 
-fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-}
-
 fn assert_unchanged(run: &PlaybookRun) {
-    assert_ok(run);
+    run.assert_ok();
     assert!(
         run.stdout.contains("changed=0") && !run.stdout.contains("changed=1"),
         "{run}"
@@ -311,7 +307,7 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
     let pids: Vec<Option<String>> = setup.cluster.members.iter().map(|m| m.pid()).collect();
     let disk_before = stable_files(&setup.cluster);
     let check = setup.run(&["--check"]);
-    assert_ok(&check);
+    check.assert_ok();
     assert!(
         check
             .stdout
@@ -340,7 +336,7 @@ fn quorum_recover_keeps_every_acknowledged_write_after_losing_two_members() {
             .collect::<Vec<_>>()
     );
     let run = setup.run(&[]);
-    assert_ok(&run);
+    run.assert_ok();
     println!(
         "a full recovery: {} tasks",
         run.stdout.matches("TASK [").count()
@@ -434,7 +430,7 @@ fn quorum_recover_after_a_power_cut_with_every_disk_intact_restarts_and_forces_n
     let before: Vec<Vec<PathBuf>> = setup.cluster.members.iter().map(listing).collect();
     let disk_before = stable_files(&setup.cluster);
     let check = setup.run(&["--check"]);
-    assert_ok(&check);
+    check.assert_ok();
     assert_eq!(
         stable_files(&setup.cluster),
         disk_before,
@@ -452,7 +448,7 @@ fn quorum_recover_after_a_power_cut_with_every_disk_intact_restarts_and_forces_n
         assert_eq!(member.pid(), None, "check mode started {}", member.name);
     }
     let run = setup.run(&[]);
-    assert_ok(&run);
+    run.assert_ok();
     assert!(
         run.stdout
             .contains("Starting m0, m1, m2 normally, nothing forced"),
@@ -534,7 +530,7 @@ fn quorum_recover_killed_at_random_steps_converges_without_deleting_a_dir() {
         println!("round {round}: task {n}: killed in {killed:?}");
     }
     let run = setup.run(&[]);
-    assert_ok(&run);
+    run.assert_ok();
     let urls = setup.cluster.client_urls();
     assert_eq!(lost(&urls, &acked), Vec::new(), "acknowledged writes lost");
     setup.assert_three_voters();
@@ -568,7 +564,7 @@ fn quorum_recover_compared_with_the_db_rebuild_after_a_power_cut() {
     }
     let mut setup = Setup::new(cluster);
     let run = setup.run(&[]);
-    assert_ok(&run);
+    run.assert_ok();
     let survivor = Setup::survivor(&run);
     let role_lost = lost(&setup.cluster.client_urls(), &acked);
     // The old way on the very same data: the survivor's db (its copy the role kept) restored
@@ -657,7 +653,7 @@ fn static_pod_starts_etcd_once_with_force_new_cluster() {
         .to_string();
         let inventory = "target ansible_connection=local ansible_python_interpreter=/nonexistent\n";
         let run = collection.playbook(&play, inventory, &json!({}), &[], &[]);
-        assert_ok(&run);
+        run.assert_ok();
         run
     };
     let run = cycle(true);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use etcdops_tests::{Collection, NodeCluster, PlaybookRun, SupervisedMember, block_on};
 use serde_json::json;
 
-use crate::ansible_role_runs::{State, assert_no_change_reported, assert_ok};
+use crate::ansible_role_runs::{State, assert_no_change_reported};
 
 /// The keys written before the first run, read back from every member at the end.
 const KEYS: usize = 10;
@@ -89,7 +89,7 @@ impl Recover {
     fn assert_check(&self, expect: &[&str]) {
         let before = State::capture(&self.cluster, &self.urls());
         let run = self.run(&["--check"]);
-        assert_ok(&run);
+        run.assert_ok();
         for said in expect {
             assert!(run.stdout.contains(said), "no '{said}':\n{run}");
         }
@@ -197,7 +197,7 @@ fn quorum_recover_role_on_node_address_hosts_in_every_state() {
     m2.stop();
     recover.assert_check(&["Would rejoin", "Would take a verified backup"]);
     let run = recover.run(&[]);
-    assert_ok(&run);
+    run.assert_ok();
     let store = recover.cluster.dir().join("quorum-before-change");
     let said = "Backup before the change: ";
     assert_eq!(run.stdout.matches(said).count(), 1, "one backup:\n{run}");
@@ -243,7 +243,7 @@ fn quorum_recover_role_on_node_address_hosts_in_every_state() {
         })
         .collect();
     let run = recover.run(&[]);
-    assert_ok(&run);
+    run.assert_ok();
     assert!(run.stdout.contains("Recovered the quorum from m0"), "{run}");
     assert!(
         run.stdout.contains("no backup of the cluster can be taken")

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use etcdops_tests::{Collection, NodeCluster, PlaybookRun, block_on};
 use serde_json::json;
 
-use crate::ansible_role_runs::{State, assert_no_change_reported, assert_ok, kill_after_task};
+use crate::ansible_role_runs::{State, assert_no_change_reported, kill_after_task};
 
 struct Dr {
     cluster: NodeCluster,
@@ -66,7 +66,7 @@ impl Dr {
             "etcd.core.backup",
             json!({"backup_dest": self.store}),
         );
-        assert_ok(&self.run(&play, &[]));
+        self.run(&play, &[]).assert_ok();
     }
 
     fn restore_play(&self) -> String {
@@ -83,7 +83,7 @@ impl Dr {
         let urls = self.urls();
         let before = State::capture(&self.cluster, &urls);
         let run = self.run(&self.restore_play(), &["--check"]);
-        assert_ok(&run);
+        run.assert_ok();
         for expect in expect {
             assert!(run.stdout.contains(expect), "no '{expect}':\n{run}");
         }
@@ -196,7 +196,7 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     dr.assert_check(&["Would: stop etcd", "Would back up the running cluster"]);
 
     let first = dr.run(&dr.restore_play(), &[]);
-    assert_ok(&first);
+    first.assert_ok();
     assert!(
         dr.exists("/dr/first") && !dr.exists("/dr/after-backup"),
         "{first}"
@@ -222,7 +222,7 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     dr.cluster.members[0].stop();
     dr.assert_check(&["Nothing restored: the cluster already runs from this restore"]);
     let rerun = dr.run(&dr.restore_play(), &[]);
-    assert_ok(&rerun);
+    rerun.assert_ok();
     assert!(rerun.stdout.contains("Nothing restored"), "{rerun}");
     assert!(
         dr.exists("/dr/after-restore"),
@@ -248,7 +248,7 @@ fn restore_role_on_node_address_hosts_converges_and_makes_a_new_cluster_each_tim
     );
     assert!(killed.contains("No backup before the restore"), "{killed}");
     let second = dr.run(&dr.restore_play(), &[]);
-    assert_ok(&second);
+    second.assert_ok();
     dr.assert_members_on_their_addresses();
     let (second_id, second_members) = dr.ids();
     assert_ne!(

@@ -10,10 +10,6 @@ fn playbook(endpoints: &[String], role: &str, vars: Value) -> String {
     role_playbook("all", endpoints, role, vars)
 }
 
-fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-}
-
 async fn client(urls: &[String]) -> etcd_client::Client {
     etcd_client::Client::connect(urls.to_vec(), None)
         .await
@@ -87,7 +83,7 @@ impl Dr {
             "etcd.core.backup",
             json!({"backup_dest": self.store, "backup_keep_last": 5}),
         );
-        assert_ok(&self.run(&play, &[]));
+        self.run(&play, &[]).assert_ok();
     }
 
     fn restore_play(&self) -> String {
@@ -130,13 +126,13 @@ fn restore_role_runs_a_second_disaster_recovery_from_a_newer_backup() {
     put(&dr.urls, "/dr/first");
     dr.backup();
     let first = dr.run(&dr.restore_play(), &[]);
-    assert_ok(&first);
+    first.assert_ok();
     // The restored cluster runs and takes writes; a newer backup holds them.
     put(&dr.urls, "/dr/second");
     dr.backup();
     put(&dr.urls, "/dr/after-second-backup");
     let second = dr.run(&dr.restore_play(), &[]);
-    assert_ok(&second);
+    second.assert_ok();
     assert!(
         !second.stdout.contains("--force") && !second.stderr.contains("--force"),
         "{second}"
@@ -167,7 +163,7 @@ fn restore_role_rerun_with_nothing_to_restore_stops_nothing_and_changes_nothing(
     put(&dr.urls, "/dr/first");
     dr.backup();
     let first = dr.run(&dr.restore_play(), &[]);
-    assert_ok(&first);
+    first.assert_ok();
     let check = task_output(
         &first,
         "Check the restore on every member before anything is stopped",
@@ -183,7 +179,7 @@ fn restore_role_rerun_with_nothing_to_restore_stops_nothing_and_changes_nothing(
     // controller's connection settings.
     for args in [&["--check"][..], &[][..]] {
         let rerun = dr.run_with_controller_endpoints(args);
-        assert_ok(&rerun);
+        rerun.assert_ok();
         assert_eq!(
             changed_counts(&rerun),
             ["changed=0"; 3],

@@ -6,10 +6,6 @@ use std::io::{BufRead, BufReader};
 
 use etcdops_tests::{Collection, Membership, NodeCluster, PlaybookRun};
 
-pub fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-}
-
 /// The recap's `changed=N` of every host.
 pub fn changed_counts(run: &PlaybookRun) -> Vec<String> {
     run.stdout
@@ -22,7 +18,7 @@ pub fn changed_counts(run: &PlaybookRun) -> Vec<String> {
 
 /// The run passed and reported no change on any host.
 pub fn assert_no_change_reported(run: &PlaybookRun) {
-    assert_ok(run);
+    run.assert_ok();
     let counts = changed_counts(run);
     assert!(
         !counts.is_empty() && counts.iter().all(|c| c == "changed=0"),

@@ -3,15 +3,11 @@
 //! replacement of a failed member.
 
 use age::secrecy::ExposeSecret;
-use etcdops_tests::{Collection, PlaybookRun, SupervisedCluster, block_on, role_playbook};
+use etcdops_tests::{Collection, SupervisedCluster, block_on, role_playbook};
 use serde_json::{Value, json};
 
 fn playbook(hosts: &str, endpoints: &[String], role: &str, vars: Value) -> String {
     role_playbook(hosts, endpoints, role, vars)
-}
-
-fn assert_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
 }
 
 async fn client(urls: &[String]) -> etcd_client::Client {
@@ -50,7 +46,7 @@ fn backup_role_then_whole_cluster_restore_role() {
         json!({"backup_dest": store, "backup_keep_last": 3, "backup_encrypt_to": [recipient]}),
     );
     let run = collection.playbook(&backup, &inventory, &json!({}), &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
     let stored: Vec<String> = std::fs::read_dir(&store)
         .unwrap()
         .flatten()
@@ -81,7 +77,7 @@ fn backup_role_then_whole_cluster_restore_role() {
     vars["restore_identity_content"] = json!(secret);
     let restore = playbook("all", &urls, "etcd.core.restore", vars);
     let run = collection.playbook(&restore, &inventory, &json!({}), &[], &["-vvv"]);
-    assert_ok(&run);
+    run.assert_ok();
     assert!(
         !run.stdout.contains(&secret) && !run.stderr.contains(&secret),
         "{run}"
@@ -156,7 +152,7 @@ fn member_replace_role_swaps_a_failed_member() {
     vars["member_replace_promote_delay"] = json!(1);
     let play = playbook("m3", &survivors, "etcd.core.member_replace", vars);
     let run = collection.playbook(&play, &replacement.inventory_line(), &json!({}), &[], &[]);
-    assert_ok(&run);
+    run.assert_ok();
     block_on(async {
         let mut c = client(&survivors).await;
         let members = c.member_list().await.unwrap();

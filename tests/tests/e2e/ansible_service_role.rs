@@ -10,7 +10,7 @@ use std::time::Duration;
 use etcdops_tests::{Collection, NodeCluster, PlaybookRun};
 use serde_json::{Value, json};
 
-use crate::ansible_role_runs::{State, assert_no_change_reported, assert_ok, changed_counts};
+use crate::ansible_role_runs::{State, assert_no_change_reported, changed_counts};
 
 struct Service {
     cluster: NodeCluster,
@@ -50,7 +50,7 @@ impl Service {
         let urls = self.cluster.client_urls();
         let before = State::capture(&self.cluster, &urls);
         let run = self.run(hosts, action, &["--check"]);
-        assert_ok(&run);
+        run.assert_ok();
         if let Some(expect) = expect {
             assert!(run.stdout.contains(expect), "no '{expect}':\n{run}");
         } else {
@@ -97,7 +97,7 @@ fn service_role_stops_and_starts_members_on_their_own_addresses() {
     service.assert_check("etcd", "start", None);
 
     let stopped = service.run("m0", "stop", &[]);
-    assert_ok(&stopped);
+    stopped.assert_ok();
     assert_eq!(changed_counts(&stopped), ["changed=1"], "{stopped}");
     assert!(m0.pid().is_none() && service.cluster.listening(&m0).is_empty());
     let urls = service.cluster.client_urls();
@@ -110,7 +110,7 @@ fn service_role_stops_and_starts_members_on_their_own_addresses() {
     service.assert_check("m0", "start", Some("Would start etcd on m0"));
     service.assert_check("etcd", "stop", Some("Would stop etcd on m1"));
     let started = service.run("m0", "start", &[]);
-    assert_ok(&started);
+    started.assert_ok();
     assert!(service.cluster.is_serving(&m0), "{started}");
     let before = State::capture(&service.cluster, &urls);
     let again = service.run("m0", "start", &[]);
@@ -120,12 +120,12 @@ fn service_role_stops_and_starts_members_on_their_own_addresses() {
     // Every member down: a check says what it would start; the start waits until each
     // answers health on its own URL (they form their quorum together).
     let stopped = service.run("etcd", "stop", &[]);
-    assert_ok(&stopped);
+    stopped.assert_ok();
     assert!(service.cluster.pids().iter().all(Option::is_none));
     service.assert_check("etcd", "start", Some("Would start etcd on m2"));
     service.assert_check("etcd", "stop", None);
     let started = service.run("etcd", "start", &[]);
-    assert_ok(&started);
+    started.assert_ok();
     for member in &service.cluster.members {
         service.cluster.wait_serving(member, Duration::from_secs(1));
     }

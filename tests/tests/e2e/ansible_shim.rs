@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use etcdops_tests::{Cluster, Collection, PlaybookRun, Security};
+use etcdops_tests::{Cluster, Collection, Security};
 use serde_json::{Value, json};
 
 /// A play of `tasks` on `hosts`.
@@ -50,12 +50,7 @@ pub(crate) fn tasks_pass_on_this_machine(tasks: Value) {
         &[],
         &[],
     );
-    played_ok(&run);
-}
-
-fn played_ok(run: &PlaybookRun) {
-    assert_eq!(run.code, 0, "{run}");
-    assert!(run.stdout.contains("failed=0"), "{run}");
+    run.assert_ok();
 }
 
 /// Runs the play once so the shim is cached; the cached copy's path.
@@ -67,7 +62,7 @@ fn cache_the_shim(collection: &Collection, store: &Path) -> PathBuf {
         &[],
         &[],
     );
-    played_ok(&first);
+    first.assert_ok();
     let copies = cached_copies(collection);
     assert_eq!(copies.len(), 1, "one cached copy: {copies:?}\n{first}");
     copies[0].clone()
@@ -144,7 +139,7 @@ fn an_empty_or_truncated_cached_shim_is_installed_again() {
             &[],
             &[],
         );
-        played_ok(&run);
+        run.assert_ok();
     }
 }
 
@@ -172,7 +167,7 @@ fn a_directory_named_like_the_cached_shim_is_not_blamed_on_noexec() {
         &[],
     );
     assert!(!run.stdout.contains("noexec"), "{run}");
-    played_ok(&run);
+    run.assert_ok();
 }
 
 /// Finding (medium, security): whatever sits under the cached copy's name is executed, with

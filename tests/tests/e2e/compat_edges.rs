@@ -3,71 +3,14 @@
 //! stdin, `defrag` with a member down, completions into a closed pipe. Each asserts what
 //! etcdctl does (or what a safe tool must do).
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use etcdops_tests::{Cluster, Security, args, assert_same_output, etcdops, etcdops_path};
 
+use crate::compat_kv::Live;
+
 const COMPAT: (&str, &str) = ("ETCDOPS_COMPAT", "etcdctl");
-
-/// A running etcdops whose stdout is collected in the background.
-struct Live {
-    child: Child,
-    out: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Live {
-    fn start(rest: &[&str]) -> Live {
-        let mut child = Command::new(etcdops_path())
-            .args(rest)
-            .env("ETCDOPS_COMPAT", "etcdctl")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn etcdops");
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let mut stdout = child.stdout.take().unwrap();
-        let sink = out.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
-        Live { child, out }
-    }
-
-    /// Waits until stdout contains `needle` (true) or `limit` passes or the process ends.
-    fn until(&mut self, needle: &str, limit: Duration) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            if String::from_utf8_lossy(&self.out.lock().unwrap()).contains(needle) {
-                return true;
-            }
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return String::from_utf8_lossy(&self.out.lock().unwrap()).contains(needle);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    }
-
-    fn stop(mut self) -> (Option<i32>, String) {
-        let _ = self.child.kill();
-        let status = self.child.wait().ok().and_then(|s| s.code());
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        (status, err)
-    }
-}
 
 /// etcdctl writes a plain snapshot file for any name it is given (`snapshot.snap`,
 /// `etcd-$(date +%F)`); so does etcdops under --compat etcdctl (not a directory store), and
@@ -123,31 +66,32 @@ fn get_hex_simple_is_etcdctls() {
 #[test]
 fn watch_survives_the_loss_of_its_member() {
     let mut cluster = Cluster::start(3, Security::Plain);
-    let urls = cluster.client_urls();
-    let endpoints = urls.join(",");
-    let mut live = Live::start(&["--endpoints", &endpoints, "watch", "/red/w"]);
-    // The watch is established once it reports the first event.
-    let mut first = false;
-    let start = Instant::now();
-    while !first && start.elapsed() < Duration::from_secs(20) {
-        cluster.put("/red/w", "one");
-        first = live.until("one\n", Duration::from_secs(2));
-    }
-    assert!(first, "the watch never reported the first event");
+    let endpoints = cluster.client_urls().join(",");
+    let first = cluster.put("/edges/w", "one");
+    // From the first put's revision: the watch reports it whenever it is established.
+    let rev = first.to_string();
+    let args = [
+        "--endpoints",
+        &endpoints,
+        "watch",
+        "/edges/w",
+        "--rev",
+        &rev,
+    ];
+    let mut live = Live::start(&etcdops_path(), &args, &[]);
+    live.until(|out| String::from_utf8_lossy(out).contains("one\n"));
     cluster.kill_member_now(0);
-    let mut second = false;
-    let start = Instant::now();
-    while !second && start.elapsed() < Duration::from_secs(30) {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            cluster.put("/red/w", "two")
-        }));
-        second = live.until("two\n", Duration::from_secs(3));
+    // Until the two survivors have a leader, a put may fail: retried until one is applied.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cluster.put("/edges/w", "two")
+    }))
+    .is_err()
+    {
+        assert!(Instant::now() < deadline, "no put applied without member 0");
     }
-    let (code, err) = live.stop();
-    assert!(
-        second,
-        "the watch did not survive the loss of member 0 (exit {code:?}): {err}"
-    );
+    live.until(|out| String::from_utf8_lossy(out).contains("two\n"));
+    assert_eq!(live.finish("-TERM").0, 0, "SIGTERM ends the watch cleanly");
 }
 
 /// `watch KEY --` (a separator and no command) is a usage error in etcdctl (exit 128, at
@@ -156,19 +100,9 @@ fn watch_survives_the_loss_of_its_member() {
 fn watch_separator_without_a_command_is_refused() {
     let cluster = Cluster::start(1, Security::Plain);
     let endpoint = cluster.endpoints();
-    let mut live = Live::start(&["--endpoints", &endpoint, "watch", "/red/x", "--"]);
-    let start = Instant::now();
-    let mut ended = None;
-    while start.elapsed() < Duration::from_secs(10) {
-        if let Ok(Some(status)) = live.child.try_wait() {
-            ended = Some(status);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (_, err) = live.stop();
-    let status = ended.unwrap_or_else(|| panic!("still watching after 10s: {err}"));
-    assert!(!status.success(), "{err}");
+    let args = ["--endpoints", &endpoint, "watch", "/edges/x", "--"];
+    let (code, out) = Live::start(&etcdops_path(), &args, &[]).ended();
+    assert_ne!(code, 0, "{}", String::from_utf8_lossy(&out));
 }
 
 /// `echo "$PW" | etcdctl --user root get k` works with etcdctl (it reads the password from

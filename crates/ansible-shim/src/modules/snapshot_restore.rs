@@ -23,7 +23,8 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("wal_dir", Kind::Path),
         opt("name", Kind::Str).required(),
         opt("initial_cluster", Kind::Str).required(),
-        opt("initial_cluster_token", Kind::Str).default_str("etcd-cluster"),
+        opt("initial_cluster_token", Kind::Str)
+            .default_str(etcdops::snapshot::restore_defaults::INITIAL_CLUSTER_TOKEN),
         opt("initial_advertise_peer_urls", Kind::List).required(),
         opt("skip_hash_check", Kind::Bool).default_bool(false),
         opt("bump_revision", Kind::Int).default_int(0),

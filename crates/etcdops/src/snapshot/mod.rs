@@ -22,6 +22,9 @@ pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
 pub use compact::{CompactRequest, Compacted, compact};
+/// etcdutl's defaults for the restore flags not given (`--name`, `--initial-cluster`, ...):
+/// the one place they are written, for every front-end.
+pub use etcd_snapshot::restore_defaults;
 pub use etcd_snapshot::{SaveFileRequest, SaveFileResult};
 pub use local_copy::{LocalCopy, LocalCopyRequest, copy_for_restore};
 pub use offline::{

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::guard::{Force, Guards, Operation};
 
 fn default_token() -> String {
-    "etcd-cluster".into()
+    etcd_snapshot::restore_defaults::INITIAL_CLUSTER_TOKEN.into()
 }
 
 /// An RFC 3339 time (`2026-11-30T02:15:00Z`).

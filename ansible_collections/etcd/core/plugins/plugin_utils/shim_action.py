@@ -64,8 +64,19 @@ PEM_OPTIONS = (
 # the shim ignores those its module has no use for when another etcd.core module takes them
 # (store options set once for group/etcd.core.etcd), and refuses the rest as unsupported.
 DEFAULTS_KEY = "_etcd_defaults"
-# Modules that do not talk to a cluster take no connection options.
-NO_CONNECTION = ("etcd_snapshot_copy", "etcd_snapshot_info", "etcd_snapshot_restore")
+# Modules that do not talk to a cluster: the controller's ETCDCTL_* settings are not read for
+# them. The shim's module table (`connection: false`) is the source; a test compares the two.
+NO_CONNECTION = (
+    "etcd_certificate",
+    "etcd_config",
+    "etcd_data_dir",
+    "etcd_data_dir_info",
+    "etcd_encryption_config",
+    "etcd_platform_info",
+    "etcd_snapshot_copy",
+    "etcd_snapshot_info",
+    "etcd_snapshot_restore",
+)
 ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 # Where the shims of this collection live: <collection>/files/etcd_shim_<arch>.
 SHIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "files")

@@ -252,7 +252,7 @@ async fn restore(
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
     // etcdutl's defaults for the flags not given.
-    use etcd_snapshot::restore_defaults as defaults;
+    use etcdops::snapshot::restore_defaults as defaults;
     let name = args.name.clone().unwrap_or_else(|| defaults::NAME.into());
     let peer_urls = if args.initial_advertise_peer_urls.is_empty() {
         vec![defaults::PEER_URL.to_string()]
