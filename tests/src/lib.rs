@@ -52,4 +52,4 @@ pub use stores::{
     azurite_blob_path, fake_gcs_server_path, http_request, moto_server_path, xml_values,
 };
 pub use supervised::{SupervisedCluster, SupervisedMember, supervisor_path};
-pub use versions::skip_on_etcd_3_4;
+pub use versions::{in_slow_tier, skip_on_etcd_3_4};

@@ -19,3 +19,15 @@ pub fn skip_on_etcd_3_4(why: &str) -> bool {
     println!("skipped on etcd 3.4, runs on the 3.5 run only: {why}");
     true
 }
+
+/// `true` (after printing `why`) unless `ETCDOPS_E2E_SLOW=1`: the caller returns at once. For
+/// the few role scenarios whose every path a faster test on real-shaped hosts also runs
+/// (`why` names it); they cost minutes of ansible's Python each, and `scripts/test` must fit
+/// CI's time. `ETCDOPS_E2E_SLOW=1 scripts/test` runs them.
+pub fn in_slow_tier(why: &str) -> bool {
+    if std::env::var("ETCDOPS_E2E_SLOW").is_ok_and(|v| v == "1") {
+        return false;
+    }
+    println!("slow tier, skipped (ETCDOPS_E2E_SLOW=1 runs it): {why}");
+    true
+}

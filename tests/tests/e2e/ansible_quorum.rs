@@ -546,6 +546,11 @@ fn quorum_recover_killed_at_random_steps_converges_without_deleting_a_dir() {
 
 #[test]
 fn quorum_recover_compared_with_the_db_rebuild_after_a_power_cut() {
+    if etcdops_tests::in_slow_tier(
+        "ansible_quorum::quorum_recover_after_a_power_cut_with_every_disk_intact_restarts_and_forces_nothing runs the recovery path",
+    ) {
+        return;
+    }
     let cluster = SupervisedCluster::start(3);
     let load = Load::start(&cluster.client_urls());
     load.wait_acked(400);
