@@ -641,9 +641,7 @@ mod tests {
                 option: "key",
                 reason: "empty".into(),
             },
-            Error::Refused {
-                reason: "output closed".into(),
-            },
+            Error::StoppedByCaller,
         ];
         for err in &stops {
             assert!(!err.is_endpoint_failure(), "should not move on: {err:?}");

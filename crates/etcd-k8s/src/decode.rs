@@ -277,9 +277,7 @@ pub async fn k8s_get(
             decoded.mod_revision = Some(kv.mod_revision);
             if let Err(e) = on_value(decoded) {
                 failed = Some(e);
-                return Err(etcd_core::Error::Refused {
-                    reason: "output closed".into(),
-                });
+                return Err(etcd_core::Error::StoppedByCaller);
             }
         }
         Ok(())

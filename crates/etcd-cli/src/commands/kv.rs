@@ -20,9 +20,7 @@ pub use watch::run_watch;
 /// The output closed under us: remember the I/O error and stop the library's loop.
 fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
     *slot = Some(err);
-    etcd_core::Error::Refused {
-        reason: "output closed".into(),
-    }
+    etcd_core::Error::StoppedByCaller
 }
 
 /// The JSON document `get -w json` streams: its opening, then one key a line.
