@@ -7,7 +7,9 @@ fn user_and_password_from_flags_or_environment_with_flags_winning() {
     let cluster = Cluster::start(1, Security::Auth);
     let endpoint = cluster.members[0].client_url.clone();
     let list = |extra: &[&str], env: &[(&str, &str)]| {
-        let mut a = args(&["--endpoints", &endpoint]);
+        // etcd checks each password with bcrypt: on a loaded machine that takes longer than
+        // the 2 s default, and this test is about which credentials win, not about timeouts.
+        let mut a = args(&["--endpoints", &endpoint, "--command-timeout", "30s"]);
         a.extend(args(extra));
         a.extend(args(&["member", "list", "-w", "json"]));
         etcdops(&a, env)
