@@ -11,9 +11,7 @@ use crate::etcd::EtcdVersion;
 /// explicitly per test, never to a test whose etcd answers, restores, member changes or
 /// timings could differ between releases. `ETCDOPS_TEST_EVERY_VERSION=1` runs it anyway.
 pub fn skip_on_etcd_3_4(why: &str) -> bool {
-    if EtcdVersion::from_env() != EtcdVersion::V3_4
-        || std::env::var("ETCDOPS_TEST_EVERY_VERSION").is_ok_and(|v| v == "1")
-    {
+    if EtcdVersion::from_env() != EtcdVersion::V3_4 || set_to_1("ETCDOPS_TEST_EVERY_VERSION") {
         return false;
     }
     println!("skipped on etcd 3.4, runs on the 3.5 run only: {why}");
@@ -25,9 +23,14 @@ pub fn skip_on_etcd_3_4(why: &str) -> bool {
 /// (`why` names it); they cost minutes of ansible's Python each, and `scripts/test` must fit
 /// CI's time. `ETCDOPS_E2E_SLOW=1 scripts/test` runs them.
 pub fn in_slow_tier(why: &str) -> bool {
-    if std::env::var("ETCDOPS_E2E_SLOW").is_ok_and(|v| v == "1") {
+    if set_to_1("ETCDOPS_E2E_SLOW") {
         return false;
     }
     println!("slow tier, skipped (ETCDOPS_E2E_SLOW=1 runs it): {why}");
     true
+}
+
+/// Whether the environment variable `name` is `1` (the switches above).
+fn set_to_1(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
 }
