@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use etcd_core::{ClusterConfig, ConnectionOptions, Secret, parse_duration};
+use etcdops::client::{ClusterConfig, ConnectionOptions, Secret, parse_duration};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

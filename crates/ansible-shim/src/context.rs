@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use etcd_core::ClusterConfig;
+use etcdops::client::ClusterConfig;
 use etcdops::guard::{Force, Guards, Operation};
 
 use crate::connection::{CONNECTION_OPTIONS, ConnectionArgs};

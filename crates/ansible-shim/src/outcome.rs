@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use etcdops::common::{Hint, OptionId, OptionKind};
+use etcdops::hints::{Hint, OptionId, OptionKind};
 
 use crate::context::Context;
 use crate::secrets::{masked_params, scrub_value, secret_values};
@@ -44,10 +44,10 @@ impl ModuleError {
     /// command-line flag in the text spelled as the module option it stands for.
     pub fn from_library(error: &(dyn std::error::Error + 'static)) -> ModuleError {
         let hint = etcdops::hint_of(error).map(module_options);
-        ModuleError(etcdops::common::with_hint(
+        ModuleError(etcdops::hints::with_hint(
             &module_words(&error.to_string()),
             hint.as_ref(),
-            etcdops::common::Style::Module,
+            etcdops::hints::Style::Module,
         ))
     }
 }
@@ -153,11 +153,11 @@ macro_rules! from_library {
 
 from_library!(
     etcdops::Error,
-    etcd_core::Error,
-    etcd_snapshot::SnapshotError,
-    etcd_snapshot::RestoreError,
-    etcd_k8s::K8sError,
-    etcd_store::StoreError,
+    etcdops::client::ClientError,
+    etcdops::snapshot::SnapshotError,
+    etcdops::snapshot::RestoreError,
+    etcdops::kubernetes::K8sError,
+    etcdops::store::StoreError,
 );
 
 impl Outcome {
@@ -271,7 +271,7 @@ mod tests {
             OptionId::switch("force"),
         ]);
         assert_eq!(
-            module_options(hint).render(etcdops::common::Style::Module),
+            module_options(hint).render(etcdops::hints::Style::Module),
             "identity_file or identity_content or etcd_prefix or prefix: true or force: true"
         );
     }

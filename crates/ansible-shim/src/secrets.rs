@@ -110,7 +110,7 @@ pub fn masked_params(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Ma
 /// string (where SAS tokens live) masked. A store URL holding either is refused anyway, but the
 /// task's arguments are printed before that.
 fn url_shown(text: &str) -> String {
-    let text = etcdops::common::redact_urls(text);
+    let text = etcdops::client::redact_urls(text);
     match text.split_once('?') {
         Some((before, _)) => format!("{before}?<redacted>"),
         None => text,

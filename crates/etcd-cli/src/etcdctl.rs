@@ -2,7 +2,7 @@
 //! header, its IDs (numbers, or hex strings under `--hex`), Go's `omitempty`, base64 bytes.
 
 use base64::Engine;
-use etcd_core::ResponseHeader;
+use etcdops::client::ResponseHeader;
 use serde_json::{Map, Value};
 
 /// An ID as etcdctl prints it: a JSON number, or with `--hex` a hex string.

@@ -1,4 +1,4 @@
-//! `etcdops`: parses flags, calls the etcd-core libraries, prints the result. Nothing else.
+//! `etcdops`: parses flags, calls the etcdops library, prints the result. Nothing else.
 // Test code makes fixtures with std's creating calls; library code creates through
 // `etcd_common::private` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
@@ -65,18 +65,19 @@ fn main() -> ExitCode {
 fn etcdctl_exit_code(err: &anyhow::Error) -> u8 {
     let core = |cause: &(dyn std::error::Error + 'static)| {
         cause
-            .downcast_ref::<etcd_core::Error>()
+            .downcast_ref::<etcdops::client::ClientError>()
             .map(etcdctl_code_of)
     };
     err.chain().find_map(core).flatten().unwrap_or(1)
 }
 
 /// etcdctl's exit code for an etcd-core error, when it is not 1.
-fn etcdctl_code_of(err: &etcd_core::Error) -> Option<u8> {
+fn etcdctl_code_of(err: &etcdops::client::ClientError) -> Option<u8> {
     match err {
-        etcd_core::Error::AuthFailed { .. } => Some(2),
-        etcd_core::Error::ReadFile { .. } | etcd_core::Error::InvalidPem { .. } => Some(128),
-        etcd_core::Error::NoEndpointAvailable { errors } => {
+        etcdops::client::ClientError::AuthFailed { .. } => Some(2),
+        etcdops::client::ClientError::ReadFile { .. }
+        | etcdops::client::ClientError::InvalidPem { .. } => Some(128),
+        etcdops::client::ClientError::NoEndpointAvailable { errors } => {
             errors.first().and_then(etcdctl_code_of)
         }
         _ => None,
@@ -100,7 +101,7 @@ fn one_line(err: &anyhow::Error) -> String {
     let hint = err
         .chain()
         .find_map(etcdops::hint_of)
-        .map(|hint| hint.render(etcdops::common::Style::Cli));
+        .map(|hint| hint.render(etcdops::hints::Style::Cli));
     if let Some(hint) = hint
         && !line.contains(&hint)
     {
@@ -108,7 +109,7 @@ fn one_line(err: &anyhow::Error) -> String {
     }
     // One line, no password of a URL in it (whichever library wrote it), and nothing in it
     // (a key, etcd's message) reaches the terminal raw.
-    let line = etcd_core::redact_urls(&line.replace('\n', " "));
+    let line = etcdops::client::redact_urls(&line.replace('\n', " "));
     output::escape(&line, output::Lines::Escape)
 }
 

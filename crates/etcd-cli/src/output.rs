@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use comfy_table::Table;
-use etcd_core::Encoding;
+use etcdops::kv::Encoding;
 use serde::Serialize;
 
 use crate::flags::OutputFormat;

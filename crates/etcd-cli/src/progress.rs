@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 
-use etcd_snapshot::Progress;
+use etcdops::snapshot::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Draws an indicatif bar for a transfer.

@@ -16,10 +16,10 @@ use etcd_core::{ClusterConfig, cluster_view};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::snapshot::lib::NoProgress;
 use crate::snapshot::{
     IdentitySettings, SaveRequest, StoreSettings, VerifyRequest, preview_save, save, verify,
 };
+use etcd_snapshot::NoProgress;
 
 /// Where a backup before a change goes: none without `backup_to`.
 #[derive(Debug, Clone, Default, Deserialize)]

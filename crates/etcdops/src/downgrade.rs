@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use etcd_common::{Hint, OptionId, options::FORCE};
-use etcd_core::{Client, DowngradeAction, DowngradeResult, MemberId};
+use etcd_core::{Client, MemberId};
 use etcd_snapshot::{
     BackupEntry, FUTURE_TOLERANCE, NoProgress, SnapshotError, list_backups, verify_backup,
 };
@@ -34,6 +34,8 @@ use crate::guard::{Force, Guards, Operation};
 use crate::snapshot::{IdentitySettings, StoreSettings};
 
 pub use etcd_core::DowngradeRequest as DowngradeCall;
+/// What a downgrade call returns.
+pub use etcd_core::{DowngradeAction, DowngradeInfo, DowngradeResult};
 
 /// The option naming the store that holds the cluster's backups.
 pub const STORE: OptionId = OptionId::value("store");

@@ -1,8 +1,14 @@
 //! Key queries both front-ends make (`etcdops get`, `etcd_kv_info`): one request type, so
 //! the key, range and revision options mean the same in both.
 
-use etcd_core::GetRequest;
 use serde::Deserialize;
+
+/// The key-value reads and watches of etcd-core, with the types they take and return.
+pub use etcd_core::{
+    Consistency, Encoding, EventKind, GetRequest, GetSummary, KeyEvent, KeyHistory, KeyRange,
+    KeyValueView, SortBy, WatchBatch, WatchBound, WatchRequest, WatchSummary, get_pages,
+    get_stream, history, prefix_end, watch_batches,
+};
 
 /// Which keys to read, at which revision, and how much of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

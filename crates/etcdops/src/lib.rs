@@ -4,7 +4,9 @@
 //! inside the operations that change things: a caller cannot forget the OpenShift operator
 //! guard or the quorum checks, whichever front-end (or program) it is.
 //!
-//! The crates below are re-exported, so a program needs this one dependency.
+//! The library types the workflows take and return are re-exported by concern (`client`,
+//! `kv`, `snapshot`, `kubernetes`, ...), so a program needs this one dependency; no lower
+//! crate is re-exported whole (`scripts/test` checks that the front-ends depend on nothing else).
 //!
 //! ```no_run
 //! use etcdops::guard::{Force, Guards, Operation};
@@ -38,13 +40,88 @@ pub mod wait;
 
 pub use error::{Error, Result, hint_of, is_transient};
 
-/// What every crate shares: hints, sizes, durations.
-pub use etcd_common as common;
-/// Connecting to etcd and every cluster operation.
-pub use etcd_core as core;
-/// etcd's files offline: snapshots, data dirs, the WAL.
-pub use etcd_data as data;
-/// Kubernetes and OpenShift knowledge.
-pub use etcd_k8s as k8s;
-/// Where backups live.
-pub use etcd_store as store;
+pub mod client {
+    //! Connecting to etcd: the cluster configuration (endpoints, TLS, credentials, timeouts,
+    //! `ETCDCTL_*`), the [`Client`] handle every workflow takes, and the client's errors.
+    pub use etcd_core::Error as ClientError;
+    pub use etcd_core::{
+        Client, ClusterConfig, ConnectionOptions, PasswordSource, ResponseHeader, Secret, Targets,
+        TransportSecurity, parse_duration, redact_urls, srv_records,
+    };
+}
+
+pub mod lease {
+    //! Leases, read only: the list and each lease's time to live and keys.
+    pub use etcd_core::{LeaseId, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
+}
+
+pub mod access {
+    //! Authentication, users and roles: etcd's own RBAC.
+    pub use etcd_core::{
+        AuthChange, AuthStatus, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo,
+        RoleList, UserInfo, UserList, auth_disable, auth_enable, auth_status, role_add,
+        role_delete, role_get, role_grant_permission, role_list, role_revoke_permission, user_add,
+        user_delete, user_get, user_grant_role, user_list, user_passwd, user_revoke_role,
+    };
+}
+
+pub mod endpoint {
+    //! Each endpoint's health, status, KV hash and version, as `etcdctl endpoint` reports them.
+    pub use etcd_core::{
+        EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, Severity,
+        StatusReport, VersionReport, endpoint_hashkv, endpoint_health, endpoint_status,
+        is_3_6_or_later, own_version, version,
+    };
+}
+
+pub mod pki {
+    //! A cluster's certificate authority and its members' certificates.
+    pub use etcd_core::{
+        CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
+    };
+}
+
+pub mod server_config {
+    //! etcd's own configuration file for a member (`--config-file`).
+    pub use etcd_core::{
+        ClusterState, LogLevel, ServerConfig, ServerConfigRequest, write_server_config,
+    };
+}
+
+pub mod data_dir {
+    //! A member's data dir read offline (its db and WAL), and the WAL tail adoption that a
+    //! forced new cluster needs.
+    pub use etcd_data::{
+        DataDirInspection, DbMember, InspectError, SnapPosition, TailAdoption, adopt_wal_tail,
+        inspect_data_dir, plan_wal_tail,
+    };
+}
+
+pub mod kubernetes {
+    //! Kubernetes and OpenShift knowledge: the platform a host runs, static pods, encryption at
+    //! rest, and Kubernetes objects decoded from etcd.
+    pub use etcd_k8s::{
+        ConfigStep, DEFAULT_MAX_OBJECTS, DecodedValue, EncryptionConfigRequest,
+        EncryptionConfigResult, EncryptionReport, EncryptionStatusRequest, K8sError, K8sGetRequest,
+        KeyMaterial, KeySecret, NewKey, NewKeyRequest, PlatformInfo, PlatformRequest, PodState,
+        Provider, StaticPodRequest, StaticPodResult, Storage, detect_platform, encryption_config,
+        encryption_status, encryption_status_offline, k8s_get, new_encryption_key, static_pod,
+    };
+}
+
+pub mod store {
+    //! Where backups live: a local dir or an object store, and how to reach it.
+    pub use etcd_store::{StoreError, StoreOptions, parse_size};
+}
+
+pub mod hints {
+    //! The next step an error suggests, rendered in each front-end's own words
+    //! (`--move-aside` on the command line, `move_aside: true` in a module).
+    pub use etcd_common::{Hint, OptionId, OptionKind, Style, with_hint};
+}
+
+pub mod files {
+    //! Files created private from birth (0600, in the creating call), for output that can hold
+    //! etcd data.
+    pub use etcd_common::private::create_new_file;
+}

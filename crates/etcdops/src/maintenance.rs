@@ -5,9 +5,9 @@
 //! ([`MaintenanceRequest`] for `etcd_maintenance`).
 //!
 //! ```no_run
-//! use etcdops::core::{Client, ClusterConfig, CompactRequest, CompactTarget};
+//! use etcdops::client::{Client, ClusterConfig};
 //! use etcdops::guard::Guards;
-//! use etcdops::maintenance::{DefragRequest, compact, defrag};
+//! use etcdops::maintenance::{CompactRequest, CompactTarget, DefragRequest, compact, defrag};
 //!
 //! # async fn example() -> Result<(), etcdops::Error> {
 //! let client = Client::new(ClusterConfig::for_endpoints(["http://127.0.0.1:2379"])?);
@@ -19,15 +19,18 @@
 //! # }
 //! ```
 
-use etcd_core::{
-    Alarm, AlarmDisarmResult, Client, CompactResult, DefragReport, MoveLeaderResult, Targets,
-};
+use etcd_core::{Client, Targets};
 use serde::{Deserialize, Serialize};
 
 pub use etcd_core::{AlarmDisarmRequest, CheckOptions, CompactRequest, MoveLeaderRequest};
 
 use crate::error::Result;
 use crate::guard::{Force, Guards, Operation};
+/// What the maintenance calls return.
+pub use etcd_core::{
+    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, CompactionMode,
+    DefragReport, DefragStep, MoveLeaderResult,
+};
 
 fn every_member() -> bool {
     true

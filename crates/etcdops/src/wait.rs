@@ -126,7 +126,7 @@ pub struct WaitedPromotion {
 /// Waits until the learner `request` names has started and caught up with the leader (the
 /// promotion guard's own test: it answers, its applied index is at least
 /// [`etcd_core::LEARNER_READY_PERCENT`] of the leader's), then promotes it through
-/// [`promote`], with every guard. A member that votes already is promoted at once (no
+/// [`crate::member::promote`], with every guard. A member that votes already is promoted at once (no
 /// change); a member that does not exist is refused at once. Not ready by `timeout`: an error
 /// that says what it waited for and what was still missing.
 pub async fn promote_when_ready(

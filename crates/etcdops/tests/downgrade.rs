@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 #![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
-use etcdops::common::options::FORCE;
-use etcdops::core::Client;
+use etcd_common::options::FORCE;
+use etcd_core::Client;
 use etcdops::downgrade::{DowngradeCall, DowngradeRequest, MAX_BACKUP_AGE, STORE, downgrade};
 use etcdops::guard::Guards;
 use etcdops::hint_of;

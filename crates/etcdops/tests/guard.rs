@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
 #![allow(clippy::disallowed_methods)] // test code: fixtures are made with std's creating calls
 
-use etcdops::common::{Style, options::FORCE, with_hint};
+use etcd_common::{Style, options::FORCE, with_hint};
 
 use etcdops::guard::{Force, Guards, Operation};
 use etcdops::member::{self, AddRequest, MemberRequest, RemoveRequest, Wanted};

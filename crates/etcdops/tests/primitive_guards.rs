@@ -1,5 +1,5 @@
-//! The changing primitives under the facade (`etcdops::core`'s defrag and membership
-//! changes, `etcdops::snapshot::lib`'s restores) cannot be called without a guard decision:
+//! The changing primitives under the facade (`etcd_core`'s defrag and membership
+//! changes, `etcd_snapshot`'s restores) cannot be called without a guard decision:
 //! the only real one is the [`Passed`] that [`Guards::check`] hands out, refused on an
 //! OpenShift host unless forced, and refused by the primitive for any other operation than
 //! the one checked. `Unguarded` is the only way around, and says so. No etcd needed: every
@@ -9,13 +9,13 @@
 
 use std::path::Path;
 
-use etcdops::common::options::FORCE;
-use etcdops::core::{Client, Targets};
-use etcdops::guard::{Force, Guards, Operation, Passed};
-use etcdops::snapshot::lib::{
+use etcd_common::options::FORCE;
+use etcd_core::{Client, Targets};
+use etcd_snapshot::{
     Identities, PointInTime, RestoreRequest, Unguarded, open_snapshot_file, restore_snapshot,
     restore_to_point,
 };
+use etcdops::guard::{Force, Guards, Operation, Passed};
 use etcdops::store::StoreOptions;
 use etcdops::{Error, hint_of};
 
@@ -76,7 +76,7 @@ async fn the_core_defrag_refuses_a_decision_taken_for_another_operation_before_a
         "{message}"
     );
     assert_eq!(client.dials(), 0);
-    let free = etcdops::core::defrag(&unreachable_cluster(), Targets::Configured, &restore).await;
+    let free = etcd_core::defrag(&unreachable_cluster(), Targets::Configured, &restore).await;
     assert!(free.is_err_and(|e| e.to_string().contains("not for `defrag`")));
 }
 
@@ -136,10 +136,7 @@ async fn the_restore_decision_and_unguarded_let_the_restore_through_to_its_own_c
     let snapshot = open_snapshot_file(&file, None).unwrap();
     let request = restore_into(work.path());
     // Past the guard, the restore's own checks refuse a file that is not a db.
-    for guard in [
-        &restore as &dyn etcdops::snapshot::lib::RestoreGuard,
-        &Unguarded,
-    ] {
+    for guard in [&restore as &dyn etcd_snapshot::RestoreGuard, &Unguarded] {
         let error = restore_snapshot("backup.db", &snapshot, &request, guard).unwrap_err();
         let message = error.to_string();
         assert!(!message.contains("snapshot restore`"), "{message}");

@@ -92,7 +92,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
 /// failures, or a cluster not answering yet, as after a start check mode did not make) is a
 /// warning, not a failure.
 async fn check_mode_look(
-    config: &etcdops::core::ClusterConfig,
+    config: &etcdops::client::ClusterConfig,
     request: &ClusterInfoRequest,
     timeout: u64,
 ) -> Result<Outcome, ModuleError> {

@@ -2,13 +2,13 @@
 //! (`etcdops::quorum`): `copied` copies it to `DIR.bak-<UTC time>` (a `.part` name first,
 //! renamed when flushed; an existing complete copy with the same db and WAL is reused),
 //! `moved_aside` renames it so; `tail_committed` raises the saved commit index to the WAL's
-//! last entry (`etcd_data::adopt_wal_tail`) so that a `--force-new-cluster` start keeps every
+//! last entry (`etcdops::data_dir::adopt_wal_tail`) so that a `--force-new-cluster` start keeps every
 //! entry. Refused while etcd runs on it; nothing is deleted. Check mode checks everything and
 //! writes nothing.
 
 use std::path::PathBuf;
 
-use etcdops::data::{adopt_wal_tail, plan_wal_tail};
+use etcdops::data_dir::{adopt_wal_tail, plan_wal_tail};
 use etcdops::quorum::{copy_data_dir_aside, move_data_dir_aside};
 use serde::Deserialize;
 

@@ -1,11 +1,11 @@
-//! `etcd_data_dir_info`: a member's data dir, read offline (`etcd_data::inspect_data_dir`):
+//! `etcd_data_dir_info`: a member's data dir, read offline (`etcdops::data_dir::inspect_data_dir`):
 //! the WAL's last entry, HardState, raft snapshot, the db's revision and applied index, IDs.
 //! Read-only, so check mode runs it fully. A dir without `member/` is not a failure:
 //! `exists: false`, `inspection: null`.
 
 use std::path::PathBuf;
 
-use etcdops::data::{InspectError, inspect_data_dir};
+use etcdops::data_dir::{InspectError, inspect_data_dir};
 use serde::Deserialize;
 
 use crate::context::Context;

@@ -3,7 +3,7 @@
 //! makes a new key once (`step: new_key`, on the controller, with `no_log`). The diff shows
 //! key names, never key material.
 
-use etcd_k8s::{
+use etcdops::kubernetes::{
     ConfigStep, EncryptionConfigRequest, KeyMaterial, KeySecret, NewKeyRequest, Provider,
     encryption_config, new_encryption_key,
 };

@@ -2,7 +2,7 @@
 //! by which provider and key, scanned live (paged) or offline from a snapshot. Read-only;
 //! `require_encrypted` fails the task when anything is plaintext.
 
-use etcd_k8s::{EncryptionStatusRequest, encryption_status, encryption_status_offline};
+use etcdops::kubernetes::{EncryptionStatusRequest, encryption_status, encryption_status_offline};
 use serde::Deserialize;
 
 use crate::context::Context;

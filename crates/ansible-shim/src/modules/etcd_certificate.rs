@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use etcd_core::{CaRequest, MemberCertRequest, ensure_ca, ensure_member_certificate};
+use etcdops::pki::{CaRequest, MemberCertRequest, ensure_ca, ensure_member_certificate};
 use serde::Deserialize;
 
 use crate::context::Context;

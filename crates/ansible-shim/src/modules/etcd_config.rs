@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use etcd_core::{
-    ClusterState, CompactionMode, LogLevel, ServerConfig, ServerConfigRequest, TransportSecurity,
-    srv_records, write_server_config,
+use etcdops::client::{TransportSecurity, srv_records};
+use etcdops::maintenance::CompactionMode;
+use etcdops::server_config::{
+    ClusterState, LogLevel, ServerConfig, ServerConfigRequest, write_server_config,
 };
 use serde::Deserialize;
 use serde_json::json;

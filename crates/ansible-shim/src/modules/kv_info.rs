@@ -3,8 +3,8 @@
 //! `show_secrets`. Returns at most `limit` keys (default 1000): a module result is held in
 //! memory by Ansible, so big ranges belong to `count_only` or the CLI.
 
-use etcd_core::{get_pages, history};
 use etcdops::kv::KeyQuery;
+use etcdops::kv::{get_pages, history};
 use serde::Deserialize;
 
 use crate::context::Context;

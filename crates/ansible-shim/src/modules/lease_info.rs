@@ -1,6 +1,6 @@
 //! `etcd_lease_info`: every lease with its TTLs, or one lease with the keys attached to it.
 
-use etcd_core::{LeaseId, lease_list, lease_time_to_live};
+use etcdops::lease::{LeaseId, lease_list, lease_time_to_live};
 use serde::Deserialize;
 
 use crate::context::Context;

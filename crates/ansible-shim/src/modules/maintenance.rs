@@ -4,8 +4,9 @@
 //! workflows (the OpenShift guard of defrag included) run there; this turns results into
 //! module output.
 
-use etcd_core::{Alarm, Client};
+use etcdops::client::Client;
 use etcdops::guard::Guards;
+use etcdops::maintenance::Alarm;
 use etcdops::maintenance::{
     AlarmDisarmRequest, CompactRequest, MaintenanceRequest, MoveLeaderRequest, alarm_disarm,
     compact, defrag, move_leader,
@@ -124,7 +125,10 @@ fn defrag_outcome(done: etcdops::maintenance::DefragOutcome) -> Result<Outcome, 
     Ok(outcome.with_fields(&report))
 }
 
-fn compact_outcome(request: &CompactRequest, result: etcd_core::CompactResult) -> Outcome {
+fn compact_outcome(
+    request: &CompactRequest,
+    result: etcdops::maintenance::CompactResult,
+) -> Outcome {
     let mut outcome = Outcome::unchanged(if result.changed {
         format!(
             "{}compacted the history up to revision {}",

@@ -2,7 +2,7 @@
 //! promoted, or updated (its peer URLs changed), through `etcdops::member::apply` and so with
 //! its guards; returns what a new member needs to start.
 
-use etcd_core::Member;
+use etcdops::member::Member;
 use etcdops::member::{MemberRequest, apply};
 use serde::Deserialize;
 use serde_json::json;

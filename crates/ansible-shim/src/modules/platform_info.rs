@@ -1,7 +1,7 @@
 //! `etcd_platform_info`: which etcd runs on this host (kubeadm or OpenShift static pod, a
 //! package, or none), with its endpoints, data dir, certificate paths and version.
 
-use etcd_k8s::{PlatformRequest, detect_platform};
+use etcdops::kubernetes::{PlatformRequest, detect_platform};
 use serde::Deserialize;
 
 use crate::context::Context;

@@ -2,7 +2,7 @@
 //! the retention rules (`keep_*`) in the saved cluster's folder (every cluster's with
 //! `all_clusters`); returns the manifest.
 
-use etcdops::snapshot::{SaveRequest, lib::NoProgress, preview_save, save};
+use etcdops::snapshot::{NoProgress, SaveRequest, preview_save, save};
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
@@ -18,7 +18,8 @@ pub const OPTIONS: &[&[OptionSpec]] = &[
         opt("compression", Kind::Str)
             .choices(&["zstd", "none"])
             .default_str("zstd"),
-        opt("compression_level", Kind::Int).default_int(etcd_snapshot::DEFAULT_ZSTD_LEVEL as i64),
+        opt("compression_level", Kind::Int)
+            .default_int(etcdops::snapshot::DEFAULT_ZSTD_LEVEL as i64),
         opt("labels", Kind::Dict),
         opt("endpoint", Kind::Str),
         opt("verify_after_upload", Kind::Bool).default_bool(false),

@@ -5,7 +5,7 @@
 //! copy (`etcd_snapshot_restore` with `remote_src: false`). A repeated copy changes nothing;
 //! check mode copies nothing and says what would be copied.
 
-use etcdops::snapshot::{LocalCopyRequest, copy_for_restore, lib::NoProgress};
+use etcdops::snapshot::{LocalCopyRequest, NoProgress, copy_for_restore};
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};

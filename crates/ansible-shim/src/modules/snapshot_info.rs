@@ -3,8 +3,8 @@
 //! against its manifest, then of its chain of delta segments. Read-only.
 
 use etcdops::snapshot::{
-    IdentitySettings, ListRequest, StatusRequest, StoreSettings, VerifyRequest, lib::NoProgress,
-    list, status, verify,
+    IdentitySettings, ListRequest, NoProgress, StatusRequest, StoreSettings, VerifyRequest, list,
+    status, verify,
 };
 use serde::Deserialize;
 

@@ -6,8 +6,8 @@
 //! writes nothing. `skip_in_service` does nothing when the cluster already runs from this
 //! very restore; `replace_restored` restores anew over a restored dir a member ran on.
 
-use etcdops::common::{Style, with_hint};
 use etcdops::guard::Guards;
+use etcdops::hints::{Style, with_hint};
 use etcdops::snapshot::{Previous, RestoreRequest, RestoreWarning, restore};
 
 use crate::context::Context;

@@ -4,7 +4,7 @@
 //! `--force-new-cluster` in the etcd container's command (a normal start removes the flag).
 //! No Python needed on the host.
 
-use etcd_k8s::{PodState, StaticPodRequest, static_pod};
+use etcdops::kubernetes::{PodState, StaticPodRequest, static_pod};
 use serde_json::json;
 
 use crate::context::Context;

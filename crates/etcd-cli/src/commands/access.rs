@@ -6,13 +6,15 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::Result;
-use etcd_core::{
-    AuthChange, AuthStatus, ClusterConfig, KeyRange, LeaseList, LeaseTimeToLive, PasswordSource,
-    PermissionGrant, PermissionInfo, PermissionKind, RoleInfo, RoleList, Secret, UserInfo,
-    UserList, auth_disable, auth_enable, auth_status, lease_list, lease_time_to_live, prefix_end,
-    role_add, role_delete, role_get, role_grant_permission, role_list, role_revoke_permission,
-    user_add, user_delete, user_get, user_grant_role, user_list, user_passwd, user_revoke_role,
+use etcdops::access::{
+    AuthChange, AuthStatus, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo, RoleList,
+    UserInfo, UserList, auth_disable, auth_enable, auth_status, role_add, role_delete, role_get,
+    role_grant_permission, role_list, role_revoke_permission, user_add, user_delete, user_get,
+    user_grant_role, user_list, user_passwd, user_revoke_role,
 };
+use etcdops::client::{ClusterConfig, PasswordSource, Secret};
+use etcdops::kv::{KeyRange, prefix_end};
+use etcdops::lease::{LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 use serde_json::{Map, Value};
 
 use super::ExitStatus;
@@ -348,7 +350,7 @@ fn print_raw<T: RawLines>(format: OutputFormat, compat: Compat, value: &T) -> st
 }
 
 /// A JSON object holding etcdctl's `header` of `h` (an empty one when etcd sent none).
-fn with_header(h: Option<&etcd_core::ResponseHeader>) -> Map<String, Value> {
+fn with_header(h: Option<&etcdops::client::ResponseHeader>) -> Map<String, Value> {
     let mut map = Map::new();
     map.insert(
         "header".into(),
@@ -358,7 +360,7 @@ fn with_header(h: Option<&etcd_core::ResponseHeader>) -> Map<String, Value> {
 }
 
 /// The header's fields at the top level, as etcdctl's lease commands print them.
-fn flat_header(h: Option<&etcd_core::ResponseHeader>) -> Map<String, Value> {
+fn flat_header(h: Option<&etcdops::client::ResponseHeader>) -> Map<String, Value> {
     match h.map(|h| header(h, false)) {
         Some(Value::Object(map)) => map,
         _ => Map::new(),

@@ -2,7 +2,8 @@
 //! fixture's values.
 
 use clap::Parser;
-use etcd_core::{LeaseId, ResponseHeader};
+use etcdops::client::ResponseHeader;
+use etcdops::lease::LeaseId;
 
 use super::*;
 
@@ -228,7 +229,7 @@ fn lease_timetolive_takes_a_hex_id_and_keys() {
     let Command::Lease(crate::flags::LeaseCommand::Timetolive(args)) = cli.command else {
         panic!("not a timetolive");
     };
-    assert_eq!(args.id, etcd_core::LeaseId(0x694d_77aa_9e38_260f));
+    assert_eq!(args.id, etcdops::lease::LeaseId(0x694d_77aa_9e38_260f));
     assert!(args.keys);
     assert!(parse(&["lease", "timetolive", "not-hex"]).is_err());
 }

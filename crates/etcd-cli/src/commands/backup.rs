@@ -4,9 +4,9 @@
 use std::io::Write;
 
 use anyhow::Result;
-use etcd_core::ClusterConfig;
-use etcd_snapshot::{RunEvent, RunObserver};
+use etcdops::client::ClusterConfig;
 use etcdops::snapshot::{BackupRunRequest, backup_run};
+use etcdops::snapshot::{RunEvent, RunObserver};
 
 use super::ExitStatus;
 use super::snapshot::{identity_settings, in_flag_words, retention, settings};

@@ -1,12 +1,12 @@
 //! `etcdops data-dir ...`: a member's data dir, offline. `inspect` prints what
-//! `etcd_data::inspect_data_dir` reads (table, `-w simple` lines, or `-w json`: the struct
+//! `etcdops::data_dir::inspect_data_dir` reads (table, `-w simple` lines, or `-w json`: the struct
 //! itself, which `etcdops quorum plan --inspection FILE` reads back); `backup` and
 //! `move-aside` are the quorum recovery's (`commands::quorum`); `commit-tail` raises the
-//! saved commit index to the WAL's last entry (`etcd_data::adopt_wal_tail`) before a
+//! saved commit index to the WAL's last entry (`etcdops::data_dir::adopt_wal_tail`) before a
 //! `--force-new-cluster` start.
 
 use anyhow::Result;
-use etcdops::data::{
+use etcdops::data_dir::{
     DataDirInspection, SnapPosition, TailAdoption, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
 };
 
@@ -237,7 +237,7 @@ mod tests {
         inspection.wal.member_id = "a1".into();
         inspection.wal.last_index = 42;
         inspection.wal.last_term = 3;
-        inspection.db.members.push(etcdops::data::DbMember {
+        inspection.db.members.push(etcdops::data_dir::DbMember {
             id: "a1".into(),
             name: "m1".into(),
             peer_urls: vec![],

@@ -2,7 +2,7 @@
 //! workflow `etcdops::downgrade` (enable only with a verified recent backup, or --force).
 
 use anyhow::Result;
-use etcd_core::{Client, ClusterConfig};
+use etcdops::client::{Client, ClusterConfig};
 use etcdops::downgrade::{DowngradeCall, DowngradeRequest, Downgraded, downgrade};
 use etcdops::guard::Guards;
 use etcdops::snapshot::IdentitySettings;
@@ -100,7 +100,8 @@ impl Render for DowngradeView {
 
 #[cfg(test)]
 mod tests {
-    use etcd_core::{DowngradeAction, DowngradeResult, ResponseHeader};
+    use etcdops::client::ResponseHeader;
+    use etcdops::downgrade::{DowngradeAction, DowngradeResult};
 
     use super::*;
 

@@ -6,9 +6,10 @@
 //! etcdctl says it; our table and JSON keep it as a row.
 
 use anyhow::Result;
-use etcd_core::{
-    ClusterConfig, EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport,
-    StatusReport, Targets, endpoint_hashkv, endpoint_health, endpoint_status,
+use etcdops::client::{ClusterConfig, Targets};
+use etcdops::endpoint::{
+    EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
+    endpoint_hashkv, endpoint_health, endpoint_status,
 };
 use serde_json::{Map, Value};
 
@@ -486,7 +487,9 @@ impl Render for HashKvView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etcd_core::{DowngradeInfo, MemberId, ResponseHeader};
+    use etcdops::client::ResponseHeader;
+    use etcdops::downgrade::DowngradeInfo;
+    use etcdops::member::MemberId;
 
     /// etcd 3.6.14 fixture (`tests/fixtures/etcd-3.6.14/outputs`): members a, b, c
     /// on client ports 45001..45003, b leads, revision 54, raft term 2.

@@ -5,8 +5,8 @@ use std::io::{self, BufWriter, Read, Write};
 
 use super::snapshot::store_options;
 use anyhow::{Context, Result};
-use etcd_core::ClusterConfig;
-use etcd_k8s::{
+use etcdops::client::ClusterConfig;
+use etcdops::kubernetes::{
     ConfigStep, DecodedValue, EncryptionConfigRequest, EncryptionConfigResult, EncryptionReport,
     EncryptionStatusRequest, K8sGetRequest, KeyMaterial, KeySecret, NewKey, NewKeyRequest,
     Provider, Storage, encryption_config, encryption_status, k8s_get, new_encryption_key,
@@ -350,7 +350,7 @@ fn new_key(args: &NewKeyArgs, format: OutputFormat) -> Result<ExitStatus> {
     })?;
     if let Some(out) = &args.out {
         let json = serde_json::to_string_pretty(&key)?;
-        let mut file = etcdops::common::private::create_new_file(out).with_context(|| {
+        let mut file = etcdops::files::create_new_file(out).with_context(|| {
             format!("cannot create '{}' (it must not exist yet)", out.display())
         })?;
         file.write_all(json.as_bytes())

@@ -3,11 +3,11 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use anyhow::Result;
-use etcd_core::{
-    ClusterConfig, Encoding, GetRequest, KeyEvent, KeyHistory, KeyValueView, ResponseHeader,
-    SortBy, get_stream, history,
-};
+use etcdops::client::{ClusterConfig, ResponseHeader};
 use etcdops::kv::KeyQuery;
+use etcdops::kv::{
+    Encoding, GetRequest, KeyEvent, KeyHistory, KeyValueView, SortBy, get_stream, history,
+};
 
 use super::ExitStatus;
 use crate::etcdctl;
@@ -18,9 +18,9 @@ mod watch;
 pub use watch::run_watch;
 
 /// The output closed under us: remember the I/O error and stop the library's loop.
-fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcd_core::Error {
+fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcdops::client::ClientError {
     *slot = Some(err);
-    etcd_core::Error::StoppedByCaller
+    etcdops::client::ClientError::StoppedByCaller
 }
 
 /// The JSON document `get -w json` streams: its opening, then one key a line.
@@ -323,7 +323,7 @@ pub async fn run_get(
 /// count of `--count-only`; `none_written` says whether no key was printed.
 fn write_get_end(
     out: &mut impl Write,
-    summary: &etcd_core::GetSummary,
+    summary: &etcdops::kv::GetSummary,
     args: &GetArgs,
     format: OutputFormat,
     none_written: bool,

@@ -2,12 +2,14 @@
 //! the maintenance workflows' requests (`etcdops::maintenance`), print their results.
 
 use anyhow::Result;
-use etcd_core::{
-    Alarm, AlarmDisarmResult, AlarmList, Client, ClusterConfig, CompactResult, CompactTarget,
-    DefragReport, MoveLeaderResult, Severity, VersionReport, own_version, version,
-};
 use etcdops::check::{CheckRequest, CheckResult, check};
+use etcdops::client::{Client, ClusterConfig};
+use etcdops::endpoint::{Severity, VersionReport, own_version, version};
 use etcdops::guard::Guards;
+use etcdops::maintenance::{
+    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, DefragReport,
+    MoveLeaderResult,
+};
 use etcdops::maintenance::{
     AlarmDisarmRequest, CheckOptions, CompactRequest, DefragRequest, MoveLeaderRequest,
     alarm_disarm, compact, defrag, move_leader,
@@ -486,10 +488,11 @@ impl Render for VersionView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etcd_core::{MemberId, ResponseHeader};
+    use etcdops::client::ResponseHeader;
+    use etcdops::member::MemberId;
 
-    fn step(given: &str, error: Option<&str>) -> etcd_core::DefragStep {
-        etcd_core::DefragStep {
+    fn step(given: &str, error: Option<&str>) -> etcdops::maintenance::DefragStep {
+        etcdops::maintenance::DefragStep {
             endpoint: format!("http://{given}"),
             given: given.into(),
             member_id: None,

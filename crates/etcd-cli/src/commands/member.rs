@@ -1,12 +1,12 @@
 //! `etcdops member ...`
 
 use anyhow::Result;
-use etcd_core::{
-    Client, ClusterConfig, Consistency, MemberAddResult, MemberChangeResult, MemberList,
-    MemberListOptions, is_3_6_or_later,
-};
+use etcdops::client::{Client, ClusterConfig};
+use etcdops::endpoint::is_3_6_or_later;
 use etcdops::guard::{Force, Guards};
+use etcdops::kv::Consistency;
 use etcdops::member::{self, AddRequest, Guarded, RemoveRequest, UpdateRequest};
+use etcdops::member::{MemberAddResult, MemberChangeResult, MemberList, MemberListOptions};
 
 use serde_json::{Map, Value};
 
@@ -354,7 +354,8 @@ impl Render for MemberListView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etcd_core::{Member, MemberId, ResponseHeader};
+    use etcdops::client::ResponseHeader;
+    use etcdops::member::{Member, MemberId};
 
     /// The etcd 3.6.14 fixture's members (`outputs/member-list.*`), in ID order.
     fn fixture(server_version: &str) -> MemberListView {

@@ -5,12 +5,12 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use etcd_core::ConnectionOptions;
-use etcd_k8s::{
+use etcdops::client::ConnectionOptions;
+use etcdops::guard::Guards;
+use etcdops::kubernetes::{
     PlatformInfo, PlatformRequest, PodState, StaticPodRequest, StaticPodResult, detect_platform,
     static_pod,
 };
-use etcdops::guard::Guards;
 
 use super::ExitStatus;
 use crate::flags::{GlobalFlags, OutputFormat, PlatformCommand, PlatformMode, StaticPodArgs};
@@ -40,7 +40,7 @@ pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
             first_line_of_stdin().context("cannot read the password from stdin")?
         };
         if !password.is_empty() {
-            options.password = Some(etcd_core::Secret::new(password));
+            options.password = Some(etcdops::client::Secret::new(password));
         }
     }
     match global.platform {

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-use etcd_core::ClusterConfig;
+use etcdops::client::ClusterConfig;
 use etcdops::quorum::{
     Candidate, CandidateSummary, DataDirAside, PlanOptions, QuorumError, RecoveryPlan, Refusal,
     SurvivorVerified, candidate_from_report, copy_data_dir_aside, move_data_dir_aside,

@@ -2,7 +2,7 @@
 //! largest keys; `-w json`: the whole report.
 
 use anyhow::Result;
-use etcd_core::ClusterConfig;
+use etcdops::client::ClusterConfig;
 use etcdops::usage::{GroupTable, KeyUsage, UsageRequest, UsageResult};
 
 use super::ExitStatus;

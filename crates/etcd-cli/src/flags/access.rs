@@ -18,7 +18,7 @@ pub enum LeaseCommand {
 pub struct LeaseTimeToLiveArgs {
     /// The lease ID in hex, as `lease list` prints it
     #[arg(value_name = "ID")]
-    pub id: etcd_core::LeaseId,
+    pub id: etcdops::lease::LeaseId,
     /// Also list the keys attached to the lease
     #[arg(long)]
     pub keys: bool,
@@ -138,15 +138,15 @@ pub struct UserAddArgs {
         value_parser = secret,
         conflicts_with_all = ["password_file", "password_env", "no_password"]
     )]
-    pub new_user_password: Option<etcd_core::Secret>,
+    pub new_user_password: Option<etcdops::client::Secret>,
     /// Prompting or standard input
     #[command(flatten)]
     pub interactive: InteractiveFlag,
 }
 
 /// A password given on the command line, kept out of `Debug`.
-fn secret(text: &str) -> Result<etcd_core::Secret, String> {
-    Ok(etcd_core::Secret::new(text))
+fn secret(text: &str) -> Result<etcdops::client::Secret, String> {
+    Ok(etcdops::client::Secret::new(text))
 }
 
 /// Arguments of `user passwd`.

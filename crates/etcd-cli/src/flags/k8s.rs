@@ -51,7 +51,7 @@ pub struct EncryptionStatusArgs {
     #[arg(long)]
     pub all: bool,
     /// List at most N objects (0: no limit); the totals count every object
-    #[arg(long, default_value_t = etcd_k8s::DEFAULT_MAX_OBJECTS, value_name = "N")]
+    #[arg(long, default_value_t = etcdops::kubernetes::DEFAULT_MAX_OBJECTS, value_name = "N")]
     pub max_objects: usize,
     /// Read the snapshot even when etcd's SHA-256 trailer does not match its db
     #[arg(long)]
@@ -207,7 +207,7 @@ mod k8s_flag_tests {
         };
         assert_eq!(args.resources, ["secrets", "configmaps"]);
         assert!(args.require_encrypted);
-        assert_eq!(args.max_objects, etcd_k8s::DEFAULT_MAX_OBJECTS);
+        assert_eq!(args.max_objects, etcdops::kubernetes::DEFAULT_MAX_OBJECTS);
 
         let cli = Cli::try_parse_from([
             "etcdops",

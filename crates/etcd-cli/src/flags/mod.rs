@@ -1,7 +1,7 @@
 //! Command-line flags: etcdctl's global flags and environment variables, and our commands.
 //!
 //! Every connection flag falls back to the `ETCDCTL_*` variable etcdctl reads; the fallback
-//! itself lives in `etcd_core::ConnectionOptions::or_env` so that every front-end agrees.
+//! itself lives in `etcdops::client::ConnectionOptions::or_env` so that every front-end agrees.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use etcd_core::{ConnectionOptions, Secret};
+use etcdops::client::{ConnectionOptions, Secret};
 
 mod access;
 mod cluster;
@@ -188,7 +188,7 @@ pub fn compat_of_raw(args: &[OsString]) -> Compat {
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
-    etcd_core::parse_duration(text)
+    etcdops::client::parse_duration(text)
 }
 
 /// Flags shared by every command, named as etcdctl names them.

@@ -199,7 +199,7 @@ pub struct StoreFlags {
 
 /// Parses `8MiB`, `5MB`, `1048576`.
 pub fn byte_size(text: &str) -> Result<usize, String> {
-    etcd_store::parse_size(text)
+    etcdops::store::parse_size(text)
 }
 
 /// Retention rules: a backup is kept when any rule keeps it; the newest complete backup is
@@ -257,7 +257,7 @@ pub struct SaveArgs {
     #[arg(long, value_enum, default_value_t)]
     pub compression: CompressionArg,
     /// zstd level, 1 (fast) to 19 (small)
-    #[arg(long, default_value_t = etcd_snapshot::DEFAULT_ZSTD_LEVEL, value_name = "N")]
+    #[arg(long, default_value_t = etcdops::snapshot::DEFAULT_ZSTD_LEVEL, value_name = "N")]
     pub compression_level: i32,
     /// A label recorded in the manifest, KEY=VALUE (repeatable)
     #[arg(long = "label", value_parser = label, value_name = "KEY=VALUE")]
@@ -300,8 +300,8 @@ pub struct SaveArgs {
     pub store_flags: StoreFlags,
 }
 
-fn cluster_id(text: &str) -> Result<etcd_core::MemberId, String> {
-    text.parse::<etcd_core::MemberId>()
+fn cluster_id(text: &str) -> Result<etcdops::member::MemberId, String> {
+    text.parse::<etcdops::member::MemberId>()
         .map_err(|_| format!("'{text}' is not a cluster ID (hex, as `snapshot list` shows it)"))
 }
 
@@ -338,13 +338,13 @@ pub struct RunArgs {
     pub delta_every: Duration,
     /// Cut a segment once it holds this many bytes of changes (uncompressed; at most 64 MiB;
     /// cut between two revisions)
-    #[arg(long, value_name = "BYTES", default_value_t = etcd_snapshot::DEFAULT_SEGMENT_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = etcdops::snapshot::DEFAULT_SEGMENT_BYTES)]
     pub segment_bytes: u64,
     /// Take full backups from this member only, instead of choosing a healthy follower
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// zstd level of the full backups, 1 (fast) to 19 (small)
-    #[arg(long, default_value_t = etcd_snapshot::DEFAULT_ZSTD_LEVEL, value_name = "N")]
+    #[arg(long, default_value_t = etcdops::snapshot::DEFAULT_ZSTD_LEVEL, value_name = "N")]
     pub compression_level: i32,
     /// A label recorded in each full backup's manifest, KEY=VALUE (repeatable)
     #[arg(long = "label", value_parser = label, value_name = "KEY=VALUE")]
@@ -473,7 +473,7 @@ pub struct PruneArgs {
     /// Prune only this cluster's folder (the cluster ID in hex, as `snapshot list` shows
     /// it) [default: every cluster folder, the rules applied within each]
     #[arg(long, value_name = "ID", value_parser = cluster_id)]
-    pub cluster: Option<etcd_core::MemberId>,
+    pub cluster: Option<etcdops::member::MemberId>,
     /// Show what would be deleted, delete nothing
     #[arg(long)]
     pub dry_run: bool,

@@ -4,7 +4,7 @@
 //! ID, name or peer URL, check mode and diff).
 //!
 //! Every workflow passes the guards itself: first the OpenShift operator guard
-//! ([`Guards::check`]), then the quorum guards ([`guard::quorum`]) on the cluster as the
+//! ([`Guards::check`]), then the quorum guards ([`crate::guard::quorum`]) on the cluster as the
 //! change is about to be made against it. Each is refused unless `force`; a forced operator
 //! guard's warning comes back in the result's `warnings`. Asking for what is already true
 //! changes nothing and says so; a dry run runs every guard and changes nothing.
@@ -13,7 +13,7 @@
 //! use etcdops::guard::{Force, Guards};
 //! use etcdops::member::{RemoveRequest, remove};
 //!
-//! # async fn example(config: &etcdops::core::ClusterConfig) -> Result<(), etcdops::Error> {
+//! # async fn example(config: &etcdops::client::ClusterConfig) -> Result<(), etcdops::Error> {
 //! let request = RemoveRequest { member: "etcd-2".into(), ..Default::default() };
 //! let done = remove(config, &Guards::on_host("/"), &request).await?;
 //! println!("{} (changed: {})", done.result.message, done.result.changed);
@@ -26,14 +26,15 @@ pub mod info;
 use std::collections::BTreeMap;
 
 use etcd_common::{Hint, OptionId};
-use etcd_core::{
-    ClusterConfig, Member, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberId,
-    MemberQuery, member_list,
-};
+use etcd_core::{ClusterConfig, MemberAddRequest, MemberQuery, member_list};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::guard::{Force, Guards, Operation, Passed};
+/// The membership as etcd reports it.
+pub use etcd_core::{
+    Member, MemberAddResult, MemberChangeResult, MemberId, MemberList, MemberListOptions,
+};
 
 /// The option naming the member a change is about.
 pub const MEMBER: OptionId = OptionId::value("member");

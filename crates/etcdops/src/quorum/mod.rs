@@ -16,7 +16,7 @@
 //! use etcdops::quorum::{Candidate, PlanAction, plan_recovery};
 //!
 //! # async fn example(inspections: Vec<etcd_data::DataDirInspection>) -> Result<(), etcdops::quorum::QuorumError> {
-//! let config = etcdops::core::ClusterConfig::for_endpoints(["http://10.0.0.1:2379"])
+//! let config = etcdops::client::ClusterConfig::for_endpoints(["http://10.0.0.1:2379"])
 //!     .map_err(etcdops::quorum::QuorumError::Etcd)?;
 //! let candidates: Vec<Candidate> = inspections.into_iter().map(Candidate::from_inspection).collect();
 //! let plan = plan_recovery(&config, &candidates).await?;

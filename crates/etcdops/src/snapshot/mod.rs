@@ -5,7 +5,8 @@
 //! object, [`list`], [`delete`], [`prune`], [`copy`], [`compact`] (a chain into one full backup), [`copy_for_restore`] (a local copy of what one restore reads) and [`backup_run`]. Requests derive
 //! `Deserialize`, so the shim reads a module's options straight into them; results are serde.
 //!
-//! The library crate behind them stays reachable as [`lib`].
+//! The library's own types these workflows take and return (reports, events, errors, the
+//! catalog) are re-exported here; the library crate itself is not.
 
 mod catalog;
 mod compact;
@@ -40,6 +41,10 @@ pub use settings::{IdentitySettings, StoreSettings};
 pub use status::{StatusRequest, StatusResult, status};
 pub use verify::{Verified, VerifyRequest, verify};
 
-/// Snapshot streams, the backup catalog and continuous backup: the library these workflows
-/// are made of.
-pub use etcd_snapshot as lib;
+/// The snapshot library's own types that the workflows return or take.
+pub use etcd_snapshot::{
+    Catalog, ChainReport, ChainSummary, CompactResult, Compression, CopyAction, CopyReport,
+    DEFAULT_SEGMENT_BYTES, DEFAULT_ZSTD_LEVEL, Identities, NoProgress, Progress, PruneReport,
+    RestoreError, RunEvent, RunObserver, SnapshotError, SnapshotStatus, TrailerCheck, VerifyReport,
+    new_identity_file,
+};

@@ -78,7 +78,7 @@ pub struct RestoreRequest {
     /// anew, without `force` (which also goes past the OpenShift operator guard).
     #[serde(default)]
     pub replace_restored: bool,
-    /// Do nothing when the cluster already runs from this very restore (see [`in_service`]).
+    /// Do nothing when the cluster already runs from this very restore (see `in_service`).
     #[serde(default)]
     pub skip_in_service: bool,
     /// The cluster `skip_in_service` asks (the front-end's connection settings).
@@ -305,7 +305,7 @@ fn previous(data_dir: &Path) -> Previous {
 /// Restores the request's source into its data dir: refused first where OpenShift's
 /// cluster-etcd-operator manages etcd (unless `force`), then every check of the source,
 /// options and target dirs; a dry run writes nothing. With `skip_in_service`, nothing is
-/// done (`in_service`, unchanged) when [`in_service`] says the cluster runs from this restore.
+/// done (`in_service`, unchanged) when `in_service` says the cluster runs from this restore.
 pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
     if !request.skip_in_service {
         return restore_once(request, false).await;

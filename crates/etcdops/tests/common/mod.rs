@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use etcdops::core::{ClusterConfig, ConnectionOptions};
+use etcd_core::{ClusterConfig, ConnectionOptions};
 
 /// A host tree holding OpenShift's etcd pod manifest, as a control-plane node has it.
 pub fn openshift_host() -> tempfile::TempDir {

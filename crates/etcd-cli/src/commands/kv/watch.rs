@@ -8,9 +8,10 @@
 use std::io::{self, BufWriter, Stdout, Write};
 
 use anyhow::Result;
-use etcd_core::{
-    ClusterConfig, EventKind, KeyEvent, KeyValueView, WatchBatch, WatchBound, WatchRequest,
-    WatchSummary, watch_batches,
+use etcdops::client::ClusterConfig;
+use etcdops::kv::{
+    EventKind, KeyEvent, KeyValueView, WatchBatch, WatchBound, WatchRequest, WatchSummary,
+    watch_batches,
 };
 
 use super::{Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, stop, value_bytes};
@@ -63,7 +64,7 @@ impl Printer<'_> {
         }
         self.events += batch.events.len() as u64;
         for event in &batch.events {
-            if event.value_encoding != Some(etcd_core::Encoding::Redacted) {
+            if event.value_encoding != Some(etcdops::kv::Encoding::Redacted) {
                 continue;
             }
             self.redacted += 1;
@@ -171,7 +172,7 @@ impl Printer<'_> {
                 .env("ETCD_WATCH_REVISION", batch.header.revision.to_string())
                 .env("ETCD_WATCH_EVENT_TYPE", go_quote(kind.as_bytes()))
                 .env("ETCD_WATCH_KEY", go_quote(&event.bytes.key));
-            if event.value_encoding == Some(etcd_core::Encoding::Redacted) {
+            if event.value_encoding == Some(etcdops::kv::Encoding::Redacted) {
                 command.env_remove("ETCD_WATCH_VALUE");
             } else {
                 let value = value_bytes(&event.bytes.value, &event.value);
@@ -447,12 +448,12 @@ pub async fn run_watch(
             }
             match printer.run_commands(&batch) {
                 Ok(true) => Ok(()),
-                Ok(false) => Err(etcd_core::Error::Refused {
+                Ok(false) => Err(etcdops::client::ClientError::Refused {
                     reason: "interrupted".into(),
                 }),
                 Err(message) => {
                     printer.command_failed = Some(message);
-                    Err(etcd_core::Error::Refused {
+                    Err(etcdops::client::ClientError::Refused {
                         reason: "the command failed".into(),
                     })
                 }
@@ -469,7 +470,7 @@ pub async fn run_watch(
     }
     if let Some(message) = printer.command_failed {
         printer.out.flush()?;
-        eprintln!("{}", text(&message, etcd_core::Encoding::Text));
+        eprintln!("{}", text(&message, etcdops::kv::Encoding::Text));
         return Ok(ExitStatus::Failure);
     }
     let summary = match result {

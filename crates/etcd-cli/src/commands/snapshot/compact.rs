@@ -1,8 +1,8 @@
 //! `snapshot compact`: flags in, the workflow called, what it did printed.
 
 use anyhow::Result;
-use etcd_snapshot::{CompactResult, RestoreError, SnapshotError};
 use etcdops::snapshot::CompactRequest;
+use etcdops::snapshot::{CompactResult, RestoreError, SnapshotError};
 
 use super::{bar, identity_settings, progress, settings, warn_all};
 use crate::commands::ExitStatus;
@@ -144,7 +144,7 @@ mod tests {
             "object_sha256": "", "object_size": 1, "compression": "zstd",
             "compression_level": 1, "verified_after_upload": true, "labels": {},
         });
-        let result = etcd_snapshot::CompactResult {
+        let result = etcdops::snapshot::CompactResult {
             changed: false,
             store: "/s".into(),
             source: "full.db.zst".into(),

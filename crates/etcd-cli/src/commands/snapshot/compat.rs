@@ -2,8 +2,8 @@
 //! they share with etcdops: `Snapshot saved at FILE`, and etcdutl's status row and JSON (3.5's
 //! for a 3.4/3.5 snapshot; 3.6's, with the storage version and live keys, for a 3.6 one).
 
-use etcd_snapshot::SnapshotStatus;
 use etcdops::snapshot::SaveFileResult;
+use etcdops::snapshot::SnapshotStatus;
 
 use crate::output::{Render, human_bytes};
 

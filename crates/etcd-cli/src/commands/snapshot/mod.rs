@@ -8,17 +8,17 @@ mod views;
 use std::path::Path;
 
 use anyhow::Result;
-use etcd_core::ClusterConfig;
-use etcd_snapshot::{
-    Identities, NoProgress, Progress, PruneReport, SnapshotError, TrailerCheck, new_identity_file,
-};
-use etcd_store::StoreOptions;
-use etcdops::common::{Style, with_hint};
+use etcdops::client::ClusterConfig;
 use etcdops::guard::{Force, Guards};
+use etcdops::hints::{Style, with_hint};
 use etcdops::snapshot::{
     CopyRequest, IdentitySettings, ListRequest, ListWarning, PruneRequest, RestoreRequest,
     Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
 };
+use etcdops::snapshot::{
+    Identities, NoProgress, Progress, PruneReport, SnapshotError, TrailerCheck, new_identity_file,
+};
+use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
@@ -356,8 +356,8 @@ async fn save(
         dest: args.store.clone(),
         endpoint: args.endpoint.clone(),
         compression: match args.compression {
-            CompressionArg::Zstd => etcd_snapshot::Compression::Zstd,
-            CompressionArg::None => etcd_snapshot::Compression::None,
+            CompressionArg::Zstd => etcdops::snapshot::Compression::Zstd,
+            CompressionArg::None => etcdops::snapshot::Compression::None,
         },
         compression_level: args.compression_level,
         labels: args.labels.iter().cloned().collect(),

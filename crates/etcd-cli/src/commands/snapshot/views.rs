@@ -2,7 +2,7 @@
 //! result's JSON.
 
 use chrono::Utc;
-use etcd_snapshot::{
+use etcdops::snapshot::{
     Catalog, ChainReport, ChainSummary, CopyAction, CopyReport, PruneReport, TrailerCheck,
     VerifyReport,
 };
