@@ -254,19 +254,28 @@ fn a_plain_http_store_message_names_the_option_not_a_cli_variable() {
     );
 }
 
-/// Finding (low): `keep_last: -1` is told "an integer from 0 to 4294967295", then
-/// `keep_last: 0` is refused as "must be at least 1": the range in the message is not the
-/// option's.
+/// Finding (low, fixed here): `keep_last: -1` was told "an integer from 0 to 4294967295",
+/// then `keep_last: 0` was refused as "must be at least 1": the range in the message was not
+/// the option's. Every out-of-range count now gets the rule's own range.
 #[test]
-#[ignore = "known: keep_last's message names a range whose lower end it refuses"]
 fn keep_last_messages_name_its_true_range() {
-    let negative = shim_result(json!({
-        "_etcd_module": "etcd_snapshot", "endpoints": "http://127.0.0.1:9",
-        "store": "/nonexistent/snaps", "keep_last": -1,
-    }));
-    let msg = negative["msg"].as_str().unwrap_or_default().to_string();
-    assert_eq!(negative["failed"], true, "{negative}");
-    assert!(!msg.contains("from 0"), "0 is refused too: {msg}");
+    let message = |keep_last: i64| {
+        let result = shim_result(json!({
+            "_etcd_module": "etcd_snapshot", "endpoints": "http://127.0.0.1:9",
+            "store": "/nonexistent/snaps", "keep_last": keep_last,
+        }));
+        assert_eq!(result["failed"], true, "{result}");
+        result["msg"].as_str().unwrap_or_default().to_string()
+    };
+    for refused in [-1, 0, 1 << 32] {
+        let msg = message(refused);
+        assert!(!msg.contains("from 0"), "0 is refused too: {msg}");
+        assert!(msg.contains("keep_last"), "names the option: {msg}");
+        assert!(
+            msg.contains("at least 1") || msg.contains("from 1 to 4294967295"),
+            "names the true range: {msg}"
+        );
+    }
 }
 
 /// Finding (medium, fixed here): the shim scrubbed secrets from the serialized JSON text,

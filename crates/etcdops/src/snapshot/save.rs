@@ -24,16 +24,18 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct Retention {
+    // The counts are read as any integer so that one check ([`Retention::policy`]) names
+    // their true range (1 to 4294967295) whatever was given, 0 and -1 alike.
     /// Keep the N newest backups.
-    pub keep_last: Option<u32>,
+    pub keep_last: Option<i64>,
     /// Keep the newest backup of each of the last N hours.
-    pub keep_hourly: Option<u32>,
+    pub keep_hourly: Option<i64>,
     /// Keep the newest backup of each of the last N days.
-    pub keep_daily: Option<u32>,
+    pub keep_daily: Option<i64>,
     /// Keep the newest backup of each of the last N weeks.
-    pub keep_weekly: Option<u32>,
+    pub keep_weekly: Option<i64>,
     /// Keep the newest backup of each of the last N months.
-    pub keep_monthly: Option<u32>,
+    pub keep_monthly: Option<i64>,
     /// Keep every backup younger than this (`36h`, `7d`).
     #[serde(deserialize_with = "max_age")]
     pub max_age: Option<Duration>,
@@ -61,16 +63,34 @@ impl Retention {
     /// naming it).
     pub fn policy(&self) -> Result<RetentionPolicy> {
         let policy = RetentionPolicy {
-            keep_last: self.keep_last,
-            keep_hourly: self.keep_hourly,
-            keep_daily: self.keep_daily,
-            keep_weekly: self.keep_weekly,
-            keep_monthly: self.keep_monthly,
+            keep_last: rule_count("keep_last", self.keep_last)?,
+            keep_hourly: rule_count("keep_hourly", self.keep_hourly)?,
+            keep_daily: rule_count("keep_daily", self.keep_daily)?,
+            keep_weekly: rule_count("keep_weekly", self.keep_weekly)?,
+            keep_monthly: rule_count("keep_monthly", self.keep_monthly)?,
             max_age: self.max_age,
         };
         policy.validate()?;
         Ok(policy)
     }
+}
+
+/// A retention rule's count, refused outside 1..=4294967295 with the rule's name (0 by
+/// [`RetentionPolicy::validate`], which says why 0 is not "no limit").
+fn rule_count(option: &'static str, count: Option<i64>) -> Result<Option<u32>> {
+    let Some(count) = count else {
+        return Ok(None);
+    };
+    if count == 0 {
+        return Ok(Some(0));
+    }
+    u32::try_from(count).map(Some).map_err(|_| {
+        SnapshotError::InvalidOption {
+            option,
+            reason: format!("must be from 1 to {}, not {count}", u32::MAX),
+        }
+        .into()
+    })
 }
 
 /// A duration option given as text (`7d`, `36h`), named in its error.
@@ -388,6 +408,30 @@ mod tests {
         }))
         .unwrap_err();
         assert!(bad.to_string().contains("orphan_grace"), "{bad}");
+    }
+
+    #[test]
+    fn a_retention_count_outside_its_range_is_refused_with_the_range() {
+        for (count, words) in [
+            (-1, "from 1 to 4294967295"),
+            (0, "at least 1"),
+            (1 << 32, "from 1 to"),
+        ] {
+            let retention = Retention {
+                keep_daily: Some(count),
+                ..Retention::default()
+            };
+            let message = retention.policy().unwrap_err().to_string();
+            assert!(
+                message.contains("keep_daily") && message.contains(words),
+                "{message}"
+            );
+        }
+        let kept = Retention {
+            keep_daily: Some(i64::from(u32::MAX)),
+            ..Retention::default()
+        };
+        assert_eq!(kept.policy().unwrap().keep_daily, Some(u32::MAX));
     }
 
     #[test]

@@ -164,11 +164,11 @@ pub(crate) fn identities(flags: &IdentityFlags) -> Result<Identities> {
 /// The retention rules of the flags.
 pub(crate) fn retention(flags: &RetentionFlags) -> Retention {
     Retention {
-        keep_last: flags.keep_last,
-        keep_hourly: flags.keep_hourly,
-        keep_daily: flags.keep_daily,
-        keep_weekly: flags.keep_weekly,
-        keep_monthly: flags.keep_monthly,
+        keep_last: flags.keep_last.map(i64::from),
+        keep_hourly: flags.keep_hourly.map(i64::from),
+        keep_daily: flags.keep_daily.map(i64::from),
+        keep_weekly: flags.keep_weekly.map(i64::from),
+        keep_monthly: flags.keep_monthly.map(i64::from),
         max_age: flags.max_age,
         orphan_grace: flags.orphan_grace,
     }
