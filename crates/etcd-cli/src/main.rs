@@ -193,13 +193,16 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             commands::access::run_lease(&config, command, format, cli.global.compat()).await
         }
         Command::Auth(command) => {
-            commands::access::run_auth(&config, command, format, cli.global.compat()).await
+            let guards = commands::platform::guards(&cli.global);
+            commands::access::run_auth(&config, &guards, command, format, cli.global.compat()).await
         }
         Command::User(command) => {
-            commands::access::run_user(&config, command, format, cli.global.compat()).await
+            let guards = commands::platform::guards(&cli.global);
+            commands::access::run_user(&config, &guards, command, format, cli.global.compat()).await
         }
         Command::Role(command) => {
-            commands::access::run_role(&config, command, format, cli.global.compat()).await
+            let guards = commands::platform::guards(&cli.global);
+            commands::access::run_role(&config, &guards, command, format, cli.global.compat()).await
         }
         Command::Get(args) => {
             commands::kv::run_get(&config, args, format, cli.global.hex == Some(true)).await

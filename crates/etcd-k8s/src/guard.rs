@@ -50,6 +50,11 @@ impl OperatorCheck {
 /// How to do `operation` the platform's way instead, in neutral words: the option that
 /// forces the operation through is the refusal's hint (`force`), which each front-end spells.
 pub fn openshift_procedure(operation: &str) -> String {
+    if operation.contains("auth") {
+        return format!(
+            "OpenShift's cluster-etcd-operator manages this etcd, and `{operation}` would fight it: its components reach etcd with client certificates and no etcd users or roles, so leave etcd's access control as the operator made it; force it only if Red Hat support told you to"
+        );
+    }
     let procedure = if operation.contains("restore") {
         "the 'Restoring to a previous cluster state' procedure (cluster-restore.sh on a recovery control-plane host; a snapshot saved with an OpenShift backup dir writes the files it takes)"
     } else {

@@ -36,6 +36,8 @@ pub enum Operation {
     SnapshotRestore,
     /// Enabling a cluster downgrade (OpenShift's operator owns etcd's version).
     Downgrade,
+    /// Changing authentication, users or roles (OpenShift's operator owns etcd's access).
+    AccessChange,
 }
 
 impl Operation {
@@ -49,6 +51,7 @@ impl Operation {
             Operation::Defrag => "defrag",
             Operation::SnapshotRestore => "snapshot restore",
             Operation::Downgrade => "downgrade",
+            Operation::AccessChange => "auth, user or role change",
         }
     }
 

@@ -5,9 +5,9 @@ use serde::Deserialize;
 
 /// The key-value reads and watches of etcd-core, with the types they take and return.
 pub use etcd_core::{
-    Consistency, Encoding, EventKind, GetRequest, GetSummary, KeyEvent, KeyHistory, KeyRange,
-    KeyValueView, SortBy, WatchBatch, WatchBound, WatchRequest, WatchSummary, get_pages,
-    get_stream, history, prefix_end, watch_batches,
+    Consistency, Encoding, EventKind, GetRequest, GetSummary, KeyEvent, KeyHistory, KeyValueView,
+    SortBy, WatchBatch, WatchBound, WatchRequest, WatchSummary, get_pages, get_stream, history,
+    prefix_end, watch_batches,
 };
 
 /// Which keys to read, at which revision, and how much of them.

@@ -24,6 +24,7 @@
 // `etcd_common::private` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+pub mod access;
 pub mod backup_before;
 pub mod check;
 pub mod downgrade;
@@ -53,16 +54,6 @@ pub mod client {
 pub mod lease {
     //! Leases, read only: the list and each lease's time to live and keys.
     pub use etcd_core::{LeaseId, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
-}
-
-pub mod access {
-    //! Authentication, users and roles: etcd's own RBAC.
-    pub use etcd_core::{
-        AuthChange, AuthStatus, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo,
-        RoleList, UserInfo, UserList, auth_disable, auth_enable, auth_status, role_add,
-        role_delete, role_get, role_grant_permission, role_list, role_revoke_permission, user_add,
-        user_delete, user_get, user_grant_role, user_list, user_passwd, user_revoke_role,
-    };
 }
 
 pub mod endpoint {

@@ -130,3 +130,58 @@ async fn a_plain_host_is_not_refused() {
     assert_eq!(passed.warning(), None);
     assert!(!passed.operator.managed_by_operator);
 }
+
+#[tokio::test]
+async fn every_access_change_is_refused_on_openshift() {
+    use etcdops::access::{
+        AccessChange, AccessRequest, KeyRange, PermissionGrant, PermissionKind, change,
+    };
+
+    let host = openshift_host();
+    let guards = Guards::on_host(host.path());
+    let config = unreachable_cluster();
+    let keys = KeyRange {
+        key: "/app/".into(),
+        prefix: true,
+        ..Default::default()
+    };
+    let changes = [
+        AccessChange::AuthEnable,
+        AccessChange::AuthDisable,
+        AccessChange::UserAdd {
+            name: "app".into(),
+            password: None,
+        },
+        AccessChange::UserDelete { name: "app".into() },
+        AccessChange::UserPasswd {
+            name: "app".into(),
+            password: etcdops::client::Secret::new("s3cret"),
+        },
+        AccessChange::UserGrantRole {
+            name: "app".into(),
+            role: "app".into(),
+        },
+        AccessChange::UserRevokeRole {
+            name: "app".into(),
+            role: "app".into(),
+        },
+        AccessChange::RoleAdd { name: "app".into() },
+        AccessChange::RoleDelete { name: "app".into() },
+        AccessChange::RoleGrantPermission(PermissionGrant {
+            role: "app".into(),
+            permission: PermissionKind::Read,
+            keys: keys.clone(),
+        }),
+        AccessChange::RoleRevokePermission {
+            role: "app".into(),
+            keys,
+        },
+    ];
+    for asked in changes {
+        let refused = change(&config, &guards, &AccessRequest::new(asked.clone()))
+            .await
+            .unwrap_err();
+        assert_operator_refusal(&refused, Operation::AccessChange.words());
+        assert!(!refused.to_string().contains("s3cret"), "{refused}");
+    }
+}

@@ -446,6 +446,11 @@ fn platform_operator_object_in_the_cluster_refuses_from_any_host() {
         vec!["member", "remove", "m0"],
         vec!["member", "add", "x", "--peer-urls=http://127.0.0.1:1"],
         vec!["defrag"],
+        // etcd's access control is the operator's too: every change is guarded.
+        vec!["role", "add", "intruder"],
+        vec!["user", "add", "intruder", "--no-password"],
+        vec!["auth", "enable"],
+        vec!["auth", "disable"],
     ] {
         let refused = with(&args);
         assert_eq!(refused.code, 2, "{refused}");
@@ -455,6 +460,17 @@ fn platform_operator_object_in_the_cluster_refuses_from_any_host() {
     }
     let list = with(&["member", "list", "-w", "json"]);
     assert_eq!(list.json()["members"].as_array().unwrap().len(), 1);
+    let roles = with(&["role", "list", "-w", "json"]);
+    assert!(!roles.stdout.contains("intruder"), "{roles}");
+    let users = with(&["user", "list", "-w", "json"]);
+    assert!(!users.stdout.contains("intruder"), "{users}");
+    let added = with(&["role", "add", "intruder", "--force"]);
+    added.expect_code(0);
+    assert!(added.stderr.contains("cluster-etcd-operator"), "{added}");
+    assert!(
+        with(&["role", "list"]).stdout.contains("intruder"),
+        "a forced change is made"
+    );
     let forced = with(&["defrag", "--force"]);
     forced.expect_code(0);
     assert!(

@@ -6,14 +6,15 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::Result;
+use etcdops::access::KeyRange;
 use etcdops::access::{
-    AuthChange, AuthStatus, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo, RoleList,
-    UserInfo, UserList, auth_disable, auth_enable, auth_status, role_add, role_delete, role_get,
-    role_grant_permission, role_list, role_revoke_permission, user_add, user_delete, user_get,
-    user_grant_role, user_list, user_passwd, user_revoke_role,
+    AccessChange, AccessRequest, AuthChange, AuthStatus, PermissionGrant, PermissionInfo,
+    PermissionKind, RoleInfo, RoleList, UserInfo, UserList, auth_status, change, role_get,
+    role_list, user_get, user_list,
 };
 use etcdops::client::{ClusterConfig, PasswordSource, Secret};
-use etcdops::kv::{KeyRange, prefix_end};
+use etcdops::guard::{Force, Guards};
+use etcdops::kv::prefix_end;
 use etcdops::lease::{LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
 use serde_json::{Map, Value};
 
@@ -50,6 +51,7 @@ pub async fn run_lease(
 /// `auth status|enable|disable`
 pub async fn run_auth(
     config: &ClusterConfig,
+    guards: &Guards,
     command: &AuthCommand,
     format: OutputFormat,
     compat: Compat,
@@ -59,13 +61,13 @@ pub async fn run_auth(
         AuthCommand::Enable(args) => print_change(
             format,
             compat,
-            auth_enable(config, args.force).await?,
+            apply(config, guards, AccessChange::AuthEnable, args.force).await?,
             "Authentication Enabled".into(),
         )?,
-        AuthCommand::Disable => print_change(
+        AuthCommand::Disable(force) => print_change(
             format,
             compat,
-            auth_disable(config).await?,
+            apply(config, guards, AccessChange::AuthDisable, force.force).await?,
             "Authentication Disabled".into(),
         )?,
     }
@@ -75,6 +77,7 @@ pub async fn run_auth(
 /// `user list|get|add|delete|passwd|grant-role|revoke-role`
 pub async fn run_user(
     config: &ClusterConfig,
+    guards: &Guards,
     command: &UserCommand,
     format: OutputFormat,
     compat: Compat,
@@ -100,17 +103,26 @@ pub async fn run_user(
             let (name, source) = user_add_source(args, compat)?;
             let password = source.read(&name, prompt_twice)?;
             let created = format!("User {name} created");
+            let add = AccessChange::UserAdd { name, password };
             print_change(
                 format,
                 compat,
-                user_add(config, &name, password.as_ref()).await?,
+                apply(config, guards, add, args.force.force).await?,
                 created,
             )?;
         }
         UserCommand::Delete(arg) => print_change(
             format,
             compat,
-            user_delete(config, &arg.name).await?,
+            apply(
+                config,
+                guards,
+                AccessChange::UserDelete {
+                    name: arg.name.clone(),
+                },
+                arg.force.force,
+            )
+            .await?,
             format!("User {} deleted", arg.name),
         )?,
         UserCommand::Passwd(args) => {
@@ -122,23 +134,45 @@ pub async fn run_user(
             let password = source
                 .read(&args.name, prompt_twice)?
                 .ok_or_else(|| anyhow::anyhow!("a password is required"))?;
+            let passwd = AccessChange::UserPasswd {
+                name: args.name.clone(),
+                password,
+            };
             print_change(
                 format,
                 compat,
-                user_passwd(config, &args.name, &password).await?,
+                apply(config, guards, passwd, args.force.force).await?,
                 "Password updated".into(),
             )?;
         }
         UserCommand::GrantRole(args) => print_change(
             format,
             compat,
-            user_grant_role(config, &args.name, &args.role).await?,
+            apply(
+                config,
+                guards,
+                AccessChange::UserGrantRole {
+                    name: args.name.clone(),
+                    role: args.role.clone(),
+                },
+                args.force.force,
+            )
+            .await?,
             format!("Role {} is granted to user {}", args.role, args.name),
         )?,
         UserCommand::RevokeRole(args) => print_change(
             format,
             compat,
-            user_revoke_role(config, &args.name, &args.role).await?,
+            apply(
+                config,
+                guards,
+                AccessChange::UserRevokeRole {
+                    name: args.name.clone(),
+                    role: args.role.clone(),
+                },
+                args.force.force,
+            )
+            .await?,
             format!("Role {} is revoked from user {}", args.role, args.name),
         )?,
     }
@@ -148,6 +182,7 @@ pub async fn run_user(
 /// `role list|get|add|delete|grant-permission|revoke-permission`
 pub async fn run_role(
     config: &ClusterConfig,
+    guards: &Guards,
     command: &RoleCommand,
     format: OutputFormat,
     compat: Compat,
@@ -162,13 +197,29 @@ pub async fn run_role(
         RoleCommand::Add(arg) => print_change(
             format,
             compat,
-            role_add(config, &arg.name).await?,
+            apply(
+                config,
+                guards,
+                AccessChange::RoleAdd {
+                    name: arg.name.clone(),
+                },
+                arg.force.force,
+            )
+            .await?,
             format!("Role {} created", arg.name),
         )?,
         RoleCommand::Delete(arg) => print_change(
             format,
             compat,
-            role_delete(config, &arg.name).await?,
+            apply(
+                config,
+                guards,
+                AccessChange::RoleDelete {
+                    name: arg.name.clone(),
+                },
+                arg.force.force,
+            )
+            .await?,
             format!("Role {} deleted", arg.name),
         )?,
         RoleCommand::GrantPermission(args) => {
@@ -189,7 +240,13 @@ pub async fn run_role(
             print_change(
                 format,
                 compat,
-                role_grant_permission(config, &grant).await?,
+                apply(
+                    config,
+                    guards,
+                    AccessChange::RoleGrantPermission(grant),
+                    args.force.force,
+                )
+                .await?,
                 format!("Role {} updated", args.role),
             )?;
         }
@@ -201,15 +258,33 @@ pub async fn run_role(
                 from_key: args.from_key,
             };
             let revoked = revoked_line(&args.role, &keys);
+            let revoke = AccessChange::RoleRevokePermission {
+                role: args.role.clone(),
+                keys,
+            };
             print_change(
                 format,
                 compat,
-                role_revoke_permission(config, &args.role, &keys).await?,
+                apply(config, guards, revoke, args.force.force).await?,
                 revoked,
             )?;
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Makes one access change through the guarded workflow.
+async fn apply(
+    config: &ClusterConfig,
+    guards: &Guards,
+    change_asked: AccessChange,
+    force: bool,
+) -> etcdops::Result<AuthChange> {
+    let request = AccessRequest {
+        change: change_asked,
+        force: Force(force),
+    };
+    change(config, guards, &request).await
 }
 
 /// etcdctl's words for a revoked permission: the key as given, the range end as sent.

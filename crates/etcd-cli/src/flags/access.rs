@@ -34,16 +34,34 @@ pub enum AuthCommand {
     /// --force: kube-apiserver's certificate user needs a role first.
     Enable(AuthEnableArgs),
     /// Disable authentication (needs the root role: --user root).
-    Disable,
+    Disable(ForceFlag),
 }
 
 /// Arguments of `auth enable`.
 #[derive(Debug, Args)]
 pub struct AuthEnableArgs {
     /// Enable even though the cluster holds Kubernetes data (after giving kube-apiserver's
-    /// certificate user a role with readwrite on its prefix)
+    /// certificate user a role with readwrite on its prefix), or OpenShift's operator owns it
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--force` of the access changes other than `auth enable`.
+#[derive(Debug, Args)]
+pub struct ForceFlag {
+    /// Change it even where OpenShift's cluster-etcd-operator owns etcd (with a warning)
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A user or role to add or delete.
+#[derive(Debug, Args)]
+pub struct NameChangeArgs {
+    /// The name
+    pub name: String,
+    /// Past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// `etcdops user ...`
@@ -58,7 +76,7 @@ pub enum UserCommand {
     /// (the global --password is the password of --user, the connection).
     Add(UserAddArgs),
     /// Delete a user (one that does not exist is not an error).
-    Delete(NameArg),
+    Delete(NameChangeArgs),
     /// Change a user's password (from --password-file, --password-env or a prompt).
     Passwd(UserPasswdArgs),
     /// Grant a role to a user.
@@ -142,6 +160,9 @@ pub struct UserAddArgs {
     /// Prompting or standard input
     #[command(flatten)]
     pub interactive: InteractiveFlag,
+    /// Past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// A password given on the command line, kept out of `Debug`.
@@ -160,6 +181,9 @@ pub struct UserPasswdArgs {
     /// Prompting or standard input
     #[command(flatten)]
     pub interactive: InteractiveFlag,
+    /// Past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// Arguments of `user grant-role` and `user revoke-role`.
@@ -169,6 +193,9 @@ pub struct UserRoleArgs {
     pub name: String,
     /// The role
     pub role: String,
+    /// Past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// `etcdops role ...`
@@ -179,9 +206,9 @@ pub enum RoleCommand {
     /// Show a role and its permissions.
     Get(NameArg),
     /// Add a role (an existing one is left unchanged).
-    Add(NameArg),
+    Add(NameChangeArgs),
     /// Delete a role (one that does not exist is not an error).
-    Delete(NameArg),
+    Delete(NameChangeArgs),
     /// Grant a role read, write or readwrite on a key, a range [KEY, RANGE_END), a prefix or
     /// every key from KEY on.
     GrantPermission(GrantPermissionArgs),
@@ -219,6 +246,9 @@ pub struct GrantPermissionArgs {
     /// Every key from KEY on ("" with --from-key: every key)
     #[arg(long, conflicts_with_all = ["range_end", "prefix"])]
     pub from_key: bool,
+    /// Past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// Arguments of `role revoke-permission`.
@@ -237,4 +267,7 @@ pub struct KeyRangeArgs {
     /// Every key from KEY on ("" with --from-key: every key)
     #[arg(long, conflicts_with_all = ["range_end", "prefix"])]
     pub from_key: bool,
+    /// Past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }

@@ -1,0 +1,147 @@
+//! Authentication, users and roles: etcd's own RBAC. Reading it (`auth status`, `user get`,
+//! `role list`, ...) is the library's calls, re-exported; every change goes through one
+//! workflow, [`change`], which passes the guards first: the OpenShift operator guard
+//! (cluster-etcd-operator owns etcd's access there) and, for `auth enable`, the library's own
+//! refusals (no root user; a cluster serving Kubernetes, whose kube-apiserver would be locked
+//! out). `force` goes past both, and each guard forced through is a warning in the result.
+//!
+//! ```no_run
+//! use etcdops::access::{AccessChange, AccessRequest, change};
+//! use etcdops::client::ClusterConfig;
+//! use etcdops::guard::Guards;
+//!
+//! # async fn example() -> Result<(), etcdops::Error> {
+//! let config = ClusterConfig::for_endpoints(["https://10.0.0.1:2379"])?;
+//! let request = AccessRequest::new(AccessChange::RoleAdd { name: "backup".into() });
+//! let done = change(&config, &Guards::on_host("/"), &request).await?;
+//! println!("{}", done.message);
+//! # Ok(())
+//! # }
+//! ```
+
+use etcd_core::{
+    ClusterConfig, Secret, auth_disable, auth_enable, role_add, role_delete, role_grant_permission,
+    role_revoke_permission, user_add, user_delete, user_grant_role, user_passwd, user_revoke_role,
+};
+
+use crate::error::Result;
+use crate::guard::{Force, Guards, Operation};
+
+/// What the access calls take and return, and the calls that only read.
+pub use etcd_core::{
+    AuthChange, AuthStatus, KeyRange, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo,
+    RoleList, UserInfo, UserList, auth_status, role_get, role_list, user_get, user_list,
+};
+
+/// One change to etcd's access control.
+#[derive(Debug, Clone)]
+pub enum AccessChange {
+    /// Turn authentication on (needs a root user holding the root role).
+    AuthEnable,
+    /// Turn authentication off.
+    AuthDisable,
+    /// Add a user; without a password it authenticates with a client certificate whose CN
+    /// is its name. An existing user is left unchanged.
+    UserAdd {
+        /// The user name.
+        name: String,
+        /// Its password, if any.
+        password: Option<Secret>,
+    },
+    /// Delete a user (one that does not exist is not an error).
+    UserDelete {
+        /// The user name.
+        name: String,
+    },
+    /// Change a user's password.
+    UserPasswd {
+        /// The user name.
+        name: String,
+        /// The new password.
+        password: Secret,
+    },
+    /// Grant a role to a user.
+    UserGrantRole {
+        /// The user name.
+        name: String,
+        /// The role.
+        role: String,
+    },
+    /// Revoke a role from a user.
+    UserRevokeRole {
+        /// The user name.
+        name: String,
+        /// The role.
+        role: String,
+    },
+    /// Add a role (an existing one is left unchanged).
+    RoleAdd {
+        /// The role.
+        name: String,
+    },
+    /// Delete a role (one that does not exist is not an error).
+    RoleDelete {
+        /// The role.
+        name: String,
+    },
+    /// Grant a role a permission on keys.
+    RoleGrantPermission(PermissionGrant),
+    /// Revoke a role's permission on exactly these keys.
+    RoleRevokePermission {
+        /// The role.
+        role: String,
+        /// The keys, as the permission was granted.
+        keys: KeyRange,
+    },
+}
+
+/// A change and whether to go past the guards.
+#[derive(Debug, Clone)]
+pub struct AccessRequest {
+    /// What to change.
+    pub change: AccessChange,
+    /// Go past the guards, with a warning each.
+    pub force: Force,
+}
+
+impl AccessRequest {
+    /// `change`, not forced.
+    pub fn new(change: AccessChange) -> AccessRequest {
+        AccessRequest {
+            change,
+            force: Force::default(),
+        }
+    }
+}
+
+/// Makes one access change after the guards let it through (see the module's docs).
+pub async fn change(
+    config: &ClusterConfig,
+    guards: &Guards,
+    request: &AccessRequest,
+) -> Result<AuthChange> {
+    let passed = guards
+        .check(Operation::AccessChange, request.force, Some(config))
+        .await?;
+    let mut done = match &request.change {
+        AccessChange::AuthEnable => auth_enable(config, request.force.0).await?,
+        AccessChange::AuthDisable => auth_disable(config).await?,
+        AccessChange::UserAdd { name, password } => {
+            user_add(config, name, password.as_ref()).await?
+        }
+        AccessChange::UserDelete { name } => user_delete(config, name).await?,
+        AccessChange::UserPasswd { name, password } => user_passwd(config, name, password).await?,
+        AccessChange::UserGrantRole { name, role } => user_grant_role(config, name, role).await?,
+        AccessChange::UserRevokeRole { name, role } => user_revoke_role(config, name, role).await?,
+        AccessChange::RoleAdd { name } => role_add(config, name).await?,
+        AccessChange::RoleDelete { name } => role_delete(config, name).await?,
+        AccessChange::RoleGrantPermission(grant) => role_grant_permission(config, grant).await?,
+        AccessChange::RoleRevokePermission { role, keys } => {
+            role_revoke_permission(config, role, keys).await?
+        }
+    };
+    if let Some(warning) = passed.warning() {
+        done.warnings.insert(0, warning);
+    }
+    Ok(done)
+}
