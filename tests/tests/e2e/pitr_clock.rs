@@ -371,3 +371,88 @@ fn a_time_shown_twice_by_a_clock_stepped_back_restores_its_first_showing() {
     );
     assert!(!planned.members[0].data_dir.exists(), "nothing written");
 }
+
+/// The clock of `backup run` steps back by more than `--full-every` just after a full
+/// backup A: the next full backup B (a later revision) is dated before A. Nothing was
+/// restored, only the clock went back, so A's chain and B are one history: a revision both
+/// reach (B's own) restores, instead of being refused as "reached twice" by a cluster that
+/// "went back to an earlier revision (a restore that kept its ID)".
+#[test]
+#[ignore = "finding (#40 red team): histories are ordered by created_at, so a full backup dated before the previous one by a clock step back is taken for a rewind: --to-revision in the overlap is refused and --to-time maps non-monotonically"]
+fn a_full_backup_dated_before_the_last_by_a_clock_step_back_is_not_a_rewind() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("clock-rewind-store");
+    let rc = cluster.dir().join("faketime-rewind.rc");
+    std::fs::write(&rc, "+0\n").unwrap();
+    let preload = libfaketime().display().to_string();
+    let rc_path = rc.display().to_string();
+    let backup = BackupRun::start_at(
+        &cluster,
+        &store.display().to_string(),
+        &["--full-every", "3s"],
+        &[
+            ("LD_PRELOAD", preload.as_str()),
+            ("FAKETIME_TIMESTAMP_FILE", rc_path.as_str()),
+            ("FAKETIME_NO_CACHE", "1"),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+        ],
+    );
+    let first = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let first_object = first["object"].as_str().unwrap().to_string();
+    cluster.put_keys("/rewind/before/", 20);
+    backup.wait_published(revision_of(&cluster));
+    // Back by more than --full-every: the next full backup is dated before the first.
+    std::fs::write(&rc, "-10\n").unwrap();
+    cluster.put_keys("/rewind/after/", 20);
+    let second = backup.wait_for("a full backup after the step", |e| {
+        e["event"] == "full_saved" && e["object"].as_str() != Some(first_object.as_str())
+    });
+    cluster.put_keys("/rewind/later/", 20);
+    backup.wait_published(revision_of(&cluster));
+    backup.stop();
+    let listed = etcdops(
+        &[
+            "snapshot",
+            "list",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ]
+        .map(String::from),
+        &[],
+    );
+    listed.expect_code(0);
+    let backups = listed.json()["backups"].as_array().unwrap().clone();
+    let dated = |object: &str| {
+        backups
+            .iter()
+            .find(|b| {
+                b["object"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(object.rsplit('/').next().unwrap())
+            })
+            .map(|b| b["manifest"]["created_at"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("{object} not listed: {backups:#?}"))
+    };
+    let second_object = second["object"].as_str().unwrap();
+    assert!(
+        dated(second_object) < dated(&first_object),
+        "the step did not date the second full backup before the first"
+    );
+    let target = second["revision"].as_i64().unwrap();
+    let mut restored = Cluster::plan_restore(1, "rwd");
+    let done = restore_from(
+        &store.display().to_string(),
+        &restored,
+        0,
+        &["--to-revision", &target.to_string()],
+        &[],
+    );
+    done.expect_code(0);
+    let result = done.json();
+    assert_eq!(result["revision"], target, "{result}");
+    restored.start_restored();
+    let expected = keys_at(&cluster, Some(target));
+    assert_restored(&restored, &expected, target, &result);
+}
