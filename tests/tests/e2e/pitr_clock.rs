@@ -52,7 +52,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff...]Z` (as the manifests hold times) in ms since the epoch.
-fn parse_utc_ms(text: &str) -> i64 {
+pub(crate) fn parse_utc_ms(text: &str) -> i64 {
     let n = |range: std::ops::Range<usize>| text[range].parse::<i64>().unwrap();
     let days = days_from_civil(n(0..4), n(5..7), n(8..10));
     let seconds = days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19);
@@ -62,7 +62,7 @@ fn parse_utc_ms(text: &str) -> i64 {
 }
 
 /// ms since the epoch as RFC 3339 with milliseconds, UTC.
-fn format_utc_ms(ms: i64) -> String {
+pub(crate) fn format_utc_ms(ms: i64) -> String {
     let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     // civil_from_days
     let z = days + 719_468;
