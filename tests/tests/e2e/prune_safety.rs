@@ -6,6 +6,7 @@ use std::path::Path;
 
 use etcdops_tests::{Cluster, Run, Security, etcdops};
 
+use crate::pitr_clock::{format_utc_ms, parse_utc_ms};
 use crate::{assert_clear_error, run};
 
 /// `snapshot save STORE -w json -q` with `extra`; the saved object's name and cluster ID.
@@ -198,4 +199,39 @@ fn verify_newest_keeps_every_backup_of_a_cluster_whose_newest_is_rotten() {
     checked.expect_code(0);
     assert_eq!(objects(&checked.json()["deleted"]), [first], "{checked}");
     assert_eq!(listed(store), [(second, true)]);
+}
+
+/// A clock stepped back between two saves: A (revision r) is dated a moment after B (a later
+/// revision, saved after the step); both dates are in the past when prune runs. Keeping the
+/// last one by date keeps A and deletes B, the backup holding the cluster's newest data
+/// (with `backup run`, B's chain reaches past A's: the store's recovery point moves back).
+/// Prune keeps the backup with the highest revision of the cluster's history.
+#[test]
+#[ignore = "finding (#40 red team): after a clock step back, prune's 'newest complete backup' is the latest created_at, not the highest revision: keep-last 1 deletes the backup with the newest data and keeps an older one"]
+fn prune_keeps_the_newest_data_when_a_clock_step_dated_an_older_backup_later() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let (older, _, _) = save(&cluster, store, &[]);
+    cluster.put("/k", "v");
+    let (newer, _, saved) = save(&cluster, store, &[]);
+    // The older backup was dated by a clock running ahead: a millisecond after the newer.
+    let created = saved.json()["manifest"]["created_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let later = format_utc_ms(parse_utc_ms(&created) + 1);
+    let manifest = store.join(format!("{older}.manifest.json"));
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    json["created_at"] = later.into();
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+
+    let run = prune(store, &["--keep-last", "1", "-w", "json"]);
+    run.expect_code(0);
+    let left: Vec<String> = listed(store).into_iter().map(|(o, _)| o).collect();
+    assert!(
+        left.contains(&newer),
+        "the backup with the newest data was deleted: {left:?}\n{run}"
+    );
 }

@@ -197,3 +197,53 @@ fn a_zstd_bomb_is_stopped_at_its_manifests_db_size_or_the_ceiling() {
     copied.expect_code(0);
     refused_at_the_manifests_db_size("s3://backups/etcd", &work.path().join("s3"), &s3_env);
 }
+
+/// The red team that forges the bomb's object SHA-256 and size forges its `db_size` too: a
+/// manifest recording a 1 TiB db. The manifest is no more trusted than the object, so the
+/// ceiling (`ETCDOPS_MAX_DB_SIZE`, 8 MiB here) still bounds the unpacking: `restore`,
+/// `status` and `verify` stop with one line, nothing written past the ceiling (a command
+/// that unpacked on would die of SIGXFSZ at the 64 MiB file size limit).
+#[test]
+#[ignore = "finding (#40 red team): a manifest's db_size is trusted without the ceiling: a forged db_size of 1 TiB lets a 50 KiB bomb unpack without bound (1 GiB written by hand before the SHA-256 refusal)"]
+fn a_forged_db_size_does_not_lift_the_ceiling() {
+    if etcdops_tests::skip_on_etcd_3_4("no etcd: a crafted store read offline") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    std::fs::create_dir_all(store.join("etcd-abc")).unwrap();
+    let bomb = bomb();
+    std::fs::write(store.join(WITH_MANIFEST), &bomb).unwrap();
+    let mut forged: serde_json::Value =
+        serde_json::from_str(&manifest(WITH_MANIFEST, &bomb)).unwrap();
+    forged["db_size"] = json!(1u64 << 40);
+    forged["db_size_in_use"] = json!(1u64 << 40);
+    std::fs::write(
+        store.join(format!("{WITH_MANIFEST}.manifest.json")),
+        forged.to_string(),
+    )
+    .unwrap();
+    let tmp = work.path().join("tmp");
+    let target = work.path().join("target");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&target).unwrap();
+    let object = format!("{}/{WITH_MANIFEST}", store.display());
+    let url = format!("file://{object}");
+    let data_dir = target.join("data");
+    for rest in [
+        vec![
+            "snapshot",
+            "restore",
+            url.as_str(),
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+        ],
+        vec!["snapshot", "status", url.as_str()],
+        vec!["snapshot", "verify", object.as_str()],
+    ] {
+        let run = limited(&rest, &tmp, &[("ETCDOPS_MAX_DB_SIZE", "8MiB")]);
+        assert_clear_error(&run, "zstd bomb");
+        assert_empty(&tmp, &run);
+        assert_empty(&target, &run);
+    }
+}

@@ -188,6 +188,17 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "finding (#40 red team): a segment's from_time has nanoseconds and its records' marks milliseconds, so a change received in the same millisecond as the segment began reads as a clock step back of 0.0 s: spurious 'the backup clock went back 0.0 s' warnings on chains whose clock never stepped"]
+    fn a_mark_in_the_same_millisecond_as_a_nanosecond_stamp_is_no_step() {
+        // A segment begun at x.504472770 s (from_time), its first change marked x.504 s.
+        let begun = t(12) + chrono::TimeDelta::nanoseconds(504_472_770);
+        let mut timeline = Timeline::new(None, None);
+        timeline.stamp(641, begun);
+        timeline.stamp_ms(642, t(12).timestamp_millis() + 504);
+        assert_eq!(timeline.steps(), &[], "no clock went back");
+    }
+
+    #[test]
     fn a_monotonic_clock_maps_a_time_to_the_last_stamp_at_or_before_it() {
         let stamps = [(10, 0), (20, 10), (30, 20), (40, 30)];
         assert_eq!(map(15, &stamps).target(), Some(20));
