@@ -374,6 +374,37 @@ pub fn open_snapshot_file_decrypting(
     open_snapshot_file_with(path, spool_dir, identities, SpoolOptions::default())
 }
 
+/// Opens `path` for reading when it is a regular file (through a symbolic link, as a path
+/// given by the user may be). A FIFO, a device or a dir is refused without being waited on:
+/// the open does not block (`O_NONBLOCK`) and the descriptor's type is checked before a read.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_block_device() || kind.is_char_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {what}, not a regular file; name the snapshot file itself"),
+        ));
+    }
+    Ok(file)
+}
+
 /// [`open_snapshot_file_decrypting`], computing on the way what `options` ask (a zstd or age
 /// file: the db's SHA-256, and that of the file as stored). A plain file is read in place:
 /// nothing is computed, [`SnapshotFile::db_sha256`] reads it when asked.
@@ -387,7 +418,7 @@ pub fn open_snapshot_file_with(
         path: path.display().to_string(),
         source,
     };
-    let mut file = File::open(path).map_err(failed)?;
+    let mut file = open_regular(path).map_err(failed)?;
     let stored_size = file.metadata().map_err(failed)?.len();
     let mut head = Vec::with_capacity(AGE_MAGIC.len());
     (&mut file)

@@ -39,16 +39,22 @@ pub fn max_db_size() -> std::io::Result<u64> {
 pub struct BadMaxDbSize(pub String);
 
 /// The most bytes a snapshot may unpack to (db and trailer): `db_size` (from a manifest) plus
-/// the trailer, or the ceiling plus the trailer.
+/// the trailer, or the ceiling plus the trailer when there is no manifest or its `db_size` is
+/// above the ceiling.
+/// The ceiling holds with a manifest too: a manifest is as easy to forge as the object it
+/// describes, so a forged `db_size` of a TiB must not lift the bound.
 pub fn unpack_limit(db_size: Option<u64>) -> std::io::Result<UnpackLimit> {
+    let ceiling = max_db_size()?;
     Ok(match db_size {
-        Some(db_size) => UnpackLimit {
+        Some(db_size) if db_size <= ceiling => UnpackLimit {
             bytes: db_size.saturating_add(TRAILER_LEN as u64),
             from_manifest: true,
+            manifest_above: None,
         },
-        None => UnpackLimit {
-            bytes: max_db_size()?.saturating_add(TRAILER_LEN as u64),
+        _ => UnpackLimit {
+            bytes: ceiling.saturating_add(TRAILER_LEN as u64),
             from_manifest: false,
+            manifest_above: db_size,
         },
     })
 }
@@ -60,6 +66,8 @@ pub struct UnpackLimit {
     pub bytes: u64,
     /// It is a manifest's `db_size` (else the ceiling).
     pub from_manifest: bool,
+    /// The manifest's `db_size` when it was above the ceiling (which then bounds).
+    pub manifest_above: Option<u64>,
 }
 
 impl UnpackLimit {
@@ -82,8 +90,18 @@ impl std::fmt::Display for LimitExceeded {
         let UnpackLimit {
             bytes,
             from_manifest,
+            manifest_above,
         } = self.0;
         let db = bytes.saturating_sub(TRAILER_LEN as u64);
+        if let Some(recorded) = manifest_above {
+            return write!(
+                f,
+                "it unpacks to more than {db} bytes, the largest db read; its manifest's \
+                 db_size ({recorded} bytes) is above that, so it does not count (a forged \
+                 manifest and a zstd bomb?); set {MAX_DB_SIZE_VAR} to a larger size if the db \
+                 really is that large"
+            );
+        }
         if from_manifest {
             write!(
                 f,
@@ -95,8 +113,8 @@ impl std::fmt::Display for LimitExceeded {
             write!(
                 f,
                 "it unpacks to more than {db} bytes, the largest db read without a manifest \
-                 recording its size (set {MAX_DB_SIZE_VAR} to a larger size if the db really \
-                 is larger)"
+                 recording a size below it (set {MAX_DB_SIZE_VAR} to a larger size if the db \
+                 really is larger)"
             )
         }
     }
@@ -126,6 +144,12 @@ mod tests {
         if std::env::var(MAX_DB_SIZE_VAR).is_err() {
             let ceiling = unpack_limit(None).unwrap();
             assert_eq!(ceiling.bytes, DEFAULT_MAX_DB_SIZE + 32);
+            // A manifest's db_size above the ceiling (forged, or a db larger than the
+            // ceiling) does not lift it.
+            let forged = unpack_limit(Some(1 << 40)).unwrap();
+            assert_eq!(forged.bytes, ceiling.bytes);
+            let err = forged.check(DEFAULT_MAX_DB_SIZE, 33).unwrap_err();
+            assert!(err.to_string().contains("1099511627776 bytes"), "{err}");
             let err = ceiling.check(DEFAULT_MAX_DB_SIZE, 33).unwrap_err();
             assert!(err.to_string().contains(MAX_DB_SIZE_VAR), "{err}");
         }

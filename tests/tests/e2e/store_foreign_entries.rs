@@ -277,7 +277,6 @@ fn assert_no_copy_of(dir: &Path, secret: &[u8]) {
 /// `verify` say it is not a regular file instead of blocking for ever in `open` (a writer
 /// that never comes holds them; a cron-run check of a shared backup dir hangs).
 #[test]
-#[ignore = "finding (#40 red team): a plain snapshot path that is a FIFO blocks status and restore for ever in open(2) (no O_NONBLOCK / file-type check outside a store URL)"]
 fn a_fifo_named_as_a_snapshot_file_is_refused_not_waited_on() {
     let work = tempfile::tempdir().unwrap();
     let fifo = work

@@ -27,7 +27,7 @@ pub fn data_dir_db(data_dir: &Path) -> PathBuf {
 /// file that cannot be opened, or a filesystem without locks, passes (the read that follows
 /// says what is wrong).
 pub fn refuse_locked_db(path: &Path) -> Result<()> {
-    let Ok(file) = File::open(path) else {
+    let Ok(file) = crate::file::open_regular(path) else {
         return Ok(());
     };
     match flock(&file, FlockOperation::NonBlockingLockShared) {
