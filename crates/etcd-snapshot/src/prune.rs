@@ -273,6 +273,7 @@ fn decide(
             name: b.object.clone(),
             created_at: b.manifest.created_at,
             complete: b.complete,
+            revision: b.manifest.revision,
         })
         .collect();
     if request.planned == Some(cluster) {
@@ -280,6 +281,8 @@ fn decide(
             name: PLANNED.into(),
             created_at: now,
             complete: true,
+            // The backup about to be taken holds the newest data.
+            revision: i64::MAX,
         });
     }
     let mut decided: Vec<(&BackupEntry, Vec<String>)> = Vec::new();

@@ -79,6 +79,9 @@ pub struct RetentionItem {
     pub created_at: DateTime<Utc>,
     /// Whether it is complete and its object present (only those can be the protected newest).
     pub complete: bool,
+    /// The revision it holds: the complete backup with the highest is kept too, whatever its
+    /// date (a clock stepped back can date the backup with the newest data before another).
+    pub revision: i64,
 }
 
 /// The decision for one backup.
@@ -107,8 +110,25 @@ pub fn apply_retention(
         reasons.entry(name.to_string()).or_default().push(why);
     };
 
-    if let Some(newest) = sorted.iter().find(|i| i.complete) {
+    let newest = sorted.iter().find(|i| i.complete);
+    if let Some(newest) = newest {
         keep(&newest.name, "newest complete backup".into(), &mut reasons);
+    }
+    // The first of the highest revision in date order: the newest-dated one when they tie.
+    let mut highest: Option<&RetentionItem> = None;
+    for item in sorted.iter().filter(|i| i.complete) {
+        if highest.is_none_or(|h| item.revision > h.revision) {
+            highest = Some(item);
+        }
+    }
+    if let Some(highest) = highest
+        && newest.is_some_and(|n| n.revision < highest.revision)
+    {
+        keep(
+            &highest.name,
+            "newest data (highest revision)".into(),
+            &mut reasons,
+        );
     }
     if let Some(n) = policy.keep_last {
         for item in sorted.iter().take(n as usize) {
@@ -165,10 +185,12 @@ mod tests {
     use chrono::TimeZone;
 
     fn item(name: &str, y: i32, mo: u32, d: u32, h: u32) -> RetentionItem {
+        let created_at = Utc.with_ymd_and_hms(y, mo, d, h, 0, 0).unwrap();
         RetentionItem {
             name: name.into(),
-            created_at: Utc.with_ymd_and_hms(y, mo, d, h, 0, 0).unwrap(),
+            created_at,
             complete: true,
+            revision: created_at.timestamp(),
         }
     }
 
@@ -178,6 +200,34 @@ mod tests {
             .filter(|d| !d.kept_by.is_empty())
             .map(|d| d.name.as_str())
             .collect()
+    }
+
+    #[test]
+    fn the_backup_with_the_newest_data_is_kept_whatever_its_date() {
+        // A clock stepped back dated the backup with the newest data (revision 900) before
+        // an older one (revision 500): keep-last 1 keeps the latest-dated, and the newest
+        // data is kept too.
+        let mut stepped = item("newest-data", 2026, 11, 29, 9);
+        stepped.revision = 900;
+        let mut older = item("older-data", 2026, 11, 29, 10);
+        older.revision = 500;
+        let mut incomplete = item("incomplete", 2026, 11, 29, 8);
+        incomplete.revision = 1000;
+        incomplete.complete = false;
+        let items = vec![stepped, older, incomplete];
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap();
+        let last = RetentionPolicy {
+            keep_last: Some(1),
+            ..Default::default()
+        };
+        let decisions = apply_retention(&last, &items, now).unwrap();
+        assert_eq!(kept(&decisions), ["older-data", "newest-data"]);
+        let why = &decisions
+            .iter()
+            .find(|d| d.name == "newest-data")
+            .unwrap()
+            .kept_by;
+        assert_eq!(why, &["newest data (highest revision)"]);
     }
 
     #[test]

@@ -207,7 +207,6 @@ fn verify_newest_keeps_every_backup_of_a_cluster_whose_newest_is_rotten() {
 /// (with `backup run`, B's chain reaches past A's: the store's recovery point moves back).
 /// Prune keeps the backup with the highest revision of the cluster's history.
 #[test]
-#[ignore = "finding (#40 red team): after a clock step back, prune's 'newest complete backup' is the latest created_at, not the highest revision: keep-last 1 deletes the backup with the newest data and keeps an older one"]
 fn prune_keeps_the_newest_data_when_a_clock_step_dated_an_older_backup_later() {
     let cluster = Cluster::start(1, Security::Plain);
     let dir = tempfile::tempdir().unwrap();
