@@ -504,6 +504,7 @@ async fn store_db(
         tool: "etcdops".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         compacted_from: Some(from),
+        follows: None,
         ..source.clone()
     };
     let checked = if info.size != manifest.object_size {

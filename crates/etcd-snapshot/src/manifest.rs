@@ -80,6 +80,11 @@ pub struct Manifest {
     /// its delta segments) rather than streamed from a member. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compacted_from: Option<CompactedFrom>,
+    /// Set by `backup run` on a full backup it took while following the chain of this
+    /// earlier full backup (object name) without a break: one history, whatever the two
+    /// backups' dates say (a clock stepped back can date this one before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<String>,
 }
 
 /// Where a compacted backup came from: the chain whose segments were replayed into its full
@@ -205,6 +210,7 @@ pub(crate) mod tests {
             labels: BTreeMap::from([("env".into(), "prod".into())]),
             encryption: None,
             compacted_from: None,
+            follows: None,
         }
     }
 

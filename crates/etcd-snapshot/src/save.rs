@@ -93,6 +93,9 @@ pub struct SaveRequest {
     pub verify_after_upload: bool,
     /// Encrypt the stored object with age to these recipients; none: not encrypted.
     pub encrypt_to: Recipients,
+    /// The full backup whose chain `backup run` follows, unbroken, while it takes this one
+    /// (recorded as the manifest's `follows`).
+    pub follows: Option<String>,
 }
 
 impl Default for SaveRequest {
@@ -104,6 +107,7 @@ impl Default for SaveRequest {
             labels: BTreeMap::new(),
             verify_after_upload: false,
             encrypt_to: Recipients::none(),
+            follows: None,
         }
     }
 }
@@ -302,6 +306,7 @@ fn build_manifest(
         labels: request.labels.clone(),
         encryption: (!request.encrypt_to.is_empty()).then(|| Encryption::age(&request.encrypt_to)),
         compacted_from: None,
+        follows: request.follows.clone(),
     }
 }
 

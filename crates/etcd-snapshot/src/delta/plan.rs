@@ -121,11 +121,17 @@ fn prior_high(entry: &BackupEntry, history: &[&BackupEntry]) -> Option<DateTime<
         .max()
 }
 
+/// Whether `later` was taken by `backup run` while it followed `earlier`'s chain unbroken.
+fn follows(later: &BackupEntry, earlier: &BackupEntry) -> bool {
+    later.manifest.follows.as_deref() == Some(earlier.manifest.object.as_str())
+}
+
 /// The history each complete full backup belongs to, in `created_at` order: a new history
 /// starts when a full backup holds a lower revision than a chain before it had reached by the
 /// time it ended (the cluster was restored to an earlier revision and kept its ID). Chains
-/// of one history that overlap (the next full backup is taken while a chain goes on) do not
-/// count: the earlier chain then reaches past the later backup's start.
+/// of one history that overlap (the next full backup is taken while a chain goes on, or a
+/// clock step dated a later full backup before an earlier one) do not count: the earlier
+/// chain then reaches past the later backup's start, or stamps times after it.
 fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> {
     let mut by_time: Vec<&BackupEntry> = complete.to_vec();
     by_time.sort_by_key(|b| (b.manifest.created_at, b.manifest.revision));
@@ -135,12 +141,19 @@ fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> 
     for entry in by_time {
         // A compacted backup (`snapshot compact`) is its chain's state at the chain's last
         // revision: the same history, never the start of another.
+        // A backup dated after an earlier one but holding a lower revision is a rewind only
+        // when that earlier chain's clock had stopped before it was taken: a chain still
+        // stamping later times (its clock was ahead and stepped back, or this backup's clock
+        // stepped back) is the same history, in the order its revisions say.
+        // A full backup `backup run` took while following the other's chain without a break
+        // (`follows`) is of the same history by construction.
         let rewound = !entry.manifest.is_compacted()
             && current.iter().any(|earlier| {
                 let (to_revision, to_time) = reach_of(earlier);
-                earlier.manifest.revision > entry.manifest.revision
-                    || (to_revision > entry.manifest.revision
-                        && to_time < entry.manifest.created_at)
+                to_revision > entry.manifest.revision
+                    && to_time < entry.manifest.created_at
+                    && !follows(earlier, entry)
+                    && !follows(entry, earlier)
             });
         if rewound {
             history += 1;
@@ -538,7 +551,29 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "finding (#40 red team): a full backup taken after a clock step back sorts before an earlier one by created_at and is taken for a rewind (a restore that kept the cluster ID): --to-revision in the overlap is refused as 'reached twice', and --to-time maps non-monotonically"]
+    fn a_full_backup_that_follows_a_chain_is_of_its_history_whatever_the_clock_says() {
+        // The clock stepped back further than B's whole chain lasted: B (revision 78) and
+        // its chain (to 107) are dated before A (revision 50), whose chain reached 79. By the
+        // dates alone that is a rewind; B's manifest says `backup run` took it while
+        // following A's chain unbroken, so it is one history.
+        let a = full(5, 50, Some((79, 6)));
+        let mut b = full(1, 78, Some((107, 2)));
+        b.manifest.object = "etcd-abc/00-rev78-b.db.zst".into();
+        b.object = b.manifest.object.clone();
+        let split: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
+        assert_eq!(
+            split,
+            [0, 1],
+            "without the link, the dates make it a rewind"
+        );
+        b.manifest.follows = Some(a.manifest.object.clone());
+        let one: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
+        assert_eq!(one, [0, 0]);
+        let plans = plan_over("s", &[a.clone(), b.clone()], PointInTime::Revision(79));
+        assert!(plans.is_ok(), "{:?}", plans.err().map(|e| e.to_string()));
+    }
+
+    #[test]
     fn a_full_backup_dated_earlier_by_a_clock_step_back_is_not_a_rewind() {
         // A: full at minute 1 (revision 50), its chain to revision 79 at minute 2. The clock
         // then steps back and B is taken at revision 78 but dated minute 0; its chain reaches

@@ -192,7 +192,7 @@ async fn run_locked<F: Future<Output = ()>>(
                 resumed
             }
             Next::TakeFull => {
-                match runner.save_full(stop).await {
+                match runner.save_full(stop, None).await {
                     Ok(full) => machine.on_full_saved(full),
                     Err(SnapshotError::RunLocked { reason }) => {
                         return Err(SnapshotError::RunLocked { reason });
@@ -578,7 +578,8 @@ async fn check<F: Future<Output = ()>>(
     }
     if follow.machine.full_needed(Instant::now()) {
         // The next full backup, taken while this chain goes on.
-        match runner.save_full(stop).await {
+        let base = chain.base.clone();
+        match runner.save_full(stop, Some(&base)).await {
             Ok(full) => {
                 runner
                     .lock_chains(Some(&full.manifest.object), Some(&chain.base))

@@ -19,7 +19,7 @@ use crate::error::{Result, SnapshotError};
 use crate::manifest::Manifest;
 use crate::progress::NoProgress;
 use crate::prune::{PruneRequest, prune_store};
-use crate::save::{SaveResult, save_snapshot};
+use crate::save::{SaveRequest, SaveResult, save_snapshot};
 
 /// Everything one run shares between its steps.
 pub(super) struct Runner<'a> {
@@ -157,21 +157,23 @@ impl Runner<'_> {
 
     /// Takes a full backup and reports it. Asked to stop meanwhile, it finishes the backup
     /// within the stop grace, or abandons it (nothing is left behind) past it.
+    /// Takes a full backup; `follows`: the full backup whose chain the run follows without a
+    /// break while it takes this one (recorded in the manifest: the two are one history).
     pub(super) async fn save_full<F: Future<Output = ()>>(
         &mut self,
         stop: &mut Stop<'_, F>,
+        follows: Option<&str>,
     ) -> Result<SaveResult> {
         if let Guard::TakenOver(reason) = self.guard(None).await {
             return Err(SnapshotError::RunLocked { reason });
         }
         let request: &RunRequest = self.request;
+        let save = SaveRequest {
+            follows: follows.map(str::to_string),
+            ..request.save.clone()
+        };
         // Boxed, so that it can be dropped (its upload abandoned) before the run stops.
-        let mut saving = Box::pin(save_snapshot(
-            self.config,
-            self.store,
-            &request.save,
-            &NoProgress,
-        ));
+        let mut saving = Box::pin(save_snapshot(self.config, self.store, &save, &NoProgress));
         let saved = if stop.is_terminated() {
             None
         } else {

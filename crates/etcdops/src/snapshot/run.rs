@@ -82,6 +82,7 @@ pub async fn backup_run(
             labels: request.labels.clone(),
             verify_after_upload: false,
             encrypt_to: recipients(&request.encrypt_to, &request.encrypt_to_file)?,
+            follows: None,
         },
         metrics_file: request.metrics_file.clone(),
         retention: request.retention.policy()?,

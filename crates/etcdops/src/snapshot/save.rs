@@ -239,6 +239,7 @@ impl SaveRequest {
             labels: self.labels.clone(),
             verify_after_upload: self.verify_after_upload,
             encrypt_to,
+            follows: None,
         };
         save.validate()?;
         Ok(Checked {
