@@ -325,6 +325,11 @@ async fn compact_claimed(
         last_sequence: reach.segments.last().map_or(0, |d| d.manifest.sequence),
         to_revision: reach.to_revision,
         to_time: reach.to_time,
+        highest_stamp: Some(CompactedFrom::highest_of(
+            &full.manifest,
+            reach.segments.iter().map(|d| &d.manifest),
+        ))
+        .filter(|h| h.time > reach.to_time),
     };
     let manifest = store_db(
         store,

@@ -107,6 +107,7 @@ fn a_chain_compacted_to_the_same_revision_is_found_and_a_longer_chain_is_not() {
         last_sequence: 3,
         to_revision: 103,
         to_time: copy.manifest.created_at,
+        highest_stamp: None,
     });
     let backups = [copy.clone(), full.clone()];
     assert_eq!(

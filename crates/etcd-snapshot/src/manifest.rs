@@ -103,6 +103,60 @@ pub struct CompactedFrom {
     /// When every change up to `to_revision` had been received (the last segment's
     /// `to_time`; this backup's `created_at`).
     pub to_time: DateTime<Utc>,
+    /// The latest time the chain's stamps showed, when it is after `to_time` (the backup's
+    /// clock stepped back inside the chain): a point-in-time restore must know the clock had
+    /// passed it, at that revision, after the chain itself is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_stamp: Option<Stamp>,
+}
+
+/// A time a chain's stamps showed and the revision stamped with it: every change up to
+/// `revision` had been received when the backup's clock showed `time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// The revision.
+    pub revision: i64,
+    /// The time.
+    pub time: DateTime<Utc>,
+}
+
+impl CompactedFrom {
+    /// The latest stamp of a chain: its full backup's (and, for a compacted copy, the chain it
+    /// was made of), then each segment's `from_time` and `to_time`; at equal times the lowest
+    /// revision.
+    pub fn highest_of<'a>(
+        full: &Manifest,
+        segments: impl IntoIterator<Item = &'a crate::delta::DeltaManifest>,
+    ) -> Stamp {
+        let mut highest = Stamp {
+            revision: full.revision,
+            time: full.created_at,
+        };
+        let earlier = full
+            .compacted_from
+            .as_ref()
+            .and_then(|from| from.highest_stamp);
+        let stamps = segments.into_iter().flat_map(|m| {
+            [
+                Stamp {
+                    revision: m.after_revision,
+                    time: m.from_time,
+                },
+                Stamp {
+                    revision: m.to_revision,
+                    time: m.to_time,
+                },
+            ]
+        });
+        for stamp in earlier.into_iter().chain(stamps) {
+            if stamp.time > highest.time
+                || (stamp.time == highest.time && stamp.revision < highest.revision)
+            {
+                highest = stamp;
+            }
+        }
+        highest
+    }
 }
 
 impl Manifest {

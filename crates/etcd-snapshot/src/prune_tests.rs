@@ -370,6 +370,7 @@ async fn publish_copy(store: &Store, full: &str, hour: u32, to_revision: i64) ->
         last_sequence: 1,
         to_revision,
         to_time: at(hour),
+        highest_stamp: None,
     });
     store
         .put_small(&name, Bytes::from(manifest.to_json()))

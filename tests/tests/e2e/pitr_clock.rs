@@ -463,7 +463,6 @@ fn a_full_backup_dated_before_the_last_by_a_clock_step_back_is_not_a_rewind() {
 /// not restore its second showing (changes committed long after T) silently: the copy has to
 /// keep the evidence that the clock had gone past T (or the restore refuses).
 #[test]
-#[ignore = "finding (#40 red team): a compacted copy is dated at its chain's last stamp and keeps no record of the chain's highest, so once the original is pruned --to-time silently restores a time's second showing (13 s and 43 revisions past T by hand)"]
 fn a_time_shown_twice_is_not_restored_from_its_second_showing_once_the_first_is_compacted() {
     let cluster = Cluster::start(1, Security::Plain);
     let store = cluster.dir().join("clock-compact-store");

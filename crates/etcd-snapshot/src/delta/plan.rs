@@ -100,6 +100,13 @@ fn reach_of(entry: &BackupEntry) -> (i64, DateTime<Utc>) {
 /// first showing is in an earlier chain: the clock stepped back.
 fn prior_high(entry: &BackupEntry, history: &[&BackupEntry]) -> Option<DateTime<Utc>> {
     let revision = entry.manifest.revision;
+    // A compacted copy (dated at its chain's last stamp) keeps its chain's highest stamp when
+    // the clock stepped back inside it: the chain may be gone, the evidence is not.
+    let compacted = history.iter().filter_map(|e| {
+        let from = e.manifest.compacted_from.as_ref()?;
+        let highest = from.highest_stamp?;
+        (from.full_revision < revision && highest.revision <= revision).then_some(highest.time)
+    });
     history
         .iter()
         .filter(|e| e.manifest.revision < revision)
@@ -118,6 +125,7 @@ fn prior_high(entry: &BackupEntry, history: &[&BackupEntry]) -> Option<DateTime<
                 .flatten()
                 .collect::<Vec<_>>()
         })
+        .chain(compacted)
         .max()
 }
 
@@ -517,6 +525,7 @@ mod tests {
             last_sequence: 4,
             to_revision: 140,
             to_time: copy.manifest.created_at,
+            highest_stamp: None,
         });
         let plans = plan_over("s", &[a.clone(), copy.clone()], at_second(0, 20)).unwrap();
         assert_eq!(
@@ -596,7 +605,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "finding (#40 red team): compaction and retention erase the evidence of a clock step: once the chain that ran across the step is compacted (its copy dated at its last stamp, not its highest) and the original pruned, --to-time for a time shown twice silently restores its second showing"]
     fn a_compacted_copy_keeps_the_evidence_that_the_clock_had_gone_past_a_time() {
         // A: full at 0 s (revision 100); its clock reaches 40 s by revision 120, steps back
         // and ends at 30 s (revision 140). B is taken at 25 s (revision 135, after the step)
@@ -617,7 +625,20 @@ mod tests {
             last_sequence: 4,
             to_revision: 140,
             to_time: copy.manifest.created_at,
+            // As `snapshot compact` records it: 40 s, at revision 120.
+            highest_stamp: Some(crate::manifest::CompactedFrom::highest_of(
+                &a.manifest,
+                a.deltas.iter().map(|d| &d.manifest),
+            )),
         });
+        assert_eq!(
+            copy.manifest
+                .compacted_from
+                .as_ref()
+                .and_then(|f| f.highest_stamp)
+                .map(|h| (h.revision, h.time - a.manifest.created_at)),
+            Some((120, chrono::TimeDelta::seconds(40)))
+        );
         // With A there, 35 s is restored from A (its first showing).
         let plans =
             plan_over("s", &[a.clone(), copy.clone(), b.clone()], at_second(0, 35)).unwrap();
@@ -655,6 +676,7 @@ mod tests {
             last_sequence: 1,
             to_revision: 260,
             to_time: compacted.manifest.created_at,
+            highest_stamp: None,
         });
         let found: Vec<(usize, i64)> = histories(&[&a, &b, &compacted])
             .into_iter()

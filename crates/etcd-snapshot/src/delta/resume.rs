@@ -184,6 +184,7 @@ mod tests {
             last_sequence: 3,
             to_revision: 130,
             to_time: copy.manifest.created_at,
+            highest_stamp: None,
         });
         let kept = without_compacted_copies(vec![&copy, &chain]);
         assert_eq!(
