@@ -122,9 +122,20 @@ fn parse_recipient(text: &str) -> std::result::Result<age::x25519::Recipient, St
         );
     }
     age::x25519::Recipient::from_str(text).map_err(|_| {
-        format!(
-            "'{text}' is not an age X25519 recipient (a public key age1... as age-keygen prints it)"
-        )
+        // Echoed only when it looks like a mistyped public key: any other line (a password
+        // file's, a plugin identity `AGE-PLUGIN-...`) may be a secret.
+        let looks_public = text.starts_with("age1")
+            && text.len() <= 100
+            && text.chars().all(|c| c.is_ascii_alphanumeric());
+        if looks_public {
+            format!(
+                "'{text}' is not an age X25519 recipient (a public key age1... as age-keygen prints it)"
+            )
+        } else {
+            "is not an age X25519 recipient (a public key age1... as age-keygen prints it); \
+             its text is not shown, as it may be a secret"
+                .to_string()
+        }
     })
 }
 
@@ -393,6 +404,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("SSH recipients are not supported"), "{err}");
+    }
+
+    #[test]
+    fn a_line_that_is_no_public_key_is_never_echoed() {
+        for line in [
+            "root:$6$saltsalt$hashhashhash:19000:0:99999:7:::",
+            "AGE-PLUGIN-YUBIKEY-1QQQQQQQQQQQ",
+            "password=hunter2",
+        ] {
+            let text = Recipients::none()
+                .add_file_text(&format!("{line}\n"), "recipients file 'r'")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                text.contains("line 1") && text.contains("not shown"),
+                "{text}"
+            );
+            assert!(!text.contains(line), "{text}");
+        }
     }
 
     #[test]
