@@ -80,11 +80,22 @@ pub struct Manifest {
     /// its delta segments) rather than streamed from a member. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compacted_from: Option<CompactedFrom>,
-    /// Set by `backup run` on a full backup it took while following the chain of this
-    /// earlier full backup (object name) without a break: one history, whatever the two
-    /// backups' dates say (a clock stepped back can date this one before it).
+    /// Set by `backup run` on a full backup it took while following the chain of an
+    /// earlier full backup without a break: one history, whatever the two backups' dates say
+    /// (a clock stepped back can date this one before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub follows: Option<String>,
+    pub follows: Option<Follows>,
+}
+
+/// The chain `backup run` was following when it took a full backup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Follows {
+    /// Object name of that chain's full backup.
+    pub full_backup: String,
+    /// The latest time that chain's stamps had shown by then: a time before it was passed
+    /// before this backup was taken (its first showing is in that chain, even once the
+    /// chain is pruned).
+    pub highest_time: DateTime<Utc>,
 }
 
 /// Where a compacted backup came from: the chain whose segments were replayed into its full

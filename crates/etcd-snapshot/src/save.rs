@@ -95,7 +95,7 @@ pub struct SaveRequest {
     pub encrypt_to: Recipients,
     /// The full backup whose chain `backup run` follows, unbroken, while it takes this one
     /// (recorded as the manifest's `follows`).
-    pub follows: Option<String>,
+    pub follows: Option<crate::manifest::Follows>,
 }
 
 impl Default for SaveRequest {

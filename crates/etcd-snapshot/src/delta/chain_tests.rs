@@ -7,6 +7,7 @@ use etcd_core::MemberId;
 fn position(base: &str, covered: i64) -> ChainPosition {
     ChainPosition {
         base: base.to_string(),
+        highest_time: Utc.timestamp_opt(0, 0).unwrap(),
         base_revision: 100,
         cluster_id: MemberId(0xabc),
         next_sequence: 4,

@@ -126,12 +126,18 @@ fn prior_high(entry: &BackupEntry, history: &[&BackupEntry]) -> Option<DateTime<
                 .collect::<Vec<_>>()
         })
         .chain(compacted)
+        // The chain `backup run` followed when it took this backup: its latest stamp.
+        .chain(entry.manifest.follows.as_ref().map(|f| f.highest_time))
         .max()
 }
 
 /// Whether `later` was taken by `backup run` while it followed `earlier`'s chain unbroken.
 fn follows(later: &BackupEntry, earlier: &BackupEntry) -> bool {
-    later.manifest.follows.as_deref() == Some(earlier.manifest.object.as_str())
+    later
+        .manifest
+        .follows
+        .as_ref()
+        .is_some_and(|f| f.full_backup == earlier.manifest.object)
 }
 
 /// The history each complete full backup belongs to, in `created_at` order: a new history
@@ -575,7 +581,10 @@ mod tests {
             [0, 1],
             "without the link, the dates make it a rewind"
         );
-        b.manifest.follows = Some(a.manifest.object.clone());
+        b.manifest.follows = Some(crate::manifest::Follows {
+            full_backup: a.manifest.object.clone(),
+            highest_time: a.manifest.created_at,
+        });
         let one: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(one, [0, 0]);
         let plans = plan_over("s", &[a.clone(), b.clone()], PointInTime::Revision(79));
@@ -653,6 +662,35 @@ mod tests {
                 plans.iter().map(|p| &p.full).collect::<Vec<_>>()
             );
         }
+    }
+
+    #[test]
+    fn a_backup_taken_after_a_step_back_keeps_the_evidence_when_the_chain_before_is_pruned() {
+        // As in the test above, but A is pruned without a compacted copy: B, taken while
+        // `backup run` followed A's chain (whose stamps had reached 40 s), records that.
+        let a = stamped(0, 100, &[(0, 10), (10, 40), (25, 27), (27, 30)]);
+        let mut b = stamped(0, 135, &[(26, 28), (28, 36), (36, 50)]);
+        b.manifest.created_at += chrono::TimeDelta::seconds(25);
+        b.manifest.object = "etcd-abc/00-rev135-b.db.zst".into();
+        b.object = b.manifest.object.clone();
+        let unlinked = plan_over("s", std::slice::from_ref(&b), at_second(0, 35)).unwrap();
+        assert_eq!(
+            unlinked[0].full, b.object,
+            "without the record: its second showing"
+        );
+        b.manifest.follows = Some(crate::manifest::Follows {
+            full_backup: a.object.clone(),
+            highest_time: crate::manifest::CompactedFrom::highest_of(
+                &a.manifest,
+                a.deltas.iter().map(|d| &d.manifest),
+            )
+            .time,
+        });
+        // 35 s was passed before B was taken: B cannot restore it (refused: a gap), and a
+        // time after 40 s still can.
+        assert!(plan_over("s", std::slice::from_ref(&b), at_second(0, 35)).is_err());
+        let later = plan_over("s", std::slice::from_ref(&b), at_second(0, 45)).unwrap();
+        assert_eq!(later[0].full, b.object);
     }
 
     #[test]

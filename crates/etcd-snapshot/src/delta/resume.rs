@@ -134,6 +134,11 @@ pub(super) async fn resumable_chain(
     Ok(Resume::Chain {
         chain: ChainPosition {
             base: newest.object.clone(),
+            highest_time: crate::manifest::CompactedFrom::highest_of(
+                &newest.manifest,
+                newest.deltas.iter().map(|d| &d.manifest),
+            )
+            .time,
             base_revision: newest.manifest.revision,
             cluster_id: newest.manifest.cluster_id,
             next_sequence,

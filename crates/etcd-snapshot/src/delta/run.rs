@@ -578,8 +578,11 @@ async fn check<F: Future<Output = ()>>(
     }
     if follow.machine.full_needed(Instant::now()) {
         // The next full backup, taken while this chain goes on.
-        let base = chain.base.clone();
-        match runner.save_full(stop, Some(&base)).await {
+        let follows = crate::manifest::Follows {
+            full_backup: chain.base.clone(),
+            highest_time: chain.highest_time,
+        };
+        match runner.save_full(stop, Some(follows)).await {
             Ok(full) => {
                 runner
                     .lock_chains(Some(&full.manifest.object), Some(&chain.base))

@@ -162,14 +162,14 @@ impl Runner<'_> {
     pub(super) async fn save_full<F: Future<Output = ()>>(
         &mut self,
         stop: &mut Stop<'_, F>,
-        follows: Option<&str>,
+        follows: Option<crate::manifest::Follows>,
     ) -> Result<SaveResult> {
         if let Guard::TakenOver(reason) = self.guard(None).await {
             return Err(SnapshotError::RunLocked { reason });
         }
         let request: &RunRequest = self.request;
         let save = SaveRequest {
-            follows: follows.map(str::to_string),
+            follows,
             ..request.save.clone()
         };
         // Boxed, so that it can be dropped (its upload abandoned) before the run stops.

@@ -32,6 +32,9 @@ fn codec(operation: &'static str) -> impl Fn(std::io::Error) -> SnapshotError {
 pub struct ChainPosition {
     /// The full backup's object name.
     pub base: String,
+    /// The latest stamp of the chain so far (the full backup's `created_at`, each published
+    /// segment's `from_time` and `to_time`).
+    pub highest_time: DateTime<Utc>,
     /// The full backup's revision.
     pub base_revision: i64,
     /// Cluster ID.
@@ -47,6 +50,7 @@ impl ChainPosition {
     pub fn after_full(full: &Manifest) -> Self {
         ChainPosition {
             base: full.object.clone(),
+            highest_time: full.created_at,
             base_revision: full.revision,
             cluster_id: full.cluster_id,
             next_sequence: 1,
@@ -221,6 +225,7 @@ impl SegmentBuilder {
             .await?;
         chain.next_sequence += 1;
         chain.covered_revision = self.to_revision;
+        chain.highest_time = chain.highest_time.max(self.from_time).max(self.to_time);
         Ok(manifest)
     }
 }
