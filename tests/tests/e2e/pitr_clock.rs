@@ -37,6 +37,33 @@ fn libfaketime() -> PathBuf {
     )
 }
 
+/// `backup run` into the store `name` under the cluster's dir, with `args`, its wall clock
+/// faked by libfaketime from a file (the returned path; "+0" to start, written to step it)
+/// while its monotonic clock stays true.
+fn stepped_backup_run(
+    cluster: &Cluster,
+    name: &str,
+    args: &[&str],
+) -> (BackupRun, PathBuf, PathBuf) {
+    let store = cluster.dir().join(name);
+    let rc = cluster.dir().join(format!("{name}.faketime"));
+    std::fs::write(&rc, "+0\n").unwrap();
+    let preload = libfaketime().display().to_string();
+    let rc_path = rc.display().to_string();
+    let backup = BackupRun::start_at(
+        cluster,
+        &store.display().to_string(),
+        args,
+        &[
+            ("LD_PRELOAD", preload.as_str()),
+            ("FAKETIME_TIMESTAMP_FILE", rc_path.as_str()),
+            ("FAKETIME_NO_CACHE", "1"),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+        ],
+    );
+    (backup, store, rc)
+}
+
 fn unix_ms(at: SystemTime) -> i64 {
     at.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
@@ -200,22 +227,7 @@ fn module_check_restore(store: &Path, at: &str) -> Value {
 #[test]
 fn a_time_shown_twice_by_a_clock_stepped_back_restores_its_first_showing() {
     let cluster = Cluster::start(1, Security::Plain);
-    let store = cluster.dir().join("clock-store");
-    let rc = cluster.dir().join("faketime.rc");
-    std::fs::write(&rc, "+0\n").unwrap();
-    let preload = libfaketime().display().to_string();
-    let rc_path = rc.display().to_string();
-    let backup = BackupRun::start_at(
-        &cluster,
-        &store.display().to_string(),
-        &[],
-        &[
-            ("LD_PRELOAD", preload.as_str()),
-            ("FAKETIME_TIMESTAMP_FILE", rc_path.as_str()),
-            ("FAKETIME_NO_CACHE", "1"),
-            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
-        ],
-    );
+    let (backup, store, rc) = stepped_backup_run(&cluster, "clock-store", &[]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = start_writer(cluster.members[0].client_url.clone(), stop.clone());
@@ -380,22 +392,8 @@ fn a_time_shown_twice_by_a_clock_stepped_back_restores_its_first_showing() {
 #[test]
 fn a_full_backup_dated_before_the_last_by_a_clock_step_back_is_not_a_rewind() {
     let cluster = Cluster::start(1, Security::Plain);
-    let store = cluster.dir().join("clock-rewind-store");
-    let rc = cluster.dir().join("faketime-rewind.rc");
-    std::fs::write(&rc, "+0\n").unwrap();
-    let preload = libfaketime().display().to_string();
-    let rc_path = rc.display().to_string();
-    let backup = BackupRun::start_at(
-        &cluster,
-        &store.display().to_string(),
-        &["--full-every", "3s"],
-        &[
-            ("LD_PRELOAD", preload.as_str()),
-            ("FAKETIME_TIMESTAMP_FILE", rc_path.as_str()),
-            ("FAKETIME_NO_CACHE", "1"),
-            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
-        ],
-    );
+    let (backup, store, rc) =
+        stepped_backup_run(&cluster, "clock-rewind-store", &["--full-every", "3s"]);
     let first = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let first_object = first["object"].as_str().unwrap().to_string();
     cluster.put_keys("/rewind/before/", 20);
@@ -465,22 +463,8 @@ fn a_full_backup_dated_before_the_last_by_a_clock_step_back_is_not_a_rewind() {
 #[test]
 fn a_time_shown_twice_is_not_restored_from_its_second_showing_once_the_first_is_compacted() {
     let cluster = Cluster::start(1, Security::Plain);
-    let store = cluster.dir().join("clock-compact-store");
-    let rc = cluster.dir().join("faketime-compact.rc");
-    std::fs::write(&rc, "+0\n").unwrap();
-    let preload = libfaketime().display().to_string();
-    let rc_path = rc.display().to_string();
-    let backup = BackupRun::start_at(
-        &cluster,
-        &store.display().to_string(),
-        &["--full-every", "8s"],
-        &[
-            ("LD_PRELOAD", preload.as_str()),
-            ("FAKETIME_TIMESTAMP_FILE", rc_path.as_str()),
-            ("FAKETIME_NO_CACHE", "1"),
-            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
-        ],
-    );
+    let (backup, store, rc) =
+        stepped_backup_run(&cluster, "clock-compact-store", &["--full-every", "8s"]);
     let first = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let first_object = first["object"].as_str().unwrap().to_string();
     let stop = Arc::new(AtomicBool::new(false));
