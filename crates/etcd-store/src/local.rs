@@ -256,7 +256,7 @@ impl LocalStore {
             };
             match local_fs::stat_at(&dir, file)? {
                 None => Ok(None),
-                Some(stat) if local_fs::file_type(&stat) == FileType::RegularFile => {
+                Some(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
                     Ok(Some(info_from_stat(&owned, &stat)))
                 }
                 Some(_) => local_fs::open_file(&dir, file, &owned).map(|_| None),

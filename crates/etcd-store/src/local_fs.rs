@@ -51,7 +51,7 @@ pub(crate) fn kind_of(file_type: FileType) -> &'static str {
         FileType::Socket => "a socket",
         FileType::CharacterDevice => "a character device",
         FileType::BlockDevice => "a block device",
-        _ => "a file with other hard links (perhaps to a file outside the store)",
+        _ => "not a regular file",
     }
 }
 
@@ -81,15 +81,8 @@ pub(crate) fn stat_at(dir: impl AsFd, name: &str) -> io::Result<Option<Stat>> {
     }
 }
 
-/// An entry's type as the store sees it: a regular file with more than one hard link is not
-/// one etcdops wrote (its files are created under a temporary name and renamed: one link),
-/// and it may be a link to a file outside the store, so it counts as
-/// [`FileType::Unknown`]: never read, copied or deleted, like a symbolic link.
-pub(crate) fn file_type(stat: &Stat) -> FileType {
-    match FileType::from_raw_mode(stat.st_mode) {
-        FileType::RegularFile if stat.st_nlink > 1 => FileType::Unknown,
-        other => other,
-    }
+fn file_type(stat: &Stat) -> FileType {
+    FileType::from_raw_mode(stat.st_mode)
 }
 
 /// The store's root dir (symbolic links in its path followed: the user named it); `None`
