@@ -314,7 +314,7 @@ fn a_fifo_named_as_a_snapshot_file_is_refused_not_waited_on() {
 /// linked file off-site as a complete backup (a regular file with more than one link is not a
 /// file etcdops wrote: its objects are created under a temporary name and renamed, one link).
 #[test]
-#[ignore = "finding (#40 red team): a hard link to a file outside the store passes as an object (st_nlink is not checked): list shows it complete and copy carries the linked file off-site"]
+#[ignore = "known, left open on purpose: treating every file with more than one link as foreign (tried) makes cp -al / hardlink-deduplicated copies of a store unrestorable and stalls a live backup run whose manifest got a second link; with fs.protected_hardlinks=1 only files the linker can already read and write can be linked. A narrower rule (refuse linked files only when copying off-site) is the next step"]
 fn a_hard_link_out_of_a_local_store_is_never_copied() {
     if etcdops_tests::skip_on_etcd_3_4(
         "what a local store reads does not depend on etcd's release (etcd only makes backups)",
