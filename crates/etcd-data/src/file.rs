@@ -405,6 +405,21 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
+/// The bytes of a small regular file beside a snapshot (its manifest): a FIFO or a device is
+/// refused without blocking, and more than `cap` bytes is an error, not a read without end.
+pub fn read_small_regular(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is larger than {cap} bytes: not a manifest etcdops wrote"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// [`open_snapshot_file_decrypting`], computing on the way what `options` ask (a zstd or age
 /// file: the db's SHA-256, and that of the file as stored). A plain file is read in place:
 /// nothing is computed, [`SnapshotFile::db_sha256`] reads it when asked.

@@ -51,8 +51,8 @@ pub use crypt::{
 pub use error::{Error, Result, encrypted_message, recipients_text, wrong_identity_message};
 pub use file::{
     CHUNK, Compression, SnapshotFile, TRAILER_LEN, TrailerHasher, Unpack, has_trailer,
-    open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_file_with, sha256_of,
-    spool_error, unpack_error,
+    open_regular, open_snapshot_file, open_snapshot_file_decrypting, open_snapshot_file_with,
+    read_small_regular, sha256_of, spool_error, unpack_error,
 };
 pub use inspect::{
     DataDirInspection, DbSummary, HardState, InspectError, MembershipChange, MembershipChangeKind,

@@ -124,9 +124,10 @@ fn parse_recipient(text: &str) -> std::result::Result<age::x25519::Recipient, St
     age::x25519::Recipient::from_str(text).map_err(|_| {
         // Echoed only when it looks like a mistyped public key: any other line (a password
         // file's, a plugin identity `AGE-PLUGIN-...`) may be a secret.
-        let looks_public = text.starts_with("age1")
-            && text.len() <= 100
-            && text.chars().all(|c| c.is_ascii_alphanumeric());
+        const BECH32: &str = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
+        let looks_public = text.len() == 62
+            && text.starts_with("age1")
+            && text[4..].chars().all(|c| BECH32.contains(c));
         if looks_public {
             format!(
                 "'{text}' is not an age X25519 recipient (a public key age1... as age-keygen prints it)"
@@ -390,12 +391,16 @@ mod tests {
             "{err}"
         );
 
+        // A mistyped public key (one character changed: the checksum fails) is shown.
+        let last = if a.ends_with('q') { 'p' } else { 'q' };
+        let typo = format!("{}{last}", &a[..a.len() - 1]);
         let err = Recipients::none()
-            .add_file_text(&format!("{a}\nage1nope\n"), "recipients file 'r'")
+            .add_file_text(&format!("{a}\n{typo}\n"), "recipients file 'r'")
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("line 2") && err.contains("'age1nope' is not an age X25519 recipient"),
+            err.contains("line 2")
+                && err.contains(&format!("'{typo}' is not an age X25519 recipient")),
             "{err}"
         );
 
@@ -412,6 +417,7 @@ mod tests {
             "root:$6$saltsalt$hashhashhash:19000:0:99999:7:::",
             "AGE-PLUGIN-YUBIKEY-1QQQQQQQQQQQ",
             "password=hunter2",
+            "age1Summer2024",
         ] {
             let text = Recipients::none()
                 .add_file_text(&format!("{line}\n"), "recipients file 'r'")

@@ -117,7 +117,8 @@ pub fn open_snapshot_file_with(
     options: SpoolOptions,
 ) -> Result<SnapshotFile> {
     let recipients = || {
-        std::fs::read(Manifest::name_for(&path.display().to_string()))
+        let name = Manifest::name_for(&path.display().to_string());
+        etcd_data::read_small_regular(Path::new(&name), crate::restore::MAX_MANIFEST_BYTES)
             .map(|bytes| recipients_of(&bytes))
             .unwrap_or_default()
     };

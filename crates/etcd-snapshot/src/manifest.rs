@@ -92,6 +92,10 @@ pub struct Manifest {
 pub struct Follows {
     /// Object name of that chain's full backup.
     pub full_backup: String,
+    /// The revision that chain had published up to when this backup started: this backup's
+    /// own revision is at least that, or the cluster went back meanwhile and the link does
+    /// not count.
+    pub covered_revision: i64,
     /// The latest time that chain's stamps had shown by then: a time before it was passed
     /// before this backup was taken (its first showing is in that chain, even once the
     /// chain is pruned).
@@ -132,8 +136,8 @@ pub struct Stamp {
 }
 
 impl CompactedFrom {
-    /// The latest stamp of a chain: its full backup's (and, for a compacted copy, the chain it
-    /// was made of), then each segment's `from_time` and `to_time`; at equal times the lowest
+    /// The latest stamp of a chain: its full backup's (and what it carries of the chains before
+    /// it: a compacted copy's chain, the chain `backup run` followed), then each segment's `from_time` and `to_time`; at equal times the lowest
     /// revision.
     pub fn highest_of<'a>(
         full: &Manifest,
@@ -146,7 +150,12 @@ impl CompactedFrom {
         let earlier = full
             .compacted_from
             .as_ref()
-            .and_then(|from| from.highest_stamp);
+            .and_then(|from| from.highest_stamp)
+            .into_iter()
+            .chain(full.follows.as_ref().map(|f| Stamp {
+                revision: full.revision,
+                time: f.highest_time,
+            }));
         let stamps = segments.into_iter().flat_map(|m| {
             [
                 Stamp {
@@ -159,7 +168,7 @@ impl CompactedFrom {
                 },
             ]
         });
-        for stamp in earlier.into_iter().chain(stamps) {
+        for stamp in earlier.chain(stamps) {
             if stamp.time > highest.time
                 || (stamp.time == highest.time && stamp.revision < highest.revision)
             {

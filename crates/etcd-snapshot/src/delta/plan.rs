@@ -90,6 +90,14 @@ fn reach_of(entry: &BackupEntry) -> (i64, DateTime<Utc>) {
         .iter()
         .flat_map(|d| [d.manifest.from_time, d.manifest.to_time])
         .chain(to_time)
+        .chain(
+            entry
+                .manifest
+                .compacted_from
+                .as_ref()
+                .and_then(|from| from.highest_stamp)
+                .map(|h| h.time),
+        )
         .fold(entry.manifest.created_at, DateTime::max);
     (to_revision, latest)
 }
@@ -126,18 +134,40 @@ fn prior_high(entry: &BackupEntry, history: &[&BackupEntry]) -> Option<DateTime<
                 .collect::<Vec<_>>()
         })
         .chain(compacted)
-        // The chain `backup run` followed when it took this backup: its latest stamp.
-        .chain(entry.manifest.follows.as_ref().map(|f| f.highest_time))
+        // The chains `backup run` followed when it took this backup and the ones before it:
+        // their latest stamps (the chains themselves may be pruned).
+        .chain(
+            history
+                .iter()
+                .chain([&entry])
+                .filter(|e| e.manifest.revision <= revision)
+                .filter_map(|e| e.manifest.follows.as_ref().map(|f| f.highest_time)),
+        )
         .max()
 }
 
 /// Whether `later` was taken by `backup run` while it followed `earlier`'s chain unbroken.
+/// Only a plausible link counts: `later` holds at least what the followed chain had published
+/// when it started (else the cluster went back meanwhile), and `earlier` is the followed full
+/// backup or a compacted copy of its chain.
 fn follows(later: &BackupEntry, earlier: &BackupEntry) -> bool {
-    later
-        .manifest
-        .follows
-        .as_ref()
-        .is_some_and(|f| f.full_backup == earlier.manifest.object)
+    let Some(link) = later.manifest.follows.as_ref() else {
+        return false;
+    };
+    let named = link.full_backup == earlier.manifest.object
+        || earlier
+            .manifest
+            .compacted_from
+            .as_ref()
+            .is_some_and(|from| from.full_backup == link.full_backup);
+    named
+        && later.manifest.revision >= link.covered_revision
+        && earlier
+            .manifest
+            .compacted_from
+            .as_ref()
+            .map_or(earlier.manifest.revision, |from| from.full_revision)
+            <= later.manifest.revision
 }
 
 /// The history each complete full backup belongs to, in `created_at` order: a new history
@@ -164,10 +194,11 @@ fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> 
         let rewound = !entry.manifest.is_compacted()
             && current.iter().any(|earlier| {
                 let (to_revision, to_time) = reach_of(earlier);
-                to_revision > entry.manifest.revision
-                    && to_time < entry.manifest.created_at
-                    && !follows(earlier, entry)
-                    && !follows(entry, earlier)
+                let linked = follows(earlier, entry) || follows(entry, earlier);
+                !linked
+                    && (earlier.manifest.revision > entry.manifest.revision
+                        || (to_revision > entry.manifest.revision
+                            && to_time < entry.manifest.created_at))
             });
         if rewound {
             history += 1;
@@ -583,6 +614,7 @@ mod tests {
         );
         b.manifest.follows = Some(crate::manifest::Follows {
             full_backup: a.manifest.object.clone(),
+            covered_revision: 77,
             highest_time: a.manifest.created_at,
         });
         let one: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
@@ -595,11 +627,21 @@ mod tests {
     fn a_full_backup_dated_earlier_by_a_clock_step_back_is_not_a_rewind() {
         // A: full at minute 1 (revision 50), its chain to revision 79 at minute 2. The clock
         // then steps back and B is taken at revision 78 but dated minute 0; its chain reaches
-        // 107 at minute 3. One history: nothing was restored, only the clock went back.
+        // 107 at minute 3. One history: nothing was restored, only the clock went back;
+        // `backup run` took B while following A's chain (published to 77), and says so.
+        // Without that record the dates and revisions disagree, which a restore that kept the
+        // cluster ID also shows: then it is taken for a rewind (a refusal, never a silent mix).
         let a = full(1, 50, Some((79, 2)));
         let mut b = full(0, 78, Some((107, 3)));
         b.manifest.object = "etcd-abc/00-rev78-b.db.zst".into();
         b.object = b.manifest.object.clone();
+        let unlinked: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
+        assert_eq!(unlinked, [0, 1]);
+        b.manifest.follows = Some(crate::manifest::Follows {
+            full_backup: a.object.clone(),
+            covered_revision: 77,
+            highest_time: a.manifest.created_at,
+        });
         let found: Vec<(usize, i64)> = histories(&[&a, &b])
             .into_iter()
             .map(|(h, e)| (h, e.manifest.revision))
@@ -611,6 +653,24 @@ mod tests {
         // A revision both chains hold is restorable (either chain gives the same state).
         let plans = plan_over("s", &[a.clone(), b.clone()], PointInTime::Revision(79));
         assert!(plans.is_ok(), "{:?}", plans.err().map(|e| e.to_string()));
+    }
+
+    #[test]
+    fn a_link_recorded_after_the_cluster_went_back_does_not_join_the_histories() {
+        // A's chain had published revision 300 when B was taken at revision 120: the
+        // cluster was restored meanwhile (kept its ID). B's link does not count.
+        let a = full(1, 50, Some((300, 2)));
+        let mut b = full(3, 120, Some((160, 4)));
+        b.manifest.object = "etcd-abc/00-rev120-b.db.zst".into();
+        b.object = b.manifest.object.clone();
+        b.manifest.follows = Some(crate::manifest::Follows {
+            full_backup: a.object.clone(),
+            covered_revision: 300,
+            highest_time: a.manifest.created_at,
+        });
+        let split: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
+        assert_eq!(split, [0, 1]);
+        assert!(plan_over("s", &[a.clone(), b.clone()], PointInTime::Revision(130)).is_err());
     }
 
     #[test]
@@ -680,6 +740,7 @@ mod tests {
         );
         b.manifest.follows = Some(crate::manifest::Follows {
             full_backup: a.object.clone(),
+            covered_revision: 130,
             highest_time: crate::manifest::CompactedFrom::highest_of(
                 &a.manifest,
                 a.deltas.iter().map(|d| &d.manifest),

@@ -580,6 +580,7 @@ async fn check<F: Future<Output = ()>>(
         // The next full backup, taken while this chain goes on.
         let follows = crate::manifest::Follows {
             full_backup: chain.base.clone(),
+            covered_revision: chain.covered_revision,
             highest_time: chain.highest_time,
         };
         match runner.save_full(stop, Some(follows)).await {

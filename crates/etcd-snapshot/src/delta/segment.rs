@@ -50,7 +50,8 @@ impl ChainPosition {
     pub fn after_full(full: &Manifest) -> Self {
         ChainPosition {
             base: full.object.clone(),
-            highest_time: full.created_at,
+            // What the full backup carries of the chains before it (a clock step's evidence).
+            highest_time: crate::manifest::CompactedFrom::highest_of(full, []).time,
             base_revision: full.revision,
             cluster_id: full.cluster_id,
             next_sequence: 1,

@@ -15,6 +15,9 @@ pub use etcd_data::restore::{
     restore_spool_dir, validate_restore_request, wal_usage,
 };
 pub(crate) use source::open_checked_object;
+
+/// The largest manifest read beside a local backup file (etcdops writes a few KiB).
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 pub use source::{
     PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
 };

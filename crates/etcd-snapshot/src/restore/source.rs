@@ -90,10 +90,11 @@ fn restore_spool_options(spool: Option<&Path>, expect: Option<&VerifyExpectation
     }
 }
 
-/// The manifest beside a local backup file, when there is one.
+/// The manifest beside a local backup file, when there is one (a FIFO or a device there is
+/// refused, not waited on; more than [`super::MAX_MANIFEST_BYTES`] is refused).
 fn local_manifest(path: &Path) -> Result<Option<(String, Vec<u8>)>, RestoreError> {
     let manifest = Manifest::name_for(&path.display().to_string());
-    match std::fs::read(&manifest) {
+    match etcd_data::read_small_regular(Path::new(&manifest), super::MAX_MANIFEST_BYTES) {
         Ok(bytes) => Ok(Some((manifest, bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(SnapshotError::ReadFile {
