@@ -379,11 +379,19 @@ pub fn open_snapshot_file_decrypting(
 /// the open does not block (`O_NONBLOCK`) and the descriptor's type is checked before a read.
 pub fn open_regular(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
+    // Looked at first, so a device is not even opened (opening a tape or a watchdog acts),
+    // then checked again on the descriptor, which is what is read.
+    refuse_special(std::fs::metadata(path)?.file_type())?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)?;
-    let kind = file.metadata()?.file_type();
+    refuse_special(file.metadata()?.file_type())?;
+    Ok(file)
+}
+
+/// Refuses anything but a regular file, in words.
+fn refuse_special(kind: std::fs::FileType) -> std::io::Result<()> {
     if !kind.is_file() {
         use std::os::unix::fs::FileTypeExt;
         let what = if kind.is_fifo() {
@@ -402,7 +410,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
             format!("it is {what}, not a regular file; name the snapshot file itself"),
         ));
     }
-    Ok(file)
+    Ok(())
 }
 
 /// The bytes of a small regular file beside a snapshot (its manifest): a FIFO or a device is
