@@ -390,6 +390,20 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
+/// Opens a snapshot file named by the user: a regular file, or a pipe (a backup streamed
+/// through a FIFO or `/dev/stdin`, waited on as `cat` would); a dir or a device is refused
+/// without being opened.
+fn open_snapshot_path(path: &Path) -> std::io::Result<File> {
+    let kind = std::fs::metadata(path)?.file_type();
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return File::open(path);
+        }
+    }
+    open_regular(path)
+}
+
 /// Refuses anything but a regular file, in words.
 fn refuse_special(kind: std::fs::FileType) -> std::io::Result<()> {
     if !kind.is_file() {
@@ -441,7 +455,7 @@ pub fn open_snapshot_file_with(
         path: path.display().to_string(),
         source,
     };
-    let mut file = open_regular(path).map_err(failed)?;
+    let mut file = open_snapshot_path(path).map_err(failed)?;
     let stored_size = file.metadata().map_err(failed)?.len();
     let mut head = Vec::with_capacity(AGE_MAGIC.len());
     (&mut file)
