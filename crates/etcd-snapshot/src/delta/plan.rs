@@ -431,6 +431,27 @@ mod tests {
         full
     }
 
+    /// `entry` under the object name `object`.
+    fn renamed(entry: &mut BackupEntry, object: &str) {
+        entry.manifest.object = object.into();
+        entry.object = object.into();
+    }
+
+    /// Records on `later` that `backup run` took it while following `earlier`'s chain, which
+    /// had published up to `covered` and stamped up to `highest_time`.
+    fn link(
+        later: &mut BackupEntry,
+        earlier: &BackupEntry,
+        covered: i64,
+        highest_time: DateTime<Utc>,
+    ) {
+        later.manifest.follows = Some(crate::manifest::Follows {
+            full_backup: earlier.object.clone(),
+            covered_revision: covered,
+            highest_time,
+        });
+    }
+
     /// A full backup at `minute` (revision `revision`) with one segment of 10 revisions per
     /// `(from, to)` pair of seconds after that minute: the stamps of the chain, in order.
     fn stamped(minute: u32, revision: i64, times: &[(i64, i64)]) -> BackupEntry {
@@ -534,8 +555,7 @@ mod tests {
         let a = stamped(0, 100, &[(0, 10), (10, 20), (20, 40), (10, 20)]);
         let mut b = stamped(0, 130, &[(16, 30)]);
         b.manifest.created_at += chrono::TimeDelta::seconds(15);
-        b.manifest.object = "etcd-abc/00-rev130-b.db.zst".into();
-        b.object = b.manifest.object.clone();
+        renamed(&mut b, "etcd-abc/00-rev130-b.db.zst");
         let backups = [a.clone(), b.clone()];
         // 18 s: B starts before it, but A's clock had shown 40 s by revision 130: A, first.
         let plans = plan_over("s", &backups, at_second(0, 18)).unwrap();
@@ -604,19 +624,14 @@ mod tests {
         // following A's chain unbroken, so it is one history.
         let a = full(5, 50, Some((79, 6)));
         let mut b = full(1, 78, Some((107, 2)));
-        b.manifest.object = "etcd-abc/00-rev78-b.db.zst".into();
-        b.object = b.manifest.object.clone();
+        renamed(&mut b, "etcd-abc/00-rev78-b.db.zst");
         let split: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(
             split,
             [0, 1],
             "without the link, the dates make it a rewind"
         );
-        b.manifest.follows = Some(crate::manifest::Follows {
-            full_backup: a.manifest.object.clone(),
-            covered_revision: 77,
-            highest_time: a.manifest.created_at,
-        });
+        link(&mut b, &a, 77, a.manifest.created_at);
         let one: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(one, [0, 0]);
         let plans = plan_over("s", &[a.clone(), b.clone()], PointInTime::Revision(79));
@@ -633,15 +648,10 @@ mod tests {
         // cluster ID also shows: then it is taken for a rewind (a refusal, never a silent mix).
         let a = full(1, 50, Some((79, 2)));
         let mut b = full(0, 78, Some((107, 3)));
-        b.manifest.object = "etcd-abc/00-rev78-b.db.zst".into();
-        b.object = b.manifest.object.clone();
+        renamed(&mut b, "etcd-abc/00-rev78-b.db.zst");
         let unlinked: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(unlinked, [0, 1]);
-        b.manifest.follows = Some(crate::manifest::Follows {
-            full_backup: a.object.clone(),
-            covered_revision: 77,
-            highest_time: a.manifest.created_at,
-        });
+        link(&mut b, &a, 77, a.manifest.created_at);
         let found: Vec<(usize, i64)> = histories(&[&a, &b])
             .into_iter()
             .map(|(h, e)| (h, e.manifest.revision))
@@ -661,13 +671,8 @@ mod tests {
         // cluster was restored meanwhile (kept its ID). B's link does not count.
         let a = full(1, 50, Some((300, 2)));
         let mut b = full(3, 120, Some((160, 4)));
-        b.manifest.object = "etcd-abc/00-rev120-b.db.zst".into();
-        b.object = b.manifest.object.clone();
-        b.manifest.follows = Some(crate::manifest::Follows {
-            full_backup: a.object.clone(),
-            covered_revision: 300,
-            highest_time: a.manifest.created_at,
-        });
+        renamed(&mut b, "etcd-abc/00-rev120-b.db.zst");
+        link(&mut b, &a, 300, a.manifest.created_at);
         let split: Vec<usize> = histories(&[&a, &b]).into_iter().map(|(h, _)| h).collect();
         assert_eq!(split, [0, 1]);
         assert!(plan_over("s", &[a.clone(), b.clone()], PointInTime::Revision(130)).is_err());
@@ -681,13 +686,11 @@ mod tests {
         let a = stamped(0, 100, &[(0, 10), (10, 40), (25, 27), (27, 30)]);
         let mut b = stamped(0, 135, &[(26, 28), (28, 36), (36, 50)]);
         b.manifest.created_at += chrono::TimeDelta::seconds(25);
-        b.manifest.object = "etcd-abc/00-rev135-b.db.zst".into();
-        b.object = b.manifest.object.clone();
+        renamed(&mut b, "etcd-abc/00-rev135-b.db.zst");
         // A compacted (dated at its last stamp, 30 s), and then pruned by retention.
         let mut copy = full_entry(0, 140);
         copy.manifest.created_at += chrono::TimeDelta::seconds(30);
-        copy.manifest.object = "etcd-abc/00-rev140-copy.db.zst".into();
-        copy.object = copy.manifest.object.clone();
+        renamed(&mut copy, "etcd-abc/00-rev140-copy.db.zst");
         copy.manifest.compacted_from = Some(crate::manifest::CompactedFrom {
             full_backup: a.object.clone(),
             full_revision: 100,
@@ -731,22 +734,22 @@ mod tests {
         let a = stamped(0, 100, &[(0, 10), (10, 40), (25, 27), (27, 30)]);
         let mut b = stamped(0, 135, &[(26, 28), (28, 36), (36, 50)]);
         b.manifest.created_at += chrono::TimeDelta::seconds(25);
-        b.manifest.object = "etcd-abc/00-rev135-b.db.zst".into();
-        b.object = b.manifest.object.clone();
+        renamed(&mut b, "etcd-abc/00-rev135-b.db.zst");
         let unlinked = plan_over("s", std::slice::from_ref(&b), at_second(0, 35)).unwrap();
         assert_eq!(
             unlinked[0].full, b.object,
             "without the record: its second showing"
         );
-        b.manifest.follows = Some(crate::manifest::Follows {
-            full_backup: a.object.clone(),
-            covered_revision: 130,
-            highest_time: crate::manifest::CompactedFrom::highest_of(
+        link(
+            &mut b,
+            &a,
+            130,
+            crate::manifest::CompactedFrom::highest_of(
                 &a.manifest,
                 a.deltas.iter().map(|d| &d.manifest),
             )
             .time,
-        });
+        );
         // 35 s was passed before B was taken: B cannot restore it (refused: a gap), and a
         // time after 40 s still can.
         assert!(plan_over("s", std::slice::from_ref(&b), at_second(0, 35)).is_err());
