@@ -173,9 +173,9 @@ fn follows(later: &BackupEntry, earlier: &BackupEntry) -> bool {
 /// The history each complete full backup belongs to, in `created_at` order: a new history
 /// starts when a full backup holds a lower revision than a chain before it had reached by the
 /// time it ended (the cluster was restored to an earlier revision and kept its ID). Chains
-/// of one history that overlap (the next full backup is taken while a chain goes on, or a
-/// clock step dated a later full backup before an earlier one) do not count: the earlier
-/// chain then reaches past the later backup's start, or stamps times after it.
+/// of one history that overlap (the next full backup is taken while a chain goes on) do not
+/// count: the earlier chain then reaches past the later backup's start. Nor does a pair that
+/// [`follows`] links (a clock step dated the later full backup before the earlier one).
 fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> {
     let mut by_time: Vec<&BackupEntry> = complete.to_vec();
     by_time.sort_by_key(|b| (b.manifest.created_at, b.manifest.revision));
@@ -185,12 +185,9 @@ fn histories<'a>(complete: &[&'a BackupEntry]) -> Vec<(usize, &'a BackupEntry)> 
     for entry in by_time {
         // A compacted backup (`snapshot compact`) is its chain's state at the chain's last
         // revision: the same history, never the start of another.
-        // A backup dated after an earlier one but holding a lower revision is a rewind only
-        // when that earlier chain's clock had stopped before it was taken: a chain still
-        // stamping later times (its clock was ahead and stepped back, or this backup's clock
-        // stepped back) is the same history, in the order its revisions say.
         // A full backup `backup run` took while following the other's chain without a break
-        // (`follows`) is of the same history by construction.
+        // (`follows`) is of the same history by construction, whatever the dates say (a clock
+        // stepped back); without that link, dates and revisions that disagree are a rewind.
         let rewound = !entry.manifest.is_compacted()
             && current.iter().any(|earlier| {
                 let (to_revision, to_time) = reach_of(earlier);
