@@ -320,22 +320,8 @@ fn a_time_shown_twice_by_a_clock_stepped_back_restores_its_first_showing() {
     );
 
     // verify: the chain is whole, its steps said.
-    let listed = etcdops(
-        &[
-            "snapshot",
-            "list",
-            &store.display().to_string(),
-            "-w",
-            "json",
-        ]
-        .map(String::from),
-        &[],
-    );
-    listed.expect_code(0);
-    let object = listed.json()["backups"][0]["object"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let listed = crate::snapshot_compact::listed(&store);
+    let object = listed["backups"][0]["object"].as_str().unwrap().to_string();
     let backup_url = format!("{}/{object}", store.display());
     let verified = etcdops(
         &["snapshot".into(), "verify".into(), backup_url.clone()],
@@ -407,19 +393,8 @@ fn a_full_backup_dated_before_the_last_by_a_clock_step_back_is_not_a_rewind() {
     cluster.put_keys("/rewind/later/", 20);
     backup.wait_published(revision_of(&cluster));
     backup.stop();
-    let listed = etcdops(
-        &[
-            "snapshot",
-            "list",
-            &store.display().to_string(),
-            "-w",
-            "json",
-        ]
-        .map(String::from),
-        &[],
-    );
-    listed.expect_code(0);
-    let backups = listed.json()["backups"].as_array().unwrap().clone();
+    let listed = crate::snapshot_compact::listed(&store);
+    let backups = listed["backups"].as_array().unwrap().clone();
     let dated = |object: &str| {
         backups
             .iter()

@@ -22,7 +22,7 @@ fn store_arg(store: &Path) -> String {
 }
 
 /// `snapshot list STORE -w json`.
-fn listed(store: &Path) -> Value {
+pub(crate) fn listed(store: &Path) -> Value {
     let out = etcdops(
         &["snapshot", "list", &store_arg(store), "-w", "json"].map(String::from),
         &[],
