@@ -9,42 +9,24 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use etcdops::client::{ClusterConfig, ConnectionOptions, Secret, parse_duration};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::outcome::ModuleError;
-use crate::spec::{Kind, OptionSpec, opt, secret};
+use crate::spec::ModuleSpec;
 
-/// The shared options, as modules accept them.
-pub const CONNECTION_OPTIONS: &[OptionSpec] = &[
-    opt("endpoints", Kind::List),
-    opt("cacert", Kind::Path),
-    opt("cert", Kind::Path),
-    opt("key", Kind::Path),
-    opt("cacert_content", Kind::Str),
-    opt("cert_content", Kind::Str),
-    secret("key_content", Kind::Str),
-    opt("user", Kind::Str),
-    secret("password", Kind::Str),
-    opt("insecure_skip_tls_verify", Kind::Bool).default_bool(false),
-    opt("server_name", Kind::Str),
-    opt("discovery_srv", Kind::Str),
-    opt("discovery_srv_name", Kind::Str),
-    opt("insecure_discovery", Kind::Bool),
-    opt("dns_server", Kind::Str),
-    opt("dial_timeout", Kind::Str).default_str("2s"),
-    opt("command_timeout", Kind::Str).default_str("5s"),
-    opt("platform", Kind::Str).choices(&["auto"]),
-    // The directory standing for `/`: only tests set it (a fake host's files), so it is
-    // not documented; `root` is its old name in etcd_static_pod and etcd_platform_info.
-    opt("platform_root", Kind::Path)
-        .aliases(&["root"])
-        .undocumented(),
-];
+/// The value of `platform`: where unset connection settings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlatformSource {
+    /// The etcd found on the host (its static pod manifest, systemd unit or env file).
+    Auto,
+}
 
-/// The shared options after normalization.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The shared connection options, as every module accepts them (a module that talks to no
+/// cluster ignores them, so that `module_defaults` of the whole group can set them).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ConnectionArgs {
     endpoints: Option<Vec<String>>,
     cacert: Option<PathBuf>,
@@ -52,18 +34,26 @@ pub struct ConnectionArgs {
     key: Option<PathBuf>,
     cacert_content: Option<String>,
     cert_content: Option<String>,
+    #[schemars(extend("x-no-log" = true))]
     key_content: Option<String>,
     user: Option<String>,
+    #[schemars(extend("x-no-log" = true))]
     password: Option<String>,
+    #[schemars(extend("default" = false))]
     insecure_skip_tls_verify: Option<bool>,
     server_name: Option<String>,
     discovery_srv: Option<String>,
     discovery_srv_name: Option<String>,
     insecure_discovery: Option<bool>,
     dns_server: Option<String>,
+    #[schemars(extend("default" = "2s"))]
     dial_timeout: Option<String>,
+    #[schemars(extend("default" = "5s"))]
     command_timeout: Option<String>,
-    platform: Option<String>,
+    platform: Option<PlatformSource>,
+    /// The directory standing for `/`: only tests set it (a fake host's files), so it is
+    /// not documented; `root` is its old name in etcd_static_pod and etcd_platform_info.
+    #[schemars(extend("x-aliases" = ["root"], "x-undocumented" = true))]
     platform_root: Option<PathBuf>,
 }
 
@@ -81,15 +71,20 @@ fn duration(option: &str, text: Option<String>) -> Result<Option<Duration>, Stri
 }
 
 impl ConnectionArgs {
-    /// Takes the shared options out of a module's normalized parameters.
+    /// The shared options' declarations.
+    pub fn spec() -> ModuleSpec {
+        ModuleSpec::of::<ConnectionArgs>().unwrap_or_default()
+    }
+
+    /// Takes the shared options out of a module's parameters.
     pub fn take(params: &mut Map<String, Value>) -> Result<ConnectionArgs, String> {
         let mut mine = Map::new();
-        for spec in CONNECTION_OPTIONS {
-            if let Some(value) = params.remove(spec.name) {
-                mine.insert(spec.name.to_string(), value);
+        for spec in ConnectionArgs::spec().options {
+            if let Some(value) = params.remove(&spec.name) {
+                mine.insert(spec.name, value);
             }
         }
-        serde_json::from_value(Value::Object(mine)).map_err(|e| e.to_string())
+        crate::spec::parse("connection", mine)
     }
 
     /// Validates the options into a cluster configuration: task values first, then the
@@ -119,19 +114,14 @@ impl ConnectionArgs {
         // Library errors keep their hint: the module option that fixes them.
         let options = options.or_env()?;
         // `platform: auto` fills what is still unset from the etcd found on the host.
-        let options = match self.platform.as_deref() {
+        let options = match self.platform {
             None => options,
-            Some("auto") => etcdops::platform::fill_from_host(
+            Some(PlatformSource::Auto) => etcdops::platform::fill_from_host(
                 options,
                 self.platform_root
                     .as_deref()
                     .unwrap_or(std::path::Path::new("/")),
             )?,
-            Some(other) => {
-                return Err(ModuleError::new(format!(
-                    "platform: '{other}' is not one of auto"
-                )));
-            }
         };
         Ok(options.build()?)
     }

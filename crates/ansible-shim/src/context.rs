@@ -6,10 +6,10 @@ use serde_json::{Map, Value};
 use etcdops::client::ClusterConfig;
 use etcdops::guard::{Force, Guards, Operation};
 
-use crate::connection::{CONNECTION_OPTIONS, ConnectionArgs};
-use crate::modules::{MODULES, ModuleDef, lookup};
+use crate::connection::ConnectionArgs;
+use crate::modules::{ModuleDef, lookup};
 use crate::outcome::ModuleError;
-use crate::spec::{OptionSpec, normalize, parse};
+use crate::spec::{ModuleSpec, parse};
 
 /// One module invocation.
 #[derive(Debug)]
@@ -22,20 +22,6 @@ pub struct Context {
     pub diff: bool,
     params: Map<String, Value>,
     def: Option<&'static ModuleDef>,
-}
-
-/// Whether an option set by `module_defaults` is one this module has no use for but another
-/// module of the collection takes: such an option is dropped, not refused. An option no
-/// module takes (a typo) is kept, and refused as unsupported.
-fn unused_default(def: Option<&ModuleDef>, name: &str) -> bool {
-    let takes = |d: &ModuleDef| {
-        CONNECTION_OPTIONS
-            .iter()
-            .chain(d.options.iter().flat_map(|s| s.iter()))
-            .any(|spec| spec.answers_to(name))
-    };
-    let Some(def) = def else { return false };
-    !takes(def) && MODULES.iter().any(takes)
 }
 
 impl Context {
@@ -61,19 +47,13 @@ impl Context {
         // `etcd.core.etcd_member` -> `etcd_member`
         let module = module.rsplit('.').next().unwrap_or_default().to_string();
         let def = lookup(&module);
-        let from_defaults: Vec<&str> = raw
-            .get(crate::DEFAULTS_KEY)
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        // The action plugin has validated the options (ansible-core's validator: aliases
+        // resolved, values coerced); unset ones come as null.
         let params: Map<String, Value> = raw
             .iter()
-            .filter(|(k, _)| {
-                !k.starts_with("_ansible_")
-                    && k.as_str() != crate::MODULE_KEY
-                    && k.as_str() != crate::DEFAULTS_KEY
+            .filter(|(k, v)| {
+                !k.starts_with("_ansible_") && k.as_str() != crate::MODULE_KEY && !v.is_null()
             })
-            .filter(|(k, _)| !(from_defaults.contains(&k.as_str()) && unused_default(def, k)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Context {
@@ -95,28 +75,41 @@ impl Context {
         &self.params
     }
 
-    /// Every option this module accepts: the shared connection options and its own.
-    pub fn specs(&self) -> Vec<&'static [OptionSpec]> {
-        // Modules that do not talk to a cluster still accept (and ignore) the connection
-        // options, so that `module_defaults: {group/etcd.core.etcd: ...}` can set them for all.
-        let mut specs = vec![CONNECTION_OPTIONS];
-        if let Some(def) = self.def {
-            specs.extend_from_slice(def.options);
-        }
-        specs
+    /// Every option this module accepts: its own and the shared connection options.
+    pub fn spec(&self) -> ModuleSpec {
+        self.def
+            .and_then(|def| def.spec().ok())
+            .unwrap_or_else(ConnectionArgs::spec)
     }
 
-    fn normalized(&self) -> Result<Map<String, Value>, ModuleError> {
-        normalize(&self.module, &self.params, &self.specs()).map_err(ModuleError::new)
+    /// The options, refused when one is unknown to the module (the action plugin validated
+    /// them already; this guards the binary run by hand).
+    fn checked(&self) -> Result<Map<String, Value>, ModuleError> {
+        let spec = self.spec();
+        if let Some(unknown) = self.params.keys().find(|name| spec.get(name).is_none()) {
+            let mut known: Vec<&str> = spec
+                .options
+                .iter()
+                .filter(|o| o.documented)
+                .map(|o| o.name.as_str())
+                .collect();
+            known.sort_unstable();
+            return Err(ModuleError::new(format!(
+                "unsupported option '{unknown}' for {}; supported options: {}",
+                self.module,
+                known.join(", ")
+            )));
+        }
+        Ok(self.params.clone())
     }
 
     /// The module's own options, typed.
     pub fn args<T: DeserializeOwned>(&self) -> Result<T, ModuleError> {
-        let mut normalized = self.normalized()?;
-        for spec in CONNECTION_OPTIONS {
-            normalized.remove(spec.name);
+        let mut params = self.checked()?;
+        for option in ConnectionArgs::spec().options {
+            params.remove(&option.name);
         }
-        parse(&self.module, normalized).map_err(ModuleError::new)
+        parse(&self.module, params).map_err(ModuleError::new)
     }
 
     /// The guards of the host under the `platform_root` option (default `/`).
@@ -148,7 +141,7 @@ impl Context {
     /// The `platform_root` connection option: the directory standing for `/` (default `/`).
     pub fn platform_root(&self) -> Result<std::path::PathBuf, ModuleError> {
         Ok(self
-            .normalized()?
+            .checked()?
             .get("platform_root")
             .and_then(Value::as_str)
             .map(std::path::PathBuf::from)
@@ -157,8 +150,8 @@ impl Context {
 
     /// The cluster to talk to, from the shared connection options.
     pub fn cluster(&self) -> Result<ClusterConfig, ModuleError> {
-        let mut normalized = self.normalized()?;
-        ConnectionArgs::take(&mut normalized)
+        let mut params = self.checked()?;
+        ConnectionArgs::take(&mut params)
             .map_err(ModuleError::new)?
             .build()
     }
@@ -174,34 +167,21 @@ mod tests {
     }
 
     #[test]
-    fn store_options_from_module_defaults_are_ignored_where_no_store_is_read() {
-        // A group's defaults reach etcd_kv_info too: an option another module takes is
-        // ignored there.
-        parse(json!({
-            "_etcd_module": "etcd_kv_info", "etcd_key": "/a",
-            "allow_http": true, "s3_endpoint": "http://minio:9000",
-            "_etcd_defaults": ["allow_http", "s3_endpoint"],
-        }))
-        .unwrap();
-        // The same options written in the task itself are refused.
+    fn options_the_module_does_not_take_are_refused_naming_the_supported_ones() {
         let err = parse(json!({
             "_etcd_module": "etcd_kv_info", "etcd_key": "/a", "allow_http": true,
         }))
         .unwrap_err();
-        assert!(err.contains("unsupported option 'allow_http'"), "{err}");
-        // A typo in module_defaults is refused: no module takes it.
-        let err = parse(json!({
-            "_etcd_module": "etcd_kv_info", "etcd_key": "/a", "alow_http": true,
-            "_etcd_defaults": ["alow_http"],
-        }))
-        .unwrap_err();
-        assert!(err.contains("unsupported option 'alow_http'"), "{err}");
-        // A module that takes the option still gets it (and checks its value).
-        let err = parse(json!({
-            "_etcd_module": "etcd_snapshot", "store": "/b", "allow_http": "maybe",
-            "_etcd_defaults": ["allow_http"],
-        }))
-        .unwrap_err();
-        assert!(err.contains("allow_http: expected a boolean"), "{err}");
+        assert!(
+            err.contains("unsupported option 'allow_http' for etcd_kv_info"),
+            "{err}"
+        );
+        assert!(
+            err.contains("etcd_key") && !err.contains("platform_root"),
+            "{err}"
+        );
+        // Unset options (null) are no options.
+        parse(json!({"_etcd_module": "etcd_kv_info", "etcd_key": "/a", "allow_http": null}))
+            .unwrap();
     }
 }

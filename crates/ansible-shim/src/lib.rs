@@ -35,12 +35,6 @@ use serde_json::{Map, Value};
 /// under an architecture-specific name).
 pub const MODULE_KEY: &str = "_etcd_module";
 
-/// The key the action plugin uses to list the options that came from `module_defaults`, not
-/// from the task itself: those the module has no use for are ignored when another module of
-/// the collection takes them (a group's defaults apply to every module of the group), and
-/// refused as unsupported otherwise (a typo).
-pub const DEFAULTS_KEY: &str = "_etcd_defaults";
-
 /// What the binary prints and how it exits.
 #[derive(Debug, Clone)]
 pub struct ShimOutput {

@@ -7,7 +7,6 @@ use etcdops::hints::{Hint, OptionId, OptionKind};
 
 use crate::context::Context;
 use crate::secrets::{masked_params, scrub_value, secret_values};
-use crate::spec::deprecated_aliases_used;
 
 /// A module's result: Ansible's common keys plus the module's return values.
 #[derive(Debug, Default)]
@@ -84,13 +83,13 @@ fn module_options(hint: Hint) -> Hint {
 
 /// Whether `name` is a documented option of a module of this collection, and a switch.
 fn collection_option(name: &str) -> Option<bool> {
-    let spec = crate::modules::MODULES
+    crate::modules::MODULES
         .iter()
-        .flat_map(|m| m.options.iter())
-        .chain([crate::connection::CONNECTION_OPTIONS].iter())
-        .flat_map(|s| s.iter())
-        .find(|s| s.documented && s.name == name)?;
-    Some(spec.kind == crate::spec::Kind::Bool)
+        .filter_map(|m| m.spec().ok())
+        .find_map(|spec| {
+            let option = spec.get(name).filter(|o| o.documented)?;
+            Some(option.kind == "bool")
+        })
 }
 
 /// A message with each command-line flag of a module option (`pass --move-aside`) in the
@@ -195,26 +194,13 @@ impl Outcome {
 
     /// The printed document, with every secret scrubbed.
     pub fn into_json(self, context: &Context) -> String {
-        let specs = context.specs();
+        let spec = context.spec();
         let mut doc = self.values;
         doc.insert("changed".into(), Value::Bool(self.changed));
         doc.insert("failed".into(), Value::Bool(self.failed));
         doc.insert("msg".into(), Value::String(one_line(&self.msg)));
         if !self.warnings.is_empty() {
             doc.insert("warnings".into(), Value::from(self.warnings));
-        }
-        let deprecations: Vec<Value> = deprecated_aliases_used(context.params(), &specs)
-            .into_iter()
-            .map(|(alias, option)| {
-                serde_json::json!({
-                    "msg": format!("{}: option '{alias}' is deprecated, use {option}", context.module),
-                    "version": "1.0.0",
-                    "collection_name": "etcd.core",
-                })
-            })
-            .collect();
-        if !deprecations.is_empty() {
-            doc.insert("deprecations".into(), Value::from(deprecations));
         }
         if context.diff
             && let Some(diff) = self.diff
@@ -224,10 +210,10 @@ impl Outcome {
         let mut invocation = Map::new();
         invocation.insert(
             "module_args".into(),
-            Value::Object(masked_params(context.params(), &specs)),
+            Value::Object(masked_params(context.params(), &spec)),
         );
         doc.insert("invocation".into(), Value::Object(invocation));
-        scrub_value(Value::Object(doc), &secret_values(context.params(), &specs)).to_string()
+        scrub_value(Value::Object(doc), &secret_values(context.params(), &spec)).to_string()
     }
 }
 
@@ -274,64 +260,5 @@ mod tests {
             module_options(hint).render(etcdops::hints::Style::Module),
             "identity_file or identity_content or etcd_prefix or prefix: true or force: true"
         );
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod alias_tests {
-    use serde_json::{Value, json};
-
-    fn run(args: Value) -> Value {
-        serde_json::from_str(&crate::run_module_json(&args.to_string(), None).json).unwrap()
-    }
-
-    #[test]
-    fn a_deprecated_alias_works_and_says_so_in_ansibles_deprecations() {
-        // No cluster answers: the task fails, after the alias was accepted.
-        let out = run(json!({
-            "_ansible_module_name": "etcd.core.etcd_lease_info",
-            "endpoints": ["http://127.0.0.1:1"], "dial_timeout": "200ms",
-            "id": "1", "keys": true,
-        }));
-        assert!(
-            !out["msg"].as_str().unwrap().contains("unsupported"),
-            "{out}"
-        );
-        assert_eq!(
-            out["deprecations"],
-            json!([{
-                "msg": "etcd_lease_info: option 'keys' is deprecated, use list_keys",
-                "version": "1.0.0",
-                "collection_name": "etcd.core",
-            }])
-        );
-        // A current alias is no deprecation.
-        let out = run(json!({
-            "_ansible_module_name": "etcd.core.etcd_snapshot",
-            "_ansible_check_mode": true,
-            "endpoints": ["http://127.0.0.1:1"], "dial_timeout": "200ms",
-            "dest": "/nonexistent/backups",
-        }));
-        assert!(out.get("deprecations").is_none(), "{out}");
-        assert!(
-            !out["msg"]
-                .as_str()
-                .unwrap()
-                .contains("missing required option"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn root_is_still_the_platform_root_of_etcd_platform_info() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = run(json!({
-            "_ansible_module_name": "etcd.core.etcd_platform_info",
-            "root": dir.path(),
-        }));
-        assert_eq!(out["failed"], json!(false), "{out}");
-        assert_eq!(out["platform"], json!("none"), "{out}");
-        assert_eq!(out["root"], json!(dir.path()), "{out}");
     }
 }

@@ -3,17 +3,17 @@
 
 use serde_json::{Map, Value};
 
-use crate::spec::OptionSpec;
+use crate::spec::ModuleSpec;
 
 /// What replaces a secret in `invocation`, as Ansible itself writes it.
 pub const MASK: &str = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER";
 
 /// The secret values among the raw parameters (`user: name:password` included), longest
 /// first so that a secret containing another is replaced whole.
-pub fn secret_values(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Vec<String> {
+pub fn secret_values(params: &Map<String, Value>, spec: &ModuleSpec) -> Vec<String> {
     let mut values = Vec::new();
-    for spec in specs.iter().flat_map(|s| s.iter()).filter(|s| s.secret) {
-        if let Some(value) = params.get(spec.name) {
+    for option in spec.options.iter().filter(|o| o.secret) {
+        if let Some(value) = params.get(&option.name) {
             collect_strings(value, &mut values);
         }
     }
@@ -86,16 +86,13 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
 }
 
 /// The parameters as `invocation.module_args` shows them: secret options masked.
-pub fn masked_params(params: &Map<String, Value>, specs: &[&[OptionSpec]]) -> Map<String, Value> {
+pub fn masked_params(params: &Map<String, Value>, spec: &ModuleSpec) -> Map<String, Value> {
     let mut out = Map::new();
     for (name, value) in params {
         if name.starts_with("_ansible_") || name == crate::MODULE_KEY {
             continue;
         }
-        let is_secret = specs
-            .iter()
-            .flat_map(|s| s.iter())
-            .any(|s| s.secret && s.name == name);
+        let is_secret = spec.get(name).is_some_and(|o| o.secret);
         let shown = match value {
             _ if is_secret && !value.is_null() => Value::String(MASK.to_string()),
             Value::String(text) if text.contains("://") => Value::String(url_shown(text)),
@@ -150,17 +147,38 @@ pub fn scrub_value(value: Value, secrets: &[String]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Kind, opt, secret};
+    use crate::spec::OptionSpec;
     use serde_json::json;
 
-    const SPECS: &[OptionSpec] = &[opt("user", Kind::Str), secret("password", Kind::Str)];
+    fn option(name: &str, secret: bool) -> OptionSpec {
+        OptionSpec {
+            name: name.into(),
+            kind: "str",
+            elements: None,
+            default: None,
+            choices: Vec::new(),
+            required: false,
+            aliases: Vec::new(),
+            deprecated_aliases: Vec::new(),
+            secret,
+            documented: true,
+        }
+    }
+
+    fn specs() -> ModuleSpec {
+        ModuleSpec {
+            options: vec![option("user", false), option("password", true)],
+        }
+    }
 
     #[test]
     fn each_line_of_a_multi_line_secret_is_scrubbed_too() {
-        const IDS: &[OptionSpec] = &[secret("identity_content", Kind::Str)];
+        let ids = ModuleSpec {
+            options: vec![option("identity_content", true)],
+        };
         let content = "# public key: age1public\nAGE-SECRET-KEY-1QQQQQQQQQQ\n";
         let params = json!({ "identity_content": content });
-        let secrets = secret_values(params.as_object().unwrap(), &[IDS]);
+        let secrets = secret_values(params.as_object().unwrap(), &ids);
         let scrubbed = scrub_value(json!({"msg": "AGE-SECRET-KEY-1QQQQQQQQQQ"}), &secrets);
         assert!(!scrubbed.to_string().contains("AGE-SECRET"), "{scrubbed}");
         assert!(!secrets.iter().any(|s| s == "# public key: age1public"));
@@ -173,7 +191,7 @@ mod tests {
             "store": "az://c/p?sv=2020&sig=S1gS3cret",
             "name": "etcd-1",
         });
-        let masked = masked_params(params.as_object().unwrap(), &[SPECS]);
+        let masked = masked_params(params.as_object().unwrap(), &specs());
         let shown = Value::Object(masked).to_string();
         assert!(
             !shown.contains("Sup3rSecret") && !shown.contains("S1gS3cret"),
@@ -190,7 +208,7 @@ mod tests {
             "endpoints": ["http://root:PW-IN-URL@h:2379", "u:PW2@h:1", "https://h:2"],
             "msg_to": "ops@example.com",
         });
-        let secrets = secret_values(params.as_object().unwrap(), &[SPECS]);
+        let secrets = secret_values(params.as_object().unwrap(), &specs());
         assert!(secrets.contains(&"PW-IN-URL".to_string()), "{secrets:?}");
         assert!(secrets.contains(&"PW2".to_string()), "{secrets:?}");
         assert_eq!(secrets.len(), 2, "{secrets:?}");
@@ -201,12 +219,12 @@ mod tests {
         let params =
             json!({"user": "root:s3cr3t-in-user", "password": "hunter2\nx", "_ansible_diff": true});
         let params = params.as_object().unwrap();
-        let secrets = secret_values(params, &[SPECS]);
+        let secrets = secret_values(params, &specs());
         assert_eq!(
             secrets,
             vec!["s3cr3t-in-user".to_string(), "hunter2\nx".to_string()]
         );
-        let masked = masked_params(params, &[SPECS]);
+        let masked = masked_params(params, &specs());
         assert_eq!(masked["password"], json!(MASK));
         assert!(!masked.contains_key("_ansible_diff"));
         let doc =
@@ -219,7 +237,7 @@ mod tests {
     #[test]
     fn a_secret_that_is_a_json_word_or_digit_leaves_the_result_json() {
         let params = json!({"password": "true", "user": "root:1"});
-        let secrets = secret_values(params.as_object().unwrap(), &[SPECS]);
+        let secrets = secret_values(params.as_object().unwrap(), &specs());
         let doc = json!({"changed": true, "failed": false, "revision": 11, "true": "a true 1",
             "msg": "revision 11 is true"});
         let scrubbed = scrub_value(doc, &secrets);

@@ -1,393 +1,327 @@
-//! Module options: what each module accepts, and the coercions Ansible users expect.
+//! Module options, declared once.
 //!
-//! Ansible checks a Python module's options against its argument spec before the module runs;
-//! a binary module gets the raw values. So each module declares its options here, as an
-//! argument spec would (type, aliases, choices, default, required), and [`normalize`] does
-//! what Ansible's argument spec does: refuses unknown options (naming the supported ones),
-//! resolves aliases, drops nulls (`omit`, unset variables), coerces the usual YAML and Jinja
-//! spellings (`yes`/`"true"` for booleans, `"5"` for integers, `"a,b"` for lists), checks
-//! choices and required options. serde then builds the module's typed request from the
-//! result; [`parse`] words what serde still refuses in Ansible's terms.
+//! A module's options are a Rust type: the workflow's request, with the shared groups it
+//! flattens (connection, store, identity) and what only the module takes, deriving serde's
+//! `Deserialize` and schemars' `JsonSchema`. [`ModuleSpec::of`] reads that type's schema in
+//! Ansible's terms (type, list elements, default, choices, required, aliases, `no_log`), so
+//! the field's Rust type, serde default and doc comment are the option's only declaration:
+//! - the argument specs the action plugin validates every task with, with ansible-core's own
+//!   validator (aliases, the usual spellings of booleans and integers, comma-separated lists,
+//!   choices, required), are written from it (`plugins/plugin_utils/argument_specs.json`,
+//!   kept equal by `tests/argument_specs.rs`);
+//! - the sidecar docs are checked against it (`tests/docs_match_spec.rs`).
 //!
-//! The declarations are also what the sidecar docs are checked against
-//! (`tests/docs_match_spec.rs`), so docs and code cannot drift apart.
+//! What a JSON schema cannot say is a schemars extension on the field:
+//! `#[schemars(extend("x-aliases" = ["dest"]))]`, `"x-deprecated-aliases"` (also accepted,
+//! with a deprecation warning), `"x-no-log" = true` (a secret: masked and scrubbed),
+//! `"x-undocumented" = true` (only tests set it). [`parse`] builds the typed options from
+//! the validated values and words what serde still refuses (an integer out of its range) in
+//! Ansible's terms.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-/// The type of one option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A string (numbers and booleans are turned into their text).
-    Str,
-    /// A path on the host the module runs on (a string).
-    Path,
-    /// A boolean: true/false, yes/no, on/off, 1/0, as Ansible accepts them.
-    Bool,
-    /// An integer, also given as a string.
-    Int,
-    /// A list of strings, also given as a comma-separated string.
-    List,
-    /// A mapping of strings to strings.
-    Dict,
-    /// A list of mappings, each passed on as given (a registered result per host).
-    DictList,
-}
-
-impl Kind {
-    /// The option's `type` in Ansible's documentation.
-    pub fn ansible_type(self) -> &'static str {
-        match self {
-            Kind::Str => "str",
-            Kind::Path => "path",
-            Kind::Bool => "bool",
-            Kind::Int => "int",
-            Kind::List => "list",
-            Kind::Dict => "dict",
-            Kind::DictList => "list",
-        }
-    }
-
-    /// The `elements` of a list option in Ansible's documentation.
-    pub fn elements(self) -> Option<&'static str> {
-        match self {
-            Kind::List => Some("str"),
-            Kind::DictList => Some("dict"),
-            _ => None,
-        }
-    }
-}
-
-/// The default of an option, as documented (the library applies it when the option is unset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DefaultValue {
-    /// A boolean default.
-    Bool(bool),
-    /// An integer default.
-    Int(i64),
-    /// A string default.
-    Str(&'static str),
-    /// A list default.
-    List(&'static [&'static str]),
-}
-
-impl DefaultValue {
-    /// The default as JSON.
-    pub fn to_json(self) -> Value {
-        match self {
-            DefaultValue::Bool(b) => Value::Bool(b),
-            DefaultValue::Int(i) => Value::from(i),
-            DefaultValue::Str(s) => Value::from(s),
-            DefaultValue::List(items) => Value::from(items.to_vec()),
-        }
-    }
-}
-
-/// One option of a module, as Ansible's argument spec would declare it.
-#[derive(Debug, Clone, Copy)]
+/// One option of a module, as its options type declares it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct OptionSpec {
-    /// Its name in the task.
-    pub name: &'static str,
-    /// Its type.
-    pub kind: Kind,
-    /// Whether its value is a secret: scrubbed from every output.
-    pub secret: bool,
-    /// Other names it answers to (documented `aliases`).
-    pub aliases: &'static [&'static str],
-    /// Old names it still answers to, with a deprecation warning (documented as aliases).
-    pub deprecated_aliases: &'static [&'static str],
-    /// The values it accepts (each element's, for a list); empty for any value.
-    pub choices: &'static [&'static str],
-    /// Its documented default.
-    pub default: Option<DefaultValue>,
-    /// Whether a task must give it.
+    /// The option's name.
+    pub name: String,
+    /// Ansible's `type`: `str`, `bool`, `int`, `float`, `list`, `dict` or `raw`.
+    pub kind: &'static str,
+    /// Ansible's `elements` of a list.
+    pub elements: Option<&'static str>,
+    /// The default the library applies when the option is unset.
+    pub default: Option<Value>,
+    /// The values it may take (each element's, for a list).
+    pub choices: Vec<Value>,
+    /// A task must give it.
     pub required: bool,
-    /// Whether it is documented: false for the options only tests set.
+    /// Other names it answers to.
+    pub aliases: Vec<String>,
+    /// Old names it still answers to, with a deprecation warning.
+    pub deprecated_aliases: Vec<String>,
+    /// A secret: `no_log`, masked in `invocation` and scrubbed from every result.
+    pub secret: bool,
+    /// In the module's docs (false: only tests set it).
     pub documented: bool,
-    /// The field of the library's request it fills, when that is not its name (an option
-    /// renamed for consistency across modules keeps the library's field).
-    pub field: Option<&'static str>,
 }
 
-/// An option that is not a secret.
-pub const fn opt(name: &'static str, kind: Kind) -> OptionSpec {
-    OptionSpec {
-        name,
-        kind,
-        secret: false,
-        aliases: &[],
-        deprecated_aliases: &[],
-        choices: &[],
-        default: None,
-        required: false,
-        documented: true,
-        field: None,
-    }
+/// Every option of a module.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModuleSpec {
+    /// The options, by name.
+    pub options: Vec<OptionSpec>,
 }
 
-/// An option whose value is a secret.
-pub const fn secret(name: &'static str, kind: Kind) -> OptionSpec {
-    OptionSpec {
-        secret: true,
-        ..opt(name, kind)
-    }
+/// The schema of `T` with every sub-schema inlined, as JSON.
+fn schema_value<T: JsonSchema>() -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }
 
-impl OptionSpec {
-    /// With other names it answers to.
-    pub const fn aliases(self, aliases: &'static [&'static str]) -> Self {
-        OptionSpec { aliases, ..self }
-    }
-
-    /// With old names it still answers to, each with a deprecation warning.
-    pub const fn deprecated_aliases(self, deprecated_aliases: &'static [&'static str]) -> Self {
-        OptionSpec {
-            deprecated_aliases,
-            ..self
-        }
-    }
-
-    /// With the only values it accepts.
-    pub const fn choices(self, choices: &'static [&'static str]) -> Self {
-        OptionSpec { choices, ..self }
-    }
-
-    /// With its documented default.
-    pub const fn default(self, default: DefaultValue) -> Self {
-        OptionSpec {
-            default: Some(default),
-            ..self
-        }
-    }
-
-    /// With a boolean default.
-    pub const fn default_bool(self, value: bool) -> Self {
-        self.default(DefaultValue::Bool(value))
-    }
-
-    /// With an integer default.
-    pub const fn default_int(self, value: i64) -> Self {
-        self.default(DefaultValue::Int(value))
-    }
-
-    /// With a string default.
-    pub const fn default_str(self, value: &'static str) -> Self {
-        self.default(DefaultValue::Str(value))
-    }
-
-    /// With a list default.
-    pub const fn default_list(self, value: &'static [&'static str]) -> Self {
-        self.default(DefaultValue::List(value))
-    }
-
-    /// Required: a task must give it.
-    pub const fn required(self) -> Self {
-        OptionSpec {
-            required: true,
-            ..self
-        }
-    }
-
-    /// Undocumented: an option only tests set (users must not).
-    pub const fn undocumented(self) -> Self {
-        OptionSpec {
-            documented: false,
-            ..self
-        }
-    }
-
-    /// Fills the library's request field `field` (its own name differs).
-    pub const fn field(self, field: &'static str) -> Self {
-        OptionSpec {
-            field: Some(field),
-            ..self
-        }
-    }
-
-    /// The key of its value after [`normalize`]: the library's field name.
-    pub fn key(&self) -> &'static str {
-        self.field.unwrap_or(self.name)
-    }
-
-    /// Whether `name` names this option (its name or one of its aliases).
-    pub fn answers_to(&self, name: &str) -> bool {
-        self.name == name || self.aliases.contains(&name) || self.deprecated_aliases.contains(&name)
-    }
-
-    /// How the option is listed among the supported ones: `store (dest)`.
-    fn listed(&self) -> String {
-        let aliases: Vec<&str> = self
-            .aliases
-            .iter()
-            .chain(self.deprecated_aliases)
-            .copied()
-            .collect();
-        if aliases.is_empty() {
-            self.name.to_string()
-        } else {
-            format!("{} ({})", self.name, aliases.join(", "))
-        }
-    }
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
-/// A value as Ansible users wrote it, for messages: `'x'` for a string, JSON otherwise.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("'{s}'"),
-        other => other.to_string(),
-    }
-}
-
-/// The deprecated aliases used in `params`, as warnings: `(alias, option)` pairs.
-pub fn deprecated_aliases_used(
-    params: &Map<String, Value>,
-    specs: &[&[OptionSpec]],
-) -> Vec<(String, &'static str)> {
-    let mut used = Vec::new();
-    for name in params.keys() {
-        for spec in specs.iter().flat_map(|s| s.iter()) {
-            if spec.deprecated_aliases.contains(&name.as_str()) {
-                used.push((name.clone(), spec.name));
-            }
-        }
-    }
-    used
-}
-
-/// Checks and coerces `params` (no `_ansible_*` keys) against `specs`: the result is keyed
-/// by each option's [`OptionSpec::key`] (aliases resolved).
-pub fn normalize(
-    module: &str,
-    params: &Map<String, Value>,
-    specs: &[&[OptionSpec]],
-) -> Result<Map<String, Value>, String> {
-    let all = || specs.iter().flat_map(|s| s.iter());
-    let mut out = Map::new();
-    let mut given_as: Map<String, Value> = Map::new();
-    for (name, value) in params {
-        let Some(spec) = all().find(|s| s.answers_to(name)) else {
-            let mut known: Vec<String> = all()
-                .filter(|s| s.documented)
-                .map(OptionSpec::listed)
-                .collect();
-            known.sort_unstable();
-            return Err(format!(
-                "unsupported option '{name}' for {module}; supported options: {}",
-                known.join(", ")
-            ));
-        };
-        if value.is_null() {
-            continue;
-        }
-        let coerced = coerce(spec.kind, value).map_err(|expected| {
-            if spec.secret {
-                format!("{name}: expected {expected}")
-            } else {
-                format!("{name}: expected {expected}, got {}", shown(value))
-            }
-        })?;
-        check_choices(name, spec, &coerced)?;
-        if let Some(Value::String(other)) = given_as.get(spec.name)
-            && out.get(spec.key()) != Some(&coerced)
-        {
-            return Err(format!(
-                "{name} and {other} name the same option ({}); give only one",
-                spec.name
-            ));
-        }
-        given_as.insert(spec.name.to_string(), Value::from(name.as_str()));
-        out.insert(spec.key().to_string(), coerced);
-    }
-    for spec in all().filter(|s| s.required) {
-        if !out.contains_key(spec.key()) {
-            return Err(format!("{module}: missing required option '{}'", spec.name));
-        }
-    }
-    Ok(out)
-}
-
-/// Refuses a value (or a list element) that is not one of the option's choices.
-fn check_choices(name: &str, spec: &OptionSpec, value: &Value) -> Result<(), String> {
-    if spec.choices.is_empty() {
-        return Ok(());
-    }
-    let values = match value {
-        Value::Array(items) => items.iter().collect(),
-        other => vec![other],
+/// The alternatives of a schema that are not `null` (`Option<T>` adds one), nested ones
+/// (an `Option` of an enum) flattened.
+fn not_null(schema: &Value) -> Vec<Value> {
+    let is_null = |s: &Value| {
+        s.get("type") == Some(&Value::from("null")) || s.get("const") == Some(&Value::Null)
     };
-    for value in values {
-        if !value.as_str().is_some_and(|v| spec.choices.contains(&v)) {
-            return Err(format!(
-                "{name}: {} is not one of {}",
-                shown(value),
-                spec.choices.join(", ")
-            ));
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alternatives)) = schema.get(key) {
+            return alternatives
+                .iter()
+                .filter(|s| !is_null(s))
+                .flat_map(not_null)
+                .collect();
         }
     }
-    Ok(())
+    vec![schema.clone()]
 }
 
-fn coerce(kind: Kind, value: &Value) -> Result<Value, &'static str> {
-    match kind {
-        Kind::Str | Kind::Path => match value {
-            Value::String(_) => Ok(value.clone()),
-            Value::Number(n) => Ok(Value::String(n.to_string())),
-            Value::Bool(b) => Ok(Value::String(b.to_string())),
-            _ => Err(if kind == Kind::Path {
-                "a path"
-            } else {
-                "a string"
-            }),
-        },
-        Kind::Bool => match value {
-            Value::Bool(_) => Ok(value.clone()),
-            Value::Number(n) if n.as_i64() == Some(1) => Ok(Value::Bool(true)),
-            Value::Number(n) if n.as_i64() == Some(0) => Ok(Value::Bool(false)),
-            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "yes" | "true" | "on" | "1" | "y" | "t" => Ok(Value::Bool(true)),
-                "no" | "false" | "off" | "0" | "n" | "f" => Ok(Value::Bool(false)),
-                _ => Err("a boolean (true/false, yes/no)"),
-            },
-            _ => Err("a boolean (true/false, yes/no)"),
-        },
-        Kind::Int => match value {
-            Value::Number(n) if n.is_i64() || n.is_u64() => Ok(value.clone()),
-            Value::String(s) => s
-                .trim()
-                .parse::<i64>()
-                .map(Value::from)
-                .map_err(|_| "an integer"),
-            _ => Err("an integer"),
-        },
-        Kind::List => match value {
-            Value::Array(items) => items
+/// Ansible's type, list elements and choices of one schema.
+fn shape(schema: &Value) -> Result<(&'static str, Option<&'static str>, Vec<Value>), String> {
+    let alternatives = not_null(schema);
+    let constant = |s: &Value| -> Option<Vec<Value>> {
+        if let Some(c) = s.get("const") {
+            return Some(vec![c.clone()]);
+        }
+        s.get("enum")
+            .and_then(Value::as_array)
+            .map(|values| values.iter().filter(|v| !v.is_null()).cloned().collect())
+    };
+    if alternatives.len() > 1 {
+        let mut choices = Vec::new();
+        for alternative in &alternatives {
+            choices.extend(constant(alternative).ok_or("alternatives that are not values")?);
+        }
+        return Ok(("str", None, choices));
+    }
+    let Some(schema) = alternatives.first() else {
+        return Ok(("raw", None, Vec::new()));
+    };
+    if let Some(choices) = constant(schema) {
+        return Ok(("str", None, choices));
+    }
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(match types.as_slice() {
+        ["string"] => ("str", None, Vec::new()),
+        ["boolean"] => ("bool", None, Vec::new()),
+        ["integer"] => ("int", None, Vec::new()),
+        ["number"] => ("float", None, Vec::new()),
+        ["object"] => ("dict", None, Vec::new()),
+        ["array"] => {
+            let items = schema.get("items").cloned().unwrap_or(Value::Bool(true));
+            let (element, _, choices) = match items {
+                Value::Bool(_) => ("raw", None, Vec::new()),
+                items => shape(&items)?,
+            };
+            let element = if element == "raw" { "dict" } else { element };
+            ("list", Some(element), choices)
+        }
+        [] => ("raw", None, Vec::new()),
+        other => return Err(format!("no Ansible type for {other:?}")),
+    })
+}
+
+/// The properties of an object schema and those it requires, with what `allOf` adds and
+/// what every alternative of a `oneOf`/`anyOf` (a tagged enum: one request per `action`)
+/// declares; a property named by several alternatives keeps each of its schemas.
+#[derive(Default)]
+struct Properties {
+    schemas: BTreeMap<String, Vec<Value>>,
+    required: BTreeSet<String>,
+}
+
+impl Properties {
+    fn of(schema: &Value) -> Properties {
+        let mut out = Properties::default();
+        for (name, property) in schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            out.schemas
+                .entry(name.clone())
+                .or_default()
+                .push(property.clone());
+        }
+        out.required.extend(strings(schema.get("required")));
+        for part in schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            out.merge(Properties::of(part), true);
+        }
+        for key in ["oneOf", "anyOf"] {
+            let Some(alternatives) = schema.get(key).and_then(Value::as_array) else {
+                continue;
+            };
+            let alternatives: Vec<Properties> = alternatives
                 .iter()
-                .map(|item| coerce(Kind::Str, item))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array)
-                .map_err(|_| "a list of strings"),
-            Value::String(s) => Ok(Value::Array(
-                s.split(',')
-                    .map(str::trim)
-                    .filter(|part| !part.is_empty())
-                    .map(|part| Value::String(part.to_string()))
-                    .collect(),
-            )),
-            _ => Err("a list of strings"),
-        },
-        Kind::Dict => match value {
-            Value::Object(map) => map
+                .filter(|a| a.get("properties").is_some())
+                .map(Properties::of)
+                .collect();
+            let in_every = |name: &String| alternatives.iter().all(|a| a.required.contains(name));
+            let required: BTreeSet<String> = alternatives
+                .first()
+                .map(|a| a.required.iter().filter(|n| in_every(n)).cloned().collect())
+                .unwrap_or_default();
+            for alternative in alternatives {
+                out.merge(alternative, false);
+            }
+            out.required.extend(required);
+        }
+        out
+    }
+
+    fn merge(&mut self, other: Properties, required_too: bool) {
+        for (name, schemas) in other.schemas {
+            self.schemas.entry(name).or_default().extend(schemas);
+        }
+        if required_too {
+            self.required.extend(other.required);
+        }
+    }
+}
+
+impl ModuleSpec {
+    /// The options `T` declares. An error names a field whose schema has no Ansible type (a
+    /// programming error the tests of every module catch).
+    pub fn of<T: JsonSchema>() -> Result<ModuleSpec, String> {
+        let properties = Properties::of(&schema_value::<T>());
+        let mut options = Vec::new();
+        for (name, schemas) in &properties.schemas {
+            let mut shapes = Vec::new();
+            for schema in schemas {
+                shapes.push(shape(schema).map_err(|e| format!("option {name}: {e}"))?);
+            }
+            let (kind, elements, mut choices) = shapes[0].clone();
+            if shapes.len() > 1 {
+                // One value per alternative (the tag of a tagged enum): every one is a choice.
+                choices = shapes.iter().flat_map(|(_, _, c)| c.clone()).collect();
+                choices.dedup();
+            }
+            let find = |key: &str| schemas.iter().find_map(|s| s.get(key));
+            let flag = |key: &str| find(key).and_then(Value::as_bool).unwrap_or(false);
+            options.push(OptionSpec {
+                name: name.clone(),
+                kind,
+                elements,
+                // An empty string, list or mapping is no default: the option is unset.
+                default: find("default")
+                    .filter(|d| ![json!(null), json!([]), json!({}), json!("")].contains(d))
+                    .cloned(),
+                choices,
+                required: properties.required.contains(name),
+                aliases: strings(find("x-aliases")),
+                deprecated_aliases: strings(find("x-deprecated-aliases")),
+                secret: flag("x-no-log"),
+                documented: !flag("x-undocumented"),
+            });
+        }
+        Ok(ModuleSpec { options })
+    }
+
+    /// These options and `other`'s (a shared group); an option in both is kept once.
+    pub fn with(mut self, other: ModuleSpec) -> ModuleSpec {
+        for option in other.options {
+            if !self.options.iter().any(|o| o.name == option.name) {
+                self.options.push(option);
+            }
+        }
+        self.options.sort_by(|a, b| a.name.cmp(&b.name));
+        self
+    }
+
+    /// The option called `name` (not an alias).
+    pub fn get(&self, name: &str) -> Option<&OptionSpec> {
+        self.options.iter().find(|o| o.name == name)
+    }
+
+    /// Whether `name` is an option or one of an option's names.
+    pub fn takes(&self, name: &str) -> bool {
+        self.options.iter().any(|o| {
+            o.name == name
+                || o.aliases.iter().any(|a| a == name)
+                || o.deprecated_aliases.iter().any(|a| a == name)
+        })
+    }
+
+    /// Ansible's argument spec of these options, as the action plugin validates a task with.
+    ///
+    /// It has no defaults: the shim applies them (serde's, from the options type), so that
+    /// an unset connection option still falls back to the target's `ETCDCTL_*` variable and
+    /// unset options stay out of `invocation`. The docs show them ([`OptionSpec::default`]).
+    pub fn argument_spec(&self) -> Value {
+        let mut spec = Map::new();
+        for option in &self.options {
+            let mut entry = Map::new();
+            entry.insert("type".into(), Value::from(option.kind));
+            if let Some(elements) = option.elements {
+                entry.insert("elements".into(), Value::from(elements));
+            }
+            if !option.choices.is_empty() {
+                entry.insert("choices".into(), Value::from(option.choices.clone()));
+            }
+            if option.required {
+                entry.insert("required".into(), Value::Bool(true));
+            }
+            let aliases: Vec<&String> = option
+                .aliases
                 .iter()
-                .map(|(k, v)| coerce(Kind::Str, v).map(|v| (k.clone(), v)))
-                .collect::<Result<Map<_, _>, _>>()
-                .map(Value::Object)
-                .map_err(|_| "a mapping of strings"),
-            _ => Err("a mapping of strings"),
-        },
-        Kind::DictList => match value {
-            Value::Array(items) if items.iter().all(Value::is_object) => Ok(value.clone()),
-            _ => Err("a list of mappings"),
-        },
+                .chain(&option.deprecated_aliases)
+                .collect();
+            if !aliases.is_empty() {
+                entry.insert("aliases".into(), serde_json::json!(aliases));
+            }
+            if !option.deprecated_aliases.is_empty() {
+                let deprecated: Vec<Value> = option
+                    .deprecated_aliases
+                    .iter()
+                    .map(|name| {
+                        serde_json::json!({
+                            "name": name, "version": "1.0.0", "collection_name": "etcd.core",
+                        })
+                    })
+                    .collect();
+                entry.insert("deprecated_aliases".into(), Value::from(deprecated));
+            }
+            if option.secret {
+                entry.insert("no_log".into(), Value::Bool(true));
+            }
+            spec.insert(option.name.clone(), Value::Object(entry));
+        }
+        Value::Object(spec)
     }
 }
 
@@ -478,99 +412,99 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const SPECS: &[OptionSpec] = &[
-        opt("name", Kind::Str),
-        opt("learner", Kind::Bool),
-        opt("limit", Kind::Int),
-        opt("peer_urls", Kind::List),
-        opt("labels", Kind::Dict),
-        secret("password", Kind::Str),
-        opt("store", Kind::Str).aliases(&["dest"]),
-        opt("list_keys", Kind::Bool)
-            .deprecated_aliases(&["keys"])
-            .field("keys"),
-        opt("fail_on", Kind::List).choices(&["unhealthy", "alarm", "inconsistent"]),
-        opt("state", Kind::Str).choices(&["present", "absent"]),
-        opt("platform_root", Kind::Path).undocumented(),
-    ];
+    #[derive(serde::Deserialize, JsonSchema, Debug, Clone, Copy, Default, serde::Serialize)]
+    #[allow(dead_code)]
+    #[serde(rename_all = "snake_case")]
+    enum Check {
+        /// Fails on an unhealthy member.
+        #[default]
+        Unhealthy,
+        /// Fails on an alarm.
+        Alarm,
+    }
 
-    fn norm(v: Value) -> Result<Map<String, Value>, String> {
-        normalize("etcd_test", v.as_object().unwrap(), &[SPECS])
+    fn token() -> String {
+        "etcd-cluster".into()
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Group {
+        #[schemars(extend("x-no-log" = true))]
+        password: Option<String>,
+        #[serde(default)]
+        #[schemars(extend("x-undocumented" = true))]
+        platform_root: Option<std::path::PathBuf>,
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Options {
+        name: String,
+        #[serde(default)]
+        learner: bool,
+        limit: Option<u32>,
+        #[serde(default)]
+        peer_urls: Vec<String>,
+        labels: Option<std::collections::BTreeMap<String, String>>,
+        #[serde(default = "token")]
+        token: String,
+        #[schemars(extend("x-aliases" = ["dest"]))]
+        store: Option<String>,
+        #[serde(default)]
+        #[schemars(extend("x-deprecated-aliases" = ["keys"]))]
+        list_keys: bool,
+        #[serde(default)]
+        fail_on: Vec<Check>,
+        state: Option<Check>,
+        #[serde(default)]
+        check: Check,
+        members: Option<Vec<serde_json::Value>>,
+        #[serde(flatten)]
+        group: Group,
     }
 
     #[test]
-    fn ansible_spellings_are_coerced() {
-        let out = norm(json!({
-            "name": 5, "learner": "yes", "limit": "10",
-            "peer_urls": "https://a:2380, https://b:2380", "labels": {"n": 1}
-        }))
-        .unwrap();
-        assert_eq!(out["name"], json!("5"));
-        assert_eq!(out["learner"], json!(true));
-        assert_eq!(out["limit"], json!(10));
+    fn the_options_type_is_read_in_ansibles_terms() {
+        let spec = ModuleSpec::of::<Options>().unwrap().argument_spec();
+        assert_eq!(spec["name"], json!({"type": "str", "required": true}));
+        assert_eq!(spec["learner"], json!({"type": "bool"}));
+        assert_eq!(spec["limit"], json!({"type": "int"}));
         assert_eq!(
-            out["peer_urls"],
-            json!(["https://a:2380", "https://b:2380"])
+            spec["peer_urls"],
+            json!({"type": "list", "elements": "str"})
         );
-        assert_eq!(out["labels"], json!({"n": "1"}));
-    }
-
-    #[test]
-    fn unknown_options_name_the_supported_ones_with_their_aliases() {
-        let err = norm(json!({"nmae": "x"})).unwrap_err();
-        assert!(err.contains("unsupported option 'nmae'"), "{err}");
-        assert!(
-            err.contains(
-                "fail_on, labels, learner, limit, list_keys (keys), name, password, peer_urls, state, store (dest)"
-            ),
-            "{err}"
-        );
-        assert!(!err.contains("platform_root"), "{err}");
-    }
-
-    #[test]
-    fn aliases_resolve_to_the_option_and_may_not_disagree_with_it() {
-        let out = norm(json!({"dest": "s3://b/p", "keys": "yes"})).unwrap();
-        assert_eq!(out["store"], json!("s3://b/p"));
-        assert_eq!(out["keys"], json!(true), "the library's field");
-        assert!(norm(json!({"dest": "s3://b/p", "store": "s3://b/p"})).is_ok());
-        let err = norm(json!({"dest": "s3://b/p", "store": "s3://other"})).unwrap_err();
-        assert!(err.contains("name the same option (store)"), "{err}");
-        let used = deprecated_aliases_used(json!({"keys": true}).as_object().unwrap(), &[SPECS]);
-        assert_eq!(used, vec![("keys".to_string(), "list_keys")]);
-    }
-
-    #[test]
-    fn nulls_are_dropped_and_bad_values_refused_in_ansible_words() {
-        let out = norm(json!({"name": null})).unwrap();
-        assert!(out.is_empty());
-        let err = norm(json!({"learner": "maybe"})).unwrap_err();
+        assert_eq!(spec["labels"], json!({"type": "dict"}));
+        assert_eq!(spec["token"], json!({"type": "str"}));
+        assert_eq!(spec["store"], json!({"type": "str", "aliases": ["dest"]}));
         assert_eq!(
-            err,
-            "learner: expected a boolean (true/false, yes/no), got 'maybe'"
+            spec["list_keys"],
+            json!({"type": "bool", "aliases": ["keys"],
+                "deprecated_aliases": [{"name": "keys", "version": "1.0.0", "collection_name": "etcd.core"}]})
         );
-        let err = norm(json!({"limit": "x"})).unwrap_err();
-        assert_eq!(err, "limit: expected an integer, got 'x'");
-        let err = norm(json!({"fail_on": ["alarm", "sick"]})).unwrap_err();
         assert_eq!(
-            err,
-            "fail_on: 'sick' is not one of unhealthy, alarm, inconsistent"
+            spec["fail_on"],
+            json!({"type": "list", "elements": "str", "choices": ["unhealthy", "alarm"]})
         );
-        let err = norm(json!({"state": "gone"})).unwrap_err();
-        assert_eq!(err, "state: 'gone' is not one of present, absent");
-    }
-
-    #[test]
-    fn secret_values_are_not_echoed_in_errors() {
-        let err = norm(json!({"password": ["hunter2"]})).unwrap_err();
-        assert!(!err.contains("hunter2"), "{err}");
-    }
-
-    #[test]
-    fn required_options_are_named_when_missing() {
-        let specs: &[OptionSpec] = &[opt("action", Kind::Str).required()];
-        let err = normalize("etcd_test", &Map::new(), &[specs]).unwrap_err();
-        assert_eq!(err, "etcd_test: missing required option 'action'");
+        assert_eq!(
+            spec["state"],
+            json!({"type": "str", "choices": ["unhealthy", "alarm"]})
+        );
+        assert_eq!(
+            spec["check"],
+            json!({"type": "str", "choices": ["unhealthy", "alarm"]})
+        );
+        assert_eq!(spec["members"], json!({"type": "list", "elements": "dict"}));
+        assert_eq!(spec["password"], json!({"type": "str", "no_log": true}));
+        let parsed = ModuleSpec::of::<Options>().unwrap();
+        let default = |name: &str| parsed.get(name).unwrap().default.clone();
+        assert_eq!(default("learner"), Some(json!(false)));
+        assert_eq!(default("token"), Some(json!("etcd-cluster")));
+        assert_eq!(default("check"), Some(json!("unhealthy")));
+        assert_eq!(default("peer_urls"), None, "an empty list is no default");
+        assert_eq!(default("limit"), None);
+        assert!(!parsed.get("platform_root").unwrap().documented);
+        assert!(parsed.takes("dest") && parsed.takes("keys") && !parsed.takes("nmae"));
     }
 
     #[derive(serde::Deserialize, Debug)]

@@ -136,7 +136,7 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Platform(command) => {
             return commands::platform::run(&cli.global, command, format).await;
         }
-        Command::Pki(command) => return commands::pki::run(command, format),
+        Command::Pki(command) => return commands::pki::run(&cli.global, command, format).await,
         Command::Write(_) => return Err(refuse_write()),
         Command::Completion(args) => return commands::completion::run_completion(args),
         Command::Man(args) => return commands::completion::run_man(args),
@@ -148,7 +148,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Usage(args) if args.is_offline() => {
             return commands::usage::run(None, args, format).await;
         }
-        Command::DataDir(command) => return commands::data_dir::run(command, format),
+        Command::DataDir(command) => {
+            return commands::data_dir::run(&cli.global, command, format).await;
+        }
         _ => {}
     }
     let config = commands::platform::connection_options(&cli.global)?.build()?;
@@ -211,7 +213,10 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Watch(args) => {
             commands::kv::run_watch(&config, args, format, cli.global.hex == Some(true)).await
         }
-        Command::K8s(command) => commands::k8s::run(&config, command, format).await,
+        Command::K8s(command) => {
+            let guards = commands::platform::guards(&cli.global);
+            commands::k8s::run(&config, &guards, command, format).await
+        }
         Command::Downgrade(command) => {
             let guards = commands::platform::guards(&cli.global);
             commands::downgrade::run(&config, &guards, command, format).await

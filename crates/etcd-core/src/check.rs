@@ -49,7 +49,7 @@ pub struct Finding {
 }
 
 /// Thresholds of `check`. Deserializes from the field names, each optional.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CheckOptions {
     /// The backend quota; `None` uses the member's report (etcd 3.6) or etcd's 2 GiB default.

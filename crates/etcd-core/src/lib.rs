@@ -132,7 +132,8 @@ pub use membership::{
     member_update,
 };
 pub use pki::{
-    CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
+    CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS, ensure_ca,
+    ensure_member_certificate,
 };
 pub use server_config::{
     ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,

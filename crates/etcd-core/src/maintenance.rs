@@ -32,12 +32,13 @@ pub struct MoveLeaderResult {
 }
 
 /// What [`move_leader`] is asked: the member to lead, and whether only to check.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct MoveLeaderRequest {
     /// The member to lead: its peer URL, ID (hex) or name.
     pub leader: String,
     /// Run every check, move nothing.
     #[serde(default)]
+    #[schemars(skip)]
     pub dry_run: bool,
 }
 
@@ -180,10 +181,11 @@ pub struct AlarmDisarmResult {
 }
 
 /// What [`alarm_disarm`] is asked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct AlarmDisarmRequest {
     /// List what would be cleared, clear nothing.
     #[serde(default)]
+    #[schemars(skip)]
     pub dry_run: bool,
 }
 
@@ -503,14 +505,26 @@ impl CompactRequest {
     }
 }
 
+/// A compaction's options are those its module arguments spell (`CompactFields`).
+impl schemars::JsonSchema for CompactRequest {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        CompactFields::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        CompactFields::json_schema(generator)
+    }
+}
+
 /// [`CompactRequest`] as a module's arguments spell it.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 struct CompactFields {
     revision: Option<i64>,
     keep_revisions: Option<i64>,
     #[serde(default)]
     physical: bool,
     #[serde(default)]
+    #[schemars(skip)]
     dry_run: bool,
 }
 

@@ -72,6 +72,9 @@ impl CaRequest {
     }
 }
 
+/// A member certificate is reissued when fewer days than this remain, unless told otherwise.
+pub const RENEW_BEFORE_DAYS: u32 = 30;
+
 /// A member certificate to keep or (re)issue.
 #[derive(Debug, Clone)]
 pub struct MemberCertRequest {
@@ -115,7 +118,7 @@ impl MemberCertRequest {
             dns_names: Vec::new(),
             ip_addresses: Vec::new(),
             validity_days: 365,
-            renew_before_days: 30,
+            renew_before_days: RENEW_BEFORE_DAYS,
             check_mode: false,
         }
     }

@@ -39,7 +39,7 @@ const MAX_FILE: u64 = 1 << 20;
 const HEADER: &str = "# etcd configuration (etcd's config file), written by etcdops / etcd.core.etcd_config.\n# Local edits are overwritten on the next run.\n";
 
 /// `initial-cluster-state`: a member of a new cluster, or one joining a running cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClusterState {
     /// Bootstrapping a new cluster with the other initial members.
@@ -49,7 +49,7 @@ pub enum ClusterState {
 }
 
 /// `auto-compaction-mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CompactionMode {
     /// Keep a time window (retention like `1h`, or a number of hours).
@@ -59,7 +59,7 @@ pub enum CompactionMode {
 }
 
 /// etcd's log levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
     /// Everything.

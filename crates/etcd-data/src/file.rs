@@ -22,7 +22,9 @@ use crate::spool::{PIECE, Spool, SpoolOptions, StoredTap, link_unnamed};
 pub const TRAILER_LEN: usize = 32;
 
 /// How a snapshot file is compressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// zstd (the default).

@@ -25,7 +25,9 @@ pub const FILE_MODE: u32 = 0o600;
 const MAX_FILE: u64 = 1 << 20;
 
 /// An encrypting provider whose keys this crate manages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// AES-CBC with PKCS#7 padding (Kubernetes' long-standing default choice).

@@ -55,7 +55,13 @@ pub fn openshift_procedure(operation: &str) -> String {
             "OpenShift's cluster-etcd-operator manages this etcd, and `{operation}` would fight it: its components reach etcd with client certificates and no etcd users or roles, so leave etcd's access control as the operator made it; force it only if Red Hat support told you to"
         );
     }
-    let procedure = if operation.contains("restore") {
+    let procedure = if operation.contains("certificate") {
+        "the operator issues and rotates etcd's certificates (secrets in the openshift-etcd and openshift-config namespaces); see the 'etcd certificates' documentation"
+    } else if operation.contains("server config") {
+        "the operator renders etcd's static pod and its settings from the `etcd` cluster resource (`oc get etcd cluster -o yaml`)"
+    } else if operation.contains("encryption") {
+        "set `spec.encryption.type` on the `apiserver` cluster resource (`oc edit apiserver`); its operators write and rotate the keys"
+    } else if operation.contains("restore") || operation.contains("WAL") {
         "the 'Restoring to a previous cluster state' procedure (cluster-restore.sh on a recovery control-plane host; a snapshot saved with an OpenShift backup dir writes the files it takes)"
     } else {
         "`oc get etcd -o yaml`, and the 'Replacing an unhealthy etcd member' or 'Defragmenting etcd data' procedure"

@@ -20,7 +20,7 @@ use crate::platform::{
 };
 
 /// The state asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PodState {
     /// The manifest is parked and etcd is gone.
@@ -34,7 +34,7 @@ fn default_timeout() -> u64 {
 }
 
 /// A request to stop or start a static etcd pod.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StaticPodRequest {
     /// Stopped or started.
@@ -47,6 +47,7 @@ pub struct StaticPodRequest {
     /// Where the manifest waits while etcd is stopped (default
     /// `/etc/kubernetes/etcdops-parked` under `root`); must not be the kubelet's directory.
     #[serde(default)]
+    #[schemars(extend("default" = DEFAULT_PARKING_DIR))] // under `root`
     pub parking_dir: Option<PathBuf>,
     /// Seconds to wait for etcd to go or to become healthy (default 120).
     #[serde(default = "default_timeout")]
@@ -54,13 +55,16 @@ pub struct StaticPodRequest {
     /// The directory standing for `/` when reading the manifest's certificate paths
     /// (default `/`).
     #[serde(default)]
+    #[schemars(skip)] // the caller's (a module's `platform_root`)
     pub root: Option<PathBuf>,
     /// Report what would be done, change nothing.
     #[serde(default)]
+    #[schemars(skip)]
     pub dry_run: bool,
     /// crictl to ask whether the etcd container is gone (default: `crictl` on `PATH`, when
     /// there is one; without it, only the client ports are watched).
     #[serde(default)]
+    #[schemars(skip)] // found on PATH; tests name one
     pub crictl: Option<PathBuf>,
     /// Starting: with `--force-new-cluster` in the etcd container's command (the one start
     /// that recovers a lost quorum; refused while etcd runs from the manifest in place), else

@@ -22,7 +22,7 @@ use crate::snapshot::{
 use etcd_snapshot::NoProgress;
 
 /// Where a backup before a change goes: none without `backup_to`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 pub struct BackupBefore {
     /// The store URL (a directory, `s3://`, `gs://`, `az://`); none: no backup.
     #[serde(default)]
@@ -77,7 +77,7 @@ pub async fn backup_before_change(
     require_quorum(config).await?;
     // The save workflow's defaults (zstd, no retention), read back before its manifest.
     let mut save_request: SaveRequest =
-        serde_json::from_value(serde_json::json!({ "dest": store }))
+        serde_json::from_value(serde_json::json!({ "store": store }))
             .map_err(|e| Error::invalid(format!("backup destination: {e}"), None))?;
     save_request.verify_after_upload = true;
     save_request.labels = BTreeMap::from([(LABEL.0.to_string(), LABEL.1.to_string())]);

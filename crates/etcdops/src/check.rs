@@ -22,7 +22,7 @@ use crate::snapshot::{IdentitySettings, StoreSettings};
 use etcd_common::{Hint, OptionId};
 
 /// What to check beyond the cluster itself, with every threshold.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CheckRequest {
     /// The cluster's thresholds (certificates, latency, churn, progress, db size).
@@ -39,10 +39,12 @@ pub struct CheckRequest {
     pub identity: IdentitySettings,
     /// The newest backup older than this is a warning (twice as old: critical).
     #[serde(deserialize_with = "max_backup_age")]
+    #[schemars(with = "Option<String>")]
     pub max_backup_age: Option<Duration>,
     /// Only judge the backup's age and manifest, without downloading it to verify it.
     pub skip_backup_verify: bool,
     /// The directory standing for `/` where the platform is detected (default `/`).
+    #[schemars(skip)] // the caller's (a module's `platform_root` is a connection option)
     pub platform_root: Option<PathBuf>,
     /// This member's data dir on this host (default: the detected platform's).
     pub data_dir: Option<PathBuf>,

@@ -25,6 +25,9 @@ pub enum Error {
     /// A Kubernetes or OpenShift step (platform, guard, encryption config) failed.
     #[error(transparent)]
     K8s(#[from] etcd_k8s::K8sError),
+    /// Reading or changing a data dir offline failed.
+    #[error(transparent)]
+    DataDir(#[from] etcd_data::InspectError),
     /// A guard refused the operation (a quorum check); `hint` names what gets past it.
     #[error("{reason}")]
     Refused {
@@ -68,6 +71,7 @@ impl Error {
             Error::Restore(e) => Some(e),
             Error::Store(e) => Some(e),
             Error::K8s(e) => Some(e),
+            Error::DataDir(e) => Some(e),
             Error::InvalidRequest { .. } | Error::Refused { .. } | Error::TimedOut { .. } => None,
         }
     }

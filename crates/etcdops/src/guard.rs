@@ -38,6 +38,16 @@ pub enum Operation {
     Downgrade,
     /// Changing authentication, users or roles (OpenShift's operator owns etcd's access).
     AccessChange,
+    /// Making or reissuing a CA or member certificate (OpenShift's operator issues them).
+    CertificateIssue,
+    /// Writing etcd's configuration file (OpenShift's operator renders etcd's static pod).
+    ServerConfigWrite,
+    /// Rewriting the apiserver's encryption configuration (OpenShift's apiserver operators own
+    /// encryption at rest).
+    EncryptionConfig,
+    /// Raising a stopped member's saved commit index to its WAL's tail (a quorum recovery
+    /// step; OpenShift restores with its own procedure).
+    WalTailAdoption,
 }
 
 impl Operation {
@@ -52,17 +62,30 @@ impl Operation {
             Operation::SnapshotRestore => "snapshot restore",
             Operation::Downgrade => "downgrade",
             Operation::AccessChange => "auth, user or role change",
+            Operation::CertificateIssue => "certificate issue",
+            Operation::ServerConfigWrite => "server config write",
+            Operation::EncryptionConfig => "encryption config rewrite",
+            Operation::WalTailAdoption => "WAL tail adoption",
         }
     }
 
     /// Whether the guard also looks at the cluster (not only at the host's files).
     fn online(self) -> bool {
-        !matches!(self, Operation::SnapshotRestore)
+        !matches!(
+            self,
+            Operation::SnapshotRestore
+                | Operation::CertificateIssue
+                | Operation::ServerConfigWrite
+                | Operation::EncryptionConfig
+                | Operation::WalTailAdoption
+        )
     }
 }
 
 /// Whether the caller asked to go past a guard's refusal (`force`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct Force(pub bool);
 

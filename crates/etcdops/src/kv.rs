@@ -11,7 +11,7 @@ pub use etcd_core::{
 };
 
 /// Which keys to read, at which revision, and how much of them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct KeyQuery {
     /// The key (or the range's start). The module calls it `etcd_key` (`key` is the client
@@ -31,11 +31,13 @@ pub struct KeyQuery {
     /// Only count the keys.
     pub count_only: bool,
     /// At most this many keys (0 or absent: no limit).
+    #[schemars(skip)] // each front-end has its own default
     pub limit: Option<i64>,
     /// Show the values of Kubernetes Secrets instead of redacting them.
     pub show_secrets: bool,
     /// Serializable reads (etcdctl's `--consistency s`): the member that answers reads its
     /// own store, without a quorum round; possibly stale.
+    #[schemars(skip)] // not a module option
     pub serializable: bool,
 }
 

@@ -30,6 +30,7 @@ pub mod check;
 pub mod downgrade;
 pub mod error;
 pub mod guard;
+pub mod host_files;
 pub mod kv;
 pub mod maintenance;
 pub mod member;
@@ -67,36 +68,35 @@ pub mod endpoint {
 
 pub mod pki {
     //! A cluster's certificate authority and its members' certificates.
-    pub use etcd_core::{
-        CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
-    };
+    pub use crate::host_files::{ensure_ca, ensure_member_certificate};
+    pub use etcd_core::{CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS};
 }
 
 pub mod server_config {
     //! etcd's own configuration file for a member (`--config-file`).
-    pub use etcd_core::{
-        ClusterState, LogLevel, ServerConfig, ServerConfigRequest, write_server_config,
-    };
+    pub use crate::host_files::write_server_config;
+    pub use etcd_core::{ClusterState, LogLevel, ServerConfig, ServerConfigRequest};
 }
 
 pub mod data_dir {
     //! A member's data dir read offline (its db and WAL), and the WAL tail adoption that a
     //! forced new cluster needs.
+    pub use crate::host_files::adopt_wal_tail;
     pub use etcd_data::{
-        DataDirInspection, DbMember, InspectError, SnapPosition, TailAdoption, adopt_wal_tail,
-        inspect_data_dir, plan_wal_tail,
+        DataDirInspection, DbMember, InspectError, SnapPosition, TailAdoption, inspect_data_dir,
     };
 }
 
 pub mod kubernetes {
     //! Kubernetes and OpenShift knowledge: the platform a host runs, static pods, encryption at
     //! rest, and Kubernetes objects decoded from etcd.
+    pub use crate::host_files::encryption_config;
     pub use etcd_k8s::{
         ConfigStep, DEFAULT_MAX_OBJECTS, DecodedValue, EncryptionConfigRequest,
         EncryptionConfigResult, EncryptionReport, EncryptionStatusRequest, K8sError, K8sGetRequest,
         KeyMaterial, KeySecret, NewKey, NewKeyRequest, PlatformInfo, PlatformRequest, PodState,
-        Provider, StaticPodRequest, StaticPodResult, Storage, detect_platform, encryption_config,
-        encryption_status, encryption_status_offline, k8s_get, new_encryption_key, static_pod,
+        Provider, StaticPodRequest, StaticPodResult, Storage, detect_platform, encryption_status,
+        encryption_status_offline, k8s_get, new_encryption_key, static_pod,
     };
 }
 

@@ -38,7 +38,7 @@ fn every_member() -> bool {
 
 /// What a rolling defragmentation is asked. Deserializes from `cluster` (default `true`:
 /// every member) and `force`; `dry_run` is the caller's check mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct DefragRequest {
     /// Every member's client URLs (from the member list), not only the configured endpoints.
     #[serde(default = "every_member")]
@@ -48,6 +48,7 @@ pub struct DefragRequest {
     pub force: Force,
     /// Run the guard and list the endpoints, defragment nothing.
     #[serde(default)]
+    #[schemars(skip)]
     pub dry_run: bool,
 }
 
@@ -155,7 +156,7 @@ pub async fn move_leader(client: &Client, request: &MoveLeaderRequest) -> Result
 }
 
 /// The `etcd_maintenance` module's arguments: one request, chosen by `action`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum MaintenanceRequest {
     /// A rolling defragmentation.

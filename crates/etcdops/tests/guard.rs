@@ -185,3 +185,111 @@ async fn every_access_change_is_refused_on_openshift() {
         assert!(!refused.to_string().contains("s3cret"), "{refused}");
     }
 }
+
+/// The host-file changes a platform owns pass the operator guard too, in check mode as well:
+/// refused on OpenShift before anything is written; forced, they run and say so.
+#[tokio::test]
+async fn every_host_file_change_is_refused_on_openshift_before_it_writes() {
+    use etcdops::host_files::{
+        adopt_wal_tail, encryption_config, ensure_ca, ensure_member_certificate,
+        write_server_config,
+    };
+
+    let host = openshift_host();
+    let guards = Guards::on_host(host.path());
+    let dir = tempfile::tempdir().unwrap();
+    let ca_cert = dir.path().join("ca.crt");
+    let ca_key = dir.path().join("ca.key");
+    let mut ca = etcd_core::CaRequest::new(&ca_cert, &ca_key);
+    let member = etcd_core::MemberCertRequest::new(
+        &ca,
+        "m0",
+        dir.path().join("m0.crt"),
+        dir.path().join("m0.key"),
+    );
+    let server = etcd_core::ServerConfigRequest {
+        path: dir.path().join("etcd.yaml"),
+        config: etcd_core::ServerConfig {
+            name: "m0".into(),
+            ..Default::default()
+        },
+        check_mode: false,
+    };
+    let encryption = etcd_k8s::EncryptionConfigRequest {
+        path: dir.path().join("encryption.yaml"),
+        step: etcd_k8s::ConfigStep::Promote,
+        provider: Default::default(),
+        resources: vec!["secrets".into()],
+        key: None,
+        key_name: Some("k1".into()),
+        check_mode: false,
+        force: false,
+        identity_first: false,
+    };
+    let data_dir = dir.path().join("member-data");
+    for check_mode in [true, false] {
+        ca.check_mode = check_mode;
+        let refusals = [
+            (
+                ensure_ca(&guards, &ca, Force(false)).await.unwrap_err(),
+                Operation::CertificateIssue,
+            ),
+            (
+                ensure_member_certificate(&guards, &member, Force(false))
+                    .await
+                    .unwrap_err(),
+                Operation::CertificateIssue,
+            ),
+            (
+                write_server_config(&guards, &server, Force(false))
+                    .await
+                    .unwrap_err(),
+                Operation::ServerConfigWrite,
+            ),
+            (
+                encryption_config(&guards, &encryption).await.unwrap_err(),
+                Operation::EncryptionConfig,
+            ),
+            (
+                adopt_wal_tail(&guards, &data_dir, check_mode, Force(false))
+                    .await
+                    .unwrap_err(),
+                Operation::WalTailAdoption,
+            ),
+        ];
+        for (refused, operation) in refusals {
+            assert_operator_refusal(&refused, operation.words());
+        }
+    }
+    let written: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(written.is_empty(), "refused changes wrote {written:?}");
+
+    // Forced, the CA is made, with the guard's warning; the others get past the guard and
+    // then meet their own checks (no OpenShift refusal).
+    ca.check_mode = false;
+    let done = ensure_ca(&guards, &ca, Force(true)).await.unwrap();
+    assert!(done.result.changed && ca_cert.exists());
+    let warning = done.forced.expect("a forced change says so");
+    assert!(warning.contains("OpenShift"), "{warning}");
+    let forced = [
+        write_server_config(&guards, &server, Force(true))
+            .await
+            .err(),
+        encryption_config(
+            &guards,
+            &etcd_k8s::EncryptionConfigRequest {
+                force: true,
+                ..encryption.clone()
+            },
+        )
+        .await
+        .err(),
+        adopt_wal_tail(&guards, &data_dir, false, Force(true))
+            .await
+            .err(),
+    ];
+    for error in forced.into_iter().flatten() {
+        let message = error.to_string();
+        assert!(!message.contains("cluster-etcd-operator"), "{message}");
+    }
+}

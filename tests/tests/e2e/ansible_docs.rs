@@ -243,23 +243,28 @@ fn bad_input_is_refused_in_ansible_words() {
     let endpoints = json!(cluster.client_urls());
     let message = |task: Value| failure_message(&collection, task);
 
-    // A wrong choice, in a list and in a string.
+    // The options are checked by ansible-core's own validator, in its words: a wrong choice,
+    // in a list and in a string.
     let msg = message(json!({"module": "etcd.core.etcd_cluster_info",
         "endpoints": endpoints, "fail_on": ["alarm", "sick"]}));
     assert_eq!(
         msg,
-        "fail_on: 'sick' is not one of unhealthy, alarm, inconsistent, certificates, backup, latency"
+        "value of fail_on must be one or more of: unhealthy, alarm, inconsistent, certificates, \
+         backup, latency. Got no match for: sick"
     );
     let msg = message(json!({"module": "etcd.core.etcd_maintenance",
         "endpoints": endpoints, "action": "defragment"}));
     assert_eq!(
         msg,
-        "action: 'defragment' is not one of defrag, compact, alarm_disarm, move_leader"
+        "value of action must be one of: defrag, compact, alarm_disarm, move_leader, got: defragment"
     );
-    // A wrong type, and an integer out of the option's range.
+    // A wrong type, and (the shim's own check) an integer out of the option's range.
     let msg = message(json!({"module": "etcd.core.etcd_kv_info",
         "endpoints": endpoints, "etcd_key": "/", "limit": "x"}));
-    assert_eq!(msg, "limit: expected an integer, got 'x'");
+    assert!(
+        msg.starts_with("argument 'limit' is of type str and we were unable to convert to int"),
+        "{msg}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let msg = message(json!({"module": "etcd.core.etcd_certificate", "kind": "ca",
         "ca_cert": dir.path().join("ca.crt"), "ca_key": dir.path().join("ca.key"),
@@ -270,15 +275,48 @@ fn bad_input_is_refused_in_ansible_words() {
     );
     // An unknown option names the supported ones, aliases with them.
     let msg = message(json!({"module": "etcd.core.etcd_snapshot",
-        "endpoints": endpoints, "destination": "/tmp/x"}));
+        "endpoints": endpoints, "store": "/tmp/x", "destination": "/tmp/x"}));
     assert!(
-        msg.starts_with("unsupported option 'destination' for etcd_snapshot; supported options: "),
+        msg.starts_with(
+            "Unsupported parameters for (etcd.core.etcd_snapshot) module: destination. \
+             Supported parameters include: "
+        ),
         "{msg}"
     );
-    assert!(msg.contains(", store (dest), "), "{msg}");
+    assert!(
+        msg.contains(", store, ") && msg.ends_with(" (dest, root)."),
+        "{msg}"
+    );
     // A required option.
     let msg = message(json!({"module": "etcd.core.etcd_snapshot", "endpoints": endpoints}));
-    assert_eq!(msg, "etcd_snapshot: missing required option 'store'");
+    assert_eq!(msg, "missing required arguments: store");
+    // Aliases: a deprecated one works and says so in Ansible's deprecation warning; a current
+    // one (`root`, the old name of `platform_root`) works without.
+    let dump = dir.path().join("aliases.json");
+    let play = json!([{"hosts": "target", "gather_facts": false, "tasks": [
+        {"etcd.core.etcd_lease_info": {"endpoints": endpoints, "keys": true}, "register": "old"},
+        {"etcd.core.etcd_platform_info": {"root": dir.path()}, "register": "rooted"},
+        {"ansible.builtin.copy": {"content": "{{ rooted | to_json }}", "dest": dump}},
+    ]}])
+    .to_string();
+    let warn = [("ANSIBLE_DEPRECATION_WARNINGS", "true")];
+    let run = collection.playbook(&play, LOCAL, &json!({}), &warn, &[]);
+    run.assert_ok();
+    let shown = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        shown.matches("Alias 'keys' is deprecated").count(),
+        1,
+        "{run}"
+    );
+    let rooted: Value = serde_json::from_str(&std::fs::read_to_string(&dump).unwrap()).unwrap();
+    assert_eq!(rooted["platform"], json!("none"), "{rooted}");
+    assert_eq!(rooted["root"], json!(dir.path()), "{rooted}");
+    // A secret is never echoed, even in a refusal of its type.
+    let msg = message(
+        json!({"module": "etcd.core.etcd_kv_info", "endpoints": endpoints,
+        "etcd_key": "/", "password": "hunter2-secret", "limit": "hunter2-secret"}),
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
 
     // A refusal the library hints at: moving aside a restored data dir a member has run on
     // since. The hint is the module option, never `--force`.

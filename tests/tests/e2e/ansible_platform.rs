@@ -84,6 +84,11 @@ fn modules_refuse_what_openshifts_operator_owns_and_write_openshift_backups() {
     let run = collection.playbook(&play, NO_PYTHON, &vars, &[], &[]);
     run.assert_ok();
     assert!(!openshift.join("var/lib/etcd-restored").exists(), "{run}");
+    // Nor did the refused certificate, config file, encryption config and WAL tail changes.
+    assert!(
+        !openshift.join("var/lib/etcd-restored-files").exists(),
+        "{run}"
+    );
     let pair: Vec<_> = std::fs::read_dir(openshift.join("home/core/backup"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

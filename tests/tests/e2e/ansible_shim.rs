@@ -261,7 +261,7 @@ fn a_plain_http_store_message_names_the_option_not_a_cli_variable() {
 fn keep_last_messages_name_its_true_range() {
     let message = |keep_last: i64| {
         let result = shim_result(json!({
-            "_etcd_module": "etcd_snapshot", "endpoints": "http://127.0.0.1:9",
+            "_etcd_module": "etcd_snapshot", "endpoints": ["http://127.0.0.1:9"],
             "store": "/nonexistent/snaps", "keep_last": keep_last,
         }));
         assert_eq!(result["failed"], true, "{result}");

@@ -6,63 +6,35 @@ use std::time::Duration;
 
 use etcdops::member::info::{ClusterInfoRequest, cluster_info};
 use etcdops::wait::{WaitedInfo, cluster_info_when};
-use serde::Deserialize;
+use schemars::JsonSchema;
 
 use crate::context::Context;
+use crate::modules::WaitOptions;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{IDENTITY_OPTIONS, STORE_OPTIONS};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("fail_on", Kind::List)
-            .choices(&[
-                "unhealthy",
-                "alarm",
-                "inconsistent",
-                "certificates",
-                "backup",
-                "latency",
-            ])
-            .default_list(&[]),
-        opt("quota_bytes", Kind::Int),
-        opt("cert_warn_days", Kind::Int).default_int(30),
-        opt("cert_critical_days", Kind::Int).default_int(7),
-        opt("metrics_urls", Kind::List).default_list(&[]),
-        opt("skip_metrics", Kind::Bool).default_bool(false),
-        opt("fsync_p99_warn_ms", Kind::Int).default_int(10),
-        opt("commit_p99_warn_ms", Kind::Int).default_int(25),
-        opt("latency_min_samples", Kind::Int).default_int(100),
-        opt("max_leader_changes", Kind::Int).default_int(3),
-        opt("max_failed_proposals", Kind::Int).default_int(10),
-        opt("max_slow_applies", Kind::Int).default_int(100),
-        opt("max_raft_index_gap", Kind::Int).default_int(5000),
-        opt("store", Kind::Str),
-        opt("max_backup_age", Kind::Str),
-        opt("skip_backup_verify", Kind::Bool).default_bool(false),
-        opt("data_dir", Kind::Path),
-        opt("wait", Kind::Bool).default_bool(false),
-        opt("wait_timeout", Kind::Int).default_int(120),
-    ],
-    IDENTITY_OPTIONS,
-    STORE_OPTIONS,
-];
+/// The module's options: the library's request and the wait.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema: its fields are read as `ClusterInfoRequest` and `WaitOptions`
+struct Options {
+    #[serde(flatten)]
+    request: ClusterInfoRequest,
+    #[serde(flatten)]
+    wait: WaitOptions,
+}
 
-/// The wait options (the rest deserialize into the library's request).
-#[derive(Debug, Deserialize)]
-struct WaitArgs {
-    #[serde(default)]
-    wait: bool,
-    wait_timeout: Option<u64>,
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Options>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: ClusterInfoRequest = context.args()?;
-    let wait: WaitArgs = context.args()?;
+    let wait: WaitOptions = context.args()?;
     request.check.platform_root = Some(context.platform_root()?);
     let config = context.cluster()?;
     if wait.wait && !context.check_mode {
-        let timeout = Duration::from_secs(wait.wait_timeout.unwrap_or(120));
+        let timeout = Duration::from_secs(wait.wait_timeout);
         let WaitedInfo { info, waited } = cluster_info_when(&config, &request, timeout).await?;
         let outcome = if info.failures.is_empty() {
             Outcome::unchanged(format!("{} (after {}s)", info.summary, waited.seconds))
@@ -77,7 +49,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         return Ok(outcome.with_fields(&info).with("waited", &waited));
     }
     if wait.wait {
-        return check_mode_look(&config, &request, wait.wait_timeout.unwrap_or(120)).await;
+        return check_mode_look(&config, &request, wait.wait_timeout).await;
     }
     let info = cluster_info(&config, &request).await?;
     let outcome = if info.failures.is_empty() {

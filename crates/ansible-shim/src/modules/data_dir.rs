@@ -8,34 +8,49 @@
 
 use std::path::PathBuf;
 
-use etcdops::data_dir::{adopt_wal_tail, plan_wal_tail};
+use etcdops::data_dir::adopt_wal_tail;
+use etcdops::guard::{Force, Guards};
 use etcdops::quorum::{copy_data_dir_aside, move_data_dir_aside};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("data_dir", Kind::Path).required(),
-    opt("state", Kind::Str)
-        .choices(&["copied", "moved_aside", "tail_committed"])
-        .required(),
-]];
+/// What to do with the data dir.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum State {
+    /// A complete copy beside it.
+    Copied,
+    /// Renamed aside.
+    MovedAside,
+    /// The WAL's tail past the saved commit index adopted.
+    TailCommitted,
+}
 
-#[derive(Deserialize)]
+/// The module's options.
+#[derive(Deserialize, JsonSchema)]
 struct Args {
     data_dir: PathBuf,
-    state: String,
+    state: State,
+    #[serde(default)]
+    force: Force,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
     let dir = &args.data_dir;
-    if args.state == "tail_committed" {
-        return tail_committed(dir, context.check_mode);
+    if args.state == State::TailCommitted {
+        return tail_committed(dir, context.check_mode, &context.guards()?, args.force).await;
     }
-    let copy = args.state == "copied";
+    let copy = args.state == State::Copied;
     let done = if copy {
         copy_data_dir_aside(dir, context.check_mode)
     } else {
@@ -78,13 +93,14 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
 }
 
 /// `state: tail_committed`.
-fn tail_committed(dir: &std::path::Path, check_mode: bool) -> Result<Outcome, ModuleError> {
-    let done = if check_mode {
-        plan_wal_tail(dir)
-    } else {
-        adopt_wal_tail(dir)
-    }
-    .map_err(|e| ModuleError::from_library(&e))?;
+async fn tail_committed(
+    dir: &std::path::Path,
+    check_mode: bool,
+    guards: &Guards,
+    force: Force,
+) -> Result<Outcome, ModuleError> {
+    let adopted = adopt_wal_tail(guards, dir, check_mode, force).await?;
+    let done = adopted.result;
     let shown = dir.display();
     let msg = match (done.changed, check_mode) {
         (false, _) => format!(
@@ -102,6 +118,7 @@ fn tail_committed(dir: &std::path::Path, check_mode: bool) -> Result<Outcome, Mo
     };
     let mut outcome = Outcome::unchanged(msg);
     outcome.changed = done.changed;
+    outcome.warnings.extend(adopted.forced);
     Ok(outcome
         .with_fields(serde_json::json!({ "data_dir": dir }))
         .with_fields(&done))

@@ -6,17 +6,22 @@
 use std::path::PathBuf;
 
 use etcdops::data_dir::{InspectError, inspect_data_dir};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[opt("data_dir", Kind::Path).required()]];
-
-#[derive(Debug, Deserialize)]
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     data_dir: PathBuf,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -7,28 +7,14 @@ use etcdops::kubernetes::{
     ConfigStep, EncryptionConfigRequest, KeyMaterial, KeySecret, NewKeyRequest, Provider,
     encryption_config, new_encryption_key,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt, secret};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("path", Kind::Path),
-    opt("step", Kind::Str)
-        .required()
-        .choices(&["new_key", "generate", "add_key", "promote", "drop_old"]),
-    opt("provider", Kind::Str)
-        .choices(&["aescbc", "aesgcm", "secretbox"])
-        .default_str("aescbc"),
-    opt("resources", Kind::List).default_list(&["secrets"]),
-    opt("key_name", Kind::Str),
-    secret("key_secret", Kind::Str),
-    opt("force", Kind::Bool).default_bool(false),
-    opt("identity_first", Kind::Bool).default_bool(false),
-]];
-
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 enum Step {
     NewKey,
@@ -38,19 +24,31 @@ enum Step {
     DropOld,
 }
 
-#[derive(Debug, Deserialize)]
+fn secrets_only() -> Vec<String> {
+    vec!["secrets".into()]
+}
+
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     path: Option<std::path::PathBuf>,
     step: Step,
     #[serde(default)]
     provider: Provider,
-    resources: Option<Vec<String>>,
+    #[serde(default = "secrets_only")]
+    resources: Vec<String>,
     key_name: Option<String>,
+    #[schemars(extend("x-no-log" = true))]
     key_secret: Option<String>,
     #[serde(default)]
     force: bool,
     #[serde(default)]
     identity_first: bool,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
@@ -92,10 +90,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         path,
         step,
         provider: args.provider,
-        resources: args
-            .resources
-            .clone()
-            .unwrap_or_else(|| vec!["secrets".into()]),
+        resources: args.resources.clone(),
         key_name: if key.is_some() {
             None
         } else {
@@ -106,7 +101,8 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         force: args.force,
         identity_first: args.identity_first,
     };
-    let result = encryption_config(&request)?;
+    let done = encryption_config(&context.guards()?, &request).await?;
+    let result = done.result;
     let mut outcome = Outcome::unchanged(format!(
         "{}{} {}: keys {} -> {}",
         if result.check_mode && result.changed {
@@ -120,7 +116,11 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         result.keys_after.join(",")
     ));
     outcome.changed = result.changed;
-    outcome.warnings = result.warnings.clone();
+    outcome.warnings = done
+        .forced
+        .into_iter()
+        .chain(result.warnings.clone())
+        .collect();
     outcome.diff = serde_json::to_value(&result.diff).ok();
     Ok(outcome.with_fields(&result))
 }

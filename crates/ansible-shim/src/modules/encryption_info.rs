@@ -3,39 +3,37 @@
 //! `require_encrypted` fails the task when anything is plaintext.
 
 use etcdops::kubernetes::{EncryptionStatusRequest, encryption_status, encryption_status_offline};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
+use crate::spec::ModuleSpec;
+use crate::store::{IdentityArgs, StoreArgs};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("resources", Kind::List).default_list(&["secrets"]),
-        opt("etcd_prefix", Kind::Str)
-            .deprecated_aliases(&["prefix"])
-            .field("prefix"),
-        opt("snapshot", Kind::Str),
-        opt("skip_hash_check", Kind::Bool).default_bool(false),
-        opt("list_all", Kind::Bool).default_bool(false),
-        opt("max_objects", Kind::Int).default_int(1000),
-        opt("require_encrypted", Kind::Bool).default_bool(false),
-    ],
-    STORE_OPTIONS,
-    IDENTITY_OPTIONS,
-];
+fn default_resources() -> Vec<String> {
+    EncryptionStatusRequest::default().resources
+}
 
-#[derive(Debug, Deserialize)]
+fn default_max_objects() -> usize {
+    EncryptionStatusRequest::default().max_objects
+}
+
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    resources: Option<Vec<String>>,
+    #[serde(default = "default_resources")]
+    resources: Vec<String>,
+    #[serde(rename = "etcd_prefix")]
+    #[schemars(extend("x-deprecated-aliases" = ["prefix"]))]
     prefix: Option<String>,
     snapshot: Option<String>,
     #[serde(default)]
     skip_hash_check: bool,
     #[serde(default)]
     list_all: bool,
-    max_objects: Option<usize>,
+    #[serde(default = "default_max_objects")]
+    max_objects: usize,
     #[serde(default)]
     require_encrypted: bool,
     #[serde(flatten)]
@@ -44,16 +42,20 @@ struct Args {
     identity: IdentityArgs,
 }
 
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
+}
+
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
-    let defaults = EncryptionStatusRequest::default();
     let request = EncryptionStatusRequest {
-        resources: args.resources.clone().unwrap_or(defaults.resources),
+        resources: args.resources.clone(),
         prefix: args.prefix.clone(),
         snapshot: args.snapshot.clone(),
         skip_hash_check: args.skip_hash_check,
         list_all: args.list_all,
-        max_objects: args.max_objects.unwrap_or(defaults.max_objects),
+        max_objects: args.max_objects,
     };
     let store_options = args.store.options();
     let (identities, warnings) = args.identity.identities()?;

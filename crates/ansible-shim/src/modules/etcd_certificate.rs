@@ -6,35 +6,24 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use etcdops::guard::Force;
 use etcdops::pki::{CaRequest, MemberCertRequest, ensure_ca, ensure_member_certificate};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("kind", Kind::Str).required().choices(&["ca", "member"]),
-    opt("ca_cert", Kind::Path).required(),
-    opt("ca_key", Kind::Path).required(),
-    opt("cert_path", Kind::Path),
-    opt("key_path", Kind::Path),
-    opt("common_name", Kind::Str),
-    opt("dns_names", Kind::List),
-    opt("ip_addresses", Kind::List),
-    opt("validity_days", Kind::Int),
-    opt("renew_before_days", Kind::Int).default_int(30),
-]];
-
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 enum CertKind {
     Ca,
     Member,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     kind: CertKind,
     ca_cert: PathBuf,
@@ -47,14 +36,27 @@ struct Args {
     #[serde(default)]
     ip_addresses: Vec<String>,
     validity_days: Option<u32>,
-    renew_before_days: Option<u32>,
+    #[serde(default = "default_renew_before_days")]
+    renew_before_days: u32,
+    #[serde(default)]
+    force: Force,
+}
+
+fn default_renew_before_days() -> u32 {
+    etcdops::pki::RENEW_BEFORE_DAYS
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
     let mut ca = CaRequest::new(&args.ca_cert, &args.ca_key);
     ca.check_mode = context.check_mode;
-    let result = match args.kind {
+    let guards = context.guards()?;
+    let done = match args.kind {
         CertKind::Ca => {
             if let Some(cn) = &args.common_name {
                 ca.common_name = cn.clone();
@@ -62,7 +64,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             if let Some(days) = args.validity_days {
                 ca.validity_days = days;
             }
-            ensure_ca(&ca)?
+            ensure_ca(&guards, &ca, args.force).await?
         }
         CertKind::Member => {
             let (Some(cert), Some(key), Some(cn)) =
@@ -90,15 +92,15 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             if let Some(days) = args.validity_days {
                 request.validity_days = days;
             }
-            if let Some(days) = args.renew_before_days {
-                request.renew_before_days = days;
-            }
-            ensure_member_certificate(&request)?
+            request.renew_before_days = args.renew_before_days;
+            ensure_member_certificate(&guards, &request, args.force).await?
         }
     };
+    let result = &done.result;
     let mut outcome = Outcome::unchanged(format!("{}: {}", result.cert_path, result.reason));
     outcome.changed = result.changed;
-    Ok(outcome.with_fields(&result))
+    outcome.warnings.extend(done.forced.clone());
+    Ok(outcome.with_fields(result))
 }
 
 #[cfg(test)]
@@ -127,7 +129,7 @@ mod tests {
         member["cert_path"] = json!(dir.path().join("m0.crt"));
         member["key_path"] = json!(dir.path().join("m0.key"));
         member["common_name"] = json!("m0");
-        member["dns_names"] = json!("m0.example.com");
+        member["dns_names"] = json!(["m0.example.com"]);
         member["ip_addresses"] = json!(["10.0.0.1"]);
         let (failed, out) = run(member.clone());
         assert!(!failed && out.contains("\"changed\":true"), "{out}");

@@ -7,52 +7,21 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use etcdops::client::{TransportSecurity, srv_records};
+use etcdops::guard::Force;
 use etcdops::maintenance::CompactionMode;
 use etcdops::server_config::{
     ClusterState, LogLevel, ServerConfig, ServerConfigRequest, write_server_config,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("path", Kind::Path).required(),
-    opt("name", Kind::Str).required(),
-    opt("data_dir", Kind::Path).required(),
-    opt("listen_client_urls", Kind::List).required(),
-    opt("advertise_client_urls", Kind::List),
-    opt("listen_peer_urls", Kind::List).required(),
-    opt("initial_advertise_peer_urls", Kind::List),
-    opt("initial_cluster", Kind::List),
-    opt("initial_cluster_state", Kind::Str).choices(&["new", "existing"]),
-    opt("initial_cluster_token", Kind::Str),
-    opt("peer_discovery_srv", Kind::Str),
-    opt("peer_discovery_srv_name", Kind::Str),
-    opt("client_cert_file", Kind::Path),
-    opt("client_key_file", Kind::Path),
-    opt("client_trusted_ca_file", Kind::Path),
-    opt("client_cert_auth", Kind::Bool).default_bool(false),
-    opt("peer_cert_file", Kind::Path),
-    opt("peer_key_file", Kind::Path),
-    opt("peer_trusted_ca_file", Kind::Path),
-    opt("peer_client_cert_auth", Kind::Bool).default_bool(false),
-    opt("quota_backend_bytes", Kind::Int),
-    opt("auto_compaction_mode", Kind::Str).choices(&["periodic", "revision"]),
-    opt("auto_compaction_retention", Kind::Str),
-    opt("snapshot_count", Kind::Int),
-    opt("heartbeat_interval", Kind::Int),
-    opt("election_timeout", Kind::Int),
-    opt("listen_metrics_urls", Kind::List),
-    opt("log_level", Kind::Str).choices(&["debug", "info", "warn", "error"]),
-    opt("extra", Kind::Dict),
-    opt("srv_domain", Kind::Str),
-]];
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     path: PathBuf,
     name: String,
@@ -91,6 +60,13 @@ struct Args {
     #[serde(default)]
     extra: BTreeMap<String, String>,
     srv_domain: Option<String>,
+    #[serde(default)]
+    force: Force,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 impl Args {
@@ -136,16 +112,23 @@ impl Args {
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
+    let force = args.force;
     let (path, srv_domain, config) = args.config();
     let records = match &srv_domain {
         Some(domain) => srv_records(&config, domain, config.discovery_srv_name.as_deref())?,
         None => Vec::new(),
     };
-    let result = write_server_config(&ServerConfigRequest {
-        path,
-        config,
-        check_mode: context.check_mode,
-    })?;
+    let done = write_server_config(
+        &context.guards()?,
+        &ServerConfigRequest {
+            path,
+            config,
+            check_mode: context.check_mode,
+        },
+        force,
+    )
+    .await?;
+    let result = done.result;
     let verb = match (result.changed, result.check_mode) {
         (false, _) => "unchanged",
         (true, true) => "would write",
@@ -187,9 +170,9 @@ mod tests {
             "path": path,
             "name": "m0",
             "data_dir": "/var/lib/etcd",
-            "listen_client_urls": "http://10.0.0.1:2379",
+            "listen_client_urls": ["http://10.0.0.1:2379"],
             "listen_peer_urls": ["http://10.0.0.1:2380"],
-            "initial_cluster": "m0=http://10.0.0.1:2380,m1=http://10.0.0.2:2380",
+            "initial_cluster": ["m0=http://10.0.0.1:2380", "m1=http://10.0.0.2:2380"],
             "initial_cluster_state": "new",
             "srv_domain": "example.com",
         });

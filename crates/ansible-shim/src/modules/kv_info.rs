@@ -5,40 +5,40 @@
 
 use etcdops::kv::KeyQuery;
 use etcdops::kv::{get_pages, history};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("etcd_key", Kind::Str),
-    opt("prefix", Kind::Bool).default_bool(false),
-    opt("range_end", Kind::Str),
-    opt("from_key", Kind::Bool).default_bool(false),
-    opt("revision", Kind::Int).default_int(0),
-    opt("keys_only", Kind::Bool).default_bool(false),
-    opt("count_only", Kind::Bool).default_bool(false),
-    opt("limit", Kind::Int).default_int(1000),
-    opt("history", Kind::Bool).default_bool(false),
-    opt("show_secrets", Kind::Bool).default_bool(false),
-]];
+use crate::spec::ModuleSpec;
 
 /// Keys returned when the task sets no limit.
-const DEFAULT_LIMIT: i64 = 1000;
-
-#[derive(Debug, Deserialize)]
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     #[serde(flatten)]
     query: KeyQuery,
     #[serde(default)]
     history: bool,
+    /// At most this many keys (the library reads them all when unset).
+    #[serde(default = "default_limit")]
+    limit: i64,
+}
+
+fn default_limit() -> i64 {
+    1000
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let Args {
         mut query,
         history: wants_history,
+        limit,
     } = context.args()?;
     let config = context.cluster()?;
     if wants_history {
@@ -56,7 +56,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         );
         return Ok(Outcome::unchanged(msg).with_fields(&report));
     }
-    query.limit.get_or_insert(DEFAULT_LIMIT);
+    query.limit = Some(limit);
     let mut kvs = Vec::new();
     let summary = get_pages(&config, &query.request(), |page| {
         kvs.extend(page);

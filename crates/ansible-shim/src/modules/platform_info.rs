@@ -2,19 +2,22 @@
 //! package, or none), with its endpoints, data dir, certificate paths and version.
 
 use etcdops::kubernetes::{PlatformRequest, detect_platform};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::OptionSpec;
+use crate::spec::ModuleSpec;
 
 /// No options of its own: the directory standing for `/` (a test-only option) is the
 /// connection option `platform_root` (old name `root`).
-pub const OPTIONS: &[&[OptionSpec]] = &[];
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
+}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let Args {} = context.args()?;

@@ -9,38 +9,46 @@ use etcdops::quorum::{
     Candidate, CandidateData, PlanAction, PlanOptions, QuorumError, candidate_from_report,
     plan_recovery_with, verify_survivor,
 };
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("step", Kind::Str)
-        .choices(&["plan", "verify_survivor"])
-        .default_str("plan"),
-    opt("members", Kind::DictList),
-    opt("survivor", Kind::Str),
-    opt("member_id", Kind::Str),
-    opt("min_revision", Kind::Int).default_int(0),
-    opt("restart_intact", Kind::Bool).default_bool(true),
-]];
+/// Which decision to make.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Step {
+    /// Choose what to do, and the survivor.
+    #[default]
+    Plan,
+    /// Check that the survivor runs alone and healthy.
+    VerifySurvivor,
+}
 
-#[derive(Deserialize)]
+fn restart_intact() -> bool {
+    PlanOptions::default().restart_intact
+}
+
+/// The module's options.
+#[derive(Deserialize, JsonSchema)]
 struct Args {
     #[serde(default)]
-    step: Option<String>,
-    #[serde(default)]
+    step: Step,
     members: Option<Vec<Value>>,
-    #[serde(default)]
     survivor: Option<String>,
-    #[serde(default)]
     member_id: Option<String>,
     #[serde(default)]
-    min_revision: Option<i64>,
-    #[serde(default)]
-    restart_intact: Option<bool>,
+    min_revision: i64,
+    #[serde(default = "restart_intact")]
+    restart_intact: bool,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 /// `members` as candidates: each `{name, info}`.
@@ -74,13 +82,13 @@ fn candidates(members: &[Value]) -> Result<Vec<Candidate>, ModuleError> {
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
     let config = context.cluster()?;
-    if args.step.as_deref() == Some("verify_survivor") {
+    if args.step == Step::VerifySurvivor {
         let member_id = args.member_id.ok_or_else(|| {
             ModuleError::new(
                 "step verify_survivor needs member_id: the survivor's member ID, as the plan returned it",
             )
         })?;
-        let verified = verify_survivor(&config, &member_id, args.min_revision.unwrap_or(0))
+        let verified = verify_survivor(&config, &member_id, args.min_revision)
             .await
             .map_err(|e| ModuleError::from_library(&e))?;
         if let Some(survivor) = args.survivor.filter(|s| *s != verified.name) {
@@ -102,7 +110,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     })?;
     let candidates = candidates(&members)?;
     let options = PlanOptions {
-        restart_intact: args.restart_intact.unwrap_or(true),
+        restart_intact: args.restart_intact,
     };
     match plan_recovery_with(&config, &candidates, options).await {
         Ok(plan) => {

@@ -6,38 +6,12 @@ use etcdops::snapshot::{NoProgress, SaveRequest, preview_save, save};
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::STORE_OPTIONS;
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("store", Kind::Str)
-            .aliases(&["dest"])
-            .field("dest")
-            .required(),
-        opt("compression", Kind::Str)
-            .choices(&["zstd", "none"])
-            .default_str("zstd"),
-        opt("compression_level", Kind::Int)
-            .default_int(etcdops::snapshot::DEFAULT_ZSTD_LEVEL as i64),
-        opt("labels", Kind::Dict),
-        opt("endpoint", Kind::Str),
-        opt("verify_after_upload", Kind::Bool).default_bool(false),
-        opt("encrypt_to", Kind::List),
-        opt("encrypt_to_file", Kind::Path),
-        opt("openshift_backup_dir", Kind::Path),
-        opt("metrics_file", Kind::Path),
-        opt("keep_last", Kind::Int),
-        opt("keep_hourly", Kind::Int),
-        opt("keep_daily", Kind::Int),
-        opt("keep_weekly", Kind::Int),
-        opt("keep_monthly", Kind::Int),
-        opt("max_age", Kind::Str),
-        opt("orphan_grace", Kind::Str),
-        opt("all_clusters", Kind::Bool).default_bool(false),
-    ],
-    STORE_OPTIONS,
-];
+/// The module's options: the library's request.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<SaveRequest>()
+}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: SaveRequest = context.args()?;

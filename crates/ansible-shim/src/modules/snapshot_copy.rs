@@ -9,19 +9,12 @@ use etcdops::snapshot::{LocalCopyRequest, NoProgress, copy_for_restore};
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::STORE_OPTIONS;
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("snapshot", Kind::Str),
-        opt("store", Kind::Str),
-        opt("to_revision", Kind::Int),
-        opt("to_time", Kind::Str),
-        opt("dest", Kind::Path).required(),
-    ],
-    STORE_OPTIONS,
-];
+/// The module's options: the library's request.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<LocalCopyRequest>()
+}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: LocalCopyRequest = context.args()?;

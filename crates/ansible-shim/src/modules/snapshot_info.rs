@@ -6,25 +6,15 @@ use etcdops::snapshot::{
     IdentitySettings, ListRequest, NoProgress, StatusRequest, StoreSettings, VerifyRequest, list,
     status, verify,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{IDENTITY_OPTIONS, STORE_OPTIONS};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("store", Kind::Str),
-        opt("snapshot", Kind::Str),
-        opt("verify", Kind::Bool).default_bool(false),
-        opt("skip_hash_check", Kind::Bool).default_bool(false),
-    ],
-    IDENTITY_OPTIONS,
-    STORE_OPTIONS,
-];
-
-#[derive(Debug, Deserialize)]
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     store: Option<String>,
     snapshot: Option<String>,
@@ -36,6 +26,11 @@ struct Args {
     identity: IdentitySettings,
     #[serde(flatten)]
     settings: StoreSettings,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
 }
 
 /// Adds warnings not given yet (status and verify read the same identity file).

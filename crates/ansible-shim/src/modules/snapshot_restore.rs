@@ -9,39 +9,31 @@
 use etcdops::guard::Guards;
 use etcdops::hints::{Style, with_hint};
 use etcdops::snapshot::{Previous, RestoreRequest, RestoreWarning, restore};
+use schemars::JsonSchema;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{IDENTITY_OPTIONS, STORE_OPTIONS};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("snapshot", Kind::Str),
-        opt("from_data_dir", Kind::Path),
-        opt("data_dir", Kind::Path).required(),
-        opt("wal_dir", Kind::Path),
-        opt("name", Kind::Str).required(),
-        opt("initial_cluster", Kind::Str).required(),
-        opt("initial_cluster_token", Kind::Str)
-            .default_str(etcdops::snapshot::restore_defaults::INITIAL_CLUSTER_TOKEN),
-        opt("initial_advertise_peer_urls", Kind::List).required(),
-        opt("skip_hash_check", Kind::Bool).default_bool(false),
-        opt("bump_revision", Kind::Int).default_int(0),
-        opt("mark_compacted", Kind::Bool).default_bool(false),
-        opt("move_aside", Kind::Bool).default_bool(false),
-        opt("force", Kind::Bool).default_bool(false),
-        opt("replace_restored", Kind::Bool).default_bool(false),
-        opt("skip_in_service", Kind::Bool).default_bool(false),
-        // Read by the action plugin, which uploads a controller-side `snapshot` when false.
-        opt("remote_src", Kind::Bool).default_bool(true),
-        opt("owner", Kind::Str),
-        opt("to_revision", Kind::Int),
-        opt("to_time", Kind::Str),
-    ],
-    IDENTITY_OPTIONS,
-    STORE_OPTIONS,
-];
+fn remote_src() -> bool {
+    true
+}
+
+/// The module's options: the library's request, and `remote_src` (read by the action plugin,
+/// which uploads a controller-side `snapshot` when false).
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema: the shim reads `RestoreRequest`
+struct Options {
+    #[serde(flatten)]
+    request: RestoreRequest,
+    #[serde(default = "remote_src")]
+    remote_src: bool,
+}
+
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Options>()
+}
 
 /// What the data dir held, for the diff.
 fn describe(previous: &Previous) -> String {

@@ -9,17 +9,12 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
+use crate::spec::ModuleSpec;
 
-pub const OPTIONS: &[&[OptionSpec]] = &[&[
-    opt("state", Kind::Str)
-        .required()
-        .choices(&["stopped", "started"]),
-    opt("manifest", Kind::Path),
-    opt("parking_dir", Kind::Path).default_str("/etc/kubernetes/etcdops-parked"),
-    opt("timeout", Kind::Int).default_int(120),
-    opt("force_new_cluster", Kind::Bool).default_bool(false),
-]];
+/// The module's options: the library's request.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<StaticPodRequest>()
+}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     // The manifest and parking dir default to the library's: the manifest found under the root

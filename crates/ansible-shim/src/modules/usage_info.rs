@@ -6,33 +6,31 @@
 use std::path::PathBuf;
 
 use etcdops::usage::{UsageRequest, usage};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::{Kind, OptionSpec, opt};
-use crate::store::{IDENTITY_OPTIONS, IdentityArgs, STORE_OPTIONS, StoreArgs};
+use crate::spec::ModuleSpec;
+use crate::store::{IdentityArgs, StoreArgs};
 
-pub const OPTIONS: &[&[OptionSpec]] = &[
-    &[
-        opt("key_prefix", Kind::Str).default_str(""),
-        opt("depth", Kind::Int).default_int(etcdops::usage::DEFAULT_DEPTH as i64),
-        opt("top", Kind::Int).default_int(etcdops::usage::DEFAULT_TOP as i64),
-        opt("kubernetes_prefix", Kind::Str),
-        opt("snapshot", Kind::Str),
-        opt("data_dir", Kind::Path),
-        opt("skip_hash_check", Kind::Bool).default_bool(false),
-    ],
-    STORE_OPTIONS,
-    IDENTITY_OPTIONS,
-];
+fn default_depth() -> usize {
+    etcdops::usage::DEFAULT_DEPTH
+}
 
-#[derive(Debug, Deserialize)]
+fn default_top() -> usize {
+    etcdops::usage::DEFAULT_TOP
+}
+
+/// The module's options.
+#[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
     #[serde(default)]
     key_prefix: String,
-    depth: Option<usize>,
-    top: Option<usize>,
+    #[serde(default = "default_depth")]
+    depth: usize,
+    #[serde(default = "default_top")]
+    top: usize,
     kubernetes_prefix: Option<String>,
     snapshot: Option<String>,
     data_dir: Option<PathBuf>,
@@ -44,12 +42,17 @@ struct Args {
     identity: IdentityArgs,
 }
 
+/// The module's options.
+pub fn spec() -> Result<ModuleSpec, String> {
+    ModuleSpec::of::<Args>()
+}
+
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
     let request = UsageRequest {
         prefix: args.key_prefix,
-        depth: args.depth,
-        top: args.top,
+        depth: Some(args.depth),
+        top: Some(args.top),
         kubernetes_prefix: args.kubernetes_prefix,
         snapshot: args.snapshot,
         data_dir: args.data_dir,

@@ -7,15 +7,21 @@
 
 use anyhow::Result;
 use etcdops::data_dir::{
-    DataDirInspection, SnapPosition, TailAdoption, adopt_wal_tail, inspect_data_dir, plan_wal_tail,
+    DataDirInspection, SnapPosition, TailAdoption, adopt_wal_tail, inspect_data_dir,
 };
 
 use super::ExitStatus;
-use crate::flags::{DataDirAsideArgs, DataDirCommand, DataDirInspectArgs, OutputFormat};
+use etcdops::guard::Force;
+
+use crate::flags::{CommitTailArgs, DataDirCommand, DataDirInspectArgs, GlobalFlags, OutputFormat};
 use crate::output::{Render, human_bytes, print, warn};
 
 /// Runs one `data-dir` subcommand.
-pub fn run(command: &DataDirCommand, format: OutputFormat) -> Result<ExitStatus> {
+pub async fn run(
+    global: &GlobalFlags,
+    command: &DataDirCommand,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
     match command {
         DataDirCommand::Inspect(args) => inspect(args, format),
         DataDirCommand::Backup(args) => {
@@ -24,17 +30,24 @@ pub fn run(command: &DataDirCommand, format: OutputFormat) -> Result<ExitStatus>
         DataDirCommand::MoveAside(args) => {
             super::quorum::run_data_dir_move_aside(&args.dir, args.dry_run, format)
         }
-        DataDirCommand::CommitTail(args) => commit_tail(args, format),
+        DataDirCommand::CommitTail(args) => commit_tail(global, args, format).await,
     }
 }
 
-/// `data-dir commit-tail DIR [--dry-run]`.
-fn commit_tail(args: &DataDirAsideArgs, format: OutputFormat) -> Result<ExitStatus> {
-    let done = if args.dry_run {
-        plan_wal_tail(&args.dir)?
-    } else {
-        adopt_wal_tail(&args.dir)?
-    };
+/// `data-dir commit-tail DIR [--dry-run] [--force]`.
+async fn commit_tail(
+    global: &GlobalFlags,
+    args: &CommitTailArgs,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let guards = super::platform::guards(global);
+    let force = Force(args.force.force);
+    let adopted = adopt_wal_tail(&guards, &args.dir.dir, args.dir.dry_run, force).await?;
+    if let Some(warning) = &adopted.forced {
+        crate::output::warn(warning);
+    }
+    let done = adopted.result;
+    let args = &args.dir;
     print(
         format,
         &TailView {

@@ -6,6 +6,7 @@ use std::io::{self, BufWriter, Read, Write};
 use super::snapshot::store_options;
 use anyhow::{Context, Result};
 use etcdops::client::ClusterConfig;
+use etcdops::guard::Guards;
 use etcdops::kubernetes::{
     ConfigStep, DecodedValue, EncryptionConfigRequest, EncryptionConfigResult, EncryptionReport,
     EncryptionStatusRequest, K8sGetRequest, KeyMaterial, KeySecret, NewKey, NewKeyRequest,
@@ -22,13 +23,14 @@ use crate::output::{Lines, Render, escape, json_line, plain, print};
 /// Runs a `k8s` command.
 pub async fn run(
     config: &ClusterConfig,
+    guards: &Guards,
     command: &K8sCommand,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
     match command {
         K8sCommand::EncryptionStatus(args) => status(config, args, format).await,
         K8sCommand::EncryptionConfig(EncryptionConfigCommand::Generate(args)) => {
-            config_step(args, ConfigStep::Generate, format)
+            config_step(guards, args, ConfigStep::Generate, format).await
         }
         K8sCommand::EncryptionConfig(EncryptionConfigCommand::Rotate(args)) => {
             let step = match args.step {
@@ -36,7 +38,7 @@ pub async fn run(
                 RotateStepArg::Promote => ConfigStep::Promote,
                 RotateStepArg::DropOld => ConfigStep::DropOld,
             };
-            config_step(&args.config, step, format)
+            config_step(guards, &args.config, step, format).await
         }
         K8sCommand::EncryptionKey(EncryptionKeyCommand::New(args)) => new_key(args, format),
         K8sCommand::Get(args) => get(config, args, format).await,
@@ -268,7 +270,8 @@ fn parse_key(text: &str, path: &std::path::Path, key_name: Option<&str>) -> Resu
     })
 }
 
-fn config_step(
+async fn config_step(
+    guards: &Guards,
     args: &EncryptionConfigArgs,
     step: ConfigStep,
     format: OutputFormat,
@@ -284,8 +287,9 @@ fn config_step(
         force: args.force,
         identity_first: args.identity_first,
     };
-    let result = encryption_config(&request)?;
-    for warning in &result.warnings {
+    let done = encryption_config(guards, &request).await?;
+    let result = done.result;
+    for warning in done.forced.iter().chain(&result.warnings) {
         crate::output::warn(warning);
     }
     print(format, &ConfigView(&result))?;

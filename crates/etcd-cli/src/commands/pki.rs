@@ -1,12 +1,14 @@
 //! `etcdops pki ca|member`: a small CA and member certificates for a standalone cluster, over
-//! etcd-core's `ensure_ca` and `ensure_member_certificate` (valid files kept, keys 0600, never
-//! printed). Needs no cluster.
+//! `etcdops::pki`'s `ensure_ca` and `ensure_member_certificate` (valid files kept, keys 0600,
+//! never printed; refused where OpenShift's operator issues etcd's certificates, unless
+//! `--force`). Needs no cluster.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use etcdops::guard::Force;
 use etcdops::pki::{
     CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
 };
@@ -14,6 +16,7 @@ use serde::Serialize;
 
 use super::ExitStatus;
 use crate::flags::OutputFormat;
+use crate::flags::{ForceFlag, GlobalFlags};
 use crate::output::{Render, print};
 
 /// `etcdops pki ...`
@@ -46,6 +49,9 @@ pub struct CaArgs {
     /// Say what would be done, write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Go past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// Arguments of `pki member`.
@@ -76,11 +82,14 @@ pub struct MemberArgs {
     #[arg(long, default_value_t = 365)]
     pub validity_days: u32,
     /// Reissue when fewer days than this remain
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = etcdops::pki::RENEW_BEFORE_DAYS)]
     pub renew_before_days: u32,
     /// Say what would be done, write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Go past the guards
+    #[command(flatten)]
+    pub force: ForceFlag,
 }
 
 /// What was kept or written.
@@ -109,14 +118,19 @@ impl Render for CertView {
 }
 
 /// Runs `pki ca` or `pki member`.
-pub fn run(command: &PkiCommand, format: OutputFormat) -> Result<ExitStatus> {
-    let result = match command {
+pub async fn run(
+    global: &GlobalFlags,
+    command: &PkiCommand,
+    format: OutputFormat,
+) -> Result<ExitStatus> {
+    let guards = super::platform::guards(global);
+    let done = match command {
         PkiCommand::Ca(args) => {
             let mut request = CaRequest::new(&args.ca_cert, &args.ca_key);
             request.common_name = args.common_name.clone();
             request.validity_days = args.validity_days;
             request.check_mode = args.dry_run;
-            ensure_ca(&request)?
+            ensure_ca(&guards, &request, Force(args.force.force)).await?
         }
         PkiCommand::Member(args) => {
             let ca = CaRequest::new(&args.ca_cert, &args.ca_key);
@@ -126,10 +140,13 @@ pub fn run(command: &PkiCommand, format: OutputFormat) -> Result<ExitStatus> {
             request.validity_days = args.validity_days;
             request.renew_before_days = args.renew_before_days;
             request.check_mode = args.dry_run;
-            ensure_member_certificate(&request)?
+            ensure_member_certificate(&guards, &request, Force(args.force.force)).await?
         }
     };
-    print(format, &CertView(result))?;
+    if let Some(warning) = &done.forced {
+        crate::output::warn(warning);
+    }
+    print(format, &CertView(done.result))?;
     Ok(ExitStatus::Success)
 }
 

@@ -21,7 +21,7 @@ pub enum DataDirCommand {
     /// index to its WAL's last entry (one HardState record appended), so that etcd keeps the
     /// entries past it (writes it may have acknowledged) instead of discarding them. Nothing
     /// else is touched; refused while etcd runs on it; no-op when nothing is past the commit.
-    CommitTail(DataDirAsideArgs),
+    CommitTail(CommitTailArgs),
 }
 
 /// Arguments of `data-dir inspect`.
@@ -41,6 +41,17 @@ pub struct DataDirAsideArgs {
     /// Check and say what would be done; change nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Arguments of `data-dir commit-tail`.
+#[derive(Debug, Args)]
+pub struct CommitTailArgs {
+    /// The data dir, and --dry-run
+    #[command(flatten)]
+    pub dir: DataDirAsideArgs,
+    /// Go past the guards
+    #[command(flatten)]
+    pub force: crate::flags::ForceFlag,
 }
 
 #[cfg(test)]
@@ -87,14 +98,20 @@ mod tests {
     }
 
     #[test]
-    fn commit_tail_takes_a_dir_and_dry_run() {
+    fn commit_tail_takes_a_dir_dry_run_and_force() {
         let cli =
             Cli::try_parse_from(["etcdops", "data-dir", "commit-tail", "/d", "--dry-run"]).unwrap();
         match cli.command {
             Command::DataDir(DataDirCommand::CommitTail(args)) => {
-                assert_eq!(args.dir, PathBuf::from("/d"));
-                assert!(args.dry_run);
+                assert_eq!(args.dir.dir, PathBuf::from("/d"));
+                assert!(args.dir.dry_run && !args.force.force);
             }
+            other => panic!("{other:?}"),
+        }
+        let cli =
+            Cli::try_parse_from(["etcdops", "data-dir", "commit-tail", "/d", "--force"]).unwrap();
+        match cli.command {
+            Command::DataDir(DataDirCommand::CommitTail(args)) => assert!(args.force.force),
             other => panic!("{other:?}"),
         }
         assert!(Cli::try_parse_from(["etcdops", "data-dir", "commit-tail"]).is_err());

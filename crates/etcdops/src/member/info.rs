@@ -12,7 +12,7 @@ use crate::check::{BackupFreshness, CheckRequest, CheckResult, DiskSpace, check}
 use crate::error::Result;
 
 /// A condition that fails the cluster info.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FailOn {
     /// A member is not healthy.
@@ -31,7 +31,7 @@ pub enum FailOn {
 }
 
 /// What to read, and what fails it.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 pub struct ClusterInfoRequest {
     /// The conditions that fail it.
     #[serde(default)]

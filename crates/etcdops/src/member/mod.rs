@@ -55,7 +55,7 @@ pub struct Guarded<T> {
 }
 
 /// A request to add a member (`learner`: as a non-voting learner).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct AddRequest {
     /// The name the new member starts with (its etcd's `ETCD_NAME`).
     pub name: String,
@@ -74,7 +74,7 @@ pub struct AddRequest {
 }
 
 /// A request to remove, or promote, the member named by ID, name or peer URL.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct RemoveRequest {
     /// The member: its ID (hex), name or peer URL.
     pub member: String,
@@ -90,7 +90,7 @@ pub struct RemoveRequest {
 pub type PromoteRequest = RemoveRequest;
 
 /// A request to change a member's peer URLs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct UpdateRequest {
     /// The member: its ID (hex), name or peer URL.
     pub member: String,
@@ -205,7 +205,9 @@ pub(crate) async fn promote_member(
 }
 
 /// The state a member is asked to be in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Wanted {
     /// A member (added, as a learner when asked).
@@ -232,7 +234,7 @@ impl Wanted {
 }
 
 /// A member in the state asked for: the Ansible module's arguments.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct MemberRequest {
     /// The state asked for (default present).
     #[serde(default)]

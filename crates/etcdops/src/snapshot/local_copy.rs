@@ -21,7 +21,7 @@ use super::settings::StoreSettings;
 use crate::error::{Error, Result};
 
 /// What to copy for a restore, and where.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 pub struct LocalCopyRequest {
     /// One backup's URL (the store's URL, then the object's name).
     pub snapshot: Option<String>,

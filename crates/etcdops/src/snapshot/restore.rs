@@ -38,7 +38,7 @@ pub(super) fn rfc3339<'de, D: Deserializer<'de>>(
 }
 
 /// What to restore from, into which data dir, as which member of which new cluster.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 pub struct RestoreRequest {
     /// A snapshot file, a stored object's URL, or (with `to_revision`/`to_time`) the store
     /// `backup run` writes to.

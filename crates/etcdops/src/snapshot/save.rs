@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 
 /// Retention rules: a backup is kept when any rule keeps it; the newest complete backup is
 /// always kept. No rule set: nothing is pruned.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Retention {
     // The counts are read as any integer so that one check ([`Retention::policy`]) names
@@ -38,9 +38,11 @@ pub struct Retention {
     pub keep_monthly: Option<i64>,
     /// Keep every backup younger than this (`36h`, `7d`).
     #[serde(deserialize_with = "max_age")]
+    #[schemars(with = "Option<String>")]
     pub max_age: Option<Duration>,
     /// Remove backup objects without a manifest once older than this.
     #[serde(deserialize_with = "orphan_grace")]
+    #[schemars(with = "Option<String>", extend("default" = "1h"))]
     pub orphan_grace: Duration,
 }
 
@@ -119,9 +121,11 @@ fn default_level() -> i32 {
 }
 
 /// What to save where, and what to do after.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 pub struct SaveRequest {
     /// The store: a directory, `file://`, `s3://`, `gs://`, `az://`.
+    #[serde(rename = "store")]
+    #[schemars(extend("x-aliases" = ["dest"]))]
     pub dest: String,
     /// Stream from this member only, instead of choosing a healthy follower.
     pub endpoint: Option<String>,
@@ -142,6 +146,7 @@ pub struct SaveRequest {
     pub encrypt_to: Vec<String>,
     /// Encrypt to every public key of these files.
     #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(with = "Option<PathBuf>")]
     pub encrypt_to_file: Vec<PathBuf>,
     /// Also write the pair OpenShift's cluster-restore.sh reads into this directory.
     pub openshift_backup_dir: Option<PathBuf>,
@@ -390,7 +395,7 @@ mod tests {
     #[test]
     fn module_options_deserialize_into_a_save_request() {
         let request: SaveRequest = serde_json::from_value(serde_json::json!({
-            "dest": "/backups", "compression": "none", "keep_last": 3, "max_age": "7d",
+            "store": "/backups", "compression": "none", "keep_last": 3, "max_age": "7d",
             "encrypt_to_file": "/r.txt", "s3_region": "eu-west-1"
         }))
         .unwrap();
@@ -405,7 +410,7 @@ mod tests {
         assert_eq!(request.encrypt_to_file, [PathBuf::from("/r.txt")]);
         assert_eq!(request.store.s3_region.as_deref(), Some("eu-west-1"));
         let bad = serde_json::from_value::<SaveRequest>(serde_json::json!({
-            "dest": "/b", "orphan_grace": "soon"
+            "store": "/b", "orphan_grace": "soon"
         }))
         .unwrap_err();
         assert!(bad.to_string().contains("orphan_grace"), "{bad}");

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use crate::error::Result;
 
 /// The options that tune how a store URL is reached; credentials come from the environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct StoreSettings {
     /// S3-compatible endpoint URL (MinIO, Ceph, ...).
@@ -64,13 +64,15 @@ impl StoreSettings {
 
 /// The age identities that decrypt an encrypted backup: identity files on this host, or an
 /// identity given as text (a secret: its `Debug` never shows it).
-#[derive(Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct IdentitySettings {
     /// Identity files (`AGE-SECRET-KEY-1...` lines); one or several.
     #[serde(deserialize_with = "one_or_many")]
+    #[schemars(with = "Option<PathBuf>")]
     pub identity_file: Vec<PathBuf>,
     /// An identity given as text.
+    #[schemars(extend("x-no-log" = true))]
     pub identity_content: Option<String>,
 }
 

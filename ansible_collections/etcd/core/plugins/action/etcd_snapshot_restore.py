@@ -57,10 +57,9 @@ class ActionModule(ShimActionModule):
     """etcd_snapshot_restore: the controller's connection settings for ``skip_in_service``,
     and the upload of a controller-side backup for ``remote_src: false``."""
 
-    def module_args(self, module, args):
-        args = super(ActionModule, self).module_args(module, args)
+    def connection_args(self, module, args):
         if boolean(args.get("skip_in_service") or False, strict=False):
-            args = controller_connection(args, os.environ)
+            return controller_connection(args, os.environ)
         return args
 
     def run(self, tmp=None, task_vars=None):

@@ -11,6 +11,11 @@ controller what only the controller knows, then runs the shim binary
   environment (where Ansible Automation Platform injects credentials);
 * PEM files named by that environment are read here and sent as content, so no key file is
   ever copied to, or left on, the target;
+* the task's options are validated here, with ansible-core's own validator, against the
+  argument spec the shim's options types generate (``argument_specs.json`` beside this file,
+  kept equal to them by the shim's tests): aliases resolved, the usual spellings of booleans,
+  integers and lists coerced, unknown options, wrong choices and missing required options
+  refused in Ansible's words before anything reaches the target;
 * the shim is copied to the target once per version, to a cache directory
   (``etcd_core_shim_cache_dir``, default ``~/.ansible/etcd.core``) under a name that holds its
   SHA-256, so a later task copies only its arguments. One command both reads the target's
@@ -30,9 +35,12 @@ import subprocess
 import tempfile
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
 from ansible.module_utils.json_utils import _filter_non_json_lines
 from ansible.parsing.mod_args import ModuleArgsParser
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 try:  # ansible-core 2.19+: module arguments may hold tagged values only its encoder writes.
     from ansible.module_utils.common.json import Direction, get_module_encoder
@@ -40,6 +48,8 @@ try:  # ansible-core 2.19+: module arguments may hold tagged values only its enc
     ARGS_ENCODER = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
 except ImportError:  # older releases send plain JSON to binary modules
     ARGS_ENCODER = json.JSONEncoder
+
+display = Display()
 
 # Task option -> controller environment variable, as etcdctl names them.
 ENV_OPTIONS = (
@@ -60,23 +70,12 @@ PEM_OPTIONS = (
     ("cert", "cert_content", "ETCDCTL_CERT"),
     ("key", "key_content", "ETCDCTL_KEY"),
 )
-# The argument naming the options that came from module_defaults, not from the task itself:
-# the shim ignores those its module has no use for when another etcd.core module takes them
-# (store options set once for group/etcd.core.etcd), and refuses the rest as unsupported.
-DEFAULTS_KEY = "_etcd_defaults"
-# Modules that do not talk to a cluster: the controller's ETCDCTL_* settings are not read for
-# them. The shim's module table (`connection: false`) is the source; a test compares the two.
-NO_CONNECTION = (
-    "etcd_certificate",
-    "etcd_config",
-    "etcd_data_dir",
-    "etcd_data_dir_info",
-    "etcd_encryption_config",
-    "etcd_platform_info",
-    "etcd_snapshot_copy",
-    "etcd_snapshot_info",
-    "etcd_snapshot_restore",
-)
+# Every module's argument spec and whether it talks to a cluster, generated from the shim's
+# options types (crates/ansible-shim/tests/argument_specs.rs writes and checks it).
+ARGUMENT_SPECS_PATH = os.path.join(os.path.dirname(__file__), "argument_specs.json")
+_ARGUMENT_SPECS = {}
+# How a secret is shown in a refusal.
+MASK = "********"
 ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 # Where the shims of this collection live: <collection>/files/etcd_shim_<arch>.
 SHIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "files")
@@ -109,6 +108,84 @@ def controller_connection(args, environ):
                     "cannot read %s=%s on the controller: %s" % (variable, path, exc.strerror)
                 ) from None
     return args
+
+
+def argument_specs():
+    """Every module's ``{"argument_spec": ..., "connection": bool}``, read once."""
+    if not _ARGUMENT_SPECS:
+        with open(ARGUMENT_SPECS_PATH, "r", encoding="utf-8") as handle:
+            _ARGUMENT_SPECS.update(json.load(handle))
+    return _ARGUMENT_SPECS
+
+
+def connects(module):
+    """Whether ``module`` talks to a cluster (the controller's ETCDCTL_* settings apply)."""
+    return argument_specs()[module]["connection"]
+
+
+def option_names(spec):
+    """The names an argument spec answers to: each option's and its aliases."""
+    names = set(spec)
+    for option in spec.values():
+        names.update(option.get("aliases") or ())
+    return names
+
+
+def validate(module, args, defaults_only):
+    """The task's options checked and coerced by ansible-core's validator against the module's
+    argument spec, or a failure in Ansible's words (secrets masked).
+
+    An option only module_defaults set that this module has no use for is dropped when
+    another module of the collection takes it (a group's defaults reach every module of the
+    group: store options set once for group/etcd.core.etcd); one no module takes (a typo) is
+    refused as unsupported. Unset options are left out, so the shim applies its own defaults
+    (an unset connection option still falls back to the target's ETCDCTL_* variable).
+    Returns the options (aliases resolved to their option), and the validator's warnings and
+    deprecations (a deprecated alias).
+    """
+    specs = argument_specs()
+    spec = specs[module]["argument_spec"]
+    names = option_names(spec)
+    taken_elsewhere = set()
+    for other in specs.values():
+        taken_elsewhere.update(option_names(other["argument_spec"]))
+    args = dict(
+        (name, value) for name, value in args.items()
+        if not (name in defaults_only and name not in names and name in taken_elsewhere)
+    )
+    result = ArgumentSpecValidator(spec).validate(args)
+    if result.error_messages:
+        messages = []
+        for error in result.errors.errors:
+            if isinstance(error, UnsupportedError):
+                messages.append("Unsupported parameters for (etcd.core.%s) module: %s" % (
+                    module, error.msg))
+            else:
+                messages.append(error.msg)
+        message = "; ".join(messages)
+        for secret in sorted(result._no_log_values, key=len, reverse=True):
+            if secret:
+                message = message.replace(secret, MASK)
+        raise AnsibleActionFail(message)
+    aliases = names - set(spec)
+    params = dict(
+        (name, value) for name, value in result.validated_parameters.items()
+        if value is not None and name not in aliases
+    )
+    for name, option in spec.items():
+        # A mapping option maps names to strings: numbers and booleans written in YAML
+        # (`release: 2`) are taken as their text, as a string option takes them.
+        if option["type"] == "dict" and isinstance(params.get(name), dict):
+            params[name] = dict(
+                (key, value if isinstance(value, str) else json.dumps(value))
+                for key, value in params[name].items()
+            )
+    warnings = [
+        "Both option %s and its alias %s are set." % (w["option"], w["alias"])
+        for w in result._warnings
+    ]
+    deprecations = [dict((k, v) for k, v in d.items() if v) for d in result._deprecations]
+    return params, warnings, deprecations
 
 
 def own_args(task, templar):
@@ -310,6 +387,9 @@ class ActionModule(ActionBase):
     # Warnings of the shim's transport for this task's result.
     _warnings = ()
 
+    # Warnings and deprecations of the validation of this task's options.
+    _deprecations = ()
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         module = self._task.action.split(".")[-1]
@@ -325,22 +405,29 @@ class ActionModule(ActionBase):
             own = own | module_specific_defaults(self._task, module)
         return [name for name in from_defaults(task_args, own) if name in args]
 
+    def connection_args(self, module, args):
+        """The task's options with the connection settings only the controller knows (its
+        ``ETCDCTL_*`` environment), for a module that talks to a cluster."""
+        if connects(module):
+            return controller_connection(args, os.environ)
+        return args
+
     def module_args(self, module, args):
-        """The task's options plus what only the controller knows, as the shim reads them."""
+        """The task's options plus what only the controller knows, validated, as the shim
+        reads them."""
         defaults = self.defaults_only(args)
-        if module not in NO_CONNECTION:
-            args = controller_connection(args, os.environ)
-        args = dict(args)
+        args = self.connection_args(module, args)
+        args, warnings, deprecations = validate(module, args, defaults)
+        self._warnings = list(self._warnings) + warnings
+        self._deprecations = list(self._deprecations) + deprecations
         args["_etcd_module"] = module
-        if defaults:
-            args[DEFAULTS_KEY] = defaults
         return args
 
     def run_shim(self, module, args, task_vars):
         """Runs ``module`` with ``args`` on the target through the cached shim; its result."""
+        self._warnings, self._deprecations = [], []
         args = self.module_args(module, args)
         self._update_module_args(self._task.action, args, task_vars)
-        self._warnings = []
         shim, from_cache = self._target_shim(task_vars)
         tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
         args_path = self._connection._shell.join_path(tmpdir, "args")
@@ -361,8 +448,19 @@ class ActionModule(ActionBase):
                 "the target cannot execute the shim %s (exit code %s: a noexec mount?); set %s "
                 "to a directory where files may be executed" % (shim, res.get("rc"), CACHE_DIR_VAR)
             )
+        return self.with_notes(result)
+
+    def with_notes(self, result):
+        """``result`` with the warnings and deprecations of this task's transport and
+        validation."""
         if self._warnings:
             result["warnings"] = list(result.get("warnings") or []) + self._warnings
+        for deprecation in self._deprecations:
+            display.deprecated(
+                deprecation["msg"],
+                version=deprecation.get("version"),
+                collection_name=deprecation.get("collection_name"),
+            )
         return result
 
     def run_shim_on_controller(self, module, args, task_vars):
@@ -372,6 +470,7 @@ class ActionModule(ActionBase):
         arguments file is private to this process and removed afterwards.
         """
         del task_vars  # the controller's own settings apply
+        self._warnings, self._deprecations = [], []
         args = self.module_args(module, args)
         args["_ansible_check_mode"] = bool(self._task.check_mode)
         args["_ansible_diff"] = bool(self._task.diff)
@@ -384,7 +483,7 @@ class ActionModule(ActionBase):
             proc = subprocess.run(
                 [shim, args_path], capture_output=True, text=True, check=False
             )
-        return parse_result(proc.stdout, proc.stderr, proc.returncode)
+        return self.with_notes(parse_result(proc.stdout, proc.stderr, proc.returncode))
 
     def upload(self, local_path, task_vars):
         """Copies a controller file into this task's remote tmp dir; returns its remote path.

@@ -1,0 +1,109 @@
+//! Changes to files on an etcd host that a platform may own: the cluster's certificates,
+//! etcd's configuration file, the apiserver's encryption configuration and a stopped member's
+//! WAL. Each workflow passes the OpenShift operator guard first ([`Guards::check`]), in check
+//! mode too, so a dry run predicts the refusal: OpenShift's operators issue and rotate etcd's
+//! certificates, render etcd's static pod, own encryption at rest (the `apiserver` resource's
+//! `spec.encryption`) and restore a lost quorum with their own procedure, and a hand-made
+//! change fights them. A forced change carries the guard's warning in [`HostChange::forced`].
+//!
+//! Stopping and starting the etcd static pod is not refused: moving the pod's manifest out
+//! of the kubelet's directory is a step of OpenShift's own restore procedure.
+//!
+//! ```no_run
+//! # async fn run() -> etcdops::Result<()> {
+//! use etcdops::guard::{Force, Guards};
+//! use etcdops::pki::{CaRequest, ensure_ca};
+//!
+//! let request = CaRequest::new("/etc/etcd/pki/ca.crt", "/etc/etcd/pki/ca.key");
+//! let done = ensure_ca(&Guards::on_host("/"), &request, Force(false)).await?;
+//! println!("{}: {}", done.result.cert_path, done.result.reason);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::guard::{Force, Guards, Operation};
+
+/// What a host-file workflow did, and the guard's warning when it was forced through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostChange<T> {
+    /// The library's own result.
+    #[serde(flatten)]
+    pub result: T,
+    /// The warning of a guard that `force` got past (OpenShift's operator owns these files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
+}
+
+/// Passes the guards of `operation` on this host (no cluster is asked: these are files).
+async fn guarded(guards: &Guards, operation: Operation, force: Force) -> Result<Option<String>> {
+    Ok(guards.check(operation, force, None).await?.warning())
+}
+
+/// Keeps a valid CA or makes one (see `etcd_core::ensure_ca`), after the guards.
+pub async fn ensure_ca(
+    guards: &Guards,
+    request: &etcd_core::CaRequest,
+    force: Force,
+) -> Result<HostChange<etcd_core::CertificateResult>> {
+    let forced = guarded(guards, Operation::CertificateIssue, force).await?;
+    let result = etcd_core::ensure_ca(request)?;
+    Ok(HostChange { result, forced })
+}
+
+/// Keeps a valid member certificate or (re)issues it from the CA (see
+/// `etcd_core::ensure_member_certificate`), after the guards.
+pub async fn ensure_member_certificate(
+    guards: &Guards,
+    request: &etcd_core::MemberCertRequest,
+    force: Force,
+) -> Result<HostChange<etcd_core::CertificateResult>> {
+    let forced = guarded(guards, Operation::CertificateIssue, force).await?;
+    let result = etcd_core::ensure_member_certificate(request)?;
+    Ok(HostChange { result, forced })
+}
+
+/// Writes etcd's configuration file (see `etcd_core::write_server_config`), after the guards.
+pub async fn write_server_config(
+    guards: &Guards,
+    request: &etcd_core::ServerConfigRequest,
+    force: Force,
+) -> Result<HostChange<etcd_core::ServerConfigResult>> {
+    let forced = guarded(guards, Operation::ServerConfigWrite, force).await?;
+    let result = etcd_core::write_server_config(request)?;
+    Ok(HostChange { result, forced })
+}
+
+/// Applies one step of a key rotation to the apiserver's encryption configuration (see
+/// `etcd_k8s::encryption_config`), after the guards. The request's own `force` (replace a
+/// file that holds other keys) also gets past the guard: one switch goes past refusals.
+pub async fn encryption_config(
+    guards: &Guards,
+    request: &etcd_k8s::EncryptionConfigRequest,
+) -> Result<HostChange<etcd_k8s::EncryptionConfigResult>> {
+    let forced = guarded(guards, Operation::EncryptionConfig, Force(request.force)).await?;
+    let result = etcd_k8s::encryption_config(request)?;
+    Ok(HostChange { result, forced })
+}
+
+/// Raises a stopped member's saved commit index to its WAL's last entry (see
+/// `etcd_data::adopt_wal_tail`), after the guards; with `dry_run`, only says what it would do
+/// (`etcd_data::plan_wal_tail`).
+pub async fn adopt_wal_tail(
+    guards: &Guards,
+    data_dir: &Path,
+    dry_run: bool,
+    force: Force,
+) -> Result<HostChange<etcd_data::TailAdoption>> {
+    let forced = guarded(guards, Operation::WalTailAdoption, force).await?;
+    let result = if dry_run {
+        etcd_data::plan_wal_tail(data_dir)?
+    } else {
+        etcd_data::adopt_wal_tail(data_dir)?
+    };
+    Ok(HostChange { result, forced })
+}
