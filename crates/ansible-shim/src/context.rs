@@ -144,6 +144,8 @@ impl Context {
             .checked()?
             .get("platform_root")
             .and_then(Value::as_str)
+            // An empty root is no root: the guards look at the host's own `/`.
+            .filter(|root| !root.is_empty())
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::path::PathBuf::from("/")))
     }

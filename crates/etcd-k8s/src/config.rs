@@ -292,7 +292,7 @@ pub fn encryption_config(request: &EncryptionConfigRequest) -> Result<Encryption
     let existing = file::read_config(path)?;
     let mut warnings = Vec::new();
     let planned = if request.step == ConfigStep::Generate {
-        steps::generate(request, &resources, existing)?
+        steps::generate(request, &resources, existing, &mut warnings)?
     } else {
         steps::rotate(request, &resources, existing, &mut warnings)?
     };

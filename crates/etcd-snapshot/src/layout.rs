@@ -23,7 +23,7 @@
 use etcd_core::MemberId;
 use etcd_store::{NotRegularEntry, ObjectInfo, Store, StoreKind, UnfinishedUpload};
 
-use crate::compact_lock::COMPACT_LOCK_FILE;
+use crate::consolidate_lock::COMPACT_LOCK_FILE;
 use crate::delta::{DELTA_SUFFIX, DELTAS_DIR};
 use crate::error::Result;
 use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX};
@@ -43,7 +43,7 @@ pub enum LayoutKind {
     /// The backup-run writer lock of a cluster folder.
     RunLock,
     /// A compaction's claim on a chain, in its `.deltas/` folder (deleted with the chain).
-    CompactLock,
+    ConsolidateLock,
 }
 
 /// A name of the layout, parsed.
@@ -150,7 +150,7 @@ pub fn classify(name: &str) -> Option<LayoutName> {
             match file.strip_suffix(MANIFEST_SUFFIX) {
                 Some(object) if is_segment_file(object) => LayoutKind::SegmentManifest,
                 None if is_segment_file(file) => LayoutKind::Segment,
-                None if file == COMPACT_LOCK_FILE => LayoutKind::CompactLock,
+                None if file == COMPACT_LOCK_FILE => LayoutKind::ConsolidateLock,
                 _ => return None,
             }
         }
@@ -353,7 +353,7 @@ mod tests {
             ),
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/compact.lock.json",
-                CompactLock,
+                ConsolidateLock,
             ),
             (
                 "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/1234567-rev11-15.delta.zst.age",

@@ -28,8 +28,8 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod catalog;
-mod compact;
-mod compact_lock;
+mod consolidate;
+mod consolidate_lock;
 mod copy;
 mod crypt;
 mod delta;
@@ -64,9 +64,9 @@ pub use catalog::{
     list_backups, object_name, verify_backup,
 };
 pub use catalog::{ChainReport, ChainSummary, DeltaEntry, SegmentCheck, verify_chain};
-pub use compact::{CompactRequest, CompactResult, compact_chain};
-pub use compact_lock::{
-    COMPACT_LOCK_FILE, COMPACT_LOCK_FORMAT_VERSION, CompactLock, compact_lock_name,
+pub use consolidate::{ConsolidateRequest, ConsolidateResult, consolidate_chain};
+pub use consolidate_lock::{
+    COMPACT_LOCK_FILE, COMPACT_LOCK_FORMAT_VERSION, ConsolidateLock, consolidate_lock_name,
 };
 pub use copy::CopySegment;
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};

@@ -311,6 +311,33 @@ fn bad_input_is_refused_in_ansible_words() {
     let rooted: Value = serde_json::from_str(&std::fs::read_to_string(&dump).unwrap()).unwrap();
     assert_eq!(rooted["platform"], json!("none"), "{rooted}");
     assert_eq!(rooted["root"], json!(dir.path()), "{rooted}");
+    // A required option given as null is missing, not an empty string; an option and its
+    // alias that disagree are refused.
+    let msg = message(json!({"module": "etcd.core.etcd_data_dir_info", "data_dir": null}));
+    assert_eq!(msg, "missing required arguments: data_dir");
+    let msg = message(
+        json!({"module": "etcd.core.etcd_snapshot", "endpoints": endpoints,
+        "store": "/tmp/a", "dest": "/tmp/b"}),
+    );
+    assert_eq!(
+        msg,
+        "dest and store name the same option (store); give only one"
+    );
+    // YAML's own types in a mapping of strings (a date, a number) are taken as their text.
+    let labels = dir.path().join("labels.json");
+    let play = format!(
+        "- hosts: target\n  gather_facts: false\n  tasks:\n    - etcd.core.etcd_snapshot:\n        \
+         endpoints: {endpoints}\n        store: {store}\n        labels: {{release: 2024-01-01, n: 2}}\n      \
+         register: saved\n    - ansible.builtin.copy: {{content: '{{{{ saved.manifest.labels | to_json }}}}', dest: {labels}}}\n",
+        store = dir.path().join("labelled").display(),
+        labels = labels.display(),
+    );
+    collection
+        .playbook(&play, LOCAL, &json!({}), &[], &[])
+        .assert_ok();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&labels).unwrap()).unwrap();
+    assert_eq!(saved["release"], json!("2024-01-01"), "{saved}");
+    assert_eq!(saved["n"], json!("2"), "{saved}");
     // A secret is never echoed, even in a refusal of its type.
     let msg = message(
         json!({"module": "etcd.core.etcd_kv_info", "endpoints": endpoints,

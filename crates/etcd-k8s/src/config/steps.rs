@@ -96,6 +96,7 @@ pub(super) fn generate(
     request: &EncryptionConfigRequest,
     resources: &[String],
     existing: Option<(EncryptionConfiguration, u32)>,
+    warnings: &mut Vec<String>,
 ) -> Result<Planned> {
     let path = request.path.as_path();
     let provider = request.provider;
@@ -109,12 +110,18 @@ pub(super) fn generate(
     );
     if let Some((config, _)) = &existing
         && *config != fresh
-        && !request.force
     {
-        return Err(K8sError::WouldReplace {
-            path: path.display().to_string(),
-            keys: config.outline().trim().replace('\n', "; "),
-        });
+        let keys = config.outline().trim().replace('\n', "; ");
+        if !request.force {
+            return Err(K8sError::WouldReplace {
+                path: path.display().to_string(),
+                keys,
+            });
+        }
+        warnings.push(format!(
+            "forced: replaced {} ({keys}); objects written with the keys it held become unreadable unless a copy of it is kept",
+            path.display()
+        ));
     }
     let keys_before = existing
         .as_ref()

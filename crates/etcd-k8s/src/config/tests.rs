@@ -279,3 +279,25 @@ fn requests_deserialize_from_module_arguments() {
         .is_err()
     );
 }
+
+#[test]
+fn a_forced_generate_says_which_keys_it_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("enc.yaml");
+    step(&path, ConfigStep::Generate, key("old", 1)).unwrap();
+    let mut forced = request(&path, ConfigStep::Generate, Some(key("new", 2)));
+    forced.force = true;
+    let done = encryption_config(&forced).unwrap();
+    assert_eq!(
+        (done.keys_before, done.keys_after),
+        (vec!["old".to_string()], vec!["new".to_string()])
+    );
+    let warning = done.warnings.join("\n");
+    assert!(
+        warning.contains("forced: replaced")
+            && warning.contains("old")
+            && warning.contains("unreadable"),
+        "{warning}"
+    );
+    assert!(!warning.contains(&key("old", 1).secret.0), "{warning}");
+}

@@ -59,7 +59,9 @@ async fn chain_objects(store: &Store, prefix: &str) -> Result<Vec<ObjectInfo>> {
         .filter(|o| {
             matches!(
                 classify(&o.name).map(|l| l.kind),
-                Some(LayoutKind::Segment | LayoutKind::SegmentManifest | LayoutKind::CompactLock)
+                Some(
+                    LayoutKind::Segment | LayoutKind::SegmentManifest | LayoutKind::ConsolidateLock
+                )
             )
         })
         .collect())

@@ -3,7 +3,7 @@
 //! own, so segments keep being published meanwhile. One compaction at a time; its outcome is
 //! reported at the next publication (a `compacted` event, or a `failed` one: the run goes on
 //! either way). A stop abandons a compaction in progress, which leaves nothing that looks
-//! complete (see [`crate::compact_chain`]).
+//! complete (see [`crate::consolidate_chain`]).
 
 use std::path::PathBuf;
 
@@ -12,7 +12,7 @@ use futures::FutureExt;
 use tokio::task::JoinHandle;
 
 use super::events::RunEvent;
-use crate::compact::{CompactRequest, compact_chain};
+use crate::consolidate::{ConsolidateRequest, consolidate_chain};
 use crate::crypt::Identities;
 use crate::error::{Result, SnapshotError};
 use crate::progress::NoProgress;
@@ -137,12 +137,12 @@ impl Compactions {
     fn start(&mut self, base: &str, sequence: u64) {
         let store = self.store.clone();
         let identities = self.settings.identities.clone();
-        let request = CompactRequest {
+        let request = ConsolidateRequest {
             chain: Some(base.to_string()),
             work_dir: self.settings.work_dir.clone(),
         };
         let handle = tokio::spawn(async move {
-            let done = compact_chain(&store, &request, &identities, &NoProgress)
+            let done = consolidate_chain(&store, &request, &identities, &NoProgress)
                 .await
                 .map_err(|e| e.to_string())?;
             // Another compaction (a `snapshot compact` by hand) holds the chain: it

@@ -9,7 +9,7 @@
 //! catalog) are re-exported here; the library crate itself is not.
 
 mod catalog;
-mod compact;
+mod consolidate;
 mod local_copy;
 mod offline;
 mod restore;
@@ -22,7 +22,7 @@ mod verify;
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
-pub use compact::{CompactRequest, Compacted, compact};
+pub use consolidate::{ConsolidateRequest, Consolidated, consolidate};
 /// etcdutl's defaults for the restore flags not given (`--name`, `--initial-cluster`, ...):
 /// the one place they are written, for every front-end.
 pub use etcd_snapshot::restore_defaults;
@@ -43,7 +43,7 @@ pub use verify::{Verified, VerifyRequest, verify};
 
 /// The snapshot library's own types that the workflows return or take.
 pub use etcd_snapshot::{
-    Catalog, ChainReport, ChainSummary, CompactResult, Compression, CopyAction, CopyReport,
+    Catalog, ChainReport, ChainSummary, Compression, ConsolidateResult, CopyAction, CopyReport,
     DEFAULT_SEGMENT_BYTES, DEFAULT_ZSTD_LEVEL, Identities, NoProgress, Progress, PruneReport,
     RestoreError, RunEvent, RunObserver, SnapshotError, SnapshotStatus, TrailerCheck, VerifyReport,
     new_identity_file,

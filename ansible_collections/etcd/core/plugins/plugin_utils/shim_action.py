@@ -131,6 +131,35 @@ def option_names(spec):
     return names
 
 
+def mapping_text(name, mapping):
+    """A mapping option's values as text (it maps names to strings): numbers, booleans and
+    dates written in YAML (``release: 2``) are taken as their text, as a string option takes
+    them; a null value is refused."""
+    out = {}
+    for key, value in mapping.items():
+        if value is None:
+            raise AnsibleActionFail(
+                "%s: the value of %s is null; give a string (quote it)" % (name, key)
+            )
+        if isinstance(value, str):
+            out[key] = value
+        elif isinstance(value, (bool, int, float)):
+            out[key] = json.dumps(value)
+        else:
+            out[key] = str(value)
+    return out
+
+
+def same_option_twice(spec, args):
+    """The refusal when an option and one of its aliases are both given, differently."""
+    for name, option in spec.items():
+        for alias in option.get("aliases") or ():
+            if name in args and alias in args and args[name] != args[alias]:
+                return "%s and %s name the same option (%s); give only one" % (
+                    alias, name, name)
+    return None
+
+
 def validate(module, args, defaults_only):
     """The task's options checked and coerced by ansible-core's validator against the module's
     argument spec, or a failure in Ansible's words (secrets masked).
@@ -138,21 +167,30 @@ def validate(module, args, defaults_only):
     An option only module_defaults set that this module has no use for is dropped when
     another module of the collection takes it (a group's defaults reach every module of the
     group: store options set once for group/etcd.core.etcd); one no module takes (a typo) is
-    refused as unsupported. Unset options are left out, so the shim applies its own defaults
-    (an unset connection option still falls back to the target's ETCDCTL_* variable).
-    Returns the options (aliases resolved to their option), and the validator's warnings and
-    deprecations (a deprecated alias).
+    refused as unsupported. Unset options (null, ``omit``) are left out, so the shim applies
+    its own defaults (an unset connection option still falls back to the target's ETCDCTL_*
+    variable) and a required one is reported missing. Returns the options (aliases resolved to
+    their option), and the validator's warnings and deprecations (a deprecated alias).
     """
     specs = argument_specs()
+    if module not in specs:
+        raise AnsibleActionFail("etcd.core has no module %s" % module)
+    if not isinstance(args, dict):
+        raise AnsibleActionFail("etcd.core.%s: the options must be a mapping" % module)
     spec = specs[module]["argument_spec"]
     names = option_names(spec)
     taken_elsewhere = set()
     for other in specs.values():
         taken_elsewhere.update(option_names(other["argument_spec"]))
+    defaults_only = set(defaults_only or ())
     args = dict(
-        (name, value) for name, value in args.items()
-        if not (name in defaults_only and name not in names and name in taken_elsewhere)
+        (str(name), value) for name, value in args.items()
+        if value is not None
+        and not (name in defaults_only and name not in names and name in taken_elsewhere)
     )
+    twice = same_option_twice(spec, args)
+    if twice:
+        raise AnsibleActionFail(twice)
     result = ArgumentSpecValidator(spec).validate(args)
     if result.error_messages:
         messages = []
@@ -173,13 +211,16 @@ def validate(module, args, defaults_only):
         if value is not None and name not in aliases
     )
     for name, option in spec.items():
-        # A mapping option maps names to strings: numbers and booleans written in YAML
-        # (`release: 2`) are taken as their text, as a string option takes them.
-        if option["type"] == "dict" and isinstance(params.get(name), dict):
-            params[name] = dict(
-                (key, value if isinstance(value, str) else json.dumps(value))
-                for key, value in params[name].items()
-            )
+        value = params.get(name)
+        if option["type"] == "dict" and isinstance(value, dict):
+            params[name] = mapping_text(name, value)
+        elif option["type"] == "list" and isinstance(value, list):
+            # `a, b` and `""` as a list: its items trimmed, empty ones dropped.
+            params[name] = [
+                item.strip() if isinstance(item, str) else item
+                for item in value
+                if not (isinstance(item, str) and not item.strip())
+            ]
     warnings = [
         "Both option %s and its alias %s are set." % (w["option"], w["alias"])
         for w in result._warnings

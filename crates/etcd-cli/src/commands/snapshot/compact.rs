@@ -1,8 +1,8 @@
-//! `snapshot compact`: flags in, the workflow called, what it did printed.
+//! `snapshot compact`: flags in, the chain consolidation workflow called, what it did printed.
 
 use anyhow::Result;
-use etcdops::snapshot::CompactRequest;
-use etcdops::snapshot::{CompactResult, RestoreError, SnapshotError};
+use etcdops::snapshot::ConsolidateRequest;
+use etcdops::snapshot::{ConsolidateResult, RestoreError, SnapshotError};
 
 use super::{bar, identity_settings, progress, settings, warn_all};
 use crate::commands::ExitStatus;
@@ -14,7 +14,7 @@ pub(super) async fn compact(
     args: &SnapshotCompactArgs,
     format: OutputFormat,
 ) -> Result<ExitStatus> {
-    let request = CompactRequest {
+    let request = ConsolidateRequest {
         store: args.store.clone(),
         chain: args.chain.clone(),
         work_dir: args.work_dir.clone(),
@@ -22,7 +22,7 @@ pub(super) async fn compact(
         settings: settings(&args.store_flags),
     };
     let bar = bar("compact", args.quiet, format);
-    let compacted = etcdops::snapshot::compact(&request, progress(&bar))
+    let compacted = etcdops::snapshot::consolidate(&request, progress(&bar))
         .await
         .map_err(in_flag_words)?;
     warn_all(&compacted.warnings);
@@ -44,7 +44,7 @@ fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-struct CompactView(CompactResult);
+struct CompactView(ConsolidateResult);
 
 impl Render for CompactView {
     fn headers(&self) -> Vec<&'static str> {
@@ -144,7 +144,7 @@ mod tests {
             "object_sha256": "", "object_size": 1, "compression": "zstd",
             "compression_level": 1, "verified_after_upload": true, "labels": {},
         });
-        let result = etcdops::snapshot::CompactResult {
+        let result = etcdops::snapshot::ConsolidateResult {
             changed: false,
             store: "/s".into(),
             source: "full.db.zst".into(),

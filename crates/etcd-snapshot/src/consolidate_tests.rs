@@ -22,20 +22,20 @@ fn the_newest_chain_is_chosen_and_a_full_backup_without_segments_is_not() {
     let newer = full_with_segments(10, 200, 2);
     let bare = full_entry(20, 300);
     let backups = [bare.clone(), newer.clone(), old.clone()];
-    let chosen = choose_chain(&store, &backups, &CompactRequest::default()).unwrap();
+    let chosen = choose_chain(&store, &backups, &ConsolidateRequest::default()).unwrap();
     assert_eq!(chosen.object, newer.object);
     // Named: that one, by object name or manifest name.
-    let named = CompactRequest {
+    let named = ConsolidateRequest {
         chain: Some(Manifest::name_for(&old.object)),
-        ..CompactRequest::default()
+        ..ConsolidateRequest::default()
     };
     assert_eq!(
         choose_chain(&store, &backups, &named).unwrap().object,
         old.object
     );
-    let missing = CompactRequest {
+    let missing = ConsolidateRequest {
         chain: Some("etcd-abc/nope.db.zst".into()),
-        ..CompactRequest::default()
+        ..ConsolidateRequest::default()
     };
     let text = error_text(choose_chain(&store, &backups, &missing).unwrap_err());
     assert!(
@@ -43,7 +43,8 @@ fn the_newest_chain_is_chosen_and_a_full_backup_without_segments_is_not() {
         "{text}"
     );
     // No chain at all.
-    let text = error_text(choose_chain(&store, &[bare], &CompactRequest::default()).unwrap_err());
+    let text =
+        error_text(choose_chain(&store, &[bare], &ConsolidateRequest::default()).unwrap_err());
     assert!(text.contains("holds no chain to compact"), "{text}");
 }
 
@@ -54,7 +55,7 @@ fn an_incomplete_full_backup_is_never_chosen() {
     newest.complete = false;
     let old = full_with_segments(0, 100, 1);
     let backups = [newest, old.clone()];
-    let chosen = choose_chain(&store, &backups, &CompactRequest::default());
+    let chosen = choose_chain(&store, &backups, &ConsolidateRequest::default());
     assert_eq!(chosen.unwrap().object, old.object);
 }
 
@@ -64,7 +65,8 @@ fn a_store_of_several_clusters_needs_the_clusters_folder() {
     let a = full_with_segments(0, 100, 1);
     let mut b = full_with_segments(1, 100, 1);
     b.manifest.cluster_id = MemberId(0xdef);
-    let text = error_text(choose_chain(&store, &[a, b], &CompactRequest::default()).unwrap_err());
+    let text =
+        error_text(choose_chain(&store, &[a, b], &ConsolidateRequest::default()).unwrap_err());
     assert!(text.contains("holds backups of 2 clusters"), "{text}");
     assert!(text.contains("name the chain to compact"), "{text}");
 }
@@ -182,11 +184,11 @@ async fn a_store_without_a_chain_is_refused_and_nothing_is_written() {
     crate::catalog::tests::publish_full(&store, 1, 10).await;
     let before = crate::catalog::tests::names(&store).await;
     let work = tempfile::tempdir().unwrap();
-    let request = CompactRequest {
+    let request = ConsolidateRequest {
         work_dir: Some(work.path().to_path_buf()),
-        ..CompactRequest::default()
+        ..ConsolidateRequest::default()
     };
-    let e = compact_chain(
+    let e = consolidate_chain(
         &store,
         &request,
         &Identities::none(),
@@ -208,11 +210,11 @@ async fn a_damaged_full_backup_fails_the_compaction_and_leaves_the_chain_and_no_
     crate::delta::publish_segment(&store, &full, 10, 1, (10, 12), &[11, 12]).await;
     let before = crate::catalog::tests::names(&store).await;
     let work = tempfile::tempdir().unwrap();
-    let request = CompactRequest {
+    let request = ConsolidateRequest {
         work_dir: Some(work.path().to_path_buf()),
-        ..CompactRequest::default()
+        ..ConsolidateRequest::default()
     };
-    let result = compact_chain(
+    let result = consolidate_chain(
         &store,
         &request,
         &Identities::none(),

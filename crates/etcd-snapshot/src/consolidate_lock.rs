@@ -30,7 +30,7 @@ pub const COMPACT_LOCK_FORMAT_VERSION: u32 = 1;
 pub const COMPACT_LOCK_FILE: &str = "compact.lock.json";
 
 /// Name of the compaction lock of the chain of the full backup `full`.
-pub fn compact_lock_name(full: &str) -> String {
+pub fn consolidate_lock_name(full: &str) -> String {
     format!("{}{COMPACT_LOCK_FILE}", deltas_prefix(full))
 }
 
@@ -43,7 +43,7 @@ const SETTLE: Duration = Duration::from_millis(500);
 /// One compaction's claim on a chain. Field names are part of the documented schema
 /// (`docs/MANIFEST.md`); add fields, never rename them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CompactLock {
+pub struct ConsolidateLock {
     /// Schema version ([`COMPACT_LOCK_FORMAT_VERSION`]).
     pub format_version: u32,
     /// A random token chosen by the holder.
@@ -60,7 +60,7 @@ pub struct CompactLock {
     pub expires_at: DateTime<Utc>,
 }
 
-impl CompactLock {
+impl ConsolidateLock {
     /// Whether another compaction may take it over at `now`: it expired, or its process is
     /// gone from this host.
     fn stale(&self, now: DateTime<Utc>) -> bool {
@@ -78,7 +78,7 @@ impl CompactLock {
     }
 }
 
-async fn read(store: &Store, name: &str) -> Result<Option<CompactLock>> {
+async fn read(store: &Store, name: &str) -> Result<Option<ConsolidateLock>> {
     match store.get_small(name).await {
         Ok(bytes) => {
             serde_json::from_slice(&bytes)
@@ -93,7 +93,7 @@ async fn read(store: &Store, name: &str) -> Result<Option<CompactLock>> {
     }
 }
 
-fn written(lock: &CompactLock) -> Bytes {
+fn written(lock: &ConsolidateLock) -> Bytes {
     let mut bytes = serde_json::to_vec_pretty(lock).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
@@ -118,14 +118,14 @@ pub(crate) struct ClaimKeeper {
 
 /// Claims the chain of `full` in `store` for one compaction.
 pub(crate) async fn claim(store: &Store, full: &str) -> Result<Claim> {
-    let name = compact_lock_name(full);
+    let name = consolidate_lock_name(full);
     if let Some(other) = read(store, &name).await?
         && !other.stale(Utc::now())
     {
         return Ok(Claim::Busy(other.describe()));
     }
     let now = Utc::now();
-    let ours = CompactLock {
+    let ours = ConsolidateLock {
         format_version: COMPACT_LOCK_FORMAT_VERSION,
         holder: token(),
         host: host_name(),
@@ -159,7 +159,7 @@ pub(crate) async fn claim(store: &Store, full: &str) -> Result<Claim> {
 }
 
 /// Rewrites the lock with a new expiry every third of its lifetime while it is still ours.
-async fn renew_loop(store: Store, name: String, ours: Arc<CompactLock>) {
+async fn renew_loop(store: Store, name: String, ours: Arc<ConsolidateLock>) {
     loop {
         tokio::time::sleep(TTL / 3).await;
         match read(&store, &name).await {
@@ -226,16 +226,16 @@ mod tests {
 
     const FULL: &str = "etcd-abc/20261130T010000.000Z-rev10-0000000a.db.zst";
 
-    async fn put(store: &Store, lock: &CompactLock) {
+    async fn put(store: &Store, lock: &ConsolidateLock) {
         store
-            .put_small(&compact_lock_name(FULL), written(lock))
+            .put_small(&consolidate_lock_name(FULL), written(lock))
             .await
             .unwrap();
     }
 
-    fn other(host: String, pid: u32, expires_in: i64) -> CompactLock {
+    fn other(host: String, pid: u32, expires_in: i64) -> ConsolidateLock {
         let now = Utc::now();
-        CompactLock {
+        ConsolidateLock {
             format_version: COMPACT_LOCK_FORMAT_VERSION,
             holder: "other".into(),
             host,
@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn the_lock_lives_in_its_chains_folder() {
         assert_eq!(
-            compact_lock_name(FULL),
+            consolidate_lock_name(FULL),
             "etcd-abc/20261130T010000.000Z-rev10-0000000a.deltas/compact.lock.json"
         );
     }
@@ -275,7 +275,7 @@ mod tests {
         held.release().await;
         assert!(
             store
-                .head(&compact_lock_name(FULL))
+                .head(&consolidate_lock_name(FULL))
                 .await
                 .unwrap()
                 .is_none()
@@ -312,7 +312,7 @@ mod tests {
         held.release().await;
         assert!(
             store
-                .head(&compact_lock_name(FULL))
+                .head(&consolidate_lock_name(FULL))
                 .await
                 .unwrap()
                 .is_some()

@@ -1,17 +1,19 @@
-//! `snapshot compact`: a chain of a store made into one full backup (see
-//! [`etcd_snapshot::compact_chain`]), for both front-ends.
+//! Chain consolidation (the CLI's `snapshot compact`, `backup run --compact-after`): a chain
+//! of a store made into one full backup (see [`etcd_snapshot::consolidate_chain`]), for both
+//! front-ends. Named apart from etcd's history compaction (`etcdops::maintenance::compact`),
+//! which it is not.
 
 use std::path::PathBuf;
 
-use etcd_snapshot::{CompactResult, Progress, compact_chain};
+use etcd_snapshot::{ConsolidateResult, Progress, consolidate_chain};
 use serde::{Deserialize, Serialize};
 
 use super::settings::{IdentitySettings, StoreSettings};
 use crate::error::Result;
 
-/// The chain to compact, and where.
+/// The chain to consolidate, and where.
 #[derive(Debug, Clone, Deserialize)]
-pub struct CompactRequest {
+pub struct ConsolidateRequest {
     /// The store (`backup run`'s STORE).
     pub store: String,
     /// The chain's full backup (object name as `snapshot list` shows it); default: the
@@ -29,29 +31,32 @@ pub struct CompactRequest {
     pub settings: StoreSettings,
 }
 
-/// What a compaction did.
+/// What a consolidation did.
 #[derive(Debug, Clone, Serialize)]
-pub struct Compacted {
+pub struct Consolidated {
     /// The library's report.
     #[serde(flatten)]
-    pub result: CompactResult,
+    pub result: ConsolidateResult,
     /// What went wrong on the side (an identity file others can read).
     #[serde(skip)]
     pub warnings: Vec<String>,
 }
 
-/// Compacts the chain: the new full backup is written, verified, and only then published;
-/// the old chain is left for retention to drop.
-pub async fn compact(request: &CompactRequest, progress: &dyn Progress) -> Result<Compacted> {
+/// Consolidates the chain: the new full backup is written, verified, and only then
+/// published; the old chain is left for retention to drop.
+pub async fn consolidate(
+    request: &ConsolidateRequest,
+    progress: &dyn Progress,
+) -> Result<Consolidated> {
     let (identities, mut warnings) = request.identity.identities()?;
     let store = request.settings.open(&request.store)?;
-    let library = etcd_snapshot::CompactRequest {
+    let library = etcd_snapshot::ConsolidateRequest {
         chain: request.chain.clone(),
         work_dir: request.work_dir.clone(),
     };
-    let result = compact_chain(&store, &library, &identities, progress).await?;
+    let result = consolidate_chain(&store, &library, &identities, progress).await?;
     warnings.extend(result.warnings.iter().cloned());
-    Ok(Compacted { result, warnings })
+    Ok(Consolidated { result, warnings })
 }
 
 #[cfg(test)]
@@ -60,7 +65,7 @@ mod tests {
 
     #[test]
     fn module_options_deserialize_into_the_request() {
-        let request: CompactRequest = serde_json::from_value(serde_json::json!({
+        let request: ConsolidateRequest = serde_json::from_value(serde_json::json!({
             "store": "s3://b/etcd", "chain": "etcd-abc/x.db.zst",
             "identity_file": "/k", "s3_path_style": true
         }))

@@ -21,7 +21,7 @@ use etcd_store::Store;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{BackupEntry, DeltaEntry, list_backups, object_name, verify_backup};
-use crate::compact_lock::{Claim, ClaimKeeper, claim};
+use crate::consolidate_lock::{Claim, ClaimKeeper, claim};
 use crate::crypt::{Identities, Recipients};
 use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at, segment_needs_reading};
 use crate::error::SnapshotError;
@@ -35,7 +35,7 @@ use crate::verify::{VerifyExpectation, VerifyReport, verify_object};
 /// What to compact.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CompactRequest {
+pub struct ConsolidateRequest {
     /// The chain's full backup, by its object name as `snapshot list` shows it (or that of
     /// its manifest). Default: the newest chain of the store's cluster (required when the
     /// store holds several clusters' backups).
@@ -49,7 +49,7 @@ pub struct CompactRequest {
 
 /// What a compaction did.
 #[derive(Debug, Clone, Serialize)]
-pub struct CompactResult {
+pub struct ConsolidateResult {
     /// Whether a new backup was written (false: this chain, up to its last revision, was
     /// compacted already, and `manifest` is that backup's).
     pub changed: bool,
@@ -92,7 +92,7 @@ fn invalid(option: &'static str, reason: String) -> RestoreError {
 fn choose_chain<'a>(
     store: &Store,
     backups: &'a [BackupEntry],
-    request: &CompactRequest,
+    request: &ConsolidateRequest,
 ) -> Result<&'a BackupEntry, RestoreError> {
     let complete = backups.iter().filter(|b| b.complete);
     if let Some(name) = &request.chain {
@@ -235,17 +235,17 @@ fn save_request_like(source: &Manifest) -> Result<(SaveRequest, Option<String>),
 /// deleted but what this call wrote and could not verify: a failure (or a kill) at any point
 /// leaves the old chain as it was, and at most an orphan object without a manifest (which
 /// `snapshot list` does not show as a backup and `snapshot prune` removes after its grace).
-pub async fn compact_chain(
+pub async fn consolidate_chain(
     store: &Store,
-    request: &CompactRequest,
+    request: &ConsolidateRequest,
     identities: &Identities,
     progress: &dyn Progress,
-) -> Result<CompactResult, RestoreError> {
+) -> Result<ConsolidateResult, RestoreError> {
     let started = Instant::now();
     let catalog = list_backups(store).await?;
     let full = choose_chain(store, &catalog.backups, request)?;
     let reach = reach(full)?;
-    let mut result = CompactResult {
+    let mut result = ConsolidateResult {
         changed: false,
         store: store.url().to_string(),
         source: full.object.clone(),
@@ -280,20 +280,20 @@ pub async fn compact_chain(
     outcome
 }
 
-/// [`compact_chain`] once the chain is claimed (`claim`): the compacted backup built,
+/// [`consolidate_chain`] once the chain is claimed (`claim`): the compacted backup built,
 /// stored, published while the claim is still ours, and verified.
 #[allow(clippy::too_many_arguments)]
 async fn compact_claimed(
     store: &Store,
     full: &BackupEntry,
     reach: Reach<'_>,
-    mut result: CompactResult,
-    request: &CompactRequest,
+    mut result: ConsolidateResult,
+    request: &ConsolidateRequest,
     identities: &Identities,
     progress: &dyn Progress,
     started: Instant,
     claim: &ClaimKeeper,
-) -> Result<CompactResult, RestoreError> {
+) -> Result<ConsolidateResult, RestoreError> {
     // A compaction that finished between the listing and the claim.
     if let Some(done) =
         already_compacted(&list_backups(store).await?.backups, full, reach.to_revision)
@@ -369,7 +369,7 @@ async fn compact_claimed(
 
 /// The result of a compaction that stopped because another one holds the chain (`who`):
 /// nothing written, `busy` says who.
-fn busy(mut result: CompactResult, who: &str, started: Instant) -> CompactResult {
+fn busy(mut result: ConsolidateResult, who: &str, started: Instant) -> ConsolidateResult {
     let text = format!(
         "another compaction of the chain of {} is in progress ({who}); nothing was written: it publishes the compacted backup",
         result.source
@@ -534,5 +534,5 @@ async fn store_db(
 }
 
 #[cfg(test)]
-#[path = "compact_tests.rs"]
+#[path = "consolidate_tests.rs"]
 mod tests;
