@@ -25,7 +25,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::guard::{Force, Guards, Operation};
 
 /// What a host-file workflow did, and the guard's warning when it was forced through.
@@ -39,9 +39,17 @@ pub struct HostChange<T> {
     pub forced: Option<String>,
 }
 
-/// Passes the guards of `operation` on this host (no cluster is asked: these are files).
-async fn guarded(guards: &Guards, operation: Operation, force: Force) -> Result<Option<String>> {
-    Ok(guards.check(operation, force, None).await?.warning())
+/// Makes `change` once the guards of `operation` on this host let it through (no cluster is
+/// asked: these are files).
+async fn after_guards<T, E: Into<Error>>(
+    guards: &Guards,
+    operation: Operation,
+    force: Force,
+    change: impl FnOnce() -> std::result::Result<T, E>,
+) -> Result<HostChange<T>> {
+    let forced = guards.check(operation, force, None).await?.warning();
+    let result = change().map_err(Into::into)?;
+    Ok(HostChange { result, forced })
 }
 
 /// Keeps a valid CA or makes one (see `etcd_core::ensure_ca`), after the guards.
@@ -50,9 +58,10 @@ pub async fn ensure_ca(
     request: &etcd_core::CaRequest,
     force: Force,
 ) -> Result<HostChange<etcd_core::CertificateResult>> {
-    let forced = guarded(guards, Operation::CertificateIssue, force).await?;
-    let result = etcd_core::ensure_ca(request)?;
-    Ok(HostChange { result, forced })
+    after_guards(guards, Operation::CertificateIssue, force, || {
+        etcd_core::ensure_ca(request)
+    })
+    .await
 }
 
 /// Keeps a valid member certificate or (re)issues it from the CA (see
@@ -62,9 +71,10 @@ pub async fn ensure_member_certificate(
     request: &etcd_core::MemberCertRequest,
     force: Force,
 ) -> Result<HostChange<etcd_core::CertificateResult>> {
-    let forced = guarded(guards, Operation::CertificateIssue, force).await?;
-    let result = etcd_core::ensure_member_certificate(request)?;
-    Ok(HostChange { result, forced })
+    after_guards(guards, Operation::CertificateIssue, force, || {
+        etcd_core::ensure_member_certificate(request)
+    })
+    .await
 }
 
 /// Writes etcd's configuration file (see `etcd_core::write_server_config`), after the guards.
@@ -73,21 +83,27 @@ pub async fn write_server_config(
     request: &etcd_core::ServerConfigRequest,
     force: Force,
 ) -> Result<HostChange<etcd_core::ServerConfigResult>> {
-    let forced = guarded(guards, Operation::ServerConfigWrite, force).await?;
-    let result = etcd_core::write_server_config(request)?;
-    Ok(HostChange { result, forced })
+    after_guards(guards, Operation::ServerConfigWrite, force, || {
+        etcd_core::write_server_config(request)
+    })
+    .await
 }
 
 /// Applies one step of a key rotation to the apiserver's encryption configuration (see
 /// `etcd_k8s::encryption_config`), after the guards. The request's own `force` (replace a
-/// file that holds other keys) also gets past the guard: one switch goes past refusals.
+/// file that holds other keys, with a warning) also gets past the guard: one switch goes past
+/// refusals.
 pub async fn encryption_config(
     guards: &Guards,
     request: &etcd_k8s::EncryptionConfigRequest,
 ) -> Result<HostChange<etcd_k8s::EncryptionConfigResult>> {
-    let forced = guarded(guards, Operation::EncryptionConfig, Force(request.force)).await?;
-    let result = etcd_k8s::encryption_config(request)?;
-    Ok(HostChange { result, forced })
+    after_guards(
+        guards,
+        Operation::EncryptionConfig,
+        Force(request.force),
+        || etcd_k8s::encryption_config(request),
+    )
+    .await
 }
 
 /// Raises a stopped member's saved commit index to its WAL's last entry (see
@@ -99,11 +115,12 @@ pub async fn adopt_wal_tail(
     dry_run: bool,
     force: Force,
 ) -> Result<HostChange<etcd_data::TailAdoption>> {
-    let forced = guarded(guards, Operation::WalTailAdoption, force).await?;
-    let result = if dry_run {
-        etcd_data::plan_wal_tail(data_dir)?
-    } else {
-        etcd_data::adopt_wal_tail(data_dir)?
-    };
-    Ok(HostChange { result, forced })
+    after_guards(guards, Operation::WalTailAdoption, force, || {
+        if dry_run {
+            etcd_data::plan_wal_tail(data_dir)
+        } else {
+            etcd_data::adopt_wal_tail(data_dir)
+        }
+    })
+    .await
 }
