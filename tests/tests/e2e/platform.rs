@@ -701,3 +701,49 @@ fn platform_openshift_backup_pair_is_what_cluster_restore_reads() {
     assert_eq!(again.code, 2, "{again}");
     assert!(again.stderr.contains("--encrypt-to"), "{again}");
 }
+
+/// Files OpenShift's operators own are not changed by hand on its control-plane host: `pki ca`
+/// and `data-dir commit-tail` are refused in one line naming `--force` (in a dry run too) and
+/// write nothing; forced, the CA is made, with a warning. No etcd is needed: the guard reads
+/// the host.
+#[test]
+fn host_file_changes_are_refused_on_openshift_without_force() {
+    let root = tempfile::tempdir().unwrap();
+    let manifests = root.path().join("etc/kubernetes/manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("etcd-pod.yaml"), "kind: Pod\n").unwrap();
+    let pki = root.path().join("pki");
+    let ca = |extra: &[&str]| {
+        let mut args = vec![
+            "pki".to_string(),
+            "ca".into(),
+            "--ca-cert".into(),
+            pki.join("ca.crt").display().to_string(),
+            "--ca-key".into(),
+            pki.join("ca.key").display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        on(root.path(), &refs)
+    };
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let refused = ca(extra);
+        assert_eq!(refused.code, 2, "{refused}");
+        assert!(
+            refused.stderr.contains("refusing `certificate issue`")
+                && refused.stderr.trim_end().ends_with("(--force)"),
+            "{refused}"
+        );
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused}");
+    }
+    let data_dir = root.path().join("var/lib/etcd").display().to_string();
+    let refused = on(root.path(), &["data-dir", "commit-tail", &data_dir]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(refused.stderr.contains("`WAL tail adoption`"), "{refused}");
+    assert!(!pki.exists(), "a refused change wrote {}", pki.display());
+
+    let forced = ca(&["--force"]);
+    forced.expect_code(0);
+    assert!(forced.stderr.contains("OpenShift"), "{forced}");
+    assert!(pki.join("ca.crt").is_file() && pki.join("ca.key").is_file());
+}
