@@ -1,6 +1,7 @@
 //! The workflow layer of etcdops: every multi-step operation that the `etcdops` CLI and the
-//! Ansible collection's shim both run, as one library call with a typed request (serde, so a
-//! module's arguments deserialize straight into it) and a serde result. The guards live here,
+//! Ansible collection's shim both run, as one library call with a typed request (serde and
+//! schemars, so a module's arguments deserialize straight into it and its argument spec is
+//! generated from it) and a serde result. The guards live here,
 //! inside the operations that change things: a caller cannot forget the OpenShift operator
 //! guard or the quorum checks, whichever front-end (or program) it is.
 //!
