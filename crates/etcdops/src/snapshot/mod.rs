@@ -2,7 +2,7 @@
 //! metrics file, OpenShift pair, retention) and its check-mode [`preview_save`], [`restore`]
 //! from any source (file, stored object, a member's data dir, a point in time) with the
 //! OpenShift operator guard inside, [`verify`] with the chain, [`status`] of a file or a stored
-//! object, [`list`], [`delete`], [`prune`], [`copy`], [`compact`] (a chain into one full backup), [`copy_for_restore`] (a local copy of what one restore reads) and [`backup_run`]. Requests derive
+//! object, [`list`], [`delete`], [`prune`], [`copy`], [`consolidate`] (a chain into one full backup: the CLI's `snapshot compact`), [`copy_for_restore`] (a local copy of what one restore reads) and [`backup_run`]. Requests derive
 //! `Deserialize`, so the shim reads a module's options straight into them; results are serde.
 //!
 //! The library's own types these workflows take and return (reports, events, errors, the
