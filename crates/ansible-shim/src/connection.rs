@@ -6,6 +6,7 @@
 //! environment, so credentials injected there reach the module as arguments).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use etcdops::client::{ClusterConfig, ConnectionOptions, Secret, parse_duration};
@@ -71,17 +72,18 @@ fn duration(option: &str, text: Option<String>) -> Result<Option<Duration>, Stri
 }
 
 impl ConnectionArgs {
-    /// The shared options' declarations.
-    pub fn spec() -> ModuleSpec {
-        ModuleSpec::of::<ConnectionArgs>().unwrap_or_default()
+    /// The shared options' declarations, read from the type once.
+    pub fn spec() -> &'static ModuleSpec {
+        static SPEC: OnceLock<ModuleSpec> = OnceLock::new();
+        SPEC.get_or_init(|| ModuleSpec::of::<ConnectionArgs>().unwrap_or_default())
     }
 
     /// Takes the shared options out of a module's parameters.
     pub fn take(params: &mut Map<String, Value>) -> Result<ConnectionArgs, String> {
         let mut mine = Map::new();
-        for spec in ConnectionArgs::spec().options {
+        for spec in &ConnectionArgs::spec().options {
             if let Some(value) = params.remove(&spec.name) {
-                mine.insert(spec.name, value);
+                mine.insert(spec.name.clone(), value);
             }
         }
         crate::spec::parse("connection", mine)

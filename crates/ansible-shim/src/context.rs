@@ -22,6 +22,8 @@ pub struct Context {
     pub diff: bool,
     params: Map<String, Value>,
     def: Option<&'static ModuleDef>,
+    /// Every option the module accepts, read from its options type once.
+    spec: ModuleSpec,
 }
 
 impl Context {
@@ -56,7 +58,11 @@ impl Context {
             })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let spec = def
+            .and_then(|def| def.spec().ok())
+            .unwrap_or_else(|| ConnectionArgs::spec().clone());
         Context {
+            spec,
             check_mode: flag("_ansible_check_mode"),
             diff: flag("_ansible_diff"),
             def,
@@ -76,16 +82,14 @@ impl Context {
     }
 
     /// Every option this module accepts: its own and the shared connection options.
-    pub fn spec(&self) -> ModuleSpec {
-        self.def
-            .and_then(|def| def.spec().ok())
-            .unwrap_or_else(ConnectionArgs::spec)
+    pub fn spec(&self) -> &ModuleSpec {
+        &self.spec
     }
 
     /// The options, refused when one is unknown to the module (the action plugin validated
     /// them already; this guards the binary run by hand).
     fn checked(&self) -> Result<Map<String, Value>, ModuleError> {
-        let spec = self.spec();
+        let spec = &self.spec;
         if let Some(unknown) = self.params.keys().find(|name| spec.get(name).is_none()) {
             let mut known: Vec<&str> = spec
                 .options
@@ -106,7 +110,7 @@ impl Context {
     /// The module's own options, typed.
     pub fn args<T: DeserializeOwned>(&self) -> Result<T, ModuleError> {
         let mut params = self.checked()?;
-        for option in ConnectionArgs::spec().options {
+        for option in &ConnectionArgs::spec().options {
             params.remove(&option.name);
         }
         parse(&self.module, params).map_err(ModuleError::new)

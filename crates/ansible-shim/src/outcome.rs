@@ -210,10 +210,10 @@ impl Outcome {
         let mut invocation = Map::new();
         invocation.insert(
             "module_args".into(),
-            Value::Object(masked_params(context.params(), &spec)),
+            Value::Object(masked_params(context.params(), spec)),
         );
         doc.insert("invocation".into(), Value::Object(invocation));
-        scrub_value(Value::Object(doc), &secret_values(context.params(), &spec)).to_string()
+        scrub_value(Value::Object(doc), &secret_values(context.params(), spec)).to_string()
     }
 }
 

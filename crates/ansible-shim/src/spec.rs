@@ -227,9 +227,14 @@ impl ModuleSpec {
             }
             let (kind, elements, mut choices) = shapes[0].clone();
             if shapes.len() > 1 {
-                // One value per alternative (the tag of a tagged enum): every one is a choice.
-                choices = shapes.iter().flat_map(|(_, _, c)| c.clone()).collect();
-                choices.dedup();
+                // One value per alternative (the tag of a tagged enum): every one is a choice,
+                // once, in the alternatives' order.
+                choices = Vec::new();
+                for choice in shapes.iter().flat_map(|(_, _, c)| c) {
+                    if !choices.contains(choice) {
+                        choices.push(choice.clone());
+                    }
+                }
             }
             let find = |key: &str| schemas.iter().find_map(|s| s.get(key));
             let flag = |key: &str| find(key).and_then(Value::as_bool).unwrap_or(false);

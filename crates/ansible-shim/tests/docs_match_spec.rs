@@ -161,7 +161,7 @@ fn documented_options_are_the_shims_options() {
             );
         }
         if extends.contains(&"etcd.core.connection") {
-            specs.extend(ConnectionArgs::spec().options);
+            specs.extend(ConnectionArgs::spec().options.clone());
         }
         let mut seen = BTreeSet::new();
         for spec in &specs {

@@ -11,21 +11,15 @@ use schemars::JsonSchema;
 use crate::context::Context;
 use crate::modules::WaitOptions;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// The module's options: the library's request and the wait.
 #[derive(JsonSchema)]
 #[allow(dead_code)] // a schema: its fields are read as `ClusterInfoRequest` and `WaitOptions`
-struct Options {
+pub(crate) struct Options {
     #[serde(flatten)]
     request: ClusterInfoRequest,
     #[serde(flatten)]
     wait: WaitOptions,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Options>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -16,7 +16,6 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// What to do with the data dir.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -32,16 +31,11 @@ enum State {
 
 /// The module's options.
 #[derive(Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     data_dir: PathBuf,
     state: State,
     #[serde(default)]
     force: Force,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

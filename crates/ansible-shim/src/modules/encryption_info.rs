@@ -8,7 +8,6 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 use crate::store::{IdentityArgs, StoreArgs};
 
 fn default_resources() -> Vec<String> {
@@ -21,7 +20,7 @@ fn default_max_objects() -> usize {
 
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     #[serde(default = "default_resources")]
     resources: Vec<String>,
     #[serde(rename = "etcd_prefix")]
@@ -40,11 +39,6 @@ struct Args {
     store: StoreArgs,
     #[serde(flatten)]
     identity: IdentityArgs,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -13,7 +13,6 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 #[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -24,7 +23,7 @@ enum CertKind {
 
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     kind: CertKind,
     ca_cert: PathBuf,
     ca_key: PathBuf,
@@ -44,11 +43,6 @@ struct Args {
 
 fn default_renew_before_days() -> u32 {
     etcdops::pki::RENEW_BEFORE_DAYS
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -18,11 +18,10 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     path: PathBuf,
     name: String,
     data_dir: PathBuf,
@@ -62,11 +61,6 @@ struct Args {
     srv_domain: Option<String>,
     #[serde(default)]
     force: Force,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 impl Args {

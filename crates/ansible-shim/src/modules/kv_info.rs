@@ -10,12 +10,11 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// Keys returned when the task sets no limit.
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     #[serde(flatten)]
     query: KeyQuery,
     #[serde(default)]
@@ -27,11 +26,6 @@ struct Args {
 
 fn default_limit() -> i64 {
     1000
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -6,20 +6,14 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     id: Option<String>,
     #[serde(default, rename = "list_keys")]
     #[schemars(extend("x-deprecated-aliases" = ["keys"]))]
     keys: bool,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -16,23 +16,17 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 use etcdops::backup_before::{BackupBefore, BackupBeforeChange, change_with_backup};
 
 /// The module's options: the library's request (one per `action`) and the backup before a
 /// change.
 #[derive(JsonSchema)]
 #[allow(dead_code)] // a schema: its fields are read as `MaintenanceRequest` and `BackupBefore`
-struct Options {
+pub(crate) struct Options {
     #[serde(flatten)]
     request: MaintenanceRequest,
     #[serde(flatten)]
     backup: BackupBefore,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Options>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {

@@ -10,24 +10,18 @@ use serde_json::json;
 use crate::context::Context;
 use crate::modules::WaitOptions;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 use etcdops::backup_before::{BackupBefore, change_with_backup};
 
 /// The module's options: the library's request, the wait, and the backup before a change.
 #[derive(JsonSchema)]
 #[allow(dead_code)] // a schema: its fields are read as `MemberRequest`, `WaitOptions`, `BackupBefore`
-struct Options {
+pub(crate) struct Options {
     #[serde(flatten)]
     request: MemberRequest,
     #[serde(flatten)]
     wait: WaitOptions,
     #[serde(flatten)]
     backup: BackupBefore,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Options>()
 }
 
 fn member_lines(members: &[Member]) -> String {

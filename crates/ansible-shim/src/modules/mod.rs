@@ -48,7 +48,8 @@ pub struct WaitOptions {
 pub struct ModuleDef {
     /// Short name (`etcd_member`).
     pub name: &'static str,
-    /// Its own options (the shared connection options come with [`ModuleDef::spec`]).
+    /// Its own options: `ModuleSpec::of` its options type (the shared connection options
+    /// come with [`ModuleDef::spec`]).
     pub options: fn() -> Result<ModuleSpec, String>,
     /// Whether it talks to a cluster.
     pub connection: bool,
@@ -58,97 +59,97 @@ pub struct ModuleDef {
 pub const MODULES: &[ModuleDef] = &[
     ModuleDef {
         name: "etcd_cluster_info",
-        options: cluster_info::spec,
+        options: ModuleSpec::of::<cluster_info::Options>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_member",
-        options: member::spec,
+        options: ModuleSpec::of::<member::Options>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_snapshot",
-        options: snapshot::spec,
+        options: ModuleSpec::of::<etcdops::snapshot::SaveRequest>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_snapshot_info",
-        options: snapshot_info::spec,
+        options: ModuleSpec::of::<snapshot_info::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_snapshot_copy",
-        options: snapshot_copy::spec,
+        options: ModuleSpec::of::<etcdops::snapshot::LocalCopyRequest>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_snapshot_restore",
-        options: snapshot_restore::spec,
+        options: ModuleSpec::of::<snapshot_restore::Options>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_maintenance",
-        options: maintenance::spec,
+        options: ModuleSpec::of::<maintenance::Options>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_kv_info",
-        options: kv_info::spec,
+        options: ModuleSpec::of::<kv_info::Args>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_lease_info",
-        options: lease_info::spec,
+        options: ModuleSpec::of::<lease_info::Args>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_platform_info",
-        options: platform_info::spec,
+        options: ModuleSpec::of::<platform_info::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_static_pod",
-        options: static_pod::spec,
+        options: ModuleSpec::of::<etcdops::kubernetes::StaticPodRequest>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_encryption_info",
-        options: encryption_info::spec,
+        options: ModuleSpec::of::<encryption_info::Args>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_encryption_config",
-        options: encryption_config::spec,
+        options: ModuleSpec::of::<encryption_config::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_config",
-        options: etcd_config::spec,
+        options: ModuleSpec::of::<etcd_config::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_certificate",
-        options: etcd_certificate::spec,
+        options: ModuleSpec::of::<etcd_certificate::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_data_dir",
-        options: data_dir::spec,
+        options: ModuleSpec::of::<data_dir::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_quorum_recovery",
-        options: quorum_recovery::spec,
+        options: ModuleSpec::of::<quorum_recovery::Args>,
         connection: true,
     },
     ModuleDef {
         name: "etcd_data_dir_info",
-        options: data_dir_info::spec,
+        options: ModuleSpec::of::<data_dir_info::Args>,
         connection: false,
     },
     ModuleDef {
         name: "etcd_usage_info",
-        options: usage_info::spec,
+        options: ModuleSpec::of::<usage_info::Args>,
         connection: true,
     },
 ];
@@ -196,7 +197,7 @@ pub async fn run(context: &Context) -> Outcome {
 impl ModuleDef {
     /// Every option the module accepts: its own and the shared connection options.
     pub fn spec(&self) -> Result<ModuleSpec, String> {
-        Ok((self.options)()?.with(ConnectionArgs::spec()))
+        Ok((self.options)()?.with(ConnectionArgs::spec().clone()))
     }
 }
 

@@ -7,17 +7,11 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// No options of its own: the directory standing for `/` (a test-only option) is the
 /// connection option `platform_root` (old name `root`).
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
-}
+pub(crate) struct Args {}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let Args {} = context.args()?;

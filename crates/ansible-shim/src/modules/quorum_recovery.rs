@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// Which decision to make.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -34,7 +33,7 @@ fn restart_intact() -> bool {
 
 /// The module's options.
 #[derive(Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     #[serde(default)]
     step: Step,
     members: Option<Vec<Value>>,
@@ -44,11 +43,6 @@ struct Args {
     min_revision: i64,
     #[serde(default = "restart_intact")]
     restart_intact: bool,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 /// `members` as candidates: each `{name, info}`.

@@ -6,12 +6,6 @@ use etcdops::snapshot::{NoProgress, SaveRequest, preview_save, save};
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
-
-/// The module's options: the library's request.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<SaveRequest>()
-}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: SaveRequest = context.args()?;

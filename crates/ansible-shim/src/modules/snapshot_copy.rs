@@ -9,12 +9,6 @@ use etcdops::snapshot::{LocalCopyRequest, NoProgress, copy_for_restore};
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
-
-/// The module's options: the library's request.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<LocalCopyRequest>()
-}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let mut request: LocalCopyRequest = context.args()?;

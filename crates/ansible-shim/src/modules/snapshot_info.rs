@@ -11,11 +11,10 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     store: Option<String>,
     snapshot: Option<String>,
     #[serde(default)]
@@ -26,11 +25,6 @@ struct Args {
     identity: IdentitySettings,
     #[serde(flatten)]
     settings: StoreSettings,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 /// Adds warnings not given yet (status and verify read the same identity file).

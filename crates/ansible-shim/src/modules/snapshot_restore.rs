@@ -13,7 +13,6 @@ use schemars::JsonSchema;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 
 fn remote_src() -> bool {
     true
@@ -23,16 +22,11 @@ fn remote_src() -> bool {
 /// which uploads a controller-side `snapshot` when false).
 #[derive(JsonSchema)]
 #[allow(dead_code)] // a schema: the shim reads `RestoreRequest`
-struct Options {
+pub(crate) struct Options {
     #[serde(flatten)]
     request: RestoreRequest,
     #[serde(default = "remote_src")]
     remote_src: bool,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Options>()
 }
 
 /// What the data dir held, for the diff.

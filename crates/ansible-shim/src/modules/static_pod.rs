@@ -9,12 +9,6 @@ use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
-
-/// The module's options: the library's request.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<StaticPodRequest>()
-}
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     // The manifest and parking dir default to the library's: the manifest found under the root

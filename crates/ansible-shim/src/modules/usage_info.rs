@@ -11,7 +11,6 @@ use serde::Deserialize;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
-use crate::spec::ModuleSpec;
 use crate::store::{IdentityArgs, StoreArgs};
 
 fn default_depth() -> usize {
@@ -24,7 +23,7 @@ fn default_top() -> usize {
 
 /// The module's options.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct Args {
+pub(crate) struct Args {
     #[serde(default)]
     key_prefix: String,
     #[serde(default = "default_depth")]
@@ -40,11 +39,6 @@ struct Args {
     store: StoreArgs,
     #[serde(flatten)]
     identity: IdentityArgs,
-}
-
-/// The module's options.
-pub fn spec() -> Result<ModuleSpec, String> {
-    ModuleSpec::of::<Args>()
 }
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
