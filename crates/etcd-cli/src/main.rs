@@ -4,10 +4,9 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod commands;
-mod etcdctl;
 mod flags;
-mod output;
-mod progress;
+
+use etcdops_printer::{output, progress};
 
 use std::process::ExitCode;
 
@@ -130,26 +129,27 @@ fn refuse_write() -> anyhow::Error {
 }
 
 async fn run(cli: Cli) -> Result<ExitStatus> {
-    let format = cli.global.format();
+    // The output, chosen once: every command prints through it.
+    let printer = cli.global.printer();
     // Commands that need no cluster: no connection flags to check, nothing to dial.
     match &cli.command {
         Command::Platform(command) => {
-            return commands::platform::run(&cli.global, command, format).await;
+            return commands::platform::run(&cli.global, command, printer).await;
         }
-        Command::Pki(command) => return commands::pki::run(&cli.global, command, format).await,
+        Command::Pki(command) => return commands::pki::run(&cli.global, command, printer).await,
         Command::Write(_) => return Err(refuse_write()),
         Command::Completion(args) => return commands::completion::run_completion(args),
         Command::Man(args) => return commands::completion::run_man(args),
-        Command::Version => return commands::maintenance::run_version(&cli.global, format).await,
+        Command::Version => return commands::maintenance::run_version(&cli.global, printer).await,
         Command::Defrag(args) if args.data_dir.is_some() => {
-            return commands::offline::defrag(args, format);
+            return commands::offline::defrag(args, printer);
         }
-        Command::Hashkv(args) => return commands::offline::hashkv(args, format).await,
+        Command::Hashkv(args) => return commands::offline::hashkv(args, printer).await,
         Command::Usage(args) if args.is_offline() => {
-            return commands::usage::run(None, args, format).await;
+            return commands::usage::run(None, args, printer).await;
         }
         Command::DataDir(command) => {
-            return commands::data_dir::run(&cli.global, command, format).await;
+            return commands::data_dir::run(&cli.global, command, printer).await;
         }
         _ => {}
     }
@@ -160,69 +160,66 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         );
     }
     match &cli.command {
-        Command::Endpoint(args) => {
-            commands::endpoint::run(&config, args, format, cli.global.compat()).await
-        }
+        Command::Endpoint(args) => commands::endpoint::run(&config, args, printer).await,
         Command::Member(command) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::member::run(&config, &guards, command, format).await
+            commands::member::run(&config, &guards, command, printer).await
         }
         Command::Snapshot(command) => {
             commands::snapshot::run(
                 &config,
                 command,
-                format,
-                cli.global.compat(),
+                printer,
                 cli.global.platform_root.as_deref(),
             )
             .await
         }
-        Command::Backup(command) => commands::backup::run(&config, command, format).await,
+        Command::Backup(command) => commands::backup::run(&config, command, printer).await,
         Command::MoveLeader(args) => {
-            commands::maintenance::run_move_leader(&config, &args.member, format).await
+            commands::maintenance::run_move_leader(&config, &args.member, printer).await
         }
-        Command::Alarm(command) => commands::maintenance::run_alarm(&config, command, format).await,
+        Command::Alarm(command) => {
+            commands::maintenance::run_alarm(&config, command, printer).await
+        }
         Command::Defrag(args) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::maintenance::run_defrag_guarded(&config, &guards, args, format).await
+            commands::maintenance::run_defrag_guarded(&config, &guards, args, printer).await
         }
-        Command::Compact(args) => commands::maintenance::run_compact(&config, args, format).await,
+        Command::Compact(args) => commands::maintenance::run_compact(&config, args, printer).await,
         Command::Check(args) => {
             let root = cli.global.platform_root.as_deref();
-            commands::maintenance::run_check(&config, args, root, format).await
+            commands::maintenance::run_check(&config, args, root, printer).await
         }
-        Command::Lease(command) => {
-            commands::access::run_lease(&config, command, format, cli.global.compat()).await
-        }
+        Command::Lease(command) => commands::access::run_lease(&config, command, printer).await,
         Command::Auth(command) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::access::run_auth(&config, &guards, command, format, cli.global.compat()).await
+            commands::access::run_auth(&config, &guards, command, printer).await
         }
         Command::User(command) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::access::run_user(&config, &guards, command, format, cli.global.compat()).await
+            commands::access::run_user(&config, &guards, command, printer).await
         }
         Command::Role(command) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::access::run_role(&config, &guards, command, format, cli.global.compat()).await
+            commands::access::run_role(&config, &guards, command, printer).await
         }
         Command::Get(args) => {
-            commands::kv::run_get(&config, args, format, cli.global.hex == Some(true)).await
+            commands::kv::run_get(&config, args, printer, cli.global.hex == Some(true)).await
         }
-        Command::History(args) => commands::kv::run_history(&config, args, format).await,
+        Command::History(args) => commands::kv::run_history(&config, args, printer).await,
         Command::Watch(args) => {
-            commands::kv::run_watch(&config, args, format, cli.global.hex == Some(true)).await
+            commands::kv::run_watch(&config, args, printer, cli.global.hex == Some(true)).await
         }
         Command::K8s(command) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::k8s::run(&config, &guards, command, format).await
+            commands::k8s::run(&config, &guards, command, printer).await
         }
         Command::Downgrade(command) => {
             let guards = commands::platform::guards(&cli.global);
-            commands::downgrade::run(&config, &guards, command, format).await
+            commands::downgrade::run(&config, &guards, command, printer).await
         }
-        Command::Quorum(command) => commands::quorum::run(&config, command, format).await,
-        Command::Usage(args) => commands::usage::run(Some(&config), args, format).await,
+        Command::Quorum(command) => commands::quorum::run(&config, command, printer).await,
+        Command::Usage(args) => commands::usage::run(Some(&config), args, printer).await,
         Command::Platform(_)
         | Command::Pki(_)
         | Command::Write(_)

@@ -3,44 +3,39 @@
 //! `simple` output is etcdctl's, byte for byte; under `--compat etcdctl` with stdout not a
 //! terminal, etcd data (keys, names) is printed raw as etcdctl prints it, else escaped.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use anyhow::Result;
 use etcdops::access::KeyRange;
 use etcdops::access::{
-    AccessChange, AccessRequest, AuthChange, AuthStatus, PermissionGrant, PermissionInfo,
-    PermissionKind, RoleInfo, RoleList, UserInfo, UserList, auth_status, change, role_get,
-    role_list, user_get, user_list,
+    AccessChange, AccessRequest, AuthChange, PermissionGrant, PermissionKind, auth_status, change,
+    role_get, role_list, user_get, user_list,
 };
 use etcdops::client::{ClusterConfig, PasswordSource, Secret};
 use etcdops::guard::{Force, Guards};
-use etcdops::kv::prefix_end;
-use etcdops::lease::{LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
-use serde_json::{Map, Value};
+use etcdops::lease::{lease_list, lease_time_to_live};
 
 use super::ExitStatus;
-use crate::etcdctl::{bytes, header, put};
 use crate::flags::{
-    AuthCommand, Compat, LeaseCommand, OutputFormat, PasswordFlags, PermissionArg, RoleCommand,
-    UserCommand,
+    AuthCommand, Compat, LeaseCommand, PasswordFlags, PermissionArg, RoleCommand, UserCommand,
 };
-use crate::output::{Render, plain, print};
+use etcdops_printer::Printer;
+use etcdops_printer::views::access::*;
 
 /// `lease list|timetolive`
 pub async fn run_lease(
     config: &ClusterConfig,
     command: &LeaseCommand,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
-        LeaseCommand::List => print_raw(format, compat, &LeasesView(lease_list(config).await?))?,
+        LeaseCommand::List => print_raw(printer, &LeasesView(lease_list(config).await?))?,
         LeaseCommand::Timetolive(args) => {
             let lease = lease_time_to_live(config, args.id, args.keys).await?;
             let found = lease.found;
-            print_raw(format, compat, &LeaseView(lease))?;
+            print_raw(printer, &LeaseView(lease))?;
             // etcdctl reports a lease that is gone ("already expired") and exits 0.
-            if !found && compat == Compat::Etcdops {
+            if !found && !printer.is_etcdctl() {
                 return Ok(ExitStatus::Failure);
             }
         }
@@ -53,20 +48,17 @@ pub async fn run_auth(
     config: &ClusterConfig,
     guards: &Guards,
     command: &AuthCommand,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
-        AuthCommand::Status => print(format, &AuthStatusView(auth_status(config).await?))?,
+        AuthCommand::Status => printer.print(&AuthStatusView(auth_status(config).await?))?,
         AuthCommand::Enable(args) => print_change(
-            format,
-            compat,
+            printer,
             apply(config, guards, AccessChange::AuthEnable, args.force).await?,
             "Authentication Enabled".into(),
         )?,
         AuthCommand::Disable(force) => print_change(
-            format,
-            compat,
+            printer,
             apply(config, guards, AccessChange::AuthDisable, force.force).await?,
             "Authentication Disabled".into(),
         )?,
@@ -79,17 +71,16 @@ pub async fn run_user(
     config: &ClusterConfig,
     guards: &Guards,
     command: &UserCommand,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
-        UserCommand::List => print_raw(format, compat, &UsersView(user_list(config).await?))?,
+        UserCommand::List => print_raw(printer, &UsersView(user_list(config).await?))?,
         UserCommand::Get(args) => {
             let user = UserView(user_get(config, &args.name, args.detail).await?);
-            if args.detail && format.is_etcdctl_json() {
+            if args.detail && printer.format.is_etcdctl_json() {
                 user.print_detail_json()?;
             } else {
-                print_raw(format, compat, &user)?;
+                print_raw(printer, &user)?;
             }
             // As etcdctl: the details up to a role etcd does not know, then the error.
             if let Some(role) = &user.0.missing_role {
@@ -100,20 +91,18 @@ pub async fn run_user(
             }
         }
         UserCommand::Add(args) => {
-            let (name, source) = user_add_source(args, compat)?;
+            let (name, source) = user_add_source(args, printer.compat)?;
             let password = source.read(&name, prompt_twice)?;
             let created = format!("User {name} created");
             let add = AccessChange::UserAdd { name, password };
             print_change(
-                format,
-                compat,
+                printer,
                 apply(config, guards, add, args.force.force).await?,
                 created,
             )?;
         }
         UserCommand::Delete(arg) => print_change(
-            format,
-            compat,
+            printer,
             apply(
                 config,
                 guards,
@@ -139,15 +128,13 @@ pub async fn run_user(
                 password,
             };
             print_change(
-                format,
-                compat,
+                printer,
                 apply(config, guards, passwd, args.force.force).await?,
                 "Password updated".into(),
             )?;
         }
         UserCommand::GrantRole(args) => print_change(
-            format,
-            compat,
+            printer,
             apply(
                 config,
                 guards,
@@ -161,8 +148,7 @@ pub async fn run_user(
             format!("Role {} is granted to user {}", args.role, args.name),
         )?,
         UserCommand::RevokeRole(args) => print_change(
-            format,
-            compat,
+            printer,
             apply(
                 config,
                 guards,
@@ -184,19 +170,13 @@ pub async fn run_role(
     config: &ClusterConfig,
     guards: &Guards,
     command: &RoleCommand,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
-        RoleCommand::List => print_raw(format, compat, &RolesView(role_list(config).await?))?,
-        RoleCommand::Get(arg) => print_raw(
-            format,
-            compat,
-            &RoleView(role_get(config, &arg.name).await?),
-        )?,
+        RoleCommand::List => print_raw(printer, &RolesView(role_list(config).await?))?,
+        RoleCommand::Get(arg) => print_raw(printer, &RoleView(role_get(config, &arg.name).await?))?,
         RoleCommand::Add(arg) => print_change(
-            format,
-            compat,
+            printer,
             apply(
                 config,
                 guards,
@@ -209,8 +189,7 @@ pub async fn run_role(
             format!("Role {} created", arg.name),
         )?,
         RoleCommand::Delete(arg) => print_change(
-            format,
-            compat,
+            printer,
             apply(
                 config,
                 guards,
@@ -238,8 +217,7 @@ pub async fn run_role(
                 },
             };
             print_change(
-                format,
-                compat,
+                printer,
                 apply(
                     config,
                     guards,
@@ -263,8 +241,7 @@ pub async fn run_role(
                 keys,
             };
             print_change(
-                format,
-                compat,
+                printer,
                 apply(config, guards, revoke, args.force.force).await?,
                 revoked,
             )?;
@@ -285,27 +262,6 @@ async fn apply(
         force: Force(force),
     };
     change(config, guards, &request).await
-}
-
-/// etcdctl's words for a revoked permission: the key as given, the range end as sent.
-fn revoked_line(role: &str, keys: &KeyRange) -> String {
-    let key = &keys.key;
-    let end = if keys.key.is_empty() {
-        (keys.prefix || keys.from_key).then_some("\0".to_string())
-    } else if keys.from_key {
-        Some("\0".into())
-    } else if keys.prefix {
-        Some(String::from_utf8_lossy(&prefix_end(key.as_bytes())).into_owned())
-    } else {
-        keys.range_end.clone().filter(|e| !e.is_empty())
-    };
-    match end.as_deref() {
-        None => format!("Permission of key {key} is revoked from role {role}"),
-        Some("\0") => {
-            format!("Permission of range [{key}, <open ended> is revoked from role {role}")
-        }
-        Some(end) => format!("Permission of range [{key}, {end}) is revoked from role {role}"),
-    }
 }
 
 /// The user name and where its password comes from, as etcdctl's `user add` decides:
@@ -364,510 +320,6 @@ fn prompt_twice(user: &str) -> std::io::Result<Secret> {
         return Err(std::io::Error::other("the two passwords differ"));
     }
     Ok(Secret::new(first))
-}
-
-/// Prints a change, and its warnings on stderr. `etcdctl` is etcdctl's line for it, the
-/// simple output of a change under `--compat etcdctl`.
-fn print_change(
-    format: OutputFormat,
-    compat: Compat,
-    change: AuthChange,
-    etcdctl: String,
-) -> std::io::Result<()> {
-    for warning in &change.warnings {
-        crate::output::warn(warning);
-    }
-    let etcdctl = (compat == Compat::Etcdctl && change.changed).then_some(etcdctl);
-    print(format, &ChangeView { change, etcdctl })
-}
-
-/// How etcd data (a key, a name) goes into simple output: raw bytes, or escaped text.
-type Data<'a> = &'a dyn Fn(&[u8]) -> Vec<u8>;
-
-/// etcd data as etcdctl prints it: the bytes themselves.
-fn raw(data: &[u8]) -> Vec<u8> {
-    data.to_vec()
-}
-
-/// etcd data on one line of text, escaped (see [`plain`]).
-fn escaped(data: &[u8]) -> Vec<u8> {
-    plain(&String::from_utf8_lossy(data)).into_bytes()
-}
-
-/// etcdctl's simple output, built once for raw bytes and once for escaped text.
-trait RawLines: Render {
-    /// etcdctl's `simple` output, every line ended by a newline, etcd data put in by `data`.
-    fn simple_with(&self, data: Data<'_>) -> Vec<u8>;
-
-    /// The simple output with etcd data escaped, as lines of text.
-    fn text_lines(&self) -> Vec<String> {
-        let text = String::from_utf8_lossy(&self.simple_with(&escaped)).into_owned();
-        match text.strip_suffix('\n') {
-            Some(text) => text.split('\n').map(str::to_string).collect(),
-            None if text.is_empty() => Vec::new(),
-            None => vec![text],
-        }
-    }
-}
-
-/// Prints `value`; its simple output raw (as etcdctl's bytes) under `--compat etcdctl` when
-/// stdout is not a terminal, else escaped by [`print`].
-fn print_raw<T: RawLines>(format: OutputFormat, compat: Compat, value: &T) -> std::io::Result<()> {
-    if format == OutputFormat::Simple
-        && compat == Compat::Etcdctl
-        && !std::io::stdout().is_terminal()
-    {
-        let mut out = std::io::stdout().lock();
-        out.write_all(&value.simple_with(&raw))?;
-        return out.flush();
-    }
-    print(format, value)
-}
-
-/// A JSON object holding etcdctl's `header` of `h` (an empty one when etcd sent none).
-fn with_header(h: Option<&etcdops::client::ResponseHeader>) -> Map<String, Value> {
-    let mut map = Map::new();
-    map.insert(
-        "header".into(),
-        h.map_or_else(|| Value::Object(Map::new()), |h| header(h, false)),
-    );
-    map
-}
-
-/// The header's fields at the top level, as etcdctl's lease commands print them.
-fn flat_header(h: Option<&etcdops::client::ResponseHeader>) -> Map<String, Value> {
-    match h.map(|h| header(h, false)) {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct LeasesView(LeaseList);
-
-impl Render for LeasesView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["ID", "GRANTED TTL", "REMAINING TTL", "KEYS"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.0
-            .leases
-            .iter()
-            .map(|l| {
-                vec![
-                    l.id.to_string(),
-                    format!("{}s", l.granted_ttl),
-                    format!("{}s", l.remaining_ttl),
-                    l.keys.to_string(),
-                ]
-            })
-            .collect()
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.text_lines()
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        // etcdctl prints lease IDs as numbers even with --hex.
-        let mut map = flat_header(self.0.header.as_ref());
-        let leases: Vec<Value> = self
-            .0
-            .listed
-            .iter()
-            .map(|id| serde_json::json!({ "id": id.0 }))
-            .collect();
-        map.insert("leases".into(), leases.into());
-        Some(Value::Object(map))
-    }
-}
-
-impl RawLines for LeasesView {
-    fn simple_with(&self, _data: Data<'_>) -> Vec<u8> {
-        // Every lease etcd listed, in its order, as etcdctl prints them.
-        let mut out = format!("found {} leases\n", self.0.listed.len());
-        for id in &self.0.listed {
-            out.push_str(&format!("{id}\n"));
-        }
-        out.into_bytes()
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct LeaseView(LeaseTimeToLive);
-
-impl Render for LeaseView {
-    fn headers(&self) -> Vec<&'static str> {
-        let mut headers = vec!["ID", "FOUND", "GRANTED TTL", "REMAINING TTL"];
-        if self.0.keys.is_some() {
-            headers.push("KEYS");
-        }
-        headers
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        let lease = &self.0;
-        let mut row = vec![
-            lease.id.to_string(),
-            lease.found.to_string(),
-            format!("{}s", lease.granted_ttl),
-            format!("{}s", lease.remaining_ttl),
-        ];
-        if let Some(keys) = &lease.keys {
-            row.push(keys.iter().map(|k| plain(k)).collect::<Vec<_>>().join("\n"));
-        }
-        vec![row]
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.text_lines()
-    }
-    fn multiline_columns(&self) -> Vec<usize> {
-        // The lease's keys, one per line.
-        vec![4]
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        // No omitempty here: etcdctl's own struct (ttl -1, granted-ttl 0 for a lease gone).
-        let lease = &self.0;
-        let mut map = flat_header(lease.header.as_ref());
-        map.insert("id".into(), lease.id.0.into());
-        map.insert("ttl".into(), lease.remaining_ttl.into());
-        map.insert("granted-ttl".into(), lease.granted_ttl.into());
-        let keys = match &lease.raw_keys {
-            Some(keys) if !keys.is_empty() => keys.iter().map(|k| bytes(k)).collect(),
-            _ => Value::Null,
-        };
-        map.insert("keys".into(), keys);
-        Some(Value::Object(map))
-    }
-}
-
-/// `lease X granted with TTL(Ns), remaining(Ns)`, or etcdctl's line for a lease gone.
-fn lease_line(lease: &LeaseTimeToLive) -> String {
-    if !lease.found {
-        return format!("lease {} already expired", lease.id);
-    }
-    format!(
-        "lease {} granted with TTL({}s), remaining({}s)",
-        lease.id, lease.granted_ttl, lease.remaining_ttl
-    )
-}
-
-impl RawLines for LeaseView {
-    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
-        let lease = &self.0;
-        let mut out = lease_line(lease).into_bytes();
-        if let (Some(keys), true) = (&lease.raw_keys, lease.found) {
-            let keys: Vec<Vec<u8>> = keys.iter().map(|k| data(k)).collect();
-            out.extend_from_slice(b", attached keys([");
-            out.extend_from_slice(&keys.join(&b' '));
-            out.extend_from_slice(b"])");
-        }
-        out.push(b'\n');
-        out
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct AuthStatusView(AuthStatus);
-
-fn known(value: Option<bool>) -> String {
-    value.map_or_else(|| "(unknown)".into(), |v| v.to_string())
-}
-
-impl Render for AuthStatusView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["AUTH ENABLED", "ROOT USER EXISTS", "ROOT HAS ROOT ROLE"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![
-            self.0.enabled.to_string(),
-            known(self.0.root_user_exists),
-            known(self.0.root_has_root_role),
-        ]]
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        let mut lines = vec![format!("Authentication Status: {}", self.0.enabled)];
-        if let Some(revision) = self.0.auth_revision {
-            lines.push(format!("AuthRevision: {revision}"));
-        }
-        lines
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        let mut map = with_header(self.0.header.as_ref());
-        put(&mut map, "enabled", self.0.enabled);
-        put(&mut map, "authRevision", self.0.auth_revision.unwrap_or(0));
-        Some(Value::Object(map))
-    }
-}
-
-#[derive(serde::Serialize)]
-struct ChangeView {
-    #[serde(flatten)]
-    change: AuthChange,
-    /// etcdctl's line for the change, printed instead of ours in simple output.
-    #[serde(skip)]
-    etcdctl: Option<String>,
-}
-
-impl Render for ChangeView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["CHANGED", "MESSAGE"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![
-            self.change.changed.to_string(),
-            self.change.message.clone(),
-        ]]
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        vec![
-            self.etcdctl
-                .clone()
-                .map_or_else(|| self.change.message.clone(), |line| plain(&line)),
-        ]
-    }
-}
-
-/// A list of names, one a line.
-fn name_lines(names: &[String], data: Data<'_>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for name in names {
-        out.extend(data(name.as_bytes()));
-        out.push(b'\n');
-    }
-    out
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct UsersView(UserList);
-
-impl Render for UsersView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["USER"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.0.users.iter().map(|u| vec![plain(u)]).collect()
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.text_lines()
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        let mut map = with_header(self.0.header.as_ref());
-        put(&mut map, "users", self.0.users.clone());
-        Some(Value::Object(map))
-    }
-}
-
-impl RawLines for UsersView {
-    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
-        name_lines(&self.0.users, data)
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct UserView(UserInfo);
-
-impl UserView {
-    /// etcdctl's `user get --detail -w json`: its `User:` line, then each role's JSON after
-    /// an empty line (not one JSON document; etcdctl prints it so).
-    fn print_detail_json(&self) -> std::io::Result<()> {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "User: {}", plain(&self.0.name))?;
-        for role in self.0.role_details.iter().flatten() {
-            let json = role_json(role);
-            writeln!(out, "\n{}", crate::output::json_safe(json.to_string()))?;
-        }
-        if self.0.missing_role.is_some() {
-            writeln!(out)?;
-        }
-        out.flush()
-    }
-}
-
-impl Render for UserView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["USER", "ROLES"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![plain(&self.0.name), plain(&self.0.roles.join(", "))]]
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.text_lines()
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        let mut map = with_header(self.0.header.as_ref());
-        put(&mut map, "roles", self.0.roles.clone());
-        Some(Value::Object(map))
-    }
-}
-
-impl RawLines for UserView {
-    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
-        let user = &self.0;
-        let mut out = b"User: ".to_vec();
-        out.extend(data(user.name.as_bytes()));
-        out.push(b'\n');
-        match &user.role_details {
-            Some(details) => {
-                for role in details {
-                    out.push(b'\n');
-                    out.extend(role_bytes(role, data));
-                }
-                if user.missing_role.is_some() {
-                    out.push(b'\n');
-                }
-            }
-            None => {
-                out.extend_from_slice(b"Roles:");
-                for role in &user.roles {
-                    out.push(b' ');
-                    out.extend(data(role.as_bytes()));
-                }
-                out.push(b'\n');
-            }
-        }
-        out
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct RolesView(RoleList);
-
-impl Render for RolesView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["ROLE"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.0.roles.iter().map(|r| vec![plain(r)]).collect()
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.text_lines()
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        let mut map = with_header(self.0.header.as_ref());
-        put(&mut map, "roles", self.0.roles.clone());
-        Some(Value::Object(map))
-    }
-}
-
-impl RawLines for RolesView {
-    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
-        name_lines(&self.0.roles, data)
-    }
-}
-
-/// etcdctl's `role get` JSON: the header, then `perm` (permType 0, read, left out as Go's
-/// omitempty does; keys base64).
-fn role_json(role: &RoleInfo) -> Value {
-    let mut map = with_header(role.header.as_ref());
-    let perms: Vec<Value> = role
-        .permissions
-        .iter()
-        .map(|p| {
-            let mut perm = Map::new();
-            let kind = match p.permission {
-                PermissionKind::Read => 0,
-                PermissionKind::Write => 1,
-                PermissionKind::Readwrite => 2,
-            };
-            put(&mut perm, "permType", kind);
-            if !p.key_bytes.is_empty() {
-                perm.insert("key".into(), bytes(&p.key_bytes));
-            }
-            if !p.range_end_bytes.is_empty() {
-                perm.insert("range_end".into(), bytes(&p.range_end_bytes));
-            }
-            Value::Object(perm)
-        })
-        .collect();
-    put(&mut map, "perm", perms);
-    Value::Object(map)
-}
-
-/// etcdctl's `role get` simple output: `Role NAME`, the read permissions, the write ones.
-fn role_bytes(role: &RoleInfo, data: Data<'_>) -> Vec<u8> {
-    let mut out = b"Role ".to_vec();
-    out.extend(data(role.name.as_bytes()));
-    out.extend_from_slice(b"\nKV Read:\n");
-    let section = |out: &mut Vec<u8>, wanted: PermissionKind| {
-        for p in role
-            .permissions
-            .iter()
-            .filter(|p| p.permission == wanted || p.permission == PermissionKind::Readwrite)
-        {
-            out.extend(permission_bytes(p, data));
-        }
-    };
-    section(&mut out, PermissionKind::Read);
-    out.extend_from_slice(b"KV Write:\n");
-    section(&mut out, PermissionKind::Write);
-    out
-}
-
-/// One permission's line as etcdctl prints it: `\tKEY`, `\t[KEY, END)`, `\t[KEY, <open
-/// ended>`, with ` (prefix KEY)` when the range is the key's prefix.
-fn permission_bytes(p: &PermissionInfo, data: Data<'_>) -> Vec<u8> {
-    let (key, end) = (&p.key_bytes, &p.range_end_bytes);
-    let mut out = b"\t".to_vec();
-    if end.is_empty() {
-        out.extend(data(key));
-        out.push(b'\n');
-        return out;
-    }
-    out.push(b'[');
-    out.extend(data(key));
-    if end.as_slice() == [0] {
-        out.extend_from_slice(b", <open ended>");
-    } else {
-        out.extend_from_slice(b", ");
-        out.extend(data(end));
-        out.push(b')');
-    }
-    if prefix_end(key) == *end {
-        out.extend_from_slice(b" (prefix ");
-        out.extend(data(key));
-        out.push(b')');
-    }
-    out.push(b'\n');
-    out
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct RoleView(RoleInfo);
-
-impl Render for RoleView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["ROLE", "PERMISSION", "KEYS"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.0
-            .permissions
-            .iter()
-            .map(|p| {
-                vec![
-                    plain(&self.0.name),
-                    p.permission.to_string(),
-                    plain(&p.describe()),
-                ]
-            })
-            .collect()
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.text_lines()
-    }
-    fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
-        Some(role_json(&self.0))
-    }
-}
-
-impl RawLines for RoleView {
-    fn simple_with(&self, data: Data<'_>) -> Vec<u8> {
-        role_bytes(&self.0, data)
-    }
 }
 
 #[cfg(test)]

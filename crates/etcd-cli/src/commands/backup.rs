@@ -10,17 +10,18 @@ use etcdops::snapshot::{RunEvent, RunObserver};
 
 use super::ExitStatus;
 use super::snapshot::{identity_settings, in_flag_words, retention, settings};
-use crate::flags::{BackupCommand, OutputFormat, RunArgs};
+use crate::flags::{BackupCommand, RunArgs};
 use crate::output::{json_line, plain};
+use etcdops_printer::Printer;
 
 /// Runs a `backup` subcommand.
 pub async fn run(
     config: &ClusterConfig,
     command: &BackupCommand,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
-        BackupCommand::Run(args) => run_loop(config, args, format).await,
+        BackupCommand::Run(args) => run_loop(config, args, printer).await,
     }
 }
 
@@ -58,11 +59,7 @@ fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
     })
 }
 
-async fn run_loop(
-    config: &ClusterConfig,
-    args: &RunArgs,
-    format: OutputFormat,
-) -> Result<ExitStatus> {
+async fn run_loop(config: &ClusterConfig, args: &RunArgs, printer: Printer) -> Result<ExitStatus> {
     let stop = stop_signal()?;
     let request = BackupRunRequest {
         store: args.store.clone(),
@@ -84,7 +81,7 @@ async fn run_loop(
         compact_work_dir: args.compact_work_dir.clone(),
     };
     let printer = LinePrinter {
-        json: format.is_json(),
+        json: printer.format.is_json(),
     };
     backup_run(config, &request, &printer, stop)
         .await

@@ -8,9 +8,9 @@ use anyhow::{Context, Result};
 use etcdops::client::ClusterConfig;
 use etcdops::guard::Guards;
 use etcdops::kubernetes::{
-    ConfigStep, DecodedValue, EncryptionConfigRequest, EncryptionConfigResult, EncryptionReport,
-    EncryptionStatusRequest, K8sGetRequest, KeyMaterial, KeySecret, NewKey, NewKeyRequest,
-    Provider, Storage, encryption_config, encryption_status, k8s_get, new_encryption_key,
+    ConfigStep, EncryptionConfigRequest, EncryptionStatusRequest, K8sGetRequest, KeyMaterial,
+    KeySecret, NewKeyRequest, Provider, encryption_config, encryption_status, k8s_get,
+    new_encryption_key,
 };
 
 use super::ExitStatus;
@@ -18,19 +18,21 @@ use crate::flags::{
     EncryptionConfigArgs, EncryptionConfigCommand, EncryptionKeyCommand, EncryptionStatusArgs,
     K8sCommand, K8sGetArgs, NewKeyArgs, OutputFormat, ProviderArg, RotateStepArg,
 };
-use crate::output::{Lines, Render, escape, json_line, plain, print};
+use crate::output::{Lines, escape, json_line};
+use etcdops_printer::Printer;
+use etcdops_printer::views::k8s::*;
 
 /// Runs a `k8s` command.
 pub async fn run(
     config: &ClusterConfig,
     guards: &Guards,
     command: &K8sCommand,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
-        K8sCommand::EncryptionStatus(args) => status(config, args, format).await,
+        K8sCommand::EncryptionStatus(args) => status(config, args, printer).await,
         K8sCommand::EncryptionConfig(EncryptionConfigCommand::Generate(args)) => {
-            config_step(guards, args, ConfigStep::Generate, format).await
+            config_step(guards, args, ConfigStep::Generate, printer).await
         }
         K8sCommand::EncryptionConfig(EncryptionConfigCommand::Rotate(args)) => {
             let step = match args.step {
@@ -38,10 +40,10 @@ pub async fn run(
                 RotateStepArg::Promote => ConfigStep::Promote,
                 RotateStepArg::DropOld => ConfigStep::DropOld,
             };
-            config_step(guards, &args.config, step, format).await
+            config_step(guards, &args.config, step, printer).await
         }
-        K8sCommand::EncryptionKey(EncryptionKeyCommand::New(args)) => new_key(args, format),
-        K8sCommand::Get(args) => get(config, args, format).await,
+        K8sCommand::EncryptionKey(EncryptionKeyCommand::New(args)) => new_key(args, printer),
+        K8sCommand::Get(args) => get(config, args, printer).await,
     }
 }
 
@@ -56,7 +58,7 @@ fn provider(arg: ProviderArg) -> Provider {
 async fn status(
     config: &ClusterConfig,
     args: &EncryptionStatusArgs,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let request = EncryptionStatusRequest {
         resources: args.resources.clone(),
@@ -74,10 +76,10 @@ async fn status(
         &identities,
     )
     .await?;
-    print(format, &ReportView(&report))?;
-    if !format.is_json() && !report.objects.is_empty() {
+    printer.print(&ReportView(&report))?;
+    if !printer.format.is_json() && !report.objects.is_empty() {
         println!();
-        print(format, &ObjectsView(&report))?;
+        printer.print(&ObjectsView(&report))?;
     }
     if report.objects_truncated {
         eprintln!(
@@ -93,112 +95,6 @@ async fn status(
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
-}
-
-fn storage_cell(storage: &Storage) -> String {
-    match storage {
-        Storage::Encrypted { provider, key_name } => format!("{provider} key {}", plain(key_name)),
-        Storage::Plaintext { format } => {
-            format!(
-                "PLAINTEXT ({})",
-                serde_json::to_string(format)
-                    .unwrap_or_default()
-                    .trim_matches('"')
-            )
-        }
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct ReportView<'a>(&'a EncryptionReport);
-
-impl Render for ReportView<'_> {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["RESOURCE", "STORED AS", "OBJECTS"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows = Vec::new();
-        for resource in &self.0.resources {
-            for count in &resource.storage {
-                rows.push(vec![
-                    resource.resource.clone(),
-                    storage_cell(&count.storage),
-                    count.count.to_string(),
-                ]);
-            }
-            if resource.storage.is_empty() {
-                rows.push(vec![resource.resource.clone(), "(none)".into(), "0".into()]);
-            }
-        }
-        rows.push(vec![
-            "TOTAL".into(),
-            format!(
-                "{} encrypted, {} plaintext ({} {}, revision {})",
-                self.0.encrypted,
-                self.0.plaintext,
-                if self.0.offline { "snapshot" } else { "live" },
-                self.0.prefix,
-                self.0.revision
-            ),
-            self.0.total.to_string(),
-        ]);
-        rows
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .rows()
-            .into_iter()
-            .map(|r| format!("{}, {}, {}", r[0], r[1], r[2]))
-            .collect();
-        lines.push(if self.0.all_encrypted {
-            "all encrypted".into()
-        } else {
-            "NOT all encrypted".into()
-        });
-        lines
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct ObjectsView<'a>(&'a EncryptionReport);
-
-impl Render for ObjectsView<'_> {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["RESOURCE", "NAMESPACE", "NAME", "STORED AS"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.0
-            .objects
-            .iter()
-            .map(|o| {
-                vec![
-                    plain(&o.resource),
-                    plain(o.namespace.as_deref().unwrap_or_default()),
-                    plain(&o.name),
-                    storage_cell(&o.storage),
-                ]
-            })
-            .collect()
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        self.rows()
-            .into_iter()
-            .map(|r| {
-                let at = if r[1].is_empty() {
-                    r[2].clone()
-                } else {
-                    format!("{}/{}", r[1], r[2])
-                };
-                format!("{} {at}: {}", r[0], r[3])
-            })
-            .collect()
-    }
 }
 
 /// How a key file written by `encryption-key new --out` starts (JSON); else a bare key.
@@ -274,7 +170,7 @@ async fn config_step(
     guards: &Guards,
     args: &EncryptionConfigArgs,
     step: ConfigStep,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let request = EncryptionConfigRequest {
         path: args.config.clone(),
@@ -292,62 +188,14 @@ async fn config_step(
     for warning in done.forced.iter().chain(&result.warnings) {
         crate::output::warn(warning);
     }
-    print(format, &ConfigView(&result))?;
-    if format == OutputFormat::Table {
+    printer.print(&ConfigView(&result))?;
+    if printer.format == OutputFormat::Table {
         crate::output::note(&format!("next: {}", result.next));
     }
     Ok(ExitStatus::Success)
 }
 
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct ConfigView<'a>(&'a EncryptionConfigResult);
-
-impl Render for ConfigView<'_> {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["FIELD", "VALUE"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        let r = self.0;
-        let changed = match (r.changed, r.check_mode) {
-            (false, _) => "no",
-            (true, true) => "yes (check mode: not written)",
-            (true, false) => "yes (written, mode 0600)",
-        };
-        vec![
-            vec!["file".into(), r.path.clone()],
-            vec!["step".into(), r.step.as_str().into()],
-            vec!["changed".into(), changed.into()],
-            vec![
-                format!("{} keys before", r.provider),
-                r.keys_before.join(", "),
-            ],
-            vec![
-                format!("{} keys after", r.provider),
-                r.keys_after.join(", "),
-            ],
-            vec!["file before".into(), r.diff.before.trim_end().to_string()],
-            vec!["file after".into(), r.diff.after.trim_end().to_string()],
-        ]
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        let r = self.0;
-        let mut lines = vec![format!(
-            "{} {}: {}",
-            r.step.as_str(),
-            r.path,
-            if r.changed { "changed" } else { "unchanged" }
-        )];
-        lines.extend(r.diff.before.lines().map(|l| format!("- {l}")));
-        lines.extend(r.diff.after.lines().map(|l| format!("+ {l}")));
-        lines.push(format!("next: {}", r.next));
-        lines
-    }
-}
-
-fn new_key(args: &NewKeyArgs, format: OutputFormat) -> Result<ExitStatus> {
+fn new_key(args: &NewKeyArgs, printer: Printer) -> Result<ExitStatus> {
     let key = new_encryption_key(&NewKeyRequest {
         name: args.name.clone(),
         provider: provider(args.provider),
@@ -361,99 +209,20 @@ fn new_key(args: &NewKeyArgs, format: OutputFormat) -> Result<ExitStatus> {
             .and_then(|()| file.write_all(b"\n"))
             .and_then(|()| file.sync_all())
             .with_context(|| format!("cannot write '{}'", out.display()))?;
-        print(
-            format,
-            &KeyWritten {
-                name: key.name.clone(),
-                file: out.display().to_string(),
-            },
-        )?;
+        printer.print(&KeyWritten {
+            name: key.name.clone(),
+            file: out.display().to_string(),
+        })?;
         return Ok(ExitStatus::Success);
     }
     eprintln!(
         "etcdops: this key is shown once: keep it in a vault; every control-plane host needs the same key"
     );
-    print(format, &KeyView(&key))?;
+    printer.print(&KeyView(&key))?;
     Ok(ExitStatus::Success)
 }
 
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct KeyView<'a>(&'a NewKey);
-
-impl Render for KeyView<'_> {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["NAME", "PROVIDER", "SECRET"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![
-            self.0.name.clone(),
-            self.0.provider.to_string(),
-            self.0.secret.clone(),
-        ]]
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        vec![format!("{} {}", self.0.name, self.0.secret)]
-    }
-}
-
-#[derive(serde::Serialize)]
-struct KeyWritten {
-    name: String,
-    file: String,
-}
-
-impl Render for KeyWritten {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["NAME", "WRITTEN TO"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![self.name.clone(), self.file.clone()]]
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        vec![format!("{} {}", self.name, self.file)]
-    }
-}
-
-fn text_block(value: &DecodedValue) -> String {
-    let mut out = format!("{}\n", plain(&value.key));
-    let field = |name: &str, v: &Option<String>| {
-        v.as_ref()
-            .map(|v| format!("  {name}: {}\n", plain(v)))
-            .unwrap_or_default()
-    };
-    out.push_str(&format!("  stored as: {}\n", storage_cell(&value.storage)));
-    out.push_str(&format!("  value size: {}\n", value.value_size));
-    out.push_str(&field("apiVersion", &value.api_version));
-    out.push_str(&field("kind", &value.kind));
-    out.push_str(&field("namespace", &value.namespace));
-    out.push_str(&field("name", &value.name));
-    out.push_str(&field("uid", &value.uid));
-    out.push_str(&field("created", &value.creation_timestamp));
-    if let Some(size) = value.object_size {
-        out.push_str(&format!("  object size: {size}\n"));
-    }
-    out.push_str(&field("note", &value.note));
-    if let Some(object) = &value.object {
-        let pretty = serde_json::to_string_pretty(object).unwrap_or_default();
-        for line in pretty.lines() {
-            out.push_str("  ");
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-async fn get(
-    config: &ClusterConfig,
-    args: &K8sGetArgs,
-    format: OutputFormat,
-) -> Result<ExitStatus> {
+async fn get(config: &ClusterConfig, args: &K8sGetArgs, printer: Printer) -> Result<ExitStatus> {
     let request = K8sGetRequest {
         key: args.key.clone(),
         prefix: args.prefix,
@@ -462,7 +231,7 @@ async fn get(
     };
     let mut out = BufWriter::new(io::stdout());
     let mut first = true;
-    let summary = k8s_get(config, &request, |value| match format.is_json() {
+    let summary = k8s_get(config, &request, |value| match printer.format.is_json() {
         true => {
             let sep = if first { "{\"values\":[" } else { "," };
             first = false;
@@ -476,7 +245,7 @@ async fn get(
         }
     })
     .await?;
-    if format.is_json() {
+    if printer.format.is_json() {
         let tail = serde_json::to_string(&summary)?;
         writeln!(out, "\n],{}", &tail[1..])?;
     }

@@ -2,34 +2,31 @@
 //! the maintenance workflows' requests (`etcdops::maintenance`), print their results.
 
 use anyhow::Result;
-use etcdops::check::{CheckRequest, CheckResult, check};
+use etcdops::check::{CheckRequest, check};
 use etcdops::client::{Client, ClusterConfig};
 use etcdops::endpoint::{Severity, VersionReport, own_version, version};
 use etcdops::guard::Guards;
 use etcdops::maintenance::{
-    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, DefragReport,
-    MoveLeaderResult,
-};
-use etcdops::maintenance::{
     AlarmDisarmRequest, CheckOptions, CompactRequest, DefragRequest, MoveLeaderRequest,
     alarm_disarm, compact, defrag, move_leader,
 };
-use serde_json::{Map, Value};
+use etcdops::maintenance::{CompactTarget, DefragReport};
 
 use super::ExitStatus;
-use crate::etcdctl::{header, put};
 use crate::flags::{AlarmCommand, CheckArgs, CompactArgs, DefragArgs, GlobalFlags, OutputFormat};
-use crate::output::{Render, cell, human_bytes, plain, print};
+use crate::output::plain;
+use etcdops_printer::Printer;
+use etcdops_printer::views::maintenance::*;
 
 /// `move-leader MEMBER`
 pub async fn run_move_leader(
     config: &ClusterConfig,
     member: &str,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let client = Client::new(config.clone());
     let result = move_leader(&client, &MoveLeaderRequest::new(member)).await?;
-    print(format, &MoveView(result))?;
+    printer.print(&MoveView(result))?;
     Ok(ExitStatus::Success)
 }
 
@@ -37,15 +34,15 @@ pub async fn run_move_leader(
 pub async fn run_alarm(
     config: &ClusterConfig,
     command: &AlarmCommand,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let client = Client::new(config.clone());
     match command {
-        AlarmCommand::List => print(format, &AlarmsView(client.alarm_report().await?))?,
+        AlarmCommand::List => printer.print(&AlarmsView(client.alarm_report().await?))?,
         AlarmCommand::Disarm => {
             let result = alarm_disarm(&client, AlarmDisarmRequest::new()).await?;
             let clear = result.still_active.is_empty();
-            print(format, &DisarmView(result))?;
+            printer.print(&DisarmView(result))?;
             if !clear {
                 eprintln!(
                     "etcdops: alarms are still active: free space (compact, defrag) and disarm again"
@@ -63,7 +60,7 @@ pub async fn run_defrag_guarded(
     config: &ClusterConfig,
     guards: &Guards,
     args: &DefragArgs,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let request = if args.cluster.cluster {
         DefragRequest::cluster()
@@ -84,7 +81,7 @@ pub async fn run_defrag_guarded(
     if let Some(warning) = &outcome.warning {
         crate::output::warn(warning);
     }
-    print_defrag(outcome.report.unwrap_or_else(empty_report), format)
+    print_defrag(outcome.report.unwrap_or_else(empty_report), printer)
 }
 
 fn empty_report() -> DefragReport {
@@ -100,15 +97,15 @@ fn empty_report() -> DefragReport {
 /// stdout, `Failed to defragment etcd member[EP] (ERR)` on stderr (EP as given), and, as
 /// etcdctl has no such case, one `etcdops:` line on stderr per member skipped after the
 /// failure, saying why.
-fn print_defrag(report: DefragReport, format: OutputFormat) -> Result<ExitStatus> {
+fn print_defrag(report: DefragReport, printer: Printer) -> Result<ExitStatus> {
     let completed = report.completed;
     let view = DefragView(report);
-    if format == OutputFormat::Simple {
+    if printer.format == OutputFormat::Simple {
         for line in view.failure_lines() {
             eprintln!("{}", plain(&line));
         }
     }
-    print(format, &view)?;
+    printer.print(&view)?;
     Ok(ExitStatus::from_ok(completed))
 }
 
@@ -116,7 +113,7 @@ fn print_defrag(report: DefragReport, format: OutputFormat) -> Result<ExitStatus
 pub async fn run_compact(
     config: &ClusterConfig,
     args: &CompactArgs,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let target = match (args.revision, args.keep_revisions) {
         (Some(rev), _) => CompactTarget::Revision(rev),
@@ -125,7 +122,7 @@ pub async fn run_compact(
     };
     let request = CompactRequest::new(target).physical(args.physical);
     let result = compact(&Client::new(config.clone()), &request).await?;
-    print(format, &CompactView(result))?;
+    printer.print(&CompactView(result))?;
     Ok(ExitStatus::Success)
 }
 
@@ -134,7 +131,7 @@ pub async fn run_check(
     config: &ClusterConfig,
     args: &CheckArgs,
     platform_root: Option<&std::path::Path>,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let request = CheckRequest {
         options: CheckOptions {
@@ -163,7 +160,7 @@ pub async fn run_check(
     };
     let result = check(&Client::new(config.clone()), &request).await?;
     let verdict = result.report.verdict;
-    print(format, &CheckView(result))?;
+    printer.print(&CheckView(result))?;
     Ok(match verdict {
         Severity::Ok => ExitStatus::Success,
         Severity::Warning => ExitStatus::Failure,
@@ -171,57 +168,14 @@ pub async fn run_check(
     })
 }
 
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct CheckView(CheckResult);
-
-impl Render for CheckView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["CHECK", "RESULT", "DETAIL"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.0
-            .report
-            .findings
-            .iter()
-            .map(|f| {
-                vec![
-                    f.check.to_string(),
-                    severity_name(f.severity).into(),
-                    plain(&f.message),
-                ]
-            })
-            .collect()
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .0
-            .report
-            .findings
-            .iter()
-            .map(|f| format!("{}: {}: {}", severity_name(f.severity), f.check, f.message))
-            .collect();
-        lines.push(format!("verdict: {}", severity_name(self.0.report.verdict)));
-        lines
-    }
-}
-
-fn severity_name(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Ok => "ok",
-        Severity::Warning => "WARNING",
-        Severity::Critical => "CRITICAL",
-    }
-}
-
 /// `version`: etcdops' own version and API version, which need no cluster (as etcdctl's);
 /// the table and our JSON add every member's version when the cluster answers.
-pub async fn run_version(global: &GlobalFlags, format: OutputFormat) -> Result<ExitStatus> {
-    let report = match format {
+pub async fn run_version(global: &GlobalFlags, printer: Printer) -> Result<ExitStatus> {
+    let report = match printer.format {
         OutputFormat::Table | OutputFormat::Json => members_version(global).await,
         _ => None,
     };
-    print(format, &VersionView(report.unwrap_or_else(own_version)))?;
+    printer.print(&VersionView(report.unwrap_or_else(own_version)))?;
     Ok(ExitStatus::Success)
 }
 
@@ -232,350 +186,4 @@ async fn members_version(global: &GlobalFlags) -> Option<VersionReport> {
         .build()
         .ok()?;
     version(&config).await.ok()
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct MoveView(MoveLeaderResult);
-
-impl Render for MoveView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["CHANGED", "FROM", "TO"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![
-            self.0.changed.to_string(),
-            self.0.from.to_string(),
-            self.0.to.to_string(),
-        ]]
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        vec![if self.0.changed {
-            format!(
-                "Leadership transferred from {} to {}",
-                self.0.from, self.0.to
-            )
-        } else {
-            format!("{} already leads; nothing changed", self.0.to)
-        }]
-    }
-}
-
-fn alarm_rows(alarms: &[Alarm]) -> Vec<Vec<String>> {
-    alarms
-        .iter()
-        .map(|a| vec![a.member_id.to_string(), plain(&a.alarm)])
-        .collect()
-}
-
-/// Our JSON stays the list of alarms; etcdctl's is the response with its header.
-struct AlarmsView(AlarmList);
-
-impl serde::Serialize for AlarmsView {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.alarms.serialize(serializer)
-    }
-}
-
-impl Render for AlarmsView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["MEMBER", "ALARM"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        alarm_rows(&self.0.alarms)
-    }
-    /// etcdctl's `%+v` of each alarm (protobuf's compact text: decimal member ID, a
-    /// trailing space).
-    fn simple_lines(&self) -> Vec<String> {
-        self.0
-            .alarms
-            .iter()
-            .map(|a| format!("memberID:{} alarm:{} ", a.member_id.0, plain(&a.alarm)))
-            .collect()
-    }
-    fn etcdctl_json(&self, hex: bool) -> Option<Value> {
-        let mut out = Map::new();
-        if let Some(h) = &self.0.header {
-            out.insert("header".into(), header(h, hex));
-        }
-        let alarms: Vec<Value> = self
-            .0
-            .alarms
-            .iter()
-            .map(|a| {
-                let mut alarm = Map::new();
-                put(&mut alarm, "memberID", a.member_id.0);
-                put(&mut alarm, "alarm", a.code());
-                Value::Object(alarm)
-            })
-            .collect();
-        put(&mut out, "alarms", alarms);
-        Some(Value::Object(out))
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct DisarmView(AlarmDisarmResult);
-
-impl Render for DisarmView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["MEMBER", "ALARM", "STATE"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows: Vec<Vec<String>> = self
-            .0
-            .disarmed
-            .iter()
-            .map(|a| vec![a.member_id.to_string(), plain(&a.alarm), "disarmed".into()])
-            .collect();
-        rows.extend(self.0.still_active.iter().map(|a| {
-            vec![
-                a.member_id.to_string(),
-                plain(&a.alarm),
-                "still active".into(),
-            ]
-        }));
-        rows
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        self.rows().into_iter().map(|r| r.join(" ")).collect()
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct DefragView(DefragReport);
-
-impl Render for DefragView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec![
-            "ORDER",
-            "ENDPOINT",
-            "MEMBER",
-            "LEADER",
-            "DB BEFORE",
-            "DB AFTER",
-            "TOOK",
-            "ERROR",
-        ]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows: Vec<Vec<String>> = self
-            .0
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                vec![
-                    (i + 1).to_string(),
-                    s.endpoint.clone(),
-                    cell(&s.member_id),
-                    s.was_leader.to_string(),
-                    s.db_size_before.map(human_bytes).unwrap_or_default(),
-                    s.db_size_after.map(human_bytes).unwrap_or_default(),
-                    format!("{:.1}s", s.took_seconds),
-                    plain(&cell(&s.error)),
-                ]
-            })
-            .collect();
-        for skipped in &self.0.skipped {
-            rows.push(vec![
-                "-".into(),
-                skipped.clone(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                "skipped: an earlier member failed (defragmenting one while another is down or failing can cost the quorum)".into(),
-            ]);
-        }
-        rows
-    }
-    /// etcdctl's stdout: one line per member defragmented.
-    fn simple_lines(&self) -> Vec<String> {
-        self.0
-            .steps
-            .iter()
-            .filter(|s| s.error.is_none())
-            .map(|s| format!("Finished defragmenting etcd member[{}]", s.given))
-            .collect()
-    }
-}
-
-impl DefragView {
-    /// The simple output's stderr: etcdctl's line for the member that failed, then ours for
-    /// each member skipped after it.
-    fn failure_lines(&self) -> Vec<String> {
-        let report = &self.0;
-        let failed = report.steps.iter().find(|s| s.error.is_some());
-        let mut lines: Vec<String> = failed
-            .iter()
-            .map(|s| {
-                format!(
-                    "Failed to defragment etcd member[{}] ({})",
-                    s.given,
-                    plain(s.error.as_deref().unwrap_or_default())
-                )
-            })
-            .collect();
-        if let Some(failed) = failed {
-            for skipped in &report.skipped_given {
-                lines.push(format!(
-                    "etcdops: skipped etcd member[{skipped}]: not defragmented because member[{}] failed first (defragmenting a member while another is down or failing can cost the quorum; etcdctl would go on)",
-                    failed.given
-                ));
-            }
-        }
-        lines
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct CompactView(CompactResult);
-
-impl Render for CompactView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["CHANGED", "COMPACTED TO", "CURRENT REVISION", "PHYSICAL"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![
-            self.0.changed.to_string(),
-            self.0.revision.to_string(),
-            self.0.current_revision.to_string(),
-            self.0.physical.to_string(),
-        ]]
-    }
-    fn simple_lines(&self) -> Vec<String> {
-        vec![format!("compacted revision {}", self.0.revision)]
-    }
-}
-
-#[derive(serde::Serialize)]
-#[serde(transparent)]
-struct VersionView(VersionReport);
-
-impl Render for VersionView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["MEMBER", "NAME", "VERSION"]
-    }
-    fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows = vec![vec![
-            "etcdops".into(),
-            String::new(),
-            self.0.client_version.clone(),
-        ]];
-        rows.extend(self.0.members.iter().map(|m| {
-            vec![
-                m.member_id.to_string(),
-                plain(&m.name),
-                m.version.clone().unwrap_or_else(|| "(no answer)".into()),
-            ]
-        }));
-        rows
-    }
-    /// etcdctl's two lines, with etcdops' version.
-    fn simple_lines(&self) -> Vec<String> {
-        vec![
-            format!("etcdops version: {}", self.0.client_version),
-            format!("API version: {}", self.0.api_version),
-        ]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use etcdops::client::ResponseHeader;
-    use etcdops::member::MemberId;
-
-    fn step(given: &str, error: Option<&str>) -> etcdops::maintenance::DefragStep {
-        etcdops::maintenance::DefragStep {
-            endpoint: format!("http://{given}"),
-            given: given.into(),
-            member_id: None,
-            was_leader: false,
-            db_size_before: None,
-            db_size_after: None,
-            took_seconds: 0.1,
-            error: error.map(str::to_string),
-        }
-    }
-
-    #[test]
-    fn defrag_simple_is_etcdctls_with_the_endpoint_as_given_and_failures_on_stderr() {
-        let view = DefragView(DefragReport {
-            steps: vec![step("127.0.0.1:1", None), step("127.0.0.1:2", Some("down"))],
-            skipped: vec!["http://127.0.0.1:3".into()],
-            skipped_given: vec!["127.0.0.1:3".into()],
-            completed: false,
-        });
-        assert_eq!(
-            view.simple_lines(),
-            ["Finished defragmenting etcd member[127.0.0.1:1]"]
-        );
-        let stderr = view.failure_lines();
-        assert_eq!(
-            stderr[0],
-            "Failed to defragment etcd member[127.0.0.1:2] (down)"
-        );
-        assert!(
-            stderr[1].starts_with("etcdops: skipped etcd member[127.0.0.1:3]: not defragmented because member[127.0.0.1:2] failed first"),
-            "{}",
-            stderr[1]
-        );
-        assert_eq!(stderr.len(), 2);
-    }
-
-    fn alarms(alarms: Vec<Alarm>) -> AlarmsView {
-        AlarmsView(AlarmList {
-            header: Some(ResponseHeader {
-                cluster_id: 17497139193859109479,
-                member_id: 14423874141243768641,
-                revision: 54,
-                raft_term: 2,
-            }),
-            alarms,
-        })
-    }
-
-    #[test]
-    fn alarm_list_prints_as_etcdctl() {
-        // outputs/alarm-list.json of the etcd 3.6.14 fixture: no alarm, only the header.
-        let none = alarms(Vec::new());
-        let fixture: Value = serde_json::from_str(r#"{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2}}"#).unwrap();
-        assert_eq!(none.etcdctl_json(false), Some(fixture));
-        assert!(none.simple_lines().is_empty());
-        // etcdctl 3.5.1 with a NOSPACE alarm: `%+v` of the alarm; the type as a number.
-        let nospace = alarms(vec![Alarm {
-            member_id: MemberId(7383792418829112008),
-            alarm: "NOSPACE".into(),
-        }]);
-        assert_eq!(
-            nospace.simple_lines(),
-            ["memberID:7383792418829112008 alarm:NOSPACE "]
-        );
-        assert_eq!(
-            nospace.etcdctl_json(false).unwrap()["alarms"],
-            serde_json::json!([{"memberID":7383792418829112008_u64,"alarm":1}])
-        );
-        assert_eq!(
-            serde_json::to_value(&nospace).unwrap()[0]["alarm"],
-            "NOSPACE"
-        );
-    }
-
-    #[test]
-    fn version_prints_etcdctls_two_lines_without_a_cluster() {
-        let view = VersionView(own_version());
-        assert_eq!(
-            view.simple_lines(),
-            [
-                format!("etcdops version: {}", env!("CARGO_PKG_VERSION")),
-                "API version: 3.6".to_string()
-            ]
-        );
-    }
 }

@@ -9,15 +9,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use etcdops::guard::Force;
-use etcdops::pki::{
-    CaRequest, CertificateResult, MemberCertRequest, ensure_ca, ensure_member_certificate,
-};
-use serde::Serialize;
+use etcdops::pki::{CaRequest, MemberCertRequest, ensure_ca, ensure_member_certificate};
 
 use super::ExitStatus;
-use crate::flags::OutputFormat;
 use crate::flags::{ForceFlag, GlobalFlags};
-use crate::output::{Render, print};
+use etcdops_printer::Printer;
+use etcdops_printer::views::pki::*;
 
 /// `etcdops pki ...`
 #[derive(Debug, Subcommand)]
@@ -92,36 +89,11 @@ pub struct MemberArgs {
     pub force: ForceFlag,
 }
 
-/// What was kept or written.
-#[derive(Debug, Serialize)]
-#[serde(transparent)]
-struct CertView(CertificateResult);
-
-impl Render for CertView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["CERTIFICATE", "KEY", "CHANGED", "REASON", "SANS"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        vec![vec![
-            self.0.cert_path.clone(),
-            self.0.key_path.clone(),
-            self.0.changed.to_string(),
-            self.0.reason.clone(),
-            self.0.sans.join(","),
-        ]]
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        vec![format!("{}: {}", self.0.cert_path, self.0.reason)]
-    }
-}
-
 /// Runs `pki ca` or `pki member`.
 pub async fn run(
     global: &GlobalFlags,
     command: &PkiCommand,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let guards = super::platform::guards(global);
     let done = match command {
@@ -146,7 +118,7 @@ pub async fn run(
     if let Some(warning) = &done.forced {
         crate::output::warn(warning);
     }
-    print(format, &CertView(done.result))?;
+    printer.print(&CertView(done.result))?;
     Ok(ExitStatus::Success)
 }
 

@@ -8,13 +8,13 @@ use anyhow::{Context, Result};
 use etcdops::client::ConnectionOptions;
 use etcdops::guard::Guards;
 use etcdops::kubernetes::{
-    PlatformInfo, PlatformRequest, PodState, StaticPodRequest, StaticPodResult, detect_platform,
-    static_pod,
+    PlatformRequest, PodState, StaticPodRequest, detect_platform, static_pod,
 };
 
 use super::ExitStatus;
-use crate::flags::{GlobalFlags, OutputFormat, PlatformCommand, PlatformMode, StaticPodArgs};
-use crate::output::{Render, print};
+use crate::flags::{GlobalFlags, PlatformCommand, PlatformMode, StaticPodArgs};
+use etcdops_printer::Printer;
+use etcdops_printer::views::platform::*;
 
 fn root(global: &GlobalFlags) -> PathBuf {
     global
@@ -74,17 +74,17 @@ pub fn guards(global: &GlobalFlags) -> Guards {
 pub async fn run(
     global: &GlobalFlags,
     command: &PlatformCommand,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     match command {
         PlatformCommand::Detect(args) => {
             let root = args.root.clone().unwrap_or_else(|| root(global));
             let info = detect_platform(&PlatformRequest { root: Some(root) })?;
-            print(format, &DetectView(info))?;
+            printer.print(&DetectView(info))?;
             Ok(ExitStatus::Success)
         }
-        PlatformCommand::Stop(args) => pod(global, args, PodState::Stopped, format).await,
-        PlatformCommand::Start(args) => pod(global, args, PodState::Started, format).await,
+        PlatformCommand::Stop(args) => pod(global, args, PodState::Stopped, printer).await,
+        PlatformCommand::Start(args) => pod(global, args, PodState::Started, printer).await,
     }
 }
 
@@ -92,7 +92,7 @@ async fn pod(
     global: &GlobalFlags,
     args: &StaticPodArgs,
     state: PodState,
-    format: OutputFormat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let request = StaticPodRequest {
         state,
@@ -114,105 +114,6 @@ async fn pod(
     let result = static_pod(&request, connection.as_ref())
         .await
         .with_context(|| format!("platform {}", state_word(state)))?;
-    print(format, &PodView(result, args.dry_run))?;
+    printer.print(&PodView(result, args.dry_run))?;
     Ok(ExitStatus::Success)
-}
-
-fn state_word(state: PodState) -> &'static str {
-    match state {
-        PodState::Stopped => "stop",
-        PodState::Started => "start",
-    }
-}
-
-fn path(p: &Option<PathBuf>) -> String {
-    p.as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default()
-}
-
-struct DetectView(PlatformInfo);
-
-impl serde::Serialize for DetectView {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-impl DetectView {
-    fn pairs(&self) -> Vec<(&'static str, String)> {
-        let i = &self.0;
-        let mut pairs = vec![
-            ("platform", i.platform.to_string()),
-            ("name", i.name.clone().unwrap_or_default()),
-            ("endpoints", i.endpoints.join(",")),
-            ("peer_urls", i.peer_urls.join(",")),
-            ("data_dir", path(&i.data_dir)),
-            ("cacert", path(&i.cacert)),
-            ("cert", path(&i.cert)),
-            ("key", path(&i.key)),
-            ("version", i.version.clone().unwrap_or_default()),
-            (
-                "source",
-                path(&i.manifest.clone().or_else(|| i.config_file.clone())),
-            ),
-        ];
-        if i.parked {
-            pairs.push(("parked", "true".into()));
-        }
-        for note in &i.notes {
-            pairs.push(("note", note.clone()));
-        }
-        pairs
-    }
-}
-
-impl Render for DetectView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["SETTING", "VALUE"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        self.pairs()
-            .into_iter()
-            .map(|(k, v)| vec![k.to_string(), v])
-            .collect()
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        self.pairs()
-            .into_iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect()
-    }
-}
-
-struct PodView(StaticPodResult, bool);
-
-impl serde::Serialize for PodView {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-impl Render for PodView {
-    fn headers(&self) -> Vec<&'static str> {
-        vec!["RESULT"]
-    }
-
-    fn rows(&self) -> Vec<Vec<String>> {
-        let mut rows = vec![vec![self.0.summary(self.1)]];
-        if let Some(backup) = &self.0.backup {
-            rows.push(vec![format!(
-                "an older parked manifest was kept as {}",
-                backup.display()
-            )]);
-        }
-        rows.extend(self.0.notes.iter().map(|n| vec![n.clone()]));
-        rows
-    }
-
-    fn simple_lines(&self) -> Vec<String> {
-        self.rows().into_iter().flatten().collect()
-    }
 }

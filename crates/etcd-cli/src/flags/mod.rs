@@ -33,6 +33,9 @@ pub use quorum::*;
 pub use snapshot::*;
 pub use usage::*;
 
+// The output format and the personality are the printer's; clap reads them as flags.
+pub use etcdops_printer::{Compat, OutputFormat};
+
 /// Safe etcd operations: health, status and membership today; backup and restore next.
 #[derive(Debug, Parser)]
 #[command(
@@ -49,55 +52,6 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Output format of every command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum OutputFormat {
-    /// A human-readable table.
-    #[default]
-    Table,
-    /// One JSON document on stdout, with the documented snake_case schema (etcdctl's own
-    /// JSON with `--compat etcdctl`).
-    Json,
-    /// Lines as etcdctl's `-w simple` prints them.
-    Simple,
-    /// etcdctl's JSON: `-w json` under `--compat etcdctl` (not a `-w` value of its own).
-    #[value(skip)]
-    EtcdctlJson,
-    /// etcdctl's JSON with IDs as hex strings: `-w json --hex` under `--compat etcdctl`.
-    #[value(skip)]
-    EtcdctlJsonHex,
-}
-
-impl OutputFormat {
-    /// Whether the output is JSON of either schema (no progress bars, no notes on stdout).
-    pub fn is_json(self) -> bool {
-        matches!(
-            self,
-            OutputFormat::Json | OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex
-        )
-    }
-
-    /// Whether the output is etcdctl's JSON.
-    pub fn is_etcdctl_json(self) -> bool {
-        matches!(
-            self,
-            OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex
-        )
-    }
-}
-
-/// `--compat`: whose conventions the output and exit codes follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Compat {
-    /// etcdops' own: `table` by default, the documented JSON schema, exit code 2 for errors.
-    #[default]
-    Etcdops,
-    /// etcdctl's: `simple` by default, etcdctl's JSON (header, camelCase names, base64 keys
-    /// and values, numeric IDs), exit code 1 for every failure. The default when the binary
-    /// is called `etcdctl` (a symlink).
-    Etcdctl,
 }
 
 /// The command line with etcdctl's `--flag=true` and `--flag=false` forms of the switches
@@ -356,6 +310,11 @@ impl GlobalFlags {
             (Compat::Etcdctl, OutputFormat::Json) => OutputFormat::EtcdctlJson,
             (_, format) => format,
         }
+    }
+
+    /// The printer every command prints through: the format in force and the personality.
+    pub fn printer(&self) -> etcdops_printer::Printer {
+        etcdops_printer::Printer::new(self.format(), self.compat())
     }
 
     /// The connection options as given on the command line (environment not yet applied).

@@ -14,12 +14,14 @@ use etcdops::kv::{
     watch_batches,
 };
 
-use super::{Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, stop, value_bytes};
-use super::{json_value_bytes, redacted_warning, redaction_fails, redaction_status};
-use super::{value_text, write_pair};
+use super::{redaction_status, stop};
 use crate::commands::ExitStatus;
 use crate::flags::{OutputFormat, WatchArgs};
 use crate::output::{json_line, text, warn};
+use etcdops_printer::Printer;
+use etcdops_printer::views::kv::{Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line};
+use etcdops_printer::views::kv::{json_value_bytes, redacted_warning, redaction_fails};
+use etcdops_printer::views::kv::{value_bytes, value_text, write_pair};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// How long a `-- COMMAND` still running when the watch is interrupted gets to end after the
@@ -33,7 +35,7 @@ struct Signals {
 }
 
 /// Where the printed batches go, and what went wrong there.
-struct Printer<'a> {
+struct BatchWriter<'a> {
     out: BufWriter<Stdout>,
     format: OutputFormat,
     bytes: Bytes,
@@ -53,7 +55,7 @@ struct Printer<'a> {
     interrupted: bool,
 }
 
-impl Printer<'_> {
+impl BatchWriter<'_> {
     fn batch(&mut self, batch: &WatchBatch) -> io::Result<()> {
         let revision = batch.header.revision;
         let format = self.format;
@@ -395,9 +397,10 @@ fn key_and_range(args: &WatchArgs) -> Result<(String, Option<String>)> {
 pub async fn run_watch(
     config: &ClusterConfig,
     args: &WatchArgs,
-    format: OutputFormat,
+    printer: Printer,
     hex: bool,
 ) -> Result<ExitStatus> {
+    let format = printer.format;
     // clap takes `--` with nothing after it for no command at all: etcdctl refuses it.
     if args.command.is_empty() && std::env::args_os().skip(1).any(|a| a == "--") {
         anyhow::bail!("bad arguments: `--` must be followed by the command to run for each event");
@@ -420,7 +423,7 @@ pub async fn run_watch(
         on_resume: Some(|message: &str| warn(message)),
     };
     let stopped = interrupted()?;
-    let mut printer = Printer {
+    let mut printer = BatchWriter {
         signals: Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,

@@ -2,8 +2,6 @@
 //! the result (views.rs) and its warnings.
 
 mod compact;
-mod compat;
-mod views;
 
 use std::path::Path;
 
@@ -22,12 +20,13 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    Compat, CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
+    CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
     SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
-use crate::output::{Render, json_safe, note, plain, print, warn};
+use crate::output::{Render, json_safe, note, plain, warn};
 use crate::progress::BarProgress;
-use views::{
+use etcdops_printer::Printer;
+use etcdops_printer::views::snapshot::{
     CatalogView, CopyView, DeletedView, KeygenView, OrphansView, PruneView, RestoreView, SaveView,
     StatusView, VerifyView,
 };
@@ -36,12 +35,11 @@ use views::{
 pub async fn run(
     config: &ClusterConfig,
     command: &SnapshotCommand,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
     match command {
-        SnapshotCommand::Save(args) => save(config, args, format, compat, platform_root).await,
+        SnapshotCommand::Save(args) => save(config, args, printer, platform_root).await,
         SnapshotCommand::List(args) => {
             let request = ListRequest {
                 store: args.store.clone(),
@@ -58,17 +56,17 @@ pub async fn run(
                 warn(&text);
             }
             if args.orphans {
-                print(format, &OrphansView(listed.catalog))?;
+                printer.print(&OrphansView(listed.catalog))?;
             } else {
-                print(format, &CatalogView(listed.catalog))?;
+                printer.print(&CatalogView(listed.catalog))?;
             }
             Ok(ExitStatus::Success)
         }
-        SnapshotCommand::Verify(args) => verify(args, format).await,
-        SnapshotCommand::Compact(args) => compact::compact(args, format).await,
+        SnapshotCommand::Verify(args) => verify(args, printer).await,
+        SnapshotCommand::Compact(args) => compact::compact(args, printer).await,
         SnapshotCommand::Delete(args) => {
             let report = etcdops::snapshot::delete(&args.url, &settings(&args.store_flags)).await?;
-            print(format, &DeletedView(report.deleted))?;
+            printer.print(&DeletedView(report.deleted))?;
             Ok(ExitStatus::Success)
         }
         SnapshotCommand::Prune(args) => {
@@ -85,11 +83,11 @@ pub async fn run(
                 .map_err(in_flag_words)?;
             warn_about_prune(&report);
             let failed = !report.verify_failed.is_empty();
-            print(format, &PruneView(report))?;
+            printer.print(&PruneView(report))?;
             Ok(ExitStatus::from_ok(!failed))
         }
         SnapshotCommand::Copy(args) => {
-            let bar = bar("copy", args.quiet, format);
+            let bar = bar("copy", args.quiet, printer);
             let request = CopyRequest {
                 source: args.source.clone(),
                 destination: args.destination.clone(),
@@ -110,20 +108,20 @@ pub async fn run(
                     entry.name, report.source, entry.kind
                 );
             }
-            print(format, &CopyView(report))?;
+            printer.print(&CopyView(report))?;
             Ok(ExitStatus::Success)
         }
-        SnapshotCommand::Status(args) => status(args, format).await,
+        SnapshotCommand::Status(args) => status(args, printer).await,
         SnapshotCommand::Keygen(args) => {
             let recipient = new_identity_file(&args.out)?;
             let view = KeygenView {
                 identity_file: args.out.display().to_string(),
                 recipient,
             };
-            print(format, &view)?;
+            printer.print(&view)?;
             Ok(ExitStatus::Success)
         }
-        SnapshotCommand::Restore(args) => restore(args, format, compat, platform_root).await,
+        SnapshotCommand::Restore(args) => restore(args, printer, platform_root).await,
     }
 }
 
@@ -210,8 +208,8 @@ pub(super) fn warn_all(warnings: &[String]) {
     }
 }
 
-pub(super) fn bar(what: &'static str, quiet: bool, format: OutputFormat) -> Option<BarProgress> {
-    BarProgress::for_terminal(what, quiet || format.is_json())
+pub(super) fn bar(what: &'static str, quiet: bool, printer: Printer) -> Option<BarProgress> {
+    BarProgress::for_terminal(what, quiet || printer.format.is_json())
 }
 
 pub(super) fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
@@ -222,13 +220,13 @@ pub(super) fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
 }
 
 /// `snapshot verify`: the backup, then its chain; exit 1 when either fails the check.
-async fn verify(args: &VerifyArgs, format: OutputFormat) -> Result<ExitStatus> {
+async fn verify(args: &VerifyArgs, printer: Printer) -> Result<ExitStatus> {
     let request = VerifyRequest {
         snapshot: args.backup.url.clone(),
         identity: identity_settings(&args.identity),
         store: settings(&args.backup.store_flags),
     };
-    let bar = bar("verify", args.backup.quiet, format);
+    let bar = bar("verify", args.backup.quiet, printer);
     let verified = etcdops::snapshot::verify(&request, progress(&bar)).await?;
     warn_all(&verified.warnings);
     if let Some(report) = &verified.report {
@@ -236,7 +234,7 @@ async fn verify(args: &VerifyArgs, format: OutputFormat) -> Result<ExitStatus> {
             report: report.clone(),
             chain: verified.chain.clone(),
         };
-        print(format, &view)?;
+        printer.print(&view)?;
     }
     for failure in &verified.failures {
         note(&format!("verify failed: {failure}"));
@@ -247,8 +245,7 @@ async fn verify(args: &VerifyArgs, format: OutputFormat) -> Result<ExitStatus> {
 /// `snapshot restore`: from a file, a stored object, a member's data dir or a point in time.
 async fn restore(
     args: &RestoreArgs,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
     // etcdutl's defaults for the flags not given.
@@ -308,18 +305,18 @@ async fn restore(
     };
     // etcdutl (and etcdctl) print nothing on stdout for a restore, only their log on
     // stderr: under compat, the simple lines go there.
-    if format == OutputFormat::Simple && compat == Compat::Etcdctl {
+    if printer.format == OutputFormat::Simple && printer.is_etcdctl() {
         for line in view.simple_lines() {
             eprintln!("{}", plain(&line));
         }
         return Ok(ExitStatus::Success);
     }
-    print(format, &view)?;
+    printer.print(&view)?;
     Ok(ExitStatus::Success)
 }
 
 /// `snapshot status`: a stored object when the argument has a scheme, else a local file.
-async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
+async fn status(args: &StatusArgs, printer: Printer) -> Result<ExitStatus> {
     let request = StatusRequest {
         snapshot: args.source.clone(),
         skip_hash_check: args.skip_hash_check,
@@ -337,7 +334,7 @@ async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
         }
         _ => {}
     }
-    print(format, &StatusView(result))?;
+    printer.print(&StatusView(result))?;
     Ok(ExitStatus::Success)
 }
 
@@ -345,12 +342,11 @@ async fn status(args: &StatusArgs, format: OutputFormat) -> Result<ExitStatus> {
 async fn save(
     config: &ClusterConfig,
     args: &SaveArgs,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
     platform_root: Option<&Path>,
 ) -> Result<ExitStatus> {
-    if etcdops::snapshot::is_file_destination(&args.store, compat == Compat::Etcdctl) {
-        return save_file(config, args, format, compat).await;
+    if etcdops::snapshot::is_file_destination(&args.store, printer.is_etcdctl()) {
+        return save_file(config, args, printer).await;
     }
     let request = SaveRequest {
         dest: args.store.clone(),
@@ -371,14 +367,14 @@ async fn save(
         store: settings(&args.store_flags),
         platform_root: platform_root.map(Path::to_path_buf),
     };
-    let bar = bar("save", args.quiet, format);
+    let bar = bar("save", args.quiet, printer);
     let mut saved = etcdops::snapshot::save(config, &request, progress(&bar))
         .await
         .map_err(in_flag_words)?;
     warn_all(&saved.warnings);
     if let Some(error) = saved.prune_error.take() {
         // The backup is saved: say so before the prune's failure.
-        print(format, &SaveView(&saved))?;
+        printer.print(&SaveView(&saved))?;
         return Err(anyhow::Error::from(error).context("the backup was saved; pruning failed"));
     }
     if let Some(report) = &saved.pruned {
@@ -387,7 +383,7 @@ async fn save(
             note(&format!("pruned: {line}"));
         }
     }
-    print(format, &SaveView(&saved))?;
+    printer.print(&SaveView(&saved))?;
     Ok(ExitStatus::Success)
 }
 
@@ -423,8 +419,7 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
 async fn save_file(
     config: &ClusterConfig,
     args: &SaveArgs,
-    format: OutputFormat,
-    compat: Compat,
+    printer: Printer,
 ) -> Result<ExitStatus> {
     let refused = store_only_flags(args);
     if !refused.is_empty() {
@@ -438,17 +433,17 @@ async fn save_file(
         path: args.store.clone().into(),
         endpoint: args.endpoint.clone(),
     };
-    let bar = bar("save", args.quiet, format);
+    let bar = bar("save", args.quiet, printer);
     let saved = etcdops::snapshot::save_file(config, &request, progress(&bar)).await?;
-    let view = compat::SaveFileView(saved);
-    if compat == Compat::Etcdctl {
+    let view = etcdops_printer::views::snapshot_etcdutl::SaveFileView(saved);
+    if printer.is_etcdctl() {
         for line in view.log_lines() {
             eprintln!("{}", json_safe(line));
         }
         println!("{}", plain(&view.saved_line()));
         return Ok(ExitStatus::Success);
     }
-    print(format, &view)?;
+    printer.print(&view)?;
     Ok(ExitStatus::Success)
 }
 

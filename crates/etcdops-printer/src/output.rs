@@ -7,7 +7,7 @@ use comfy_table::Table;
 use etcdops::kv::Encoding;
 use serde::Serialize;
 
-use crate::flags::OutputFormat;
+use crate::OutputFormat;
 
 /// Borders as etcdctl draws them: `+---+` lines around the header and the table, `|` between
 /// columns, no lines between rows.
@@ -210,6 +210,23 @@ pub fn human_bytes(bytes: i64) -> String {
         format!("{value:.1} {}", UNITS[unit])
     } else {
         format!("{value:.0} {}", UNITS[unit])
+    }
+}
+
+/// Go's `humanize.Bytes` (SI units, as etcdctl and etcdutl print sizes): one decimal below 10, none
+/// above, the value rounded half up at one decimal first.
+pub fn humanize_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    if bytes < 10 {
+        return format!("{bytes} B");
+    }
+    let e = ((bytes as f64).ln() / 1000f64.ln()).floor();
+    let unit = UNITS[(e as usize).min(UNITS.len() - 1)];
+    let value = ((bytes as f64) / 1000f64.powf(e) * 10.0 + 0.5).floor() / 10.0;
+    if value < 10.0 {
+        format!("{value:.1} {unit}")
+    } else {
+        format!("{value:.0} {unit}")
     }
 }
 

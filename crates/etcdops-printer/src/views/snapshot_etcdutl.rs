@@ -5,33 +5,16 @@
 use etcdops::snapshot::SaveFileResult;
 use etcdops::snapshot::SnapshotStatus;
 
-use crate::output::{Render, human_bytes};
-
-/// Go's `humanize.Bytes` (SI units, as etcdutl prints sizes): one decimal below 10, none
-/// above, the value rounded half up at one decimal first.
-pub(super) fn go_humanize_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
-    if bytes < 10 {
-        return format!("{bytes} B");
-    }
-    let e = ((bytes as f64).ln() / 1000f64.ln()).floor();
-    let unit = UNITS[(e as usize).min(UNITS.len() - 1)];
-    let value = ((bytes as f64) / 1000f64.powf(e) * 10.0 + 0.5).floor() / 10.0;
-    if value < 10.0 {
-        format!("{value:.1} {unit}")
-    } else {
-        format!("{value:.0} {unit}")
-    }
-}
+use crate::output::{Render, human_bytes, humanize_bytes};
 
 /// Whether etcdutl 3.6 is the tool whose output a status of this snapshot matches: the
 /// snapshot carries a storage version (etcd 3.6 writes one; 3.4 and 3.5 never do).
-fn is_3_6(status: &SnapshotStatus) -> bool {
+pub fn is_3_6(status: &SnapshotStatus) -> bool {
     storage_version(status).is_some()
 }
 
 /// The storage version as etcd prints it (`3.6.0`): the stored text when it is a version.
-fn storage_version(status: &SnapshotStatus) -> Option<String> {
+pub fn storage_version(status: &SnapshotStatus) -> Option<String> {
     let text = status.storage_version.as_deref()?;
     let parts: Vec<&str> = text.split('.').collect();
     let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
@@ -39,7 +22,7 @@ fn storage_version(status: &SnapshotStatus) -> Option<String> {
 }
 
 /// etcdutl's `totalKey`: every entry of every bucket (3.5), or the live keys (3.6).
-fn etcdutl_total_key(status: &SnapshotStatus) -> u64 {
+pub fn etcdutl_total_key(status: &SnapshotStatus) -> u64 {
     if is_3_6(status) {
         status.live_keys
     } else {
@@ -48,13 +31,13 @@ fn etcdutl_total_key(status: &SnapshotStatus) -> u64 {
 }
 
 /// etcdutl's `-w simple` line: `hash, revision, total keys, total size[, version]`.
-pub(super) fn status_simple(status: &SnapshotStatus) -> String {
+pub fn status_simple(status: &SnapshotStatus) -> String {
     let mut line = format!(
         "{:x}, {}, {}, {}",
         status.hash,
         status.revision,
         etcdutl_total_key(status),
-        go_humanize_bytes(status.total_size)
+        humanize_bytes(status.total_size)
     );
     if let Some(version) = storage_version(status) {
         line.push_str(", ");
@@ -64,7 +47,7 @@ pub(super) fn status_simple(status: &SnapshotStatus) -> String {
 }
 
 /// etcdutl's `-w json`: `{"hash","revision","totalKey","totalSize"}`, and `version` for 3.6.
-pub(super) fn status_json(status: &SnapshotStatus) -> serde_json::Value {
+pub fn status_json(status: &SnapshotStatus) -> serde_json::Value {
     let mut json = serde_json::json!({
         "hash": status.hash,
         "revision": status.revision,
@@ -79,16 +62,16 @@ pub(super) fn status_json(status: &SnapshotStatus) -> serde_json::Value {
 
 /// What `snapshot save FILE` wrote.
 #[derive(serde::Serialize)]
-pub(super) struct SaveFileView(pub(super) SaveFileResult);
+pub struct SaveFileView(pub SaveFileResult);
 
 impl SaveFileView {
     /// etcdctl's line on stdout.
-    pub(super) fn saved_line(&self) -> String {
+    pub fn saved_line(&self) -> String {
         format!("Snapshot saved at {}", self.0.path.display())
     }
 
     /// etcdctl's log lines on stderr (zap's production encoder: JSON, one per line).
-    pub(super) fn log_lines(&self) -> Vec<String> {
+    pub fn log_lines(&self) -> Vec<String> {
         let ts = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         let line = |msg: &str, fields: serde_json::Value| {
             let mut value = serde_json::json!({"level": "info", "ts": ts, "msg": msg});
@@ -111,7 +94,7 @@ impl SaveFileView {
                 "fetched snapshot",
                 serde_json::json!({
                     "endpoint": r.source.endpoint,
-                    "size": go_humanize_bytes(r.size),
+                    "size": humanize_bytes(r.size),
                     "took": format!("{:.1}s", r.duration_seconds),
                 }),
             ),
@@ -158,13 +141,13 @@ mod tests {
 
     #[test]
     fn sizes_are_printed_as_go_humanize_prints_them() {
-        assert_eq!(go_humanize_bytes(0), "0 B");
-        assert_eq!(go_humanize_bytes(9), "9 B");
-        assert_eq!(go_humanize_bytes(999), "999 B");
-        assert_eq!(go_humanize_bytes(36864), "37 kB");
-        assert_eq!(go_humanize_bytes(20480), "20 kB");
-        assert_eq!(go_humanize_bytes(1500), "1.5 kB");
-        assert_eq!(go_humanize_bytes(9960), "10 kB");
-        assert_eq!(go_humanize_bytes(16_801_792), "17 MB");
+        assert_eq!(humanize_bytes(0), "0 B");
+        assert_eq!(humanize_bytes(9), "9 B");
+        assert_eq!(humanize_bytes(999), "999 B");
+        assert_eq!(humanize_bytes(36864), "37 kB");
+        assert_eq!(humanize_bytes(20480), "20 kB");
+        assert_eq!(humanize_bytes(1500), "1.5 kB");
+        assert_eq!(humanize_bytes(9960), "10 kB");
+        assert_eq!(humanize_bytes(16_801_792), "17 MB");
     }
 }

@@ -6,16 +6,16 @@ use etcdops::snapshot::{
     Catalog, ChainReport, ChainSummary, CopyAction, CopyReport, PruneReport, TrailerCheck,
     VerifyReport,
 };
-use etcdops::snapshot::{Restored, Saved, StatusResult};
+use etcdops::snapshot::{ConsolidateResult, Restored, Saved, StatusResult};
 
 use crate::output::{Render, cell, human_bytes};
 
 #[derive(serde::Serialize)]
-pub(super) struct RestoreView<'a> {
+pub struct RestoreView<'a> {
     #[serde(flatten)]
-    pub(super) restored: &'a Restored,
+    pub restored: &'a Restored,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(super) dry_run: bool,
+    pub dry_run: bool,
 }
 
 impl Render for RestoreView<'_> {
@@ -115,7 +115,7 @@ impl Render for RestoreView<'_> {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-pub(super) struct SaveView<'a>(pub(super) &'a Saved);
+pub struct SaveView<'a>(pub &'a Saved);
 
 impl Render for SaveView<'_> {
     fn headers(&self) -> Vec<&'static str> {
@@ -188,7 +188,7 @@ impl Render for SaveView<'_> {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-pub(super) struct CopyView(pub(super) CopyReport);
+pub struct CopyView(pub CopyReport);
 
 impl Render for CopyView {
     fn headers(&self) -> Vec<&'static str> {
@@ -240,7 +240,7 @@ impl Render for CopyView {
 
 /// A chain as `snapshot list` shows it under its full backup:
 /// `+N deltas to rev X (time), last published <age> ago`, and what breaks it.
-fn chain_line(chain: &ChainSummary, now: chrono::DateTime<Utc>) -> String {
+pub fn chain_line(chain: &ChainSummary, now: chrono::DateTime<Utc>) -> String {
     let to_time = chain
         .to_time
         .map(|t| format!(" ({})", t.format("%Y-%m-%d %H:%M:%S")))
@@ -267,7 +267,7 @@ fn chain_line(chain: &ChainSummary, now: chrono::DateTime<Utc>) -> String {
 }
 
 /// A duration as `45s`, `12m`, `3h`, `2d`.
-fn ago(elapsed: chrono::TimeDelta) -> String {
+pub fn ago(elapsed: chrono::TimeDelta) -> String {
     let secs = elapsed.num_seconds().max(0);
     match secs {
         0..60 => format!("{secs}s"),
@@ -279,7 +279,7 @@ fn ago(elapsed: chrono::TimeDelta) -> String {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-pub(super) struct CatalogView(pub(super) Catalog);
+pub struct CatalogView(pub Catalog);
 
 impl Render for CatalogView {
     fn headers(&self) -> Vec<&'static str> {
@@ -350,7 +350,7 @@ impl Render for CatalogView {
 }
 
 #[derive(serde::Serialize)]
-pub(super) struct OrphansView(pub(super) Catalog);
+pub struct OrphansView(pub Catalog);
 
 impl Render for OrphansView {
     fn headers(&self) -> Vec<&'static str> {
@@ -380,12 +380,12 @@ impl Render for OrphansView {
 
 /// A verified backup and, when it has delta segments, its chain.
 #[derive(serde::Serialize)]
-pub(super) struct VerifyView {
+pub struct VerifyView {
     #[serde(flatten)]
-    pub(super) report: VerifyReport,
+    pub report: VerifyReport,
     /// Absent for a backup without segments, so its output is as before.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) chain: Option<ChainReport>,
+    pub chain: Option<ChainReport>,
 }
 
 impl Render for VerifyView {
@@ -475,7 +475,7 @@ impl Render for VerifyView {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-pub(super) struct StatusView(pub(super) StatusResult);
+pub struct StatusView(pub StatusResult);
 
 impl Render for StatusView {
     fn headers(&self) -> Vec<&'static str> {
@@ -541,20 +541,20 @@ impl Render for StatusView {
     /// etcdutl's `-w simple`: `hash, revision, total keys, total size`, and the storage
     /// version for a 3.6 snapshot (whose total keys are then its live keys, as 3.6 counts).
     fn simple_lines(&self) -> Vec<String> {
-        vec![super::compat::status_simple(&self.0.status)]
+        vec![super::snapshot_etcdutl::status_simple(&self.0.status)]
     }
 
     /// etcdutl's `-w json` (3.5's fields; 3.6's `version` and key count for a 3.6 snapshot).
     fn etcdctl_json(&self, _hex: bool) -> Option<serde_json::Value> {
-        Some(super::compat::status_json(&self.0.status))
+        Some(super::snapshot_etcdutl::status_json(&self.0.status))
     }
 }
 
 /// What `snapshot keygen` made: where the identity is, and its public key (never the identity).
 #[derive(serde::Serialize)]
-pub(super) struct KeygenView {
-    pub(super) identity_file: String,
-    pub(super) recipient: String,
+pub struct KeygenView {
+    pub identity_file: String,
+    pub recipient: String,
 }
 
 impl Render for KeygenView {
@@ -572,7 +572,7 @@ impl Render for KeygenView {
 }
 
 #[derive(serde::Serialize)]
-pub(super) struct DeletedView(pub(super) Vec<String>);
+pub struct DeletedView(pub Vec<String>);
 
 impl Render for DeletedView {
     fn headers(&self) -> Vec<&'static str> {
@@ -590,7 +590,7 @@ impl Render for DeletedView {
 
 #[derive(serde::Serialize)]
 #[serde(transparent)]
-pub(super) struct PruneView(pub(super) PruneReport);
+pub struct PruneView(pub PruneReport);
 
 impl Render for PruneView {
     fn headers(&self) -> Vec<&'static str> {
@@ -657,5 +657,86 @@ impl Render for PruneView {
             .filter(|r| r[0] != "keep")
             .map(|r| format!("{} {}", r[0], r[2]))
             .collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub struct CompactView(pub ConsolidateResult);
+
+impl Render for CompactView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let r = &self.0;
+        if let Some(busy) = &r.busy {
+            // Nothing was compacted by this run: no backup of its own to show.
+            return vec![
+                vec!["result".into(), "not compacted (busy)".into()],
+                vec!["chain".into(), r.source.clone()],
+                vec!["segments".into(), r.segments.to_string()],
+                vec!["why".into(), busy.clone()],
+            ];
+        }
+        let m = &r.manifest;
+        let mut rows = vec![
+            vec![
+                "result".into(),
+                if r.changed {
+                    "compacted".into()
+                } else {
+                    "already compacted".into()
+                },
+            ],
+            vec!["chain".into(), r.source.clone()],
+            vec!["segments".into(), r.segments.to_string()],
+            vec!["object".into(), m.object.clone()],
+            vec!["revision".into(), m.revision.to_string()],
+            vec![
+                "created (UTC)".into(),
+                m.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ],
+            vec!["db size".into(), m.db_size.to_string()],
+            vec!["stored size".into(), m.object_size.to_string()],
+            vec!["encrypted (age)".into(), m.encryption.is_some().to_string()],
+        ];
+        if r.changed {
+            rows.push(vec![
+                "changes applied".into(),
+                r.changes_applied.to_string(),
+            ]);
+            rows.push(vec!["verified".into(), r.verify.is_some().to_string()]);
+        }
+        if !r.leases_recreated.is_empty() {
+            rows.push(vec![
+                "leases recreated".into(),
+                r.leases_recreated.join(", "),
+            ]);
+        }
+        if !r.leases_detached.is_empty() {
+            rows.push(vec!["leases detached".into(), r.leases_detached.join(", ")]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let r = &self.0;
+        if let Some(busy) = &r.busy {
+            return vec![format!(
+                "did not compact the chain of {} ({} segments): {busy}",
+                r.source, r.segments
+            )];
+        }
+        let verb = if r.changed {
+            "compacted"
+        } else {
+            "already compacted"
+        };
+        vec![format!(
+            "{verb} the chain of {} ({} segments) into {} at revision {}",
+            r.source, r.segments, r.manifest.object, r.manifest.revision
+        )]
     }
 }
