@@ -448,16 +448,18 @@ pub fn scan_db<S: PageSource + Sync>(
         (sha, walked)
     });
     if let (Some(sha), Some(trailer)) = (sha, trailer) {
-        let actual = sha.map_err(|source| SnapshotError::ReadFile {
-            path: name.to_string(),
-            source,
+        let actual = sha.map_err(|source| {
+            SnapshotError::Data(etcd_data::Error::ReadFile {
+                path: name.to_string(),
+                source,
+            })
         })?;
         if hex::encode(trailer) != actual {
-            return Err(SnapshotError::HashMismatch {
+            return Err(SnapshotError::Data(etcd_data::Error::HashMismatch {
                 name: name.to_string(),
                 expected: hex::encode(trailer),
                 actual,
-            }
+            })
             .into());
         }
     }
@@ -508,10 +510,10 @@ fn walk_keys<S: PageSource>(
     resources: &[String],
 ) -> Result<Walked> {
     let bad_db = |source| -> K8sError {
-        SnapshotError::BadDb {
+        SnapshotError::Data(etcd_data::Error::BadDb {
             name: name.to_string(),
             source,
-        }
+        })
         .into()
     };
     let not_etcd = |reason: String| K8sError::NotEtcdData {

@@ -61,9 +61,11 @@ impl Recipients {
     /// Adds one recipient (`age1...`); `origin` says where it came from, for errors.
     pub fn add(&mut self, text: &str, origin: &str) -> Result<()> {
         let text = text.trim();
-        let key = parse_recipient(text).map_err(|reason| SnapshotError::BadKey {
-            origin: origin.to_string(),
-            reason,
+        let key = parse_recipient(text).map_err(|reason| {
+            SnapshotError::Data(etcd_data::Error::BadKey {
+                origin: origin.to_string(),
+                reason,
+            })
         })?;
         if !self.keys.iter().any(|k| k.to_string() == key.to_string()) {
             self.keys.push(key);
@@ -84,19 +86,21 @@ impl Recipients {
             found += 1;
         }
         if found == 0 {
-            return Err(SnapshotError::BadKey {
+            return Err(SnapshotError::Data(etcd_data::Error::BadKey {
                 origin: origin.to_string(),
                 reason: "holds no recipient (one age1... public key per line)".into(),
-            });
+            }));
         }
         Ok(())
     }
 
     /// Adds every recipient of a recipients file.
     pub fn add_file(&mut self, path: &Path) -> Result<()> {
-        let text = std::fs::read_to_string(path).map_err(|source| SnapshotError::ReadFile {
-            path: path.display().to_string(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            SnapshotError::Data(etcd_data::Error::ReadFile {
+                path: path.display().to_string(),
+                source,
+            })
         })?;
         self.add_file_text(&text, &format!("recipients file '{}'", path.display()))
     }
@@ -194,8 +198,6 @@ impl Identities {
 pub fn new_identity_file(path: &Path) -> Result<String> {
     Ok(etcd_data::new_identity_file(path)?)
 }
-
-pub(crate) use etcd_data::{encrypted_message, wrong_identity_message};
 
 /// A writer that encrypts to recipients, finished explicitly.
 pub(crate) fn encryptor<W: io::Write>(
@@ -344,15 +346,15 @@ pub(crate) fn decrypting_reader<R: io::BufRead>(
 pub(crate) fn pump_error(name: &str, recipients: &[String], e: PumpError) -> SnapshotError {
     match e {
         PumpError::Store(e) => e.into(),
-        PumpError::Locked => SnapshotError::Encrypted {
+        PumpError::Locked => SnapshotError::Data(etcd_data::Error::Encrypted {
             name: name.to_string(),
             recipients: recipients.to_vec(),
             stored_ok: false,
-        },
-        PumpError::NoMatchingIdentity => SnapshotError::WrongIdentity {
+        }),
+        PumpError::NoMatchingIdentity => SnapshotError::Data(etcd_data::Error::WrongIdentity {
             name: name.to_string(),
             recipients: recipients.to_vec(),
-        },
+        }),
         PumpError::Damaged(source) => SnapshotError::Data(etcd_data::Error::Damaged {
             name: name.to_string(),
             source,
@@ -449,11 +451,11 @@ mod tests {
 
     #[test]
     fn messages_name_the_recipients_and_what_to_pass() {
-        let text = SnapshotError::Encrypted {
+        let text = SnapshotError::Data(etcd_data::Error::Encrypted {
             name: "b.db.zst.age".into(),
             recipients: vec!["age1aaa".into(), "age1bbb".into()],
             stored_ok: false,
-        }
+        })
         .to_string();
         assert!(
             text.contains("encrypted with age to age1aaa, age1bbb"),
@@ -462,10 +464,10 @@ mod tests {
         assert!(text.contains("give the identity of one of them"), "{text}");
         assert!(!text.contains("--"), "{text}");
         assert!(!text.contains('\n'));
-        let text = SnapshotError::WrongIdentity {
+        let text = SnapshotError::Data(etcd_data::Error::WrongIdentity {
             name: "b".into(),
             recipients: vec!["age1aaa".into()],
-        }
+        })
         .to_string();
         assert!(
             text.contains("none of the given identities can decrypt 'b'"),

@@ -1,6 +1,6 @@
 //! The error type of etcd-snapshot.
 
-use etcd_common::{Hint, Hinted, options};
+use etcd_common::{Hint, Hinted};
 
 /// Result with [`SnapshotError`].
 pub type Result<T, E = SnapshotError> = std::result::Result<T, E>;
@@ -92,77 +92,6 @@ pub enum SnapshotError {
         /// The cause.
         reason: String,
     },
-    /// A snapshot's SHA-256 trailer does not match its db.
-    #[error(
-        "'{name}' is damaged: etcd's SHA-256 trailer (its last 32 bytes) does not match the db (whose SHA-256 is {actual}); use another copy, or skip the hash check to read it anyway"
-    )]
-    HashMismatch {
-        /// The file or object.
-        name: String,
-        /// The trailer, hex: the file's last 32 bytes, which are not shown in the message (a
-        /// file that is not a snapshot may hold anything there).
-        expected: String,
-        /// SHA-256 of the db bytes.
-        actual: String,
-    },
-    /// The db inside a snapshot cannot be read as bbolt.
-    #[error("'{name}' is not a readable etcd db: {source}")]
-    BadDb {
-        /// The file or object.
-        name: String,
-        /// What the bbolt reader found.
-        source: bbolt::BoltError,
-    },
-    /// The db is sound bbolt but does not hold what etcd writes.
-    #[error("'{name}' does not hold etcd data: {reason}")]
-    NotEtcdData {
-        /// The file or object.
-        name: String,
-        /// What was unexpected.
-        reason: String,
-    },
-    /// A local snapshot file could not be read.
-    #[error("cannot read '{path}': {source}")]
-    ReadFile {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The backup is age-encrypted and no identity was given.
-    #[error("{}", crate::crypt::encrypted_message(name, recipients, *stored_ok))]
-    Encrypted {
-        /// The file or object.
-        name: String,
-        /// Its recipients' public keys, from its manifest (empty when there is none).
-        recipients: Vec<String>,
-        /// Whether the stored bytes were read and matched the manifest's SHA-256.
-        stored_ok: bool,
-    },
-    /// None of the identities given can decrypt the backup.
-    #[error("{}", crate::crypt::wrong_identity_message(name, recipients))]
-    WrongIdentity {
-        /// The file or object.
-        name: String,
-        /// Its recipients' public keys, from its manifest (empty when there is none).
-        recipients: Vec<String>,
-    },
-    /// A recipient or identity (file) cannot be used. Never holds key material.
-    #[error("{origin}: {reason}")]
-    BadKey {
-        /// Where it came from: an option, a file and line.
-        origin: String,
-        /// What was wrong and what to do.
-        reason: String,
-    },
-    /// A local file (metrics) could not be written.
-    #[error("cannot write '{path}': {source}")]
-    WriteFile {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
     /// A prune named a cluster the store holds no folder of.
     #[error(
         "no backups of cluster {cluster} in {store}; listing the store shows the clusters it holds"
@@ -219,15 +148,10 @@ impl Hinted for SnapshotError {
             SnapshotError::Etcd(e) => e.hint(),
             SnapshotError::Store(e) => e.hint(),
             SnapshotError::Data(e) => e.hint(),
-            SnapshotError::BadDb { source, .. } => source.hint(),
-            SnapshotError::HashMismatch { .. } => Some(Hint::option(options::SKIP_HASH_CHECK)),
             SnapshotError::NoMemberAnswered { problems } => {
                 problems.iter().find_map(|(_, e)| e.hint())
             }
             SnapshotError::NoRetentionRule => Some(Hint::any_of(&RETENTION_RULES)),
-            SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. } => {
-                Some(Hint::option(options::IDENTITY))
-            }
             // The option itself, unless it names a positional argument (the backup, the
             // source, the store), which has no option spelling.
             SnapshotError::InvalidOption { option, .. }
@@ -257,6 +181,7 @@ impl Hinted for SnapshotError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use etcd_common::options;
 
     #[test]
     fn members_that_all_failed_keep_their_errors_hints_and_transience() {
@@ -280,11 +205,11 @@ mod tests {
                 down("http://a:2379"),
                 (
                     "http://b:2379".into(),
-                    SnapshotError::HashMismatch {
+                    SnapshotError::Data(etcd_data::Error::HashMismatch {
                         name: "x".into(),
                         expected: "1".into(),
                         actual: "2".into(),
-                    },
+                    }),
                 ),
             ],
         };
@@ -304,11 +229,11 @@ mod tests {
 
     #[test]
     fn hints_come_from_the_error_or_the_one_it_wraps() {
-        let mismatch = SnapshotError::HashMismatch {
+        let mismatch = SnapshotError::Data(etcd_data::Error::HashMismatch {
             name: "b".into(),
             expected: "aa".into(),
             actual: "bb".into(),
-        };
+        });
         assert_eq!(
             mismatch.hint(),
             Some(Hint::option(options::SKIP_HASH_CHECK))
@@ -320,11 +245,11 @@ mod tests {
         });
         assert_eq!(wrapped.hint(), Some(Hint::option(options::IDENTITY)));
         assert!(!wrapped.to_string().contains("--"), "{wrapped}");
-        let encrypted = SnapshotError::Encrypted {
+        let encrypted = SnapshotError::Data(etcd_data::Error::Encrypted {
             name: "b".into(),
             recipients: Vec::new(),
             stored_ok: false,
-        };
+        });
         assert_eq!(encrypted.hint(), Some(Hint::option(options::IDENTITY)));
         assert!(!wrapped.is_transient() && !encrypted.is_transient());
     }

@@ -198,7 +198,7 @@ async fn recorded_db_size(store: &Store, name: &str) -> Result<Option<u64>> {
 
 /// Downloads the object `name` from `store` into a temporary file in `spool_dir` (default: the
 /// system's temp dir), decompressing zstd (detected from its first bytes) as it arrives. An
-/// age-encrypted object is refused ([`SnapshotError::Encrypted`]): see
+/// age-encrypted object is refused ([`etcd_data::Error::Encrypted`]): see
 /// [`open_snapshot_object_decrypting`].
 pub async fn open_snapshot_object(
     store: &Store,

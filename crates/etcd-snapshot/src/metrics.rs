@@ -86,10 +86,10 @@ pub fn write_save_metrics(
     // 0644 whatever the umask: node_exporter reads it as its own user, and it holds only
     // timings, sizes and revisions.
     write_file_atomically(path, text.finish().as_bytes(), 0o644, None).map_err(|e| {
-        SnapshotError::WriteFile {
+        SnapshotError::Data(etcd_data::Error::WriteFile {
             path: e.path.display().to_string(),
             source: e.source,
-        }
+        })
     })
 }
 

@@ -529,9 +529,9 @@ async fn verify_newest(
             match verify_backup(store, &newest.object, &Identities::none(), &NoProgress).await {
                 Ok(_) => continue,
                 // Encrypted, no identity here: its stored bytes matched the manifest's SHA-256.
-                Err(SnapshotError::Encrypted {
+                Err(SnapshotError::Data(etcd_data::Error::Encrypted {
                     stored_ok: true, ..
-                }) => continue,
+                })) => continue,
                 Err(e) => e.to_string(),
             };
         failed.insert(cluster);

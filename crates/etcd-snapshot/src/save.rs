@@ -200,9 +200,9 @@ pub async fn save_snapshot(
             Ok(_) => {}
             // Encrypted: no identity here, so the stored bytes' SHA-256 and size are what can
             // be checked, and they matched.
-            Err(SnapshotError::Encrypted {
+            Err(SnapshotError::Data(etcd_data::Error::Encrypted {
                 stored_ok: true, ..
-            }) => {}
+            })) => {}
             Err(e) => {
                 let _ = store.delete(&object).await;
                 return Err(e);

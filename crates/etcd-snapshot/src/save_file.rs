@@ -53,9 +53,11 @@ pub fn part_path(path: &Path) -> PathBuf {
 }
 
 fn write_err(path: &Path) -> impl Fn(std::io::Error) -> SnapshotError + '_ {
-    move |source| SnapshotError::WriteFile {
-        path: path.display().to_string(),
-        source,
+    move |source| {
+        SnapshotError::Data(etcd_data::Error::WriteFile {
+            path: path.display().to_string(),
+            source,
+        })
     }
 }
 

@@ -274,12 +274,12 @@ pub(crate) async fn file_into(
         operation: "read",
         reason: format!("the db's SHA-256 '{db_sha256}' is not hex: {e}"),
     })?;
-    let file = tokio::fs::File::open(path)
-        .await
-        .map_err(|source| SnapshotError::ReadFile {
+    let file = tokio::fs::File::open(path).await.map_err(|source| {
+        SnapshotError::Data(etcd_data::Error::ReadFile {
             path: name.clone(),
             source,
-        })?;
+        })
+    })?;
     let read_failed = name.clone();
     let total = db_size + trailer.len() as u64;
     // (file, bytes of the db sent so far, trailer still to send)
@@ -292,12 +292,12 @@ pub(crate) async fn file_into(
                 let want =
                     usize::try_from(db_size - sent).map_or(FILE_CHUNK, |n| n.min(FILE_CHUNK));
                 let mut bytes = vec![0u8; want];
-                file.read_exact(&mut bytes)
-                    .await
-                    .map_err(|source| SnapshotError::ReadFile {
+                file.read_exact(&mut bytes).await.map_err(|source| {
+                    SnapshotError::Data(etcd_data::Error::ReadFile {
                         path: read_failed,
                         source,
-                    })?;
+                    })
+                })?;
                 let sent = sent + want as u64;
                 let chunk = SnapshotChunk {
                     bytes,

@@ -128,7 +128,7 @@ impl Write for DbSink {
 
 /// Verifies the object `name` in `store` against `expect`. An age-encrypted object is
 /// decrypted with `identities`; without any, its stored bytes are checked against `expect`
-/// and [`SnapshotError::Encrypted`] returned (`stored_ok` when they matched a manifest).
+/// and [`etcd_data::Error::Encrypted`] returned (`stored_ok` when they matched a manifest).
 pub async fn verify_object(
     store: &Store,
     name: &str,
@@ -182,11 +182,11 @@ pub async fn verify_object(
     let object_sha256 = hex::encode(object_hasher.finalize());
     stored_as_expected(expect, object_size, &object_sha256).map_err(failed)?;
     if encrypted && identities.is_empty() {
-        return Err(SnapshotError::Encrypted {
+        return Err(SnapshotError::Data(etcd_data::Error::Encrypted {
             name: name.to_string(),
             recipients,
             stored_ok: expect.object_sha256.is_some(),
-        });
+        }));
     }
     let (sink, compression) = decoder.finish().map_err(|e| unpack_failed(name, e))?;
     if sink.tail.len() < TRAILER_LEN || sink.size == 0 {

@@ -339,7 +339,8 @@ async fn verify(request: &CheckRequest, store: &etcd_store::Store, object: &str)
     let unverifiable = |e: &SnapshotError| {
         matches!(
             e,
-            SnapshotError::Encrypted { .. } | SnapshotError::WrongIdentity { .. }
+            SnapshotError::Data(etcd_data::Error::Encrypted { .. })
+                | SnapshotError::Data(etcd_data::Error::WrongIdentity { .. })
         ) || crate::is_transient(e)
     };
     let identities = match request.identity.identities() {
@@ -350,7 +351,7 @@ async fn verify(request: &CheckRequest, store: &etcd_store::Store, object: &str)
     };
     match verify_backup(store, object, &identities, &NoProgress).await {
         Ok(_) => {}
-        Err(SnapshotError::Encrypted { .. }) => {
+        Err(SnapshotError::Data(etcd_data::Error::Encrypted { .. })) => {
             return Verification::Unverifiable(
                 "it is encrypted and no identity was given to verify it".into(),
             );

@@ -272,7 +272,7 @@ pub async fn verify_chain(
                             check.records_checked = true;
                             stamp_marks(&mut timeline, &bytes);
                         }
-                        Err(SnapshotError::Encrypted { .. }) => {
+                        Err(SnapshotError::Data(etcd_data::Error::Encrypted { .. })) => {
                             timeline.stamp(m.to_revision, m.to_time);
                         }
                         Err(e) => check.problem = Some(segment_problem(m.sequence, &d.object, &e)),

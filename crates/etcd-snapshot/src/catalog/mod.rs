@@ -363,7 +363,7 @@ async fn segment_named(store: &Store, segment: &str, verb: &str, effect: &str) -
 /// Verifies one backup. With a manifest, everything it records is checked; a bare object
 /// (no manifest) is checked for etcd's trailer and sound bbolt meta pages. An age-encrypted
 /// backup is decrypted with `identities`; without one, only its stored bytes can be checked
-/// and [`crate::SnapshotError::Encrypted`] says so. Its delta segments are checked by
+/// and [`etcd_data::Error::Encrypted`] says so. Its delta segments are checked by
 /// [`verify_chain`]; naming a segment is refused.
 pub async fn verify_backup(
     store: &Store,

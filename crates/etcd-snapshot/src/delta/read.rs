@@ -85,7 +85,7 @@ pub(crate) async fn fetch_stored(
 
 /// Decrypts (when needed) and decompresses a segment's checked stored bytes, then reads every
 /// record: returns the decompressed segment. Without an identity for an encrypted segment,
-/// [`SnapshotError::Encrypted`] (its stored bytes were checked).
+/// [`etcd_data::Error::Encrypted`] (its stored bytes were checked).
 pub(crate) fn decode_segment(
     name: &str,
     manifest: &DeltaManifest,
@@ -100,11 +100,11 @@ pub(crate) fn decode_segment(
     let encrypted = manifest.encryption.is_some() || is_age(stored);
     let plain: Box<dyn Read + '_> = if encrypted {
         if identities.is_empty() {
-            return Err(SnapshotError::Encrypted {
+            return Err(SnapshotError::Data(etcd_data::Error::Encrypted {
                 name: name.to_string(),
                 recipients,
                 stored_ok: true,
-            });
+            }));
         }
         Box::new(
             decrypting_reader(stored, identities).map_err(|e| pump_error(name, &recipients, e))?,
@@ -212,7 +212,7 @@ fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<(
 
 /// Downloads the segment `manifest` describes (`manifest.object`, a name relative to the
 /// store it was published to), checks its size and SHA-256 against it, decrypts it when
-/// encrypted (with `identities`; none: [`SnapshotError::Encrypted`]), decompresses it
+/// encrypted (with `identities`; none: [`etcd_data::Error::Encrypted`]), decompresses it
 /// (refusing more than [`MAX_SEGMENT_BYTES`]) and checks that its records read to the end,
 /// every change's revision in (`after_revision`, `to_revision`], in order, as many as the
 /// manifest says. Returns the decompressed segment: read it with [`super::SegmentReader`].
@@ -463,10 +463,10 @@ pub(crate) mod tests {
         assert!(
             matches!(
                 err,
-                SnapshotError::Encrypted {
+                SnapshotError::Data(etcd_data::Error::Encrypted {
                     stored_ok: true,
                     ..
-                }
+                })
             ),
             "{err}"
         );

@@ -60,12 +60,12 @@ pub(crate) async fn open_checked_object(
     }
     let options = restore_spool_options(spool, Some(&expect));
     let snapshot = open_snapshot_object_with(store, object, spool, identities, options).await?;
-    let db_sha256 = snapshot
-        .db_sha256()
-        .map_err(|source| SnapshotError::ReadFile {
+    let db_sha256 = snapshot.db_sha256().map_err(|source| {
+        SnapshotError::Data(etcd_data::Error::ReadFile {
             path: object.to_string(),
             source,
-        })?;
+        })
+    })?;
     check_opened_backup(
         object,
         &expect,
@@ -97,10 +97,10 @@ fn local_manifest(path: &Path) -> Result<Option<(String, Vec<u8>)>, RestoreError
     match etcd_data::read_small_regular(Path::new(&manifest), super::MAX_MANIFEST_BYTES) {
         Ok(bytes) => Ok(Some((manifest, bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(SnapshotError::ReadFile {
+        Err(source) => Err(SnapshotError::Data(etcd_data::Error::ReadFile {
             path: manifest,
             source,
-        }
+        })
         .into()),
     }
 }
@@ -122,9 +122,11 @@ fn open_checked_file(
     };
     if let Some(expect) = &expect {
         let size = std::fs::metadata(path)
-            .map_err(|source| SnapshotError::ReadFile {
-                path: path.display().to_string(),
-                source,
+            .map_err(|source| {
+                SnapshotError::Data(etcd_data::Error::ReadFile {
+                    path: path.display().to_string(),
+                    source,
+                })
             })?
             .len();
         check_stored_size(&path.display().to_string(), expect, size)?;
@@ -135,9 +137,11 @@ fn open_checked_file(
         return Ok(snapshot);
     };
     let name = path.display().to_string();
-    let read_failed = |source| SnapshotError::ReadFile {
-        path: name.clone(),
-        source,
+    let read_failed = |source| {
+        SnapshotError::Data(etcd_data::Error::ReadFile {
+            path: name.clone(),
+            source,
+        })
     };
     let (stored_sha256, db_sha256) = match snapshot.known_sha256() {
         // Spooled: the db was hashed on the way (and the stored bytes, when asked).
