@@ -43,4 +43,14 @@ pub enum BoltError {
     },
 }
 
-impl etcd_common::Hinted for BoltError {}
+impl etcd_common::Hinted for BoltError {
+    /// A page or meta page that does not check is damage; a failed read or write is not.
+    fn kind(&self) -> Option<etcd_common::ErrorKind> {
+        Some(match self {
+            BoltError::Meta { .. } | BoltError::Page { .. } | BoltError::Check { .. } => {
+                etcd_common::ErrorKind::Damaged
+            }
+            BoltError::Read { .. } | BoltError::Write { .. } => etcd_common::ErrorKind::Other,
+        })
+    }
+}

@@ -62,24 +62,14 @@ fn main() -> ExitCode {
 /// credentials were refused, 128 (its "bad arguments") when a TLS or key file cannot be read,
 /// else 1.
 fn etcdctl_exit_code(err: &anyhow::Error) -> u8 {
-    let core = |cause: &(dyn std::error::Error + 'static)| {
-        cause
-            .downcast_ref::<etcdops::client::ClientError>()
-            .map(etcdctl_code_of)
-    };
-    err.chain().find_map(core).flatten().unwrap_or(1)
-}
-
-/// etcdctl's exit code for an etcd-core error, when it is not 1.
-fn etcdctl_code_of(err: &etcdops::client::ClientError) -> Option<u8> {
-    match err {
-        etcdops::client::ClientError::AuthFailed { .. } => Some(2),
-        etcdops::client::ClientError::ReadFile { .. }
-        | etcdops::client::ClientError::InvalidPem { .. } => Some(128),
-        etcdops::client::ClientError::NoEndpointAvailable { errors } => {
-            errors.first().and_then(etcdctl_code_of)
-        }
-        _ => None,
+    let kind = err
+        .chain()
+        .map(etcdops::kind_of)
+        .find(|kind| *kind != etcdops::ErrorKind::Other);
+    match kind {
+        Some(etcdops::ErrorKind::AuthFailed) => 2,
+        Some(etcdops::ErrorKind::CredentialFile) => 128,
+        _ => 1,
     }
 }
 
@@ -230,5 +220,34 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
         | Command::DataDir(_) => Err(anyhow::anyhow!(
             "internal error: a command without a cluster reached the cluster commands"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etcdops::client::ClientError;
+
+    #[test]
+    fn etcdctl_exit_codes_follow_the_kind_of_failure_wherever_it_is_wrapped() {
+        let refused = || ClientError::AuthFailed {
+            endpoint: "https://a:2379".into(),
+            user: "root".into(),
+            detail: "authentication failed".into(),
+        };
+        let unreadable = ClientError::ReadFile {
+            what: "client key",
+            path: "/missing.key".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(etcdctl_exit_code(&refused().into()), 2);
+        let every_endpoint = ClientError::NoEndpointAvailable {
+            errors: vec![refused(), refused()],
+        };
+        let in_a_workflow =
+            anyhow::Error::from(etcdops::Error::from(every_endpoint)).context("member list");
+        assert_eq!(etcdctl_exit_code(&in_a_workflow), 2);
+        assert_eq!(etcdctl_exit_code(&unreadable.into()), 128);
+        assert_eq!(etcdctl_exit_code(&anyhow::anyhow!("anything else")), 1);
     }
 }

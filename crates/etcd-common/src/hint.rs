@@ -122,8 +122,39 @@ impl Hint {
     }
 }
 
-/// Implemented by every library error type: the hint an error carries, and whether trying
-/// again may succeed (an unreachable endpoint, a store's 503), for callers that retry.
+/// What kind of failure an error is, for a caller that acts on it (an exit code, a retry, a
+/// check that says "could not verify" rather than "damaged") without knowing which library
+/// raised it or which variant: every library error says its kind or defers to the error it
+/// wraps, and `etcdops::kind_of` reads it from any error chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A bad option, argument or request: the input needs fixing.
+    InvalidInput,
+    /// A certificate, key or CA file could not be read or is not what it should be.
+    CredentialFile,
+    /// etcd or the store refused the credentials.
+    AuthFailed,
+    /// The credentials were accepted but lack a permission the call needs.
+    PermissionDenied,
+    /// Nothing answered in time, or the service cannot serve now: may succeed later.
+    Unreachable,
+    /// A guard refused the change (quorum, an operator that owns the member, a running
+    /// member, a restore in the way): the hint names what gets past it.
+    Refused,
+    /// The data is encrypted and no matching identity was given.
+    NeedsIdentity,
+    /// The data does not check: a hash, a trailer, a page or a record is wrong.
+    Damaged,
+    /// What was asked for does not exist.
+    NotFound,
+    /// Anything else: a local I/O error, an unexpected answer.
+    Other,
+}
+
+/// Implemented by every library error type: the hint an error carries, whether trying again
+/// may succeed (an unreachable endpoint, a store's 503), for callers that retry, and its kind.
 pub trait Hinted {
     /// The options that get past or fix this error, if any.
     fn hint(&self) -> Option<Hint> {
@@ -133,6 +164,12 @@ pub trait Hinted {
     /// Whether the same call may succeed if tried again later.
     fn is_transient(&self) -> bool {
         false
+    }
+
+    /// This error's kind; `None` when it is the kind of the error it wraps (or, with none,
+    /// [`ErrorKind::Other`]).
+    fn kind(&self) -> Option<ErrorKind> {
+        None
     }
 }
 

@@ -30,7 +30,7 @@ mod size;
 
 pub use duration::parse_duration;
 pub use file::{FileError, write_file_atomically};
-pub use hint::{Hint, Hinted, OptionId, OptionKind, Style, options, with_hint};
+pub use hint::{ErrorKind, Hint, Hinted, OptionId, OptionKind, Style, options, with_hint};
 pub use prometheus::{MetricKind, PrometheusText, SampleValue};
 pub use redact::{redact_endpoint, redact_urls};
 pub use size::parse_size;

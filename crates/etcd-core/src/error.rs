@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use etcd_common::{Hint, Hinted, OptionId, options};
+use etcd_common::{ErrorKind, Hint, Hinted, OptionId, options};
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -360,6 +360,31 @@ impl Hinted for Error {
             Error::Request { message, .. } => message.contains("too many requests"),
             _ => false,
         }
+    }
+
+    fn kind(&self) -> Option<ErrorKind> {
+        Some(match self {
+            Error::InvalidOption { .. }
+            | Error::InvalidEndpoint { .. }
+            | Error::InvalidRequest { .. } => ErrorKind::InvalidInput,
+            Error::ReadFile { .. } | Error::InvalidPem { .. } => ErrorKind::CredentialFile,
+            Error::AuthFailed { .. } => ErrorKind::AuthFailed,
+            Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,
+            Error::Unreachable { .. } | Error::Unavailable { .. } | Error::Timeout { .. } => {
+                ErrorKind::Unreachable
+            }
+            Error::Refused { .. } | Error::Guarded { .. } => ErrorKind::Refused,
+            // What the first endpoint ran into (every endpoint usually fails alike).
+            Error::NoEndpointAvailable { errors } => {
+                return errors.first().and_then(Hinted::kind);
+            }
+            Error::Tls { .. }
+            | Error::TlsSetting { .. }
+            | Error::Request { .. }
+            | Error::Discovery { .. }
+            | Error::StoppedByCaller
+            | Error::FileIo { .. } => ErrorKind::Other,
+        })
     }
 }
 

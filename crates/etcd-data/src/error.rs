@@ -1,6 +1,6 @@
 //! The error of reading snapshot files and identities.
 
-use etcd_common::{Hint, Hinted, options};
+use etcd_common::{ErrorKind, Hint, Hinted, options};
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -150,6 +150,25 @@ impl Hinted for Error {
             Error::BadDb { source, .. } => source.hint(),
             _ => None,
         }
+    }
+
+    fn kind(&self) -> Option<ErrorKind> {
+        Some(match self {
+            Error::Decompress { .. }
+            | Error::Damaged { .. }
+            | Error::HashMismatch { .. }
+            | Error::BadDb { .. } => ErrorKind::Damaged,
+            Error::Encrypted { .. } | Error::WrongIdentity { .. } => ErrorKind::NeedsIdentity,
+            Error::InvalidSetting(_)
+            | Error::NotEtcdData { .. }
+            | Error::Compacted { .. }
+            | Error::FutureRevision { .. }
+            | Error::BadKey { .. } => ErrorKind::InvalidInput,
+            Error::MemberRunning { .. } => ErrorKind::Refused,
+            Error::ReadFile { .. } | Error::WriteFile { .. } | Error::TooLarge { .. } => {
+                ErrorKind::Other
+            }
+        })
     }
 }
 

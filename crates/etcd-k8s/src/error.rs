@@ -1,6 +1,6 @@
 //! The error type of etcd-k8s. No variant ever carries key material or Secret data.
 
-use etcd_common::{Hint, Hinted, OptionId, options};
+use etcd_common::{ErrorKind, Hint, Hinted, OptionId, options};
 
 /// Result with [`K8sError`].
 pub type Result<T, E = K8sError> = std::result::Result<T, E>;
@@ -211,6 +211,28 @@ impl Hinted for K8sError {
             K8sError::Store(e) => e.is_transient(),
             _ => false,
         }
+    }
+
+    fn kind(&self) -> Option<ErrorKind> {
+        Some(match self {
+            K8sError::Etcd(e) => return e.kind(),
+            K8sError::Snapshot(e) => return e.kind(),
+            K8sError::Store(e) => return e.kind(),
+            K8sError::InvalidOption { .. }
+            | K8sError::InvalidRequest { .. }
+            | K8sError::NotEtcdData { .. }
+            | K8sError::BadConfig { .. }
+            | K8sError::OutOfOrder { .. } => ErrorKind::InvalidInput,
+            K8sError::NoPrefixFound { .. }
+            | K8sError::NoEtcdFound { .. }
+            | K8sError::NoKubernetesData(_)
+            | K8sError::NothingScanned { .. }
+            | K8sError::NoEntry { .. } => ErrorKind::NotFound,
+            K8sError::WouldReplace { .. } | K8sError::ManagedByOperator { .. } => {
+                ErrorKind::Refused
+            }
+            K8sError::Io { .. } | K8sError::Random(_) => ErrorKind::Other,
+        })
     }
 }
 

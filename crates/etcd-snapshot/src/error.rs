@@ -1,6 +1,6 @@
 //! The error type of etcd-snapshot.
 
-use etcd_common::{Hint, Hinted};
+use etcd_common::{ErrorKind, Hint, Hinted};
 
 /// Result with [`SnapshotError`].
 pub type Result<T, E = SnapshotError> = std::result::Result<T, E>;
@@ -175,6 +175,29 @@ impl Hinted for SnapshotError {
             }
             _ => false,
         }
+    }
+
+    fn kind(&self) -> Option<ErrorKind> {
+        Some(match self {
+            SnapshotError::Etcd(e) => return e.kind(),
+            SnapshotError::Store(e) => return e.kind(),
+            SnapshotError::Data(e) => return e.kind(),
+            SnapshotError::NoMemberAnswered { problems } => {
+                return problems.first().and_then(|(_, e)| e.kind());
+            }
+            SnapshotError::InvalidOption { .. } | SnapshotError::NoRetentionRule => {
+                ErrorKind::InvalidInput
+            }
+            SnapshotError::RunLocked { .. } => ErrorKind::Refused,
+            SnapshotError::TrailerMismatch { .. }
+            | SnapshotError::Truncated { .. }
+            | SnapshotError::VerifyFailed { .. }
+            | SnapshotError::BadManifest { .. } => ErrorKind::Damaged,
+            SnapshotError::NoSuchCluster { .. } => ErrorKind::NotFound,
+            SnapshotError::NoSource { .. }
+            | SnapshotError::Codec { .. }
+            | SnapshotError::ObjectGoneBeforeManifest { .. } => ErrorKind::Other,
+        })
     }
 }
 

@@ -6,7 +6,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use etcd_common::{Hint, Hinted, OptionId};
+use etcd_common::{ErrorKind, Hint, Hinted, OptionId};
 
 /// Everything that can go wrong with a store. Messages never contain credentials.
 #[derive(Debug, thiserror::Error)]
@@ -650,6 +650,26 @@ impl Hinted for StoreError {
             ),
             _ => false,
         }
+    }
+
+    fn kind(&self) -> Option<ErrorKind> {
+        Some(match self {
+            StoreError::InvalidUrl { .. }
+            | StoreError::InvalidOption { .. }
+            | StoreError::InvalidName { .. }
+            | StoreError::NotRegular { .. } => ErrorKind::InvalidInput,
+            StoreError::NotFound { .. }
+            | StoreError::MissingBucket { .. }
+            | StoreError::StoreMissing { .. } => ErrorKind::NotFound,
+            StoreError::Auth { .. } | StoreError::NoCredentials { .. } => ErrorKind::AuthFailed,
+            StoreError::Unreachable { .. } | StoreError::Unavailable { .. } => {
+                ErrorKind::Unreachable
+            }
+            StoreError::PlainHttp { .. } => ErrorKind::Refused,
+            StoreError::NoSpace { .. }
+            | StoreError::LocalIo { .. }
+            | StoreError::Operation { .. } => ErrorKind::Other,
+        })
     }
 }
 

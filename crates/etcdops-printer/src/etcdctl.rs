@@ -54,9 +54,66 @@ pub fn bytes(value: &[u8]) -> Value {
     Value::from(base64::engine::general_purpose::STANDARD.encode(value))
 }
 
+/// Bytes as Go's `%q` writes them: double-quoted, `\"` and `\\`, `\n` and the other C escapes,
+/// `\xNN` for bytes that are not UTF-8 and for other ASCII controls, `\uNNNN` for
+/// non-printable characters beyond ASCII (controls, separators, format marks).
+pub fn go_quote(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{7}' => out.push_str("\\a"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{b}' => out.push_str("\\v"),
+                c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                }
+                c if is_go_printable(c) => out.push(c),
+                c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push_str(&format!("\\U{:08x}", c as u32)),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.IsPrint` as far as std can tell: letters, marks, numbers, punctuation,
+/// symbols and the ASCII space; not controls, other spaces, format marks or private use.
+fn is_go_printable(c: char) -> bool {
+    let code = c as u32;
+    let format_mark = matches!(code,
+        0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f
+        | 0x202a..=0x202e | 0x2060..=0x206f | 0xfeff | 0xfff9..=0xfffb);
+    let private = matches!(code, 0xe000..=0xf8ff | 0xf0000..);
+    c == ' ' || !(c.is_control() || c.is_whitespace() || format_mark || private)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_quoted_as_go_quotes_them() {
+        assert_eq!(go_quote(b"PUT"), "\"PUT\"");
+        assert_eq!(go_quote(b"a\"b\nc"), "\"a\\\"b\\nc\"");
+        assert_eq!(go_quote(b"k\x00\xff\x1b\\"), "\"k\\x00\\xff\\x1b\\\\\"");
+        assert_eq!(
+            go_quote("ü\u{202e}\u{a0}".as_bytes()),
+            "\"ü\\u202e\\u00a0\""
+        );
+        assert_eq!(go_quote(b""), "\"\"");
+    }
 
     #[test]
     fn header_leaves_zero_fields_out_as_go_does() {

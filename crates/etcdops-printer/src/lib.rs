@@ -11,12 +11,14 @@
 //! use etcdops_printer::views::endpoint::StatusView;
 //!
 //! # async fn demo(config: &etcdops::client::ClusterConfig) -> Result<(), Box<dyn std::error::Error>> {
-//! let printer = Printer::new(OutputFormat::Table, Compat::Etcdops);
+//! let printer = Printer::new(Some(OutputFormat::Table), Compat::Etcdops, false);
 //! let report = etcdops::endpoint::endpoint_status(config, etcdops::client::Targets::Configured).await?;
 //! printer.print(&StatusView(report))?;
 //! # Ok(())
 //! # }
 //! ```
+
+#![deny(missing_docs)]
 
 pub mod etcdctl;
 mod format;
@@ -30,21 +32,44 @@ pub use output::Render;
 /// The output chosen once from the command line: its format and whose conventions it follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Printer {
-    /// Table, JSON (ours or etcdctl's) or simple lines.
-    pub format: OutputFormat,
-    /// etcdops' conventions or etcdctl's.
-    pub compat: Compat,
+    format: OutputFormat,
+    compat: Compat,
 }
 
 impl Printer {
-    /// A printer for `format` under `compat`'s conventions.
-    pub fn new(format: OutputFormat, compat: Compat) -> Self {
+    /// A printer for the format asked for (`-w`; none: `table`, or etcdctl's `simple` under
+    /// its conventions) under `compat`'s conventions. `json` under etcdctl's is etcdctl's JSON,
+    /// its IDs as hex strings with `hex` (etcdctl's `--hex`).
+    pub fn new(requested: Option<OutputFormat>, compat: Compat, hex: bool) -> Self {
+        let requested = requested.unwrap_or(match compat {
+            Compat::Etcdops => OutputFormat::Table,
+            Compat::Etcdctl => OutputFormat::Simple,
+        });
+        let format = match (compat, requested) {
+            (Compat::Etcdctl, OutputFormat::Json) if hex => OutputFormat::EtcdctlJsonHex,
+            (Compat::Etcdctl, OutputFormat::Json) => OutputFormat::EtcdctlJson,
+            (_, format) => format,
+        };
         Printer { format, compat }
     }
 
-    /// Prints `value` to stdout in this printer's format.
+    /// The format in force.
+    pub fn format(&self) -> OutputFormat {
+        self.format
+    }
+
+    /// Whose conventions the output follows.
+    pub fn compat(&self) -> Compat {
+        self.compat
+    }
+
+    /// Prints `value` to stdout in this printer's format, then its lines for stderr.
     pub fn print<T: Render>(&self, value: &T) -> std::io::Result<()> {
-        output::print(self.format, value)
+        output::print(self.format, value)?;
+        for line in value.stderr_lines(self.format, self.compat) {
+            eprintln!("{}", output::plain(&line));
+        }
+        Ok(())
     }
 
     /// Whether output follows etcdctl's conventions.

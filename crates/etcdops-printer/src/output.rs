@@ -7,7 +7,7 @@ use comfy_table::Table;
 use etcdops::kv::Encoding;
 use serde::Serialize;
 
-use crate::OutputFormat;
+use crate::{Compat, OutputFormat};
 
 /// Borders as etcdctl draws them: `+---+` lines around the header and the table, `|` between
 /// columns, no lines between rows.
@@ -31,6 +31,12 @@ pub trait Render: Serialize {
     /// value under its key, as etcdctl prints it). Otherwise each is printed as one line.
     fn multiline_simple(&self) -> bool {
         false
+    }
+    /// Lines for stderr after the output (each escaped when printed): what etcdctl writes
+    /// there in `format` (an endpoint that failed), or etcdops' own note under `compat`.
+    fn stderr_lines(&self, format: OutputFormat, compat: Compat) -> Vec<String> {
+        let _ = (format, compat);
+        Vec::new()
     }
     /// etcdctl's own `-w json` of this result (`--compat etcdctl`), IDs as hex strings where
     /// etcdctl's `--hex` makes them so; `None` for a command etcdctl does not have, which

@@ -3,6 +3,7 @@
 //! this cluster in a store, and this host's free space for the data dir. Both front-ends run
 //! this one function, so `etcdops check` and `etcd_cluster_info` report the same findings.
 
+use crate::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -336,13 +337,8 @@ enum Verification {
 
 /// Verifies `object` and its chain of delta segments.
 async fn verify(request: &CheckRequest, store: &etcd_store::Store, object: &str) -> Verification {
-    let unverifiable = |e: &SnapshotError| {
-        matches!(
-            e,
-            SnapshotError::Data(etcd_data::Error::Encrypted { .. })
-                | SnapshotError::Data(etcd_data::Error::WrongIdentity { .. })
-        ) || crate::is_transient(e)
-    };
+    let unverifiable =
+        |e: &SnapshotError| crate::kind_of(e) == ErrorKind::NeedsIdentity || crate::is_transient(e);
     let identities = match request.identity.identities() {
         Ok((identities, _)) => identities,
         Err(e) => {

@@ -2,7 +2,7 @@
 //! flattened into a string), its hint (the neutral option that gets past it) and whether it
 //! is transient. The front-ends render [`hint_of`] in their own words.
 
-use etcd_common::{Hint, Hinted};
+use etcd_common::{ErrorKind, Hint, Hinted};
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -89,6 +89,15 @@ impl Hinted for Error {
     fn is_transient(&self) -> bool {
         self.wrapped().is_some_and(is_transient)
     }
+
+    fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            Error::InvalidRequest { .. } => Some(ErrorKind::InvalidInput),
+            Error::Refused { .. } => Some(ErrorKind::Refused),
+            Error::TimedOut { .. } => Some(ErrorKind::Unreachable),
+            other => other.wrapped().map(kind_of),
+        }
+    }
 }
 
 /// Runs `f` on the first library error found in `error`'s chain (itself, then its sources).
@@ -114,6 +123,8 @@ fn find<T>(
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_k8s::K8sError>() {
             Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_data::InspectError>() {
+            Some(e)
         } else {
             None
         };
@@ -136,6 +147,13 @@ pub fn is_transient(error: &(dyn std::error::Error + 'static)) -> bool {
     find(error, &|e| e.is_transient().then_some(())).is_some()
 }
 
+/// The kind of any error: the first kind its chain says (a workflow error, the library error
+/// it wraps, that one's source), else [`ErrorKind::Other`]. Front-ends match on this, not on
+/// library variants: the CLI's etcdctl exit codes, the backup check's "could not verify".
+pub fn kind_of(error: &(dyn std::error::Error + 'static)) -> ErrorKind {
+    find(error, &|e| e.kind()).unwrap_or(ErrorKind::Other)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +171,42 @@ mod tests {
             Some(Hint::option(etcd_common::options::FORCE))
         );
         assert!(!is_transient(&invalid));
+    }
+
+    #[test]
+    fn the_kind_is_found_through_every_wrapper() {
+        let auth = || etcd_core::Error::AuthFailed {
+            endpoint: "https://a:2379".into(),
+            user: "root".into(),
+            detail: "authentication failed".into(),
+        };
+        // A workflow error around a client error around the first endpoint's.
+        let all_failed = Error::from(etcd_core::Error::NoEndpointAvailable {
+            errors: vec![auth(), auth()],
+        });
+        assert_eq!(kind_of(&all_failed), ErrorKind::AuthFailed);
+        // An encrypted file found by the data layer, reported by the backup layer.
+        let encrypted = Error::from(etcd_snapshot::SnapshotError::Data(
+            etcd_data::Error::Encrypted {
+                name: "b".into(),
+                recipients: Vec::new(),
+                stored_ok: false,
+            },
+        ));
+        assert_eq!(kind_of(&encrypted), ErrorKind::NeedsIdentity);
+        // A store's answer inside a backup error inside a restore's fetch (a boxed source).
+        let gone = etcd_snapshot::SnapshotError::Store(etcd_store::StoreError::NotFound {
+            store: "s3://b".into(),
+            name: "x".into(),
+        });
+        let fetch = Error::from(etcd_snapshot::RestoreError::Fetch(Box::new(gone)));
+        assert_eq!(kind_of(&fetch), ErrorKind::NotFound);
+        // The workflow's own.
+        assert_eq!(
+            kind_of(&Error::invalid("bad", None)),
+            ErrorKind::InvalidInput
+        );
+        let io = std::io::Error::other("disk");
+        assert_eq!(kind_of(&io), ErrorKind::Other);
     }
 }

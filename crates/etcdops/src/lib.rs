@@ -41,7 +41,9 @@ pub mod snapshot;
 pub mod usage;
 pub mod wait;
 
-pub use error::{Error, Result, hint_of, is_transient};
+pub use error::{Error, Result, hint_of, is_transient, kind_of};
+/// What kind of failure an error is (read with [`kind_of`]).
+pub use etcd_common::ErrorKind;
 
 pub mod client {
     //! Connecting to etcd: the cluster configuration (endpoints, TLS, credentials, timeouts,

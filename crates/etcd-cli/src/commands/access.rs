@@ -77,7 +77,7 @@ pub async fn run_user(
         UserCommand::List => print_raw(printer, &UsersView(user_list(config).await?))?,
         UserCommand::Get(args) => {
             let user = UserView(user_get(config, &args.name, args.detail).await?);
-            if args.detail && printer.format.is_etcdctl_json() {
+            if args.detail && printer.format().is_etcdctl_json() {
                 user.print_detail_json()?;
             } else {
                 print_raw(printer, &user)?;
@@ -91,7 +91,7 @@ pub async fn run_user(
             }
         }
         UserCommand::Add(args) => {
-            let (name, source) = user_add_source(args, printer.compat)?;
+            let (name, source) = user_add_source(args, printer.compat())?;
             let password = source.read(&name, prompt_twice)?;
             let created = format!("User {name} created");
             let add = AccessChange::UserAdd { name, password };

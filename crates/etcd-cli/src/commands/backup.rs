@@ -81,7 +81,7 @@ async fn run_loop(config: &ClusterConfig, args: &RunArgs, printer: Printer) -> R
         compact_work_dir: args.compact_work_dir.clone(),
     };
     let printer = LinePrinter {
-        json: printer.format.is_json(),
+        json: printer.format().is_json(),
     };
     backup_run(config, &request, &printer, stop)
         .await

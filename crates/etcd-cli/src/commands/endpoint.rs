@@ -7,11 +7,11 @@
 
 use anyhow::Result;
 use etcdops::client::{ClusterConfig, Targets};
-use etcdops::endpoint::{EndpointHashKv, endpoint_hashkv, endpoint_health, endpoint_status};
+use etcdops::endpoint::{endpoint_hashkv, endpoint_health, endpoint_status};
 
 use super::ExitStatus;
-use crate::flags::{Compat, EndpointArgs, EndpointCommand, OutputFormat};
-use crate::output::{cell, plain, warn};
+use crate::flags::{Compat, EndpointArgs, EndpointCommand};
+use crate::output::warn;
 use etcdops_printer::Printer;
 use etcdops_printer::views::endpoint::*;
 
@@ -22,7 +22,6 @@ pub async fn run(
     printer: Printer,
 ) -> Result<ExitStatus> {
     let targets = Targets::of(args.cluster());
-    let simple = printer.format == OutputFormat::Simple;
     match &args.command {
         EndpointCommand::Health(health) => {
             let report = match health.wait {
@@ -43,57 +42,21 @@ pub async fn run(
                 etcdctl_3_4: printer.is_etcdctl(),
             };
             printer.print(&report)?;
-            if simple {
-                report
-                    .stderr_lines()
-                    .iter()
-                    .for_each(|l| eprintln!("{}", plain(l)));
-            }
             Ok(ExitStatus::from_ok(report.report.all_healthy))
         }
         EndpointCommand::Status(_) => {
             let report = StatusView(endpoint_status(config, targets).await?);
             printer.print(&report)?;
-            if simple || printer.format.is_etcdctl_json() {
-                for e in report.0.endpoints.iter().filter(|e| e.error.is_some()) {
-                    eprintln!(
-                        "Failed to get the status of endpoint {} ({})",
-                        plain(&e.given),
-                        plain(&cell(&e.error))
-                    );
-                }
-            }
             Ok(ExitStatus::from_ok(report.0.all_answered))
         }
         EndpointCommand::Hashkv(hashkv) => {
             let report = HashKvView(endpoint_hashkv(config, targets, hashkv.rev).await?);
             printer.print(&report)?;
-            let failed: Vec<&EndpointHashKv> = report
-                .0
-                .endpoints
-                .iter()
-                .filter(|e| e.error.is_some())
-                .collect();
-            if simple || printer.format.is_etcdctl_json() {
-                for e in &failed {
-                    eprintln!(
-                        "Failed to get the hash of endpoint {} ({})",
-                        plain(&e.given),
-                        plain(&cell(&e.error))
-                    );
-                }
-            }
             // etcdctl fails only when a member did not answer; hashes that differ are for
             // the reader to see. Ours also fails when they differ, and says so.
-            let answered = failed.is_empty();
+            let answered = report.0.endpoints.iter().all(|e| e.error.is_none());
             let agree = report.0.all_agree;
-            if !printer.is_etcdctl() && answered && !agree && simple {
-                eprintln!(
-                    "etcdops: the hashes at revision {} DO NOT agree",
-                    report.0.revision
-                );
-            }
-            Ok(ExitStatus::from_ok(match printer.compat {
+            Ok(ExitStatus::from_ok(match printer.compat() {
                 Compat::Etcdctl => answered,
                 Compat::Etcdops => agree,
             }))

@@ -77,7 +77,7 @@ async fn status(
     )
     .await?;
     printer.print(&ReportView(&report))?;
-    if !printer.format.is_json() && !report.objects.is_empty() {
+    if !printer.format().is_json() && !report.objects.is_empty() {
         println!();
         printer.print(&ObjectsView(&report))?;
     }
@@ -189,7 +189,7 @@ async fn config_step(
         crate::output::warn(warning);
     }
     printer.print(&ConfigView(&result))?;
-    if printer.format == OutputFormat::Table {
+    if printer.format() == OutputFormat::Table {
         crate::output::note(&format!("next: {}", result.next));
     }
     Ok(ExitStatus::Success)
@@ -231,7 +231,7 @@ async fn get(config: &ClusterConfig, args: &K8sGetArgs, printer: Printer) -> Res
     };
     let mut out = BufWriter::new(io::stdout());
     let mut first = true;
-    let summary = k8s_get(config, &request, |value| match printer.format.is_json() {
+    let summary = k8s_get(config, &request, |value| match printer.format().is_json() {
         true => {
             let sep = if first { "{\"values\":[" } else { "," };
             first = false;
@@ -245,7 +245,7 @@ async fn get(config: &ClusterConfig, args: &K8sGetArgs, printer: Printer) -> Res
         }
     })
     .await?;
-    if printer.format.is_json() {
+    if printer.format().is_json() {
         let tail = serde_json::to_string(&summary)?;
         writeln!(out, "\n],{}", &tail[1..])?;
     }

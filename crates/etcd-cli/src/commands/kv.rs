@@ -74,7 +74,7 @@ pub async fn run_get(
     printer: Printer,
     hex: bool,
 ) -> Result<ExitStatus> {
-    if args.print_value_only && printer.format.is_etcdctl_json() {
+    if args.print_value_only && printer.format().is_etcdctl_json() {
         anyhow::bail!("print-value-only is only for `--write-out=simple`");
     }
     let request = get_request(args);
@@ -85,7 +85,7 @@ pub async fn run_get(
     let mut io_error: Option<io::Error> = None;
     let mut first = true;
     let mut redacted = 0u64;
-    if printer.format.is_json() && !printer.format.is_etcdctl_json() {
+    if printer.format().is_json() && !printer.format().is_etcdctl_json() {
         out.write_all(KVS_OPEN.as_bytes())?;
     }
     let result = get_stream(config, &request, |header, page| {
@@ -93,7 +93,7 @@ pub async fn run_get(
             if kv.value_encoding == Some(Encoding::Redacted) {
                 redacted += 1;
             }
-            if printer.format.is_etcdctl_json() && first {
+            if printer.format().is_etcdctl_json() && first {
                 write!(
                     out,
                     "{{\"header\":{},\"kvs\":[",
@@ -119,7 +119,7 @@ pub async fn run_get(
     let summary = result?;
     write_get_end(&mut out, &summary, args.count_only, printer, first)?;
     out.flush()?;
-    Ok(redaction_status(redacted, printer.format))
+    Ok(redaction_status(redacted, printer.format()))
 }
 
 /// `history`

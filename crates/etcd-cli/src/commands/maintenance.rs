@@ -100,7 +100,7 @@ fn empty_report() -> DefragReport {
 fn print_defrag(report: DefragReport, printer: Printer) -> Result<ExitStatus> {
     let completed = report.completed;
     let view = DefragView(report);
-    if printer.format == OutputFormat::Simple {
+    if printer.format() == OutputFormat::Simple {
         for line in view.failure_lines() {
             eprintln!("{}", plain(&line));
         }
@@ -171,7 +171,7 @@ pub async fn run_check(
 /// `version`: etcdops' own version and API version, which need no cluster (as etcdctl's);
 /// the table and our JSON add every member's version when the cluster answers.
 pub async fn run_version(global: &GlobalFlags, printer: Printer) -> Result<ExitStatus> {
-    let report = match printer.format {
+    let report = match printer.format() {
         OutputFormat::Table | OutputFormat::Json => members_version(global).await,
         _ => None,
     };

@@ -36,7 +36,7 @@ pub async fn run(
         crate::output::warn(warning);
     }
     printer.print(&SummaryView(&result))?;
-    if !printer.format.is_json() {
+    if !printer.format().is_json() {
         for table in &result.report.groups {
             println!();
             printer.print(&GroupView(table))?;

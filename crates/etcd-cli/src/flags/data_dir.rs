@@ -75,7 +75,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(cli.global.format(), OutputFormat::Json);
+        assert_eq!(cli.global.printer().format(), OutputFormat::Json);
         assert!(Cli::try_parse_from(["etcdops", "data-dir", "inspect"]).is_err());
     }
 

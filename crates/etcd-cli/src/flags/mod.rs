@@ -295,26 +295,11 @@ impl GlobalFlags {
         })
     }
 
-    /// The output format in force: `-w` (or `ETCDCTL_WRITE_OUT`), else the compat mode's
-    /// default; `json` under `--compat etcdctl` is etcdctl's JSON.
-    pub fn format(&self) -> OutputFormat {
-        let compat = self.compat();
-        let given = self.write_out.unwrap_or(match compat {
-            Compat::Etcdops => OutputFormat::Table,
-            Compat::Etcdctl => OutputFormat::Simple,
-        });
-        match (compat, given) {
-            (Compat::Etcdctl, OutputFormat::Json) if self.hex == Some(true) => {
-                OutputFormat::EtcdctlJsonHex
-            }
-            (Compat::Etcdctl, OutputFormat::Json) => OutputFormat::EtcdctlJson,
-            (_, format) => format,
-        }
-    }
-
-    /// The printer every command prints through: the format in force and the personality.
+    /// The printer every command prints through: the format in force (`-w` or
+    /// `ETCDCTL_WRITE_OUT`, else the compat mode's default; `json` under `--compat etcdctl` is
+    /// etcdctl's JSON) and the personality.
     pub fn printer(&self) -> etcdops_printer::Printer {
-        etcdops_printer::Printer::new(self.format(), self.compat())
+        etcdops_printer::Printer::new(self.write_out, self.compat(), self.hex == Some(true))
     }
 
     /// The connection options as given on the command line (environment not yet applied).
@@ -661,15 +646,18 @@ mod tests {
     #[test]
     fn compat_decides_the_default_format_and_json_schema() {
         let ours = parse(&["member", "list"]);
-        assert_eq!(ours.global.format(), OutputFormat::Table);
+        assert_eq!(ours.global.printer().format(), OutputFormat::Table);
         let theirs = parse(&["--compat", "etcdctl", "member", "list"]);
-        assert_eq!(theirs.global.format(), OutputFormat::Simple);
+        assert_eq!(theirs.global.printer().format(), OutputFormat::Simple);
         let json = parse(&["member", "list", "--compat=etcdctl", "-w", "json"]);
-        assert_eq!(json.global.format(), OutputFormat::EtcdctlJson);
+        assert_eq!(json.global.printer().format(), OutputFormat::EtcdctlJson);
         let hex = parse(&["member", "list", "--compat=etcdctl", "-w", "json", "--hex"]);
-        assert_eq!(hex.global.format(), OutputFormat::EtcdctlJsonHex);
+        assert_eq!(hex.global.printer().format(), OutputFormat::EtcdctlJsonHex);
         assert_eq!(
-            parse(&["-w", "json", "member", "list"]).global.format(),
+            parse(&["-w", "json", "member", "list"])
+                .global
+                .printer()
+                .format(),
             OutputFormat::Json
         );
         assert!(Cli::try_parse_from(["etcdops", "-w", "etcdctl-json", "member", "list"]).is_err());

@@ -90,3 +90,20 @@ pub enum InspectError {
     #[error(transparent)]
     Db(#[from] crate::Error),
 }
+
+/// No option gets past these; their kind says what a caller may do about them.
+impl etcd_common::Hinted for InspectError {
+    fn kind(&self) -> Option<etcd_common::ErrorKind> {
+        use etcd_common::ErrorKind;
+        Some(match self {
+            InspectError::NoSuchDir { .. }
+            | InspectError::NotADataDir { .. }
+            | InspectError::NoWal { .. }
+            | InspectError::NoDb { .. } => ErrorKind::NotFound,
+            InspectError::Corrupt { .. } | InspectError::SegmentGap { .. } => ErrorKind::Damaged,
+            InspectError::Running { .. } | InspectError::TailRefused { .. } => ErrorKind::Refused,
+            InspectError::Read { .. } | InspectError::Write { .. } => ErrorKind::Other,
+            InspectError::Db(e) => return e.kind(),
+        })
+    }
+}

@@ -124,6 +124,26 @@ impl etcd_common::Hinted for RestoreError {
             _ => false,
         }
     }
+
+    fn kind(&self) -> Option<etcd_common::ErrorKind> {
+        use etcd_common::ErrorKind;
+        Some(match self {
+            RestoreError::InvalidOption { .. } => ErrorKind::InvalidInput,
+            // Each has a hint that gets past it (move aside, force, skip the hash check).
+            RestoreError::HoldsOtherRestore { .. }
+            | RestoreError::NotEmpty { .. }
+            | RestoreError::RanSinceRestore { .. }
+            | RestoreError::MemberRunning { .. }
+            | RestoreError::Incomplete { .. }
+            | RestoreError::NoTrailer { .. }
+            | RestoreError::Refused(_) => ErrorKind::Refused,
+            RestoreError::Snapshot(e) => return e.kind(),
+            RestoreError::Rewrite { source, .. } => return source.kind(),
+            // The caller's error, its source: its own kind.
+            RestoreError::Fetch(_) => return None,
+            RestoreError::Io { .. } => ErrorKind::Other,
+        })
+    }
 }
 
 pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RestoreError + '_ {

@@ -44,15 +44,15 @@ pub fn print_change(printer: Printer, change: AuthChange, etcdctl: String) -> st
 }
 
 /// How etcd data (a key, a name) goes into simple output: raw bytes, or escaped text.
-pub type Data<'a> = &'a dyn Fn(&[u8]) -> Vec<u8>;
+pub(crate) type Data<'a> = &'a dyn Fn(&[u8]) -> Vec<u8>;
 
 /// etcd data as etcdctl prints it: the bytes themselves.
-pub fn raw(data: &[u8]) -> Vec<u8> {
+pub(crate) fn raw(data: &[u8]) -> Vec<u8> {
     data.to_vec()
 }
 
 /// etcd data on one line of text, escaped (see [`plain`]).
-pub fn escaped(data: &[u8]) -> Vec<u8> {
+pub(crate) fn escaped(data: &[u8]) -> Vec<u8> {
     plain(&String::from_utf8_lossy(data)).into_bytes()
 }
 
@@ -73,9 +73,9 @@ pub trait RawLines: Render {
 }
 
 /// Prints `value`; its simple output raw (as etcdctl's bytes) under `--compat etcdctl` when
-/// stdout is not a terminal, else escaped by [`print`].
+/// stdout is not a terminal, else escaped by [`Printer::print`].
 pub fn print_raw<T: RawLines>(printer: Printer, value: &T) -> std::io::Result<()> {
-    if printer.format == OutputFormat::Simple
+    if printer.format() == OutputFormat::Simple
         && printer.is_etcdctl()
         && !std::io::stdout().is_terminal()
     {
@@ -104,6 +104,7 @@ pub fn flat_header(h: Option<&etcdops::client::ResponseHeader>) -> Map<String, V
     }
 }
 
+/// `lease list`: the leases, as etcdctl lists them.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct LeasesView(pub LeaseList);
@@ -154,6 +155,7 @@ impl RawLines for LeasesView {
     }
 }
 
+/// `lease timetolive`: one lease, its TTLs and (with `--keys`) its keys.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct LeaseView(pub LeaseTimeToLive);
@@ -228,11 +230,12 @@ impl RawLines for LeaseView {
     }
 }
 
+/// `auth status`: whether authentication is on.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct AuthStatusView(pub AuthStatus);
 
-pub fn known(value: Option<bool>) -> String {
+fn known(value: Option<bool>) -> String {
     value.map_or_else(|| "(unknown)".into(), |v| v.to_string())
 }
 
@@ -262,13 +265,16 @@ impl Render for AuthStatusView {
     }
 }
 
+/// An access change (`auth enable`, `user add`, `role grant-permission`, ...) and etcdctl's
+/// line for it; built by [`print_change`].
 #[derive(serde::Serialize)]
 pub struct ChangeView {
+    /// What the library changed (or found already so).
     #[serde(flatten)]
-    pub change: AuthChange,
+    change: AuthChange,
     /// etcdctl's line for the change, printed instead of ours in simple output.
     #[serde(skip)]
-    pub etcdctl: Option<String>,
+    etcdctl: Option<String>,
 }
 
 impl Render for ChangeView {
@@ -300,6 +306,7 @@ pub fn name_lines(names: &[String], data: Data<'_>) -> Vec<u8> {
     out
 }
 
+/// `user list`.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct UsersView(pub UserList);
@@ -327,6 +334,7 @@ impl RawLines for UsersView {
     }
 }
 
+/// `user get`: a user and its roles.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct UserView(pub UserInfo);
@@ -394,6 +402,7 @@ impl RawLines for UserView {
     }
 }
 
+/// `role list`.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct RolesView(pub RoleList);
@@ -497,6 +506,7 @@ pub fn permission_bytes(p: &PermissionInfo, data: Data<'_>) -> Vec<u8> {
     out
 }
 
+/// `role get`: a role and its permissions.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct RoleView(pub RoleInfo);

@@ -6,10 +6,13 @@ use etcdops::data_dir::{DataDirInspection, SnapPosition, TailAdoption};
 /// What `commit-tail` did; JSON: the library's result.
 #[derive(serde::Serialize)]
 pub struct TailView {
+    /// What the library adopted (or would).
     #[serde(flatten)]
     pub adoption: TailAdoption,
+    /// The data dir, as given.
     #[serde(skip)]
     pub dir: String,
+    /// Whether nothing was written (`--dry-run`).
     #[serde(skip)]
     pub dry_run: bool,
 }

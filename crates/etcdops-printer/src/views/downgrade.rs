@@ -5,6 +5,7 @@ use etcdops::downgrade::Downgraded;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+/// `downgrade validate|enable|cancel`: etcd's answer, as etcdctl 3.6 prints it.
 #[derive(Serialize)]
 #[serde(transparent)]
 pub struct DowngradeView(pub Downgraded);

@@ -2,6 +2,7 @@
 
 use crate::etcdctl::{header, put};
 use crate::output::{Render, cell, human_bytes, humanize_bytes, plain};
+use crate::{Compat, OutputFormat};
 use etcdops::endpoint::{EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport};
 use serde_json::{Map, Value};
 
@@ -35,9 +36,11 @@ pub fn go_duration(millis: f64) -> String {
     }
 }
 
+/// `endpoint health`: each endpoint's health, with etcdctl's stdout and stderr lines per release.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct HealthView {
+    /// The library's report.
     pub report: HealthReport,
     /// Under `--compat etcdctl`: healthy lines from etcd 3.4 go to stderr as etcdctl 3.4
     /// writes them; etcdops' own `simple` keeps them on stdout (etcdctl 3.5's).
@@ -48,7 +51,7 @@ pub struct HealthView {
 impl HealthView {
     /// What etcdctl writes to stderr in `simple`: unhealthy endpoints, and with etcd 3.4
     /// (whose etcdctl writes every line there) the healthy ones too.
-    pub fn stderr_lines(&self) -> Vec<String> {
+    fn simple_stderr_lines(&self) -> Vec<String> {
         self.report
             .endpoints
             .iter()
@@ -67,7 +70,7 @@ impl HealthView {
     }
 }
 
-pub fn health_line(e: &EndpointHealth) -> String {
+fn health_line(e: &EndpointHealth) -> String {
     match &e.error {
         None => format!(
             "{} is healthy: successfully committed proposal: took = {}",
@@ -83,6 +86,14 @@ pub fn health_line(e: &EndpointHealth) -> String {
 }
 
 impl Render for HealthView {
+    fn stderr_lines(&self, format: OutputFormat, _: Compat) -> Vec<String> {
+        if format == OutputFormat::Simple {
+            self.simple_stderr_lines()
+        } else {
+            Vec::new()
+        }
+    }
+
     fn headers(&self) -> Vec<&'static str> {
         vec!["ENDPOINT", "HEALTH", "TOOK", "ERROR"]
     }
@@ -124,6 +135,7 @@ impl Render for HealthView {
     }
 }
 
+/// `endpoint status`: each member's status, in the columns of the release that answers.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct StatusView(pub StatusReport);
@@ -221,6 +233,25 @@ pub fn status_json(e: &EndpointStatus) -> Value {
 }
 
 impl Render for StatusView {
+    /// etcdctl's line for each endpoint that did not answer, in its simple and JSON output.
+    fn stderr_lines(&self, format: OutputFormat, _: Compat) -> Vec<String> {
+        if format != OutputFormat::Simple && !format.is_etcdctl_json() {
+            return Vec::new();
+        }
+        self.0
+            .endpoints
+            .iter()
+            .filter(|e| e.error.is_some())
+            .map(|e| {
+                format!(
+                    "Failed to get the status of endpoint {} ({})",
+                    e.given,
+                    cell(&e.error)
+                )
+            })
+            .collect()
+    }
+
     fn headers(&self) -> Vec<&'static str> {
         vec![
             "ENDPOINT",
@@ -286,11 +317,41 @@ impl Render for StatusView {
     }
 }
 
+/// `endpoint hashkv`: each member's KV hash at one revision, and whether they agree.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct HashKvView(pub HashKvReport);
 
 impl Render for HashKvView {
+    /// etcdctl's line for each endpoint that did not answer, in its simple and JSON output;
+    /// in etcdops' simple output, a note when all answered and the hashes differ.
+    fn stderr_lines(&self, format: OutputFormat, compat: Compat) -> Vec<String> {
+        if format != OutputFormat::Simple && !format.is_etcdctl_json() {
+            return Vec::new();
+        }
+        let mut lines: Vec<String> = self
+            .0
+            .endpoints
+            .iter()
+            .filter(|e| e.error.is_some())
+            .map(|e| {
+                format!(
+                    "Failed to get the hash of endpoint {} ({})",
+                    e.given,
+                    cell(&e.error)
+                )
+            })
+            .collect();
+        let simple = format == OutputFormat::Simple;
+        if compat == Compat::Etcdops && lines.is_empty() && !self.0.all_agree && simple {
+            lines.push(format!(
+                "etcdops: the hashes at revision {} DO NOT agree",
+                self.0.revision
+            ));
+        }
+        lines
+    }
+
     fn headers(&self) -> Vec<&'static str> {
         vec![
             "ENDPOINT",
@@ -550,7 +611,7 @@ mod tests {
             ["127.0.0.1:1 is healthy: successfully committed proposal: took = 18.061237ms"]
         );
         assert_eq!(
-            view.stderr_lines(),
+            view.stderr_lines(OutputFormat::Simple, Compat::Etcdctl),
             [
                 "127.0.0.1:2 is healthy: successfully committed proposal: took = 18.061237ms",
                 "127.0.0.1:3 is unhealthy: failed to commit proposal: context deadline exceeded",

@@ -5,7 +5,7 @@ use etcdops::kubernetes::{
     DecodedValue, EncryptionConfigResult, EncryptionReport, NewKey, Storage,
 };
 
-pub fn storage_cell(storage: &Storage) -> String {
+fn storage_cell(storage: &Storage) -> String {
     match storage {
         Storage::Encrypted { provider, key_name } => format!("{provider} key {}", plain(key_name)),
         Storage::Plaintext { format } => {
@@ -19,6 +19,7 @@ pub fn storage_cell(storage: &Storage) -> String {
     }
 }
 
+/// `k8s encryption status`: how each resource is stored (plain, which provider and key).
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct ReportView<'a>(pub &'a EncryptionReport);
@@ -72,6 +73,7 @@ impl Render for ReportView<'_> {
     }
 }
 
+/// `k8s encryption status --objects`: every object and how it is stored.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct ObjectsView<'a>(pub &'a EncryptionReport);
@@ -111,6 +113,7 @@ impl Render for ObjectsView<'_> {
     }
 }
 
+/// `k8s encryption-config`: the step written (or planned) to the EncryptionConfiguration.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct ConfigView<'a>(pub &'a EncryptionConfigResult);
@@ -159,6 +162,8 @@ impl Render for ConfigView<'_> {
     }
 }
 
+/// `k8s new-key` without `--output`: the new key's name, provider and secret, for an
+/// EncryptionConfiguration; shown once, so the caller says where to keep it.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct KeyView<'a>(pub &'a NewKey);
@@ -181,9 +186,12 @@ impl Render for KeyView<'_> {
     }
 }
 
+/// `k8s new-key --output FILE`: where the new key was written.
 #[derive(serde::Serialize)]
 pub struct KeyWritten {
+    /// The key's name.
     pub name: String,
+    /// The file that holds it (0600).
     pub file: String,
 }
 
@@ -201,6 +209,7 @@ impl Render for KeyWritten {
     }
 }
 
+/// A decoded value as text, one field a line (`k8s get`).
 pub fn text_block(value: &DecodedValue) -> String {
     let mut out = format!("{}\n", plain(&value.key));
     let field = |name: &str, v: &Option<String>| {

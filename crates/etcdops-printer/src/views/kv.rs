@@ -32,6 +32,7 @@ pub fn event_line(e: &KeyEvent) -> String {
     }
 }
 
+/// `history`: every change of a key, as events.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct HistoryView(pub KeyHistory);
@@ -189,13 +190,13 @@ pub fn write_kv(
     (printer, bytes): (Printer, Bytes),
     first: &mut bool,
 ) -> io::Result<()> {
-    match printer.format {
-        _ if printer.format.is_etcdctl_json() => {
+    match printer.format() {
+        _ if printer.format().is_etcdctl_json() => {
             let sep = if *first { "" } else { "," };
             *first = false;
             write!(out, "{sep}{}", etcdctl_kv(kv))
         }
-        _ if printer.format.is_json() => {
+        _ if printer.format().is_json() => {
             let sep = if *first { "" } else { "," };
             *first = false;
             json_line(kv).and_then(|json| write!(out, "{sep}\n{json}"))
@@ -302,8 +303,8 @@ pub fn write_get_end(
 ) -> std::io::Result<()> {
     // etcdctl's --hex changes member list's JSON only: get's keeps numeric IDs.
     let hex = false;
-    match printer.format {
-        _ if printer.format.is_etcdctl_json() => {
+    match printer.format() {
+        _ if printer.format().is_etcdctl_json() => {
             if none_written {
                 let header = summary.header.unwrap_or_default();
                 write!(out, "{{\"header\":{}", etcdctl_header(&header, hex))?;
@@ -318,7 +319,7 @@ pub fn write_get_end(
             }
             writeln!(out, "}}")?;
         }
-        _ if printer.format.is_json() => {
+        _ if printer.format().is_json() => {
             let tail = serde_json::to_string(summary).map_err(std::io::Error::other)?;
             // Merge the summary's fields into the document.
             writeln!(out, "\n],{}", &tail[1..])?;

@@ -9,6 +9,7 @@ use etcdops::maintenance::{
 };
 use serde_json::{Map, Value};
 
+/// `check`: the findings, most severe first.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct CheckView(pub CheckResult);
@@ -44,7 +45,7 @@ impl Render for CheckView {
     }
 }
 
-pub fn severity_name(severity: Severity) -> &'static str {
+fn severity_name(severity: Severity) -> &'static str {
     match severity {
         Severity::Ok => "ok",
         Severity::Warning => "WARNING",
@@ -52,6 +53,7 @@ pub fn severity_name(severity: Severity) -> &'static str {
     }
 }
 
+/// `move-leader`: the old and new leader.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct MoveView(pub MoveLeaderResult);
@@ -79,7 +81,7 @@ impl Render for MoveView {
     }
 }
 
-pub fn alarm_rows(alarms: &[Alarm]) -> Vec<Vec<String>> {
+fn alarm_rows(alarms: &[Alarm]) -> Vec<Vec<String>> {
     alarms
         .iter()
         .map(|a| vec![a.member_id.to_string(), plain(&a.alarm)])
@@ -132,6 +134,7 @@ impl Render for AlarmsView {
     }
 }
 
+/// `alarm disarm`: the alarms cleared.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct DisarmView(pub AlarmDisarmResult);
@@ -161,6 +164,7 @@ impl Render for DisarmView {
     }
 }
 
+/// `defrag`: each member defragmented, skipped or failed, as etcdctl reports them.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct DefragView(pub DefragReport);
@@ -250,6 +254,7 @@ impl DefragView {
     }
 }
 
+/// `compaction`: the revision compacted.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct CompactView(pub CompactResult);
@@ -271,6 +276,7 @@ impl Render for CompactView {
     }
 }
 
+/// `version`: etcdops' own version and, with a cluster, each member's.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct VersionView(pub VersionReport);

@@ -6,6 +6,7 @@ use etcdops::endpoint::is_3_6_or_later;
 use etcdops::member::{MemberAddResult, MemberChangeResult, MemberList};
 use serde_json::{Map, Value};
 
+/// `member add`: the new member and the settings it must start with (`ETCD_*` lines).
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct AddView(pub MemberAddResult);
@@ -37,6 +38,7 @@ impl Render for AddView {
     }
 }
 
+/// `member remove|update|promote`: the change and the member list after it.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct ChangeView(pub MemberChangeResult);
@@ -96,6 +98,7 @@ impl Render for ChangeView {
     }
 }
 
+/// `member list`: the members, as etcdctl of the answering release lists them.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct MemberListView(pub MemberList);

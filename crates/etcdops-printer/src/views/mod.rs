@@ -16,3 +16,4 @@ pub mod quorum;
 pub mod snapshot;
 pub mod snapshot_etcdutl;
 pub mod usage;
+pub mod watch;

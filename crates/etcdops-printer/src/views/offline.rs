@@ -6,7 +6,9 @@ use etcdops::snapshot::{DefragResult, HashKvResult};
 /// What `defrag --data-dir` did.
 #[derive(serde::Serialize)]
 pub struct DefragView {
+    /// The data dir, as given.
     pub data_dir: String,
+    /// The library's result.
     #[serde(flatten)]
     pub result: DefragResult,
 }

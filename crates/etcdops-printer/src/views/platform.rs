@@ -4,6 +4,7 @@ use crate::output::Render;
 use etcdops::kubernetes::{PlatformInfo, PodState, StaticPodResult};
 use std::path::PathBuf;
 
+/// A static pod's state in one word (`running`, `stopped`).
 pub fn state_word(state: PodState) -> &'static str {
     match state {
         PodState::Stopped => "stop",
@@ -11,6 +12,7 @@ pub fn state_word(state: PodState) -> &'static str {
     }
 }
 
+/// `platform detect`: which etcd runs on this host and where its files are.
 pub struct DetectView(pub PlatformInfo);
 
 impl serde::Serialize for DetectView {
@@ -67,6 +69,7 @@ impl Render for DetectView {
     }
 }
 
+/// `platform stop|start`: the static pod's state; the flag says whether nothing was done (`--dry-run`).
 pub struct PodView(pub StaticPodResult, pub bool);
 
 impl serde::Serialize for PodView {
@@ -97,7 +100,7 @@ impl Render for PodView {
     }
 }
 
-pub fn path(p: &Option<PathBuf>) -> String {
+fn path(p: &Option<PathBuf>) -> String {
     p.as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default()

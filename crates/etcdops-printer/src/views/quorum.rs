@@ -4,7 +4,7 @@ use crate::output::{Render, cell, plain};
 use etcdops::quorum::{CandidateSummary, DataDirAside, RecoveryPlan, Refusal, SurvivorVerified};
 use serde::Serialize;
 
-pub fn candidate_rows(candidates: &[CandidateSummary]) -> Vec<Vec<String>> {
+fn candidate_rows(candidates: &[CandidateSummary]) -> Vec<Vec<String>> {
     candidates
         .iter()
         .map(|c| {
@@ -27,7 +27,7 @@ pub fn candidate_rows(candidates: &[CandidateSummary]) -> Vec<Vec<String>> {
         .collect()
 }
 
-pub const CANDIDATE_HEADERS: [&str; 6] = [
+const CANDIDATE_HEADERS: [&str; 6] = [
     "MEMBER",
     "ID",
     "COMMITTED TERM/INDEX",
@@ -36,6 +36,7 @@ pub const CANDIDATE_HEADERS: [&str; 6] = [
     "CHOICE",
 ];
 
+/// `quorum plan`: the survivor chosen, why, and the steps.
 #[derive(Serialize)]
 #[serde(transparent)]
 pub struct PlanView(pub RecoveryPlan);
@@ -85,6 +86,7 @@ impl Render for PlanView {
     }
 }
 
+/// `quorum plan` refused: why no survivor can be chosen safely.
 #[derive(Serialize)]
 #[serde(transparent)]
 pub struct RefusalView(pub Refusal);
@@ -103,6 +105,7 @@ impl Render for RefusalView {
     }
 }
 
+/// `quorum verify`: the survivor serves as a one-member cluster.
 #[derive(Serialize)]
 #[serde(transparent)]
 pub struct VerifiedView(pub SurvivorVerified);
@@ -134,10 +137,13 @@ impl Render for VerifiedView {
     }
 }
 
+/// `data-dir backup|move-aside`: where the data dir was copied or moved.
 #[derive(Serialize)]
 pub struct AsideView {
+    /// What the library did (or would).
     #[serde(flatten)]
     pub done: DataDirAside,
+    /// Whether nothing was written (`--dry-run`).
     #[serde(skip)]
     pub dry_run: bool,
 }

@@ -8,12 +8,16 @@ use etcdops::snapshot::{
 };
 use etcdops::snapshot::{ConsolidateResult, Restored, Saved, StatusResult};
 
-use crate::output::{Render, cell, human_bytes};
+use crate::output::{Render, cell, human_bytes, plain};
+use crate::{OutputFormat, Printer};
 
+/// `snapshot restore`: the member restored (or, with `--dry-run`, planned).
 #[derive(serde::Serialize)]
 pub struct RestoreView<'a> {
+    /// The library's result.
     #[serde(flatten)]
     pub restored: &'a Restored,
+    /// Whether nothing was written (`--dry-run`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
 }
@@ -113,6 +117,7 @@ impl Render for RestoreView<'_> {
     }
 }
 
+/// `snapshot save`: the backup saved, and what retention deleted.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct SaveView<'a>(pub &'a Saved);
@@ -186,6 +191,7 @@ impl Render for SaveView<'_> {
     }
 }
 
+/// `snapshot copy`: each backup copied, skipped or failed.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct CopyView(pub CopyReport);
@@ -277,6 +283,7 @@ pub fn ago(elapsed: chrono::TimeDelta) -> String {
     }
 }
 
+/// `snapshot list`: the backups of each cluster in a store, newest first, with their chains.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct CatalogView(pub Catalog);
@@ -349,6 +356,7 @@ impl Render for CatalogView {
     }
 }
 
+/// `snapshot list --orphans`: objects with no manifest.
 #[derive(serde::Serialize)]
 pub struct OrphansView(pub Catalog);
 
@@ -381,6 +389,7 @@ impl Render for OrphansView {
 /// A verified backup and, when it has delta segments, its chain.
 #[derive(serde::Serialize)]
 pub struct VerifyView {
+    /// The library's report.
     #[serde(flatten)]
     pub report: VerifyReport,
     /// Absent for a backup without segments, so its output is as before.
@@ -473,6 +482,7 @@ impl Render for VerifyView {
     }
 }
 
+/// `snapshot status`: a snapshot's hash, revision, keys and size.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct StatusView(pub StatusResult);
@@ -553,7 +563,9 @@ impl Render for StatusView {
 /// What `snapshot keygen` made: where the identity is, and its public key (never the identity).
 #[derive(serde::Serialize)]
 pub struct KeygenView {
+    /// The identity file written (0600).
     pub identity_file: String,
+    /// Its public key, to encrypt to.
     pub recipient: String,
 }
 
@@ -571,6 +583,7 @@ impl Render for KeygenView {
     }
 }
 
+/// `snapshot delete`: the objects deleted.
 #[derive(serde::Serialize)]
 pub struct DeletedView(pub Vec<String>);
 
@@ -588,6 +601,7 @@ impl Render for DeletedView {
     }
 }
 
+/// `snapshot prune`: the backups kept and deleted, and why.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct PruneView(pub PruneReport);
@@ -660,6 +674,7 @@ impl Render for PruneView {
     }
 }
 
+/// `snapshot compact`: the chain consolidated into one full backup.
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 pub struct CompactView(pub ConsolidateResult);
@@ -739,4 +754,16 @@ impl Render for CompactView {
             r.source, r.segments, r.manifest.object, r.manifest.revision
         )]
     }
+}
+
+/// Prints a restore: etcdutl (and etcdctl) print nothing on stdout for one, only their log on
+/// stderr, so under etcdctl's conventions the simple lines go there.
+pub fn print_restore(printer: Printer, view: &RestoreView<'_>) -> std::io::Result<()> {
+    if printer.format() == OutputFormat::Simple && printer.is_etcdctl() {
+        for line in view.simple_lines() {
+            eprintln!("{}", plain(&line));
+        }
+        return Ok(());
+    }
+    printer.print(view)
 }

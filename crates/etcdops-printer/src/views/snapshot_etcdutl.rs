@@ -5,7 +5,8 @@
 use etcdops::snapshot::SaveFileResult;
 use etcdops::snapshot::SnapshotStatus;
 
-use crate::output::{Render, human_bytes, humanize_bytes};
+use crate::Printer;
+use crate::output::{Render, human_bytes, humanize_bytes, json_safe, plain};
 
 /// Whether etcdutl 3.6 is the tool whose output a status of this snapshot matches: the
 /// snapshot carries a storage version (etcd 3.6 writes one; 3.4 and 3.5 never do).
@@ -133,6 +134,19 @@ impl Render for SaveFileView {
     fn simple_lines(&self) -> Vec<String> {
         vec![self.saved_line()]
     }
+}
+
+/// Prints `snapshot save FILE`: under etcdctl's conventions its log lines on stderr and
+/// `Snapshot saved at FILE` on stdout, whatever the format, as etcdctl does; else the view.
+pub fn print_saved_file(printer: Printer, view: &SaveFileView) -> std::io::Result<()> {
+    if printer.is_etcdctl() {
+        for line in view.log_lines() {
+            eprintln!("{}", json_safe(line));
+        }
+        println!("{}", plain(&view.saved_line()));
+        return Ok(());
+    }
+    printer.print(view)
 }
 
 #[cfg(test)]

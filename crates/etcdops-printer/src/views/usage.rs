@@ -3,11 +3,11 @@
 use crate::output::{Render, human_bytes, plain};
 use etcdops::usage::{GroupTable, KeyUsage, UsageResult};
 
-pub fn bytes(value: u64) -> String {
+fn bytes(value: u64) -> String {
     human_bytes(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
-pub fn optional_bytes(value: Option<u64>) -> String {
+fn optional_bytes(value: Option<u64>) -> String {
     value.map(bytes).unwrap_or_else(|| "unknown (live)".into())
 }
 

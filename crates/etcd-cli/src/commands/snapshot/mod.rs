@@ -1,5 +1,5 @@
 //! `etcdops snapshot ...`: builds the workflow's request from the flags, calls it, prints
-//! the result (views.rs) and its warnings.
+//! the result (`etcdops_printer::views::snapshot`) and its warnings.
 
 mod compact;
 
@@ -20,15 +20,15 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, OutputFormat, RestoreArgs, RetentionFlags, SaveArgs,
-    SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
+    CompressionArg, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
+    StatusArgs, StoreFlags, VerifyArgs,
 };
-use crate::output::{Render, json_safe, note, plain, warn};
+use crate::output::{Render, note, warn};
 use crate::progress::BarProgress;
 use etcdops_printer::Printer;
 use etcdops_printer::views::snapshot::{
     CatalogView, CopyView, DeletedView, KeygenView, OrphansView, PruneView, RestoreView, SaveView,
-    StatusView, VerifyView,
+    StatusView, VerifyView, print_restore,
 };
 
 /// Runs a snapshot command.
@@ -209,7 +209,7 @@ pub(super) fn warn_all(warnings: &[String]) {
 }
 
 pub(super) fn bar(what: &'static str, quiet: bool, printer: Printer) -> Option<BarProgress> {
-    BarProgress::for_terminal(what, quiet || printer.format.is_json())
+    BarProgress::for_terminal(what, quiet || printer.format().is_json())
 }
 
 pub(super) fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
@@ -303,15 +303,7 @@ async fn restore(
         restored: &restored,
         dry_run: args.dry_run,
     };
-    // etcdutl (and etcdctl) print nothing on stdout for a restore, only their log on
-    // stderr: under compat, the simple lines go there.
-    if printer.format == OutputFormat::Simple && printer.is_etcdctl() {
-        for line in view.simple_lines() {
-            eprintln!("{}", plain(&line));
-        }
-        return Ok(ExitStatus::Success);
-    }
-    printer.print(&view)?;
+    print_restore(printer, &view)?;
     Ok(ExitStatus::Success)
 }
 
@@ -436,14 +428,7 @@ async fn save_file(
     let bar = bar("save", args.quiet, printer);
     let saved = etcdops::snapshot::save_file(config, &request, progress(&bar)).await?;
     let view = etcdops_printer::views::snapshot_etcdutl::SaveFileView(saved);
-    if printer.is_etcdctl() {
-        for line in view.log_lines() {
-            eprintln!("{}", json_safe(line));
-        }
-        println!("{}", plain(&view.saved_line()));
-        return Ok(ExitStatus::Success);
-    }
-    printer.print(&view)?;
+    etcdops_printer::views::snapshot_etcdutl::print_saved_file(printer, &view)?;
     Ok(ExitStatus::Success)
 }
 
