@@ -378,6 +378,10 @@ impl Hinted for Error {
             Error::NoEndpointAvailable { errors } => {
                 return errors.first().and_then(Hinted::kind);
             }
+            // etcd overloaded: as transient as an endpoint that cannot serve now.
+            Error::Request { message, .. } if message.contains("too many requests") => {
+                ErrorKind::Unreachable
+            }
             Error::Tls { .. }
             | Error::TlsSetting { .. }
             | Error::Request { .. }

@@ -154,10 +154,11 @@ impl Hinted for Error {
 
     fn kind(&self) -> Option<ErrorKind> {
         Some(match self {
-            Error::Decompress { .. }
-            | Error::Damaged { .. }
-            | Error::HashMismatch { .. }
-            | Error::BadDb { .. } => ErrorKind::Damaged,
+            Error::Decompress { .. } | Error::Damaged { .. } | Error::HashMismatch { .. } => {
+                ErrorKind::Damaged
+            }
+            // A page that does not check, or a read that failed: bbolt says which.
+            Error::BadDb { source, .. } => return source.kind(),
             Error::Encrypted { .. } | Error::WrongIdentity { .. } => ErrorKind::NeedsIdentity,
             Error::InvalidSetting(_)
             | Error::NotEtcdData { .. }

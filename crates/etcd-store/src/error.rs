@@ -661,7 +661,9 @@ impl Hinted for StoreError {
             StoreError::NotFound { .. }
             | StoreError::MissingBucket { .. }
             | StoreError::StoreMissing { .. } => ErrorKind::NotFound,
-            StoreError::Auth { .. } | StoreError::NoCredentials { .. } => ErrorKind::AuthFailed,
+            StoreError::Auth { .. } => ErrorKind::AuthFailed,
+            // Nothing was signed, so nothing was refused: credentials are to be given.
+            StoreError::NoCredentials { .. } => ErrorKind::InvalidInput,
             StoreError::Unreachable { .. } | StoreError::Unavailable { .. } => {
                 ErrorKind::Unreachable
             }

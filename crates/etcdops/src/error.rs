@@ -94,7 +94,8 @@ impl Hinted for Error {
         match self {
             Error::InvalidRequest { .. } => Some(ErrorKind::InvalidInput),
             Error::Refused { .. } => Some(ErrorKind::Refused),
-            Error::TimedOut { .. } => Some(ErrorKind::Unreachable),
+            // A wait for a state that did not come: the cluster answered.
+            Error::TimedOut { .. } => Some(ErrorKind::Other),
             other => other.wrapped().map(kind_of),
         }
     }

@@ -91,8 +91,19 @@ pub enum InspectError {
     Db(#[from] crate::Error),
 }
 
-/// No option gets past these; their kind says what a caller may do about them.
+/// The db's own error keeps its hint and transience; the kind says what a caller may do.
 impl etcd_common::Hinted for InspectError {
+    fn hint(&self) -> Option<etcd_common::Hint> {
+        match self {
+            InspectError::Db(e) => e.hint(),
+            _ => None,
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        matches!(self, InspectError::Db(e) if e.is_transient())
+    }
+
     fn kind(&self) -> Option<etcd_common::ErrorKind> {
         use etcd_common::ErrorKind;
         Some(match self {

@@ -232,24 +232,31 @@ pub fn status_json(e: &EndpointStatus) -> Value {
     Value::Object(row)
 }
 
+/// etcdctl's stderr line for each endpoint that did not answer: `Failed to get the {what}
+/// of endpoint ENDPOINT (ERROR)`.
+fn failed_lines<'a>(
+    what: &str,
+    endpoints: impl Iterator<Item = (&'a String, &'a Option<String>)>,
+) -> Vec<String> {
+    endpoints
+        .filter(|(_, error)| error.is_some())
+        .map(|(given, error)| {
+            format!(
+                "Failed to get the {what} of endpoint {given} ({})",
+                cell(error)
+            )
+        })
+        .collect()
+}
+
 impl Render for StatusView {
     /// etcdctl's line for each endpoint that did not answer, in its simple and JSON output.
     fn stderr_lines(&self, format: OutputFormat, _: Compat) -> Vec<String> {
         if format != OutputFormat::Simple && !format.is_etcdctl_json() {
             return Vec::new();
         }
-        self.0
-            .endpoints
-            .iter()
-            .filter(|e| e.error.is_some())
-            .map(|e| {
-                format!(
-                    "Failed to get the status of endpoint {} ({})",
-                    e.given,
-                    cell(&e.error)
-                )
-            })
-            .collect()
+        let failed = self.0.endpoints.iter().map(|e| (&e.given, &e.error));
+        failed_lines("status", failed)
     }
 
     fn headers(&self) -> Vec<&'static str> {
@@ -329,19 +336,10 @@ impl Render for HashKvView {
         if format != OutputFormat::Simple && !format.is_etcdctl_json() {
             return Vec::new();
         }
-        let mut lines: Vec<String> = self
-            .0
-            .endpoints
-            .iter()
-            .filter(|e| e.error.is_some())
-            .map(|e| {
-                format!(
-                    "Failed to get the hash of endpoint {} ({})",
-                    e.given,
-                    cell(&e.error)
-                )
-            })
-            .collect();
+        let mut lines = failed_lines(
+            "hash",
+            self.0.endpoints.iter().map(|e| (&e.given, &e.error)),
+        );
         let simple = format == OutputFormat::Simple;
         if compat == Compat::Etcdops && lines.is_empty() && !self.0.all_agree && simple {
             lines.push(format!(

@@ -182,6 +182,27 @@ pub fn write_pair(
     }
 }
 
+/// A key-value pair as etcdctl's simple printer writes it (a key of `get`, a watch event's
+/// previous pair): the key's line unless `value_only`, then the value's.
+pub fn write_simple_kv(
+    out: &mut impl Write,
+    bytes: Bytes,
+    kv: &KeyValueView,
+    value_only: bool,
+) -> io::Result<()> {
+    write_pair(
+        out,
+        bytes,
+        (&kv.key, kv.key_encoding, &kv.bytes.key),
+        (
+            kv.value.as_deref(),
+            kv.value_encoding,
+            value_bytes(&kv.bytes.value, &kv.value),
+        ),
+        value_only,
+    )
+}
+
 /// One key of `get` as its format prints it; `first` says whether a JSON separator goes before.
 pub fn write_kv(
     out: &mut impl Write,
@@ -201,17 +222,7 @@ pub fn write_kv(
             *first = false;
             json_line(kv).and_then(|json| write!(out, "{sep}\n{json}"))
         }
-        OutputFormat::Simple => write_pair(
-            out,
-            bytes,
-            (&kv.key, kv.key_encoding, &kv.bytes.key),
-            (
-                kv.value.as_deref(),
-                kv.value_encoding,
-                value_bytes(&kv.bytes.value, &kv.value),
-            ),
-            value_only,
-        ),
+        OutputFormat::Simple => write_simple_kv(out, bytes, kv, value_only),
         // Our own lines: escaped wherever they go, a key alone with --keys-only.
         _ if value_only => match &kv.value {
             Some(v) => writeln!(out, "{}", value_alone(v, kv.value_encoding)),

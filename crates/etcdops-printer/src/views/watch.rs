@@ -4,11 +4,11 @@
 
 use std::io::{self, Write};
 
-use etcdops::kv::{EventKind, KeyEvent, KeyValueView, WatchBatch, WatchSummary};
+use etcdops::kv::{EventKind, KeyEvent, WatchBatch, WatchSummary};
 
 use super::kv::{
     Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, json_value_bytes,
-    redacted_warning, redaction_fails, value_bytes, value_text, write_pair,
+    redacted_warning, redaction_fails, value_bytes, value_text, write_pair, write_simple_kv,
 };
 use crate::OutputFormat;
 use crate::output::{json_line, text, warn};
@@ -161,7 +161,7 @@ impl<W: Write> WatchPrinter<W> {
         };
         writeln!(self.out, "{kind}")?;
         if let Some(prev) = &event.prev {
-            write_view(&mut self.out, self.bytes, prev)?;
+            write_simple_kv(&mut self.out, self.bytes, prev, false)?;
         }
         write_pair(
             &mut self.out,
@@ -175,21 +175,6 @@ impl<W: Write> WatchPrinter<W> {
             false,
         )
     }
-}
-
-/// A key-value pair (a previous one) as etcdctl's simple printer writes it.
-fn write_view(out: &mut impl Write, bytes: Bytes, kv: &KeyValueView) -> io::Result<()> {
-    write_pair(
-        out,
-        bytes,
-        (&kv.key, kv.key_encoding, &kv.bytes.key),
-        (
-            kv.value.as_deref(),
-            kv.value_encoding,
-            value_bytes(&kv.bytes.value, &kv.value),
-        ),
-        false,
-    )
 }
 
 /// One watch response as etcdctl's `-w json` prints it (`clientv3.WatchResponse`): Go field
