@@ -47,8 +47,9 @@ pub trait Render: Serialize {
     }
 }
 
-/// Prints `value` in `format` to stdout.
-pub fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
+/// Prints `value` in `format` to stdout: the stdout half of [`crate::Printer::print`], the one
+/// door for callers (it also prints the value's stderr lines).
+pub(crate) fn print<T: Render>(format: OutputFormat, value: &T) -> io::Result<()> {
     write_value(&mut io::stdout().lock(), format, value)
 }
 
