@@ -1,5 +1,6 @@
 //! What every etcdops crate shares and none owns: the neutral option hints that library errors
-//! carry (each front-end spells them its own way), the atomic file writer, the private
+//! carry (each front-end spells them its own way), the one [`InvalidOption`] error every
+//! library wraps for a bad option, the atomic file writer, the private
 //! creation of files and dirs that can hold etcd data ([`private`]), the size and
 //! duration parsers behind every `--*-size` and `--*-age` option, and URL password redaction.
 //! It depends on no etcd, network or store crate, so the offline crates can use it.
@@ -23,6 +24,7 @@
 mod duration;
 mod file;
 mod hint;
+mod invalid;
 pub mod private;
 mod prometheus;
 mod redact;
@@ -31,6 +33,7 @@ mod size;
 pub use duration::parse_duration;
 pub use file::{FileError, write_file_atomically};
 pub use hint::{ErrorKind, Hint, Hinted, OptionId, OptionKind, Style, options, with_hint};
+pub use invalid::InvalidOption;
 pub use prometheus::{MetricKind, PrometheusText, SampleValue};
 pub use redact::{redact_endpoint, redact_urls};
 pub use size::parse_size;

@@ -256,14 +256,15 @@ impl AuthChange {
 /// `what` is "user" or "role".
 fn check_name(what: &'static str, name: &str) -> Result<()> {
     if name.trim().is_empty() {
-        return Err(Error::InvalidOption {
-            option: if what == "user" {
+        return Err(etcd_common::InvalidOption::input(
+            if what == "user" {
                 "user name"
             } else {
                 "role name"
             },
-            reason: format!("the {what} name is empty"),
-        });
+            format!("the {what} name is empty"),
+        )
+        .into());
     }
     Ok(())
 }

@@ -197,7 +197,7 @@ fn is_setting_error(err: &Error) -> bool {
         err,
         Error::ReadFile { .. }
             | Error::InvalidPem { .. }
-            | Error::InvalidOption { .. }
+            | Error::InvalidOption(_)
             | Error::AuthFailed { .. }
     )
 }

@@ -10,10 +10,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{COMMAND_TIMEOUT, DIAL_TIMEOUT, DISCOVERY_SRV, Error, PASSWORD, Result};
 use etcd_common::parse_duration;
 use etcd_common::redact_endpoint;
-use etcd_common::{Hint, options};
+use etcd_common::{Hint, InvalidOption, OptionId, options};
 
 /// etcdctl's default endpoint when none is given.
 pub const DEFAULT_ENDPOINT: &str = "127.0.0.1:2379";
@@ -244,29 +244,28 @@ impl ConnectionOptions {
             (Some(user), password) => match (user.split_once(':'), password) {
                 (Some((name, pass)), None) => (Some(name.to_string()), Some(Secret::new(pass))),
                 (Some(_), Some(_)) => {
-                    return Err(Error::InvalidOption {
-                        option: "user",
-                        reason: "give the password either with the user (NAME:PASSWORD) or on its own, not both".into(),
-                    });
+                    return Err(InvalidOption::new(
+                        options::USER,
+                        "give the password either with the user (NAME:PASSWORD) or on its own, not both",
+                    )
+                    .into());
                 }
                 (None, Some(p)) => (Some(user), Some(p)),
                 (None, None) => {
-                    return Err(Error::InvalidOption {
-                        option: "password",
-                        reason: format!(
+                    return Err(InvalidOption::new(
+                        PASSWORD,
+                        format!(
                             "user '{user}' has no password; give it (or ETCDCTL_PASSWORD), or the user as {user}:PASSWORD"
                         ),
-                    });
+                    )
+                    .into());
                 }
             },
         };
         let auth = match (user, password) {
             (Some(user), Some(password)) => {
                 if user.is_empty() {
-                    return Err(Error::InvalidOption {
-                        option: "user",
-                        reason: "the user name is empty".into(),
-                    });
+                    return Err(InvalidOption::new(options::USER, "the user name is empty").into());
                 }
                 Some(Credentials { user, password })
             }
@@ -277,19 +276,18 @@ impl ConnectionOptions {
         let key = pem_source(self.key, self.key_pem.map(|s| s.0));
         match (&cert, &key) {
             (Some(_), None) => {
-                return Err(Error::InvalidOption {
-                    option: "key",
-                    reason: "a client certificate was given without its key; give the key too"
-                        .into(),
-                });
+                return Err(InvalidOption::new(
+                    options::KEY,
+                    "a client certificate was given without its key; give the key too",
+                )
+                .into());
             }
             (None, Some(_)) => {
-                return Err(Error::InvalidOption {
-                    option: "cert",
-                    reason:
-                        "a client key was given without its certificate; give the certificate too"
-                            .into(),
-                });
+                return Err(InvalidOption::new(
+                    options::CERT,
+                    "a client key was given without its certificate; give the certificate too",
+                )
+                .into());
             }
             _ => {}
         }
@@ -306,11 +304,11 @@ impl ConnectionOptions {
         let discovery = match self.discovery_srv.filter(|d| !d.is_empty()) {
             Some(domain) => {
                 if self.endpoints.as_ref().is_some_and(|e| !e.is_empty()) {
-                    return Err(Error::InvalidOption {
-                        option: "discovery_srv",
-                        reason: "give either endpoints or a domain for DNS SRV discovery, not both"
-                            .into(),
-                    });
+                    return Err(InvalidOption::new(
+                        DISCOVERY_SRV,
+                        "give either endpoints or a domain for DNS SRV discovery, not both",
+                    )
+                    .into());
                 }
                 Some(SrvDiscovery {
                     domain,
@@ -331,21 +329,17 @@ impl ConnectionOptions {
             discovery,
             tls,
             auth,
-            dial_timeout: positive(self.dial_timeout, DEFAULT_DIAL_TIMEOUT, "dial_timeout")?,
+            dial_timeout: positive(self.dial_timeout, DEFAULT_DIAL_TIMEOUT, DIAL_TIMEOUT)?,
             command_timeout: positive(
                 self.command_timeout,
                 DEFAULT_COMMAND_TIMEOUT,
-                "command_timeout",
+                COMMAND_TIMEOUT,
             )?,
-            keepalive_time: positive(
-                self.keepalive_time,
-                DEFAULT_KEEPALIVE_TIME,
-                "keepalive_time",
-            )?,
+            keepalive_time: positive(self.keepalive_time, DEFAULT_KEEPALIVE_TIME, KEEPALIVE_TIME)?,
             keepalive_timeout: positive(
                 self.keepalive_timeout,
                 DEFAULT_KEEPALIVE_TIMEOUT,
-                "keepalive_timeout",
+                KEEPALIVE_TIMEOUT,
             )?,
         };
         // Endpoints given explicitly are checked now, so a typo fails before any connection.
@@ -366,12 +360,16 @@ fn pem_source(path: Option<PathBuf>, pem: Option<String>) -> Option<PemSource> {
     }
 }
 
-fn positive(value: Option<Duration>, default: Duration, option: &'static str) -> Result<Duration> {
+/// Interval of HTTP/2 keepalive pings.
+const KEEPALIVE_TIME: OptionId = OptionId::value("keepalive_time");
+/// Time a keepalive ping may go unanswered.
+const KEEPALIVE_TIMEOUT: OptionId = OptionId::value("keepalive_timeout");
+
+fn positive(value: Option<Duration>, default: Duration, option: OptionId) -> Result<Duration> {
     match value {
-        Some(d) if d.is_zero() => Err(Error::InvalidOption {
-            option,
-            reason: "must be greater than zero (for example 5s)".into(),
-        }),
+        Some(d) if d.is_zero() => {
+            Err(InvalidOption::new(option, "must be greater than zero (for example 5s)").into())
+        }
         Some(d) => Ok(d),
         None => Ok(default),
     }
@@ -391,18 +389,16 @@ fn parse_bool(name: &'static str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "t" | "true" | "yes" => Ok(true),
         "0" | "f" | "false" | "no" => Ok(false),
-        _ => Err(Error::InvalidOption {
-            option: name,
-            reason: format!("'{value}' is not a boolean; use true or false"),
-        }),
+        _ => Err(InvalidOption::input(
+            name,
+            format!("'{value}' is not a boolean; use true or false"),
+        )
+        .into()),
     }
 }
 
 fn parse_duration_setting(name: &'static str, value: &str) -> Result<Duration> {
-    parse_duration(value).map_err(|reason| Error::InvalidOption {
-        option: name,
-        reason,
-    })
+    parse_duration(value).map_err(|reason| InvalidOption::input(name, reason).into())
 }
 
 /// Where a PEM document comes from.

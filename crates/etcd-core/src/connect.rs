@@ -637,10 +637,7 @@ mod tests {
                     "etcdserver: authentication failed, invalid user ID or password",
                 ),
             )),
-            Error::InvalidOption {
-                option: "key",
-                reason: "empty".into(),
-            },
+            etcd_common::InvalidOption::new(etcd_common::options::KEY, "empty").into(),
             Error::StoppedByCaller,
         ];
         for err in &stops {

@@ -41,9 +41,11 @@ fn resolver(discovery: &SrvDiscovery) -> Result<TokioResolver> {
             let addr: SocketAddr = server
                 .parse()
                 .or_else(|_| server.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
-                .map_err(|_| Error::InvalidOption {
-                    option: "dns_server",
-                    reason: format!("'{server}' is not IP or IP:PORT"),
+                .map_err(|_| {
+                    etcd_common::InvalidOption::new(
+                        crate::error::DNS_SERVER,
+                        format!("'{server}' is not IP or IP:PORT"),
+                    )
                 })?;
             let mut name_server = NameServerConfig::udp_and_tcp(addr.ip());
             for connection in &mut name_server.connections {

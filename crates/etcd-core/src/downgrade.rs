@@ -7,12 +7,16 @@
 use std::time::{Duration, Instant};
 
 use etcd_client::{DowngradeOptions, DowngradeResponse};
+use etcd_common::OptionId;
 use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+
+/// The version to downgrade to.
+const VERSION: OptionId = OptionId::value("version");
 use crate::header::ResponseHeader;
 
 /// What a downgrade request does.
@@ -87,13 +91,13 @@ impl DowngradeRequest {
     fn options(&self) -> Result<DowngradeOptions> {
         let version = || match self.version.as_deref().map(str::trim) {
             Some(v) if !v.is_empty() => Ok(v.to_string()),
-            _ => Err(Error::InvalidOption {
-                option: "version",
-                reason: format!(
+            _ => Err(Error::from(etcd_common::InvalidOption::new(
+                VERSION,
+                format!(
                     "downgrade {} needs the target version (e.g. 3.5)",
                     self.action.word()
                 ),
-            }),
+            ))),
         };
         Ok(match self.action {
             DowngradeAction::Validate => DowngradeOptions::Validate(version()?),

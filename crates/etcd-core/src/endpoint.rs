@@ -99,10 +99,11 @@ impl Client {
     /// load).
     pub async fn endpoint_hashkv(&self, targets: Targets, revision: i64) -> Result<HashKvReport> {
         if revision < 0 {
-            return Err(Error::InvalidOption {
-                option: "rev",
-                reason: format!("{revision} is negative; give a revision of 0 (latest) or more"),
-            });
+            return Err(etcd_common::InvalidOption::new(
+                crate::error::REV,
+                format!("{revision} is negative; give a revision of 0 (latest) or more"),
+            )
+            .into());
         }
         let endpoints = self.addressed(targets).await?;
         let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();

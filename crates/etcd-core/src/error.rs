@@ -13,15 +13,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A setting has a bad value or contradicts another. When `option` is a connection
-    /// option's neutral id (`cacert`, `dial_timeout`), that option is the error's hint.
-    #[error("invalid {option}: {reason}")]
-    InvalidOption {
-        /// The option's neutral id, or the environment variable it came from.
-        option: &'static str,
-        /// What was wrong and what to do.
-        reason: String,
-    },
+    /// A setting has a bad value or contradicts another; the connection or operation option
+    /// it names (`cacert`, `dial_timeout`, `peer_urls`) is its hint.
+    #[error(transparent)]
+    InvalidOption(#[from] etcd_common::InvalidOption),
 
     /// An endpoint could not be parsed.
     #[error("invalid endpoint '{endpoint}': {reason}")]
@@ -243,25 +238,6 @@ impl From<etcd_common::FileError> for Error {
     }
 }
 
-/// The connection options an [`Error::InvalidOption`] may name (by neutral id, or with
-/// hyphens as older messages spelled them); each is that error's hint.
-const CONNECTION_OPTIONS: &[OptionId] = &[
-    options::ENDPOINTS,
-    options::CACERT,
-    options::CERT,
-    options::KEY,
-    options::INSECURE_SKIP_TLS_VERIFY,
-    options::USER,
-    PASSWORD,
-    DIAL_TIMEOUT,
-    COMMAND_TIMEOUT,
-    DISCOVERY_SRV,
-    DISCOVERY_SRV_NAME,
-    INSECURE_DISCOVERY,
-    DNS_SERVER,
-    SERVER_NAME,
-];
-
 /// The password of the connection's user.
 pub(crate) const PASSWORD: OptionId = OptionId::value("password");
 /// How long to wait for a connection.
@@ -272,12 +248,12 @@ pub(crate) const COMMAND_TIMEOUT: OptionId = OptionId::value("command_timeout");
 pub(crate) const DISCOVERY_SRV: OptionId = OptionId::value("discovery_srv");
 /// The service name of the SRV records.
 pub(crate) const DISCOVERY_SRV_NAME: OptionId = OptionId::value("discovery_srv_name");
-/// Accept discovered endpoints without checking them against the certificates.
-pub(crate) const INSECURE_DISCOVERY: OptionId = OptionId::switch("insecure_discovery");
 /// The DNS server asked for SRV records.
 pub(crate) const DNS_SERVER: OptionId = OptionId::value("dns_server");
 /// The name expected in the servers' certificates.
 pub(crate) const SERVER_NAME: OptionId = OptionId::value("server_name");
+/// The revision a hash, a read or a watch is at.
+pub(crate) const REV: OptionId = OptionId::value("rev");
 
 /// The option that names the file a [`Error::ReadFile`] or [`Error::InvalidPem`] is about.
 fn file_option(what: &str) -> Option<OptionId> {
@@ -288,25 +264,6 @@ fn file_option(what: &str) -> Option<OptionId> {
         crate::auth::PASSWORD_FILE_WHAT => Some(crate::auth::PASSWORD_FILE),
         _ => None,
     }
-}
-
-/// An operation's own option (`peer_urls`, `keep_revisions`, `name`): every id but those of
-/// positional arguments (the member, the revision to compact to) and environment variables.
-fn operation_option(name: &'static str) -> Option<OptionId> {
-    const POSITIONAL: &[&str] = &["member", "revision"];
-    // An environment variable (`ETCDCTL_DIAL_TIMEOUT`) or a description (`lease ID`) is not
-    // an option either: option ids are snake_case.
-    let option = !POSITIONAL.contains(&name)
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    option.then(|| OptionId::value(name))
-}
-
-/// The connection option called `name` (`dial_timeout` or `dial-timeout`), if it is one.
-fn connection_option(name: &str) -> Option<OptionId> {
-    let name = name.replace('-', "_");
-    CONNECTION_OPTIONS.iter().copied().find(|o| o.name == name)
 }
 
 /// The endpoints' errors on one line.
@@ -326,9 +283,7 @@ impl Hinted for Error {
         match self {
             // The first endpoint's hint that has one (a wrong CA fails every endpoint alike).
             Error::NoEndpointAvailable { errors } => errors.iter().find_map(Hinted::hint),
-            Error::InvalidOption { option, .. } => connection_option(option)
-                .or_else(|| operation_option(option))
-                .map(Hint::option),
+            Error::InvalidOption(e) => e.hint(),
             Error::ReadFile { what, .. } | Error::InvalidPem { what, .. } => {
                 file_option(what).map(Hint::option)
             }
@@ -364,9 +319,8 @@ impl Hinted for Error {
 
     fn kind(&self) -> Option<ErrorKind> {
         Some(match self {
-            Error::InvalidOption { .. }
-            | Error::InvalidEndpoint { .. }
-            | Error::InvalidRequest { .. } => ErrorKind::InvalidInput,
+            Error::InvalidOption(e) => return e.kind(),
+            Error::InvalidEndpoint { .. } | Error::InvalidRequest { .. } => ErrorKind::InvalidInput,
             Error::ReadFile { .. } | Error::InvalidPem { .. } => ErrorKind::CredentialFile,
             Error::AuthFailed { .. } => ErrorKind::AuthFailed,
             Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use etcd_common::{Hinted, Style, with_hint};
+use etcd_common::{Hinted, InvalidOption, Style, with_hint};
 
 use super::*;
 
@@ -53,10 +53,7 @@ fn endpoint_trouble_is_transient_and_bad_input_is_not() {
         assert!(err.is_transient(), "should be transient: {err:?}");
     }
     let permanent = [
-        Error::InvalidOption {
-            option: "dial_timeout",
-            reason: "must be greater than zero".into(),
-        },
+        InvalidOption::new(DIAL_TIMEOUT, "must be greater than zero").into(),
         Error::AuthFailed {
             endpoint: "e".into(),
             user: "root".into(),
@@ -87,26 +84,20 @@ fn endpoint_trouble_is_transient_and_bad_input_is_not() {
 
 #[test]
 fn connection_options_are_the_hint_of_their_invalid_option() {
-    let err = Error::InvalidOption {
-        option: "dial_timeout",
-        reason: "must be greater than zero (for example 5s)".into(),
-    };
+    let err = Error::from(InvalidOption::new(
+        DIAL_TIMEOUT,
+        "must be greater than zero (for example 5s)",
+    ));
     assert_eq!(
         cli(&err),
         "invalid dial_timeout: must be greater than zero (for example 5s) (--dial-timeout)"
     );
-    // The older hyphenated spelling finds the same option.
-    let err = Error::InvalidOption {
-        option: "server-name",
-        reason: "not a name".into(),
-    };
+    // A connection option is the hint of its error.
+    let err = Error::from(InvalidOption::new(SERVER_NAME, "not a name"));
     assert_eq!(err.hint(), Some(Hint::option(SERVER_NAME)));
     // An environment variable or a name that is no option has no hint.
     for option in ["ETCDCTL_DIAL_TIMEOUT", "lease ID", "user name"] {
-        let err = Error::InvalidOption {
-            option,
-            reason: "bad".into(),
-        };
+        let err = Error::from(InvalidOption::input(option, "bad"));
         assert_eq!(err.hint(), None, "{option}");
     }
 }

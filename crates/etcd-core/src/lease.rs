@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::header::ResponseHeader;
 
 /// How many time-to-live requests `lease list` keeps in flight (Kubernetes clusters hold
@@ -194,10 +194,11 @@ pub async fn lease_time_to_live(
     with_keys: bool,
 ) -> Result<LeaseTimeToLive> {
     if id.0 <= 0 {
-        return Err(Error::InvalidOption {
-            option: "lease ID",
-            reason: format!("{id} is not a lease ID; the lease list shows the IDs"),
-        });
+        return Err(etcd_common::InvalidOption::input(
+            "lease ID",
+            format!("{id} is not a lease ID; the lease list shows the IDs"),
+        )
+        .into());
     }
     config
         .read_any(|client| async move { time_to_live(&client, id, with_keys).await })

@@ -10,6 +10,10 @@ use crate::cluster::{ClusterView, linearizable_read};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use etcd_common::{InvalidOption, OptionId};
+
+/// How many revisions a compaction keeps.
+const KEEP_REVISIONS: OptionId = OptionId::value("keep_revisions");
 use crate::guard::{Change, ChangeGuard};
 use crate::header::ResponseHeader;
 use crate::id::MemberId;
@@ -570,23 +574,22 @@ fn compaction_revision(target: CompactTarget, current: i64) -> Result<i64> {
         CompactTarget::Revision(r) => r,
         CompactTarget::KeepRevisions(n) if n >= 0 => current - n,
         CompactTarget::KeepRevisions(n) => {
-            return Err(Error::InvalidOption {
-                option: "keep_revisions",
-                reason: format!("{n} is negative"),
-            });
+            return Err(InvalidOption::new(KEEP_REVISIONS, format!("{n} is negative")).into());
         }
     };
     if revision <= 0 {
-        return Err(Error::InvalidOption {
-            option: "revision",
-            reason: format!("nothing to compact: revision {revision} (current {current})"),
-        });
+        return Err(InvalidOption::input(
+            "revision",
+            format!("nothing to compact: revision {revision} (current {current})"),
+        )
+        .into());
     }
     if revision > current {
-        return Err(Error::InvalidOption {
-            option: "revision",
-            reason: format!("{revision} is in the future; the current revision is {current}"),
-        });
+        return Err(InvalidOption::input(
+            "revision",
+            format!("{revision} is in the future; the current revision is {current}"),
+        )
+        .into());
     }
     Ok(revision)
 }

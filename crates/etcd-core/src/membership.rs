@@ -20,6 +20,12 @@ use crate::cluster::{ClusterView, MemberState, cluster_view};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use etcd_common::{InvalidOption, OptionId};
+
+/// The peer URLs of a member to add or update.
+const PEER_URLS: OptionId = OptionId::value("peer_urls");
+/// The name of a member to add.
+const NAME: OptionId = OptionId::value("name");
 use crate::guard::{Change, ChangeGuard};
 use crate::id::MemberId;
 use crate::member::Member;
@@ -121,10 +127,11 @@ fn match_position<'a>(
     let members: Vec<&Member> = members.collect();
     let name = query.name.as_deref().filter(|n| !n.trim().is_empty());
     if name.is_none() && query.peer_urls.is_empty() {
-        return Err(Error::InvalidOption {
-            option: "member",
-            reason: "say which member: give its ID, name or peer URL".into(),
-        });
+        return Err(InvalidOption::input(
+            "member",
+            "say which member: give its ID, name or peer URL",
+        )
+        .into());
     }
     // Peer URLs are unique in a cluster: one in common names the member.
     let with_urls: Vec<usize> = (0..members.len())
@@ -197,12 +204,13 @@ pub(crate) fn check_selector(selector: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(Error::InvalidOption {
-        option: "member",
-        reason: format!(
+    Err(InvalidOption::input(
+        "member",
+        format!(
             "{reason}; give the member's ID (hex, as the member list prints it), name or peer URL"
         ),
-    })
+    )
+    .into())
 }
 
 fn normalize_url(url: &str) -> String {
@@ -351,21 +359,25 @@ fn start_env(members: &[Member], member: &Member, name: &str) -> BTreeMap<String
 
 fn validate_peer_urls(urls: &[String]) -> Result<()> {
     if urls.is_empty() {
-        return Err(Error::InvalidOption {
-            option: "peer_urls",
-            reason: "give at least one peer URL, e.g. https://10.0.0.4:2380".into(),
-        });
+        return Err(InvalidOption::new(
+            PEER_URLS,
+            "give at least one peer URL, e.g. https://10.0.0.4:2380",
+        )
+        .into());
     }
     for u in urls {
-        let parsed = url::Url::parse(u).map_err(|e| Error::InvalidOption {
-            option: "peer_urls",
-            reason: format!("'{u}' is not a URL ({e}); write it as https://HOST:2380"),
+        let parsed = url::Url::parse(u).map_err(|e| {
+            InvalidOption::new(
+                PEER_URLS,
+                format!("'{u}' is not a URL ({e}); write it as https://HOST:2380"),
+            )
         })?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.port().is_none() {
-            return Err(Error::InvalidOption {
-                option: "peer_urls",
-                reason: format!("'{u}' must be http(s)://HOST:PORT"),
-            });
+            return Err(InvalidOption::new(
+                PEER_URLS,
+                format!("'{u}' must be http(s)://HOST:PORT"),
+            )
+            .into());
         }
     }
     Ok(())
@@ -380,10 +392,10 @@ pub async fn member_add<G: ChangeGuard>(
 ) -> std::result::Result<MemberAddResult, G::Error> {
     validate_peer_urls(&request.peer_urls)?;
     if request.name.trim().is_empty() {
-        return Err(Error::InvalidOption {
-            option: "name",
-            reason: "give the new member's name (the name its etcd starts with, ETCD_NAME)".into(),
-        }
+        return Err(Error::from(InvalidOption::new(
+            NAME,
+            "give the new member's name (the name its etcd starts with, ETCD_NAME)",
+        ))
         .into());
     }
     let view = cluster_view(config).await?;

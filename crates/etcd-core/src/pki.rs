@@ -36,7 +36,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::time::ASN1Time;
 
 use crate::error::{Error, Result};
-use etcd_common::write_file_atomically;
+use etcd_common::{InvalidOption, OptionId, write_file_atomically};
 
 /// Mode of written keys.
 const KEY_MODE: u32 = 0o600;
@@ -144,12 +144,27 @@ pub struct CertificateResult {
     pub not_after: Option<i64>,
 }
 
-fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
-    Error::InvalidOption {
-        option,
-        reason: reason.into(),
-    }
+fn invalid(option: OptionId, reason: impl Into<String>) -> Error {
+    InvalidOption::new(option, reason).into()
 }
+
+/// A certificate or key that could not be made: no option fixes it.
+fn failed(what: &'static str, reason: impl Into<String>) -> Error {
+    InvalidOption::input(what, reason).into()
+}
+
+/// How many days a certificate is valid.
+const VALIDITY_DAYS: OptionId = OptionId::value("validity_days");
+/// The certificate's common name.
+const COMMON_NAME: OptionId = OptionId::value("common_name");
+/// The names a certificate is valid for.
+const SANS: OptionId = OptionId::value("sans");
+/// The DNS names a certificate is valid for.
+const DNS_NAMES: OptionId = OptionId::value("dns_names");
+/// The CA certificate that signs.
+const CA_CERT: OptionId = OptionId::value("ca_cert");
+/// The CA key that signs.
+const CA_KEY: OptionId = OptionId::value("ca_key");
 
 fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.to_path_buf();
@@ -236,7 +251,7 @@ fn now() -> i64 {
 fn set_validity(params: &mut CertificateParams, days: u32) -> Result<()> {
     if days == 0 || days > 36_500 {
         return Err(invalid(
-            "validity_days",
+            VALIDITY_DAYS,
             format!("{days} is out of range (1 to 36500)"),
         ));
     }
@@ -245,7 +260,7 @@ fn set_validity(params: &mut CertificateParams, days: u32) -> Result<()> {
     let at = |secs| {
         ASN1Time::from_timestamp(secs)
             .map(|t| t.to_datetime())
-            .map_err(|e| invalid("validity_days", format!("cannot represent the date: {e}")))
+            .map_err(|e| invalid(VALIDITY_DAYS, format!("cannot represent the date: {e}")))
     };
     params.not_before = at(start)?;
     params.not_after = at(end)?;
@@ -271,7 +286,7 @@ fn ca_params(common_name: &str, days: u32) -> Result<CertificateParams> {
 /// half there or unusable: every member certificate hangs on it.
 pub fn ensure_ca(request: &CaRequest) -> Result<CertificateResult> {
     if request.common_name.trim().is_empty() {
-        return Err(invalid("common_name", "give the CA's common name"));
+        return Err(invalid(COMMON_NAME, "give the CA's common name"));
     }
     let cert_text = read_optional(&request.cert_path)?;
     let key_exists = request.key_path.exists();
@@ -331,11 +346,11 @@ pub fn ensure_ca(request: &CaRequest) -> Result<CertificateResult> {
                 ));
             }
             let key = KeyPair::generate()
-                .map_err(|e| invalid("CA key", format!("cannot generate: {e}")))?;
+                .map_err(|e| failed("CA key", format!("cannot generate: {e}")))?;
             let not_after = params.not_after.unix_timestamp();
             let cert = params
                 .self_signed(&key)
-                .map_err(|e| invalid("CA certificate", format!("cannot sign: {e}")))?;
+                .map_err(|e| failed("CA certificate", format!("cannot sign: {e}")))?;
             write_file_atomically(
                 &request.key_path,
                 key.serialize_pem().as_bytes(),
@@ -412,11 +427,11 @@ fn needs_reissue(
 pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<CertificateResult> {
     let cn = request.common_name.trim();
     if cn.is_empty() {
-        return Err(invalid("common_name", "give the member's name"));
+        return Err(invalid(COMMON_NAME, "give the member's name"));
     }
     if request.dns_names.is_empty() && request.ip_addresses.is_empty() {
         return Err(invalid(
-            "sans",
+            SANS,
             "give at least one DNS name or IP address the member is reached at",
         ));
     }
@@ -427,7 +442,7 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
         let san = SanType::DnsName(
             name.clone()
                 .try_into()
-                .map_err(|_| invalid("dns_names", format!("'{name}' is not a DNS name")))?,
+                .map_err(|_| invalid(DNS_NAMES, format!("'{name}' is not a DNS name")))?,
         );
         sans.push(san);
         wanted.insert(format!("DNS:{name}"));
@@ -438,7 +453,7 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
     }
     let ca_text = read_optional(&request.ca_cert)?.ok_or_else(|| {
         invalid(
-            "ca_cert",
+            CA_CERT,
             format!(
                 "'{}' does not exist; make the CA first",
                 request.ca_cert.display()
@@ -473,7 +488,7 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
     }
     let ca_key_text = read_optional(&request.ca_key)?.ok_or_else(|| {
         invalid(
-            "ca_key",
+            CA_KEY,
             format!("'{}' does not exist", request.ca_key.display()),
         )
     })?;
@@ -500,10 +515,10 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
     ];
     let not_after = params.not_after.unix_timestamp();
     let key =
-        KeyPair::generate().map_err(|e| invalid("key pair", format!("cannot generate: {e}")))?;
+        KeyPair::generate().map_err(|e| failed("key pair", format!("cannot generate: {e}")))?;
     let cert = params
         .signed_by(&key, &issuer)
-        .map_err(|e| invalid("certificate", format!("cannot sign: {e}")))?;
+        .map_err(|e| failed("certificate", format!("cannot sign: {e}")))?;
     write_file_atomically(
         &request.key_path,
         key.serialize_pem().as_bytes(),

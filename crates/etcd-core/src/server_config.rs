@@ -327,7 +327,7 @@ impl ServerConfig {
             extra,
         };
         let body = serde_yaml_ng::to_string(&rendered)
-            .map_err(|e| invalid("extra", format!("cannot render the file: {e}")))?;
+            .map_err(|e| invalid(validate::EXTRA, format!("cannot render the file: {e}")))?;
         Ok(format!("{HEADER}{body}"))
     }
 }
@@ -353,19 +353,20 @@ pub fn srv_records(
     domain: &str,
     service_name: Option<&str>,
 ) -> Result<Vec<SrvRecordSpec>> {
-    check_domain("srv domain", domain)?;
+    check_domain(domain)
+        .map_err(|reason| Error::from(etcd_common::InvalidOption::input("srv domain", reason)))?;
     let domain = domain.trim_end_matches('.');
     let suffix = service_name.map(|n| format!("-{n}")).unwrap_or_default();
     let mut out = Vec::new();
     for (kind, option, urls) in [
         (
             "server",
-            "initial_advertise_peer_urls",
+            validate::INITIAL_ADVERTISE_PEER_URLS,
             config.effective_advertise_peer_urls(),
         ),
         (
             "client",
-            "advertise_client_urls",
+            validate::ADVERTISE_CLIENT_URLS,
             config.effective_advertise_client_urls(),
         ),
     ] {
@@ -422,6 +423,9 @@ fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Er
     }
 }
 
+/// The path of etcd's config file.
+const PATH: etcd_common::OptionId = etcd_common::OptionId::value("path");
+
 /// Reads the current file: text and mode, `None` when absent.
 fn read_current(path: &Path) -> Result<Option<(String, std::fs::Metadata)>> {
     let meta = match std::fs::metadata(path) {
@@ -431,7 +435,7 @@ fn read_current(path: &Path) -> Result<Option<(String, std::fs::Metadata)>> {
     };
     if !meta.is_file() || meta.len() > MAX_FILE {
         return Err(invalid(
-            "path",
+            PATH,
             format!(
                 "'{}' is not a regular file of at most 1 MiB; is it etcd's config file?",
                 path.display()

@@ -268,9 +268,12 @@ impl ServerCertVerifier for RecordServerCert {
 pub fn server_name(settings: &TlsSettings, host: &str) -> Result<ServerName<'static>> {
     let name = settings.server_name.as_deref().unwrap_or(host);
     let name = name.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(name.to_string()).map_err(|_| Error::InvalidOption {
-        option: "server_name",
-        reason: format!("'{name}' is not a valid DNS name or IP address"),
+    ServerName::try_from(name.to_string()).map_err(|_| {
+        etcd_common::InvalidOption::new(
+            crate::error::SERVER_NAME,
+            format!("'{name}' is not a valid DNS name or IP address"),
+        )
+        .into()
     })
 }
 

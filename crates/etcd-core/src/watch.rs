@@ -458,13 +458,14 @@ pub async fn watch_batches(
                 watched.start_revision
             ),
         }),
-        (WatchEnd::Compacted(first), None) => Err(Error::InvalidOption {
-            option: "rev",
-            reason: format!(
+        (WatchEnd::Compacted(first), None) => Err(etcd_common::InvalidOption::new(
+            crate::error::REV,
+            format!(
                 "revision {} has been compacted; the oldest retained revision is {first}",
                 request.start_revision
             ),
-        }),
+        )
+        .into()),
         (WatchEnd::Reached, _) => Ok(WatchSummary {
             events: count,
             ended_by: "until_revision",

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{K8sError, Result};
+use crate::error::{K8sError, RESOURCES, Result};
+use etcd_common::InvalidOption;
 
 /// The apiVersion written and accepted.
 pub const API_VERSION: &str = "apiserver.config.k8s.io/v1";
@@ -155,12 +156,12 @@ fn check_key_name(name: &str) -> Result<String> {
     if ok {
         Ok(name.to_string())
     } else {
-        Err(K8sError::InvalidOption {
-            option: "key name",
-            reason: format!(
+        Err(K8sError::from(InvalidOption::input(
+            "key name",
+            format!(
                 "{name:?}: use 1 to 128 letters, digits, '-', '_' or '.' (it is stored in front of every encrypted value)"
             ),
-        })
+        )))
     }
 }
 
@@ -284,10 +285,10 @@ pub fn encryption_config(request: &EncryptionConfigRequest) -> Result<Encryption
         }
     }
     if resources.is_empty() {
-        return Err(K8sError::InvalidOption {
-            option: "resources",
-            reason: "empty; give at least one resource, e.g. secrets".into(),
-        });
+        return Err(K8sError::from(InvalidOption::new(
+            RESOURCES,
+            "empty; give at least one resource, e.g. secrets",
+        )));
     }
     let existing = file::read_config(path)?;
     let mut warnings = Vec::new();

@@ -19,15 +19,10 @@ pub enum K8sError {
     /// The store holding a snapshot failed.
     #[error(transparent)]
     Store(#[from] etcd_store::StoreError),
-    /// Bad input from the user. When `option` is an option's neutral id (`prefix`,
-    /// `resources`, `key_name`), that option is the error's hint.
-    #[error("invalid {option}: {reason}")]
-    InvalidOption {
-        /// The option.
-        option: &'static str,
-        /// What was wrong and what to do.
-        reason: String,
-    },
+    /// Bad input from the user. When it is an option (`prefix`, `resources`, `key_name`),
+    /// that option is the error's hint.
+    #[error(transparent)]
+    InvalidOption(#[from] etcd_common::InvalidOption),
     /// A request is wrong in a way one of `hint`'s options fixes.
     #[error("invalid {what}: {reason}")]
     InvalidRequest {
@@ -161,31 +156,13 @@ pub(crate) const OPENSHIFT_BACKUP_DIR: OptionId = OptionId::value("openshift_bac
 /// The age recipients a backup is encrypted to.
 pub(crate) const ENCRYPT_TO: OptionId = OptionId::value("encrypt_to");
 
-/// The options an [`K8sError::InvalidOption`] may name (by neutral id, or with hyphens).
-const OPTIONS: &[OptionId] = &[
-    PREFIX,
-    RESOURCES,
-    KEY_NAME,
-    SNAPSHOT,
-    ROOT,
-    OPENSHIFT_BACKUP_DIR,
-];
-
-fn option_named(name: &str) -> Option<OptionId> {
-    let name = match name.replace('-', "_").as_str() {
-        "resource" => "resources".to_string(),
-        other => other.to_string(),
-    };
-    OPTIONS.iter().copied().find(|o| o.name == name)
-}
-
 impl Hinted for K8sError {
     fn hint(&self) -> Option<Hint> {
         match self {
             K8sError::Etcd(e) => e.hint(),
             K8sError::Snapshot(e) => e.hint(),
             K8sError::Store(e) => e.hint(),
-            K8sError::InvalidOption { option, .. } => option_named(option).map(Hint::option),
+            K8sError::InvalidOption(e) => e.hint(),
             K8sError::InvalidRequest { hint, .. } => Some(hint.clone()),
             K8sError::NoPrefixFound { .. } => Some(Hint::option(PREFIX)),
             K8sError::NoEtcdFound { .. } => Some(Hint::any_of(&[
@@ -218,8 +195,8 @@ impl Hinted for K8sError {
             K8sError::Etcd(e) => return e.kind(),
             K8sError::Snapshot(e) => return e.kind(),
             K8sError::Store(e) => return e.kind(),
-            K8sError::InvalidOption { .. }
-            | K8sError::InvalidRequest { .. }
+            K8sError::InvalidOption(e) => return e.kind(),
+            K8sError::InvalidRequest { .. }
             | K8sError::NotEtcdData { .. }
             | K8sError::BadConfig { .. }
             | K8sError::OutOfOrder { .. } => ErrorKind::InvalidInput,

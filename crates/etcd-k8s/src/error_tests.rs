@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use etcd_common::{Hinted, Style, with_hint};
+use etcd_common::{Hinted, InvalidOption, Style, with_hint};
 
 use super::*;
 
@@ -65,21 +65,12 @@ fn k8s_errors_name_the_option_that_fixes_them() {
             .map(|(_, h)| h),
         Some("force: true)")
     );
-    let bad_prefix = K8sError::InvalidOption {
-        option: "prefix",
-        reason: "empty".into(),
-    };
+    let bad_prefix = K8sError::from(InvalidOption::new(PREFIX, "empty"));
     assert_eq!(bad_prefix.hint(), Some(Hint::option(PREFIX)));
-    let resource = K8sError::InvalidOption {
-        option: "resource",
-        reason: "bad".into(),
-    };
+    let resource = K8sError::from(InvalidOption::new(RESOURCES, "bad").called("resource"));
     assert_eq!(resource.hint(), Some(Hint::option(RESOURCES)));
     for option in ["key", "step", "configuration"] {
-        let err = K8sError::InvalidOption {
-            option,
-            reason: "bad".into(),
-        };
+        let err = K8sError::from(InvalidOption::input(option, "bad"));
         assert_eq!(err.hint(), None, "{option}");
         assert!(!err.is_transient());
     }

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use etcd_common::Hint;
+use etcd_common::{Hint, InvalidOption};
 
 use chrono::Local;
 use etcd_snapshot::{Manifest, open_snapshot_object};
@@ -155,10 +155,10 @@ pub async fn write_openshift_backup(
     let archive = dir.join(format!("static_kuberesources_{time}.tar.gz"));
     for path in [&snapshot, &archive] {
         if path.symlink_metadata().is_ok() {
-            return Err(K8sError::InvalidOption {
-                option: "openshift_backup_dir",
-                reason: format!("{} already exists; it is never overwritten", path.display()),
-            });
+            return Err(K8sError::from(InvalidOption::new(
+                OPENSHIFT_BACKUP_DIR,
+                format!("{} already exists; it is never overwritten", path.display()),
+            )));
         }
     }
     let partial = |path: &Path| {

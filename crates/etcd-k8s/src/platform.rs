@@ -13,7 +13,8 @@ use etcd_core::ConnectionOptions;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
 
-use crate::error::{K8sError, Result};
+use crate::error::{K8sError, ROOT, Result};
+use etcd_common::InvalidOption;
 
 /// Where the kubelet reads static pod manifests.
 pub const MANIFESTS_DIR: &str = "/etc/kubernetes/manifests";
@@ -188,13 +189,13 @@ fn read(path: &Path) -> Result<String> {
 pub fn detect_platform(request: &PlatformRequest) -> Result<PlatformInfo> {
     let root = request.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     if !root.is_dir() {
-        return Err(K8sError::InvalidOption {
-            option: "platform_root",
-            reason: format!(
+        return Err(K8sError::from(InvalidOption::new(
+            ROOT,
+            format!(
                 "'{}' is not a directory; give the directory standing for / (default /)",
                 root.display()
             ),
-        });
+        )));
     }
     let openshift = rooted(&root, Path::new(OPENSHIFT_MANIFEST));
     if exists(&openshift) {

@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use crate::error::{K8sError, Result};
+use crate::error::{K8sError, PREFIX, RESOURCES, Result};
+use etcd_common::InvalidOption;
 
 /// The prefixes kube-apiserver is known to use (its `--etcd-prefix`).
 pub const KNOWN_PREFIXES: &[&str] = &["/registry", "/kubernetes.io"];
@@ -13,10 +14,10 @@ pub const KNOWN_PREFIXES: &[&str] = &["/registry", "/kubernetes.io"];
 pub fn normalize_prefix(prefix: &str) -> Result<String> {
     let trimmed = prefix.trim().trim_end_matches('/');
     if trimmed.is_empty() {
-        return Err(K8sError::InvalidOption {
-            option: "prefix",
-            reason: "empty; give the prefix kube-apiserver stores under (its etcd-prefix setting), e.g. /registry".into(),
-        });
+        return Err(K8sError::from(InvalidOption::new(
+            PREFIX,
+            "empty; give the prefix kube-apiserver stores under (its etcd-prefix setting), e.g. /registry",
+        )));
     }
     Ok(if trimmed.starts_with('/') {
         trimmed.to_string()
@@ -29,12 +30,15 @@ pub fn normalize_prefix(prefix: &str) -> Result<String> {
 pub fn normalize_resource(resource: &str) -> Result<String> {
     let trimmed = resource.trim().trim_matches('/');
     if trimmed.is_empty() || trimmed.contains("//") || trimmed.contains(char::is_whitespace) {
-        return Err(K8sError::InvalidOption {
-            option: "resource",
-            reason: format!(
-                "{resource:?} is not a resource; give plural names such as secrets,configmaps"
-            ),
-        });
+        return Err(K8sError::from(
+            InvalidOption::new(
+                RESOURCES,
+                format!(
+                    "{resource:?} is not a resource; give plural names such as secrets,configmaps"
+                ),
+            )
+            .called("resource"),
+        ));
     }
     Ok(trimmed.to_string())
 }

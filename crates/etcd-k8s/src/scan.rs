@@ -15,12 +15,13 @@ use etcd_store::StoreOptions;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{K8sError, Result};
+use crate::error::{K8sError, RESOURCES, Result, SNAPSHOT};
 use crate::prefix::{
     KNOWN_PREFIXES, choose_prefix, normalize_prefix, normalize_resource, object_ref,
     resource_prefix,
 };
 use crate::value::{Storage, classify};
+use etcd_common::InvalidOption;
 
 /// Objects listed in a report by default (the totals always count every object).
 pub const DEFAULT_MAX_OBJECTS: usize = 1000;
@@ -156,23 +157,22 @@ pub async fn encryption_status_offline(
     request: &EncryptionStatusRequest,
     identities: &Identities,
 ) -> Result<EncryptionReport> {
-    let source = request
-        .snapshot
-        .as_deref()
-        .ok_or_else(|| K8sError::InvalidOption {
-            option: "snapshot",
-            reason: "give the snapshot file or backup URL to audit".into(),
-        })?;
+    let source = request.snapshot.as_deref().ok_or_else(|| {
+        K8sError::from(InvalidOption::new(
+            SNAPSHOT,
+            "give the snapshot file or backup URL to audit",
+        ))
+    })?;
     let snapshot = open_snapshot(source, store_options, identities).await?;
     scan_snapshot(source, &snapshot, request)
 }
 
 fn resources(request: &EncryptionStatusRequest) -> Result<Vec<String>> {
     if request.resources.is_empty() {
-        return Err(K8sError::InvalidOption {
-            option: "resources",
-            reason: "empty; give at least one resource, e.g. secrets".into(),
-        });
+        return Err(K8sError::from(InvalidOption::new(
+            RESOURCES,
+            "empty; give at least one resource, e.g. secrets",
+        )));
     }
     let mut out: Vec<String> = Vec::new();
     for r in &request.resources {

@@ -18,6 +18,7 @@ use crate::platform::{
     DEFAULT_PARKING_DIR, KUBEADM_MANIFEST, OPENSHIFT_MANIFEST, Platform, PlatformInfo,
     parse_pod_manifest, rooted,
 };
+use etcd_common::InvalidOption;
 
 /// The state asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -324,21 +325,21 @@ impl Places {
 fn locate(request: &StaticPodRequest) -> Result<(Places, PlatformInfo)> {
     let manifest = request.manifest_path();
     let parking_dir = request.parking_dir_path();
-    let file_name = manifest
-        .file_name()
-        .ok_or_else(|| K8sError::InvalidOption {
-            option: "manifest",
-            reason: format!(
+    let file_name = manifest.file_name().ok_or_else(|| {
+        K8sError::from(InvalidOption::input(
+            "manifest",
+            format!(
                 "'{}' names no file; give the manifest's path, such as {KUBEADM_MANIFEST}",
                 manifest.display()
             ),
-        })?;
+        ))
+    })?;
     let manifests_dir = manifest.parent().unwrap_or(Path::new("/"));
     if same_dir(manifests_dir, &parking_dir) {
-        return Err(K8sError::InvalidOption {
-            option: "parking_dir",
-            reason: "is the kubelet's manifests directory, where the kubelet would keep running etcd; choose a directory outside it".into(),
-        });
+        return Err(K8sError::from(InvalidOption::input(
+            "parking_dir",
+            "is the kubelet's manifests directory, where the kubelet would keep running etcd; choose a directory outside it",
+        )));
     }
     let parked = parking_dir.join(file_name);
     let platform = if file_name == "etcd-pod.yaml" {

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
+use etcd_common::{InvalidOption, OptionId};
 use etcd_data::restore::{ReplayedDb, RestoreError, replay_into_db};
 use etcd_store::Store;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,7 @@ use crate::crypt::{Identities, Recipients};
 use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at, segment_needs_reading};
 use crate::error::SnapshotError;
 use crate::manifest::{CompactedFrom, Compression, Manifest, backup_object_name};
+use crate::opts::{CHAIN, WORK_DIR};
 use crate::progress::Progress;
 use crate::restore::open_checked_object;
 use crate::save::{DEFAULT_ZSTD_LEVEL, SaveRequest, publish_manifest, unique_tag};
@@ -84,8 +86,13 @@ pub struct ConsolidateResult {
     pub duration_seconds: f64,
 }
 
-fn invalid(option: &'static str, reason: String) -> RestoreError {
-    SnapshotError::InvalidOption { option, reason }.into()
+fn invalid(option: OptionId, reason: String) -> RestoreError {
+    SnapshotError::from(InvalidOption::new(option, reason)).into()
+}
+
+/// Bad input that is no option (the store, a positional argument): no hint.
+fn invalid_input(what: &'static str, reason: String) -> RestoreError {
+    SnapshotError::from(InvalidOption::input(what, reason)).into()
 }
 
 /// The chain `request` names, or the newest chain in the catalog (one cluster's).
@@ -99,7 +106,7 @@ fn choose_chain<'a>(
         let wanted = object_name(name);
         return complete.clone().find(|b| b.object == wanted).ok_or_else(|| {
             invalid(
-                "chain",
+                CHAIN,
                 format!(
                     "{} holds no complete full backup named '{wanted}'; `snapshot list` shows the names",
                     store.url()
@@ -115,7 +122,7 @@ fn choose_chain<'a>(
     clusters.dedup();
     if clusters.len() > 1 {
         return Err(invalid(
-            "chain",
+            CHAIN,
             format!(
                 "{} holds backups of {} clusters ({}); name the chain to compact by its full backup, as `snapshot list` shows it",
                 store.url(),
@@ -128,7 +135,7 @@ fn choose_chain<'a>(
         .filter(|b| b.chain.as_ref().is_some_and(|c| c.covered_segments > 0))
         .max_by_key(|b| (b.manifest.created_at, b.manifest.revision))
         .ok_or_else(|| {
-            invalid(
+            invalid_input(
                 "STORE",
                 format!(
                     "{} holds no chain to compact (no full backup with delta segments)",
@@ -150,7 +157,7 @@ struct Reach<'a> {
 fn reach(full: &BackupEntry) -> Result<Reach<'_>, RestoreError> {
     let nothing = || {
         invalid(
-            "chain",
+            CHAIN,
             format!(
                 "{} has no delta segment that can be replayed: nothing to compact",
                 full.object
@@ -402,7 +409,7 @@ fn out_of_room(error: RestoreError, work_root: &Path) -> RestoreError {
         return error;
     }
     invalid(
-        "work_dir",
+        WORK_DIR,
         format!(
             "{} ran out of space rebuilding the db ({error}); a compaction needs room for the full backup's db, its segments and the new db: give a work dir on a filesystem with more room",
             work_root.display()

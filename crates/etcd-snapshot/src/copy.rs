@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::catalog::{BackupEntry, DeltaEntry, list_backups, names_segment, read_catalog};
 use crate::error::{Result, SnapshotError};
 use crate::progress::Progress;
+use etcd_common::InvalidOption;
 
 /// What to copy.
 #[derive(Debug, Clone, Default)]
@@ -162,12 +163,9 @@ pub async fn copy_backups(
                         .iter()
                         .find(|b| b.deltas.iter().any(|d| d.object == name))
                         .map_or("its full backup".to_string(), |b| format!("'{}'", b.object));
-                    return Err(SnapshotError::InvalidOption {
-                        option: "backup",
-                        reason: format!(
+                    return Err(SnapshotError::from(InvalidOption::input("backup", format!(
                             "{name} is a delta segment; name its full backup {full} instead, whose chain is copied with it"
-                        ),
-                    });
+                        ))));
                 }
                 if let Some(foreign) = catalog
                     .foreign_entry(name)
@@ -184,13 +182,10 @@ pub async fn copy_backups(
                     .backups
                     .iter()
                     .find(|b| b.object == name && b.complete)
-                    .ok_or_else(|| SnapshotError::InvalidOption {
-                        option: "backup",
-                        reason: format!(
+                    .ok_or_else(|| SnapshotError::from(InvalidOption::input("backup", format!(
                             "{} holds no complete backup {name}; `snapshot list` shows what it holds",
                             source.url()
-                        ),
-                    })
+                        ))))
             })
             .collect::<Result<_>>()?
     };

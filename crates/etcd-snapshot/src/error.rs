@@ -61,14 +61,10 @@ pub enum SnapshotError {
         /// What was wrong.
         reason: String,
     },
-    /// Bad input from the user.
-    #[error("invalid {option}: {reason}")]
-    InvalidOption {
-        /// The option.
-        option: &'static str,
-        /// What was wrong and what to do.
-        reason: String,
-    },
+    /// Bad input from the user. When it is an option (`keep_daily`, `chain`), that option is
+    /// the error's hint; a positional argument (the backup, the source, the store) has none.
+    #[error(transparent)]
+    InvalidOption(#[from] etcd_common::InvalidOption),
     /// No suitable member to take the snapshot from.
     #[error("no member can serve a snapshot: {reason}")]
     NoSource {
@@ -129,19 +125,6 @@ fn member_errors(problems: &[(String, SnapshotError)]) -> String {
         .join("; ")
 }
 
-/// The retention rules, any one of which a prune needs.
-const RETENTION_RULES: [etcd_common::OptionId; 6] = [
-    etcd_common::OptionId::value("keep_last"),
-    etcd_common::OptionId::value("keep_hourly"),
-    etcd_common::OptionId::value("keep_daily"),
-    etcd_common::OptionId::value("keep_weekly"),
-    etcd_common::OptionId::value("keep_monthly"),
-    etcd_common::OptionId::value("max_age"),
-];
-
-/// Names of positional arguments that `InvalidOption` may carry: no hint names them.
-const POSITIONAL: &[&str] = &["backup", "source", "store"];
-
 impl Hinted for SnapshotError {
     fn hint(&self) -> Option<Hint> {
         match self {
@@ -151,14 +134,8 @@ impl Hinted for SnapshotError {
             SnapshotError::NoMemberAnswered { problems } => {
                 problems.iter().find_map(|(_, e)| e.hint())
             }
-            SnapshotError::NoRetentionRule => Some(Hint::any_of(&RETENTION_RULES)),
-            // The option itself, unless it names a positional argument (the backup, the
-            // source, the store), which has no option spelling.
-            SnapshotError::InvalidOption { option, .. }
-                if !POSITIONAL.contains(option) && !option.chars().any(char::is_uppercase) =>
-            {
-                Some(Hint::option(etcd_common::OptionId::value(option)))
-            }
+            SnapshotError::NoRetentionRule => Some(Hint::any_of(&crate::opts::RETENTION_RULES)),
+            SnapshotError::InvalidOption(e) => e.hint(),
             _ => None,
         }
     }
@@ -185,9 +162,8 @@ impl Hinted for SnapshotError {
             SnapshotError::NoMemberAnswered { problems } => {
                 return problems.first().and_then(|(_, e)| e.kind());
             }
-            SnapshotError::InvalidOption { .. } | SnapshotError::NoRetentionRule => {
-                ErrorKind::InvalidInput
-            }
+            SnapshotError::InvalidOption(e) => return e.kind(),
+            SnapshotError::NoRetentionRule => ErrorKind::InvalidInput,
             SnapshotError::RunLocked { .. } => ErrorKind::Refused,
             SnapshotError::TrailerMismatch { .. }
             | SnapshotError::Truncated { .. }

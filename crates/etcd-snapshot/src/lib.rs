@@ -38,6 +38,7 @@ mod input;
 mod layout;
 mod manifest;
 mod metrics;
+pub mod opts;
 mod progress;
 mod prune;
 mod restore;

@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::error::{Result, SnapshotError};
+use crate::opts;
+use etcd_common::InvalidOption;
 
 /// The retention rules (`keep_*` and `max_age` options).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,29 +44,27 @@ impl RetentionPolicy {
     /// names the option as this struct does (`keep_last`); front-ends phrase it as theirs.
     pub fn validate(&self) -> Result<()> {
         let counts = [
-            ("keep_last", self.keep_last),
-            ("keep_hourly", self.keep_hourly),
-            ("keep_daily", self.keep_daily),
-            ("keep_weekly", self.keep_weekly),
-            ("keep_monthly", self.keep_monthly),
+            (opts::KEEP_LAST, self.keep_last),
+            (opts::KEEP_HOURLY, self.keep_hourly),
+            (opts::KEEP_DAILY, self.keep_daily),
+            (opts::KEEP_WEEKLY, self.keep_weekly),
+            (opts::KEEP_MONTHLY, self.keep_monthly),
         ];
         for (option, count) in counts {
             if count == Some(0) {
-                return Err(SnapshotError::InvalidOption {
+                return Err(SnapshotError::from(InvalidOption::new(
                     option,
-                    reason: "must be at least 1; 0 keeps nothing by this rule (leave the rule \
-                             out instead)"
-                        .into(),
-                });
+                    "must be at least 1; 0 keeps nothing by this rule (leave the rule \
+                             out instead)",
+                )));
             }
         }
         if self.max_age == Some(Duration::ZERO) {
-            return Err(SnapshotError::InvalidOption {
-                option: "max_age",
-                reason: "must be more than 0s; 0 keeps nothing by this rule (leave the \
-                         rule out instead)"
-                    .into(),
-            });
+            return Err(SnapshotError::from(InvalidOption::new(
+                opts::MAX_AGE,
+                "must be more than 0s; 0 keeps nothing by this rule (leave the \
+                         rule out instead)",
+            )));
         }
         Ok(())
     }

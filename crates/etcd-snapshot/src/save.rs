@@ -24,6 +24,7 @@ use crate::retention::RetentionPolicy;
 use crate::save_stream::{Streamed, stream_into};
 use crate::source::{SnapshotSource, choose_source};
 use crate::verify::{VerifyExpectation, verify_object};
+use etcd_common::InvalidOption;
 
 /// Length of etcd's SHA-256 trailer.
 pub const TRAILER_LEN: usize = 32;
@@ -141,10 +142,10 @@ impl SaveRequest {
     /// anything is read: a preview (check mode) refuses what the save would.
     pub fn validate(&self) -> Result<()> {
         if !(1..=19).contains(&self.level) && self.compression == Compression::Zstd {
-            return Err(SnapshotError::InvalidOption {
-                option: "compression_level",
-                reason: format!("{} is outside 1..=19", self.level),
-            });
+            return Err(SnapshotError::from(InvalidOption::new(
+                crate::opts::COMPRESSION_LEVEL,
+                format!("{} is outside 1..=19", self.level),
+            )));
         }
         Ok(())
     }

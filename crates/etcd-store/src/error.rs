@@ -6,7 +6,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use etcd_common::{ErrorKind, Hint, Hinted, OptionId};
+use etcd_common::{ErrorKind, Hint, Hinted, InvalidOption, OptionId};
 
 /// Everything that can go wrong with a store. Messages never contain credentials.
 #[derive(Debug, thiserror::Error)]
@@ -20,15 +20,11 @@ pub enum StoreError {
         /// What was wrong and what to do.
         reason: String,
     },
-    /// An option is missing or has a bad value. When `option` is a store option's neutral id
-    /// (`part_size`, `s3_endpoint`), that option is the error's hint.
-    #[error("invalid store option {option}: {reason}")]
-    InvalidOption {
-        /// The option's neutral id, the backend ("s3"), or the environment variable.
-        option: &'static str,
-        /// What was wrong and what to do.
-        reason: String,
-    },
+    /// An option is missing or has a bad value (`invalid store option {option}: {reason}`).
+    /// When it is a store option (`part_size`, `s3_endpoint`), that option is the error's
+    /// hint; the backend's own settings ("s3") and environment variables have none.
+    #[error(transparent)]
+    InvalidOption(#[from] InvalidOption),
     /// An object name is not a relative, `/`-separated path.
     #[error("invalid object name '{name}': {reason}")]
     InvalidName {
@@ -589,28 +585,10 @@ impl ErrorInfo {
     }
 }
 
-/// The store options an [`StoreError::InvalidOption`] may name; each is that error's hint.
-const STORE_OPTIONS: &[OptionId] = &[
-    S3_ENDPOINT,
-    S3_REGION,
-    S3_PATH_STYLE,
-    ALLOW_HTTP,
-    AZURE_EMULATOR,
-    STORE_ENDPOINT,
-    PART_SIZE,
-    STORE_CA_BUNDLE,
-];
-
 /// An S3-compatible endpoint.
 pub(crate) const S3_ENDPOINT: OptionId = OptionId::value("s3_endpoint");
-/// The S3 region.
-pub(crate) const S3_REGION: OptionId = OptionId::value("s3_region");
-/// Path-style S3 requests.
-pub(crate) const S3_PATH_STYLE: OptionId = OptionId::switch("s3_path_style");
 /// Allow plain-http store endpoints.
 pub(crate) const ALLOW_HTTP: OptionId = OptionId::switch("allow_http");
-/// Use the Azurite emulator's account.
-pub(crate) const AZURE_EMULATOR: OptionId = OptionId::switch("azure_emulator");
 /// The endpoint of a GCS or Azure store.
 pub(crate) const STORE_ENDPOINT: OptionId = OptionId::value("store_endpoint");
 /// The multipart part size.
@@ -618,21 +596,35 @@ pub(crate) const PART_SIZE: OptionId = OptionId::value("part_size");
 /// The CA bundle trusted for object store endpoints.
 pub(crate) const STORE_CA_BUNDLE: OptionId = OptionId::value("store_ca_bundle");
 
-/// The store option an [`StoreError::InvalidOption`] is about, if it names one (the
-/// endpoint override is the `store_endpoint` option).
-fn store_option(name: &str) -> Option<OptionId> {
-    let name = if name == "endpoint_override" {
-        STORE_ENDPOINT.name
-    } else {
-        name
-    };
-    STORE_OPTIONS.iter().copied().find(|o| o.name == name)
+/// An invalid store option: the message calls it a store option, and it is the hint.
+pub(crate) fn invalid_option(option: OptionId, reason: impl Into<String>) -> StoreError {
+    invalid_named(option.name, option, reason)
+}
+
+/// An invalid store option that the message calls `shown` (the endpoint override is the
+/// `store_endpoint` option); `option` is the hint.
+pub(crate) fn invalid_named(
+    shown: &'static str,
+    option: OptionId,
+    reason: impl Into<String>,
+) -> StoreError {
+    InvalidOption::new(option, reason)
+        .called(format!("store option {shown}"))
+        .into()
+}
+
+/// A bad setting that is no option of the operation (a backend's own setting, an environment
+/// variable): no hint.
+pub(crate) fn invalid_setting(what: &'static str, reason: impl Into<String>) -> StoreError {
+    InvalidOption::input(what, reason)
+        .called(format!("store option {what}"))
+        .into()
 }
 
 impl Hinted for StoreError {
     fn hint(&self) -> Option<Hint> {
         match self {
-            StoreError::InvalidOption { option, .. } => store_option(option).map(Hint::option),
+            StoreError::InvalidOption(e) => e.hint(),
             StoreError::PlainHttp { .. } => Some(Hint::option(ALLOW_HTTP)),
             _ => None,
         }
@@ -654,8 +646,8 @@ impl Hinted for StoreError {
 
     fn kind(&self) -> Option<ErrorKind> {
         Some(match self {
+            StoreError::InvalidOption(e) => return e.kind(),
             StoreError::InvalidUrl { .. }
-            | StoreError::InvalidOption { .. }
             | StoreError::InvalidName { .. }
             | StoreError::NotRegular { .. } => ErrorKind::InvalidInput,
             StoreError::NotFound { .. }

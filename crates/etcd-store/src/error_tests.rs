@@ -117,10 +117,7 @@ fn server_trouble_and_unreachable_stores_are_transient_and_the_rest_is_not() {
         StoreError::NoSpace {
             path: "/b/x".into(),
         },
-        StoreError::InvalidOption {
-            option: "part_size",
-            reason: "too small".into(),
-        },
+        invalid_option(PART_SIZE, "too small"),
     ];
     for err in &permanent {
         assert!(!err.is_transient(), "{err:?}");
@@ -131,17 +128,18 @@ fn server_trouble_and_unreachable_stores_are_transient_and_the_rest_is_not() {
 fn store_options_are_the_hint_of_their_errors() {
     use etcd_common::Style;
     let hint = |err: &StoreError| err.hint().map(|h| h.render(Style::Cli));
-    let bad = |option| StoreError::InvalidOption {
-        option,
-        reason: "bad".into(),
-    };
-    assert_eq!(hint(&bad("part_size")).as_deref(), Some("--part-size"));
     assert_eq!(
-        hint(&bad("endpoint_override")).as_deref(),
-        Some("--store-endpoint")
+        hint(&invalid_option(PART_SIZE, "bad")).as_deref(),
+        Some("--part-size")
     );
-    assert_eq!(hint(&bad("ETCDOPS_PART_SIZE")), None);
-    assert_eq!(hint(&bad("s3")), None);
+    let endpoint = invalid_named("endpoint_override", STORE_ENDPOINT, "bad");
+    assert_eq!(hint(&endpoint).as_deref(), Some("--store-endpoint"));
+    assert_eq!(
+        endpoint.to_string(),
+        "invalid store option endpoint_override: bad"
+    );
+    assert_eq!(hint(&invalid_setting("ETCDOPS_PART_SIZE", "bad")), None);
+    assert_eq!(hint(&invalid_setting("s3", "bad")), None);
     let plain = StoreError::PlainHttp {
         option: "s3_endpoint",
         endpoint: "http://h:9000".into(),

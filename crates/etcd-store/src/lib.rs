@@ -139,10 +139,7 @@ impl Store {
     /// a missing bucket or refused credentials show on the first operation.
     pub fn open(url: &str, options: &StoreOptions) -> Result<Store> {
         if let Some((option, reason)) = options.env_errors.first() {
-            return Err(StoreError::InvalidOption {
-                option,
-                reason: reason.clone(),
-            });
+            return Err(error::invalid_setting(option, reason.clone()));
         }
         let location = parse_store_url(url)?;
         let canonical = location.canonical_url();
@@ -403,13 +400,7 @@ mod tests {
         };
         let err = Store::open("s3://bucket/x", &options).unwrap_err();
         assert!(
-            matches!(
-                err,
-                StoreError::InvalidOption {
-                    option: "part_size",
-                    ..
-                }
-            ),
+            matches!(&err, StoreError::InvalidOption(e) if e.is_about(error::PART_SIZE)),
             "{err:?}"
         );
         assert!(err.to_string().contains("5 MiB"), "{err}");
@@ -428,13 +419,7 @@ mod tests {
             StoreOptions::from_lookup(|v| (v == "ETCDOPS_PART_SIZE").then(|| "big".into()));
         let err = Store::open("/tmp/x", &options).unwrap_err();
         assert!(
-            matches!(
-                err,
-                StoreError::InvalidOption {
-                    option: "ETCDOPS_PART_SIZE",
-                    ..
-                }
-            ),
+            matches!(&err, StoreError::InvalidOption(e) if e.subject == "store option ETCDOPS_PART_SIZE"),
             "{err:?}"
         );
     }

@@ -10,10 +10,14 @@ use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 
-use crate::error::{ErrorContext, map_object};
+use crate::error::{
+    ErrorContext, PART_SIZE, S3_ENDPOINT, STORE_CA_BUNDLE, STORE_ENDPOINT, invalid_named,
+    invalid_option, invalid_setting, map_object,
+};
 use crate::options::{MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 use crate::parse::StoreKind;
 use crate::{ByteStream, ObjectInfo, Result, StoreError};
+use etcd_common::OptionId;
 
 /// The Azurite emulator's well-known account.
 const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -96,10 +100,7 @@ fn client_options(options: &StoreOptions) -> Result<object_store::ClientOptions>
     let Some(path) = &options.ca_bundle else {
         return Ok(client);
     };
-    let invalid = |reason: String| StoreError::InvalidOption {
-        option: "store_ca_bundle",
-        reason,
-    };
+    let invalid = |reason: String| invalid_option(STORE_CA_BUNDLE, reason);
     let pem = std::fs::read(path)
         .map_err(|e| invalid(format!("cannot read the CA bundle {}: {e}", path.display())))?;
     let certificates = object_store::Certificate::from_pem_bundle(&pem)
@@ -117,21 +118,29 @@ fn client_options(options: &StoreOptions) -> Result<object_store::ClientOptions>
     Ok(client)
 }
 
-fn check_endpoint(option: &'static str, endpoint: &str, allow_http: bool) -> Result<String> {
-    let url = url::Url::parse(endpoint).map_err(|e| StoreError::InvalidOption {
-        option,
-        reason: format!(
-            "'{}' is not a URL ({e}); write e.g. https://host:port",
-            crate::error::scrub(endpoint)
-        ),
+/// Checks the endpoint that option `hint` gives, which messages call `option`.
+fn check_endpoint(
+    option: &'static str,
+    hint: OptionId,
+    endpoint: &str,
+    allow_http: bool,
+) -> Result<String> {
+    let url = url::Url::parse(endpoint).map_err(|e| {
+        invalid_named(
+            option,
+            hint,
+            format!(
+                "'{}' is not a URL ({e}); write e.g. https://host:port",
+                crate::error::scrub(endpoint)
+            ),
+        )
     })?;
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(StoreError::InvalidOption {
+        return Err(invalid_named(
             option,
-            reason:
-                "credentials in the endpoint URL are refused; give them through the environment"
-                    .into(),
-        });
+            hint,
+            "credentials in the endpoint URL are refused; give them through the environment",
+        ));
     }
     match url.scheme() {
         "https" => {}
@@ -143,10 +152,11 @@ fn check_endpoint(option: &'static str, endpoint: &str, allow_http: bool) -> Res
             });
         }
         other => {
-            return Err(StoreError::InvalidOption {
+            return Err(invalid_named(
                 option,
-                reason: format!("scheme '{other}' is not http or https"),
-            });
+                hint,
+                format!("scheme '{other}' is not http or https"),
+            ));
         }
     }
     Ok(endpoint.trim_end_matches('/').to_string())
@@ -163,19 +173,19 @@ impl ObjectBackend {
     ) -> Result<ObjectBackend> {
         let part_size = options.effective_part_size();
         if matches!(kind, StoreKind::S3 | StoreKind::Gcs) && part_size < MIN_S3_PART_SIZE {
-            return Err(StoreError::InvalidOption {
-                option: "part_size",
-                reason: format!(
+            return Err(invalid_option(
+                PART_SIZE,
+                format!(
                     "{part_size} bytes is below the {kind} minimum of 5 MiB ({MIN_S3_PART_SIZE} \
                      bytes) for multipart parts; use at least 5MiB (default 8MiB)"
                 ),
-            });
+            ));
         }
         if part_size > MAX_PART_SIZE {
-            return Err(StoreError::InvalidOption {
-                option: "part_size",
-                reason: format!("{part_size} bytes is above the 5 GiB maximum part size"),
-            });
+            return Err(invalid_option(
+                PART_SIZE,
+                format!("{part_size} bytes is above the 5 GiB maximum part size"),
+            ));
         }
         let mut secrets = options.secret_values();
         let (store, auth_hint): (Arc<dyn ObjectStore>, String) = match kind {
@@ -517,7 +527,8 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
         .or(options.endpoint_override.as_deref());
     match endpoint {
         Some(endpoint) => {
-            let endpoint = check_endpoint("s3_endpoint", endpoint, options.allow_http)?;
+            let endpoint =
+                check_endpoint("s3_endpoint", S3_ENDPOINT, endpoint, options.allow_http)?;
             // An endpoint by IP address has no host name to put the bucket in: path style
             // is the only way to address it (as AWS's own SDKs fall back to it).
             let by_ip = url::Url::parse(&endpoint)
@@ -540,10 +551,9 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
             builder = builder.with_virtual_hosted_style_request(!options.s3_path_style);
         }
     }
-    let store = builder.build().map_err(|e| StoreError::InvalidOption {
-        option: "s3",
-        reason: crate::error::scrub(&e.to_string()),
-    })?;
+    let store = builder
+        .build()
+        .map_err(|e| invalid_setting("s3", crate::error::scrub(&e.to_string())))?;
     Ok(Arc::new(store))
 }
 
@@ -567,7 +577,7 @@ fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn Object
             .endpoint_override
             .as_deref()
             .unwrap_or(EMULATOR_DEFAULT_URL);
-        let base = check_endpoint("endpoint_override", base, true)?;
+        let base = check_endpoint("endpoint_override", STORE_ENDPOINT, base, true)?;
         builder = builder
             .with_account(&account)
             .with_endpoint(format!("{base}/{account}"))
@@ -586,16 +596,23 @@ fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn Object
             builder = builder.with_access_key(EMULATOR_KEY);
         }
     } else if let Some(endpoint) = &options.endpoint_override {
-        let endpoint = check_endpoint("endpoint_override", endpoint, options.allow_http)?;
+        let endpoint = check_endpoint(
+            "endpoint_override",
+            STORE_ENDPOINT,
+            endpoint,
+            options.allow_http,
+        )?;
         builder = builder.with_endpoint(endpoint);
     }
-    let store = builder.build().map_err(|e| StoreError::InvalidOption {
-        option: "azure",
-        reason: format!(
-            "{}; set AZURE_STORAGE_ACCOUNT_NAME and a credential (AZURE_STORAGE_ACCOUNT_KEY or \
-             AZURE_STORAGE_SAS_TOKEN)",
-            crate::error::scrub(&e.to_string())
-        ),
+    let store = builder.build().map_err(|e| {
+        invalid_setting(
+            "azure",
+            format!(
+                "{}; set AZURE_STORAGE_ACCOUNT_NAME and a credential (AZURE_STORAGE_ACCOUNT_KEY \
+                 or AZURE_STORAGE_SAS_TOKEN)",
+                crate::error::scrub(&e.to_string())
+            ),
+        )
     })?;
     Ok(Arc::new(store))
 }
@@ -613,15 +630,22 @@ fn build_gcs(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore
         builder = builder.with_config(key, value);
     }
     if let Some(endpoint) = &options.endpoint_override {
-        let endpoint = check_endpoint("endpoint_override", endpoint, options.allow_http)?;
+        let endpoint = check_endpoint(
+            "endpoint_override",
+            STORE_ENDPOINT,
+            endpoint,
+            options.allow_http,
+        )?;
         builder = builder.with_config(GoogleConfigKey::BaseUrl, endpoint);
     }
-    let store = builder.build().map_err(|e| StoreError::InvalidOption {
-        option: "gcs",
-        reason: format!(
-            "{}; set GOOGLE_APPLICATION_CREDENTIALS to a service account key file",
-            crate::error::scrub(&e.to_string())
-        ),
+    let store = builder.build().map_err(|e| {
+        invalid_setting(
+            "gcs",
+            format!(
+                "{}; set GOOGLE_APPLICATION_CREDENTIALS to a service account key file",
+                crate::error::scrub(&e.to_string())
+            ),
+        )
     })?;
     Ok(Arc::new(store))
 }

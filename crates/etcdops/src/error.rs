@@ -126,6 +126,8 @@ fn find<T>(
             Some(e)
         } else if let Some(e) = e.downcast_ref::<etcd_data::InspectError>() {
             Some(e)
+        } else if let Some(e) = e.downcast_ref::<etcd_common::InvalidOption>() {
+            Some(e)
         } else {
             None
         };

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use etcd_common::{InvalidOption, OptionId};
 use etcd_core::ClusterConfig;
 use etcd_k8s::{KubernetesGrouping, usage_live};
 use etcd_snapshot::{DataError, SnapshotError};
@@ -24,6 +25,13 @@ use crate::snapshot::{IdentitySettings, StatusRequest, StoreSettings};
 pub const MAX_DEPTH: usize = 64;
 /// Most keys and groups listed.
 pub const MAX_TOP: usize = 10_000;
+
+/// How many path segments the usage groups keys by.
+const DEPTH: OptionId = OptionId::value("depth");
+/// How many of the largest groups the usage lists.
+const TOP: OptionId = OptionId::value("top");
+/// The prefix under which kube-apiserver stores its objects.
+const KUBERNETES_PREFIX: OptionId = OptionId::value("kubernetes_prefix");
 
 /// What to measure, and where.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -64,13 +72,13 @@ impl UsageRequest {
         let top = self.top.unwrap_or(DEFAULT_TOP);
         if !(1..=MAX_DEPTH).contains(&depth) {
             return Err(invalid(
-                "depth",
+                DEPTH,
                 format!("{depth} is out of range; give 1 to {MAX_DEPTH} path segments"),
             ));
         }
         if !(1..=MAX_TOP).contains(&top) {
             return Err(invalid(
-                "top",
+                TOP,
                 format!("{top} is out of range; give 1 to {MAX_TOP}"),
             ));
         }
@@ -82,8 +90,8 @@ impl UsageRequest {
     }
 }
 
-fn invalid(option: &'static str, reason: String) -> crate::Error {
-    SnapshotError::InvalidOption { option, reason }.into()
+fn invalid(option: OptionId, reason: String) -> crate::Error {
+    SnapshotError::from(InvalidOption::new(option, reason)).into()
 }
 
 fn data_error(e: DataError) -> crate::Error {
@@ -106,10 +114,10 @@ pub struct UsageResult {
 pub async fn usage(config: Option<&ClusterConfig>, request: &UsageRequest) -> Result<UsageResult> {
     let options = request.options()?;
     let grouping = KubernetesGrouping::new(&options, request.kubernetes_prefix.as_deref())
-        .map_err(|e| invalid("kubernetes_prefix", e.to_string()))?;
+        .map_err(|e| invalid(KUBERNETES_PREFIX, e.to_string()))?;
     match (&request.snapshot, &request.data_dir) {
         (Some(_), Some(_)) => Err(invalid(
-            "snapshot",
+            crate::snapshot::SNAPSHOT,
             "give a snapshot or a data dir, not both".into(),
         )),
         (None, Some(dir)) => {
@@ -136,7 +144,7 @@ pub async fn usage(config: Option<&ClusterConfig>, request: &UsageRequest) -> Re
         (None, None) => {
             let Some(config) = config else {
                 return Err(invalid(
-                    "snapshot",
+                    crate::snapshot::SNAPSHOT,
                     "no cluster to read: give a snapshot or a data dir, or connection settings"
                         .into(),
                 ));

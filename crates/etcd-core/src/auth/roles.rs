@@ -175,13 +175,14 @@ impl KeyRange {
         match &self.range_end {
             Some(end) => {
                 if !end.is_empty() && end.as_bytes() <= key.as_slice() {
-                    return Err(Error::InvalidOption {
-                        option: "range end",
-                        reason: format!(
+                    return Err(etcd_common::InvalidOption::input(
+                        "range end",
+                        format!(
                             "range end '{end}' is not after key '{}': the range would be empty",
                             self.key
                         ),
-                    });
+                    )
+                    .into());
                 }
                 Ok((key, end.as_bytes().to_vec()))
             }

@@ -2,13 +2,44 @@
 //! TLS their schemes need, the bootstrap method, and the tuning settings.
 
 use super::{CompactionMode, MANAGED_KEYS, ServerConfig, TransportSecurity};
-use crate::error::{Error, Result};
+use crate::error::{DISCOVERY_SRV, DISCOVERY_SRV_NAME, Error, Result};
+use etcd_common::{InvalidOption, OptionId};
 
-pub(super) fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
-    Error::InvalidOption {
-        option,
-        reason: reason.into(),
-    }
+/// The member's name.
+const NAME: OptionId = OptionId::value("name");
+/// The member's data dir.
+const DATA_DIR: OptionId = OptionId::value("data_dir");
+/// The URLs the member serves clients on.
+const LISTEN_CLIENT_URLS: OptionId = OptionId::value("listen_client_urls");
+/// The URLs the member serves its peers on.
+const LISTEN_PEER_URLS: OptionId = OptionId::value("listen_peer_urls");
+/// The client URLs the member tells others about.
+pub(super) const ADVERTISE_CLIENT_URLS: OptionId = OptionId::value("advertise_client_urls");
+/// The peer URLs the member tells others about.
+pub(super) const INITIAL_ADVERTISE_PEER_URLS: OptionId =
+    OptionId::value("initial_advertise_peer_urls");
+/// The URLs the member serves metrics on.
+const LISTEN_METRICS_URLS: OptionId = OptionId::value("listen_metrics_urls");
+/// The members a new cluster starts with.
+const INITIAL_CLUSTER: OptionId = OptionId::value("initial_cluster");
+/// Whether the member starts a new cluster or joins one.
+const INITIAL_CLUSTER_STATE: OptionId = OptionId::value("initial_cluster_state");
+/// The token of a new cluster.
+const INITIAL_CLUSTER_TOKEN: OptionId = OptionId::value("initial_cluster_token");
+/// How much history automatic compaction keeps.
+const AUTO_COMPACTION_RETENTION: OptionId = OptionId::value("auto_compaction_retention");
+/// The raft election timeout.
+const ELECTION_TIMEOUT: OptionId = OptionId::value("election_timeout");
+/// Settings passed to etcd as they are.
+pub(super) const EXTRA: OptionId = OptionId::value("extra");
+
+pub(super) fn invalid(option: OptionId, reason: impl Into<String>) -> Error {
+    InvalidOption::new(option, reason).into()
+}
+
+/// Bad TLS settings of one side (`client TLS`, `peer TLS`): no single option is the hint.
+fn invalid_tls(side: &'static str, reason: impl Into<String>) -> Error {
+    InvalidOption::input(side, reason).into()
 }
 
 /// A parsed URL of the config: scheme, host, port.
@@ -19,7 +50,7 @@ pub(super) struct CheckedUrl {
     unspecified: bool,
 }
 
-fn check_url(option: &'static str, text: &str) -> Result<CheckedUrl> {
+fn check_url(option: OptionId, text: &str) -> Result<CheckedUrl> {
     let parsed = url::Url::parse(text.trim()).map_err(|e| {
         invalid(
             option,
@@ -67,7 +98,7 @@ fn check_url(option: &'static str, text: &str) -> Result<CheckedUrl> {
     })
 }
 
-pub(super) fn check_urls(option: &'static str, urls: &[String]) -> Result<Vec<CheckedUrl>> {
+pub(super) fn check_urls(option: OptionId, urls: &[String]) -> Result<Vec<CheckedUrl>> {
     urls.iter().map(|u| check_url(option, u)).collect()
 }
 
@@ -79,16 +110,16 @@ fn check_tls(
     side: &'static str,
     prefix: &str,
     tls: &TransportSecurity,
-    urls: &[(&'static str, &[CheckedUrl], &[String])],
+    urls: &[(OptionId, &[CheckedUrl], &[String])],
 ) -> Result<()> {
     if tls.cert_file.is_some() != tls.key_file.is_some() {
-        return Err(invalid(
+        return Err(invalid_tls(
             side,
             format!("give both {prefix}_cert_file and {prefix}_key_file, or neither"),
         ));
     }
     if tls.client_cert_auth && tls.trusted_ca_file.is_none() {
-        return Err(invalid(
+        return Err(invalid_tls(
             side,
             format!(
                 "{prefix}_client_cert_auth needs {prefix}_trusted_ca_file (the CA that signs the certificates to accept)"
@@ -103,7 +134,7 @@ fn check_tls(
             .filter(|_| tls.cert_file.is_none())
         {
             return Err(invalid(
-                option,
+                *option,
                 format!(
                     "'{url}' is https but no certificate is set; give {prefix}_cert_file and {prefix}_key_file, or use http://"
                 ),
@@ -115,7 +146,7 @@ fn check_tls(
         .flatten()
     {
         if !path.is_absolute() {
-            return Err(invalid(
+            return Err(invalid_tls(
                 side,
                 format!(
                     "'{}' is a relative path; etcd resolves it against its working directory, give an absolute path",
@@ -137,23 +168,24 @@ pub(super) fn parse_initial_cluster(entries: &[String]) -> Result<Vec<(String, S
         }
         let (name, url) = entry.split_once('=').ok_or_else(|| {
             invalid(
-                "initial_cluster",
+                INITIAL_CLUSTER,
                 format!("'{entry}' is not NAME=PEER_URL (e.g. etcd-1=https://10.0.0.1:2380)"),
             )
         })?;
         if name.trim().is_empty() {
             return Err(invalid(
-                "initial_cluster",
+                INITIAL_CLUSTER,
                 format!("'{entry}' has no member name before '='"),
             ));
         }
-        check_url("initial_cluster", url)?;
+        check_url(INITIAL_CLUSTER, url)?;
         out.push((name.trim().to_string(), url.trim().to_string()));
     }
     Ok(out)
 }
 
-pub(super) fn check_domain(option: &'static str, domain: &str) -> Result<()> {
+/// Whether `domain` is a DNS domain; the reason it is not, else.
+pub(super) fn check_domain(domain: &str) -> std::result::Result<(), String> {
     let ok = !domain.is_empty()
         && domain.len() <= 253
         && domain.trim_end_matches('.').split('.').all(|label| {
@@ -166,9 +198,8 @@ pub(super) fn check_domain(option: &'static str, domain: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(invalid(
-            option,
-            format!("'{domain}' is not a DNS domain (e.g. example.com, without scheme or port)"),
+        Err(format!(
+            "'{domain}' is not a DNS domain (e.g. example.com, without scheme or port)"
         ))
     }
 }
@@ -187,13 +218,13 @@ impl ServerConfig {
         let name = self.name.trim();
         if name.is_empty() {
             return Err(invalid(
-                "name",
+                NAME,
                 "give the member's name (etcd's name setting)",
             ));
         }
         if name.contains(['=', ',']) || name.chars().any(char::is_whitespace) {
             return Err(invalid(
-                "name",
+                NAME,
                 format!(
                     "'{name}' may not contain '=', ',' or spaces (it goes into initial-cluster)"
                 ),
@@ -201,7 +232,7 @@ impl ServerConfig {
         }
         if !self.data_dir.is_absolute() {
             return Err(invalid(
-                "data_dir",
+                DATA_DIR,
                 format!(
                     "'{}' must be an absolute path (e.g. /var/lib/etcd)",
                     self.data_dir.display()
@@ -210,13 +241,13 @@ impl ServerConfig {
         }
         if self.listen_client_urls.is_empty() {
             return Err(invalid(
-                "listen_client_urls",
+                LISTEN_CLIENT_URLS,
                 "give at least one, e.g. https://10.0.0.1:2379",
             ));
         }
         if self.listen_peer_urls.is_empty() {
             return Err(invalid(
-                "listen_peer_urls",
+                LISTEN_PEER_URLS,
                 "give at least one, e.g. https://10.0.0.1:2380",
             ));
         }
@@ -225,25 +256,25 @@ impl ServerConfig {
 
     /// Every URL, and the TLS each scheme needs.
     fn check_urls_and_tls(&self) -> Result<()> {
-        let listen_client = check_urls("listen_client_urls", &self.listen_client_urls)?;
-        let listen_peer = check_urls("listen_peer_urls", &self.listen_peer_urls)?;
+        let listen_client = check_urls(LISTEN_CLIENT_URLS, &self.listen_client_urls)?;
+        let listen_peer = check_urls(LISTEN_PEER_URLS, &self.listen_peer_urls)?;
         let advertise_client = check_urls(
-            "advertise_client_urls",
+            ADVERTISE_CLIENT_URLS,
             self.effective_advertise_client_urls(),
         )?;
         let advertise_peer = check_urls(
-            "initial_advertise_peer_urls",
+            INITIAL_ADVERTISE_PEER_URLS,
             self.effective_advertise_peer_urls(),
         )?;
-        let metrics = check_urls("listen_metrics_urls", &self.listen_metrics_urls)?;
+        let metrics = check_urls(LISTEN_METRICS_URLS, &self.listen_metrics_urls)?;
         for (option, given, urls) in [
             (
-                "advertise_client_urls",
+                ADVERTISE_CLIENT_URLS,
                 self.advertise_client_urls.is_empty(),
                 &advertise_client,
             ),
             (
-                "initial_advertise_peer_urls",
+                INITIAL_ADVERTISE_PEER_URLS,
                 self.initial_advertise_peer_urls.is_empty(),
                 &advertise_peer,
             ),
@@ -265,13 +296,9 @@ impl ServerConfig {
             "client",
             &self.client_tls,
             &[
+                (LISTEN_CLIENT_URLS, &listen_client, &self.listen_client_urls),
                 (
-                    "listen_client_urls",
-                    &listen_client,
-                    &self.listen_client_urls,
-                ),
-                (
-                    "advertise_client_urls",
+                    ADVERTISE_CLIENT_URLS,
                     &advertise_client,
                     self.effective_advertise_client_urls(),
                 ),
@@ -282,9 +309,9 @@ impl ServerConfig {
             "peer",
             &self.peer_tls,
             &[
-                ("listen_peer_urls", &listen_peer, &self.listen_peer_urls),
+                (LISTEN_PEER_URLS, &listen_peer, &self.listen_peer_urls),
                 (
-                    "initial_advertise_peer_urls",
+                    INITIAL_ADVERTISE_PEER_URLS,
                     &advertise_peer,
                     self.effective_advertise_peer_urls(),
                 ),
@@ -293,7 +320,7 @@ impl ServerConfig {
         // Metrics URLs use the client certificate when https.
         if metrics.iter().any(|m| m.https) && self.client_tls.cert_file.is_none() {
             return Err(invalid(
-                "listen_metrics_urls",
+                LISTEN_METRICS_URLS,
                 "https metrics URLs use the client certificate; give client_cert_file and client_key_file, or use http://",
             ));
         }
@@ -307,13 +334,13 @@ impl ServerConfig {
         match (bootstrap_with_list, &self.discovery_srv) {
             (true, Some(_)) => {
                 return Err(invalid(
-                    "initial_cluster",
+                    INITIAL_CLUSTER,
                     "give initial_cluster or discovery_srv, not both: etcd refuses two bootstrap methods",
                 ));
             }
             (false, None) if self.initial_cluster_state.is_some() => {
                 return Err(invalid(
-                    "initial_cluster_state",
+                    INITIAL_CLUSTER_STATE,
                     "a first start needs initial_cluster (name=peer-url of every member) or discovery_srv; leave all initial_* settings out once the member has started (steady state)",
                 ));
             }
@@ -328,7 +355,7 @@ impl ServerConfig {
                 .collect();
             if own.is_empty() {
                 return Err(invalid(
-                    "initial_cluster",
+                    INITIAL_CLUSTER,
                     format!(
                         "member '{name}' is not in it; add {name}={}",
                         self.effective_advertise_peer_urls()
@@ -345,7 +372,7 @@ impl ServerConfig {
             advertised.sort();
             if own != advertised {
                 return Err(invalid(
-                    "initial_cluster",
+                    INITIAL_CLUSTER,
                     format!(
                         "its URLs for '{name}' ({}) differ from the advertised peer URLs ({}); etcd refuses to start",
                         own.join(","),
@@ -358,7 +385,7 @@ impl ServerConfig {
                 if let Some(other) = seen.insert(normalize_url(u), n) {
                     if other != n {
                         return Err(invalid(
-                            "initial_cluster",
+                            INITIAL_CLUSTER,
                             format!("peer URL {u} is given for both '{other}' and '{n}'"),
                         ));
                     }
@@ -366,16 +393,16 @@ impl ServerConfig {
             }
         }
         if let Some(domain) = &self.discovery_srv {
-            check_domain("discovery_srv", domain)?;
+            check_domain(domain).map_err(|reason| invalid(DISCOVERY_SRV, reason))?;
         }
         if let Some(service) = &self.discovery_srv_name {
             if self.discovery_srv.is_none() {
                 return Err(invalid(
-                    "discovery_srv_name",
+                    DISCOVERY_SRV_NAME,
                     "only means something with discovery_srv",
                 ));
             }
-            check_domain("discovery_srv_name", service)?;
+            check_domain(service).map_err(|reason| invalid(DISCOVERY_SRV_NAME, reason))?;
         }
         Ok(())
     }
@@ -385,14 +412,14 @@ impl ServerConfig {
         if let Some(token) = &self.initial_cluster_token {
             if token.trim().is_empty() || token.chars().any(char::is_whitespace) {
                 return Err(invalid(
-                    "initial_cluster_token",
+                    INITIAL_CLUSTER_TOKEN,
                     "must be a non-empty word (the same on every initial member)",
                 ));
             }
         }
         if self.auto_compaction_retention.is_some() && self.auto_compaction_mode.is_none() {
             return Err(invalid(
-                "auto_compaction_retention",
+                AUTO_COMPACTION_RETENTION,
                 "give auto_compaction_mode too (periodic or revision)",
             ));
         }
@@ -408,7 +435,7 @@ impl ServerConfig {
             };
             if !ok {
                 return Err(invalid(
-                    "auto_compaction_retention",
+                    AUTO_COMPACTION_RETENTION,
                     format!(
                         "'{retention}' does not suit mode {}: give a number of revisions, or for periodic a number of hours or a duration like 30m",
                         match mode {
@@ -423,7 +450,7 @@ impl ServerConfig {
         {
             if election < 5 * heartbeat {
                 return Err(invalid(
-                    "election_timeout",
+                    ELECTION_TIMEOUT,
                     format!(
                         "{election} ms is under 5 heartbeat intervals ({heartbeat} ms); etcd recommends 10"
                     ),
@@ -433,7 +460,7 @@ impl ServerConfig {
         for key in self.extra.keys() {
             if let Some((_, option)) = MANAGED_KEYS.iter().find(|(k, _)| k == key) {
                 return Err(invalid(
-                    "extra",
+                    EXTRA,
                     format!("'{key}' is set through {option}, not extra"),
                 ));
             }
@@ -443,7 +470,7 @@ impl ServerConfig {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             {
                 return Err(invalid(
-                    "extra",
+                    EXTRA,
                     format!(
                         "'{key}' is not an etcd config key (lower-case words and digits joined by '-')"
                     ),

@@ -90,10 +90,10 @@ impl DirLayout {
                 }
             }
         }
-        Err(RestoreError::InvalidOption {
-            option: opts::DATA_DIR,
-            reason: format!("{}: too many levels of symbolic links", dir.display()),
-        })
+        Err(invalid(opts::DATA_DIR)(format!(
+            "{}: too many levels of symbolic links",
+            dir.display()
+        )))
     }
 }
 

@@ -2,20 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use etcd_common::OptionId;
+use etcd_common::{InvalidOption, OptionId};
 
 /// Why a restore failed. Nothing is left behind at the target when it does.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RestoreError {
-    /// Bad input from the user.
-    #[error("invalid {}: {reason}", option.name.replace('_', " "))]
-    InvalidOption {
-        /// The option, by its neutral id (its hint).
-        option: OptionId,
-        /// What was wrong.
-        reason: String,
-    },
+    /// Bad input from the user: an option of the restore, named in words (`invalid data dir:
+    /// ...`), which is the error's hint ([`RestoreError::invalid_option`]).
+    #[error(transparent)]
+    InvalidOption(#[from] InvalidOption),
     /// The data dir already holds another etcdops restore (another snapshot or request).
     #[error(
         "'{path}' holds an etcdops restore of another snapshot or request (member {name} of \
@@ -111,7 +107,7 @@ impl etcd_common::Hinted for RestoreError {
                 Some(Hint::option(options::MOVE_ASIDE))
             }
             RestoreError::RanSinceRestore { .. } => Some(Hint::option(options::FORCE)),
-            RestoreError::InvalidOption { option, .. } => Some(Hint::option(*option)),
+            RestoreError::InvalidOption(e) => e.hint(),
             RestoreError::Snapshot(e) => e.hint(),
             RestoreError::Rewrite { source, .. } => source.hint(),
             _ => None,
@@ -128,7 +124,7 @@ impl etcd_common::Hinted for RestoreError {
     fn kind(&self) -> Option<etcd_common::ErrorKind> {
         use etcd_common::ErrorKind;
         Some(match self {
-            RestoreError::InvalidOption { .. } => ErrorKind::InvalidInput,
+            RestoreError::InvalidOption(e) => return e.kind(),
             // Each has a hint that gets past it (move aside, force, skip the hash check).
             RestoreError::HoldsOtherRestore { .. }
             | RestoreError::NotEmpty { .. }
@@ -153,6 +149,16 @@ pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RestoreError + '
     }
 }
 
+impl RestoreError {
+    /// `option` of the restore has a bad value: the message names it in words (`invalid data
+    /// dir: ...`), and it is the error's hint.
+    pub fn invalid_option(option: OptionId, reason: impl Into<String>) -> RestoreError {
+        InvalidOption::new(option, reason)
+            .called(option.name.replace('_', " "))
+            .into()
+    }
+}
+
 pub(crate) fn invalid(option: OptionId) -> impl Fn(String) -> RestoreError {
-    move |reason| RestoreError::InvalidOption { option, reason }
+    move |reason| RestoreError::invalid_option(option, reason)
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{API_VERSION, FILE_MODE, KIND, KeySecret, MAX_FILE, Provider};
 use crate::error::{K8sError, Result};
+use etcd_common::InvalidOption;
 
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -170,9 +171,11 @@ impl EncryptionConfiguration {
     }
 
     pub(super) fn render(&self) -> Result<String> {
-        let body = serde_yaml_ng::to_string(self).map_err(|e| K8sError::InvalidOption {
-            option: "configuration",
-            reason: format!("cannot be written as YAML: {e}"),
+        let body = serde_yaml_ng::to_string(self).map_err(|e| {
+            K8sError::from(InvalidOption::input(
+                "configuration",
+                format!("cannot be written as YAML: {e}"),
+            ))
         })?;
         Ok(format!(
             "# kube-apiserver's encryption provider config, written by etcdops (etcd.core).\n\

@@ -5,35 +5,33 @@ use super::file::{
     EncryptionConfiguration, KeyConfiguration, KeysConfiguration, ProviderConfiguration, bad,
 };
 use super::{ConfigStep, EncryptionConfigRequest, KeySecret, check_key_name};
-use crate::error::{K8sError, Result};
+use crate::error::{K8sError, KEY_NAME, Result};
+use etcd_common::InvalidOption;
 
 fn key_name_of(request: &EncryptionConfigRequest) -> Result<String> {
     match (&request.key_name, &request.key) {
         (Some(name), _) => check_key_name(name),
         (None, Some(key)) => check_key_name(&key.name),
-        (None, None) => Err(K8sError::InvalidOption {
-            option: "key_name",
-            reason: format!("step {} needs the new key's name", request.step.as_str()),
-        }),
+        (None, None) => Err(K8sError::from(InvalidOption::new(
+            KEY_NAME,
+            format!("step {} needs the new key's name", request.step.as_str()),
+        ))),
     }
 }
 
 fn key_config(request: &EncryptionConfigRequest) -> Result<KeyConfiguration> {
-    let key = request.key.as_ref().ok_or_else(|| K8sError::InvalidOption {
-        option: "key",
-        reason: format!(
+    let key = request.key.as_ref().ok_or_else(|| K8sError::from(InvalidOption::input("key", format!(
             "step {} needs key material: make a new encryption key once and give the same key on every host",
             request.step.as_str()
-        ),
-    })?;
+        ))))?;
     let name = check_key_name(&key.name)?;
     let lengths = request.provider.key_lengths();
     match key.secret.decoded() {
         Some(bytes) if lengths.contains(&bytes.len()) => {}
         Some(bytes) => {
-            return Err(K8sError::InvalidOption {
-                option: "key",
-                reason: format!(
+            return Err(K8sError::from(InvalidOption::input(
+                "key",
+                format!(
                     "key {name} is {} bytes; {} takes {} bytes",
                     bytes.len(),
                     request.provider,
@@ -43,13 +41,13 @@ fn key_config(request: &EncryptionConfigRequest) -> Result<KeyConfiguration> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            });
+            )));
         }
         None => {
-            return Err(K8sError::InvalidOption {
-                option: "key",
-                reason: format!("key {name} is not base64"),
-            });
+            return Err(K8sError::from(InvalidOption::input(
+                "key",
+                format!("key {name} is not base64"),
+            )));
         }
     }
     Ok(KeyConfiguration {
@@ -212,10 +210,10 @@ pub(super) fn rotate(
         ConfigStep::Promote => promote(request, keys, &keys_before)?,
         ConfigStep::DropOld => drop_old(request, keys, &keys_before, position)?,
         ConfigStep::Generate => {
-            return Err(K8sError::InvalidOption {
-                option: "step",
-                reason: "generate is not a rotation step".into(),
-            });
+            return Err(K8sError::from(InvalidOption::input(
+                "step",
+                "generate is not a rotation step",
+            )));
         }
     };
     let keys_after: Vec<String> = keys.keys.iter().map(|k| k.name.clone()).collect();

@@ -11,6 +11,7 @@ use crate::delta::{DELTAS_DIR, backup_stem, deltas_prefix};
 use crate::error::{Result, SnapshotError};
 use crate::layout::{LayoutKind, classify};
 use crate::manifest::{MANIFEST_SUFFIX, Manifest};
+use etcd_common::InvalidOption;
 
 /// What `delete` removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -77,13 +78,13 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
         return Err(segment_named(store, object, "delete", "which removes the whole chain").await);
     }
     if classify(object).map(|l| l.kind) != Some(LayoutKind::Full) {
-        return Err(SnapshotError::InvalidOption {
-            option: "backup",
-            reason: format!(
+        return Err(SnapshotError::from(InvalidOption::input(
+            "backup",
+            format!(
                 "'{object}' is not a backup etcdops wrote (etcd-<cluster>/<time>-rev<N>-<tag>.db\
                  [.zst][.age] in the store): only those are deleted"
             ),
-        });
+        )));
     }
     let manifest_name = Manifest::name_for(object);
     let manifest = store.head(&manifest_name).await?;

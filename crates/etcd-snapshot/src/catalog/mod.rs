@@ -25,6 +25,7 @@ use crate::layout::{LayoutKind, LayoutListing, classify, list_layout};
 use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX, Manifest};
 use crate::progress::Progress;
 use crate::verify::{VerifyExpectation, VerifyReport, verify_object};
+use etcd_common::InvalidOption;
 
 mod chain;
 mod delete;
@@ -352,12 +353,10 @@ async fn segment_named(store: &Store, segment: &str, verb: &str, effect: &str) -
         Some(full) => format!("its full backup '{full}'"),
         None => "its full backup (the object beside its .deltas/ folder)".into(),
     };
-    SnapshotError::InvalidOption {
-        option: "backup",
-        reason: format!(
-            "'{segment}' is a delta segment of a chain; {verb} {full} instead, {effect}"
-        ),
-    }
+    SnapshotError::from(InvalidOption::input(
+        "backup",
+        format!("'{segment}' is a delta segment of a chain; {verb} {full} instead, {effect}"),
+    ))
 }
 
 /// Verifies one backup. With a manifest, everything it records is checked; a bare object

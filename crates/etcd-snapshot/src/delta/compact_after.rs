@@ -16,6 +16,7 @@ use crate::consolidate::{ConsolidateRequest, consolidate_chain};
 use crate::crypt::Identities;
 use crate::error::{Result, SnapshotError};
 use crate::progress::NoProgress;
+use etcd_common::InvalidOption;
 
 /// How a run compacts its chains.
 #[derive(Debug, Clone, Default)]
@@ -32,9 +33,8 @@ impl CompactAfter {
     /// Refuses settings no compaction could work with: zero segments, or an encrypted run
     /// without an identity of one of its recipients.
     pub(super) fn validate(&self, recipients: &[String]) -> Result<()> {
-        let invalid = |reason: String| SnapshotError::InvalidOption {
-            option: "compact_after",
-            reason,
+        let invalid = |reason: String| {
+            SnapshotError::from(InvalidOption::new(crate::opts::COMPACT_AFTER, reason))
         };
         if self.segments == 0 {
             return Err(invalid("must be at least 1 segment".into()));

@@ -12,6 +12,7 @@ use super::chain::backoff_after;
 use super::events::RunEvent;
 use super::runner::{Runner, Stop, pause, store_header};
 use crate::error::{Result, SnapshotError};
+use etcd_common::InvalidOption;
 
 /// Why the chain cannot go on when the cluster is at `cluster_revision` and the chain has
 /// received every change up to `received`: `None` while the cluster is at or past it.
@@ -109,10 +110,10 @@ pub(super) async fn cluster_id<F: Future<Output = ()>>(
         }
         match one_cluster(&answers) {
             Err(reason) => {
-                return Err(SnapshotError::InvalidOption {
-                    option: "endpoints",
+                return Err(SnapshotError::from(InvalidOption::new(
+                    etcd_common::options::ENDPOINTS,
                     reason,
-                });
+                )));
             }
             Ok(Some(cluster)) => return Ok(Some((cluster, revision))),
             Ok(None) => runner.emit(RunEvent::Failed {

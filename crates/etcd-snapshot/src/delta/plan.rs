@@ -9,6 +9,8 @@ use super::manifest::DeltaManifest;
 use super::replay::PointInTime;
 use crate::catalog::{BackupEntry, list_backups};
 use crate::error::{Result, SnapshotError};
+use etcd_common::{InvalidOption, OptionId};
+use etcd_data::restore::opts;
 
 /// What a point-in-time restore will read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -229,9 +231,9 @@ fn plan_over(url: &str, backups: &[BackupEntry], point: PointInTime) -> Result<V
     clusters.sort();
     clusters.dedup();
     let invalid =
-        |option: &'static str, reason: String| SnapshotError::InvalidOption { option, reason };
+        |option: OptionId, reason: String| SnapshotError::from(InvalidOption::new(option, reason));
     if clusters.len() > 1 {
-        return Err(invalid(
+        return Err(SnapshotError::from(InvalidOption::input(
             "STORE",
             format!(
                 "{} holds backups of {} clusters ({}); give the cluster's folder, e.g. {}/etcd-{}",
@@ -241,11 +243,11 @@ fn plan_over(url: &str, backups: &[BackupEntry], point: PointInTime) -> Result<V
                 url.trim_end_matches('/'),
                 clusters[0]
             ),
-        ));
+        )));
     }
     let option = match point {
-        PointInTime::Revision(_) => "to_revision",
-        PointInTime::Time(_) => "to_time",
+        PointInTime::Revision(_) => opts::TO_REVISION,
+        PointInTime::Time(_) => opts::TO_TIME,
     };
     let mut all = complete.clone();
     all.sort_by_key(|b| std::cmp::Reverse(b.manifest.revision));
@@ -304,7 +306,7 @@ fn plan_over(url: &str, backups: &[BackupEntry], point: PointInTime) -> Result<V
                 .unwrap_or_default();
             // Restoring to a time (the option that gets past it) is unambiguous.
             return Err(invalid(
-                "to_time",
+                opts::TO_TIME,
                 format!(
                     "revision {r} was reached twice: the cluster went back to an earlier revision (a restore that kept its ID) before {}; restore to a point in time instead",
                     later.format("%Y-%m-%dT%H:%M:%SZ")

@@ -16,6 +16,7 @@ use super::timeline::{ClockStep, TimeSeenAgain, Timeline};
 use crate::bbolt::BoltError;
 use crate::error::{Result, SnapshotError};
 use crate::mvcc::{key_value_fields, parse_revision_key};
+use etcd_common::InvalidOption;
 
 /// Where a point-in-time restore stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -240,16 +241,16 @@ impl DeltaReplay {
         let target = self.target_revision();
         if target > self.end {
             let option = match self.point {
-                PointInTime::Revision(_) => "to_revision",
-                PointInTime::Time(_) => "to_time",
+                PointInTime::Revision(_) => etcd_data::restore::opts::TO_REVISION,
+                PointInTime::Time(_) => etcd_data::restore::opts::TO_TIME,
             };
-            return Err(SnapshotError::InvalidOption {
+            return Err(SnapshotError::from(InvalidOption::new(
                 option,
-                reason: format!(
+                format!(
                     "revision {target} is past the end of the chain of {} as its segments prove it (revision {}); what can be restored ends there",
                     self.summary.full, self.end
                 ),
-            });
+            )));
         }
         Ok(())
     }

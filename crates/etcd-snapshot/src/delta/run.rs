@@ -34,8 +34,10 @@ use super::runner::{Guard, Runner, Stop, StoreHeader, pause};
 use super::segment::{ChainPosition, SegmentBuilder, SegmentSource};
 use crate::catalog::DEFAULT_ORPHAN_GRACE;
 use crate::error::{Result, SnapshotError};
+use crate::opts;
 use crate::retention::RetentionPolicy;
 use crate::save::{SaveRequest, SaveResult};
+use etcd_common::{InvalidOption, OptionId};
 
 /// Default cut size of a segment (uncompressed bytes).
 pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
@@ -238,26 +240,26 @@ async fn run_locked<F: Future<Output = ()>>(
 }
 
 fn validate(request: &RunRequest) -> Result<()> {
-    let invalid = |option: &'static str, reason: &str| {
-        Err(SnapshotError::InvalidOption {
-            option,
-            reason: reason.to_string(),
-        })
+    let invalid = |option: OptionId, reason: &str| {
+        Err(SnapshotError::from(InvalidOption::new(option, reason)))
     };
     if request.delta_every.is_zero() {
-        return invalid("delta_every", "must be more than 0");
+        return invalid(opts::DELTA_EVERY, "must be more than 0");
     }
     if request.full_every < request.delta_every {
         return invalid(
-            "full_every",
+            opts::FULL_EVERY,
             "must be at least the time between segments (delta_every)",
         );
     }
     if !(4096..=MAX_CUT_BYTES).contains(&request.segment_bytes) {
-        return invalid("segment_bytes", "must be from 4096 to 67108864 (64 MiB)");
+        return invalid(
+            opts::SEGMENT_BYTES,
+            "must be from 4096 to 67108864 (64 MiB)",
+        );
     }
     if request.check_every.is_zero() {
-        return invalid("check_every", "must be more than 0");
+        return invalid(opts::CHECK_EVERY, "must be more than 0");
     }
     if let Some(compact) = &request.compact_after {
         compact.validate(&request.save.encrypt_to.public_keys())?;

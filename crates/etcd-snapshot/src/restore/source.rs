@@ -22,6 +22,7 @@ use crate::input::{
 };
 use crate::manifest::Manifest;
 use crate::verify::{VerifyExpectation, check_opened_backup, check_stored_size};
+use etcd_common::InvalidOption;
 
 /// What the manifest of the stored backup `object` promises (nothing without a manifest).
 async fn expectation_in_store(
@@ -251,12 +252,9 @@ pub async fn open_point_in_time(
     // A backup's own URL names one full backup; a point in time is planned over the store's
     // chains.
     if let Some((store, _)) = crate::layout::split_backup_url(store_url) {
-        return Err(SnapshotError::InvalidOption {
-            option: "source",
-            reason: format!(
+        return Err(SnapshotError::from(InvalidOption::input("source", format!(
                 "'{store_url}' is a backup; a point-in-time restore takes the store that holds it: '{store}'"
-            ),
-        }
+            )))
         .into());
     }
     let spool = checked_spool(request)?;
@@ -306,12 +304,12 @@ pub async fn open_point_in_time(
         PointInTime::Revision(_) => opts::TO_REVISION,
         PointInTime::Time(_) => opts::TO_TIME,
     };
-    Err(RestoreError::InvalidOption {
+    Err(RestoreError::invalid_option(
         option,
-        reason: format!(
+        format!(
             "the full backup {full} already holds changes up to revision {holds}, past the point, and no earlier chain reaches it"
         ),
-    })
+    ))
 }
 
 /// A whole point-in-time restore: [`open_point_in_time`], then

@@ -23,6 +23,8 @@ pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
 pub use consolidate::{ConsolidateRequest, Consolidated, consolidate};
+/// The snapshot options errors name (`chain`, the retention rules).
+pub use etcd_snapshot::opts;
 /// etcdutl's defaults for the restore flags not given (`--name`, `--initial-cluster`, ...):
 /// the one place they are written, for every front-end.
 pub use etcd_snapshot::restore_defaults;
@@ -38,6 +40,9 @@ pub use save::{
     Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save, save, save_file,
 };
 pub use settings::{IdentitySettings, StoreSettings};
+
+/// The snapshot file or backup URL an offline operation reads.
+pub(crate) const SNAPSHOT: etcd_common::OptionId = etcd_common::OptionId::value("snapshot");
 pub use status::{StatusRequest, StatusResult, status};
 pub use verify::{Verified, VerifyRequest, verify};
 

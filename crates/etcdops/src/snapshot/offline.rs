@@ -82,10 +82,10 @@ pub async fn hash_kv(request: &HashKvFileRequest) -> Result<HashKvResult> {
                 warnings,
             })
         }
-        _ => Err(SnapshotError::InvalidOption {
-            option: "snapshot",
-            reason: "give a snapshot or a data dir, not both".into(),
-        }
+        _ => Err(SnapshotError::from(etcd_common::InvalidOption::new(
+            super::SNAPSHOT,
+            "give a snapshot or a data dir, not both",
+        ))
         .into()),
     }
 }

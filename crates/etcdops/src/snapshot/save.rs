@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::Utc;
+use etcd_common::{InvalidOption, OptionId};
 use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
+use etcd_snapshot::opts;
 use etcd_snapshot::{
     Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
     RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
@@ -65,11 +67,11 @@ impl Retention {
     /// naming it).
     pub fn policy(&self) -> Result<RetentionPolicy> {
         let policy = RetentionPolicy {
-            keep_last: rule_count("keep_last", self.keep_last)?,
-            keep_hourly: rule_count("keep_hourly", self.keep_hourly)?,
-            keep_daily: rule_count("keep_daily", self.keep_daily)?,
-            keep_weekly: rule_count("keep_weekly", self.keep_weekly)?,
-            keep_monthly: rule_count("keep_monthly", self.keep_monthly)?,
+            keep_last: rule_count(opts::KEEP_LAST, self.keep_last)?,
+            keep_hourly: rule_count(opts::KEEP_HOURLY, self.keep_hourly)?,
+            keep_daily: rule_count(opts::KEEP_DAILY, self.keep_daily)?,
+            keep_weekly: rule_count(opts::KEEP_WEEKLY, self.keep_weekly)?,
+            keep_monthly: rule_count(opts::KEEP_MONTHLY, self.keep_monthly)?,
             max_age: self.max_age,
         };
         policy.validate()?;
@@ -79,7 +81,7 @@ impl Retention {
 
 /// A retention rule's count, refused outside 1..=4294967295 with the rule's name (0 by
 /// [`RetentionPolicy::validate`], which says why 0 is not "no limit").
-fn rule_count(option: &'static str, count: Option<i64>) -> Result<Option<u32>> {
+fn rule_count(option: OptionId, count: Option<i64>) -> Result<Option<u32>> {
     let Some(count) = count else {
         return Ok(None);
     };
@@ -87,10 +89,10 @@ fn rule_count(option: &'static str, count: Option<i64>) -> Result<Option<u32>> {
         return Ok(Some(0));
     }
     u32::try_from(count).map(Some).map_err(|_| {
-        SnapshotError::InvalidOption {
+        SnapshotError::from(InvalidOption::new(
             option,
-            reason: format!("must be from 1 to {}, not {count}", u32::MAX),
-        }
+            format!("must be from 1 to {}, not {count}", u32::MAX),
+        ))
         .into()
     })
 }
@@ -476,8 +478,8 @@ mod tests {
             ..Retention::default()
         };
         match retention.policy() {
-            Err(Error::Snapshot(SnapshotError::InvalidOption { option, .. })) => {
-                assert_eq!(option, "keep_daily")
+            Err(Error::Snapshot(SnapshotError::InvalidOption(e))) => {
+                assert_eq!(e.option, Some(opts::KEEP_DAILY))
             }
             other => panic!("{other:?}"),
         }

@@ -31,11 +31,10 @@ pub(super) async fn compact(args: &SnapshotCompactArgs, printer: Printer) -> Res
 /// A refusal naming the chain option in the flag's words.
 fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
     if let etcdops::Error::Restore(RestoreError::Fetch(source)) = &error
-        && let Some(SnapshotError::InvalidOption { option, reason }) =
-            source.downcast_ref::<SnapshotError>()
-        && *option == "chain"
+        && let Some(SnapshotError::InvalidOption(invalid)) = source.downcast_ref::<SnapshotError>()
+        && invalid.is_about(etcdops::snapshot::opts::CHAIN)
     {
-        return anyhow::anyhow!("--chain: {reason}");
+        return anyhow::anyhow!("--chain: {}", invalid.reason);
     }
     super::in_flag_words(error)
 }

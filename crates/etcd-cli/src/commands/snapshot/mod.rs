@@ -188,10 +188,10 @@ const RULES: &[&str] = &[
 /// the store with the command that lists them.
 pub(crate) fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
     match error {
-        etcdops::Error::Snapshot(SnapshotError::InvalidOption { option, reason })
-            if RULES.contains(&option) =>
+        etcdops::Error::Snapshot(SnapshotError::InvalidOption(invalid))
+            if invalid.option.is_some_and(|o| RULES.contains(&o.name)) =>
         {
-            anyhow::anyhow!("--{} {reason}", option.replace('_', "-"))
+            anyhow::anyhow!("--{} {}", invalid.subject.replace('_', "-"), invalid.reason)
         }
         etcdops::Error::Snapshot(SnapshotError::NoSuchCluster { cluster, store }) => {
             anyhow::anyhow!(
