@@ -163,9 +163,10 @@ pub async fn copy_backups(
                         .iter()
                         .find(|b| b.deltas.iter().any(|d| d.object == name))
                         .map_or("its full backup".to_string(), |b| format!("'{}'", b.object));
-                    return Err(SnapshotError::from(InvalidOption::input("backup", format!(
-                            "{name} is a delta segment; name its full backup {full} instead, whose chain is copied with it"
-                        ))));
+                    let reason = format!(
+                        "{name} is a delta segment; name its full backup {full} instead, whose chain is copied with it"
+                    );
+                    return Err(InvalidOption::input("backup", reason).into());
                 }
                 if let Some(foreign) = catalog
                     .foreign_entry(name)
@@ -182,10 +183,13 @@ pub async fn copy_backups(
                     .backups
                     .iter()
                     .find(|b| b.object == name && b.complete)
-                    .ok_or_else(|| SnapshotError::from(InvalidOption::input("backup", format!(
+                    .ok_or_else(|| {
+                        let reason = format!(
                             "{} holds no complete backup {name}; `snapshot list` shows what it holds",
                             source.url()
-                        ))))
+                        );
+                        InvalidOption::input("backup", reason).into()
+                    })
             })
             .collect::<Result<_>>()?
     };

@@ -418,10 +418,10 @@ mod tests {
         let options =
             StoreOptions::from_lookup(|v| (v == "ETCDOPS_PART_SIZE").then(|| "big".into()));
         let err = Store::open("/tmp/x", &options).unwrap_err();
-        assert!(
-            matches!(&err, StoreError::InvalidOption(e) if e.subject == "store option ETCDOPS_PART_SIZE"),
-            "{err:?}"
-        );
+        let StoreError::InvalidOption(invalid) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(invalid.subject, "store option ETCDOPS_PART_SIZE");
     }
 
     #[test]

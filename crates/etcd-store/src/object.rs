@@ -162,6 +162,11 @@ fn check_endpoint(
     Ok(endpoint.trim_end_matches('/').to_string())
 }
 
+/// Checks the endpoint override, which is the `store_endpoint` option.
+fn check_override(endpoint: &str, allow_http: bool) -> Result<String> {
+    check_endpoint("endpoint_override", STORE_ENDPOINT, endpoint, allow_http)
+}
+
 impl ObjectBackend {
     /// Builds the store for `kind` without any network access.
     pub fn open(
@@ -577,7 +582,7 @@ fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn Object
             .endpoint_override
             .as_deref()
             .unwrap_or(EMULATOR_DEFAULT_URL);
-        let base = check_endpoint("endpoint_override", STORE_ENDPOINT, base, true)?;
+        let base = check_override(base, true)?;
         builder = builder
             .with_account(&account)
             .with_endpoint(format!("{base}/{account}"))
@@ -596,12 +601,7 @@ fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn Object
             builder = builder.with_access_key(EMULATOR_KEY);
         }
     } else if let Some(endpoint) = &options.endpoint_override {
-        let endpoint = check_endpoint(
-            "endpoint_override",
-            STORE_ENDPOINT,
-            endpoint,
-            options.allow_http,
-        )?;
+        let endpoint = check_override(endpoint, options.allow_http)?;
         builder = builder.with_endpoint(endpoint);
     }
     let store = builder.build().map_err(|e| {
@@ -630,12 +630,7 @@ fn build_gcs(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore
         builder = builder.with_config(key, value);
     }
     if let Some(endpoint) = &options.endpoint_override {
-        let endpoint = check_endpoint(
-            "endpoint_override",
-            STORE_ENDPOINT,
-            endpoint,
-            options.allow_http,
-        )?;
+        let endpoint = check_override(endpoint, options.allow_http)?;
         builder = builder.with_config(GoogleConfigKey::BaseUrl, endpoint);
     }
     let store = builder.build().map_err(|e| {

@@ -20,10 +20,13 @@ fn key_name_of(request: &EncryptionConfigRequest) -> Result<String> {
 }
 
 fn key_config(request: &EncryptionConfigRequest) -> Result<KeyConfiguration> {
-    let key = request.key.as_ref().ok_or_else(|| K8sError::from(InvalidOption::input("key", format!(
+    let key = request.key.as_ref().ok_or_else(|| {
+        let reason = format!(
             "step {} needs key material: make a new encryption key once and give the same key on every host",
             request.step.as_str()
-        ))))?;
+        );
+        K8sError::from(InvalidOption::input("key", reason))
+    })?;
     let name = check_key_name(&key.name)?;
     let lengths = request.provider.key_lengths();
     match key.secret.decoded() {

@@ -252,10 +252,10 @@ pub async fn open_point_in_time(
     // A backup's own URL names one full backup; a point in time is planned over the store's
     // chains.
     if let Some((store, _)) = crate::layout::split_backup_url(store_url) {
-        return Err(SnapshotError::from(InvalidOption::input("source", format!(
-                "'{store_url}' is a backup; a point-in-time restore takes the store that holds it: '{store}'"
-            )))
-        .into());
+        let reason = format!(
+            "'{store_url}' is a backup; a point-in-time restore takes the store that holds it: '{store}'"
+        );
+        return Err(SnapshotError::from(InvalidOption::input("source", reason)).into());
     }
     let spool = checked_spool(request)?;
     let spool = spool.as_deref();
