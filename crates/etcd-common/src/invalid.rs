@@ -76,3 +76,26 @@ impl Hinted for InvalidOption {
         Some(ErrorKind::InvalidInput)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Style, with_hint};
+
+    #[test]
+    fn the_message_may_call_the_option_otherwise_and_keeps_its_hint() {
+        const STORE_ENDPOINT: OptionId = OptionId::value("store_endpoint");
+        let err = InvalidOption::new(STORE_ENDPOINT, "not a URL")
+            .called("store option endpoint_override");
+        assert_eq!(
+            with_hint(&err.to_string(), err.hint().as_ref(), Style::Cli),
+            "invalid store option endpoint_override: not a URL (--store-endpoint)"
+        );
+        assert!(err.is_about(STORE_ENDPOINT));
+        assert!(!err.is_transient());
+        assert_eq!(err.kind(), Some(ErrorKind::InvalidInput));
+        let input = InvalidOption::input("ETCDOPS_PART_SIZE", "not a size");
+        assert!(!input.is_about(STORE_ENDPOINT));
+        assert_eq!(input.kind(), Some(ErrorKind::InvalidInput));
+    }
+}

@@ -101,6 +101,29 @@ impl Hinted for Error {
     }
 }
 
+/// `error` as one of the etcdops libraries' error types, if it is one.
+fn as_hinted<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hinted> {
+    fn of<'a, E: Hinted + std::error::Error + 'static>(
+        error: &'a (dyn std::error::Error + 'static),
+    ) -> Option<&'a dyn Hinted> {
+        error.downcast_ref::<E>().map(|e| e as &dyn Hinted)
+    }
+    type Of = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hinted>;
+    let types: [Of; 10] = [
+        of::<Error>,
+        of::<etcd_core::Error>,
+        of::<etcd_snapshot::SnapshotError>,
+        of::<etcd_snapshot::RestoreError>,
+        of::<etcd_snapshot::DataError>,
+        of::<etcd_snapshot::BoltError>,
+        of::<etcd_store::StoreError>,
+        of::<etcd_k8s::K8sError>,
+        of::<etcd_data::InspectError>,
+        of::<etcd_common::InvalidOption>,
+    ];
+    types.iter().find_map(|of| of(error))
+}
+
 /// Runs `f` on the first library error found in `error`'s chain (itself, then its sources).
 fn find<T>(
     error: &(dyn std::error::Error + 'static),
@@ -108,30 +131,7 @@ fn find<T>(
 ) -> Option<T> {
     let mut current = Some(error);
     while let Some(e) = current {
-        let hinted: Option<&dyn Hinted> = if let Some(e) = e.downcast_ref::<Error>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_core::Error>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::SnapshotError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::RestoreError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::DataError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_snapshot::BoltError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_store::StoreError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_k8s::K8sError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_data::InspectError>() {
-            Some(e)
-        } else if let Some(e) = e.downcast_ref::<etcd_common::InvalidOption>() {
-            Some(e)
-        } else {
-            None
-        };
-        if let Some(found) = hinted.and_then(f) {
+        if let Some(found) = as_hinted(e).and_then(f) {
             return Some(found);
         }
         current = e.source();
@@ -173,6 +173,17 @@ mod tests {
             hint_of(&invalid),
             Some(Hint::option(etcd_common::options::FORCE))
         );
+        assert!(!is_transient(&invalid));
+    }
+
+    #[test]
+    fn a_bare_invalid_option_is_read_too() {
+        let invalid = etcd_common::InvalidOption::new(etcd_common::options::CACERT, "bad");
+        assert_eq!(
+            hint_of(&invalid),
+            Some(Hint::option(etcd_common::options::CACERT))
+        );
+        assert_eq!(kind_of(&invalid), ErrorKind::InvalidInput);
         assert!(!is_transient(&invalid));
     }
 
