@@ -338,3 +338,37 @@ fn version_needs_no_cluster() {
         }
     }
 }
+
+/// Finding: with an endpoint down, etcdctl's `endpoint health -w json` prints the JSON on
+/// stdout and `Error: unhealthy cluster` on stderr; etcdops under `--compat etcdctl` writes
+/// nothing to stderr (its health view has stderr lines in `simple` only), so the "stderr
+/// emptiness alike" promise of the compat suite does not hold for the JSON form (a script
+/// that checks `2>err; [ -s err ]` sees a healthy run).
+#[test]
+fn unhealthy_json_health_writes_to_stderr_as_etcdctl() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let dead = format!("127.0.0.1:{}", etcdops_tests::free_port());
+    let eps = format!("{},{dead}", bare_endpoints(&cluster));
+    let both = side_by_side(
+        &cluster,
+        &[
+            "--command-timeout",
+            "2s",
+            "--dial-timeout",
+            "1s",
+            "--endpoints",
+            &eps,
+            "endpoint",
+            "health",
+            "-w",
+            "json",
+        ],
+        &[],
+    );
+    assert_same_health_json(&both);
+    assert!(!both.etcdctl.stderr.is_empty(), "{both}");
+    assert!(
+        !both.etcdops.stderr.is_empty(),
+        "etcdctl wrote to stderr, etcdops did not:\n{both}"
+    );
+}

@@ -230,3 +230,38 @@ fn exit_codes_follow_etcdctls_for_refused_credentials_and_unreadable_files() {
         assert!(!both.etcdops.stderr.is_empty(), "{both}");
     }
 }
+
+/// Finding: etcdctl exits 128 when the CA file cannot be read for `endpoint status`, `endpoint
+/// health` and `endpoint hashkv` too, and 2 when the credentials are refused for `endpoint
+/// status` and `endpoint hashkv` (it fails building its client, before any endpoint is
+/// asked; its `endpoint health` reports the endpoint unhealthy and exits 1); etcdops under `--compat etcdctl`
+/// reports each endpoint as failed and exits 1, so a script that tells bad credentials (2)
+/// from an unreachable cluster (1) after `etcdctl endpoint status` takes the wrong branch.
+#[test]
+fn endpoint_commands_exit_as_etcdctl_for_refused_credentials_and_unreadable_files() {
+    let cluster = Cluster::start(1, Security::Auth);
+    let endpoints = cluster.endpoints();
+    // Without a scheme, so that --cacert makes both tools read the CA file.
+    let bare = endpoints.trim_start_matches("http://").to_string();
+    let commands: [&[&str]; 3] = [
+        &["endpoint", "status"],
+        &["endpoint", "health"],
+        &["endpoint", "hashkv"],
+    ];
+    for command in commands {
+        for connection in [
+            vec!["--endpoints", &endpoints, "--user", "root:wrong"],
+            vec!["--endpoints", &bare, "--cacert", "/no/such/ca.pem"],
+        ] {
+            let mut args = connection.clone();
+            args.extend_from_slice(command);
+            let both = etcdops_tests::side_by_side(&cluster, &args, &[]);
+            assert_ne!(both.etcdctl.code, 0, "{args:?}:\n{both}");
+            assert_eq!(
+                both.etcdctl.code, both.etcdops.code,
+                "{args:?}: exit codes differ:\n{both}"
+            );
+            assert!(!both.etcdops.stderr.is_empty(), "{both}");
+        }
+    }
+}

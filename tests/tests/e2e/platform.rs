@@ -747,3 +747,65 @@ fn host_file_changes_are_refused_on_openshift_without_force() {
     assert!(forced.stderr.contains("OpenShift"), "{forced}");
     assert!(pki.join("ca.crt").is_file() && pki.join("ca.key").is_file());
 }
+
+/// Finding: #35 item 2 names static pods among the state changes that go through a workflow
+/// with its guard, but `platform stop` still calls etcd-k8s's `static_pod` directly: on an
+/// OpenShift control-plane host it parks cluster-etcd-operator's `etcd-pod.yaml` (stopping
+/// that member's etcd) with no refusal, no `--force` and no warning, while `pki ca`,
+/// `data-dir commit-tail`, `defrag` and `snapshot restore` are refused there. Expected: refused
+/// in one line naming `--force` (in a dry run too), the manifest left where it is. No etcd is
+/// needed: the guard reads the host.
+#[test]
+fn static_pod_stop_is_refused_on_openshift_without_force() {
+    let root = tempfile::tempdir().unwrap();
+    let manifests = root.path().join("etc/kubernetes/manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    let manifest = manifests.join("etcd-pod.yaml");
+    let port = free_port();
+    std::fs::write(
+        &manifest,
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+  namespace: openshift-etcd
+spec:
+  containers:
+  - name: etcd
+    image: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0123456789abcdef
+    env:
+    - name: ETCD_DATA_DIR
+      value: /var/lib/etcd
+    - name: ETCD_NAME
+      value: cp0
+    command:
+    - /bin/sh
+    - -c
+    - |
+      exec etcd --advertise-client-urls=https://127.0.0.1:{port} --listen-client-urls=https://127.0.0.1:{port}
+  hostNetwork: true
+"#
+        ),
+    )
+    .unwrap();
+    let detect = on(root.path(), &["platform", "detect", "-w", "json"]);
+    detect.expect_code(0);
+    assert_eq!(detect.json()["platform"], "openshift", "{detect}");
+    for extra in [&["--dry-run"][..], &[][..]] {
+        let mut args = vec!["platform", "stop", "--timeout", "1s"];
+        args.extend_from_slice(extra);
+        let refused = on(root.path(), &args);
+        assert_eq!(refused.code, 2, "{args:?}: {refused}");
+        assert!(
+            refused.stderr.contains("OpenShift")
+                && refused.stderr.trim_end().ends_with("(--force)"),
+            "{args:?}: {refused}"
+        );
+        assert!(
+            manifest.is_file(),
+            "a refused stop parked {}",
+            manifest.display()
+        );
+    }
+}

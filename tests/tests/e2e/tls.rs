@@ -359,3 +359,151 @@ fn http_to_a_tls_port_says_to_use_https() {
         assert_clear_error(&run, "speaks TLS: use https://");
     }
 }
+
+/// Runs `openssl args...` in `dir`; panics with its stderr when it fails.
+fn openssl(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Finding: a client certificate of X.509 version 1 (what `openssl x509 -req` signs when no
+/// extensions are given, as many etcd set-up guides do) works with etcdctl and etcd, but
+/// etcdops refuses it before connecting: "invalid client key in KEY: it does not fit the
+/// client certificate: invalid peer certificate: Other(OtherError(UnsupportedCertVersion))"
+/// (exit 128 under compat): a drop-in that cannot connect where etcdctl does, and a message
+/// that blames a key that does fit.
+#[test]
+fn a_version_1_client_certificate_is_accepted_as_etcdctl_accepts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    openssl(
+        d,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=v1 test CA",
+        ],
+    );
+    std::fs::write(d.join("server.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    for (name, cn) in [("server", "etcd"), ("client", "root")] {
+        openssl(
+            d,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.csr"),
+                "-subj",
+                &format!("/CN={cn}"),
+            ],
+        );
+        let mut sign = vec![
+            "x509".to_string(),
+            "-req".into(),
+            "-in".into(),
+            format!("{name}.csr"),
+            "-CA".into(),
+            "ca.crt".into(),
+            "-CAkey".into(),
+            "ca.key".into(),
+            "-CAcreateserial".into(),
+            "-out".into(),
+            format!("{name}.crt"),
+            "-days".into(),
+            "2".into(),
+        ];
+        if name == "server" {
+            sign.extend(["-extfile".to_string(), "server.ext".into()]);
+        }
+        let sign: Vec<&str> = sign.iter().map(String::as_str).collect();
+        openssl(d, &sign);
+    }
+    let text = openssl(d, &["x509", "-in", "client.crt", "-noout", "-text"]);
+    assert!(
+        text.contains("Version: 1 "),
+        "not a v1 certificate:\n{text}"
+    );
+
+    let url = format!("https://127.0.0.1:{}", etcdops_tests::free_port());
+    let peer = format!("http://127.0.0.1:{}", etcdops_tests::free_port());
+    let mut cmd = std::process::Command::new(etcdops_tests::EtcdVersion::from_env().etcd());
+    cmd.args(["--name", "v1", "--data-dir"])
+        .arg(d.join("data"))
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
+        .args(["--initial-cluster", &format!("v1={peer}")])
+        .args(["--client-cert-auth", "--trusted-ca-file"])
+        .arg(d.join("ca.crt"))
+        .arg("--cert-file")
+        .arg(d.join("server.crt"))
+        .arg("--key-file")
+        .arg(d.join("server.key"));
+    let mut child = etcdops_tests::spawn_logged(cmd, &d.join("etcd.log"));
+    let path = |f: &str| d.join(f).display().to_string();
+    let flags = args(&[
+        "--endpoints",
+        &url,
+        "--cacert",
+        &path("ca.crt"),
+        "--cert",
+        &path("client.crt"),
+        "--key",
+        &path("client.key"),
+        "member",
+        "list",
+    ]);
+    // etcdctl connects with it (once etcd is up)...
+    let etcdctl = etcdops_tests::EtcdVersion::from_env().etcdctl();
+    eventually(std::time::Duration::from_secs(30), || {
+        let out = std::process::Command::new(&etcdctl)
+            .args(&flags)
+            .env("ETCDCTL_API", "3")
+            .output()
+            .unwrap();
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    });
+    // ...and so must etcdops, in both personalities.
+    let ours = etcdops(&flags, &[]);
+    let compat = etcdops(&flags, &[("ETCDOPS_COMPAT", "etcdctl")]);
+    let _ = child.kill();
+    let _ = child.wait();
+    ours.expect_code(0);
+    compat.expect_code(0);
+}
