@@ -116,6 +116,19 @@ impl Context {
         parse(&self.module, params).map_err(ModuleError::new)
     }
 
+    /// The module's own options but `others` (a part the module reads as another type),
+    /// typed: for a library request that refuses fields it does not know.
+    pub fn args_except<T: DeserializeOwned>(&self, others: &[&str]) -> Result<T, ModuleError> {
+        let mut params = self.checked()?;
+        for option in &ConnectionArgs::spec().options {
+            params.remove(&option.name);
+        }
+        for name in others {
+            params.remove(*name);
+        }
+        parse(&self.module, params).map_err(ModuleError::new)
+    }
+
     /// The guards of the host under the `platform_root` option (default `/`).
     pub fn guards(&self) -> Result<Guards, ModuleError> {
         Ok(Guards::on_host(self.platform_root()?))

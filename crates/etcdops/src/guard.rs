@@ -48,6 +48,9 @@ pub enum Operation {
     /// Raising a stopped member's saved commit index to its WAL's tail (a quorum recovery
     /// step; OpenShift restores with its own procedure).
     WalTailAdoption,
+    /// Stopping a member's static etcd pod by parking its manifest (OpenShift's operator
+    /// renders that pod; its own restore procedure moves it aside, forced on purpose).
+    StaticPodStop,
 }
 
 impl Operation {
@@ -66,6 +69,7 @@ impl Operation {
             Operation::ServerConfigWrite => "server config write",
             Operation::EncryptionConfig => "encryption config rewrite",
             Operation::WalTailAdoption => "WAL tail adoption",
+            Operation::StaticPodStop => "static pod stop",
         }
     }
 
@@ -78,6 +82,7 @@ impl Operation {
                 | Operation::ServerConfigWrite
                 | Operation::EncryptionConfig
                 | Operation::WalTailAdoption
+                | Operation::StaticPodStop
         )
     }
 }

@@ -6,8 +6,10 @@
 //! `spec.encryption`) and restore a lost quorum with their own procedure, and a hand-made
 //! change fights them. A forced change carries the guard's warning in [`HostChange::forced`].
 //!
-//! Stopping and starting the etcd static pod is not refused: moving the pod's manifest out
-//! of the kubelet's directory is a step of OpenShift's own restore procedure.
+//! Stopping the etcd static pod passes the same guard: on OpenShift it takes down a member
+//! the operator runs, so it needs `force` (OpenShift's own restore procedure moves the pod's
+//! manifest aside, and whoever follows it says so). Starting a parked pod again is not
+//! guarded: it puts back what a stop moved.
 //!
 //! ```no_run
 //! # async fn run() -> etcdops::Result<()> {
@@ -123,4 +125,23 @@ pub async fn adopt_wal_tail(
         }
     })
     .await
+}
+
+/// Stops or starts a static etcd pod (see `etcd_k8s::static_pod`); a stop passes the guards
+/// first, in a dry run too, so the dry run predicts the refusal.
+pub async fn static_pod(
+    guards: &Guards,
+    request: &etcd_k8s::StaticPodRequest,
+    connection: Option<&etcd_core::ClusterConfig>,
+    force: Force,
+) -> Result<HostChange<etcd_k8s::StaticPodResult>> {
+    let forced = match request.state {
+        etcd_k8s::PodState::Stopped => guards
+            .check(Operation::StaticPodStop, force, None)
+            .await?
+            .warning(),
+        etcd_k8s::PodState::Started => None,
+    };
+    let result = etcd_k8s::static_pod(request, connection).await?;
+    Ok(HostChange { result, forced })
 }

@@ -93,13 +93,13 @@ pub mod data_dir {
 pub mod kubernetes {
     //! Kubernetes and OpenShift knowledge: the platform a host runs, static pods, encryption at
     //! rest, and Kubernetes objects decoded from etcd.
-    pub use crate::host_files::encryption_config;
+    pub use crate::host_files::{encryption_config, static_pod};
     pub use etcd_k8s::{
         ConfigStep, DEFAULT_MAX_OBJECTS, DecodedValue, EncryptionConfigRequest,
         EncryptionConfigResult, EncryptionReport, EncryptionStatusRequest, K8sError, K8sGetRequest,
         KeyMaterial, KeySecret, NewKey, NewKeyRequest, PlatformInfo, PlatformRequest, PodState,
         Provider, StaticPodRequest, StaticPodResult, Storage, detect_platform, encryption_status,
-        encryption_status_offline, k8s_get, new_encryption_key, static_pod,
+        encryption_status_offline, k8s_get, new_encryption_key,
     };
 }
 

@@ -109,7 +109,7 @@ pub const MODULES: &[ModuleDef] = &[
     },
     ModuleDef {
         name: "etcd_static_pod",
-        options: ModuleSpec::of::<etcdops::kubernetes::StaticPodRequest>,
+        options: ModuleSpec::of::<static_pod::Options>,
         connection: true,
     },
     ModuleDef {

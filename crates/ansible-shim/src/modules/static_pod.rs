@@ -4,16 +4,36 @@
 //! `--force-new-cluster` in the etcd container's command (a normal start removes the flag).
 //! No Python needed on the host.
 
+use etcdops::guard::Force;
 use etcdops::kubernetes::{PodState, StaticPodRequest, static_pod};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::context::Context;
 use crate::outcome::{ModuleError, Outcome};
 
+/// The module's options: the library's request and the switch past the guard.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema: its fields are read as `StaticPodRequest` and `Guarded`
+pub(crate) struct Options {
+    #[serde(flatten)]
+    request: StaticPodRequest,
+    #[serde(flatten)]
+    guarded: Guarded,
+}
+
+/// Stopping OpenShift's etcd pod even though its operator runs it.
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct Guarded {
+    #[serde(default)]
+    force: Force,
+}
+
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     // The manifest and parking dir default to the library's: the manifest found under the root
     // (OpenShift's or kubeadm's), as the CLI's `platform stop/start`.
-    let mut request: StaticPodRequest = context.args()?;
+    let mut request: StaticPodRequest = context.args_except(&["force"])?;
     request.dry_run = context.check_mode;
     // `root` (a test-only option) is the connection option `platform_root` now.
     request.root = Some(context.platform_root()?);
@@ -26,9 +46,9 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     } else {
         None
     };
-    let result = static_pod(&request, connection.as_ref())
-        .await
-        .map_err(|e| ModuleError::new(format!("etcd_static_pod: {e}")))?;
+    let Guarded { force } = context.args()?;
+    let done = static_pod(&context.guards()?, &request, connection.as_ref(), force).await?;
+    let result = done.result;
     let where_is = |stopped: bool| {
         if stopped {
             format!("manifest parked at {}\n", result.parked_manifest.display())
@@ -46,6 +66,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             "after": where_is(stopping),
         }));
     }
+    outcome.warnings.extend(done.forced);
     outcome.warnings.extend(result.notes.iter().cloned());
     Ok(outcome.with_fields(&result))
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use etcdops::client::ConnectionOptions;
-use etcdops::guard::Guards;
+use etcdops::guard::{Force, Guards};
 use etcdops::kubernetes::{
     PlatformRequest, PodState, StaticPodRequest, detect_platform, static_pod,
 };
@@ -111,9 +111,17 @@ async fn pod(
     } else {
         None
     };
-    let result = static_pod(&request, connection.as_ref())
-        .await
-        .with_context(|| format!("platform {}", state_word(state)))?;
-    printer.print(&PodView(result, args.dry_run))?;
+    let done = static_pod(
+        &guards(global),
+        &request,
+        connection.as_ref(),
+        Force(args.force.force),
+    )
+    .await
+    .with_context(|| format!("platform {}", state_word(state)))?;
+    if let Some(warning) = &done.forced {
+        crate::output::warn(warning);
+    }
+    printer.print(&PodView(done.result, args.dry_run))?;
     Ok(ExitStatus::Success)
 }

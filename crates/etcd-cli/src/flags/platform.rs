@@ -40,4 +40,7 @@ pub struct StaticPodArgs {
     /// Say what would be done; change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Stop it even where OpenShift's cluster-etcd-operator runs etcd (with a warning)
+    #[command(flatten)]
+    pub force: ForceFlag,
 }

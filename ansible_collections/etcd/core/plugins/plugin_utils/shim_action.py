@@ -168,7 +168,8 @@ def validate(module, args, defaults_only):
     An option only module_defaults set that this module has no use for is dropped when
     another module of the collection takes it (a group's defaults reach every module of the
     group: store options set once for group/etcd.core.etcd); one no module takes (a typo) is
-    refused as unsupported. Unset options (null, ``omit``) are left out, so the shim applies
+    refused as unsupported. So is one that is only an alias here but another module's own
+    option (``dest``, ``prefix``): a group's default means that module's option. Unset options (null, ``omit``) are left out, so the shim applies
     its own defaults (an unset connection option still falls back to the target's ETCDCTL_*
     variable) and a required one is reported missing. Returns the options (aliases resolved to
     their option), and the validator's warnings and deprecations (a deprecated alias).
@@ -181,13 +182,23 @@ def validate(module, args, defaults_only):
     spec = specs[module]["argument_spec"]
     names = option_names(spec)
     taken_elsewhere = set()
-    for other in specs.values():
+    own_elsewhere = set()
+    for other_name, other in specs.items():
         taken_elsewhere.update(option_names(other["argument_spec"]))
+        if other_name != module:
+            own_elsewhere.update(other["argument_spec"])
     defaults_only = set(defaults_only or ())
+
+    def not_for_this_module(name):
+        if name not in defaults_only:
+            return False
+        if name not in names:
+            return name in taken_elsewhere
+        return name not in spec and name in own_elsewhere
+
     args = dict(
         (str(name), value) for name, value in args.items()
-        if value is not None
-        and not (name in defaults_only and name not in names and name in taken_elsewhere)
+        if value is not None and not not_for_this_module(name)
     )
     twice = same_option_twice(spec, args)
     if twice:
