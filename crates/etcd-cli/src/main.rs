@@ -64,7 +64,12 @@ fn main() -> ExitCode {
 fn etcdctl_exit_code(err: &anyhow::Error) -> u8 {
     let kind = err
         .chain()
-        .map(etcdops::kind_of)
+        .map(
+            |cause| match cause.downcast_ref::<commands::endpoint::ClientSetupFailed>() {
+                Some(failed) => failed.kind,
+                None => etcdops::kind_of(cause),
+            },
+        )
         .find(|kind| *kind != etcdops::ErrorKind::Other);
     match kind {
         Some(etcdops::ErrorKind::AuthFailed) => 2,

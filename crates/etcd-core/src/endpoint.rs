@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use etcd_client::GetOptions;
+use etcd_common::{ErrorKind, Hinted};
 use serde::Serialize;
 
 use crate::client::Client;
@@ -35,6 +36,9 @@ pub struct EndpointHealth {
     pub took_ms: f64,
     /// Why it is unhealthy.
     pub error: Option<String>,
+    /// What kind of failure `error` is (a front-end's exit status follows it).
+    #[serde(skip)]
+    pub error_kind: Option<ErrorKind>,
 }
 
 /// Health of every addressed endpoint.
@@ -211,6 +215,7 @@ async fn check_health(client: &Client, addressed: &Addressed) -> EndpointHealth 
                 health: true,
                 took_ms,
                 error: None,
+                error_kind: None,
             }
         }
         Err(e) => EndpointHealth {
@@ -219,6 +224,7 @@ async fn check_health(client: &Client, addressed: &Addressed) -> EndpointHealth 
             server_version: None,
             health: false,
             took_ms,
+            error_kind: e.kind(),
             error: Some(e.to_string()),
         },
     }
@@ -273,6 +279,9 @@ pub struct EndpointStatus {
     pub downgrade: Option<DowngradeInfo>,
     /// Why the status could not be read.
     pub error: Option<String>,
+    /// What kind of failure `error` is (a front-end's exit status follows it).
+    #[serde(skip)]
+    pub error_kind: Option<ErrorKind>,
 }
 
 /// A cluster's downgrade state, as etcd 3.6 reports it in every member's status.
@@ -344,6 +353,7 @@ async fn read_status(client: &Client, addressed: &Addressed) -> EndpointStatus {
                     target_version: d.target_version().to_string(),
                 }),
                 error: None,
+                error_kind: None,
             }
         }
         Err(e) => EndpointStatus {
@@ -364,6 +374,7 @@ async fn read_status(client: &Client, addressed: &Addressed) -> EndpointStatus {
             storage_version: None,
             db_size_quota: None,
             downgrade: None,
+            error_kind: e.kind(),
             error: Some(e.to_string()),
         },
     }
@@ -394,6 +405,9 @@ pub struct EndpointHashKv {
     pub server_hash_revision: Option<i64>,
     /// Why the hash could not be read.
     pub error: Option<String>,
+    /// What kind of failure `error` is (a front-end's exit status follows it).
+    #[serde(skip)]
+    pub error_kind: Option<ErrorKind>,
 }
 
 /// KV hashes of every addressed endpoint at one revision.
@@ -455,6 +469,7 @@ async fn hash_one(
             compact_revision: Some(h.compact_version()),
             server_hash_revision: Some(h.hash_revision()).filter(|r| *r != 0),
             error: None,
+            error_kind: None,
         },
         Err(e) => EndpointHashKv {
             endpoint: endpoint.to_string(),
@@ -465,6 +480,7 @@ async fn hash_one(
             hash_revision: None,
             compact_revision: None,
             server_hash_revision: None,
+            error_kind: e.kind(),
             error: Some(e.to_string()),
         },
     }

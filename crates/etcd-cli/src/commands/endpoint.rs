@@ -6,6 +6,7 @@
 //! etcdctl says it; our table and JSON keep it as a row.
 
 use anyhow::Result;
+use etcdops::ErrorKind;
 use etcdops::client::{ClusterConfig, Targets};
 use etcdops::endpoint::{endpoint_hashkv, endpoint_health, endpoint_status};
 
@@ -37,6 +38,10 @@ pub async fn run(
                 }
                 None => endpoint_health(config, targets).await?,
             };
+            if printer.is_etcdctl() {
+                let rows = report.endpoints.iter();
+                fail_as_etcdctl(rows.map(|e| (e.error_kind, e.error.as_deref())), false)?;
+            }
             let report = HealthView {
                 report,
                 etcdctl_3_4: printer.is_etcdctl(),
@@ -46,11 +51,19 @@ pub async fn run(
         }
         EndpointCommand::Status(_) => {
             let report = StatusView(endpoint_status(config, targets).await?);
+            if printer.is_etcdctl() {
+                let rows = report.0.endpoints.iter();
+                fail_as_etcdctl(rows.map(|e| (e.error_kind, e.error.as_deref())), true)?;
+            }
             printer.print(&report)?;
             Ok(ExitStatus::from_ok(report.0.all_answered))
         }
         EndpointCommand::Hashkv(hashkv) => {
             let report = HashKvView(endpoint_hashkv(config, targets, hashkv.rev).await?);
+            if printer.is_etcdctl() {
+                let rows = report.0.endpoints.iter();
+                fail_as_etcdctl(rows.map(|e| (e.error_kind, e.error.as_deref())), true)?;
+            }
             printer.print(&report)?;
             // etcdctl fails only when a member did not answer; hashes that differ are for
             // the reader to see. Ours also fails when they differ, and says so.
@@ -62,4 +75,46 @@ pub async fn run(
             }))
         }
     }
+}
+
+/// A failure etcdctl meets while it builds its client, before it asks any endpoint: a TLS or
+/// key file it cannot read, or (for `status` and `hashkv`, whose client authenticates first)
+/// refused credentials. etcdctl then prints no rows, only the error, and exits with the
+/// code of its kind (see `etcdctl_exit_code` in `main`).
+#[derive(Debug)]
+pub struct ClientSetupFailed {
+    /// What kind of failure it is.
+    pub kind: ErrorKind,
+    message: String,
+}
+
+impl std::fmt::Display for ClientSetupFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ClientSetupFailed {}
+
+/// Under etcdctl's conventions, the first endpoint failure etcdctl would have met building its
+/// client, as an error; `auth_too` when refused credentials count (its `health` checks each
+/// endpoint with a client of its own and reports them as unhealthy instead).
+fn fail_as_etcdctl<'a>(
+    rows: impl Iterator<Item = (Option<ErrorKind>, Option<&'a str>)>,
+    auth_too: bool,
+) -> std::result::Result<(), ClientSetupFailed> {
+    for (kind, error) in rows {
+        let setup = match kind {
+            Some(ErrorKind::CredentialFile) => true,
+            Some(ErrorKind::AuthFailed) => auth_too,
+            _ => false,
+        };
+        if let (true, Some(kind), Some(message)) = (setup, kind, error) {
+            return Err(ClientSetupFailed {
+                kind,
+                message: message.to_string(),
+            });
+        }
+    }
+    Ok(())
 }

@@ -86,12 +86,17 @@ fn health_line(e: &EndpointHealth) -> String {
 }
 
 impl Render for HealthView {
-    fn stderr_lines(&self, format: OutputFormat, _: Compat) -> Vec<String> {
-        if format == OutputFormat::Simple {
+    fn stderr_lines(&self, format: OutputFormat, compat: Compat) -> Vec<String> {
+        let mut lines = if format == OutputFormat::Simple {
             self.simple_stderr_lines()
         } else {
             Vec::new()
+        };
+        // etcdctl ends an unhealthy check with its error line, whatever the output format.
+        if compat == Compat::Etcdctl && !self.report.all_healthy {
+            lines.push("Error: unhealthy cluster".to_string());
         }
+        lines
     }
 
     fn headers(&self) -> Vec<&'static str> {
@@ -476,6 +481,7 @@ mod tests {
             db_size_quota: Some(2147483648),
             downgrade: Some(DowngradeInfo::default()),
             error: None,
+            error_kind: None,
         }
     }
 
@@ -544,6 +550,7 @@ mod tests {
             compact_revision: Some(20),
             server_hash_revision,
             error: None,
+            error_kind: None,
         }
     }
 
@@ -581,6 +588,7 @@ mod tests {
             health: error.is_none(),
             took_ms: 18.061237,
             error: error.map(Into::into),
+            error_kind: None,
         }
     }
 
@@ -613,7 +621,17 @@ mod tests {
             [
                 "127.0.0.1:2 is healthy: successfully committed proposal: took = 18.061237ms",
                 "127.0.0.1:3 is unhealthy: failed to commit proposal: context deadline exceeded",
+                "Error: unhealthy cluster",
             ]
+        );
+        // etcdctl ends with its error line in every format, and only when one is unhealthy.
+        assert_eq!(
+            view.stderr_lines(OutputFormat::Json, Compat::Etcdctl),
+            ["Error: unhealthy cluster"]
+        );
+        assert!(
+            view.stderr_lines(OutputFormat::Json, Compat::Etcdops)
+                .is_empty()
         );
         // outputs/endpoint-health.json's shape; an error only when unhealthy.
         let json = view.etcdctl_json(false).unwrap();
