@@ -9,12 +9,14 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use tokio_rustls::rustls::client::danger::{
     HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
 };
-use tokio_rustls::rustls::client::{WebPkiServerVerifier, verify_server_name};
+use tokio_rustls::rustls::client::{ResolvesClientCert, WebPkiServerVerifier, verify_server_name};
 use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
 use tokio_rustls::rustls::server::ParsedCertificate;
+use tokio_rustls::rustls::sign::{CertifiedKey, SingleCertAndKey};
 use tokio_rustls::rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
+use x509_parser::prelude::{FromDer, X509Certificate};
 
 use etcd_common::{Hint, OptionId, options};
 
@@ -74,6 +76,33 @@ fn load_key(source: &PemSource) -> Result<PrivateKeyDer<'static>> {
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
+}
+
+/// The client certificate and its key, checked to be a pair. rustls' own check parses the
+/// certificate with webpki, which refuses X.509 v1 certificates (what `openssl x509 -req`
+/// signs without an extension file); etcd and etcdctl accept them, so the pair is checked
+/// here by comparing the key's public half with the certificate's, read with x509-parser.
+fn client_identity(
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> std::result::Result<Arc<dyn ResolvesClientCert>, String> {
+    let signing = provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("unusable key: {e}"))?;
+    let end_entity = certs
+        .first()
+        .ok_or("the certificate file holds no certificate")?;
+    let (_, parsed) = X509Certificate::from_der(end_entity)
+        .map_err(|e| format!("unusable client certificate: {e}"))?;
+    let fits = signing
+        .public_key()
+        .is_some_and(|public| public.as_ref() == parsed.public_key().raw);
+    if !fits {
+        return Err("it does not fit the client certificate (another key pair's)".into());
+    }
+    let pair = CertifiedKey::new(certs, signing);
+    Ok(Arc::new(SingleCertAndKey::from(pair)))
 }
 
 /// Builds the rustls client configuration for the given settings, reading every file now so
@@ -140,13 +169,12 @@ fn finish(
         Some(identity) => {
             let certs = load_certs(&identity.cert, "client certificate")?;
             let key = load_key(&identity.key)?;
-            builder
-                .with_client_auth_cert(certs, key)
-                .map_err(|e| Error::InvalidPem {
-                    what: "client key",
-                    source_name: identity.key.describe(),
-                    reason: format!("it does not fit the client certificate: {e}"),
-                })?
+            let resolver = client_identity(certs, key).map_err(|reason| Error::InvalidPem {
+                what: "client key",
+                source_name: identity.key.describe(),
+                reason,
+            })?;
+            builder.with_client_cert_resolver(resolver)
         }
         None => builder.with_no_client_auth(),
     };
@@ -187,9 +215,7 @@ pub(crate) async fn served_certificates(
             let certs =
                 load_certs(&identity.cert, "client certificate").map_err(|e| e.to_string())?;
             let key = load_key(&identity.key).map_err(|e| e.to_string())?;
-            builder
-                .with_client_auth_cert(certs, key)
-                .map_err(|e| e.to_string())?
+            builder.with_client_cert_resolver(client_identity(certs, key)?)
         }
         None => builder.with_no_client_auth(),
     };

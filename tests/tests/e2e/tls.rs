@@ -110,6 +110,17 @@ fn tls_failures_say_what_to_fix() {
     ]);
     assert_clear_error(&rogue, "client certificate");
 
+    // A key that is not the certificate's own: said before any connection.
+    let mismatched = with(&[
+        "--cacert",
+        &path(&certs.ca),
+        "--cert",
+        &path(&certs.client_cert),
+        "--key",
+        &path(&certs.rogue_client_key),
+    ]);
+    assert_clear_error(&mismatched, "does not fit the client certificate");
+
     // A name the certificate does not carry.
     let wrong_name = with(&[
         "--cacert",
