@@ -109,11 +109,24 @@ fn paged_get_of_binary_and_skewed_keys_is_etcdctls_byte_for_byte() {
         ],
         vec!["get", "a", "b"],
     ];
+    // etcdctl's answers, once (the data does not change).
+    let with_endpoints = |args: &[&str]| -> Vec<Vec<u8>> {
+        let mut all = vec![b"--endpoints".to_vec(), endpoints.as_bytes().to_vec()];
+        all.extend(args.iter().map(|a| a.as_bytes().to_vec()));
+        all
+    };
+    let theirs: Vec<_> = cases
+        .iter()
+        .map(|args| {
+            let all = with_endpoints(args);
+            let all: Vec<&[u8]> = all.iter().map(Vec::as_slice).collect();
+            raw_bytes(&cluster.version.etcdctl(), &all, &[], None)
+        })
+        .collect();
     for pages in ["3", "1", "2", "0"] {
-        for args in &cases {
-            let mut all: Vec<&[u8]> = vec![b"--endpoints", endpoints.as_bytes()];
-            all.extend(args.iter().map(|a| a.as_bytes()));
-            let theirs = raw_bytes(&cluster.version.etcdctl(), &all, &[], None);
+        for (args, theirs) in cases.iter().zip(&theirs) {
+            let all = with_endpoints(args);
+            let all: Vec<&[u8]> = all.iter().map(Vec::as_slice).collect();
             let ours = raw_bytes(
                 &etcdops_path(),
                 &all,
