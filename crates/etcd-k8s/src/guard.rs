@@ -61,6 +61,8 @@ pub fn openshift_procedure(operation: &str) -> String {
         "the operator renders etcd's static pod and its settings from the `etcd` cluster resource (`oc get etcd cluster -o yaml`)"
     } else if operation.contains("encryption") {
         "set `spec.encryption.type` on the `apiserver` cluster resource (`oc edit apiserver`); its operators write and rotate the keys"
+    } else if operation.contains("static pod") {
+        "the 'Restoring to a previous cluster state' procedure, whose steps move etcd-pod.yaml out of the kubelet's directory on the other control-plane hosts (a forced stop is that step)"
     } else if operation.contains("restore") || operation.contains("WAL") {
         "the 'Restoring to a previous cluster state' procedure (cluster-restore.sh on a recovery control-plane host; a snapshot saved with an OpenShift backup dir writes the files it takes)"
     } else {

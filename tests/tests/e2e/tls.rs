@@ -1,3 +1,5 @@
+use std::path::Path;
+
 use etcdops_tests::{Cluster, Security, args, etcdops};
 
 use crate::{assert_clear_error, etcdctl_json, run};
@@ -252,35 +254,51 @@ impl SelfSignedEtcd {
         let key = dir.path().join("server-key.pem");
         std::fs::write(&cert, cert_pem).unwrap();
         std::fs::write(&key, key_pem).unwrap();
-        let url = format!("https://127.0.0.1:{}", etcdops_tests::free_port());
-        let peer = format!("http://127.0.0.1:{}", etcdops_tests::free_port());
-        let mut cmd = std::process::Command::new(etcdops_tests::EtcdVersion::from_env().etcd());
-        cmd.args(["--name", "s0", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args([
-                "--listen-client-urls",
-                &url,
-                "--advertise-client-urls",
-                &url,
-            ])
-            .args([
-                "--listen-peer-urls",
-                &peer,
-                "--initial-advertise-peer-urls",
-                &peer,
-            ])
-            .args(["--initial-cluster", &format!("s0={peer}")])
-            .arg("--cert-file")
-            .arg(&cert)
-            .arg("--key-file")
-            .arg(&key);
-        let child = etcdops_tests::spawn_logged(cmd, &dir.path().join("etcd.log"));
+        let (child, url) = serve_tls(dir.path(), &cert, &key, None);
         SelfSignedEtcd {
             child,
             url,
             _dir: dir,
         }
     }
+}
+
+/// Starts a one-member etcd in `dir` serving TLS with `cert`/`key` on a free port, checking
+/// client certificates against `client_ca` when given; returns it and its client URL.
+fn serve_tls(
+    dir: &Path,
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> (std::process::Child, String) {
+    let url = format!("https://127.0.0.1:{}", etcdops_tests::free_port());
+    let peer = format!("http://127.0.0.1:{}", etcdops_tests::free_port());
+    let mut cmd = std::process::Command::new(etcdops_tests::EtcdVersion::from_env().etcd());
+    cmd.args(["--name", "s0", "--data-dir"])
+        .arg(dir.join("data"))
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
+        .args(["--initial-cluster", &format!("s0={peer}")])
+        .arg("--cert-file")
+        .arg(cert)
+        .arg("--key-file")
+        .arg(key);
+    if let Some(ca) = client_ca {
+        cmd.args(["--client-cert-auth", "--trusted-ca-file"])
+            .arg(ca);
+    }
+    let child = etcdops_tests::spawn_logged(cmd, &dir.join("etcd.log"));
+    (child, url)
 }
 
 impl Drop for SelfSignedEtcd {
@@ -458,31 +476,12 @@ fn a_version_1_client_certificate_is_accepted_as_etcdctl_accepts_it() {
         "not a v1 certificate:\n{text}"
     );
 
-    let url = format!("https://127.0.0.1:{}", etcdops_tests::free_port());
-    let peer = format!("http://127.0.0.1:{}", etcdops_tests::free_port());
-    let mut cmd = std::process::Command::new(etcdops_tests::EtcdVersion::from_env().etcd());
-    cmd.args(["--name", "v1", "--data-dir"])
-        .arg(d.join("data"))
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-        ])
-        .args(["--initial-cluster", &format!("v1={peer}")])
-        .args(["--client-cert-auth", "--trusted-ca-file"])
-        .arg(d.join("ca.crt"))
-        .arg("--cert-file")
-        .arg(d.join("server.crt"))
-        .arg("--key-file")
-        .arg(d.join("server.key"));
-    let mut child = etcdops_tests::spawn_logged(cmd, &d.join("etcd.log"));
+    let (mut child, url) = serve_tls(
+        d,
+        &d.join("server.crt"),
+        &d.join("server.key"),
+        Some(&d.join("ca.crt")),
+    );
     let path = |f: &str| d.join(f).display().to_string();
     let flags = args(&[
         "--endpoints",
