@@ -109,11 +109,7 @@ impl Context {
 
     /// The module's own options, typed.
     pub fn args<T: DeserializeOwned>(&self) -> Result<T, ModuleError> {
-        let mut params = self.checked()?;
-        for option in &ConnectionArgs::spec().options {
-            params.remove(&option.name);
-        }
-        parse(&self.module, params).map_err(ModuleError::new)
+        self.args_except(&[])
     }
 
     /// The module's own options but `others` (a part the module reads as another type),

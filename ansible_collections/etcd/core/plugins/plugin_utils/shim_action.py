@@ -168,10 +168,11 @@ def validate(module, args, defaults_only):
     An option only module_defaults set that this module has no use for is dropped when
     another module of the collection takes it (a group's defaults reach every module of the
     group: store options set once for group/etcd.core.etcd); one no module takes (a typo) is
-    refused as unsupported. So is one that is only an alias here but another module's own
-    option (``dest``, ``prefix``): a group's default means that module's option. Unset options (null, ``omit``) are left out, so the shim applies
-    its own defaults (an unset connection option still falls back to the target's ETCDCTL_*
-    variable) and a required one is reported missing. Returns the options (aliases resolved to
+    refused as unsupported. One that is only an alias here but another module's own option
+    (``dest``, ``prefix``) is dropped too: a group's default means that module's option.
+    Unset options (null, ``omit``) are left out, so the shim applies its own defaults (an
+    unset connection option still falls back to the target's ETCDCTL_* variable) and a
+    required one is reported missing. Returns the options (aliases resolved to
     their option), and the validator's warnings and deprecations (a deprecated alias).
     """
     specs = argument_specs()
