@@ -93,7 +93,7 @@ fn sigkill_of_a_run_while_it_compacts_then_a_restart_continues_the_chain_and_com
 }
 
 /// A run compacting after every segment, a full backup every 3s, `--keep-last 1` and the
-/// orphan grace `grace`, until 4 full backups and 2 prunes; returns the cluster, the store,
+/// orphan grace `grace`, until 4 full backups, 2 prunes and 2 compaction outcomes; returns the cluster, the store,
 /// its events and the last revision written.
 fn churn(grace: &str) -> (Cluster, std::path::PathBuf, Vec<Value>, i64) {
     let cluster = Cluster::start(1, Security::Plain);
@@ -123,7 +123,13 @@ fn churn(grace: &str) -> (Cluster, std::path::PathBuf, Vec<Value>, i64) {
         let events = backup.events();
         let fulls = events.iter().filter(|e| e["event"] == "full_saved").count();
         let pruned = events.iter().filter(|e| e["event"] == "pruned").count();
-        if fulls >= 4 && pruned >= 2 {
+        // A compaction's outcome is reported at the first publication after it ends, and a
+        // stop abandons one in progress: go on until two outcomes are in.
+        let outcomes = events
+            .iter()
+            .filter(|e| e["event"] == "compacted" || e["event"] == "failed")
+            .count();
+        if fulls >= 4 && pruned >= 2 && outcomes >= 2 {
             break;
         }
     }
