@@ -58,6 +58,8 @@ impl CompactAfter {
 /// own and its work dir is removed).
 struct Running {
     base: String,
+    /// When it started: what it uploads is younger.
+    started: std::time::Instant,
     handle: JoinHandle<std::result::Result<RunEvent, String>>,
 }
 
@@ -93,6 +95,16 @@ impl Compactions {
             .as_ref()
             .filter(|r| !r.handle.is_finished())
             .map(|r| r.base.as_str())
+    }
+
+    /// How long the compaction running now has run, if one runs: its copy is an upload in
+    /// progress (an orphan to a prune) no older than this, which the run's own prune spares
+    /// whatever its orphan grace.
+    pub(super) fn running_for(&self) -> Option<std::time::Duration> {
+        self.running
+            .as_ref()
+            .filter(|r| !r.handle.is_finished())
+            .map(|r| r.started.elapsed())
     }
 
     /// Whether a chain at segment `sequence` is due: `segments` more than at its last
@@ -159,6 +171,7 @@ impl Compactions {
         });
         self.running = Some(Running {
             base: base.to_string(),
+            started: std::time::Instant::now(),
             handle,
         });
         self.last = Some((base.to_string(), sequence));
@@ -204,12 +217,14 @@ mod tests {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         c.running = Some(Running {
             base: "a".into(),
+            started: std::time::Instant::now(),
             handle: tokio::spawn(async move {
                 let _ = rx.await;
                 Err("ended".to_string())
             }),
         });
         assert_eq!(c.running_chain(), Some("a"));
+        assert!(c.running_for().is_some());
         tx.send(()).unwrap();
         while !c.running.as_ref().unwrap().handle.is_finished() {
             tokio::task::yield_now().await;
@@ -219,6 +234,7 @@ mod tests {
             None,
             "a finished compaction protects nothing"
         );
+        assert_eq!(c.running_for(), None);
     }
 
     #[test]

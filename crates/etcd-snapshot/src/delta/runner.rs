@@ -11,6 +11,7 @@ use etcd_core::{ClusterConfig, EndpointClient, MemberId};
 use etcd_store::Store;
 use futures::future::FusedFuture;
 
+use super::compact_after::Compactions;
 use super::events::{RunEvent, RunObserver, RunState};
 use super::history::foreign_cluster;
 use super::lock::{LockCheck, LockKeeper};
@@ -20,6 +21,20 @@ use crate::manifest::Manifest;
 use crate::progress::NoProgress;
 use crate::prune::{PruneRequest, prune_store};
 use crate::save::{SaveRequest, SaveResult, save_snapshot};
+
+/// How much older than a running compaction an upload its run's prune spares may be: the
+/// store dates objects by its own clock.
+const COMPACTION_CLOCK_MARGIN: Duration = Duration::from_secs(60);
+
+/// The orphan grace of a run's own prune: the configured one or, while a compaction of the run
+/// has been running for `compacting`, at least that plus [`COMPACTION_CLOCK_MARGIN`]: the copy
+/// it uploads is an object without a manifest until it is verified, and no older than that.
+fn own_prune_grace(configured: Duration, compacting: Option<Duration>) -> Duration {
+    match compacting {
+        Some(running) => configured.max(running + COMPACTION_CLOCK_MARGIN),
+        None => configured,
+    }
+}
 
 /// Everything one run shares between its steps.
 pub(super) struct Runner<'a> {
@@ -38,7 +53,7 @@ pub(super) struct Runner<'a> {
     /// The chain's full backup and the size its manifest gives its object.
     pub(super) full_size: Option<(String, u64)>,
     /// `--compact-after`: the chain's compactions in the background.
-    pub(super) compactions: Option<super::compact_after::Compactions>,
+    pub(super) compactions: Option<Compactions>,
 }
 
 /// What the check before a publication found.
@@ -259,10 +274,14 @@ impl Runner<'_> {
             (Some(lock), false) => Some(lock.cluster()),
             _ => None,
         };
+        let orphan_grace = own_prune_grace(
+            self.request.orphan_grace,
+            self.compactions.as_ref().and_then(Compactions::running_for),
+        );
         let request = PruneRequest {
             policy: self.request.retention.clone(),
             cluster,
-            orphan_grace: self.request.orphan_grace,
+            orphan_grace,
             dry_run: false,
             ..PruneRequest::default()
         };
@@ -375,4 +394,23 @@ pub(super) async fn store_header(client: &EndpointClient) -> etcd_core::Result<S
         member: MemberId(header.map(|h| h.member_id()).unwrap_or_default()),
         cluster: MemberId(header.map(|h| h.cluster_id()).unwrap_or_default()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runs_own_prune_spares_what_a_running_compaction_may_be_uploading() {
+        let none = Duration::ZERO;
+        assert_eq!(own_prune_grace(none, None), none);
+        let running = Duration::from_secs(5);
+        assert_eq!(
+            own_prune_grace(none, Some(running)),
+            running + COMPACTION_CLOCK_MARGIN
+        );
+        let hour = Duration::from_secs(3600);
+        assert_eq!(own_prune_grace(hour, Some(running)), hour);
+        assert_eq!(own_prune_grace(hour, None), hour);
+    }
 }
