@@ -18,10 +18,6 @@
 //! ([`CompactRequest::new(target).physical(true)`](CompactRequest)), never positional
 //! booleans.
 //!
-//! For members of standalone clusters it also writes etcd's own config file
-//! ([`write_server_config`]) and keeps a small CA and member certificates ([`ensure_ca`],
-//! [`ensure_member_certificate`]).
-//!
 //! ```no_run
 //! use etcd_core::{ConnectionOptions, Targets, endpoint_health};
 //!
@@ -68,8 +64,6 @@ mod lease;
 mod maintenance;
 mod member;
 mod membership;
-mod pki;
-mod server_config;
 mod snapshot;
 mod tls;
 mod watch;
@@ -130,14 +124,6 @@ pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberQuery,
     find_member, match_listed, match_member, member_add, member_promote, member_remove,
     member_update,
-};
-pub use pki::{
-    CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS, ensure_ca,
-    ensure_member_certificate,
-};
-pub use server_config::{
-    ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
-    ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,
 };
 pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{

@@ -51,7 +51,7 @@ pub mod client {
     pub use etcd_core::Error as ClientError;
     pub use etcd_core::{
         Client, ClusterConfig, ConnectionOptions, PasswordSource, ResponseHeader, Secret, Targets,
-        TransportSecurity, parse_duration, redact_urls, srv_records,
+        parse_duration, redact_urls,
     };
 }
 
@@ -72,13 +72,18 @@ pub mod endpoint {
 pub mod pki {
     //! A cluster's certificate authority and its members' certificates.
     pub use crate::host_files::{ensure_ca, ensure_member_certificate};
-    pub use etcd_core::{CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS};
+    pub use etcd_host::{CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS};
 }
 
 pub mod server_config {
-    //! etcd's own configuration file for a member (`--config-file`).
+    //! etcd's own configuration file for a member (`--config-file`), the DNS SRV records the
+    //! member needs, and the error of both.
     pub use crate::host_files::write_server_config;
-    pub use etcd_core::{ClusterState, LogLevel, ServerConfig, ServerConfigRequest};
+    pub use etcd_host::Error as HostError;
+    pub use etcd_host::{
+        ClusterState, CompactionMode, LogLevel, ServerConfig, ServerConfigRequest,
+        TransportSecurity, srv_records,
+    };
 }
 
 pub mod data_dir {

@@ -28,8 +28,8 @@ use crate::error::Result;
 use crate::guard::{Force, Guards, Operation};
 /// What the maintenance calls return.
 pub use etcd_core::{
-    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, CompactionMode,
-    DefragReport, DefragStep, MoveLeaderResult,
+    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, DefragReport, DefragStep,
+    MoveLeaderResult,
 };
 
 fn every_member() -> bool {
