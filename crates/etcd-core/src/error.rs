@@ -129,11 +129,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// The caller's callback stopped a stream (its output closed, say): not etcd's failure nor
-    /// a refusal, never retried on another endpoint; the caller keeps its own reason.
-    #[error("stopped by the caller")]
-    StoppedByCaller,
-
     /// A safety guard refused the operation; one of `hint`'s options gets past it (`force`)
     /// or takes a safe way around it.
     #[error("refused: {reason}")]
@@ -338,7 +333,6 @@ impl Hinted for Error {
             | Error::TlsSetting { .. }
             | Error::Request { .. }
             | Error::Discovery { .. }
-            | Error::StoppedByCaller
             | Error::FileIo { .. } => ErrorKind::Other,
         })
     }

@@ -6,6 +6,9 @@
 //! variables as the fallback. Each operation is one async function that takes the config and
 //! a typed request and returns a serde-serializable result, so every front-end prints the same
 //! data. Operations aimed at a member connect to exactly that member ([`EndpointClient`]).
+//! Long reads are streams the caller drives: [`get_stream`]'s pages and [`watch_batches`]'
+//! batches are `futures::Stream`s (dropping one cancels the read), their summary read from
+//! the stream once it ended.
 //!
 //! Connections are held by a [`Client`]: one handle on a cluster that dials each endpoint
 //! once, on first use, and reuses that connection for every later call on it (and on its
@@ -64,6 +67,7 @@ mod lease;
 mod maintenance;
 mod member;
 mod membership;
+mod produced;
 mod snapshot;
 mod tls;
 mod watch;
@@ -104,8 +108,8 @@ pub use header::ResponseHeader;
 pub use history::{KeyHistory, history};
 pub use id::MemberId;
 pub use kv::{
-    Encoding, GetRequest, GetSummary, KeyValueView, KvBytes, SECRET_PREFIXES, SortBy, encode_bytes,
-    get_pages, get_stream, is_kubernetes_secret, prefix_end, show_value,
+    Encoding, GetPage, GetRequest, GetStream, GetSummary, KeyValueView, KvBytes, SECRET_PREFIXES,
+    SortBy, encode_bytes, get_pages, get_stream, is_kubernetes_secret, prefix_end, show_value,
 };
 pub use lease::{
     LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_ids, lease_list, lease_time_to_live,
@@ -127,6 +131,7 @@ pub use membership::{
 };
 pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{
-    EventKind, KeyEvent, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch, watch_batches,
+    EventKind, KeyEvent, WatchBatch, WatchBatchStream, WatchBound, WatchRequest, WatchSummary,
+    watch, watch_batches,
 };
 pub use watch_stream::WatchStream;
