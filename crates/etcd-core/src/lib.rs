@@ -13,11 +13,12 @@
 //! Connections are held by a [`Client`]: one handle on a cluster that dials each endpoint
 //! once, on first use, and reuses that connection for every later call on it (and on its
 //! clones). Its methods are the operations (`client.check(..)`, `client.defrag(..)`,
-//! `client.cluster_view()`); a multi-step operation such as `check` or a rolling defrag
-//! runs all its steps over one `Client`, so it connects once per member. The free functions
-//! that take a `&ClusterConfig` (`check(&config, ..)`) stay: each builds a `Client` for its
-//! one call, so existing callers keep working and a caller running several operations
-//! builds one `Client` and calls its methods. Options are typed requests with builders
+//! `client.cluster_view()`), those of one concern grouped in a sub-client that borrows it
+//! ([`Client::auth`], [`Client::users`], [`Client::roles`]: `client.users().add(..)`); a
+//! multi-step operation such as `check` or a rolling defrag runs all its steps over one
+//! `Client`, so it connects once per member. The free functions that still take a
+//! `&ClusterConfig` (`check(&config, ..)`) each build a `Client` for their one call; a caller
+//! running several operations builds one `Client` and calls its methods. Options are typed requests with builders
 //! ([`CompactRequest::new(target).physical(true)`](CompactRequest)), never positional
 //! booleans.
 //!
@@ -74,11 +75,8 @@ mod watch;
 mod watch_stream;
 
 pub use auth::{
-    AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
-    PermissionInfo, PermissionKind, RoleInfo, RoleList, UserInfo, UserList, auth_disable,
-    auth_enable, auth_status, role_add, role_delete, role_get, role_grant_permission, role_list,
-    role_revoke_permission, user_add, user_delete, user_get, user_grant_role, user_list,
-    user_passwd, user_revoke_role,
+    Auth, AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
+    PermissionInfo, PermissionKind, RoleInfo, RoleList, Roles, UserInfo, UserList, Users,
 };
 pub use check::{
     CertificateRole, CertificateStatus, CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding,

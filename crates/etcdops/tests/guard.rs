@@ -139,7 +139,7 @@ async fn every_access_change_is_refused_on_openshift() {
 
     let host = openshift_host();
     let guards = Guards::on_host(host.path());
-    let config = unreachable_cluster();
+    let client = etcdops::client::Client::new(unreachable_cluster());
     let keys = KeyRange {
         key: "/app/".into(),
         prefix: true,
@@ -178,7 +178,7 @@ async fn every_access_change_is_refused_on_openshift() {
         },
     ];
     for asked in changes {
-        let refused = change(&config, &guards, &AccessRequest::new(asked.clone()))
+        let refused = change(&client, &guards, &AccessRequest::new(asked.clone()))
             .await
             .unwrap_err();
         assert_operator_refusal(&refused, Operation::AccessChange.words());
