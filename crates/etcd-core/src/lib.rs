@@ -109,9 +109,7 @@ pub use kv::{
     Encoding, GetPage, GetRequest, GetStream, GetSummary, KeyValueView, KvBytes, SECRET_PREFIXES,
     SortBy, encode_bytes, get_pages, get_stream, is_kubernetes_secret, prefix_end, show_value,
 };
-pub use lease::{
-    LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_ids, lease_list, lease_time_to_live,
-};
+pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, Leases};
 pub use maintenance::{
     Alarm, AlarmDisarmRequest, AlarmDisarmResult, CompactRequest, CompactResult, CompactTarget,
     DefragReport, DefragStep, MemberVersion, MoveLeaderRequest, MoveLeaderResult, VersionReport,

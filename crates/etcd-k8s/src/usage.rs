@@ -4,7 +4,7 @@
 //! by namespace. Read live, page by page through etcd's API (which shows no history), or
 //! offline from a snapshot or a stopped member's data dir (etcd-data, which does).
 
-use etcd_core::{ClusterConfig, GetRequest, Targets, endpoint_status, get_pages, lease_ids};
+use etcd_core::{Client, ClusterConfig, GetRequest, Targets, endpoint_status, get_pages};
 use etcd_data::usage::{
     DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
     display_bytes, key_hash, prefix_group,
@@ -120,7 +120,7 @@ pub async fn usage_live(
         Ok(())
     })
     .await?;
-    let leases = lease_ids(config).await?.len() as u64;
+    let leases = Client::new(config.clone()).leases().ids().await?.len() as u64;
     let status = endpoint_status(config, Targets::Configured).await?;
     let answered = status
         .endpoints

@@ -56,8 +56,9 @@ pub mod client {
 }
 
 pub mod lease {
-    //! Leases, read only: the list and each lease's time to live and keys.
-    pub use etcd_core::{LeaseId, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
+    //! Leases, read only: the list and each lease's time to live and keys
+    //! (`client.leases()`).
+    pub use etcd_core::{LeaseId, LeaseList, LeaseTimeToLive, Leases};
 }
 
 pub mod endpoint {

@@ -12,7 +12,6 @@ use etcdops::access::{
 };
 use etcdops::client::{Client, ClusterConfig, PasswordSource, Secret};
 use etcdops::guard::{Force, Guards};
-use etcdops::lease::{lease_list, lease_time_to_live};
 
 use super::ExitStatus;
 use crate::flags::{
@@ -27,10 +26,11 @@ pub async fn run_lease(
     command: &LeaseCommand,
     printer: Printer,
 ) -> Result<ExitStatus> {
+    let client = Client::new(config.clone());
     match command {
-        LeaseCommand::List => print_raw(printer, &LeasesView(lease_list(config).await?))?,
+        LeaseCommand::List => print_raw(printer, &LeasesView(client.leases().list().await?))?,
         LeaseCommand::Timetolive(args) => {
-            let lease = lease_time_to_live(config, args.id, args.keys).await?;
+            let lease = client.leases().time_to_live(args.id, args.keys).await?;
             let found = lease.found;
             print_raw(printer, &LeaseView(lease))?;
             // etcdctl reports a lease that is gone ("already expired") and exits 0.
