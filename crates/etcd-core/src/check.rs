@@ -198,7 +198,7 @@ impl Client {
     /// aspect. Alarms that could not be read are a warning of their own, never "no alarm".
     pub async fn check(&self, options: &CheckOptions) -> Result<CheckReport> {
         let view = self.cluster_view().await?;
-        let (alarms, alarms_error) = match self.alarm_list().await {
+        let (alarms, alarms_error) = match self.maintenance().alarm_list().await {
             Ok(alarms) => (alarms, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };

@@ -103,11 +103,16 @@ async fn check_and_every_later_call_reuse_one_connection_per_member() {
     clone.cluster_view().await.unwrap();
     clone.endpoint_health(Targets::Cluster).await.unwrap();
     let compacted = clone
+        .maintenance()
         .compact(&CompactRequest::new(CompactTarget::KeepRevisions(0)).dry_run(true))
         .await
         .unwrap();
     assert!(compacted.changed && compacted.revision == compacted.current_revision);
-    let defrag = clone.defrag(Targets::Cluster, &Unguarded).await.unwrap();
+    let defrag = clone
+        .maintenance()
+        .defrag(Targets::Cluster, &Unguarded)
+        .await
+        .unwrap();
     assert!(defrag.completed, "{defrag:?}");
     assert_eq!(client.dials(), 1);
 }

@@ -12,9 +12,10 @@
 //!
 //! Connections are held by a [`Client`]: one handle on a cluster that dials each endpoint
 //! once, on first use, and reuses that connection for every later call on it (and on its
-//! clones). Its methods are the operations (`client.check(..)`, `client.defrag(..)`,
-//! `client.cluster_view()`), those of one concern grouped in a sub-client that borrows it
-//! ([`Client::auth`], [`Client::users`], [`Client::roles`]: `client.users().add(..)`); a
+//! clones). Its methods are the operations (`client.check(..)`, `client.cluster_view()`),
+//! those of one concern grouped in a sub-client that borrows it ([`Client::auth`],
+//! [`Client::users`], [`Client::roles`], [`Client::leases`], [`Client::maintenance`]:
+//! `client.users().add(..)`, `client.maintenance().defrag(..)`); a
 //! multi-step operation such as `check` or a rolling defrag runs all its steps over one
 //! `Client`, so it connects once per member. The free functions that still take a
 //! `&ClusterConfig` (`check(&config, ..)`) each build a `Client` for their one call; a caller
@@ -112,8 +113,8 @@ pub use kv::{
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, Leases};
 pub use maintenance::{
     Alarm, AlarmDisarmRequest, AlarmDisarmResult, CompactRequest, CompactResult, CompactTarget,
-    DefragReport, DefragStep, MemberVersion, MoveLeaderRequest, MoveLeaderResult, VersionReport,
-    alarm_disarm, alarm_list, compact, defrag, move_leader, version, versions,
+    DefragReport, DefragStep, Maintenance, MemberVersion, MoveLeaderRequest, MoveLeaderResult,
+    VersionReport, versions,
 };
 pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
 // etcdctl compatibility of the endpoint, member list, alarm list and version commands.

@@ -66,7 +66,7 @@ pub mod endpoint {
     pub use etcd_core::{
         EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, Severity,
         StatusReport, VersionReport, endpoint_hashkv, endpoint_health, endpoint_status,
-        is_3_6_or_later, own_version, version,
+        is_3_6_or_later, own_version,
     };
 }
 
