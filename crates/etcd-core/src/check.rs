@@ -202,7 +202,7 @@ impl Client {
             Ok(alarms) => (alarms, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
-        let hashkv = self.endpoint_hashkv(Targets::Cluster, 0).await.ok();
+        let hashkv = self.endpoints().hashkv(Targets::Cluster, 0).await.ok();
         let certificates = self.certificates(&view).await;
         let metrics = if options.skip_metrics {
             Vec::new()

@@ -101,7 +101,7 @@ async fn check_and_every_later_call_reuse_one_connection_per_member() {
     // Later operations on the same handle (and its clones) dial nothing more.
     let clone = client.clone();
     clone.cluster_view().await.unwrap();
-    clone.endpoint_health(Targets::Cluster).await.unwrap();
+    clone.endpoints().health(Targets::Cluster).await.unwrap();
     let compacted = clone
         .maintenance()
         .compact(&CompactRequest::new(CompactTarget::KeepRevisions(0)).dry_run(true))

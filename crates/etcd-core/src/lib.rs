@@ -24,7 +24,7 @@
 //! booleans.
 //!
 //! ```no_run
-//! use etcd_core::{ConnectionOptions, Targets, endpoint_health};
+//! use etcd_core::{Client, ConnectionOptions, Targets};
 //!
 //! # async fn example() -> Result<(), etcd_core::Error> {
 //! let config = ConnectionOptions {
@@ -34,7 +34,8 @@
 //! }
 //! .or_env()?
 //! .build()?;
-//! let report = endpoint_health(&config, Targets::Cluster).await?;
+//! let client = Client::new(config);
+//! let report = client.endpoints().health(Targets::Cluster).await?;
 //! for row in &report.endpoints {
 //!     println!("{} healthy={}", row.endpoint, row.health);
 //! }
@@ -95,8 +96,8 @@ pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
 pub use downgrade::{DowngradeAction, DowngradeRequest, DowngradeResult, downgrade};
 pub use endpoint::{
-    EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
-    endpoint_hashkv, endpoint_health, endpoint_status,
+    EndpointHashKv, EndpointHealth, EndpointStatus, Endpoints, HashKvReport, HealthReport,
+    StatusReport,
 };
 pub use error::{Error, Result};
 pub use etcd_common::parse_duration;

@@ -4,7 +4,7 @@
 //! by namespace. Read live, page by page through etcd's API (which shows no history), or
 //! offline from a snapshot or a stopped member's data dir (etcd-data, which does).
 
-use etcd_core::{Client, ClusterConfig, GetRequest, Targets, endpoint_status, get_pages};
+use etcd_core::{Client, ClusterConfig, GetRequest, Targets, get_pages};
 use etcd_data::usage::{
     DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
     display_bytes, key_hash, prefix_group,
@@ -120,8 +120,9 @@ pub async fn usage_live(
         Ok(())
     })
     .await?;
-    let leases = Client::new(config.clone()).leases().ids().await?.len() as u64;
-    let status = endpoint_status(config, Targets::Configured).await?;
+    let client = Client::new(config.clone());
+    let leases = client.leases().ids().await?.len() as u64;
+    let status = client.endpoints().status(Targets::Configured).await?;
     let answered = status
         .endpoints
         .iter()

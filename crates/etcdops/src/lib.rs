@@ -62,11 +62,11 @@ pub mod lease {
 }
 
 pub mod endpoint {
-    //! Each endpoint's health, status, KV hash and version, as `etcdctl endpoint` reports them.
+    //! Each endpoint's health, status, KV hash and version, as `etcdctl endpoint` reports them
+    //! (`client.endpoints()`, `client.maintenance().version()`).
     pub use etcd_core::{
-        EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, Severity,
-        StatusReport, VersionReport, endpoint_hashkv, endpoint_health, endpoint_status,
-        is_3_6_or_later, own_version,
+        EndpointHashKv, EndpointHealth, EndpointStatus, Endpoints, HashKvReport, HealthReport,
+        Severity, StatusReport, VersionReport, is_3_6_or_later, own_version,
     };
 }
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use etcd_core::{
-    ClusterConfig, HealthReport, MemberChangeResult, MemberQuery, Targets, cluster_view,
-    endpoint_health, match_member,
+    Client, ClusterConfig, HealthReport, MemberChangeResult, MemberQuery, Targets, cluster_view,
+    match_member,
 };
 use serde::Serialize;
 
@@ -283,7 +283,11 @@ pub async fn health_when(
 ) -> Result<WaitedHealth> {
     let what = "every endpoint to be healthy";
     let (report, waited) = poll_until(what, timeout, || async {
-        let report = endpoint_health(config, targets).await?;
+        // A new connection each time: members come and go while it waits.
+        let report = Client::new(config.clone())
+            .endpoints()
+            .health(targets)
+            .await?;
         if report.all_healthy {
             Ok(Poll::Ready(report))
         } else {
