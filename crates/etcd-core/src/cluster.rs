@@ -179,7 +179,7 @@ impl Client {
     /// Looks at every member concurrently: the member list, then each member's status and
     /// (for voters) a linearizable read, each over its own connection.
     pub async fn cluster_view(&self) -> Result<ClusterView> {
-        let list = self.member_list().await?;
+        let list = self.members().list().await?;
         let members = futures::future::join_all(list.members.iter().map(|m| probe(self, m))).await;
         let leader = members
             .iter()

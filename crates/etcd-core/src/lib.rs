@@ -117,15 +117,14 @@ pub use maintenance::{
     DefragReport, DefragStep, Maintenance, MemberVersion, MoveLeaderRequest, MoveLeaderResult,
     VersionReport, versions,
 };
-pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+pub use member::{Member, MemberList, Members, Targets};
 // etcdctl compatibility of the endpoint, member list, alarm list and version commands.
 pub use endpoint::{DowngradeInfo, is_3_6_or_later};
 pub use maintenance::{API_VERSION, AlarmList, own_version};
 pub use member::{Consistency, MemberListOptions};
 pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberQuery,
-    find_member, match_listed, match_member, member_add, member_promote, member_remove,
-    member_update,
+    find_member, match_listed, match_member,
 };
 pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{

@@ -34,7 +34,7 @@ pub struct MoveLeaderResult {
     pub to: MemberId,
 }
 
-/// What [`move_leader`] is asked: the member to lead, and whether only to check.
+/// What [`Maintenance::move_leader`] is asked: the member to lead, and whether only to check.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct MoveLeaderRequest {
     /// The member to lead: its peer URL, ID (hex) or name.
@@ -182,7 +182,7 @@ pub struct AlarmDisarmResult {
     pub still_active: Vec<Alarm>,
 }
 
-/// What [`alarm_disarm`] is asked.
+/// What [`Maintenance::alarm_disarm`] is asked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct AlarmDisarmRequest {
     /// List what would be cleared, clear nothing.
@@ -447,7 +447,7 @@ pub enum CompactTarget {
     KeepRevisions(i64),
 }
 
-/// What [`compact`] is asked: how far, whether to wait for the backend, whether only to
+/// What [`Maintenance::compact`] is asked: how far, whether to wait for the backend, whether only to
 /// check. Deserializes from `revision` or `keep_revisions` (exactly one), `physical`.
 ///
 /// ```

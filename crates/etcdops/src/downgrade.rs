@@ -192,7 +192,7 @@ async fn verified_backup(client: &Client, request: &DowngradeRequest) -> Result<
             Hint::any_of(&[STORE, FORCE]),
         ));
     };
-    let members = client.member_list().await?;
+    let members = client.members().list().await?;
     let cluster = CurrentCluster {
         id: members.cluster_id,
         members: members.members.iter().map(|m| m.id).collect(),
