@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::cluster::ClusterView;
-use crate::config::ClusterConfig;
 use crate::endpoint::HashKvReport;
 use crate::error::Result;
 use crate::id::MemberId;
@@ -185,11 +184,6 @@ fn alarm_finding(alarms: &[Alarm], error: Option<&str>) -> Finding {
 
 fn mib(bytes: i64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
-}
-
-/// Looks at the cluster and judges it (see [`Client::check`]).
-pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<CheckReport> {
-    Client::new(config.clone()).check(options).await
 }
 
 impl Client {

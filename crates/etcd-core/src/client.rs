@@ -23,9 +23,9 @@ type Slot = Arc<AsyncMutex<Option<EndpointClient>>>;
 /// first use and reused by every later call on this handle (and its clones, which share
 /// them). Cheap to clone.
 ///
-/// The free functions that take a `&ClusterConfig` (`check`, `defrag`, `cluster_view`, ...)
-/// build a `Client` for the one call; a caller running several operations builds one and
-/// calls the methods of the same names on it.
+/// Every operation is a method of it or of one of its sub-clients (`client.kv()`,
+/// `client.members()`, `client.maintenance()`, ...): a caller running several operations
+/// builds one and calls them all on it.
 ///
 /// ```no_run
 /// use etcd_core::{Client, ClusterConfig, CheckOptions};

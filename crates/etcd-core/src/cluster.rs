@@ -5,7 +5,6 @@ use etcd_client::GetOptions;
 use serde::Serialize;
 
 use crate::client::Client;
-use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::id::MemberId;
@@ -167,12 +166,6 @@ async fn probe(client: &Client, member: &Member) -> MemberState {
             error: Some(e.to_string()),
         },
     }
-}
-
-/// Looks at every member concurrently, over connections opened for this call (see
-/// [`Client::cluster_view`]).
-pub async fn cluster_view(config: &ClusterConfig) -> Result<ClusterView> {
-    Client::new(config.clone()).cluster_view().await
 }
 
 impl Client {

@@ -24,7 +24,11 @@ pub struct KeyHistory {
 
 /// Reads every retained version of `key`. On a Kubernetes etcd, kube-apiserver compacts
 /// every five minutes by default, so history reaches back only minutes there.
-pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> Result<KeyHistory> {
+pub(crate) async fn history(
+    config: &ClusterConfig,
+    key: &[u8],
+    show_secrets: bool,
+) -> Result<KeyHistory> {
     let (client, now) = config
         .read_any(|client| async move {
             let now = client

@@ -3,25 +3,23 @@
 //!
 //! Connection settings are one type, [`ClusterConfig`], built in one place from
 //! [`ConnectionOptions`] (flags, module arguments) with etcdctl's `ETCDCTL_*` environment
-//! variables as the fallback. Each operation is one async function that takes the config and
-//! a typed request and returns a serde-serializable result, so every front-end prints the same
-//! data. Operations aimed at a member connect to exactly that member ([`EndpointClient`]).
-//! Long reads are streams the caller drives: [`get_stream`]'s pages and [`watch_batches`]'
-//! batches are `futures::Stream`s (dropping one cancels the read), their summary read from
-//! the stream once it ended.
+//! variables as the fallback. A [`Client`] built from it is the one entry: a handle on the
+//! cluster that dials each endpoint once, on first use, and reuses that connection for every
+//! later call on it (and on its clones). Each operation is one async method that takes a typed
+//! request and returns a serde-serializable result, so every front-end prints the same data:
+//! `client.check(..)` and `client.cluster_view()` on the client itself, the rest grouped by
+//! concern in sub-clients that borrow it: [`Client::kv`], [`Client::leases`],
+//! [`Client::members`], [`Client::endpoints`], [`Client::maintenance`], [`Client::auth`],
+//! [`Client::users`], [`Client::roles`] (`client.members().list()`,
+//! `client.maintenance().defrag(..)`). A multi-step operation such as `check` or a rolling
+//! defrag runs all its steps over one `Client`, so it connects once per member; operations
+//! aimed at a member connect to exactly that member ([`EndpointClient`]). Options are typed
+//! requests with builders ([`CompactRequest::new(target).physical(true)`](CompactRequest)),
+//! never positional booleans.
 //!
-//! Connections are held by a [`Client`]: one handle on a cluster that dials each endpoint
-//! once, on first use, and reuses that connection for every later call on it (and on its
-//! clones). Its methods are the operations (`client.check(..)`, `client.cluster_view()`),
-//! those of one concern grouped in a sub-client that borrows it ([`Client::auth`],
-//! [`Client::users`], [`Client::roles`], [`Client::leases`], [`Client::maintenance`]:
-//! `client.users().add(..)`, `client.maintenance().defrag(..)`); a
-//! multi-step operation such as `check` or a rolling defrag runs all its steps over one
-//! `Client`, so it connects once per member. The free functions that still take a
-//! `&ClusterConfig` (`check(&config, ..)`) each build a `Client` for their one call; a caller
-//! running several operations builds one `Client` and calls its methods. Options are typed requests with builders
-//! ([`CompactRequest::new(target).physical(true)`](CompactRequest)), never positional
-//! booleans.
+//! Long reads are streams the caller drives: [`Kv::get_stream`]'s pages and
+//! [`Kv::watch_batches`]' batches are `futures::Stream`s (dropping one cancels the read),
+//! their summary read from the stream once it ended.
 //!
 //! ```no_run
 //! use etcd_core::{Client, ConnectionOptions, Targets};
@@ -82,11 +80,11 @@ pub use auth::{
 };
 pub use check::{
     CertificateRole, CertificateStatus, CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding,
-    Latency, MemberMetrics, Severity, certificates_finding, check, churn_finding, latency_finding,
+    Latency, MemberMetrics, Severity, certificates_finding, churn_finding, latency_finding,
     parse_metrics,
 };
 pub use client::Client;
-pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
+pub use cluster::{ClusterView, MemberState, MemberStatus};
 pub use config::{
     ClientIdentity, ClusterConfig, ConnectionOptions, Credentials, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_DIAL_TIMEOUT, DEFAULT_ENDPOINT, ENV_VARS, PemSource, Secret, SrvDiscovery, TlsSettings,
@@ -94,7 +92,7 @@ pub use config::{
 };
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
-pub use downgrade::{DowngradeAction, DowngradeRequest, DowngradeResult, downgrade};
+pub use downgrade::{DowngradeAction, DowngradeRequest, DowngradeResult};
 pub use endpoint::{
     EndpointHashKv, EndpointHealth, EndpointStatus, Endpoints, HashKvReport, HealthReport,
     StatusReport,
@@ -105,11 +103,11 @@ pub use etcd_common::write_file_atomically;
 pub use etcd_common::{redact_endpoint, redact_urls};
 pub use guard::{Change, ChangeGuard, Unguarded};
 pub use header::ResponseHeader;
-pub use history::{KeyHistory, history};
+pub use history::KeyHistory;
 pub use id::MemberId;
 pub use kv::{
-    Encoding, GetPage, GetRequest, GetStream, GetSummary, KeyValueView, KvBytes, SECRET_PREFIXES,
-    SortBy, encode_bytes, get_pages, get_stream, is_kubernetes_secret, prefix_end, show_value,
+    Encoding, GetPage, GetRequest, GetStream, GetSummary, KeyValueView, Kv, KvBytes,
+    SECRET_PREFIXES, SortBy, encode_bytes, is_kubernetes_secret, prefix_end, show_value,
 };
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, Leases};
 pub use maintenance::{
@@ -129,6 +127,5 @@ pub use membership::{
 pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{
     EventKind, KeyEvent, WatchBatch, WatchBatchStream, WatchBound, WatchRequest, WatchSummary,
-    watch, watch_batches,
 };
 pub use watch_stream::WatchStream;

@@ -410,7 +410,7 @@ pub struct WatchSummary {
 
 /// Delivers events to `on_event` from `start_revision` until the bound ([`watch_batches`],
 /// driven to its end).
-pub async fn watch(
+pub(crate) async fn watch(
     config: &ClusterConfig,
     request: &WatchRequest,
     on_event: &mut (dyn FnMut(KeyEvent) -> Result<()> + Send),
@@ -424,8 +424,8 @@ pub async fn watch(
         .expect("a watch stream that ended without an error has its summary"))
 }
 
-/// The batches of a watch ([`watch_batches`]), read as the caller asks for them. Dropping it
-/// ends the watch.
+/// The batches of a watch ([`Kv::watch_batches`](crate::Kv::watch_batches)), read as the
+/// caller asks for them. Dropping it ends the watch.
 pub struct WatchBatchStream<'a> {
     inner: Produced<'a, WatchBatch, &'static str>,
     /// Events handed to the caller so far.
@@ -466,7 +466,7 @@ impl Stream for WatchBatchStream<'_> {
 /// notifications) from `start_revision` until the bound, or until the caller drops the
 /// stream when the request is `unbounded`; its [`WatchBatchStream::summary`] follows the
 /// last batch.
-pub fn watch_batches<'a>(
+pub(crate) fn watch_batches<'a>(
     config: &'a ClusterConfig,
     request: &'a WatchRequest,
 ) -> WatchBatchStream<'a> {

@@ -2,7 +2,7 @@
 //! protobuf objects (the `k8s\0` magic and a runtime.Unknown envelope) down to apiVersion,
 //! kind, namespace, name, uid and size, and encrypted values reported as such.
 
-use etcd_core::{ClusterConfig, GetRequest, GetSummary, get_stream, is_kubernetes_secret};
+use etcd_core::{Client, ClusterConfig, GetRequest, GetSummary, is_kubernetes_secret};
 use futures::StreamExt;
 use prost::Message;
 use serde::{Deserialize, Serialize};
@@ -270,7 +270,8 @@ pub async fn k8s_get(
         show_secrets: true,
         ..Default::default()
     };
-    let mut pages = get_stream(config, &get);
+    let client = Client::new(config.clone());
+    let mut pages = client.kv().get_stream(&get);
     while let Some(page) = pages.next().await {
         for kv in page?.kvs {
             let value = raw_value(&kv).unwrap_or_default();

@@ -315,7 +315,7 @@ async fn current_revision(client: &Client) -> Result<i64> {
         count_only: true,
         ..etcd_core::GetRequest::default()
     };
-    let summary = etcd_core::get_pages(client.config(), &request, |_| Ok(())).await?;
+    let summary = client.kv().get_pages(&request, |_| Ok(())).await?;
     Ok(summary.revision)
 }
 

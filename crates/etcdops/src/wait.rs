@@ -10,8 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use etcd_core::{
-    Client, ClusterConfig, HealthReport, MemberChangeResult, MemberQuery, Targets, cluster_view,
-    match_member,
+    Client, ClusterConfig, HealthReport, MemberChangeResult, MemberQuery, Targets, match_member,
 };
 use serde::Serialize;
 
@@ -195,7 +194,7 @@ fn named(query: &MemberQuery) -> String {
 
 /// One look at the learner: ready when it votes already, or answers and is in sync.
 pub(crate) async fn learner_ready(config: &ClusterConfig, query: &MemberQuery) -> Result<Poll<()>> {
-    let view = cluster_view(config).await?;
+    let view = Client::new(config.clone()).cluster_view().await?;
     let Some(target) = match_member(&view, query)? else {
         // Not a member at all: waiting will not make it one.
         return Err(Error::invalid(

@@ -3,9 +3,9 @@
 use std::io::{self, BufWriter, Write};
 
 use anyhow::Result;
-use etcdops::client::ClusterConfig;
+use etcdops::client::{Client, ClusterConfig};
 use etcdops::kv::KeyQuery;
-use etcdops::kv::{Encoding, GetRequest, SortBy, get_stream, history};
+use etcdops::kv::{Encoding, GetRequest, SortBy};
 use futures::StreamExt;
 
 use super::ExitStatus;
@@ -83,7 +83,8 @@ pub async fn run_get(
         out.write_all(KVS_OPEN.as_bytes())?;
     }
     // An error, of etcd or of the output, returns at once: the stream dropped, the read stops.
-    let mut pages = get_stream(config, &request);
+    let client = Client::new(config.clone());
+    let mut pages = client.kv().get_stream(&request);
     while let Some(page) = pages.next().await {
         let page = page?;
         for kv in page.kvs {
@@ -120,7 +121,10 @@ pub async fn run_history(
     args: &HistoryArgs,
     printer: Printer,
 ) -> Result<ExitStatus> {
-    let report = history(config, args.key.as_bytes(), args.show_secrets).await?;
+    let report = Client::new(config.clone())
+        .kv()
+        .history(args.key.as_bytes(), args.show_secrets)
+        .await?;
     printer.print(&HistoryView(report))?;
     Ok(ExitStatus::Success)
 }

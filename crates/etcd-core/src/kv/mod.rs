@@ -19,7 +19,10 @@ use crate::produced::{Emit, Produced};
 use etcd_common::{Hint, OptionId};
 
 mod bounds;
+mod client;
 mod paged;
+
+pub use client::Kv;
 
 /// Read every key from the given one on.
 const FROM_KEY: OptionId = OptionId::switch("from_key");
@@ -273,7 +276,7 @@ fn sort_target(by: SortBy) -> SortTarget {
 
 /// Reads keys page by page at one revision, handing each page to `on_page`, so a prefix of
 /// millions of keys never sits in memory at once ([`get_stream`], driven to its end).
-pub async fn get_pages(
+pub(crate) async fn get_pages(
     config: &ClusterConfig,
     request: &GetRequest,
     mut on_page: impl FnMut(Vec<KeyValueView>) -> Result<()>,
@@ -298,8 +301,9 @@ pub struct GetPage {
     pub kvs: Vec<KeyValueView>,
 }
 
-/// The pages of a `get` ([`get_stream`]), read as the caller asks for them: the next page is
-/// requested while the caller handles one, never more. Dropping it stops the read.
+/// The pages of a `get` ([`Kv::get_stream`](crate::Kv::get_stream)), read as the caller asks
+/// for them: the next page is requested while the caller handles one, never more. Dropping it
+/// stops the read.
 pub struct GetStream<'a>(Produced<'a, GetPage, GetSummary>);
 
 impl std::fmt::Debug for GetStream<'_> {
@@ -329,7 +333,7 @@ impl Stream for GetStream<'_> {
 /// Reads keys page by page at one revision, as a stream of pages the caller drives (a prefix
 /// of millions of keys never sits in memory at once); its [`GetStream::summary`] follows the
 /// last page. A count-only read has no page.
-pub fn get_stream<'a>(config: &'a ClusterConfig, request: &'a GetRequest) -> GetStream<'a> {
+pub(crate) fn get_stream<'a>(config: &'a ClusterConfig, request: &'a GetRequest) -> GetStream<'a> {
     GetStream(Produced::new(move |mut emit| async move {
         read(config, request, &mut emit).await
     }))

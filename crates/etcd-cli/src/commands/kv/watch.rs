@@ -8,8 +8,8 @@
 use std::io::{self, BufWriter, Stdout};
 
 use anyhow::Result;
-use etcdops::client::ClusterConfig;
-use etcdops::kv::{EventKind, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch_batches};
+use etcdops::client::{Client, ClusterConfig};
+use etcdops::kv::{EventKind, WatchBatch, WatchBound, WatchRequest, WatchSummary};
 use futures::StreamExt;
 
 use super::redaction_status;
@@ -221,7 +221,8 @@ pub async fn run_watch(
     };
     printer.out.begin()?;
     // An error, of etcd or of the output, returns at once: the stream dropped, the watch ends.
-    let mut batches = watch_batches(config, &request);
+    let client = Client::new(config.clone());
+    let mut batches = client.kv().watch_batches(&request);
     let ended = loop {
         let batch = tokio::select! {
             batch = batches.next() => batch,
