@@ -153,6 +153,7 @@ macro_rules! from_library {
 from_library!(
     etcdops::Error,
     etcdops::client::ClientError,
+    etcdops::server_config::HostError,
     etcdops::snapshot::SnapshotError,
     etcdops::snapshot::RestoreError,
     etcdops::kubernetes::K8sError,

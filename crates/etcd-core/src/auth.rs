@@ -15,6 +15,7 @@ use etcd_client::GetOptions;
 use etcd_common::{Hint, OptionId, options};
 use serde::Serialize;
 
+use crate::client::Client;
 use crate::config::{ClusterConfig, Secret};
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
@@ -344,32 +345,114 @@ async fn user_entry(
     }
 }
 
-/// Whether authentication is enabled, and whether `root` is ready for it.
-pub async fn auth_status(config: &ClusterConfig) -> Result<AuthStatus> {
-    let (client, enabled) = config
-        .read_any(|client| async move {
-            let enabled = probe_enabled(config, &client).await?;
-            Ok((client, enabled))
+/// Authentication on and off ([`Client::auth`]), and its status.
+#[derive(Debug, Clone, Copy)]
+pub struct Auth<'c>(&'c Client);
+
+impl Auth<'_> {
+    /// Whether authentication is enabled, and whether `root` is ready for it.
+    pub async fn status(&self) -> Result<AuthStatus> {
+        let (client, enabled) = self
+            .0
+            .read_any(|client| async move {
+                let enabled = probe_enabled(self.0.config(), &client).await?;
+                Ok((client, enabled))
+            })
+            .await?;
+        let root = user_entry(&client, ROOT).await.ok();
+        let mut header = root.as_ref().and_then(|r| r.as_ref().and_then(|(_, h)| *h));
+        if header.is_none() {
+            // No root user to read (or no right to): any answer of the same member will do.
+            header = client
+                .call("auth status", |mut c| async move { c.user_list().await })
+                .await
+                .ok()
+                .and_then(|r| ResponseHeader::of(r.header()));
+        }
+        Ok(AuthStatus {
+            enabled,
+            root_user_exists: root.as_ref().map(Option::is_some),
+            root_has_root_role: root
+                .map(|entry| entry.is_some_and(|(roles, _)| roles.iter().any(|role| role == ROOT))),
+            auth_revision: None,
+            header,
         })
-        .await?;
-    let root = user_entry(&client, ROOT).await.ok();
-    let mut header = root.as_ref().and_then(|r| r.as_ref().and_then(|(_, h)| *h));
-    if header.is_none() {
-        // No root user to read (or no right to): any answer of the same member will do.
-        header = client
-            .call("auth status", |mut c| async move { c.user_list().await })
-            .await
-            .ok()
-            .and_then(|r| ResponseHeader::of(r.header()));
     }
-    Ok(AuthStatus {
-        enabled,
-        root_user_exists: root.as_ref().map(Option::is_some),
-        root_has_root_role: root
-            .map(|entry| entry.is_some_and(|(roles, _)| roles.iter().any(|role| role == ROOT))),
-        auth_revision: None,
-        header,
-    })
+
+    /// Turns authentication on. Refuses when `root` is missing or lacks the `root` role, and,
+    /// unless `force`, when the cluster serves Kubernetes (its kube-apiserver would be locked out).
+    pub async fn enable(&self, force: bool) -> Result<AuthChange> {
+        let client = self.0.any().await?;
+        if probe_enabled(self.0.config(), &client).await? {
+            return Ok(AuthChange::new(
+                false,
+                "authentication is already enabled; nothing changed".into(),
+            ));
+        }
+        match user_roles(&client, ROOT).await? {
+            None => {
+                return Err(Error::Refused {
+                reason: "the root user does not exist, and etcd enables authentication only with a root user holding the root role (it is the user that can manage auth afterwards); create it first and grant it that role (in etcdctl's words: user add root, then user grant-role root root)".into(),
+            });
+            }
+            Some(roles) if !roles.iter().any(|r| r == ROOT) => {
+                return Err(Error::Refused {
+                    reason: format!(
+                        "the root user lacks the root role (it has: {}), and etcd enables authentication only when it holds it; grant it first (in etcdctl's words: user grant-role root root)",
+                        if roles.is_empty() {
+                            "none".to_string()
+                        } else {
+                            roles.join(", ")
+                        }
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+        let kubernetes = kubernetes_prefixes(&client).await?;
+        let mut warnings = Vec::new();
+        if !kubernetes.is_empty() {
+            let explanation = format!(
+                "this cluster holds Kubernetes data (keys under {}). kube-apiserver connects with a client certificate whose common name (CN) becomes its etcd user: with authentication enabled that user needs a role with readwrite permission on its prefix, or kube-apiserver is locked out and the Kubernetes control plane stops. Set it up first: a role (e.g. kube-apiserver) with readwrite permission on the prefix /registry/, and a user named after the certificate's CN, without a password, holding that role",
+                kubernetes.join(" and ")
+            );
+            if !force {
+                return Err(Error::Guarded {
+                    reason: format!("{explanation}; then enable it, forced"),
+                    hint: Hint::option(options::FORCE),
+                });
+            }
+            warnings.push(format!("enabled (forced) although {explanation}"));
+        }
+        client
+            .call("auth enable", |mut c| async move { c.auth_enable().await })
+            .await?;
+        let mut change = AuthChange::new(
+            true,
+            "authentication enabled; from now on connect as root or another user".into(),
+        );
+        change.warnings = warnings;
+        Ok(change)
+    }
+
+    /// Turns authentication off (it takes the root role).
+    pub async fn disable(&self) -> Result<AuthChange> {
+        let client = self.0.any().await?;
+        if !probe_enabled(self.0.config(), &client).await? {
+            return Ok(AuthChange::new(
+                false,
+                "authentication is already disabled; nothing changed".into(),
+            ));
+        }
+        client
+            .call(
+                "auth disable",
+                |mut c| async move { c.auth_disable().await },
+            )
+            .await
+            .map_err(with_admin_hint)?;
+        Ok(AuthChange::new(true, "authentication disabled".into()))
+    }
 }
 
 /// Keys under which this cluster holds Kubernetes objects (one limit-1 keys-only read each).
@@ -397,91 +480,29 @@ async fn kubernetes_prefixes(client: &EndpointClient) -> Result<Vec<String>> {
     Ok(found)
 }
 
-/// Turns authentication on. Refuses when `root` is missing or lacks the `root` role, and,
-/// unless `force`, when the cluster serves Kubernetes (its kube-apiserver would be locked out).
-pub async fn auth_enable(config: &ClusterConfig, force: bool) -> Result<AuthChange> {
-    let client = config.connect_any().await?;
-    if probe_enabled(config, &client).await? {
-        return Ok(AuthChange::new(
-            false,
-            "authentication is already enabled; nothing changed".into(),
-        ));
-    }
-    match user_roles(&client, ROOT).await? {
-        None => {
-            return Err(Error::Refused {
-                reason: "the root user does not exist, and etcd enables authentication only with a root user holding the root role (it is the user that can manage auth afterwards); create it first and grant it that role (in etcdctl's words: user add root, then user grant-role root root)".into(),
-            });
-        }
-        Some(roles) if !roles.iter().any(|r| r == ROOT) => {
-            return Err(Error::Refused {
-                reason: format!(
-                    "the root user lacks the root role (it has: {}), and etcd enables authentication only when it holds it; grant it first (in etcdctl's words: user grant-role root root)",
-                    if roles.is_empty() {
-                        "none".to_string()
-                    } else {
-                        roles.join(", ")
-                    }
-                ),
-            });
-        }
-        Some(_) => {}
-    }
-    let kubernetes = kubernetes_prefixes(&client).await?;
-    let mut warnings = Vec::new();
-    if !kubernetes.is_empty() {
-        let explanation = format!(
-            "this cluster holds Kubernetes data (keys under {}). kube-apiserver connects with a client certificate whose common name (CN) becomes its etcd user: with authentication enabled that user needs a role with readwrite permission on its prefix, or kube-apiserver is locked out and the Kubernetes control plane stops. Set it up first: a role (e.g. kube-apiserver) with readwrite permission on the prefix /registry/, and a user named after the certificate's CN, without a password, holding that role",
-            kubernetes.join(" and ")
-        );
-        if !force {
-            return Err(Error::Guarded {
-                reason: format!("{explanation}; then enable it, forced"),
-                hint: Hint::option(options::FORCE),
-            });
-        }
-        warnings.push(format!("enabled (forced) although {explanation}"));
-    }
-    client
-        .call("auth enable", |mut c| async move { c.auth_enable().await })
-        .await?;
-    let mut change = AuthChange::new(
-        true,
-        "authentication enabled; from now on connect as root or another user".into(),
-    );
-    change.warnings = warnings;
-    Ok(change)
-}
-
-/// Turns authentication off (it takes the root role).
-pub async fn auth_disable(config: &ClusterConfig) -> Result<AuthChange> {
-    let client = config.connect_any().await?;
-    if !probe_enabled(config, &client).await? {
-        return Ok(AuthChange::new(
-            false,
-            "authentication is already disabled; nothing changed".into(),
-        ));
-    }
-    client
-        .call(
-            "auth disable",
-            |mut c| async move { c.auth_disable().await },
-        )
-        .await
-        .map_err(with_admin_hint)?;
-    Ok(AuthChange::new(true, "authentication disabled".into()))
-}
-
 mod roles;
 #[cfg(test)]
 mod tests;
 mod users;
 
 pub use roles::{
-    KeyRange, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo, RoleList, role_add,
-    role_delete, role_get, role_grant_permission, role_list, role_revoke_permission,
+    KeyRange, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo, RoleList, Roles,
 };
-pub use users::{
-    UserInfo, UserList, user_add, user_delete, user_get, user_grant_role, user_list, user_passwd,
-    user_revoke_role,
-};
+pub use users::{UserInfo, UserList, Users};
+
+impl Client {
+    /// Authentication: its status, turning it on and off.
+    pub fn auth(&self) -> Auth<'_> {
+        Auth(self)
+    }
+
+    /// etcd's users.
+    pub fn users(&self) -> Users<'_> {
+        Users(self)
+    }
+
+    /// etcd's roles.
+    pub fn roles(&self) -> Roles<'_> {
+        Roles(self)
+    }
+}

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::cluster::ClusterView;
-use crate::config::ClusterConfig;
 use crate::endpoint::HashKvReport;
 use crate::error::Result;
 use crate::id::MemberId;
@@ -187,22 +186,17 @@ fn mib(bytes: i64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
 }
 
-/// Looks at the cluster and judges it (see [`Client::check`]).
-pub async fn check(config: &ClusterConfig, options: &CheckOptions) -> Result<CheckReport> {
-    Client::new(config.clone()).check(options).await
-}
-
 impl Client {
     /// Looks at the cluster and judges it: one look at every member, the alarms and the KV
     /// hashes, over one connection per member (reused by every step), then one finding per
     /// aspect. Alarms that could not be read are a warning of their own, never "no alarm".
     pub async fn check(&self, options: &CheckOptions) -> Result<CheckReport> {
         let view = self.cluster_view().await?;
-        let (alarms, alarms_error) = match self.alarm_list().await {
+        let (alarms, alarms_error) = match self.maintenance().alarm_list().await {
             Ok(alarms) => (alarms, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
-        let hashkv = self.endpoint_hashkv(Targets::Cluster, 0).await.ok();
+        let hashkv = self.endpoints().hashkv(Targets::Cluster, 0).await.ok();
         let certificates = self.certificates(&view).await;
         let metrics = if options.skip_metrics {
             Vec::new()

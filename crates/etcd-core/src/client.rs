@@ -12,7 +12,7 @@ use futures::lock::Mutex as AsyncMutex;
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
-use crate::member::{MemberList, Targets};
+use crate::member::Targets;
 
 /// One connection slot: filled by the first caller that dials the endpoint; concurrent
 /// callers wait for that dial instead of opening their own. A failed dial leaves it empty,
@@ -23,9 +23,9 @@ type Slot = Arc<AsyncMutex<Option<EndpointClient>>>;
 /// first use and reused by every later call on this handle (and its clones, which share
 /// them). Cheap to clone.
 ///
-/// The free functions that take a `&ClusterConfig` (`check`, `defrag`, `cluster_view`, ...)
-/// build a `Client` for the one call; a caller running several operations builds one and
-/// calls the methods of the same names on it.
+/// Every operation is a method of it or of one of its sub-clients (`client.kv()`,
+/// `client.members()`, `client.maintenance()`, ...): a caller running several operations
+/// builds one and calls them all on it.
 ///
 /// ```no_run
 /// use etcd_core::{Client, ClusterConfig, CheckOptions};
@@ -160,33 +160,12 @@ impl Client {
         }
     }
 
-    /// The cluster's members, from the first endpoint that answers.
-    pub async fn member_list(&self) -> Result<MemberList> {
-        let response = self
-            .read_any(|client| async move {
-                client
-                    .call("member list", |mut c| async move { c.member_list().await })
-                    .await
-            })
-            .await?;
-        Ok(MemberList::of(&response))
-    }
-
     /// Resolves [`Targets`] to endpoint URLs: the configured (or discovered) endpoints, or
     /// every started member's client URLs, each once, in member order.
     pub async fn target_endpoints(&self, targets: Targets) -> Result<Vec<String>> {
         match targets {
             Targets::Configured => self.inner.config.resolve_endpoints().await,
-            Targets::Cluster => {
-                let list = self.member_list().await?;
-                let mut urls = Vec::new();
-                for url in list.members.iter().flat_map(|m| m.client_urls.iter()) {
-                    if !urls.contains(url) {
-                        urls.push(url.clone());
-                    }
-                }
-                Ok(urls)
-            }
+            Targets::Cluster => self.members().client_urls().await,
         }
     }
 }

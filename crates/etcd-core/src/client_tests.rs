@@ -68,7 +68,7 @@ impl Etcd {
     async fn ready(&self) -> ClusterConfig {
         let config = ClusterConfig::for_endpoints([self.client_url.as_str()]).unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
-        while crate::member::member_list(&config).await.is_err() {
+        while Client::new(config.clone()).members().list().await.is_err() {
             assert!(Instant::now() < deadline, "etcd did not start in 30s");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -101,13 +101,18 @@ async fn check_and_every_later_call_reuse_one_connection_per_member() {
     // Later operations on the same handle (and its clones) dial nothing more.
     let clone = client.clone();
     clone.cluster_view().await.unwrap();
-    clone.endpoint_health(Targets::Cluster).await.unwrap();
+    clone.endpoints().health(Targets::Cluster).await.unwrap();
     let compacted = clone
+        .maintenance()
         .compact(&CompactRequest::new(CompactTarget::KeepRevisions(0)).dry_run(true))
         .await
         .unwrap();
     assert!(compacted.changed && compacted.revision == compacted.current_revision);
-    let defrag = clone.defrag(Targets::Cluster, &Unguarded).await.unwrap();
+    let defrag = clone
+        .maintenance()
+        .defrag(Targets::Cluster, &Unguarded)
+        .await
+        .unwrap();
     assert!(defrag.completed, "{defrag:?}");
     assert_eq!(client.dials(), 1);
 }
@@ -130,7 +135,7 @@ async fn a_failed_dial_is_not_kept_the_next_call_dials_again() {
     let config = ClusterConfig::for_endpoints([format!("http://127.0.0.1:{port}")]).unwrap();
     let client = Client::new(config);
     for expected in 1..=2 {
-        let err = client.member_list().await.unwrap_err();
+        let err = client.members().list().await.unwrap_err();
         assert!(err.is_endpoint_failure(), "{err}");
         assert_eq!(client.dials(), expected);
     }
@@ -160,23 +165,21 @@ impl crate::guard::ChangeGuard for RefuseAll {
 
 #[tokio::test]
 async fn every_membership_primitive_asks_its_guard_before_changing() {
-    use crate::membership::{
-        MemberAddRequest, member_add, member_promote, member_remove, member_update,
-    };
+    use crate::membership::MemberAddRequest;
     let etcd = Etcd::start();
-    let config = etcd.ready().await;
-    let before = crate::member::member_list(&config).await.unwrap();
+    let client = Client::new(etcd.ready().await);
+    let members = client.members();
+    let before = members.list().await.unwrap();
     let new_peer = vec![format!("http://127.0.0.1:{}", free_port())];
-    let refused = member_update(&config, "m0", &new_peer, false, &RefuseAll)
+    let refused = members
+        .update("m0", &new_peer, false, &RefuseAll)
         .await
         .unwrap_err();
     assert!(
         refused.to_string().contains("refuses member update"),
         "{refused}"
     );
-    let refused = member_remove(&config, "m0", false, &RefuseAll)
-        .await
-        .unwrap_err();
+    let refused = members.remove("m0", false, &RefuseAll).await.unwrap_err();
     assert!(
         refused.to_string().contains("refuses member remove"),
         "{refused}"
@@ -187,21 +190,23 @@ async fn every_membership_primitive_asks_its_guard_before_changing() {
         learner: true,
         dry_run: false,
     };
-    let refused = member_add(&config, &add, &RefuseAll).await.unwrap_err();
+    let refused = members.add(&add, &RefuseAll).await.unwrap_err();
     assert!(
         refused.to_string().contains("refuses member add"),
         "{refused}"
     );
     // m0 votes already: promote confirms it without asking (nothing to change).
     assert!(
-        !member_promote(&config, "m0", false, &RefuseAll)
+        !members
+            .promote("m0", false, &RefuseAll)
             .await
             .unwrap()
             .changed
     );
-    assert_eq!(crate::member::member_list(&config).await.unwrap(), before);
+    assert_eq!(members.list().await.unwrap(), before);
     // Unguarded is the named way past: the dry-run update goes through to its answer.
-    let would = member_update(&config, "m0", &new_peer, true, &Unguarded)
+    let would = members
+        .update("m0", &new_peer, true, &Unguarded)
         .await
         .unwrap();
     assert!(

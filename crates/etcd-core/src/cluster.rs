@@ -5,7 +5,6 @@ use etcd_client::GetOptions;
 use serde::Serialize;
 
 use crate::client::Client;
-use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::id::MemberId;
@@ -169,17 +168,11 @@ async fn probe(client: &Client, member: &Member) -> MemberState {
     }
 }
 
-/// Looks at every member concurrently, over connections opened for this call (see
-/// [`Client::cluster_view`]).
-pub async fn cluster_view(config: &ClusterConfig) -> Result<ClusterView> {
-    Client::new(config.clone()).cluster_view().await
-}
-
 impl Client {
     /// Looks at every member concurrently: the member list, then each member's status and
     /// (for voters) a linearizable read, each over its own connection.
     pub async fn cluster_view(&self) -> Result<ClusterView> {
-        let list = self.member_list().await?;
+        let list = self.members().list().await?;
         let members = futures::future::join_all(list.members.iter().map(|m| probe(self, m))).await;
         let leader = members
             .iter()

@@ -638,7 +638,6 @@ mod tests {
                 ),
             )),
             etcd_common::InvalidOption::new(etcd_common::options::KEY, "empty").into(),
-            Error::StoppedByCaller,
         ];
         for err in &stops {
             assert!(!err.is_endpoint_failure(), "should not move on: {err:?}");

@@ -11,7 +11,6 @@ use etcd_common::OptionId;
 use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
-use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 
@@ -120,14 +119,6 @@ pub struct DowngradeResult {
     pub endpoint: String,
     /// The response header.
     pub header: Option<ResponseHeader>,
-}
-
-/// Sends a downgrade request to the first endpoint that answers (see [`Client::downgrade`]).
-pub async fn downgrade(
-    config: &ClusterConfig,
-    request: &DowngradeRequest,
-) -> Result<DowngradeResult> {
-    Client::new(config.clone()).downgrade(request).await
 }
 
 /// How long a request that etcd 3.5 applies but never answers is waited for, before its

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::client::Client;
 use crate::cluster::linearizable_read;
-use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
@@ -50,35 +49,26 @@ pub struct HealthReport {
     pub all_healthy: bool,
 }
 
-/// Checks the health of each endpoint as etcdctl does: a linearizable read of the key
-/// `health` must succeed (permission denied counts as success: the read went through raft),
-/// and the member must report no alarm.
-pub async fn endpoint_health(config: &ClusterConfig, targets: Targets) -> Result<HealthReport> {
-    Client::new(config.clone()).endpoint_health(targets).await
-}
-
-/// Reads the status of each endpoint.
-pub async fn endpoint_status(config: &ClusterConfig, targets: Targets) -> Result<StatusReport> {
-    Client::new(config.clone()).endpoint_status(targets).await
-}
-
-/// Hashes each member's key space at one revision and says whether they agree (see
-/// [`Client::endpoint_hashkv`]).
-pub async fn endpoint_hashkv(
-    config: &ClusterConfig,
-    targets: Targets,
-    revision: i64,
-) -> Result<HashKvReport> {
-    Client::new(config.clone())
-        .endpoint_hashkv(targets, revision)
-        .await
-}
+/// Each endpoint's health, status and KV hash ([`Client::endpoints`]), as `etcdctl endpoint`
+/// reports them.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoints<'c>(&'c Client);
 
 impl Client {
-    /// Checks the health of each endpoint, as [`endpoint_health`].
-    pub async fn endpoint_health(&self, targets: Targets) -> Result<HealthReport> {
+    /// Each endpoint's health, status and KV hash.
+    pub fn endpoints(&self) -> Endpoints<'_> {
+        Endpoints(self)
+    }
+}
+
+impl Endpoints<'_> {
+    /// Checks the health of each endpoint as etcdctl does: a linearizable read of the key
+    /// `health` must succeed (permission denied counts as success: the read went through raft),
+    /// and the member must report no alarm.
+    pub async fn health(&self, targets: Targets) -> Result<HealthReport> {
         let endpoints = self.addressed(targets).await?;
-        let rows = futures::future::join_all(endpoints.iter().map(|e| check_health(self, e))).await;
+        let rows =
+            futures::future::join_all(endpoints.iter().map(|e| check_health(self.0, e))).await;
         Ok(HealthReport {
             all_healthy: !rows.is_empty() && rows.iter().all(|r| r.health),
             endpoints: rows,
@@ -86,9 +76,10 @@ impl Client {
     }
 
     /// Reads the status of each endpoint.
-    pub async fn endpoint_status(&self, targets: Targets) -> Result<StatusReport> {
+    pub async fn status(&self, targets: Targets) -> Result<StatusReport> {
         let endpoints = self.addressed(targets).await?;
-        let rows = futures::future::join_all(endpoints.iter().map(|e| read_status(self, e))).await;
+        let rows =
+            futures::future::join_all(endpoints.iter().map(|e| read_status(self.0, e))).await;
         Ok(StatusReport {
             all_answered: !rows.is_empty() && rows.iter().all(|r| r.error.is_none()),
             endpoints: rows,
@@ -101,7 +92,7 @@ impl Client {
     /// that answer, so that every member hashes the same history even while writes go on
     /// (etcdctl would let each member hash up to its own latest revision, which differ under
     /// load).
-    pub async fn endpoint_hashkv(&self, targets: Targets, revision: i64) -> Result<HashKvReport> {
+    pub async fn hashkv(&self, targets: Targets, revision: i64) -> Result<HashKvReport> {
         if revision < 0 {
             return Err(etcd_common::InvalidOption::new(
                 crate::error::REV,
@@ -111,7 +102,7 @@ impl Client {
         }
         let endpoints = self.addressed(targets).await?;
         let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
-        let clients = self.each(&urls).await;
+        let clients = self.0.each(&urls).await;
         let revision = if revision > 0 {
             revision
         } else {
@@ -139,10 +130,10 @@ impl Client {
     /// The endpoints `targets` address, each with the text it was given as. Configured
     /// endpoints are checked and given a scheme, each once; discovered ones show as found.
     async fn addressed(&self, targets: Targets) -> Result<Vec<Addressed>> {
-        let config = self.config();
+        let config = self.0.config();
         let given = match targets {
             Targets::Configured if config.discovery.is_none() => config.endpoints.clone(),
-            _ => self.target_endpoints(targets).await?,
+            _ => self.0.target_endpoints(targets).await?,
         };
         let mut out: Vec<Addressed> = Vec::with_capacity(given.len());
         for given in given {

@@ -129,11 +129,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// The caller's callback stopped a stream (its output closed, say): not etcd's failure nor
-    /// a refusal, never retried on another endpoint; the caller keeps its own reason.
-    #[error("stopped by the caller")]
-    StoppedByCaller,
-
     /// A safety guard refused the operation; one of `hint`'s options gets past it (`force`)
     /// or takes a safe way around it.
     #[error("refused: {reason}")]
@@ -167,8 +162,8 @@ pub enum Error {
         message: String,
     },
 
-    /// A file etcdops writes or reads for itself (etcd's config file, certificates) could
-    /// not be handled.
+    /// A file etcdops writes or reads for itself (the apiserver's encryption configuration)
+    /// could not be handled.
     #[error("cannot {operation} '{path}': {source}")]
     FileIo {
         /// What was being done ("read", "write", "rename into", ...).
@@ -246,8 +241,6 @@ pub(crate) const DIAL_TIMEOUT: OptionId = OptionId::value("dial_timeout");
 pub(crate) const COMMAND_TIMEOUT: OptionId = OptionId::value("command_timeout");
 /// The domain whose DNS SRV records list the endpoints.
 pub(crate) const DISCOVERY_SRV: OptionId = OptionId::value("discovery_srv");
-/// The service name of the SRV records.
-pub(crate) const DISCOVERY_SRV_NAME: OptionId = OptionId::value("discovery_srv_name");
 /// The DNS server asked for SRV records.
 pub(crate) const DNS_SERVER: OptionId = OptionId::value("dns_server");
 /// The name expected in the servers' certificates.
@@ -340,7 +333,6 @@ impl Hinted for Error {
             | Error::TlsSetting { .. }
             | Error::Request { .. }
             | Error::Discovery { .. }
-            | Error::StoppedByCaller
             | Error::FileIo { .. } => ErrorKind::Other,
         })
     }

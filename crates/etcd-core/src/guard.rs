@@ -118,13 +118,20 @@ mod tests {
     #[tokio::test]
     async fn a_refused_defrag_dials_nothing() {
         let client = Client::new(nobody());
-        let refused = client.defrag(Targets::Cluster, &Refuse).await.unwrap_err();
+        let refused = client
+            .maintenance()
+            .defrag(Targets::Cluster, &Refuse)
+            .await
+            .unwrap_err();
         assert!(
             refused.to_string().contains("test guard refuses defrag"),
             "{refused}"
         );
         assert_eq!(client.dials(), 0);
-        let free = crate::maintenance::defrag(&nobody(), Targets::Configured, &Refuse).await;
+        let free = Client::new(nobody())
+            .maintenance()
+            .defrag(Targets::Configured, &Refuse)
+            .await;
         assert!(matches!(free, Err(Error::Refused { .. })), "{free:?}");
     }
 
@@ -133,6 +140,7 @@ mod tests {
         // Nobody listens: past the guard, the defrag fails on the dial, not on a refusal.
         let client = Client::new(nobody());
         let report = client
+            .maintenance()
             .defrag(Targets::Configured, &Unguarded)
             .await
             .unwrap();

@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::config::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::kv::encode_bytes;
+use crate::produced::Emit;
 use crate::watch::{KeyEvent, Stop, WatchBound, WatchEnd, Watched, watch_until};
 
 /// Every retained version of a key, newest first.
@@ -23,7 +24,11 @@ pub struct KeyHistory {
 
 /// Reads every retained version of `key`. On a Kubernetes etcd, kube-apiserver compacts
 /// every five minutes by default, so history reaches back only minutes there.
-pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> Result<KeyHistory> {
+pub(crate) async fn history(
+    config: &ClusterConfig,
+    key: &[u8],
+    show_secrets: bool,
+) -> Result<KeyHistory> {
     let (client, now) = config
         .read_any(|client| async move {
             let now = client
@@ -46,18 +51,14 @@ pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> 
     let mut start = 1;
     let mut compacted_before = None;
     loop {
-        let mut events = Vec::new();
+        let mut batches = Vec::new();
         let mut watched = Watched {
             key: key.to_vec(),
             start_revision: start,
             show_secrets,
             ..Watched::default()
         };
-        let end = watch_until(&client, &mut watched, stop, &mut |batch| {
-            events.extend(batch.events);
-            Ok(())
-        })
-        .await?;
+        let end = watch_until(&client, &mut watched, stop, &mut Emit::Into(&mut batches)).await?;
         match end {
             WatchEnd::Compacted(first) if compacted_before.is_none() => {
                 compacted_before = Some(first);
@@ -81,6 +82,8 @@ pub async fn history(config: &ClusterConfig, key: &[u8], show_secrets: bool) -> 
                 });
             }
             WatchEnd::Reached => {
+                let mut events: Vec<KeyEvent> =
+                    batches.into_iter().flat_map(|batch| batch.events).collect();
                 events.reverse();
                 return Ok(KeyHistory {
                     key: encode_bytes(key).0,

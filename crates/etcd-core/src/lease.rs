@@ -9,7 +9,7 @@ use etcd_client::LeaseTimeToLiveOptions;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::config::ClusterConfig;
+use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::Result;
 use crate::header::ResponseHeader;
@@ -139,70 +139,81 @@ async fn time_to_live(
     })
 }
 
-/// The IDs of every lease granted, in one LeaseLeases call (no TTL lookup per lease, unlike
-/// [`lease_list`]): what counting leases needs on a cluster with many of them.
-pub async fn lease_ids(config: &ClusterConfig) -> Result<Vec<LeaseId>> {
-    let response = config
-        .read_any(|client| async move {
-            client
-                .call("lease list", |mut c| async move { c.leases().await })
-                .await
-        })
-        .await?;
-    Ok(response.leases().iter().map(|l| LeaseId(l.id())).collect())
-}
+/// The cluster's leases ([`Client::leases`]), read only.
+#[derive(Debug, Clone, Copy)]
+pub struct Leases<'c>(&'c Client);
 
-/// Lists every lease with its TTLs and the number of keys attached.
-pub async fn lease_list(config: &ClusterConfig) -> Result<LeaseList> {
-    let (client, response) = config
-        .read_any(|client| async move {
-            let response = client
-                .call("lease list", |mut c| async move { c.leases().await })
-                .await?;
-            Ok((client, response))
-        })
-        .await?;
-    let listed: Vec<LeaseId> = response.leases().iter().map(|l| LeaseId(l.id())).collect();
-    let mut ids = listed.clone();
-    ids.sort();
-    let client = &client;
-    let details: Vec<LeaseTimeToLive> = stream::iter(ids)
-        .map(|id| async move { time_to_live(client, id, true).await })
-        .buffered(CONCURRENT_LOOKUPS)
-        .try_collect()
-        .await?;
-    Ok(LeaseList {
-        leases: details
-            .into_iter()
-            .filter(|d| d.found)
-            .map(|d| LeaseInfo {
-                id: d.id,
-                granted_ttl: d.granted_ttl,
-                remaining_ttl: d.remaining_ttl,
-                keys: d.keys.map_or(0, |k| k.len()),
+impl Leases<'_> {
+    /// The IDs of every lease granted, in one LeaseLeases call (no TTL lookup per lease, unlike
+    /// [`Leases::list`]): what counting leases needs on a cluster with many of them.
+    pub async fn ids(&self) -> Result<Vec<LeaseId>> {
+        let response = self
+            .0
+            .read_any(|client| async move {
+                client
+                    .call("lease list", |mut c| async move { c.leases().await })
+                    .await
             })
-            .collect(),
-        listed,
-        header: ResponseHeader::of(response.header()),
-    })
+            .await?;
+        Ok(response.leases().iter().map(|l| LeaseId(l.id())).collect())
+    }
+
+    /// Lists every lease with its TTLs and the number of keys attached.
+    pub async fn list(&self) -> Result<LeaseList> {
+        let (client, response) = self
+            .0
+            .read_any(|client| async move {
+                let response = client
+                    .call("lease list", |mut c| async move { c.leases().await })
+                    .await?;
+                Ok((client, response))
+            })
+            .await?;
+        let listed: Vec<LeaseId> = response.leases().iter().map(|l| LeaseId(l.id())).collect();
+        let mut ids = listed.clone();
+        ids.sort();
+        let client = &client;
+        let details: Vec<LeaseTimeToLive> = stream::iter(ids)
+            .map(|id| async move { time_to_live(client, id, true).await })
+            .buffered(CONCURRENT_LOOKUPS)
+            .try_collect()
+            .await?;
+        Ok(LeaseList {
+            leases: details
+                .into_iter()
+                .filter(|d| d.found)
+                .map(|d| LeaseInfo {
+                    id: d.id,
+                    granted_ttl: d.granted_ttl,
+                    remaining_ttl: d.remaining_ttl,
+                    keys: d.keys.map_or(0, |k| k.len()),
+                })
+                .collect(),
+            listed,
+            header: ResponseHeader::of(response.header()),
+        })
+    }
+
+    /// One lease's TTLs, and with `with_keys` the keys attached to it.
+    pub async fn time_to_live(&self, id: LeaseId, with_keys: bool) -> Result<LeaseTimeToLive> {
+        if id.0 <= 0 {
+            return Err(etcd_common::InvalidOption::input(
+                "lease ID",
+                format!("{id} is not a lease ID; the lease list shows the IDs"),
+            )
+            .into());
+        }
+        self.0
+            .read_any(|client| async move { time_to_live(&client, id, with_keys).await })
+            .await
+    }
 }
 
-/// One lease's TTLs, and with `with_keys` the keys attached to it.
-pub async fn lease_time_to_live(
-    config: &ClusterConfig,
-    id: LeaseId,
-    with_keys: bool,
-) -> Result<LeaseTimeToLive> {
-    if id.0 <= 0 {
-        return Err(etcd_common::InvalidOption::input(
-            "lease ID",
-            format!("{id} is not a lease ID; the lease list shows the IDs"),
-        )
-        .into());
+impl Client {
+    /// The cluster's leases, read only.
+    pub fn leases(&self) -> Leases<'_> {
+        Leases(self)
     }
-    config
-        .read_any(|client| async move { time_to_live(&client, id, with_keys).await })
-        .await
 }
 
 #[cfg(test)]

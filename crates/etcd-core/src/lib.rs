@@ -3,27 +3,26 @@
 //!
 //! Connection settings are one type, [`ClusterConfig`], built in one place from
 //! [`ConnectionOptions`] (flags, module arguments) with etcdctl's `ETCDCTL_*` environment
-//! variables as the fallback. Each operation is one async function that takes the config and
-//! a typed request and returns a serde-serializable result, so every front-end prints the same
-//! data. Operations aimed at a member connect to exactly that member ([`EndpointClient`]).
+//! variables as the fallback. A [`Client`] built from it is the one entry: a handle on the
+//! cluster that dials each endpoint once, on first use, and reuses that connection for every
+//! later call on it (and on its clones). Each operation is one async method that takes a typed
+//! request and returns a serde-serializable result, so every front-end prints the same data:
+//! `client.check(..)` and `client.cluster_view()` on the client itself, the rest grouped by
+//! concern in sub-clients that borrow it: [`Client::kv`], [`Client::leases`],
+//! [`Client::members`], [`Client::endpoints`], [`Client::maintenance`], [`Client::auth`],
+//! [`Client::users`], [`Client::roles`] (`client.members().list()`,
+//! `client.maintenance().defrag(..)`). A multi-step operation such as `check` or a rolling
+//! defrag runs all its steps over one `Client`, so it connects once per member; operations
+//! aimed at a member connect to exactly that member ([`EndpointClient`]). Options are typed
+//! requests with builders ([`CompactRequest::new(target).physical(true)`](CompactRequest)),
+//! never positional booleans.
 //!
-//! Connections are held by a [`Client`]: one handle on a cluster that dials each endpoint
-//! once, on first use, and reuses that connection for every later call on it (and on its
-//! clones). Its methods are the operations (`client.check(..)`, `client.defrag(..)`,
-//! `client.cluster_view()`); a multi-step operation such as `check` or a rolling defrag
-//! runs all its steps over one `Client`, so it connects once per member. The free functions
-//! that take a `&ClusterConfig` (`check(&config, ..)`) stay: each builds a `Client` for its
-//! one call, so existing callers keep working and a caller running several operations
-//! builds one `Client` and calls its methods. Options are typed requests with builders
-//! ([`CompactRequest::new(target).physical(true)`](CompactRequest)), never positional
-//! booleans.
-//!
-//! For members of standalone clusters it also writes etcd's own config file
-//! ([`write_server_config`]) and keeps a small CA and member certificates ([`ensure_ca`],
-//! [`ensure_member_certificate`]).
+//! Long reads are streams the caller drives: [`Kv::get_stream`]'s pages and
+//! [`Kv::watch_batches`]' batches are `futures::Stream`s (dropping one cancels the read),
+//! their summary read from the stream once it ended.
 //!
 //! ```no_run
-//! use etcd_core::{ConnectionOptions, Targets, endpoint_health};
+//! use etcd_core::{Client, ConnectionOptions, Targets};
 //!
 //! # async fn example() -> Result<(), etcd_core::Error> {
 //! let config = ConnectionOptions {
@@ -33,7 +32,8 @@
 //! }
 //! .or_env()?
 //! .build()?;
-//! let report = endpoint_health(&config, Targets::Cluster).await?;
+//! let client = Client::new(config);
+//! let report = client.endpoints().health(Targets::Cluster).await?;
 //! for row in &report.endpoints {
 //!     println!("{} healthy={}", row.endpoint, row.health);
 //! }
@@ -68,27 +68,23 @@ mod lease;
 mod maintenance;
 mod member;
 mod membership;
-mod pki;
-mod server_config;
+mod produced;
 mod snapshot;
 mod tls;
 mod watch;
 mod watch_stream;
 
 pub use auth::{
-    AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
-    PermissionInfo, PermissionKind, RoleInfo, RoleList, UserInfo, UserList, auth_disable,
-    auth_enable, auth_status, role_add, role_delete, role_get, role_grant_permission, role_list,
-    role_revoke_permission, user_add, user_delete, user_get, user_grant_role, user_list,
-    user_passwd, user_revoke_role,
+    Auth, AuthChange, AuthStatus, KUBERNETES_PREFIXES, KeyRange, PasswordSource, PermissionGrant,
+    PermissionInfo, PermissionKind, RoleInfo, RoleList, Roles, UserInfo, UserList, Users,
 };
 pub use check::{
     CertificateRole, CertificateStatus, CheckOptions, CheckReport, DEFAULT_QUOTA_BYTES, Finding,
-    Latency, MemberMetrics, Severity, certificates_finding, check, churn_finding, latency_finding,
+    Latency, MemberMetrics, Severity, certificates_finding, churn_finding, latency_finding,
     parse_metrics,
 };
 pub use client::Client;
-pub use cluster::{ClusterView, MemberState, MemberStatus, cluster_view};
+pub use cluster::{ClusterView, MemberState, MemberStatus};
 pub use config::{
     ClientIdentity, ClusterConfig, ConnectionOptions, Credentials, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_DIAL_TIMEOUT, DEFAULT_ENDPOINT, ENV_VARS, PemSource, Secret, SrvDiscovery, TlsSettings,
@@ -96,10 +92,10 @@ pub use config::{
 };
 pub use connect::EndpointClient;
 pub use discovery::{discover_endpoints, srv_record_names};
-pub use downgrade::{DowngradeAction, DowngradeRequest, DowngradeResult, downgrade};
+pub use downgrade::{DowngradeAction, DowngradeRequest, DowngradeResult};
 pub use endpoint::{
-    EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport,
-    endpoint_hashkv, endpoint_health, endpoint_status,
+    EndpointHashKv, EndpointHealth, EndpointStatus, Endpoints, HashKvReport, HealthReport,
+    StatusReport,
 };
 pub use error::{Error, Result};
 pub use etcd_common::parse_duration;
@@ -107,40 +103,29 @@ pub use etcd_common::write_file_atomically;
 pub use etcd_common::{redact_endpoint, redact_urls};
 pub use guard::{Change, ChangeGuard, Unguarded};
 pub use header::ResponseHeader;
-pub use history::{KeyHistory, history};
+pub use history::KeyHistory;
 pub use id::MemberId;
 pub use kv::{
-    Encoding, GetRequest, GetSummary, KeyValueView, KvBytes, SECRET_PREFIXES, SortBy, encode_bytes,
-    get_pages, get_stream, is_kubernetes_secret, prefix_end, show_value,
+    Encoding, GetPage, GetRequest, GetStream, GetSummary, KeyValueView, Kv, KvBytes,
+    SECRET_PREFIXES, SortBy, encode_bytes, is_kubernetes_secret, prefix_end, show_value,
 };
-pub use lease::{
-    LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, lease_ids, lease_list, lease_time_to_live,
-};
+pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, Leases};
 pub use maintenance::{
     Alarm, AlarmDisarmRequest, AlarmDisarmResult, CompactRequest, CompactResult, CompactTarget,
-    DefragReport, DefragStep, MemberVersion, MoveLeaderRequest, MoveLeaderResult, VersionReport,
-    alarm_disarm, alarm_list, compact, defrag, move_leader, version, versions,
+    DefragReport, DefragStep, Maintenance, MemberVersion, MoveLeaderRequest, MoveLeaderResult,
+    VersionReport, versions,
 };
-pub use member::{Member, MemberList, Targets, cluster_client_urls, member_list, target_endpoints};
+pub use member::{Member, MemberList, Members, Targets};
 // etcdctl compatibility of the endpoint, member list, alarm list and version commands.
 pub use endpoint::{DowngradeInfo, is_3_6_or_later};
 pub use maintenance::{API_VERSION, AlarmList, own_version};
 pub use member::{Consistency, MemberListOptions};
 pub use membership::{
     LEARNER_READY_PERCENT, MemberAddRequest, MemberAddResult, MemberChangeResult, MemberQuery,
-    find_member, match_listed, match_member, member_add, member_promote, member_remove,
-    member_update,
-};
-pub use pki::{
-    CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS, ensure_ca,
-    ensure_member_certificate,
-};
-pub use server_config::{
-    ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,
-    ServerConfigResult, SrvRecordSpec, TransportSecurity, srv_records, write_server_config,
+    find_member, match_listed, match_member,
 };
 pub use snapshot::{SnapshotChunk, SnapshotStream};
 pub use watch::{
-    EventKind, KeyEvent, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch, watch_batches,
+    EventKind, KeyEvent, WatchBatch, WatchBatchStream, WatchBound, WatchRequest, WatchSummary,
 };
 pub use watch_stream::WatchStream;

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::cluster::{ClusterView, linearizable_read};
-use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use etcd_common::{InvalidOption, OptionId};
@@ -35,7 +34,7 @@ pub struct MoveLeaderResult {
     pub to: MemberId,
 }
 
-/// What [`move_leader`] is asked: the member to lead, and whether only to check.
+/// What [`Maintenance::move_leader`] is asked: the member to lead, and whether only to check.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct MoveLeaderRequest {
     /// The member to lead: its peer URL, ID (hex) or name.
@@ -62,15 +61,19 @@ impl MoveLeaderRequest {
     }
 }
 
-/// Moves leadership to the member the request names (see [`Client::move_leader`]).
-pub async fn move_leader(
-    config: &ClusterConfig,
-    request: &MoveLeaderRequest,
-) -> Result<MoveLeaderResult> {
-    Client::new(config.clone()).move_leader(request).await
-}
+/// Maintenance of the cluster ([`Client::maintenance`]): alarms, compaction,
+/// defragmentation, moving the leader, versions.
+#[derive(Debug, Clone, Copy)]
+pub struct Maintenance<'c>(&'c Client);
 
 impl Client {
+    /// Maintenance: alarms, compaction, defragmentation, moving the leader, versions.
+    pub fn maintenance(&self) -> Maintenance<'_> {
+        Maintenance(self)
+    }
+}
+
+impl Maintenance<'_> {
     /// Moves leadership to the member the request names (peer URL, ID or name). The request
     /// goes to the current leader, as etcd requires. Refuses a learner or an unhealthy
     /// target; changes nothing when the target already leads.
@@ -79,7 +82,7 @@ impl Client {
     pub async fn move_leader(&self, request: &MoveLeaderRequest) -> Result<MoveLeaderResult> {
         let selector = request.leader.as_str();
         crate::membership::check_selector(selector)?;
-        let view = self.cluster_view().await?;
+        let view = self.0.cluster_view().await?;
         let target = find_member(&view, selector)
             .ok_or_else(|| refused(format!("no member matches '{selector}'")))?;
         let leader = view
@@ -117,7 +120,7 @@ impl Client {
             .endpoint
             .clone()
             .ok_or_else(|| refused("the leader has no client URL".into()))?;
-        let client = self.endpoint(&endpoint).await?;
+        let client = self.0.endpoint(&endpoint).await?;
         let to = target.member.id;
         client
             .call(
@@ -168,11 +171,6 @@ impl Alarm {
     }
 }
 
-/// Lists the cluster's active alarms.
-pub async fn alarm_list(config: &ClusterConfig) -> Result<Vec<Alarm>> {
-    Client::new(config.clone()).alarm_list().await
-}
-
 /// What `alarm disarm` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlarmDisarmResult {
@@ -184,7 +182,7 @@ pub struct AlarmDisarmResult {
     pub still_active: Vec<Alarm>,
 }
 
-/// What [`alarm_disarm`] is asked.
+/// What [`Maintenance::alarm_disarm`] is asked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct AlarmDisarmRequest {
     /// List what would be cleared, clear nothing.
@@ -206,15 +204,7 @@ impl AlarmDisarmRequest {
     }
 }
 
-/// Clears every active alarm (see [`Client::alarm_disarm`]).
-pub async fn alarm_disarm(
-    config: &ClusterConfig,
-    request: AlarmDisarmRequest,
-) -> Result<AlarmDisarmResult> {
-    Client::new(config.clone()).alarm_disarm(request).await
-}
-
-impl Client {
+impl Maintenance<'_> {
     /// Lists the cluster's active alarms.
     pub async fn alarm_list(&self) -> Result<Vec<Alarm>> {
         Ok(self.alarm_report().await?.alarms)
@@ -223,6 +213,7 @@ impl Client {
     /// Lists the cluster's active alarms with the response's header.
     pub async fn alarm_report(&self) -> Result<AlarmList> {
         let response = self
+            .0
             .read_any(|client| async move {
                 client
                     .call("alarm list", |mut c| async move {
@@ -257,7 +248,7 @@ impl Client {
                 disarmed: active,
             });
         }
-        let client = self.any().await?;
+        let client = self.0.any().await?;
         for alarm in &active {
             let member = alarm.member_id.0;
             let kind = match alarm.alarm.as_str() {
@@ -319,16 +310,6 @@ pub struct DefragReport {
     pub completed: bool,
 }
 
-/// Defragments one endpoint at a time, the leader last, after `guard` let it through (see
-/// [`Client::defrag`]).
-pub async fn defrag<G: ChangeGuard>(
-    config: &ClusterConfig,
-    targets: Targets,
-    guard: &G,
-) -> std::result::Result<DefragReport, G::Error> {
-    Client::new(config.clone()).defrag(targets, guard).await
-}
-
 /// An endpoint to defragment, with what its status said before.
 struct Planned {
     endpoint: String,
@@ -339,7 +320,7 @@ struct Planned {
     db_size: Option<i64>,
 }
 
-impl Client {
+impl Maintenance<'_> {
     /// Defragments one endpoint at a time: followers first, the leader last, checking health
     /// after each and stopping at the first failure. A defragmenting member stops serving
     /// for a while; doing them one by one keeps the quorum. Every step reuses this handle's
@@ -385,10 +366,10 @@ impl Client {
     /// The endpoints `targets` address, normalized, each once, with the text it was given
     /// as: configured endpoints as on the command line, discovered ones as found.
     async fn defrag_endpoints(&self, targets: Targets) -> Result<Vec<(String, String)>> {
-        let config = self.config();
+        let config = self.0.config();
         let given = match targets {
             Targets::Configured if config.discovery.is_none() => config.endpoints.clone(),
-            _ => self.target_endpoints(targets).await?,
+            _ => self.0.target_endpoints(targets).await?,
         };
         let mut out: Vec<(String, String)> = Vec::with_capacity(given.len());
         for given in given {
@@ -402,7 +383,7 @@ impl Client {
 
     /// Connects to `endpoint` and reads its status (who it is, whether it leads, its size).
     async fn plan_defrag(&self, endpoint: String, given: String) -> Planned {
-        let client = self.endpoint(&endpoint).await;
+        let client = self.0.endpoint(&endpoint).await;
         let status = match &client {
             Ok(c) => c
                 .call("status", |mut c| async move { c.status().await })
@@ -466,7 +447,7 @@ pub enum CompactTarget {
     KeepRevisions(i64),
 }
 
-/// What [`compact`] is asked: how far, whether to wait for the backend, whether only to
+/// What [`Maintenance::compact`] is asked: how far, whether to wait for the backend, whether only to
 /// check. Deserializes from `revision` or `keep_revisions` (exactly one), `physical`.
 ///
 /// ```
@@ -562,11 +543,6 @@ pub struct CompactResult {
     pub physical: bool,
 }
 
-/// Compacts the key history (see [`Client::compact`]).
-pub async fn compact(config: &ClusterConfig, request: &CompactRequest) -> Result<CompactResult> {
-    Client::new(config.clone()).compact(request).await
-}
-
 /// The revision to compact to: refuses a negative count, nothing to compact and a revision
 /// in the future.
 fn compaction_revision(target: CompactTarget, current: i64) -> Result<i64> {
@@ -599,14 +575,14 @@ fn already_compacted<T>(result: &Result<T>) -> bool {
     matches!(result, Err(Error::Request { message, .. }) if message.contains("has been compacted"))
 }
 
-impl Client {
+impl Maintenance<'_> {
     /// Compacts the key history. Refuses a revision in the future; compacting again to an
     /// already compacted revision changes nothing.
     ///
     /// With `dry_run` it says whether compacting would change anything (reading one revision
     /// below the target answers "compacted" when it already was) and compacts nothing.
     pub async fn compact(&self, request: &CompactRequest) -> Result<CompactResult> {
-        let client = self.any().await?;
+        let client = self.0.any().await?;
         let current = client
             .call("read revision", |mut c| async move {
                 c.get("health", Some(GetOptions::new().with_count_only()))
@@ -706,7 +682,9 @@ pub fn own_version() -> VersionReport {
     }
 }
 
-/// Versions of this tool and of every member.
-pub async fn version(config: &ClusterConfig) -> Result<VersionReport> {
-    Ok(versions(&Client::new(config.clone()).cluster_view().await?))
+impl Maintenance<'_> {
+    /// Versions of this tool and of every member.
+    pub async fn version(&self) -> Result<VersionReport> {
+        Ok(versions(&self.0.cluster_view().await?))
+    }
 }

@@ -5,7 +5,6 @@ use serde::Serialize;
 
 use crate::client::Client;
 use crate::cluster::linearizable_read;
-use crate::config::ClusterConfig;
 use crate::error::Result;
 use crate::header::ResponseHeader;
 use crate::id::MemberId;
@@ -53,7 +52,7 @@ pub struct MemberList {
     #[serde(skip)]
     pub header: Option<ResponseHeader>,
     /// The etcd version of the member that answered, when the list was read with
-    /// [`Client::member_list_with`] and its status request answered; `None` otherwise.
+    /// [`Members::list_with`] and its status request answered; `None` otherwise.
     pub server_version: Option<String>,
     /// Whether the list was read linearizably (after a read through raft on the same member).
     pub linearizable: bool,
@@ -70,7 +69,7 @@ pub enum Consistency {
     Serializable,
 }
 
-/// What [`Client::member_list_with`] is asked.
+/// What [`Members::list_with`] is asked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberListOptions {
     /// `None`: as the server's own etcdctl reads it: linearizable from etcd 3.5 on (etcdctl
@@ -79,7 +78,46 @@ pub struct MemberListOptions {
     pub consistency: Option<Consistency>,
 }
 
+/// The cluster's members ([`Client::members`]): the list, and adding, removing, updating
+/// and promoting members, each checked against the cluster as read.
+#[derive(Debug, Clone, Copy)]
+pub struct Members<'c>(pub(crate) &'c Client);
+
 impl Client {
+    /// The cluster's members.
+    pub fn members(&self) -> Members<'_> {
+        Members(self)
+    }
+}
+
+impl Members<'_> {
+    /// The cluster's members, from the first endpoint that answers (the next one when an
+    /// endpoint fails, see [`Client::read_any`]).
+    pub async fn list(&self) -> Result<MemberList> {
+        let response = self
+            .0
+            .read_any(|client| async move {
+                client
+                    .call("member list", |mut c| async move { c.member_list().await })
+                    .await
+            })
+            .await?;
+        Ok(MemberList::of(&response))
+    }
+
+    /// The client URLs of every started member, each once, in member order: what `--cluster`
+    /// expands to.
+    pub async fn client_urls(&self) -> Result<Vec<String>> {
+        let list = self.list().await?;
+        let mut urls = Vec::new();
+        for url in list.members.iter().flat_map(|m| m.client_urls.iter()) {
+            if !urls.contains(url) {
+                urls.push(url.clone());
+            }
+        }
+        Ok(urls)
+    }
+
     /// The member list read as `options` ask, from the first endpoint that answers, with
     /// the answering member's version.
     ///
@@ -87,9 +125,10 @@ impl Client {
     /// (`LinearizableReadNotify`) before listing; the etcd client library here cannot set the
     /// request's `linearizable` field, so the barrier is a linearizable read on the same
     /// member, which gives the same guarantee (and works on etcd 3.4 too, when asked).
-    pub async fn member_list_with(&self, options: MemberListOptions) -> Result<MemberList> {
+    pub async fn list_with(&self, options: MemberListOptions) -> Result<MemberList> {
         let consistency = options.consistency;
         let (response, version, linearizable) = self
+            .0
             .read_any(|client| async move {
                 // For the default and for etcdctl's output of this release; the list does not
                 // depend on it.
@@ -150,27 +189,6 @@ impl MemberList {
     }
 }
 
-/// Lists the cluster's members, asking the first endpoint that answers (the next one when an
-/// endpoint fails, see [`ClusterConfig::read_any`]).
-pub async fn member_list(config: &ClusterConfig) -> Result<MemberList> {
-    crate::client::Client::new(config.clone())
-        .member_list()
-        .await
-}
-
-/// The client URLs of every started member, each once, in member order: what `--cluster`
-/// expands to.
-pub async fn cluster_client_urls(config: &ClusterConfig) -> Result<Vec<String>> {
-    let list = member_list(config).await?;
-    let mut urls = Vec::new();
-    for url in list.members.iter().flat_map(|m| m.client_urls.iter()) {
-        if !urls.contains(url) {
-            urls.push(url.clone());
-        }
-    }
-    Ok(urls)
-}
-
 /// Which endpoints an endpoint command addresses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Targets {
@@ -190,14 +208,6 @@ impl Targets {
         } else {
             Targets::Configured
         }
-    }
-}
-
-/// Resolves [`Targets`] to endpoint URLs.
-pub async fn target_endpoints(config: &ClusterConfig, targets: Targets) -> Result<Vec<String>> {
-    match targets {
-        Targets::Configured => config.resolve_endpoints().await,
-        Targets::Cluster => cluster_client_urls(config).await,
     }
 }
 

@@ -16,10 +16,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::cluster::{ClusterView, MemberState, cluster_view};
+use crate::cluster::{ClusterView, MemberState};
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::member::Members;
 use etcd_common::{InvalidOption, OptionId};
 
 /// The peer URLs of a member to add or update.
@@ -383,139 +384,338 @@ fn validate_peer_urls(urls: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Adds a member, or confirms it is there. Refuses a name or peer URLs another member has;
-/// asks `guard` (with the cluster as read) before adding, also in a dry run.
-pub async fn member_add<G: ChangeGuard>(
-    config: &ClusterConfig,
-    request: &MemberAddRequest,
-    guard: &G,
-) -> std::result::Result<MemberAddResult, G::Error> {
-    validate_peer_urls(&request.peer_urls)?;
-    if request.name.trim().is_empty() {
-        return Err(Error::from(InvalidOption::new(
-            NAME,
-            "give the new member's name (the name its etcd starts with, ETCD_NAME)",
-        ))
-        .into());
-    }
-    let view = cluster_view(config).await?;
-    let members: Vec<Member> = view.members.iter().map(|m| m.member.clone()).collect();
-    let query = MemberQuery {
-        member: None,
-        name: Some(request.name.clone()),
-        peer_urls: request.peer_urls.clone(),
-    };
-    if let Some(existing) = match_member(&view, &query)? {
-        let member = existing.member.clone();
-        if !same_urls(&member.peer_urls, &request.peer_urls) {
-            return Err(refused(format!(
+impl Members<'_> {
+    /// Adds a member, or confirms it is there. Refuses a name or peer URLs another member has;
+    /// asks `guard` (with the cluster as read) before adding, also in a dry run.
+    pub async fn add<G: ChangeGuard>(
+        &self,
+        request: &MemberAddRequest,
+        guard: &G,
+    ) -> std::result::Result<MemberAddResult, G::Error> {
+        validate_peer_urls(&request.peer_urls)?;
+        if request.name.trim().is_empty() {
+            return Err(Error::from(InvalidOption::new(
+                NAME,
+                "give the new member's name (the name its etcd starts with, ETCD_NAME)",
+            ))
+            .into());
+        }
+        let view = self.0.cluster_view().await?;
+        let members: Vec<Member> = view.members.iter().map(|m| m.member.clone()).collect();
+        let query = MemberQuery {
+            member: None,
+            name: Some(request.name.clone()),
+            peer_urls: request.peer_urls.clone(),
+        };
+        if let Some(existing) = match_member(&view, &query)? {
+            let member = existing.member.clone();
+            if !same_urls(&member.peer_urls, &request.peer_urls) {
+                return Err(refused(format!(
                 "member {} already uses some of these peer URLs ({}); give all of its URLs or remove it first",
                 member.id,
                 member.peer_urls.join(",")
             ))
             .into());
+            }
+            if member.is_learner && !request.learner {
+                return Err(refused(format!(
+                    "member {} with these peer URLs exists as a learner; promote it instead",
+                    member.id
+                ))
+                .into());
+            }
+            return Ok(MemberAddResult {
+                changed: false,
+                message: format!(
+                    "member {} already has these peer URLs; nothing changed",
+                    member.id
+                ),
+                env: start_env(&members, &member, &request.name),
+                member,
+            });
         }
-        if member.is_learner && !request.learner {
-            return Err(refused(format!(
-                "member {} with these peer URLs exists as a learner; promote it instead",
-                member.id
-            ))
-            .into());
-        }
-        return Ok(MemberAddResult {
-            changed: false,
-            message: format!(
-                "member {} already has these peer URLs; nothing changed",
-                member.id
-            ),
-            env: start_env(&members, &member, &request.name),
-            member,
-        });
-    }
-    guard.check(Change::MemberAdd {
-        view: &view,
-        learner: request.learner,
-    })?;
-    if request.dry_run && request.learner {
-        // etcd refuses a second learner ("too many learner members in cluster") unless its
-        // max-learners setting was raised: the prediction says what the default does.
-        if let Some(waiting) = view.members.iter().find(|m| m.member.is_learner) {
-            return Err(refused(format!(
+        guard.check(Change::MemberAdd {
+            view: &view,
+            learner: request.learner,
+        })?;
+        if request.dry_run && request.learner {
+            // etcd refuses a second learner ("too many learner members in cluster") unless its
+            // max-learners setting was raised: the prediction says what the default does.
+            if let Some(waiting) = view.members.iter().find(|m| m.member.is_learner) {
+                return Err(refused(format!(
                 "etcd allows one learner at a time by default, and learner {} ({}) is still a learner; the addition would be refused: promote or remove it first",
                 waiting.member.id,
                 waiting.member.peer_urls.join(",")
             ))
             .into());
+            }
         }
-    }
-    if request.dry_run {
+        if request.dry_run {
+            let member = Member {
+                id: MemberId(0),
+                name: request.name.clone(),
+                peer_urls: request.peer_urls.clone(),
+                client_urls: Vec::new(),
+                is_learner: request.learner,
+                started: false,
+            };
+            let mut all = members;
+            all.push(member.clone());
+            return Ok(MemberAddResult {
+                changed: true,
+                message: format!(
+                    "would add {} '{}' (dry run: nothing changed; etcd assigns the ID when it is added)",
+                    if request.learner { "learner" } else { "member" },
+                    request.name
+                ),
+                env: start_env(&all, &member, &request.name),
+                member,
+            });
+        }
+        let client = client_for_change(self.0.config(), &view, None).await?;
+        let urls = request.peer_urls.clone();
+        let learner = request.learner;
+        let response = reconfigure(&client, "member add", |mut c| {
+            let urls = urls.clone();
+            async move {
+                let options = etcd_client::MemberAddOptions::new();
+                let options = if learner {
+                    options.with_is_learner()
+                } else {
+                    options
+                };
+                c.member_add(urls, Some(options)).await
+            }
+        })
+        .await?;
+        let added = response.member().ok_or_else(|| {
+            G::Error::from(Error::Request {
+                operation: "member add",
+                endpoint: client.endpoint().to_string(),
+                message: "etcd did not return the new member".into(),
+            })
+        })?;
         let member = Member {
-            id: MemberId(0),
-            name: request.name.clone(),
-            peer_urls: request.peer_urls.clone(),
+            id: MemberId(added.id()),
+            name: String::new(),
+            peer_urls: added.peer_urls().to_vec(),
             client_urls: Vec::new(),
-            is_learner: request.learner,
+            is_learner: added.is_learner(),
             started: false,
         };
-        let mut all = members;
-        all.push(member.clone());
-        return Ok(MemberAddResult {
+        let all: Vec<Member> = response.member_list().iter().map(Member::from).collect();
+        Ok(MemberAddResult {
             changed: true,
             message: format!(
-                "would add {} '{}' (dry run: nothing changed; etcd assigns the ID when it is added)",
-                if request.learner { "learner" } else { "member" },
-                request.name
+                "added {} {} ; start it with ETCD_INITIAL_CLUSTER_STATE=existing",
+                if member.is_learner {
+                    "learner"
+                } else {
+                    "member"
+                },
+                member.id
             ),
             env: start_env(&all, &member, &request.name),
             member,
-        });
-    }
-    let client = client_for_change(config, &view, None).await?;
-    let urls = request.peer_urls.clone();
-    let learner = request.learner;
-    let response = reconfigure(&client, "member add", |mut c| {
-        let urls = urls.clone();
-        async move {
-            let options = etcd_client::MemberAddOptions::new();
-            let options = if learner {
-                options.with_is_learner()
-            } else {
-                options
-            };
-            c.member_add(urls, Some(options)).await
-        }
-    })
-    .await?;
-    let added = response.member().ok_or_else(|| {
-        G::Error::from(Error::Request {
-            operation: "member add",
-            endpoint: client.endpoint().to_string(),
-            message: "etcd did not return the new member".into(),
         })
-    })?;
-    let member = Member {
-        id: MemberId(added.id()),
-        name: String::new(),
-        peer_urls: added.peer_urls().to_vec(),
-        client_urls: Vec::new(),
-        is_learner: added.is_learner(),
-        started: false,
-    };
-    let all: Vec<Member> = response.member_list().iter().map(Member::from).collect();
-    Ok(MemberAddResult {
-        changed: true,
-        message: format!(
-            "added {} {} ; start it with ETCD_INITIAL_CLUSTER_STATE=existing",
-            if member.is_learner {
-                "learner"
-            } else {
-                "member"
-            },
-            member.id
-        ),
-        env: start_env(&all, &member, &request.name),
-        member,
-    })
+    }
+
+    /// Removes a member, or confirms it is gone; a leader hands leadership to a healthy
+    /// follower first. Asks `guard` (with the cluster as read and the member) before removing,
+    /// also in a dry run.
+    pub async fn remove<G: ChangeGuard>(
+        &self,
+        query: impl Into<MemberQuery>,
+        dry_run: bool,
+        guard: &G,
+    ) -> std::result::Result<MemberChangeResult, G::Error> {
+        let query = query.into();
+        if let Some(selector) = &query.member {
+            check_selector(selector)?;
+        }
+        let view = self.0.cluster_view().await?;
+        let Some(target) = match_member(&view, &query)? else {
+            return Ok(MemberChangeResult {
+                changed: false,
+                message: format!(
+                    "no member matches {query}; nothing to remove{}",
+                    unnamed_note(&view, &query)
+                ),
+                member: None,
+                leadership_moved_to: None,
+            });
+        };
+        let target = target.clone();
+        guard.check(Change::MemberRemove {
+            view: &view,
+            member: &target,
+        })?;
+        let is_leader = view.leader == Some(target.member.id);
+        if dry_run {
+            return Ok(MemberChangeResult {
+                changed: true,
+                message: format!(
+                    "would remove member {}{} (dry run: nothing changed)",
+                    target.member.id,
+                    if is_leader {
+                        " after moving leadership to a healthy follower"
+                    } else {
+                        ""
+                    }
+                ),
+                member: Some(target.member),
+                leadership_moved_to: None,
+            });
+        }
+        let moved_to = if is_leader && view.voters().count() > 1 {
+            Some(move_leadership_off(self.0.config(), &view, &target).await?)
+        } else {
+            None
+        };
+        // Send the removal through another member: the removed one stops serving.
+        let client = client_for_change(self.0.config(), &view, Some(target.member.id)).await?;
+        let id = target.member.id.0;
+        reconfigure(&client, "member remove", |mut c| async move {
+            c.member_remove(id).await
+        })
+        .await?;
+        Ok(MemberChangeResult {
+            changed: true,
+            message: format!(
+                "removed member {}{}; stop its etcd and drop it from clients' endpoints and DNS",
+                target.member.id,
+                moved_to
+                    .map(|m| format!(" after moving leadership to {m}"))
+                    .unwrap_or_default()
+            ),
+            member: Some(target.member),
+            leadership_moved_to: moved_to,
+        })
+    }
+
+    /// Changes a member's peer URLs, or confirms they are already these (`dry_run`: only says).
+    /// Asks `guard` (with the cluster as read and the member) before changing, also in a dry run.
+    pub async fn update<G: ChangeGuard>(
+        &self,
+        selector: &str,
+        peer_urls: &[String],
+        dry_run: bool,
+        guard: &G,
+    ) -> std::result::Result<MemberChangeResult, G::Error> {
+        validate_peer_urls(peer_urls)?;
+        check_selector(selector)?;
+        let view = self.0.cluster_view().await?;
+        let target = find_member(&view, selector)
+            .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
+            .clone();
+        if same_urls(&target.member.peer_urls, peer_urls) {
+            return Ok(MemberChangeResult {
+                changed: false,
+                message: format!(
+                    "member {} already has these peer URLs; nothing changed",
+                    target.member.id
+                ),
+                member: Some(target.member),
+                leadership_moved_to: None,
+            });
+        }
+        guard.check(Change::MemberUpdate {
+            view: &view,
+            member: &target,
+        })?;
+        if dry_run {
+            return Ok(MemberChangeResult {
+                changed: true,
+                message: format!(
+                    "would update the peer URLs of member {} (dry run: nothing changed)",
+                    target.member.id
+                ),
+                member: Some(target.member),
+                leadership_moved_to: None,
+            });
+        }
+        let client = client_for_change(self.0.config(), &view, None).await?;
+        let id = target.member.id.0;
+        let urls = peer_urls.to_vec();
+        reconfigure(&client, "member update", |mut c| {
+            let urls = urls.clone();
+            async move { c.member_update(id, urls).await }
+        })
+        .await?;
+        let mut member = target.member;
+        member.peer_urls = peer_urls.to_vec();
+        Ok(MemberChangeResult {
+            changed: true,
+            message: format!(
+                "updated the peer URLs of member {}; restart it advertising the new peer URLs (ETCD_INITIAL_ADVERTISE_PEER_URLS)",
+                member.id
+            ),
+            member: Some(member),
+            leadership_moved_to: None,
+        })
+    }
+
+    /// Promotes a learner to a voter, or confirms it is one. Asks `guard` (with the cluster as
+    /// read and the learner) before promoting, also in a dry run.
+    pub async fn promote<G: ChangeGuard>(
+        &self,
+        query: impl Into<MemberQuery>,
+        dry_run: bool,
+        guard: &G,
+    ) -> std::result::Result<MemberChangeResult, G::Error> {
+        let query = query.into();
+        if let Some(selector) = &query.member {
+            check_selector(selector)?;
+        }
+        let view = self.0.cluster_view().await?;
+        let target = match_member(&view, &query)?
+            .ok_or_else(|| refused(no_member_to_promote(&view, &query)))?
+            .clone();
+        if target.member.is_learner && !target.member.started {
+            // etcd refuses it too: a learner is promoted only once in sync with the leader.
+            return Err(refused(waiting_to_start(&target.member)).into());
+        }
+        if !target.member.is_learner {
+            return Ok(MemberChangeResult {
+                changed: false,
+                message: format!(
+                    "member {} is already a voting member; nothing changed",
+                    target.member.id
+                ),
+                member: Some(target.member),
+                leadership_moved_to: None,
+            });
+        }
+        guard.check(Change::MemberPromote {
+            view: &view,
+            member: &target,
+        })?;
+        if dry_run {
+            return Ok(MemberChangeResult {
+                changed: true,
+                message: format!(
+                    "would promote learner {} (dry run: nothing changed)",
+                    target.member.id
+                ),
+                member: Some(target.member),
+                leadership_moved_to: None,
+            });
+        }
+        let client = client_for_change(self.0.config(), &view, Some(target.member.id)).await?;
+        let id = target.member.id.0;
+        reconfigure(&client, "member promote", |mut c| async move {
+            c.member_promote(id).await
+        })
+        .await?;
+        let mut member = target.member;
+        member.is_learner = false;
+        Ok(MemberChangeResult {
+            changed: true,
+            message: format!("promoted learner {} to a voting member", member.id),
+            member: Some(member),
+            leadership_moved_to: None,
+        })
+    }
 }
 
 /// What a removal, update or promotion did.
@@ -529,79 +729,6 @@ pub struct MemberChangeResult {
     pub member: Option<Member>,
     /// Where leadership moved first, when the leader was removed.
     pub leadership_moved_to: Option<MemberId>,
-}
-
-/// Removes a member, or confirms it is gone; a leader hands leadership to a healthy
-/// follower first. Asks `guard` (with the cluster as read and the member) before removing,
-/// also in a dry run.
-pub async fn member_remove<G: ChangeGuard>(
-    config: &ClusterConfig,
-    query: impl Into<MemberQuery>,
-    dry_run: bool,
-    guard: &G,
-) -> std::result::Result<MemberChangeResult, G::Error> {
-    let query = query.into();
-    if let Some(selector) = &query.member {
-        check_selector(selector)?;
-    }
-    let view = cluster_view(config).await?;
-    let Some(target) = match_member(&view, &query)? else {
-        return Ok(MemberChangeResult {
-            changed: false,
-            message: format!(
-                "no member matches {query}; nothing to remove{}",
-                unnamed_note(&view, &query)
-            ),
-            member: None,
-            leadership_moved_to: None,
-        });
-    };
-    let target = target.clone();
-    guard.check(Change::MemberRemove {
-        view: &view,
-        member: &target,
-    })?;
-    let is_leader = view.leader == Some(target.member.id);
-    if dry_run {
-        return Ok(MemberChangeResult {
-            changed: true,
-            message: format!(
-                "would remove member {}{} (dry run: nothing changed)",
-                target.member.id,
-                if is_leader {
-                    " after moving leadership to a healthy follower"
-                } else {
-                    ""
-                }
-            ),
-            member: Some(target.member),
-            leadership_moved_to: None,
-        });
-    }
-    let moved_to = if is_leader && view.voters().count() > 1 {
-        Some(move_leadership_off(config, &view, &target).await?)
-    } else {
-        None
-    };
-    // Send the removal through another member: the removed one stops serving.
-    let client = client_for_change(config, &view, Some(target.member.id)).await?;
-    let id = target.member.id.0;
-    reconfigure(&client, "member remove", |mut c| async move {
-        c.member_remove(id).await
-    })
-    .await?;
-    Ok(MemberChangeResult {
-        changed: true,
-        message: format!(
-            "removed member {}{}; stop its etcd and drop it from clients' endpoints and DNS",
-            target.member.id,
-            moved_to
-                .map(|m| format!(" after moving leadership to {m}"))
-                .unwrap_or_default()
-        ),
-        member: Some(target.member),
-        leadership_moved_to: moved_to,
-    })
 }
 
 /// Hands leadership from `target` (the leader) to its healthy follower with the highest raft index.
@@ -629,68 +756,6 @@ async fn move_leadership_off(
         })
         .await?;
     Ok(successor_id)
-}
-
-/// Changes a member's peer URLs, or confirms they are already these (`dry_run`: only says).
-/// Asks `guard` (with the cluster as read and the member) before changing, also in a dry run.
-pub async fn member_update<G: ChangeGuard>(
-    config: &ClusterConfig,
-    selector: &str,
-    peer_urls: &[String],
-    dry_run: bool,
-    guard: &G,
-) -> std::result::Result<MemberChangeResult, G::Error> {
-    validate_peer_urls(peer_urls)?;
-    check_selector(selector)?;
-    let view = cluster_view(config).await?;
-    let target = find_member(&view, selector)
-        .ok_or_else(|| refused(format!("no member matches '{selector}'")))?
-        .clone();
-    if same_urls(&target.member.peer_urls, peer_urls) {
-        return Ok(MemberChangeResult {
-            changed: false,
-            message: format!(
-                "member {} already has these peer URLs; nothing changed",
-                target.member.id
-            ),
-            member: Some(target.member),
-            leadership_moved_to: None,
-        });
-    }
-    guard.check(Change::MemberUpdate {
-        view: &view,
-        member: &target,
-    })?;
-    if dry_run {
-        return Ok(MemberChangeResult {
-            changed: true,
-            message: format!(
-                "would update the peer URLs of member {} (dry run: nothing changed)",
-                target.member.id
-            ),
-            member: Some(target.member),
-            leadership_moved_to: None,
-        });
-    }
-    let client = client_for_change(config, &view, None).await?;
-    let id = target.member.id.0;
-    let urls = peer_urls.to_vec();
-    reconfigure(&client, "member update", |mut c| {
-        let urls = urls.clone();
-        async move { c.member_update(id, urls).await }
-    })
-    .await?;
-    let mut member = target.member;
-    member.peer_urls = peer_urls.to_vec();
-    Ok(MemberChangeResult {
-        changed: true,
-        message: format!(
-            "updated the peer URLs of member {}; restart it advertising the new peer URLs (ETCD_INITIAL_ADVERTISE_PEER_URLS)",
-            member.id
-        ),
-        member: Some(member),
-        leadership_moved_to: None,
-    })
 }
 
 /// Why nothing can be promoted for `query`: no member is it; a learner added but not started
@@ -740,68 +805,6 @@ fn waiting_to_start(member: &Member) -> String {
 
 /// How close a learner must be to the leader's raft index to be promoted, as etcd checks.
 pub const LEARNER_READY_PERCENT: u64 = 90;
-
-/// Promotes a learner to a voter, or confirms it is one. Asks `guard` (with the cluster as
-/// read and the learner) before promoting, also in a dry run.
-pub async fn member_promote<G: ChangeGuard>(
-    config: &ClusterConfig,
-    query: impl Into<MemberQuery>,
-    dry_run: bool,
-    guard: &G,
-) -> std::result::Result<MemberChangeResult, G::Error> {
-    let query = query.into();
-    if let Some(selector) = &query.member {
-        check_selector(selector)?;
-    }
-    let view = cluster_view(config).await?;
-    let target = match_member(&view, &query)?
-        .ok_or_else(|| refused(no_member_to_promote(&view, &query)))?
-        .clone();
-    if target.member.is_learner && !target.member.started {
-        // etcd refuses it too: a learner is promoted only once in sync with the leader.
-        return Err(refused(waiting_to_start(&target.member)).into());
-    }
-    if !target.member.is_learner {
-        return Ok(MemberChangeResult {
-            changed: false,
-            message: format!(
-                "member {} is already a voting member; nothing changed",
-                target.member.id
-            ),
-            member: Some(target.member),
-            leadership_moved_to: None,
-        });
-    }
-    guard.check(Change::MemberPromote {
-        view: &view,
-        member: &target,
-    })?;
-    if dry_run {
-        return Ok(MemberChangeResult {
-            changed: true,
-            message: format!(
-                "would promote learner {} (dry run: nothing changed)",
-                target.member.id
-            ),
-            member: Some(target.member),
-            leadership_moved_to: None,
-        });
-    }
-    let client = client_for_change(config, &view, Some(target.member.id)).await?;
-    let id = target.member.id.0;
-    reconfigure(&client, "member promote", |mut c| async move {
-        c.member_promote(id).await
-    })
-    .await?;
-    let mut member = target.member;
-    member.is_learner = false;
-    Ok(MemberChangeResult {
-        changed: true,
-        message: format!("promoted learner {} to a voting member", member.id),
-        member: Some(member),
-        leadership_moved_to: None,
-    })
-}
 
 #[cfg(test)]
 #[path = "membership_tests.rs"]

@@ -1,10 +1,13 @@
-//! Live and past changes: `watch` delivers etcd's watch responses from a revision until a
-//! bound, or, when the caller chooses it (`unbounded`), until the caller drops the future.
+//! Live and past changes: `watch_batches` streams etcd's watch responses from a revision until
+//! a bound, or, when the caller chooses it (`unbounded`), until the caller drops the stream.
 //! `history` (history.rs) reads a key's retained versions with the same loop.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use etcd_client::{EventType, WatchOptions};
+use futures::{Stream, StreamExt};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -13,6 +16,7 @@ use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
 use crate::kv::{Encoding, KeyValueView, KvBytes, encode_bytes, prefix_end, show_value};
+use crate::produced::{Emit, Produced};
 use etcd_common::{Hint, OptionId};
 
 /// The revision a watch stops at.
@@ -241,7 +245,7 @@ const BROKEN_STREAM: &[&str] = &[
     "unexpected eof",
 ];
 
-/// Runs one watch stream on `client`, handing each response to `on_batch`, until `stop`
+/// Runs one watch stream on `client`, handing each response to `emit`, until `stop`
 /// (or forever when `stop` has no bound: the caller ends it by dropping the future).
 /// `watched.start_revision` follows the stream: after each delivered response it is the
 /// revision to resume from (the last delivered event's + 1, or the creation's or a progress
@@ -251,7 +255,7 @@ pub(crate) async fn watch_until(
     client: &EndpointClient,
     watched: &mut Watched,
     stop: Stop,
-    on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
+    emit: &mut Emit<'_, WatchBatch>,
 ) -> Result<WatchEnd> {
     let mut options = WatchOptions::new().with_start_revision(watched.start_revision);
     if let Some(end) = watched.range_end.clone() {
@@ -304,12 +308,13 @@ pub(crate) async fn watch_until(
         if response.canceled() {
             if response.compact_revision() > 0 {
                 // etcdctl prints this response (`-w json`): handed on as the last batch.
-                on_batch(WatchBatch {
+                emit.emit(WatchBatch {
                     header: ResponseHeader::of(response.header()).unwrap_or_default(),
                     events: Vec::new(),
                     progress_notify: false,
                     compact_revision: response.compact_revision(),
-                })?;
+                })
+                .await;
                 return Ok(WatchEnd::Compacted(response.compact_revision()));
             }
             return Err(Error::Request {
@@ -328,12 +333,13 @@ pub(crate) async fn watch_until(
                     watched.start_revision = header.revision + 1;
                 }
             } else if response.compact_revision() == 0 && header.revision != 0 {
-                on_batch(WatchBatch {
+                emit.emit(WatchBatch {
                     header,
                     events: Vec::new(),
                     progress_notify: true,
                     compact_revision: 0,
-                })?;
+                })
+                .await;
                 watched.start_revision = watched.start_revision.max(header.revision + 1);
             }
             continue;
@@ -341,12 +347,13 @@ pub(crate) async fn watch_until(
         let (events, reached) = bounded_events(&response, stop, watched.show_secrets);
         if let Some(last) = events.last() {
             let next = last.revision + 1;
-            on_batch(WatchBatch {
+            emit.emit(WatchBatch {
                 header,
                 events,
                 progress_notify: false,
                 compact_revision: 0,
-            })?;
+            })
+            .await;
             watched.start_revision = watched.start_revision.max(next);
             quiet_since = Instant::now();
         }
@@ -369,7 +376,7 @@ pub struct WatchRequest {
     pub start_revision: i64,
     /// Where to stop; at least one bound is required unless `unbounded`.
     pub bound: WatchBound,
-    /// Run until the caller drops the future (a CLI's Ctrl-C) when `bound` has no limit: a
+    /// Run until the caller drops the stream (a CLI's Ctrl-C) when `bound` has no limit: a
     /// choice of the caller, never a default.
     pub unbounded: bool,
     /// Deliver each event's previous key-value pair.
@@ -401,26 +408,82 @@ pub struct WatchSummary {
     pub ended_by: &'static str,
 }
 
-/// Delivers events to `on_event` from `start_revision` until the bound.
-pub async fn watch(
+/// Delivers events to `on_event` from `start_revision` until the bound ([`watch_batches`],
+/// driven to its end).
+pub(crate) async fn watch(
     config: &ClusterConfig,
     request: &WatchRequest,
     on_event: &mut (dyn FnMut(KeyEvent) -> Result<()> + Send),
 ) -> Result<WatchSummary> {
-    watch_batches(config, request, &mut |batch| {
-        batch.events.into_iter().try_for_each(&mut *on_event)
-    })
-    .await
+    let mut batches = watch_batches(config, request);
+    while let Some(batch) = batches.next().await {
+        batch?.events.into_iter().try_for_each(&mut *on_event)?;
+    }
+    Ok(batches
+        .summary()
+        .expect("a watch stream that ended without an error has its summary"))
 }
 
-/// Delivers etcd's watch responses to `on_batch` (events in etcd's batches, with their
-/// header, and progress notifications) from `start_revision` until the bound, or until the
-/// caller drops the future when the request is `unbounded`.
-pub async fn watch_batches(
+/// The batches of a watch ([`Kv::watch_batches`](crate::Kv::watch_batches)), read as the
+/// caller asks for them. Dropping it ends the watch.
+pub struct WatchBatchStream<'a> {
+    inner: Produced<'a, WatchBatch, &'static str>,
+    /// Events handed to the caller so far.
+    events: u64,
+}
+
+impl std::fmt::Debug for WatchBatchStream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchBatchStream")
+            .field("events", &self.events)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatchBatchStream<'_> {
+    /// How the watch ended, once the stream ended (gave `None`) without an error.
+    pub fn summary(&self) -> Option<WatchSummary> {
+        self.inner.summary().map(|&ended_by| WatchSummary {
+            events: self.events,
+            ended_by,
+        })
+    }
+}
+
+impl Stream for WatchBatchStream<'_> {
+    type Item = Result<WatchBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.poll_next_unpin(cx);
+        if let Poll::Ready(Some(Ok(batch))) = &next {
+            self.events += batch.events.len() as u64;
+        }
+        next
+    }
+}
+
+/// Streams etcd's watch responses (events in etcd's batches, with their header, and progress
+/// notifications) from `start_revision` until the bound, or until the caller drops the
+/// stream when the request is `unbounded`; its [`WatchBatchStream::summary`] follows the
+/// last batch.
+pub(crate) fn watch_batches<'a>(
+    config: &'a ClusterConfig,
+    request: &'a WatchRequest,
+) -> WatchBatchStream<'a> {
+    WatchBatchStream {
+        inner: Produced::new(
+            move |mut emit| async move { watch_run(config, request, &mut emit).await },
+        ),
+        events: 0,
+    }
+}
+
+/// The loop of [`watch_batches`]; what ended it (`until_revision`, `timeout`).
+async fn watch_run(
     config: &ClusterConfig,
     request: &WatchRequest,
-    on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
-) -> Result<WatchSummary> {
+    emit: &mut Emit<'_, WatchBatch>,
+) -> Result<&'static str> {
     let no_bound = request.bound.until_revision.is_none() && request.bound.timeout.is_none();
     if no_bound && !request.unbounded {
         return Err(Error::InvalidRequest {
@@ -443,12 +506,7 @@ pub async fn watch_batches(
         progress_notify: request.progress_notify,
         show_secrets: request.show_secrets,
     };
-    let mut count = 0u64;
-    let mut on_batch = |batch: WatchBatch| {
-        count += batch.events.len() as u64;
-        on_batch(batch)
-    };
-    let end = watch_resuming(config, request, &mut watched, &mut on_batch).await?;
+    let end = watch_resuming(config, request, &mut watched, emit).await?;
     match end {
         (WatchEnd::Compacted(first), Some(endpoint)) => Err(Error::Request {
             operation: "watch",
@@ -466,14 +524,8 @@ pub async fn watch_batches(
             ),
         )
         .into()),
-        (WatchEnd::Reached, _) => Ok(WatchSummary {
-            events: count,
-            ended_by: "until_revision",
-        }),
-        (WatchEnd::TimedOut, _) => Ok(WatchSummary {
-            events: count,
-            ended_by: "timeout",
-        }),
+        (WatchEnd::Reached, _) => Ok("until_revision"),
+        (WatchEnd::TimedOut, _) => Ok("timeout"),
     }
 }
 
@@ -486,12 +538,11 @@ async fn watch_resuming(
     config: &ClusterConfig,
     request: &WatchRequest,
     watched: &mut Watched,
-    on_batch: &mut (dyn FnMut(WatchBatch) -> Result<()> + Send),
+    emit: &mut Emit<'_, WatchBatch>,
 ) -> Result<(WatchEnd, Option<String>)> {
     let deadline = request.bound.timeout.map(|t| Instant::now() + t);
     let mut client = config.connect_any().await?;
     let mut resumed = false;
-    let mut callback_failed = false;
     loop {
         let stop = Stop {
             bound: WatchBound {
@@ -500,13 +551,9 @@ async fn watch_resuming(
             },
             last_event: None,
         };
-        let result = watch_until(&client, watched, stop, &mut |batch| {
-            on_batch(batch).inspect_err(|_| callback_failed = true)
-        })
-        .await;
-        let err = match result {
+        let err = match watch_until(&client, watched, stop, emit).await {
             Ok(end) => return Ok((end, resumed.then(|| client.endpoint().to_string()))),
-            Err(err) if callback_failed || !etcd_common::Hinted::is_transient(&err) => {
+            Err(err) if !etcd_common::Hinted::is_transient(&err) => {
                 return Err(err);
             }
             Err(err) => err,
@@ -567,5 +614,35 @@ async fn reconnect(
                 return Ok(Some(client));
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_watch_without_a_bound_is_the_streams_one_item_unless_unbounded_is_chosen() {
+        let config = crate::ConnectionOptions {
+            endpoints: Some(vec!["http://127.0.0.1:1".into()]),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let request = WatchRequest {
+            key: b"k".to_vec(),
+            ..Default::default()
+        };
+        let mut batches = watch_batches(&config, &request);
+        let err = batches.next().await.unwrap().unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidRequest { what: "watch", .. }),
+            "{err}"
+        );
+        assert!(batches.next().await.is_none());
+        assert_eq!(batches.summary(), None);
+        let err = watch(&config, &request, &mut |_| Ok(())).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidRequest { .. }), "{err}");
     }
 }

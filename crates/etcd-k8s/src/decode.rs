@@ -2,7 +2,8 @@
 //! protobuf objects (the `k8s\0` magic and a runtime.Unknown envelope) down to apiVersion,
 //! kind, namespace, name, uid and size, and encrypted values reported as such.
 
-use etcd_core::{ClusterConfig, GetRequest, GetSummary, get_pages, is_kubernetes_secret};
+use etcd_core::{Client, ClusterConfig, GetRequest, GetSummary, is_kubernetes_secret};
+use futures::StreamExt;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
@@ -269,28 +270,25 @@ pub async fn k8s_get(
         show_secrets: true,
         ..Default::default()
     };
-    let mut failed: Option<std::io::Error> = None;
-    let result = get_pages(config, &get, |page| {
-        for kv in page {
+    let client = Client::new(config.clone());
+    let mut pages = client.kv().get_stream(&get);
+    while let Some(page) = pages.next().await {
+        for kv in page?.kvs {
             let value = raw_value(&kv).unwrap_or_default();
             let mut decoded = decode_value(&kv.key, &value);
             decoded.mod_revision = Some(kv.mod_revision);
-            if let Err(e) = on_value(decoded) {
-                failed = Some(e);
-                return Err(etcd_core::Error::StoppedByCaller);
-            }
+            // A failed write (the output closed) returns: the stream dropped, the read stops.
+            on_value(decoded).map_err(|source| K8sError::Io {
+                operation: "write",
+                path: "the output".into(),
+                source,
+            })?;
         }
-        Ok(())
-    })
-    .await;
-    if let Some(source) = failed {
-        return Err(K8sError::Io {
-            operation: "write",
-            path: "the output".into(),
-            source,
-        });
     }
-    let summary = result?;
+    let summary = pages
+        .summary()
+        .cloned()
+        .expect("a get stream that ended without an error has its summary");
     if summary.returned == 0 {
         return Err(K8sError::NoKubernetesData(format!(
             "no key {}{} at revision {}",

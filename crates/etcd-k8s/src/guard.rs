@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use etcd_core::{ClusterConfig, GetRequest, get_pages};
+use etcd_core::{Client, ClusterConfig, GetRequest};
 use serde::Serialize;
 
 use crate::error::{K8sError, Result};
@@ -114,7 +114,10 @@ async fn operator_key_in(config: &ClusterConfig) -> Option<&'static str> {
             count_only: true,
             ..Default::default()
         };
-        if let Ok(summary) = get_pages(config, &request, |_| Ok(())).await
+        if let Ok(summary) = Client::new(config.clone())
+            .kv()
+            .get_pages(&request, |_| Ok(()))
+            .await
             && summary.count > 0
         {
             return Some(key);

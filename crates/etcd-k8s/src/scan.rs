@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine;
-use etcd_core::{ClusterConfig, Encoding, GetRequest, KeyValueView, get_pages};
+use etcd_core::{Client, ClusterConfig, Encoding, GetRequest, KeyValueView};
 use etcd_snapshot::{
     BoltDb, Identities, PageSource, SnapshotError, SnapshotFile, key_value_fields,
     parse_revision_key, split_trailer,
@@ -312,7 +312,10 @@ pub async fn detect_prefix(config: &ClusterConfig) -> Result<String> {
             count_only: true,
             ..Default::default()
         };
-        let summary = get_pages(config, &request, |_| Ok(())).await?;
+        let summary = Client::new(config.clone())
+            .kv()
+            .get_pages(&request, |_| Ok(()))
+            .await?;
         counts.push((prefix.to_string(), summary.count.max(0) as u64));
     }
     choose_prefix(&counts)
@@ -337,14 +340,16 @@ pub async fn scan_live(
             show_secrets: true,
             ..Default::default()
         };
-        let summary = get_pages(config, &get, |page| {
-            for kv in page {
-                let value = raw_value(&kv).unwrap_or_default();
-                tally.add(index, &kv.key, &value);
-            }
-            Ok(())
-        })
-        .await?;
+        let summary = Client::new(config.clone())
+            .kv()
+            .get_pages(&get, |page| {
+                for kv in page {
+                    let value = raw_value(&kv).unwrap_or_default();
+                    tally.add(index, &kv.key, &value);
+                }
+                Ok(())
+            })
+            .await?;
         if index == 0 {
             revision = summary.revision;
         }

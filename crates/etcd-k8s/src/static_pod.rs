@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use etcd_core::{ClusterConfig, ConnectionOptions, Targets, endpoint_health};
+use etcd_core::{Client, ClusterConfig, ConnectionOptions, Targets};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{K8sError, Result};
@@ -538,7 +538,11 @@ async fn start(
     let timeout = Duration::from_secs(request.timeout);
     let started = Instant::now();
     loop {
-        let report = endpoint_health(&config, Targets::Configured).await;
+        // A new connection each time: the member is (re)starting.
+        let report = Client::new(config.clone())
+            .endpoints()
+            .health(Targets::Configured)
+            .await;
         let last_error = match report {
             Ok(report) if report.all_healthy => break,
             Ok(report) => report

@@ -4,7 +4,7 @@
 //! by namespace. Read live, page by page through etcd's API (which shows no history), or
 //! offline from a snapshot or a stopped member's data dir (etcd-data, which does).
 
-use etcd_core::{ClusterConfig, GetRequest, Targets, endpoint_status, get_pages, lease_ids};
+use etcd_core::{Client, ClusterConfig, GetRequest, Targets};
 use etcd_data::usage::{
     DbSpace, KeyGrouping, KeyUsage, SpaceSource, Tally, TopN, UsageOptions, UsageReport,
     display_bytes, key_hash, prefix_group,
@@ -96,32 +96,35 @@ pub async fn usage_live(
         ..Default::default()
     };
     // Ties in the top: the earliest revision first, then the lower key hash (as offline).
-    let summary = get_pages(config, &get, |page| {
-        for kv in page {
-            let key = &kv.bytes.key;
-            let bytes = (key.len() + kv.value_size) as u64;
-            let ids = tally.groups_of(&grouping, key);
-            tally.live(&ids, bytes, kv.bytes.lease != 0);
-            let tie = (kv.mod_revision, key_hash(key));
-            if top.wants(bytes, tie) {
-                top.offer(
-                    bytes,
-                    tie,
-                    KeyUsage {
-                        key: display_bytes(key),
+    let summary = Client::new(config.clone())
+        .kv()
+        .get_pages(&get, |page| {
+            for kv in page {
+                let key = &kv.bytes.key;
+                let bytes = (key.len() + kv.value_size) as u64;
+                let ids = tally.groups_of(&grouping, key);
+                tally.live(&ids, bytes, kv.bytes.lease != 0);
+                let tie = (kv.mod_revision, key_hash(key));
+                if top.wants(bytes, tie) {
+                    top.offer(
                         bytes,
-                        value_bytes: kv.value_size as u64,
-                        mod_revision: kv.mod_revision,
-                        lease: kv.lease.clone(),
-                    },
-                );
+                        tie,
+                        KeyUsage {
+                            key: display_bytes(key),
+                            bytes,
+                            value_bytes: kv.value_size as u64,
+                            mod_revision: kv.mod_revision,
+                            lease: kv.lease.clone(),
+                        },
+                    );
+                }
             }
-        }
-        Ok(())
-    })
-    .await?;
-    let leases = lease_ids(config).await?.len() as u64;
-    let status = endpoint_status(config, Targets::Configured).await?;
+            Ok(())
+        })
+        .await?;
+    let client = Client::new(config.clone());
+    let leases = client.leases().ids().await?.len() as u64;
+    let status = client.endpoints().status(Targets::Configured).await?;
     let answered = status
         .endpoints
         .iter()

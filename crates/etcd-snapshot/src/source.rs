@@ -5,7 +5,7 @@
 //! same wherever the command runs. The leader serves only when no follower is healthy (a
 //! one-member cluster). `--endpoint` forces one member.
 
-use etcd_core::{ClusterConfig, EndpointClient, MemberId, member_list};
+use etcd_core::{Client, ClusterConfig, EndpointClient, MemberId};
 use serde::Serialize;
 
 use crate::error::{Result, SnapshotError};
@@ -77,14 +77,14 @@ pub async fn choose_source(
     if let Some(endpoint) = forced_endpoint {
         let candidate = probe(config, endpoint, "").await?;
         let mut source = candidate.source;
-        if let Ok(list) = member_list(config).await
+        if let Ok(list) = Client::new(config.clone()).members().list().await
             && let Some(m) = list.members.iter().find(|m| m.id == source.member_id)
         {
             source.member_name = m.name.clone();
         }
         return Ok((source, candidate.client));
     }
-    let members = member_list(config).await?;
+    let members = Client::new(config.clone()).members().list().await?;
     let targets: Vec<(String, String)> = members
         .members
         .iter()

@@ -10,9 +10,9 @@
 //! use etcdops_printer::{Compat, OutputFormat, Printer};
 //! use etcdops_printer::views::endpoint::StatusView;
 //!
-//! # async fn demo(config: &etcdops::client::ClusterConfig) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn demo(client: &etcdops::client::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! let printer = Printer::new(Some(OutputFormat::Table), Compat::Etcdops, false);
-//! let report = etcdops::endpoint::endpoint_status(config, etcdops::client::Targets::Configured).await?;
+//! let report = client.endpoints().status(etcdops::client::Targets::Configured).await?;
 //! printer.print(&StatusView(report))?;
 //! # Ok(())
 //! # }

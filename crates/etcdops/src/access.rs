@@ -1,5 +1,7 @@
 //! Authentication, users and roles: etcd's own RBAC. Reading it (`auth status`, `user get`,
-//! `role list`, ...) is the library's calls, re-exported; every change goes through one
+//! `role list`, ...) is the library's calls on the [`Client`]'s sub-clients
+//! (`client.auth().status()`, `client.users().get(..)`, `client.roles().list()`); every change
+//! goes through one
 //! workflow, [`change`], which passes the guards first: the OpenShift operator guard
 //! (cluster-etcd-operator owns etcd's access there) and, for `auth enable`, the library's own
 //! refusals (no root user; a cluster serving Kubernetes, whose kube-apiserver would be locked
@@ -7,30 +9,27 @@
 //!
 //! ```no_run
 //! use etcdops::access::{AccessChange, AccessRequest, change};
-//! use etcdops::client::ClusterConfig;
+//! use etcdops::client::{Client, ClusterConfig};
 //! use etcdops::guard::Guards;
 //!
 //! # async fn example() -> Result<(), etcdops::Error> {
-//! let config = ClusterConfig::for_endpoints(["https://10.0.0.1:2379"])?;
+//! let client = Client::new(ClusterConfig::for_endpoints(["https://10.0.0.1:2379"])?);
 //! let request = AccessRequest::new(AccessChange::RoleAdd { name: "backup".into() });
-//! let done = change(&config, &Guards::on_host("/"), &request).await?;
+//! let done = change(&client, &Guards::on_host("/"), &request).await?;
 //! println!("{}", done.message);
 //! # Ok(())
 //! # }
 //! ```
 
-use etcd_core::{
-    ClusterConfig, Secret, auth_disable, auth_enable, role_add, role_delete, role_grant_permission,
-    role_revoke_permission, user_add, user_delete, user_grant_role, user_passwd, user_revoke_role,
-};
+use etcd_core::{Client, Secret};
 
 use crate::error::Result;
 use crate::guard::{Force, Guards, Operation};
 
-/// What the access calls take and return, and the calls that only read.
+/// What the access calls take and return, and the sub-clients that read.
 pub use etcd_core::{
-    AuthChange, AuthStatus, KeyRange, PermissionGrant, PermissionInfo, PermissionKind, RoleInfo,
-    RoleList, UserInfo, UserList, auth_status, role_get, role_list, user_get, user_list,
+    Auth, AuthChange, AuthStatus, KeyRange, PermissionGrant, PermissionInfo, PermissionKind,
+    RoleInfo, RoleList, Roles, UserInfo, UserList, Users,
 };
 
 /// One change to etcd's access control.
@@ -116,28 +115,33 @@ impl AccessRequest {
 
 /// Makes one access change after the guards let it through (see the module's docs).
 pub async fn change(
-    config: &ClusterConfig,
+    client: &Client,
     guards: &Guards,
     request: &AccessRequest,
 ) -> Result<AuthChange> {
     let passed = guards
-        .check(Operation::AccessChange, request.force, Some(config))
+        .check(
+            Operation::AccessChange,
+            request.force,
+            Some(client.config()),
+        )
         .await?;
+    let (users, roles) = (client.users(), client.roles());
     let mut done = match &request.change {
-        AccessChange::AuthEnable => auth_enable(config, request.force.0).await?,
-        AccessChange::AuthDisable => auth_disable(config).await?,
-        AccessChange::UserAdd { name, password } => {
-            user_add(config, name, password.as_ref()).await?
+        AccessChange::AuthEnable => client.auth().enable(request.force.0).await?,
+        AccessChange::AuthDisable => client.auth().disable().await?,
+        AccessChange::UserAdd { name, password } => users.add(name, password.as_ref()).await?,
+        AccessChange::UserDelete { name } => users.delete(name).await?,
+        AccessChange::UserPasswd { name, password } => {
+            users.change_password(name, password).await?
         }
-        AccessChange::UserDelete { name } => user_delete(config, name).await?,
-        AccessChange::UserPasswd { name, password } => user_passwd(config, name, password).await?,
-        AccessChange::UserGrantRole { name, role } => user_grant_role(config, name, role).await?,
-        AccessChange::UserRevokeRole { name, role } => user_revoke_role(config, name, role).await?,
-        AccessChange::RoleAdd { name } => role_add(config, name).await?,
-        AccessChange::RoleDelete { name } => role_delete(config, name).await?,
-        AccessChange::RoleGrantPermission(grant) => role_grant_permission(config, grant).await?,
+        AccessChange::UserGrantRole { name, role } => users.grant_role(name, role).await?,
+        AccessChange::UserRevokeRole { name, role } => users.revoke_role(name, role).await?,
+        AccessChange::RoleAdd { name } => roles.add(name).await?,
+        AccessChange::RoleDelete { name } => roles.delete(name).await?,
+        AccessChange::RoleGrantPermission(grant) => roles.grant_permission(grant).await?,
         AccessChange::RoleRevokePermission { role, keys } => {
-            role_revoke_permission(config, role, keys).await?
+            roles.revoke_permission(role, keys).await?
         }
     };
     if let Some(warning) = passed.warning() {

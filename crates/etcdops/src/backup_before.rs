@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use etcd_core::{ClusterConfig, cluster_view};
+use etcd_core::{Client, ClusterConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -128,7 +128,7 @@ pub async fn backup_before_change(
 
 /// Refuses when no quorum of voting members is healthy.
 async fn require_quorum(config: &ClusterConfig) -> Result<()> {
-    let view = cluster_view(config).await?;
+    let view = Client::new(config.clone()).cluster_view().await?;
     let (healthy, quorum) = (view.healthy_voters(), view.quorum());
     if healthy >= quorum {
         return Ok(());

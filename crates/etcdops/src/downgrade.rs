@@ -192,7 +192,7 @@ async fn verified_backup(client: &Client, request: &DowngradeRequest) -> Result<
             Hint::any_of(&[STORE, FORCE]),
         ));
     };
-    let members = client.member_list().await?;
+    let members = client.members().list().await?;
     let cluster = CurrentCluster {
         id: members.cluster_id,
         members: members.members.iter().map(|m| m.id).collect(),
@@ -315,7 +315,7 @@ async fn current_revision(client: &Client) -> Result<i64> {
         count_only: true,
         ..etcd_core::GetRequest::default()
     };
-    let summary = etcd_core::get_pages(client.config(), &request, |_| Ok(())).await?;
+    let summary = client.kv().get_pages(&request, |_| Ok(())).await?;
     Ok(summary.revision)
 }
 

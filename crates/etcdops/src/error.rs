@@ -13,6 +13,9 @@ pub enum Error {
     /// Talking to etcd, or a cluster operation, failed.
     #[error(transparent)]
     Etcd(#[from] etcd_core::Error),
+    /// Writing a host's etcd files (etcd's config file, certificates) failed.
+    #[error(transparent)]
+    Host(#[from] etcd_host::Error),
     /// A snapshot, backup or restore step failed.
     #[error(transparent)]
     Snapshot(#[from] etcd_snapshot::SnapshotError),
@@ -67,6 +70,7 @@ impl Error {
     fn wrapped(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Etcd(e) => Some(e),
+            Error::Host(e) => Some(e),
             Error::Snapshot(e) => Some(e),
             Error::Restore(e) => Some(e),
             Error::Store(e) => Some(e),
@@ -109,9 +113,10 @@ fn as_hinted<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn
         error.downcast_ref::<E>().map(|e| e as &dyn Hinted)
     }
     type Of = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hinted>;
-    let types: [Of; 10] = [
+    let types: [Of; 11] = [
         of::<Error>,
         of::<etcd_core::Error>,
+        of::<etcd_host::Error>,
         of::<etcd_snapshot::SnapshotError>,
         of::<etcd_snapshot::RestoreError>,
         of::<etcd_snapshot::DataError>,

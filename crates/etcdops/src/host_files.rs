@@ -54,39 +54,39 @@ async fn after_guards<T, E: Into<Error>>(
     Ok(HostChange { result, forced })
 }
 
-/// Keeps a valid CA or makes one (see `etcd_core::ensure_ca`), after the guards.
+/// Keeps a valid CA or makes one (see `etcd_host::ensure_ca`), after the guards.
 pub async fn ensure_ca(
     guards: &Guards,
-    request: &etcd_core::CaRequest,
+    request: &etcd_host::CaRequest,
     force: Force,
-) -> Result<HostChange<etcd_core::CertificateResult>> {
+) -> Result<HostChange<etcd_host::CertificateResult>> {
     after_guards(guards, Operation::CertificateIssue, force, || {
-        etcd_core::ensure_ca(request)
+        etcd_host::ensure_ca(request)
     })
     .await
 }
 
 /// Keeps a valid member certificate or (re)issues it from the CA (see
-/// `etcd_core::ensure_member_certificate`), after the guards.
+/// `etcd_host::ensure_member_certificate`), after the guards.
 pub async fn ensure_member_certificate(
     guards: &Guards,
-    request: &etcd_core::MemberCertRequest,
+    request: &etcd_host::MemberCertRequest,
     force: Force,
-) -> Result<HostChange<etcd_core::CertificateResult>> {
+) -> Result<HostChange<etcd_host::CertificateResult>> {
     after_guards(guards, Operation::CertificateIssue, force, || {
-        etcd_core::ensure_member_certificate(request)
+        etcd_host::ensure_member_certificate(request)
     })
     .await
 }
 
-/// Writes etcd's configuration file (see `etcd_core::write_server_config`), after the guards.
+/// Writes etcd's configuration file (see `etcd_host::write_server_config`), after the guards.
 pub async fn write_server_config(
     guards: &Guards,
-    request: &etcd_core::ServerConfigRequest,
+    request: &etcd_host::ServerConfigRequest,
     force: Force,
-) -> Result<HostChange<etcd_core::ServerConfigResult>> {
+) -> Result<HostChange<etcd_host::ServerConfigResult>> {
     after_guards(guards, Operation::ServerConfigWrite, force, || {
-        etcd_core::write_server_config(request)
+        etcd_host::write_server_config(request)
     })
     .await
 }

@@ -3,11 +3,13 @@
 
 use serde::Deserialize;
 
-/// The key-value reads and watches of etcd-core, with the types they take and return.
+/// The key-value reads and watches of etcd-core (`client.kv()`), with the types they take
+/// and return (the streams of `get_stream` and `watch_batches` are `futures::Stream`s the
+/// caller drives).
 pub use etcd_core::{
-    Consistency, Encoding, EventKind, GetRequest, GetSummary, KeyEvent, KeyHistory, KeyValueView,
-    SortBy, WatchBatch, WatchBound, WatchRequest, WatchSummary, get_pages, get_stream, history,
-    prefix_end, watch_batches,
+    Consistency, Encoding, EventKind, GetPage, GetRequest, GetStream, GetSummary, KeyEvent,
+    KeyHistory, KeyValueView, Kv, SortBy, WatchBatch, WatchBatchStream, WatchBound, WatchRequest,
+    WatchSummary, prefix_end,
 };
 
 /// Which keys to read, at which revision, and how much of them.

@@ -51,34 +51,40 @@ pub mod client {
     pub use etcd_core::Error as ClientError;
     pub use etcd_core::{
         Client, ClusterConfig, ConnectionOptions, PasswordSource, ResponseHeader, Secret, Targets,
-        TransportSecurity, parse_duration, redact_urls, srv_records,
+        parse_duration, redact_urls,
     };
 }
 
 pub mod lease {
-    //! Leases, read only: the list and each lease's time to live and keys.
-    pub use etcd_core::{LeaseId, LeaseList, LeaseTimeToLive, lease_list, lease_time_to_live};
+    //! Leases, read only: the list and each lease's time to live and keys
+    //! (`client.leases()`).
+    pub use etcd_core::{LeaseId, LeaseList, LeaseTimeToLive, Leases};
 }
 
 pub mod endpoint {
-    //! Each endpoint's health, status, KV hash and version, as `etcdctl endpoint` reports them.
+    //! Each endpoint's health, status, KV hash and version, as `etcdctl endpoint` reports them
+    //! (`client.endpoints()`, `client.maintenance().version()`).
     pub use etcd_core::{
-        EndpointHashKv, EndpointHealth, EndpointStatus, HashKvReport, HealthReport, Severity,
-        StatusReport, VersionReport, endpoint_hashkv, endpoint_health, endpoint_status,
-        is_3_6_or_later, own_version, version,
+        EndpointHashKv, EndpointHealth, EndpointStatus, Endpoints, HashKvReport, HealthReport,
+        Severity, StatusReport, VersionReport, is_3_6_or_later, own_version,
     };
 }
 
 pub mod pki {
     //! A cluster's certificate authority and its members' certificates.
     pub use crate::host_files::{ensure_ca, ensure_member_certificate};
-    pub use etcd_core::{CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS};
+    pub use etcd_host::{CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS};
 }
 
 pub mod server_config {
-    //! etcd's own configuration file for a member (`--config-file`).
+    //! etcd's own configuration file for a member (`--config-file`), the DNS SRV records the
+    //! member needs, and the error of both.
     pub use crate::host_files::write_server_config;
-    pub use etcd_core::{ClusterState, LogLevel, ServerConfig, ServerConfigRequest};
+    pub use etcd_host::Error as HostError;
+    pub use etcd_host::{
+        ClusterState, CompactionMode, LogLevel, ServerConfig, ServerConfigRequest,
+        TransportSecurity, srv_records,
+    };
 }
 
 pub mod data_dir {

@@ -28,8 +28,8 @@ use crate::error::Result;
 use crate::guard::{Force, Guards, Operation};
 /// What the maintenance calls return.
 pub use etcd_core::{
-    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, CompactionMode,
-    DefragReport, DefragStep, MoveLeaderResult,
+    Alarm, AlarmDisarmResult, AlarmList, CompactResult, CompactTarget, DefragReport, DefragStep,
+    MoveLeaderResult,
 };
 
 fn every_member() -> bool {
@@ -117,7 +117,10 @@ pub async fn defrag(
             warning,
         });
     }
-    let report = client.defrag(request.targets(), &passed).await?;
+    let report = client
+        .maintenance()
+        .defrag(request.targets(), &passed)
+        .await?;
     Ok(DefragOutcome {
         endpoints: report
             .steps
@@ -132,12 +135,12 @@ pub async fn defrag(
 
 /// Compacts the key history; with `dry_run`, says whether that would change anything.
 pub async fn compact(client: &Client, request: &CompactRequest) -> Result<CompactResult> {
-    Ok(client.compact(request).await?)
+    Ok(client.maintenance().compact(request).await?)
 }
 
 /// The cluster's active alarms.
 pub async fn alarm_list(client: &Client) -> Result<Vec<Alarm>> {
-    Ok(client.alarm_list().await?)
+    Ok(client.maintenance().alarm_list().await?)
 }
 
 /// Clears every active alarm and says which are still active; with `dry_run`, lists what it
@@ -146,13 +149,13 @@ pub async fn alarm_disarm(
     client: &Client,
     request: AlarmDisarmRequest,
 ) -> Result<AlarmDisarmResult> {
-    Ok(client.alarm_disarm(request).await?)
+    Ok(client.maintenance().alarm_disarm(request).await?)
 }
 
 /// Moves leadership to the member the request names (refusing a learner or an unhealthy
 /// member); with `dry_run`, only checks.
 pub async fn move_leader(client: &Client, request: &MoveLeaderRequest) -> Result<MoveLeaderResult> {
-    Ok(client.move_leader(request).await?)
+    Ok(client.maintenance().move_leader(request).await?)
 }
 
 /// The `etcd_maintenance` module's arguments: one request, chosen by `action`.

@@ -10,8 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use etcd_core::{
-    ClusterConfig, HealthReport, MemberChangeResult, MemberQuery, Targets, cluster_view,
-    endpoint_health, match_member,
+    Client, ClusterConfig, HealthReport, MemberChangeResult, MemberQuery, Targets, match_member,
 };
 use serde::Serialize;
 
@@ -195,7 +194,7 @@ fn named(query: &MemberQuery) -> String {
 
 /// One look at the learner: ready when it votes already, or answers and is in sync.
 pub(crate) async fn learner_ready(config: &ClusterConfig, query: &MemberQuery) -> Result<Poll<()>> {
-    let view = cluster_view(config).await?;
+    let view = Client::new(config.clone()).cluster_view().await?;
     let Some(target) = match_member(&view, query)? else {
         // Not a member at all: waiting will not make it one.
         return Err(Error::invalid(
@@ -283,7 +282,11 @@ pub async fn health_when(
 ) -> Result<WaitedHealth> {
     let what = "every endpoint to be healthy";
     let (report, waited) = poll_until(what, timeout, || async {
-        let report = endpoint_health(config, targets).await?;
+        // A new connection each time: members come and go while it waits.
+        let report = Client::new(config.clone())
+            .endpoints()
+            .health(targets)
+            .await?;
         if report.all_healthy {
             Ok(Poll::Ready(report))
         } else {

@@ -139,7 +139,7 @@ async fn every_access_change_is_refused_on_openshift() {
 
     let host = openshift_host();
     let guards = Guards::on_host(host.path());
-    let config = unreachable_cluster();
+    let client = etcdops::client::Client::new(unreachable_cluster());
     let keys = KeyRange {
         key: "/app/".into(),
         prefix: true,
@@ -178,7 +178,7 @@ async fn every_access_change_is_refused_on_openshift() {
         },
     ];
     for asked in changes {
-        let refused = change(&config, &guards, &AccessRequest::new(asked.clone()))
+        let refused = change(&client, &guards, &AccessRequest::new(asked.clone()))
             .await
             .unwrap_err();
         assert_operator_refusal(&refused, Operation::AccessChange.words());
@@ -200,16 +200,16 @@ async fn every_host_file_change_is_refused_on_openshift_before_it_writes() {
     let dir = tempfile::tempdir().unwrap();
     let ca_cert = dir.path().join("ca.crt");
     let ca_key = dir.path().join("ca.key");
-    let mut ca = etcd_core::CaRequest::new(&ca_cert, &ca_key);
-    let member = etcd_core::MemberCertRequest::new(
+    let mut ca = etcd_host::CaRequest::new(&ca_cert, &ca_key);
+    let member = etcd_host::MemberCertRequest::new(
         &ca,
         "m0",
         dir.path().join("m0.crt"),
         dir.path().join("m0.key"),
     );
-    let server = etcd_core::ServerConfigRequest {
+    let server = etcd_host::ServerConfigRequest {
         path: dir.path().join("etcd.yaml"),
-        config: etcd_core::ServerConfig {
+        config: etcd_host::ServerConfig {
             name: "m0".into(),
             ..Default::default()
         },

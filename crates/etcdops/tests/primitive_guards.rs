@@ -54,7 +54,11 @@ async fn on_openshift_no_decision_exists_for_the_core_defrag_unless_forced() {
     let forced = passed(host.path(), Operation::Defrag, true).await.unwrap();
     assert!(forced.warning().is_some());
     let client = Client::new(unreachable_cluster());
-    let report = client.defrag(Targets::Configured, &forced).await.unwrap();
+    let report = client
+        .maintenance()
+        .defrag(Targets::Configured, &forced)
+        .await
+        .unwrap();
     assert!(
         !report.completed && report.steps[0].error.is_some(),
         "{report:?}"
@@ -69,14 +73,21 @@ async fn the_core_defrag_refuses_a_decision_taken_for_another_operation_before_a
         .await
         .unwrap();
     let client = Client::new(unreachable_cluster());
-    let refused: Error = client.defrag(Targets::Cluster, &restore).await.unwrap_err();
+    let refused: Error = client
+        .maintenance()
+        .defrag(Targets::Cluster, &restore)
+        .await
+        .unwrap_err();
     let message = refused.to_string();
     assert!(
         message.contains("checked for `snapshot restore`, not for `defrag`"),
         "{message}"
     );
     assert_eq!(client.dials(), 0);
-    let free = etcd_core::defrag(&unreachable_cluster(), Targets::Configured, &restore).await;
+    let free = etcd_core::Client::new(unreachable_cluster())
+        .maintenance()
+        .defrag(Targets::Configured, &restore)
+        .await;
     assert!(free.is_err_and(|e| e.to_string().contains("not for `defrag`")));
 }
 

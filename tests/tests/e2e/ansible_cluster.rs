@@ -1,5 +1,5 @@
-//! Standalone etcd clusters: etcd's config file from `etcd_core::write_server_config` (with
-//! certificates from `etcd_core::pki`) started by real etcd, and the `etcd.core.cluster` role
+//! Standalone etcd clusters: etcd's config file from `etcd_host::write_server_config` (with
+//! certificates from `etcd_host`'s PKI) started by real etcd, and the `etcd.core.cluster` role
 //! run by real ansible-core against real etcd members, each on its own loopback address, under
 //! the test supervisor (the stand-in for systemd): peers then clients switched to TLS member by
 //! member under a reading client, and a bootstrap from DNS SRV records served by a real
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use etcd_core::{
+use etcd_host::{
     CaRequest, ClusterState, LogLevel, MemberCertRequest, ServerConfig, ServerConfigRequest,
     TransportSecurity, ensure_ca, ensure_member_certificate, write_server_config,
 };

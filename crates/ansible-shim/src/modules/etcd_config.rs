@@ -1,16 +1,15 @@
 //! `etcd_config`: writes etcd's own config file (`etcd --config-file`) from options, through
-//! etcd-core's [`write_server_config`]: validated as a whole, changed only when the content
+//! etcd-host's [`write_server_config`]: validated as a whole, changed only when the content
 //! differs, mode 0600, diff and check mode. Returns the DNS SRV records the member needs when
 //! a domain is known.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use etcdops::client::{TransportSecurity, srv_records};
 use etcdops::guard::Force;
-use etcdops::maintenance::CompactionMode;
 use etcdops::server_config::{
-    ClusterState, LogLevel, ServerConfig, ServerConfigRequest, write_server_config,
+    ClusterState, CompactionMode, LogLevel, ServerConfig, ServerConfigRequest, TransportSecurity,
+    srv_records, write_server_config,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -3,8 +3,8 @@
 //! `show_secrets`. Returns at most `limit` keys (default 1000): a module result is held in
 //! memory by Ansible, so big ranges belong to `count_only` or the CLI.
 
+use etcdops::client::Client;
 use etcdops::kv::KeyQuery;
-use etcdops::kv::{get_pages, history};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -34,14 +34,17 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         history: wants_history,
         limit,
     } = context.args()?;
-    let config = context.cluster()?;
+    let client = Client::new(context.cluster()?);
     if wants_history {
         if !query.is_one_key() {
             return Err(ModuleError::new(
                 "etcd_kv_info: history reads one key: give etcd_key, without prefix or range_end",
             ));
         }
-        let report = history(&config, query.key.as_bytes(), query.show_secrets).await?;
+        let report = client
+            .kv()
+            .history(query.key.as_bytes(), query.show_secrets)
+            .await?;
         let msg = format!(
             "{} event(s) of {} up to revision {}",
             report.events.len(),
@@ -52,11 +55,13 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     }
     query.limit = Some(limit);
     let mut kvs = Vec::new();
-    let summary = get_pages(&config, &query.request(), |page| {
-        kvs.extend(page);
-        Ok(())
-    })
-    .await?;
+    let summary = client
+        .kv()
+        .get_pages(&query.request(), |page| {
+            kvs.extend(page);
+            Ok(())
+        })
+        .await?;
     let msg = format!(
         "{} key(s) at revision {}{}",
         summary.count,

@@ -1,6 +1,7 @@
 //! `etcd_lease_info`: every lease with its TTLs, or one lease with the keys attached to it.
 
-use etcdops::lease::{LeaseId, lease_list, lease_time_to_live};
+use etcdops::client::Client;
+use etcdops::lease::LeaseId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -18,13 +19,13 @@ pub(crate) struct Args {
 
 pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     let args: Args = context.args()?;
-    let config = context.cluster()?;
+    let client = Client::new(context.cluster()?);
     match args.id {
         Some(id) => {
             let id: LeaseId = id
                 .parse()
                 .map_err(|e| ModuleError::new(format!("etcd_lease_info: option 'id': {e}")))?;
-            let lease = lease_time_to_live(&config, id, args.keys).await?;
+            let lease = client.leases().time_to_live(id, args.keys).await?;
             let msg = if lease.found {
                 format!("lease {} has {}s left", lease.id, lease.remaining_ttl)
             } else {
@@ -33,7 +34,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             Ok(Outcome::unchanged(msg).with("lease", &lease))
         }
         None => {
-            let list = lease_list(&config).await?;
+            let list = client.leases().list().await?;
             Ok(Outcome::unchanged(format!("{} lease(s)", list.leases.len())).with_fields(&list))
         }
     }

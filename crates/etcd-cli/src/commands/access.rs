@@ -8,12 +8,10 @@ use std::io::IsTerminal;
 use anyhow::Result;
 use etcdops::access::KeyRange;
 use etcdops::access::{
-    AccessChange, AccessRequest, AuthChange, PermissionGrant, PermissionKind, auth_status, change,
-    role_get, role_list, user_get, user_list,
+    AccessChange, AccessRequest, AuthChange, PermissionGrant, PermissionKind, change,
 };
-use etcdops::client::{ClusterConfig, PasswordSource, Secret};
+use etcdops::client::{Client, ClusterConfig, PasswordSource, Secret};
 use etcdops::guard::{Force, Guards};
-use etcdops::lease::{lease_list, lease_time_to_live};
 
 use super::ExitStatus;
 use crate::flags::{
@@ -28,10 +26,11 @@ pub async fn run_lease(
     command: &LeaseCommand,
     printer: Printer,
 ) -> Result<ExitStatus> {
+    let client = Client::new(config.clone());
     match command {
-        LeaseCommand::List => print_raw(printer, &LeasesView(lease_list(config).await?))?,
+        LeaseCommand::List => print_raw(printer, &LeasesView(client.leases().list().await?))?,
         LeaseCommand::Timetolive(args) => {
-            let lease = lease_time_to_live(config, args.id, args.keys).await?;
+            let lease = client.leases().time_to_live(args.id, args.keys).await?;
             let found = lease.found;
             print_raw(printer, &LeaseView(lease))?;
             // etcdctl reports a lease that is gone ("already expired") and exits 0.
@@ -50,16 +49,17 @@ pub async fn run_auth(
     command: &AuthCommand,
     printer: Printer,
 ) -> Result<ExitStatus> {
+    let client = Client::new(config.clone());
     match command {
-        AuthCommand::Status => printer.print(&AuthStatusView(auth_status(config).await?))?,
+        AuthCommand::Status => printer.print(&AuthStatusView(client.auth().status().await?))?,
         AuthCommand::Enable(args) => print_change(
             printer,
-            apply(config, guards, AccessChange::AuthEnable, args.force).await?,
+            apply(&client, guards, AccessChange::AuthEnable, args.force).await?,
             "Authentication Enabled".into(),
         )?,
         AuthCommand::Disable(force) => print_change(
             printer,
-            apply(config, guards, AccessChange::AuthDisable, force.force).await?,
+            apply(&client, guards, AccessChange::AuthDisable, force.force).await?,
             "Authentication Disabled".into(),
         )?,
     }
@@ -73,10 +73,11 @@ pub async fn run_user(
     command: &UserCommand,
     printer: Printer,
 ) -> Result<ExitStatus> {
+    let client = Client::new(config.clone());
     match command {
-        UserCommand::List => print_raw(printer, &UsersView(user_list(config).await?))?,
+        UserCommand::List => print_raw(printer, &UsersView(client.users().list().await?))?,
         UserCommand::Get(args) => {
-            let user = UserView(user_get(config, &args.name, args.detail).await?);
+            let user = UserView(client.users().get(&args.name, args.detail).await?);
             if args.detail && printer.format().is_etcdctl_json() {
                 user.print_detail_json()?;
             } else {
@@ -97,14 +98,14 @@ pub async fn run_user(
             let add = AccessChange::UserAdd { name, password };
             print_change(
                 printer,
-                apply(config, guards, add, args.force.force).await?,
+                apply(&client, guards, add, args.force.force).await?,
                 created,
             )?;
         }
         UserCommand::Delete(arg) => print_change(
             printer,
             apply(
-                config,
+                &client,
                 guards,
                 AccessChange::UserDelete {
                     name: arg.name.clone(),
@@ -129,14 +130,14 @@ pub async fn run_user(
             };
             print_change(
                 printer,
-                apply(config, guards, passwd, args.force.force).await?,
+                apply(&client, guards, passwd, args.force.force).await?,
                 "Password updated".into(),
             )?;
         }
         UserCommand::GrantRole(args) => print_change(
             printer,
             apply(
-                config,
+                &client,
                 guards,
                 AccessChange::UserGrantRole {
                     name: args.name.clone(),
@@ -150,7 +151,7 @@ pub async fn run_user(
         UserCommand::RevokeRole(args) => print_change(
             printer,
             apply(
-                config,
+                &client,
                 guards,
                 AccessChange::UserRevokeRole {
                     name: args.name.clone(),
@@ -172,13 +173,16 @@ pub async fn run_role(
     command: &RoleCommand,
     printer: Printer,
 ) -> Result<ExitStatus> {
+    let client = Client::new(config.clone());
     match command {
-        RoleCommand::List => print_raw(printer, &RolesView(role_list(config).await?))?,
-        RoleCommand::Get(arg) => print_raw(printer, &RoleView(role_get(config, &arg.name).await?))?,
+        RoleCommand::List => print_raw(printer, &RolesView(client.roles().list().await?))?,
+        RoleCommand::Get(arg) => {
+            print_raw(printer, &RoleView(client.roles().get(&arg.name).await?))?
+        }
         RoleCommand::Add(arg) => print_change(
             printer,
             apply(
-                config,
+                &client,
                 guards,
                 AccessChange::RoleAdd {
                     name: arg.name.clone(),
@@ -191,7 +195,7 @@ pub async fn run_role(
         RoleCommand::Delete(arg) => print_change(
             printer,
             apply(
-                config,
+                &client,
                 guards,
                 AccessChange::RoleDelete {
                     name: arg.name.clone(),
@@ -219,7 +223,7 @@ pub async fn run_role(
             print_change(
                 printer,
                 apply(
-                    config,
+                    &client,
                     guards,
                     AccessChange::RoleGrantPermission(grant),
                     args.force.force,
@@ -242,7 +246,7 @@ pub async fn run_role(
             };
             print_change(
                 printer,
-                apply(config, guards, revoke, args.force.force).await?,
+                apply(&client, guards, revoke, args.force.force).await?,
                 revoked,
             )?;
         }
@@ -252,7 +256,7 @@ pub async fn run_role(
 
 /// Makes one access change through the guarded workflow.
 async fn apply(
-    config: &ClusterConfig,
+    client: &Client,
     guards: &Guards,
     change_asked: AccessChange,
     force: bool,
@@ -261,7 +265,7 @@ async fn apply(
         change: change_asked,
         force: Force(force),
     };
-    change(config, guards, &request).await
+    change(client, guards, &request).await
 }
 
 /// The user name and where its password comes from, as etcdctl's `user add` decides:

@@ -7,8 +7,7 @@
 
 use anyhow::Result;
 use etcdops::ErrorKind;
-use etcdops::client::{ClusterConfig, Targets};
-use etcdops::endpoint::{endpoint_hashkv, endpoint_health, endpoint_status};
+use etcdops::client::{Client, ClusterConfig, Targets};
 
 use super::ExitStatus;
 use crate::flags::{Compat, EndpointArgs, EndpointCommand};
@@ -23,6 +22,7 @@ pub async fn run(
     printer: Printer,
 ) -> Result<ExitStatus> {
     let targets = Targets::of(args.cluster());
+    let client = Client::new(config.clone());
     match &args.command {
         EndpointCommand::Health(health) => {
             let report = match health.wait {
@@ -36,7 +36,7 @@ pub async fn run(
                     }
                     done.report
                 }
-                None => endpoint_health(config, targets).await?,
+                None => client.endpoints().health(targets).await?,
             };
             if printer.is_etcdctl() {
                 let rows = report.endpoints.iter();
@@ -50,7 +50,7 @@ pub async fn run(
             Ok(ExitStatus::from_ok(report.report.all_healthy))
         }
         EndpointCommand::Status(_) => {
-            let report = StatusView(endpoint_status(config, targets).await?);
+            let report = StatusView(client.endpoints().status(targets).await?);
             if printer.is_etcdctl() {
                 let rows = report.0.endpoints.iter();
                 fail_as_etcdctl(rows.map(|e| (e.error_kind, e.error.as_deref())), true)?;
@@ -59,7 +59,7 @@ pub async fn run(
             Ok(ExitStatus::from_ok(report.0.all_answered))
         }
         EndpointCommand::Hashkv(hashkv) => {
-            let report = HashKvView(endpoint_hashkv(config, targets, hashkv.rev).await?);
+            let report = HashKvView(client.endpoints().hashkv(targets, hashkv.rev).await?);
             if printer.is_etcdctl() {
                 let rows = report.0.endpoints.iter();
                 fail_as_etcdctl(rows.map(|e| (e.error_kind, e.error.as_deref())), true)?;

@@ -3,9 +3,10 @@
 use std::io::{self, BufWriter, Write};
 
 use anyhow::Result;
-use etcdops::client::ClusterConfig;
+use etcdops::client::{Client, ClusterConfig};
 use etcdops::kv::KeyQuery;
-use etcdops::kv::{Encoding, GetRequest, SortBy, get_stream, history};
+use etcdops::kv::{Encoding, GetRequest, SortBy};
+use futures::StreamExt;
 
 use super::ExitStatus;
 use crate::flags::{ConsistencyArg, GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg};
@@ -15,12 +16,6 @@ use etcdops_printer::views::kv::*;
 
 mod watch;
 pub use watch::run_watch;
-
-/// The output closed under us: remember the I/O error and stop the library's loop.
-fn stop(slot: &mut Option<io::Error>, err: io::Error) -> etcdops::client::ClientError {
-    *slot = Some(err);
-    etcdops::client::ClientError::StoppedByCaller
-}
 
 /// The library request of `get`'s flags.
 fn get_request(args: &GetArgs) -> GetRequest {
@@ -82,14 +77,17 @@ pub async fn run_get(
     // etcdctl's --hex changes member list's JSON only: get's keeps numeric IDs.
     let hex = false;
     let mut out = BufWriter::new(io::stdout());
-    let mut io_error: Option<io::Error> = None;
     let mut first = true;
     let mut redacted = 0u64;
     if printer.format().is_json() && !printer.format().is_etcdctl_json() {
         out.write_all(KVS_OPEN.as_bytes())?;
     }
-    let result = get_stream(config, &request, |header, page| {
-        for kv in page {
+    // An error, of etcd or of the output, returns at once: the stream dropped, the read stops.
+    let client = Client::new(config.clone());
+    let mut pages = client.kv().get_stream(&request);
+    while let Some(page) = pages.next().await {
+        let page = page?;
+        for kv in page.kvs {
             if kv.value_encoding == Some(Encoding::Redacted) {
                 redacted += 1;
             }
@@ -97,9 +95,8 @@ pub async fn run_get(
                 write!(
                     out,
                     "{{\"header\":{},\"kvs\":[",
-                    etcdctl_header(header, hex)
-                )
-                .map_err(|e| stop(&mut io_error, e))?;
+                    etcdctl_header(&page.header, hex)
+                )?;
             }
             write_kv(
                 &mut out,
@@ -107,17 +104,13 @@ pub async fn run_get(
                 args.print_value_only,
                 (printer, bytes),
                 &mut first,
-            )
-            .map_err(|e| stop(&mut io_error, e))?;
+            )?;
         }
-        Ok(())
-    })
-    .await;
-    if let Some(e) = io_error {
-        return Err(e.into());
     }
-    let summary = result?;
-    write_get_end(&mut out, &summary, args.count_only, printer, first)?;
+    let summary = pages
+        .summary()
+        .expect("a get stream that ended without an error has its summary");
+    write_get_end(&mut out, summary, args.count_only, printer, first)?;
     out.flush()?;
     Ok(redaction_status(redacted, printer.format()))
 }
@@ -128,7 +121,10 @@ pub async fn run_history(
     args: &HistoryArgs,
     printer: Printer,
 ) -> Result<ExitStatus> {
-    let report = history(config, args.key.as_bytes(), args.show_secrets).await?;
+    let report = Client::new(config.clone())
+        .kv()
+        .history(args.key.as_bytes(), args.show_secrets)
+        .await?;
     printer.print(&HistoryView(report))?;
     Ok(ExitStatus::Success)
 }

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use etcdops::check::{CheckRequest, check};
 use etcdops::client::{Client, ClusterConfig};
-use etcdops::endpoint::{Severity, VersionReport, own_version, version};
+use etcdops::endpoint::{Severity, VersionReport, own_version};
 use etcdops::guard::Guards;
 use etcdops::maintenance::{
     AlarmDisarmRequest, CheckOptions, CompactRequest, DefragRequest, MoveLeaderRequest,
@@ -38,7 +38,9 @@ pub async fn run_alarm(
 ) -> Result<ExitStatus> {
     let client = Client::new(config.clone());
     match command {
-        AlarmCommand::List => printer.print(&AlarmsView(client.alarm_report().await?))?,
+        AlarmCommand::List => {
+            printer.print(&AlarmsView(client.maintenance().alarm_report().await?))?
+        }
         AlarmCommand::Disarm => {
             let result = alarm_disarm(&client, AlarmDisarmRequest::new()).await?;
             let clear = result.still_active.is_empty();
@@ -185,5 +187,5 @@ async fn members_version(global: &GlobalFlags) -> Option<VersionReport> {
         .ok()?
         .build()
         .ok()?;
-    version(&config).await.ok()
+    Client::new(config).maintenance().version().await.ok()
 }

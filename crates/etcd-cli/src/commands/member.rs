@@ -30,7 +30,8 @@ pub async fn run(
                 }),
             };
             let list = Client::new(config.clone())
-                .member_list_with(options)
+                .members()
+                .list_with(options)
                 .await?;
             printer.print(&MemberListView(list))?;
         }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::users::not_found;
 use super::{AuthChange, PREFIX, check_name, says, with_admin_hint};
-use crate::config::ClusterConfig;
+use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
@@ -213,22 +213,159 @@ pub struct PermissionGrant {
     pub keys: KeyRange,
 }
 
-/// Every role.
-pub async fn role_list(config: &ClusterConfig) -> Result<RoleList> {
-    let response = config
-        .read_any(|client| async move {
-            client
-                .call("role list", |mut c| async move { c.role_list().await })
-                .await
+/// etcd's roles ([`Client::roles`]): list, get, add, delete, permissions granted.
+#[derive(Debug, Clone, Copy)]
+pub struct Roles<'c>(pub(super) &'c Client);
+
+impl Roles<'_> {
+    /// Every role.
+    pub async fn list(&self) -> Result<RoleList> {
+        let response = self
+            .0
+            .read_any(|client| async move {
+                client
+                    .call("role list", |mut c| async move { c.role_list().await })
+                    .await
+            })
+            .await
+            .map_err(with_admin_hint)?;
+        let mut roles = response.roles().to_vec();
+        roles.sort();
+        Ok(RoleList {
+            roles,
+            header: ResponseHeader::of(response.header()),
         })
-        .await
-        .map_err(with_admin_hint)?;
-    let mut roles = response.roles().to_vec();
-    roles.sort();
-    Ok(RoleList {
-        roles,
-        header: ResponseHeader::of(response.header()),
-    })
+    }
+
+    /// One role and its permissions.
+    pub async fn get(&self, name: &str) -> Result<RoleInfo> {
+        check_name("role", name)?;
+        let client = self.0.any().await?;
+        role_info(&client, name)
+            .await?
+            .ok_or_else(|| not_found("role get", "role", name, &client))
+    }
+
+    /// Adds a role; an existing role is `changed: false`.
+    pub async fn add(&self, name: &str) -> Result<AuthChange> {
+        check_name("role", name)?;
+        let client = self.0.any().await?;
+        match client
+            .call("role add", |mut c| async move { c.role_add(name).await })
+            .await
+        {
+            Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' added")).role(name)),
+            Err(err) if says(&err, "role name already exists") => Ok(AuthChange::new(
+                false,
+                format!("role '{name}' already exists; its permissions were not changed"),
+            )
+            .role(name)),
+            Err(err) => Err(with_admin_hint(err)),
+        }
+    }
+
+    /// Deletes a role; a role that does not exist is `changed: false`.
+    pub async fn delete(&self, name: &str) -> Result<AuthChange> {
+        check_name("role", name)?;
+        let client = self.0.any().await?;
+        match client
+            .call(
+                "role delete",
+                |mut c| async move { c.role_delete(name).await },
+            )
+            .await
+        {
+            Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' deleted")).role(name)),
+            Err(err) if says(&err, "role name not found") => Ok(AuthChange::new(
+                false,
+                format!("role '{name}' does not exist; nothing changed"),
+            )
+            .role(name)),
+            Err(err) => Err(with_admin_hint(err)),
+        }
+    }
+
+    /// Grants a role a permission on a key or range. The same permission already held is
+    /// `changed: false`; a different kind on the same range is replaced, as etcd does.
+    pub async fn grant_permission(&self, grant: &PermissionGrant) -> Result<AuthChange> {
+        check_name("role", &grant.role)?;
+        let (key, range_end) = grant.keys.to_bytes()?;
+        let wanted = PermissionInfo::from_bytes(grant.permission, &key, &range_end);
+        let client = self.0.any().await?;
+        let existing = role_permissions(&client, &grant.role)
+            .await?
+            .ok_or_else(|| not_found("role grant-permission", "role", &grant.role, &client))?;
+        let same_range = existing.iter().find(|p| {
+            p.key_bytes == wanted.key_bytes && p.range_end_bytes == wanted.range_end_bytes
+        });
+        let what = wanted.describe();
+        let message = match same_range {
+            Some(p) if p.permission == grant.permission => {
+                return Ok(AuthChange::new(
+                    false,
+                    format!(
+                        "role '{}' already has {} permission on {what}; nothing changed",
+                        grant.role, grant.permission
+                    ),
+                )
+                .role(&grant.role));
+            }
+            Some(p) => format!(
+                "permission of role '{}' on {what} changed from {} to {}",
+                grant.role, p.permission, grant.permission
+            ),
+            None => format!(
+                "{} permission on {what} granted to role '{}'",
+                grant.permission, grant.role
+            ),
+        };
+        let role = grant.role.as_str();
+        let permission =
+            &Permission::new(grant.permission.to_pb(), key).with_range_end(range_end.clone());
+        client
+            .call("role grant-permission", |mut c| async move {
+                c.role_grant_permission(role, permission.clone()).await
+            })
+            .await
+            .map_err(with_admin_hint)?;
+        Ok(AuthChange::new(true, message).role(&grant.role))
+    }
+
+    /// Revokes a role's permission on exactly this key or range; none held is `changed: false`.
+    pub async fn revoke_permission(&self, role: &str, keys: &KeyRange) -> Result<AuthChange> {
+        check_name("role", role)?;
+        let (key, range_end) = keys.to_bytes()?;
+        let wanted = PermissionInfo::from_bytes(PermissionKind::Readwrite, &key, &range_end);
+        let client = self.0.any().await?;
+        let existing = role_permissions(&client, role)
+            .await?
+            .ok_or_else(|| not_found("role revoke-permission", "role", role, &client))?;
+        let what = wanted.describe();
+        if !existing
+            .iter()
+            .any(|p| p.key_bytes == wanted.key_bytes && p.range_end_bytes == wanted.range_end_bytes)
+        {
+            return Ok(AuthChange::new(
+                false,
+                format!("role '{role}' has no permission on {what}; nothing changed"),
+            )
+            .role(role));
+        }
+        let (key, range_end) = (&key, &range_end);
+        client
+            .call("role revoke-permission", |mut c| async move {
+                let options = RoleRevokePermissionOptions::new().with_range_end(range_end.clone());
+                c.role_revoke_permission(role, key.clone(), Some(options))
+                    .await
+            })
+            .await
+            .map_err(with_admin_hint)?;
+        Ok(AuthChange::new(
+            true,
+            format!("permission of role '{role}' on {what} revoked"),
+        )
+        .role(role))
+    }
 }
 
 /// `Some(role)` with its permissions, `None` when it does not exist.
@@ -261,141 +398,4 @@ fn permission_info(p: &Permission) -> PermissionInfo {
         p.key(),
         p.range_end(),
     )
-}
-
-/// One role and its permissions.
-pub async fn role_get(config: &ClusterConfig, name: &str) -> Result<RoleInfo> {
-    check_name("role", name)?;
-    let client = config.connect_any().await?;
-    role_info(&client, name)
-        .await?
-        .ok_or_else(|| not_found("role get", "role", name, &client))
-}
-
-/// Adds a role; an existing role is `changed: false`.
-pub async fn role_add(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
-    check_name("role", name)?;
-    let client = config.connect_any().await?;
-    match client
-        .call("role add", |mut c| async move { c.role_add(name).await })
-        .await
-    {
-        Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' added")).role(name)),
-        Err(err) if says(&err, "role name already exists") => Ok(AuthChange::new(
-            false,
-            format!("role '{name}' already exists; its permissions were not changed"),
-        )
-        .role(name)),
-        Err(err) => Err(with_admin_hint(err)),
-    }
-}
-
-/// Deletes a role; a role that does not exist is `changed: false`.
-pub async fn role_delete(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
-    check_name("role", name)?;
-    let client = config.connect_any().await?;
-    match client
-        .call(
-            "role delete",
-            |mut c| async move { c.role_delete(name).await },
-        )
-        .await
-    {
-        Ok(_) => Ok(AuthChange::new(true, format!("role '{name}' deleted")).role(name)),
-        Err(err) if says(&err, "role name not found") => Ok(AuthChange::new(
-            false,
-            format!("role '{name}' does not exist; nothing changed"),
-        )
-        .role(name)),
-        Err(err) => Err(with_admin_hint(err)),
-    }
-}
-
-/// Grants a role a permission on a key or range. The same permission already held is
-/// `changed: false`; a different kind on the same range is replaced, as etcd does.
-pub async fn role_grant_permission(
-    config: &ClusterConfig,
-    grant: &PermissionGrant,
-) -> Result<AuthChange> {
-    check_name("role", &grant.role)?;
-    let (key, range_end) = grant.keys.to_bytes()?;
-    let wanted = PermissionInfo::from_bytes(grant.permission, &key, &range_end);
-    let client = config.connect_any().await?;
-    let existing = role_permissions(&client, &grant.role)
-        .await?
-        .ok_or_else(|| not_found("role grant-permission", "role", &grant.role, &client))?;
-    let same_range = existing
-        .iter()
-        .find(|p| p.key_bytes == wanted.key_bytes && p.range_end_bytes == wanted.range_end_bytes);
-    let what = wanted.describe();
-    let message = match same_range {
-        Some(p) if p.permission == grant.permission => {
-            return Ok(AuthChange::new(
-                false,
-                format!(
-                    "role '{}' already has {} permission on {what}; nothing changed",
-                    grant.role, grant.permission
-                ),
-            )
-            .role(&grant.role));
-        }
-        Some(p) => format!(
-            "permission of role '{}' on {what} changed from {} to {}",
-            grant.role, p.permission, grant.permission
-        ),
-        None => format!(
-            "{} permission on {what} granted to role '{}'",
-            grant.permission, grant.role
-        ),
-    };
-    let role = grant.role.as_str();
-    let permission =
-        &Permission::new(grant.permission.to_pb(), key).with_range_end(range_end.clone());
-    client
-        .call("role grant-permission", |mut c| async move {
-            c.role_grant_permission(role, permission.clone()).await
-        })
-        .await
-        .map_err(with_admin_hint)?;
-    Ok(AuthChange::new(true, message).role(&grant.role))
-}
-
-/// Revokes a role's permission on exactly this key or range; none held is `changed: false`.
-pub async fn role_revoke_permission(
-    config: &ClusterConfig,
-    role: &str,
-    keys: &KeyRange,
-) -> Result<AuthChange> {
-    check_name("role", role)?;
-    let (key, range_end) = keys.to_bytes()?;
-    let wanted = PermissionInfo::from_bytes(PermissionKind::Readwrite, &key, &range_end);
-    let client = config.connect_any().await?;
-    let existing = role_permissions(&client, role)
-        .await?
-        .ok_or_else(|| not_found("role revoke-permission", "role", role, &client))?;
-    let what = wanted.describe();
-    if !existing
-        .iter()
-        .any(|p| p.key_bytes == wanted.key_bytes && p.range_end_bytes == wanted.range_end_bytes)
-    {
-        return Ok(AuthChange::new(
-            false,
-            format!("role '{role}' has no permission on {what}; nothing changed"),
-        )
-        .role(role));
-    }
-    let (key, range_end) = (&key, &range_end);
-    client
-        .call("role revoke-permission", |mut c| async move {
-            let options = RoleRevokePermissionOptions::new().with_range_end(range_end.clone());
-            c.role_revoke_permission(role, key.clone(), Some(options))
-                .await
-        })
-        .await
-        .map_err(with_admin_hint)?;
-    Ok(AuthChange::new(
-        true,
-        format!("permission of role '{role}' on {what} revoked"),
-    )
-    .role(role))
 }

@@ -4,7 +4,8 @@ use serde::Serialize;
 
 use super::roles::{RoleInfo, role_info};
 use super::{AuthChange, check_name, probe_enabled, says, user_entry, user_roles, with_admin_hint};
-use crate::config::{ClusterConfig, Secret};
+use crate::client::Client;
+use crate::config::Secret;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
@@ -39,55 +40,215 @@ pub struct UserInfo {
     pub header: Option<ResponseHeader>,
 }
 
-/// Every user.
-pub async fn user_list(config: &ClusterConfig) -> Result<UserList> {
-    let response = config
-        .read_any(|client| async move {
-            client
-                .call("user list", |mut c| async move { c.user_list().await })
-                .await
-        })
-        .await
-        .map_err(with_admin_hint)?;
-    let mut users = response.users().to_vec();
-    users.sort();
-    Ok(UserList {
-        users,
-        header: ResponseHeader::of(response.header()),
-    })
-}
+/// etcd's users ([`Client::users`]): list, get, add, delete, password, roles granted.
+#[derive(Debug, Clone, Copy)]
+pub struct Users<'c>(pub(super) &'c Client);
 
-/// One user and its roles; with `detail`, each role's permissions too (etcdctl's
-/// `user get --detail`), read from the same member.
-pub async fn user_get(config: &ClusterConfig, name: &str, detail: bool) -> Result<UserInfo> {
-    check_name("user", name)?;
-    let client = config.connect_any().await?;
-    let (roles, header) = user_entry(&client, name)
-        .await?
-        .ok_or_else(|| not_found("user get", "user", name, &client))?;
-    let mut missing_role = None;
-    let role_details = if detail {
-        let mut details = Vec::with_capacity(roles.len());
-        for role in &roles {
-            match role_info(&client, role).await? {
-                Some(info) => details.push(info),
-                None => {
-                    missing_role = Some(role.clone());
-                    break;
+impl Users<'_> {
+    /// Every user.
+    pub async fn list(&self) -> Result<UserList> {
+        let response = self
+            .0
+            .read_any(|client| async move {
+                client
+                    .call("user list", |mut c| async move { c.user_list().await })
+                    .await
+            })
+            .await
+            .map_err(with_admin_hint)?;
+        let mut users = response.users().to_vec();
+        users.sort();
+        Ok(UserList {
+            users,
+            header: ResponseHeader::of(response.header()),
+        })
+    }
+
+    /// One user and its roles; with `detail`, each role's permissions too (etcdctl's
+    /// `user get --detail`), read from the same member.
+    pub async fn get(&self, name: &str, detail: bool) -> Result<UserInfo> {
+        check_name("user", name)?;
+        let client = self.0.any().await?;
+        let (roles, header) = user_entry(&client, name)
+            .await?
+            .ok_or_else(|| not_found("user get", "user", name, &client))?;
+        let mut missing_role = None;
+        let role_details = if detail {
+            let mut details = Vec::with_capacity(roles.len());
+            for role in &roles {
+                match role_info(&client, role).await? {
+                    Some(info) => details.push(info),
+                    None => {
+                        missing_role = Some(role.clone());
+                        break;
+                    }
                 }
             }
+            Some(details)
+        } else {
+            None
+        };
+        Ok(UserInfo {
+            name: name.to_string(),
+            roles,
+            role_details,
+            missing_role,
+            header,
+        })
+    }
+
+    /// Adds a user with `password` (`None`: a user that authenticates only with a client
+    /// certificate). An existing user is left as it is (`changed: false`).
+    pub async fn add(&self, name: &str, password: Option<&Secret>) -> Result<AuthChange> {
+        check_name("user", name)?;
+        let client = self.0.any().await?;
+        let password = password.map(Secret::expose);
+        let result = client
+            .call("user add", |mut c| async move {
+                match password {
+                    Some(password) => c.user_add(name, password, None).await,
+                    None => {
+                        c.user_add(
+                            name,
+                            String::new(),
+                            Some(etcd_client::UserAddOptions::new().with_no_pwd()),
+                        )
+                        .await
+                    }
+                }
+            })
+            .await;
+        match result {
+        Ok(_) => Ok(AuthChange::new(true, format!("user '{name}' added")).user(name)),
+        Err(err) if says(&err, "user name already exists") => Ok(AuthChange::new(
+            false,
+            format!(
+                "user '{name}' already exists; its password and roles were not changed (changing its password is a separate step)"
+            ),
+        )
+        .user(name)),
+        Err(err) => Err(with_admin_hint(err)),
+    }
+    }
+
+    /// Deletes a user; a user that does not exist is not an error (`changed: false`).
+    pub async fn delete(&self, name: &str) -> Result<AuthChange> {
+        check_name("user", name)?;
+        let client = self.0.any().await?;
+        match client
+            .call(
+                "user delete",
+                |mut c| async move { c.user_delete(name).await },
+            )
+            .await
+        {
+            Ok(_) => Ok(AuthChange::new(true, format!("user '{name}' deleted")).user(name)),
+            Err(err) if says(&err, "user name not found") => Ok(AuthChange::new(
+                false,
+                format!("user '{name}' does not exist; nothing changed"),
+            )
+            .user(name)),
+            Err(err) => Err(with_admin_hint(err)),
         }
-        Some(details)
-    } else {
-        None
-    };
-    Ok(UserInfo {
-        name: name.to_string(),
-        roles,
-        role_details,
-        missing_role,
-        header,
-    })
+    }
+
+    /// Sets a user's password. When authentication is enabled and the password already works,
+    /// nothing changes.
+    pub async fn change_password(&self, name: &str, password: &Secret) -> Result<AuthChange> {
+        check_name("user", name)?;
+        let client = self.0.any().await?;
+        if user_roles(&client, name).await?.is_none() {
+            return Err(not_found("user passwd", "user", name, &client));
+        }
+        if probe_enabled(self.0.config(), &client).await? {
+            let works = client
+                .call("authenticate", |c| async move {
+                    c.auth_client()
+                        .authenticate(name.to_string(), password.expose().to_string())
+                        .await
+                })
+                .await
+                .is_ok();
+            if works {
+                return Ok(AuthChange::new(
+                    false,
+                    format!("user '{name}' already has this password; nothing changed"),
+                )
+                .user(name));
+            }
+        }
+        client
+            .call("user passwd", |mut c| async move {
+                c.user_change_password(name, password.expose()).await
+            })
+            .await
+            .map_err(with_admin_hint)?;
+        Ok(AuthChange::new(true, format!("password of user '{name}' changed")).user(name))
+    }
+
+    /// Grants a role to a user; already granted is `changed: false`.
+    pub async fn grant_role(&self, name: &str, role: &str) -> Result<AuthChange> {
+        check_name("user", name)?;
+        check_name("role", role)?;
+        let client = self.0.any().await?;
+        let roles = user_roles(&client, name)
+            .await?
+            .ok_or_else(|| not_found("user grant-role", "user", name, &client))?;
+        if roles.iter().any(|r| r == role) {
+            return Ok(AuthChange::new(
+                false,
+                format!("user '{name}' already has role '{role}'; nothing changed"),
+            )
+            .user(name)
+            .role(role));
+        }
+        client
+            .call("user grant-role", |mut c| async move {
+                c.user_grant_role(name, role).await
+            })
+            .await
+            .map_err(|err| {
+                if says(&err, "role name not found") {
+                    not_found("user grant-role", "role", role, &client)
+                } else {
+                    with_admin_hint(err)
+                }
+            })?;
+        Ok(
+            AuthChange::new(true, format!("role '{role}' granted to user '{name}'"))
+                .user(name)
+                .role(role),
+        )
+    }
+
+    /// Revokes a role from a user; not granted is `changed: false`.
+    pub async fn revoke_role(&self, name: &str, role: &str) -> Result<AuthChange> {
+        check_name("user", name)?;
+        check_name("role", role)?;
+        let client = self.0.any().await?;
+        let roles = user_roles(&client, name)
+            .await?
+            .ok_or_else(|| not_found("user revoke-role", "user", name, &client))?;
+        if !roles.iter().any(|r| r == role) {
+            return Ok(AuthChange::new(
+                false,
+                format!("user '{name}' does not have role '{role}'; nothing changed"),
+            )
+            .user(name)
+            .role(role));
+        }
+        client
+            .call("user revoke-role", |mut c| async move {
+                c.user_revoke_role(name, role).await
+            })
+            .await
+            .map_err(with_admin_hint)?;
+        Ok(
+            AuthChange::new(true, format!("role '{role}' revoked from user '{name}'"))
+                .user(name)
+                .role(role),
+        )
+    }
 }
 
 pub(super) fn not_found(
@@ -103,169 +264,4 @@ pub(super) fn not_found(
             "{what} '{name}' does not exist; listing the {what}s shows the ones there are"
         ),
     }
-}
-
-/// Adds a user with `password` (`None`: a user that authenticates only with a client
-/// certificate). An existing user is left as it is (`changed: false`).
-pub async fn user_add(
-    config: &ClusterConfig,
-    name: &str,
-    password: Option<&Secret>,
-) -> Result<AuthChange> {
-    check_name("user", name)?;
-    let client = config.connect_any().await?;
-    let password = password.map(Secret::expose);
-    let result = client
-        .call("user add", |mut c| async move {
-            match password {
-                Some(password) => c.user_add(name, password, None).await,
-                None => {
-                    c.user_add(
-                        name,
-                        String::new(),
-                        Some(etcd_client::UserAddOptions::new().with_no_pwd()),
-                    )
-                    .await
-                }
-            }
-        })
-        .await;
-    match result {
-        Ok(_) => Ok(AuthChange::new(true, format!("user '{name}' added")).user(name)),
-        Err(err) if says(&err, "user name already exists") => Ok(AuthChange::new(
-            false,
-            format!(
-                "user '{name}' already exists; its password and roles were not changed (changing its password is a separate step)"
-            ),
-        )
-        .user(name)),
-        Err(err) => Err(with_admin_hint(err)),
-    }
-}
-
-/// Deletes a user; a user that does not exist is not an error (`changed: false`).
-pub async fn user_delete(config: &ClusterConfig, name: &str) -> Result<AuthChange> {
-    check_name("user", name)?;
-    let client = config.connect_any().await?;
-    match client
-        .call(
-            "user delete",
-            |mut c| async move { c.user_delete(name).await },
-        )
-        .await
-    {
-        Ok(_) => Ok(AuthChange::new(true, format!("user '{name}' deleted")).user(name)),
-        Err(err) if says(&err, "user name not found") => Ok(AuthChange::new(
-            false,
-            format!("user '{name}' does not exist; nothing changed"),
-        )
-        .user(name)),
-        Err(err) => Err(with_admin_hint(err)),
-    }
-}
-
-/// Sets a user's password. When authentication is enabled and the password already works,
-/// nothing changes.
-pub async fn user_passwd(
-    config: &ClusterConfig,
-    name: &str,
-    password: &Secret,
-) -> Result<AuthChange> {
-    check_name("user", name)?;
-    let client = config.connect_any().await?;
-    if user_roles(&client, name).await?.is_none() {
-        return Err(not_found("user passwd", "user", name, &client));
-    }
-    if probe_enabled(config, &client).await? {
-        let works = client
-            .call("authenticate", |c| async move {
-                c.auth_client()
-                    .authenticate(name.to_string(), password.expose().to_string())
-                    .await
-            })
-            .await
-            .is_ok();
-        if works {
-            return Ok(AuthChange::new(
-                false,
-                format!("user '{name}' already has this password; nothing changed"),
-            )
-            .user(name));
-        }
-    }
-    client
-        .call("user passwd", |mut c| async move {
-            c.user_change_password(name, password.expose()).await
-        })
-        .await
-        .map_err(with_admin_hint)?;
-    Ok(AuthChange::new(true, format!("password of user '{name}' changed")).user(name))
-}
-
-/// Grants a role to a user; already granted is `changed: false`.
-pub async fn user_grant_role(config: &ClusterConfig, name: &str, role: &str) -> Result<AuthChange> {
-    check_name("user", name)?;
-    check_name("role", role)?;
-    let client = config.connect_any().await?;
-    let roles = user_roles(&client, name)
-        .await?
-        .ok_or_else(|| not_found("user grant-role", "user", name, &client))?;
-    if roles.iter().any(|r| r == role) {
-        return Ok(AuthChange::new(
-            false,
-            format!("user '{name}' already has role '{role}'; nothing changed"),
-        )
-        .user(name)
-        .role(role));
-    }
-    client
-        .call("user grant-role", |mut c| async move {
-            c.user_grant_role(name, role).await
-        })
-        .await
-        .map_err(|err| {
-            if says(&err, "role name not found") {
-                not_found("user grant-role", "role", role, &client)
-            } else {
-                with_admin_hint(err)
-            }
-        })?;
-    Ok(
-        AuthChange::new(true, format!("role '{role}' granted to user '{name}'"))
-            .user(name)
-            .role(role),
-    )
-}
-
-/// Revokes a role from a user; not granted is `changed: false`.
-pub async fn user_revoke_role(
-    config: &ClusterConfig,
-    name: &str,
-    role: &str,
-) -> Result<AuthChange> {
-    check_name("user", name)?;
-    check_name("role", role)?;
-    let client = config.connect_any().await?;
-    let roles = user_roles(&client, name)
-        .await?
-        .ok_or_else(|| not_found("user revoke-role", "user", name, &client))?;
-    if !roles.iter().any(|r| r == role) {
-        return Ok(AuthChange::new(
-            false,
-            format!("user '{name}' does not have role '{role}'; nothing changed"),
-        )
-        .user(name)
-        .role(role));
-    }
-    client
-        .call("user revoke-role", |mut c| async move {
-            c.user_revoke_role(name, role).await
-        })
-        .await
-        .map_err(with_admin_hint)?;
-    Ok(
-        AuthChange::new(true, format!("role '{role}' revoked from user '{name}'"))
-            .user(name)
-            .role(role),
-    )
 }

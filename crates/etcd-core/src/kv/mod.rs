@@ -4,17 +4,25 @@
 //! Writing or deleting keys is out of scope on purpose: it is how Kubernetes datastores get
 //! broken.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use etcd_client::{GetOptions, SortOrder, SortTarget};
+use futures::{Stream, StreamExt};
 use serde::Serialize;
 
 use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
+use crate::produced::{Emit, Produced};
 use etcd_common::{Hint, OptionId};
 
 mod bounds;
+mod client;
 mod paged;
+
+pub use client::Kv;
 
 /// Read every key from the given one on.
 const FROM_KEY: OptionId = OptionId::switch("from_key");
@@ -267,21 +275,75 @@ fn sort_target(by: SortBy) -> SortTarget {
 }
 
 /// Reads keys page by page at one revision, handing each page to `on_page`, so a prefix of
-/// millions of keys never sits in memory at once.
-pub async fn get_pages(
+/// millions of keys never sits in memory at once ([`get_stream`], driven to its end).
+pub(crate) async fn get_pages(
     config: &ClusterConfig,
     request: &GetRequest,
     mut on_page: impl FnMut(Vec<KeyValueView>) -> Result<()>,
 ) -> Result<GetSummary> {
-    get_stream(config, request, |_, page| on_page(page)).await
+    let mut pages = get_stream(config, request);
+    while let Some(page) = pages.next().await {
+        on_page(page?.kvs)?;
+    }
+    Ok(pages
+        .summary()
+        .cloned()
+        .expect("a get stream that ended without an error has its summary"))
 }
 
-/// [`get_pages`] with the header of the first response beside every page, for output that
-/// starts with it (etcdctl's JSON) and still streams.
-pub async fn get_stream(
+/// One page of a `get`, in key order (or the one sorted answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetPage {
+    /// The header of the first response (the same on every page), for output that starts
+    /// with it (etcdctl's JSON).
+    pub header: ResponseHeader,
+    /// The page's keys.
+    pub kvs: Vec<KeyValueView>,
+}
+
+/// The pages of a `get` ([`Kv::get_stream`](crate::Kv::get_stream)), read as the caller asks
+/// for them: the next page is requested while the caller handles one, never more. Dropping it
+/// stops the read.
+pub struct GetStream<'a>(Produced<'a, GetPage, GetSummary>);
+
+impl std::fmt::Debug for GetStream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GetStream")
+            .field("summary", &self.summary())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GetStream<'_> {
+    /// What the `get` returned overall, once the stream ended (gave `None`) without an
+    /// error.
+    pub fn summary(&self) -> Option<&GetSummary> {
+        self.0.summary()
+    }
+}
+
+impl Stream for GetStream<'_> {
+    type Item = Result<GetPage>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_next_unpin(cx)
+    }
+}
+
+/// Reads keys page by page at one revision, as a stream of pages the caller drives (a prefix
+/// of millions of keys never sits in memory at once); its [`GetStream::summary`] follows the
+/// last page. A count-only read has no page.
+pub(crate) fn get_stream<'a>(config: &'a ClusterConfig, request: &'a GetRequest) -> GetStream<'a> {
+    GetStream(Produced::new(move |mut emit| async move {
+        read(config, request, &mut emit).await
+    }))
+}
+
+/// The loop of [`get_stream`].
+async fn read(
     config: &ClusterConfig,
     request: &GetRequest,
-    mut on_page: impl FnMut(&ResponseHeader, Vec<KeyValueView>) -> Result<()>,
+    emit: &mut Emit<'_, GetPage>,
 ) -> Result<GetSummary> {
     if request.key.is_empty() && !request.from_key && !request.prefix {
         return Err(Error::InvalidRequest {
@@ -321,9 +383,9 @@ pub async fn get_stream(
 
     let natural = matches!(request.sort, None | Some((SortBy::Key, true)));
     if !natural || read.range_end.is_none() {
-        return read.one_page(&mut on_page).await;
+        return read.one_page(emit).await;
     }
-    read.paged(&mut on_page).await
+    read.paged(emit).await
 }
 
 /// One `get` on its way: the request and the range it covers.
@@ -335,9 +397,6 @@ struct Read<'a> {
     /// Its end (exclusive; `[0]`: no end), `None` for one key.
     range_end: Option<Vec<u8>>,
 }
-
-/// What a page goes to: the first response's header and the page.
-type OnPage<'f> = dyn FnMut(&ResponseHeader, Vec<KeyValueView>) -> Result<()> + 'f;
 
 impl Read<'_> {
     /// The options of every request of this read, at `revision`.
@@ -387,7 +446,7 @@ impl Read<'_> {
     }
 
     /// A sorted read, or one key: a single request, sorted by etcd.
-    async fn one_page(&self, on_page: &mut OnPage<'_>) -> Result<GetSummary> {
+    async fn one_page(&self, emit: &mut Emit<'_, GetPage>) -> Result<GetSummary> {
         let request = self.request;
         let mut options = self.base(request.revision);
         if let Some((by, ascending)) = request.sort {
@@ -405,7 +464,11 @@ impl Read<'_> {
         let page = self.views(response.take_kvs());
         let returned = page.len() as u64;
         let header = ResponseHeader::of(response.header());
-        on_page(&header.unwrap_or_default(), page)?;
+        emit.emit(GetPage {
+            header: header.unwrap_or_default(),
+            kvs: page,
+        })
+        .await;
         Ok(GetSummary {
             header,
             revision: response.header().map(|h| h.revision()).unwrap_or_default(),
@@ -466,5 +529,26 @@ mod tests {
         assert_eq!(base64_encode(b"fo"), "Zm8=");
         assert_eq!(base64_encode(b"foo"), "Zm9v");
         assert_eq!(base64_encode(&[0xff, 0x00, 0x80]), "/wCA");
+    }
+
+    #[tokio::test]
+    async fn a_get_without_a_key_is_the_streams_one_item_and_leaves_no_summary() {
+        let config = crate::ConnectionOptions {
+            endpoints: Some(vec!["http://127.0.0.1:1".into()]),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let request = GetRequest::default();
+        let mut pages = get_stream(&config, &request);
+        let err = pages.next().await.unwrap().unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidRequest { what: "key", .. }),
+            "{err}"
+        );
+        assert!(pages.next().await.is_none());
+        assert_eq!(pages.summary(), None);
+        let err = get_pages(&config, &request, |_| Ok(())).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidRequest { .. }), "{err}");
     }
 }

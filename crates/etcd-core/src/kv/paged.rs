@@ -14,10 +14,11 @@ use etcd_client::{GetOptions, GetResponse, KeyValue};
 use tokio::task::JoinHandle;
 
 use super::bounds::KeySpace;
-use super::{GetSummary, MAX_RESPONSE_BYTES, OnPage, Read};
+use super::{GetPage, GetSummary, MAX_RESPONSE_BYTES, Read};
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
+use crate::produced::Emit;
 
 /// Keys of the first page (values may be huge: 16 of 1.5 MiB stay under 24 MiB).
 const FIRST_PAGE_KEYS: i64 = 16;
@@ -103,7 +104,7 @@ type Pending = JoinHandle<Result<Option<GetResponse>>>;
 
 impl Read<'_> {
     /// A range in key order, page by page at the first page's revision, each page bounded.
-    pub(super) async fn paged(&self, on_page: &mut OnPage<'_>) -> Result<GetSummary> {
+    pub(super) async fn paged(&self, emit: &mut Emit<'_, GetPage>) -> Result<GetSummary> {
         let request = self.request;
         let mut size = PageSize::new(request.page_size);
         let limit_for = |returned: u64, keys: i64| {
@@ -212,7 +213,11 @@ impl Read<'_> {
                 ask = Ask { start, end, limit };
                 pending = Some(self.spawn(&client, revision, &ask));
             }
-            on_page(&header.unwrap_or_default(), self.views(kvs))?;
+            emit.emit(GetPage {
+                header: header.unwrap_or_default(),
+                kvs: self.views(kvs),
+            })
+            .await;
         }
         Ok(GetSummary {
             header,

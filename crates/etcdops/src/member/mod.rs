@@ -26,7 +26,7 @@ pub mod info;
 use std::collections::BTreeMap;
 
 use etcd_common::{Hint, OptionId};
-use etcd_core::{ClusterConfig, MemberAddRequest, MemberQuery, member_list};
+use etcd_core::{Client, ClusterConfig, MemberAddRequest, MemberQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -131,7 +131,10 @@ pub async fn add(
         learner: request.learner,
         dry_run: request.dry_run,
     };
-    let result = etcd_core::member_add(config, &core, &passed).await?;
+    let result = Client::new(config.clone())
+        .members()
+        .add(&core, &passed)
+        .await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -156,7 +159,10 @@ async fn remove_member(
     dry_run: bool,
 ) -> Result<Guarded<MemberChangeResult>> {
     let (passed, warnings) = operator(config, guards, Operation::MemberRemove, force).await?;
-    let result = etcd_core::member_remove(config, query, dry_run, &passed).await?;
+    let result = Client::new(config.clone())
+        .members()
+        .remove(query, dry_run, &passed)
+        .await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -169,14 +175,15 @@ pub async fn update(
 ) -> Result<Guarded<MemberChangeResult>> {
     let (passed, warnings) =
         operator(config, guards, Operation::MemberUpdate, request.force).await?;
-    let result = etcd_core::member_update(
-        config,
-        &request.member,
-        &request.peer_urls,
-        request.dry_run,
-        &passed,
-    )
-    .await?;
+    let result = Client::new(config.clone())
+        .members()
+        .update(
+            &request.member,
+            &request.peer_urls,
+            request.dry_run,
+            &passed,
+        )
+        .await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -200,7 +207,10 @@ pub(crate) async fn promote_member(
     dry_run: bool,
 ) -> Result<Guarded<MemberChangeResult>> {
     let (passed, warnings) = operator(config, guards, Operation::MemberPromote, force).await?;
-    let result = etcd_core::member_promote(config, query, dry_run, &passed).await?;
+    let result = Client::new(config.clone())
+        .members()
+        .promote(query, dry_run, &passed)
+        .await?;
     Ok(Guarded { result, warnings })
 }
 
@@ -375,7 +385,7 @@ pub async fn apply(
 ) -> Result<MemberOutcome> {
     let (dry_run, force) = (request.dry_run, request.force);
     let before = match request.diff {
-        true => Some(member_list(config).await?.members),
+        true => Some(Client::new(config.clone()).members().list().await?.members),
         false => None,
     };
     let mut outcome = match request.state {
@@ -466,7 +476,7 @@ async fn not_added_yet(
     ) else {
         return Ok(None);
     };
-    let list = member_list(config).await?;
+    let list = Client::new(config.clone()).members().list().await?;
     if etcd_core::match_listed(&list.members, query)?.is_some() {
         return Ok(None);
     }
@@ -511,7 +521,7 @@ async fn check_waited_promotion(
             Ok(outcome)
         }
         crate::wait::Poll::Pending(_, why) => {
-            let listed = member_list(config).await?;
+            let listed = Client::new(config.clone()).members().list().await?;
             let member = etcd_core::match_listed(&listed.members, &query)?.cloned();
             Ok(MemberOutcome {
                 changed: true,

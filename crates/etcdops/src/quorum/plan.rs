@@ -159,7 +159,7 @@ pub async fn plan_recovery_with(
     let linearizable = MemberListOptions {
         consistency: Some(Consistency::Linearizable),
     };
-    match client.member_list_with(linearizable).await {
+    match client.members().list_with(linearizable).await {
         Ok(_) => regrow_plan(&client, candidates).await,
         Err(e) if no_quorum(&e) => {
             let choice = choose_survivor(candidates)?;

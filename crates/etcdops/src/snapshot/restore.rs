@@ -339,7 +339,8 @@ pub async fn restore(request: &RestoreRequest) -> Result<Restored> {
 /// would throw away every write since: starting or replacing that member is the fix). A
 /// cluster that cannot be reached is not in service.
 pub async fn in_service(restored: &RestoreResult, cluster: &etcd_core::ClusterConfig) -> bool {
-    etcd_core::cluster_view(cluster)
+    etcd_core::Client::new(cluster.clone())
+        .cluster_view()
         .await
         .is_ok_and(|view| runs_from(&view, restored))
 }

@@ -8,10 +8,11 @@
 use std::io::{self, BufWriter, Stdout};
 
 use anyhow::Result;
-use etcdops::client::ClusterConfig;
-use etcdops::kv::{EventKind, WatchBatch, WatchBound, WatchRequest, WatchSummary, watch_batches};
+use etcdops::client::{Client, ClusterConfig};
+use etcdops::kv::{EventKind, WatchBatch, WatchBound, WatchRequest, WatchSummary};
+use futures::StreamExt;
 
-use super::{redaction_status, stop};
+use super::redaction_status;
 use crate::commands::ExitStatus;
 use crate::flags::WatchArgs;
 use crate::output::{text, warn};
@@ -32,25 +33,20 @@ struct Signals {
     term: tokio::signal::unix::Signal,
 }
 
-/// Where the printed batches go, and what went wrong there.
+/// Where the printed batches go, and the commands run for their events.
 struct BatchWriter<'a> {
     /// The batches' printer.
     out: WatchPrinter<BufWriter<Stdout>>,
     command: &'a [String],
-    io_error: Option<io::Error>,
-    /// etcdctl's message when the command of `-- COMMAND` failed.
-    command_failed: Option<String>,
     /// Signals to pass on to a running command.
     signals: Signals,
-    /// A signal came while a command ran: the watch ends as interrupted.
-    interrupted: bool,
 }
 
 impl BatchWriter<'_> {
     /// Runs `-- COMMAND` once per event of `batch`, as etcdctl does after printing it
     /// (ETCD_WATCH_VALUE left unset for a redacted Secret). `Ok(false)`: a signal came
     /// while it ran, and was passed on.
-    fn run_commands(&mut self, batch: &WatchBatch) -> std::result::Result<bool, String> {
+    async fn run_commands(&mut self, batch: &WatchBatch) -> std::result::Result<bool, String> {
         if self.command.is_empty() {
             return Ok(true);
         }
@@ -75,7 +71,7 @@ impl BatchWriter<'_> {
                 command.env("ETCD_WATCH_VALUE", go_quote(value));
             }
             let status = match command.spawn() {
-                Ok(child) => match self.wait(child) {
+                Ok(child) => match self.wait(child).await {
                     Some(status) => status,
                     None => return Ok(false),
                 },
@@ -102,42 +98,28 @@ impl BatchWriter<'_> {
 
     /// Waits for `child`; on SIGINT or SIGTERM meanwhile, passes the signal on, gives the
     /// child [`GRACE`] to end, kills it after that, and answers `None`.
-    fn wait(
+    async fn wait(
         &mut self,
         mut child: tokio::process::Child,
     ) -> Option<io::Result<std::process::ExitStatus>> {
-        let handle = tokio::runtime::Handle::current();
         let signals = &mut self.signals;
-        let signal = tokio::task::block_in_place(|| {
-            handle.block_on(async {
-                tokio::select! {
-                    status = child.wait() => Err(status),
-                    _ = signals.int.recv() => Ok("INT"),
-                    _ = signals.term.recv() => Ok("TERM"),
-                }
-            })
-        });
-        let name = match signal {
-            Err(status) => return Some(status),
-            Ok(name) => name,
+        let name = tokio::select! {
+            status = child.wait() => return Some(status),
+            _ = signals.int.recv() => "INT",
+            _ = signals.term.recv() => "TERM",
         };
-        self.interrupted = true;
         let group = child.id();
         let forwarded = group.is_some_and(|pid| signal_group(name, pid));
-        tokio::task::block_in_place(|| {
-            handle.block_on(async {
-                let ended = forwarded
-                    && tokio::time::timeout(GRACE, child.wait())
-                        .await
-                        .is_ok_and(|s| s.is_ok());
-                if !ended {
-                    if !group.is_some_and(|pid| signal_group("KILL", pid)) {
-                        let _ = child.start_kill();
-                    }
-                    let _ = child.wait().await;
-                }
-            })
-        });
+        let ended = forwarded
+            && tokio::time::timeout(GRACE, child.wait())
+                .await
+                .is_ok_and(|s| s.is_ok());
+        if !ended {
+            if !group.is_some_and(|pid| signal_group("KILL", pid)) {
+                let _ = child.start_kill();
+            }
+            let _ = child.wait().await;
+        }
         None
     }
 }
@@ -223,13 +205,12 @@ pub async fn run_watch(
         show_secrets: args.show_secrets,
         on_resume: Some(|message: &str| warn(message)),
     };
-    let stopped = interrupted()?;
+    let mut stopped = std::pin::pin!(interrupted()?);
     let mut printer = BatchWriter {
         signals: Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
         },
-        interrupted: false,
         out: WatchPrinter::new(
             BufWriter::new(io::stdout()),
             format,
@@ -237,48 +218,38 @@ pub async fn run_watch(
             unbounded,
         ),
         command: &args.command,
-        io_error: None,
-        command_failed: None,
     };
     printer.out.begin()?;
-    let result = {
-        let mut on_batch = |batch: WatchBatch| {
-            if let Err(e) = printer.out.batch(&batch) {
-                return Err(stop(&mut printer.io_error, e));
-            }
-            match printer.run_commands(&batch) {
-                Ok(true) => Ok(()),
-                // Interrupted, or the command failed: each is told below.
-                Ok(false) => Err(etcdops::client::ClientError::StoppedByCaller),
-                Err(message) => {
-                    printer.command_failed = Some(message);
-                    Err(etcdops::client::ClientError::StoppedByCaller)
-                }
-            }
+    // An error, of etcd or of the output, returns at once: the stream dropped, the watch ends.
+    let client = Client::new(config.clone());
+    let mut batches = client.kv().watch_batches(&request);
+    let ended = loop {
+        let batch = tokio::select! {
+            batch = batches.next() => batch,
+            _ = &mut stopped => break None,
         };
-        let watching = watch_batches(config, &request, &mut on_batch);
-        tokio::select! {
-            result = watching => Some(result),
-            _ = stopped => None,
+        let Some(batch) = batch else {
+            break batches.summary();
+        };
+        let batch = batch?;
+        printer.out.batch(&batch)?;
+        match printer.run_commands(&batch).await {
+            Ok(true) => {}
+            // A signal came while a command ran, and was passed on to it.
+            Ok(false) => break None,
+            Err(message) => {
+                printer.out.flush()?;
+                eprintln!("{}", text(&message, etcdops::kv::Encoding::Text));
+                return Ok(ExitStatus::Failure);
+            }
         }
     };
-    if let Some(e) = printer.io_error {
-        return Err(e.into());
-    }
-    if let Some(message) = printer.command_failed {
-        printer.out.flush()?;
-        eprintln!("{}", text(&message, etcdops::kv::Encoding::Text));
-        return Ok(ExitStatus::Failure);
-    }
-    let summary = match result {
-        Some(result) if !printer.interrupted => result?,
-        // Interrupted (while a command ran too): what was printed stands, and the document
-        // is closed; a clean end.
-        _ => WatchSummary {
-            events: printer.out.events(),
-            ended_by: "interrupted",
-        },
-    };
+    // Interrupted (while a command ran too): what was printed stands, and the document is
+    // closed; a clean end.
+    let summary = ended.unwrap_or_else(|| WatchSummary {
+        events: printer.out.events(),
+        ended_by: "interrupted",
+    });
     printer.out.end(&summary)?;
     if unbounded {
         // Each redaction was told as it came.

@@ -6,7 +6,7 @@
 //! needs are derived from the same settings ([`srv_records`]).
 //!
 //! ```
-//! use etcd_core::{ClusterState, ServerConfig};
+//! use etcd_host::{ClusterState, ServerConfig};
 //!
 //! let config = ServerConfig {
 //!     name: "etcd-1".into(),

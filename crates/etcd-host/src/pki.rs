@@ -6,9 +6,9 @@
 //! appear in results or errors.
 //!
 //! ```no_run
-//! use etcd_core::{CaRequest, MemberCertRequest, ensure_ca, ensure_member_certificate};
+//! use etcd_host::{CaRequest, MemberCertRequest, ensure_ca, ensure_member_certificate};
 //!
-//! # fn example() -> Result<(), etcd_core::Error> {
+//! # fn example() -> Result<(), etcd_host::Error> {
 //! let ca = CaRequest::new("/etc/etcd/pki/ca.crt", "/etc/etcd/pki/ca.key");
 //! ensure_ca(&ca)?;
 //! let member = MemberCertRequest {
@@ -216,8 +216,8 @@ fn load_key(what: &'static str, path: &Path, text: &str) -> Result<KeyPair> {
 }
 
 /// `DNS:name` (lowercase) and `IP:address` of a certificate's subjectAltName, sorted: what
-/// `ensure` compares with the names asked for, and `check` reports.
-pub(crate) fn sans_of(cert: &X509Certificate<'_>) -> BTreeSet<String> {
+/// `ensure` compares with the names asked for (etcd-core's `check` reports them alike).
+fn sans_of(cert: &X509Certificate<'_>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     if let Ok(Some(ext)) = cert.subject_alternative_name() {
         for name in &ext.value.general_names {

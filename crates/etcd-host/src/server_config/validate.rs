@@ -2,9 +2,13 @@
 //! TLS their schemes need, the bootstrap method, and the tuning settings.
 
 use super::{CompactionMode, MANAGED_KEYS, ServerConfig, TransportSecurity};
-use crate::error::{DISCOVERY_SRV, DISCOVERY_SRV_NAME, Error, Result};
+use crate::error::{Error, Result};
 use etcd_common::{InvalidOption, OptionId};
 
+/// The domain whose DNS SRV records list the members.
+const DISCOVERY_SRV: OptionId = OptionId::value("discovery_srv");
+/// The service name of the SRV records.
+const DISCOVERY_SRV_NAME: OptionId = OptionId::value("discovery_srv_name");
 /// The member's name.
 const NAME: OptionId = OptionId::value("name");
 /// The member's data dir.
@@ -430,7 +434,8 @@ impl ServerConfig {
             let ok = match mode {
                 CompactionMode::Revision => retention.parse::<u64>().is_ok(),
                 CompactionMode::Periodic => {
-                    retention.parse::<u64>().is_ok() || crate::parse_duration(retention).is_ok()
+                    retention.parse::<u64>().is_ok()
+                        || etcd_common::parse_duration(retention).is_ok()
                 }
             };
             if !ok {
