@@ -53,32 +53,6 @@ impl OptionId {
     }
 }
 
-/// The options commonly named by hints, so that every crate spells an id the same way.
-pub mod options {
-    use super::OptionId;
-
-    /// Go ahead although a guard refused (the OpenShift operator, a quorum check).
-    pub const FORCE: OptionId = OptionId::switch("force");
-    /// Move an existing data dir aside instead of refusing it.
-    pub const MOVE_ASIDE: OptionId = OptionId::switch("move_aside");
-    /// Restore or read a db whose SHA-256 trailer is missing or wrong.
-    pub const SKIP_HASH_CHECK: OptionId = OptionId::switch("skip_hash_check");
-    /// The CA that signed the servers' certificates.
-    pub const CACERT: OptionId = OptionId::value("cacert");
-    /// Trust any server certificate.
-    pub const INSECURE_SKIP_TLS_VERIFY: OptionId = OptionId::switch("insecure_skip_tls_verify");
-    /// The client certificate.
-    pub const CERT: OptionId = OptionId::value("cert");
-    /// The client certificate's key.
-    pub const KEY: OptionId = OptionId::value("key");
-    /// The etcd user (and password).
-    pub const USER: OptionId = OptionId::value("user");
-    /// The endpoints to connect to.
-    pub const ENDPOINTS: OptionId = OptionId::value("endpoints");
-    /// An age identity that decrypts an encrypted backup.
-    pub const IDENTITY: OptionId = OptionId::value("identity");
-}
-
 /// Which front-end renders a hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -183,8 +157,8 @@ pub fn with_hint(message: &str, hint: Option<&Hint>, style: Style) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::options::*;
     use super::*;
+    use crate::options::*;
 
     #[test]
     fn front_ends_spell_an_option_their_own_way() {

@@ -25,6 +25,7 @@ mod duration;
 mod file;
 mod hint;
 mod invalid;
+pub mod options;
 pub mod private;
 mod prometheus;
 mod redact;
@@ -32,7 +33,7 @@ mod size;
 
 pub use duration::parse_duration;
 pub use file::{FileError, write_file_atomically};
-pub use hint::{ErrorKind, Hint, Hinted, OptionId, OptionKind, Style, options, with_hint};
+pub use hint::{ErrorKind, Hint, Hinted, OptionId, OptionKind, Style, with_hint};
 pub use invalid::InvalidOption;
 pub use prometheus::{MetricKind, PrometheusText, SampleValue};
 pub use redact::{redact_endpoint, redact_urls};

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use etcd_client::GetOptions;
-use etcd_common::{Hint, OptionId, options};
+use etcd_common::{Hint, options};
 use serde::Serialize;
 
 use crate::client::Client;
@@ -31,14 +31,7 @@ pub(crate) const PASSWORD_FILE_WHAT: &str = "password file";
 /// The user and role etcd requires before authentication can be enabled.
 const ROOT: &str = "root";
 
-/// A file holding a new user's password.
-pub(crate) const PASSWORD_FILE: OptionId = OptionId::value("password_file");
-/// An environment variable holding a new user's password.
-pub(crate) const PASSWORD_ENV: OptionId = OptionId::value("password_env");
-/// A user without a password (client-certificate authentication).
-pub(crate) const NO_PASSWORD: OptionId = OptionId::switch("no_password");
-/// A key is a prefix: every key starting with it.
-pub(crate) const PREFIX: OptionId = OptionId::switch("prefix");
+pub(crate) use etcd_common::options::{NO_PASSWORD, PASSWORD_ENV, PASSWORD_FILE, PREFIX_SWITCH};
 
 /// Where a new user's password comes from. Never the command line, where `ps` and shell
 /// history would see it.

@@ -360,10 +360,7 @@ fn pem_source(path: Option<PathBuf>, pem: Option<String>) -> Option<PemSource> {
     }
 }
 
-/// Interval of HTTP/2 keepalive pings.
-const KEEPALIVE_TIME: OptionId = OptionId::value("keepalive_time");
-/// Time a keepalive ping may go unanswered.
-const KEEPALIVE_TIMEOUT: OptionId = OptionId::value("keepalive_timeout");
+use etcd_common::options::{KEEPALIVE_TIME, KEEPALIVE_TIMEOUT};
 
 fn positive(value: Option<Duration>, default: Duration, option: OptionId) -> Result<Duration> {
     match value {

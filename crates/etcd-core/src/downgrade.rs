@@ -7,16 +7,14 @@
 use std::time::{Duration, Instant};
 
 use etcd_client::{DowngradeOptions, DowngradeResponse};
-use etcd_common::OptionId;
 use serde::{Deserialize, Serialize};
 
 use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 
-/// The version to downgrade to.
-const VERSION: OptionId = OptionId::value("version");
 use crate::header::ResponseHeader;
+use etcd_common::options::VERSION;
 
 /// What a downgrade request does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

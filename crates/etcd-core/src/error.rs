@@ -233,20 +233,9 @@ impl From<etcd_common::FileError> for Error {
     }
 }
 
-/// The password of the connection's user.
-pub(crate) const PASSWORD: OptionId = OptionId::value("password");
-/// How long to wait for a connection.
-pub(crate) const DIAL_TIMEOUT: OptionId = OptionId::value("dial_timeout");
-/// How long to wait for an answer.
-pub(crate) const COMMAND_TIMEOUT: OptionId = OptionId::value("command_timeout");
-/// The domain whose DNS SRV records list the endpoints.
-pub(crate) const DISCOVERY_SRV: OptionId = OptionId::value("discovery_srv");
-/// The DNS server asked for SRV records.
-pub(crate) const DNS_SERVER: OptionId = OptionId::value("dns_server");
-/// The name expected in the servers' certificates.
-pub(crate) const SERVER_NAME: OptionId = OptionId::value("server_name");
-/// The revision a hash, a read or a watch is at.
-pub(crate) const REV: OptionId = OptionId::value("rev");
+pub(crate) use etcd_common::options::{
+    COMMAND_TIMEOUT, DIAL_TIMEOUT, DISCOVERY_SRV, DNS_SERVER, PASSWORD, REV, SERVER_NAME,
+};
 
 /// The option that names the file a [`Error::ReadFile`] or [`Error::InvalidPem`] is about.
 fn file_option(what: &str) -> Option<OptionId> {

@@ -9,15 +9,14 @@ use crate::client::Client;
 use crate::cluster::{ClusterView, linearizable_read};
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
-use etcd_common::{InvalidOption, OptionId};
+use etcd_common::InvalidOption;
 
-/// How many revisions a compaction keeps.
-const KEEP_REVISIONS: OptionId = OptionId::value("keep_revisions");
 use crate::guard::{Change, ChangeGuard};
 use crate::header::ResponseHeader;
 use crate::id::MemberId;
 use crate::member::Targets;
 use crate::membership::find_member;
+use etcd_common::options::KEEP_REVISIONS;
 
 fn refused(reason: String) -> Error {
     Error::Refused { reason }

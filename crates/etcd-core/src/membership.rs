@@ -21,15 +21,12 @@ use crate::config::ClusterConfig;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::member::Members;
-use etcd_common::{InvalidOption, OptionId};
+use etcd_common::InvalidOption;
 
-/// The peer URLs of a member to add or update.
-const PEER_URLS: OptionId = OptionId::value("peer_urls");
-/// The name of a member to add.
-const NAME: OptionId = OptionId::value("name");
 use crate::guard::{Change, ChangeGuard};
 use crate::id::MemberId;
 use crate::member::Member;
+use etcd_common::options::{NAME, PEER_URLS};
 
 /// Which member an operation is about: a peer URL, a hex ID or a name.
 pub fn find_member<'a>(view: &'a ClusterView, selector: &str) -> Option<&'a MemberState> {

@@ -337,8 +337,7 @@ pub(crate) async fn speaks_tls(host_port: &str, limit: std::time::Duration) -> b
     matches!(tokio::time::timeout(limit, probe).await, Ok(Some(true)))
 }
 
-/// The option naming the host the server certificate must be valid for.
-const SERVER_NAME: OptionId = OptionId::value("server_name");
+use etcd_common::options::SERVER_NAME;
 
 /// A failed handshake in words an operator can act on, with the options that fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,12 +17,9 @@ use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
 use crate::kv::{Encoding, KeyValueView, KvBytes, encode_bytes, prefix_end, show_value};
 use crate::produced::{Emit, Produced};
-use etcd_common::{Hint, OptionId};
+use etcd_common::Hint;
 
-/// The revision a watch stops at.
-const UNTIL_REV: OptionId = OptionId::value("until_rev");
-/// How long a watch runs.
-const TIMEOUT: OptionId = OptionId::value("timeout");
+use etcd_common::options::{TIMEOUT, UNTIL_REV};
 
 /// One change of a key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

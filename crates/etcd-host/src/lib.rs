@@ -49,8 +49,8 @@ mod server_config;
 
 pub use error::{Error, Result};
 pub use pki::{
-    CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS, ensure_ca,
-    ensure_member_certificate,
+    CaRequest, CertificateResult, MemberCertRequest, RENEW_BEFORE_DAYS, certificate_names,
+    ensure_ca, ensure_member_certificate,
 };
 pub use server_config::{
     ClusterState, CompactionMode, LogLevel, SERVER_CONFIG_MODE, ServerConfig, ServerConfigRequest,

@@ -153,18 +153,7 @@ fn failed(what: &'static str, reason: impl Into<String>) -> Error {
     InvalidOption::input(what, reason).into()
 }
 
-/// How many days a certificate is valid.
-const VALIDITY_DAYS: OptionId = OptionId::value("validity_days");
-/// The certificate's common name.
-const COMMON_NAME: OptionId = OptionId::value("common_name");
-/// The names a certificate is valid for.
-const SANS: OptionId = OptionId::value("sans");
-/// The DNS names a certificate is valid for.
-const DNS_NAMES: OptionId = OptionId::value("dns_names");
-/// The CA certificate that signs.
-const CA_CERT: OptionId = OptionId::value("ca_cert");
-/// The CA key that signs.
-const CA_KEY: OptionId = OptionId::value("ca_key");
+use etcd_common::options::{CA_CERT, CA_KEY, COMMON_NAME, DNS_NAMES, SANS, VALIDITY_DAYS};
 
 fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.to_path_buf();
@@ -216,8 +205,9 @@ fn load_key(what: &'static str, path: &Path, text: &str) -> Result<KeyPair> {
 }
 
 /// `DNS:name` (lowercase) and `IP:address` of a certificate's subjectAltName, sorted: what
-/// `ensure` compares with the names asked for (etcd-core's `check` reports them alike).
-fn sans_of(cert: &X509Certificate<'_>) -> BTreeSet<String> {
+/// `ensure` compares with the names asked for, and what `check` reports of a member's
+/// certificate.
+pub fn certificate_names(cert: &X509Certificate<'_>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     if let Ok(Some(ext)) = cert.subject_alternative_name() {
         for name in &ext.value.general_names {
@@ -405,7 +395,7 @@ fn needs_reissue(
     if cert.verify_signature(Some(ca.public_key())).is_err() {
         return Ok(Some("reissued: not signed by this CA".into()));
     }
-    let have = sans_of(&cert);
+    let have = certificate_names(&cert);
     if &have != wanted {
         return Ok(Some(format!(
             "reissued: SANs were {}",

@@ -423,8 +423,7 @@ fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Er
     }
 }
 
-/// The path of etcd's config file.
-const PATH: etcd_common::OptionId = etcd_common::OptionId::value("path");
+use etcd_common::options::PATH;
 
 /// Reads the current file: text and mode, `None` when absent.
 fn read_current(path: &Path) -> Result<Option<(String, std::fs::Metadata)>> {

@@ -10,10 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{K8sError, Result};
 use crate::scan::raw_value;
 use crate::value::{PROTOBUF_MAGIC, PlainFormat, Storage, classify};
-use etcd_common::{Hint, OptionId};
+use etcd_common::Hint;
 
-/// The key given is a prefix: every key starting with it.
-const PREFIX_SWITCH: OptionId = OptionId::switch("prefix");
+use etcd_common::options::PREFIX_SWITCH;
 
 /// The annotation `kubectl apply` leaves behind: for a Secret it holds the data again.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";

@@ -1,6 +1,6 @@
 //! The error type of etcd-k8s. No variant ever carries key material or Secret data.
 
-use etcd_common::{ErrorKind, Hint, Hinted, OptionId, options};
+use etcd_common::{ErrorKind, Hint, Hinted, options};
 
 /// Result with [`K8sError`].
 pub type Result<T, E = K8sError> = std::result::Result<T, E>;
@@ -141,20 +141,9 @@ pub enum K8sError {
     Random(String),
 }
 
-/// A key prefix under which kube-apiserver stores its objects.
-pub(crate) const PREFIX: OptionId = OptionId::value("prefix");
-/// The resources to scan or an entry covers.
-pub(crate) const RESOURCES: OptionId = OptionId::value("resources");
-/// The name of an encryption key.
-pub(crate) const KEY_NAME: OptionId = OptionId::value("key_name");
-/// A snapshot to scan offline.
-pub(crate) const SNAPSHOT: OptionId = OptionId::value("snapshot");
-/// The directory standing for `/` in platform detection.
-pub(crate) const ROOT: OptionId = OptionId::value("platform_root");
-/// OpenShift's backup pair's directory.
-pub(crate) const OPENSHIFT_BACKUP_DIR: OptionId = OptionId::value("openshift_backup_dir");
-/// The age recipients a backup is encrypted to.
-pub(crate) const ENCRYPT_TO: OptionId = OptionId::value("encrypt_to");
+pub(crate) use etcd_common::options::{
+    ENCRYPT_TO, KEY_NAME, OPENSHIFT_BACKUP_DIR, PLATFORM_ROOT, PREFIX, RESOURCES, SNAPSHOT,
+};
 
 impl Hinted for K8sError {
     fn hint(&self) -> Option<Hint> {

@@ -13,7 +13,7 @@ use etcd_core::ConnectionOptions;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
 
-use crate::error::{K8sError, ROOT, Result};
+use crate::error::{K8sError, PLATFORM_ROOT, Result};
 use etcd_common::InvalidOption;
 
 /// Where the kubelet reads static pod manifests.
@@ -190,7 +190,7 @@ pub fn detect_platform(request: &PlatformRequest) -> Result<PlatformInfo> {
     let root = request.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     if !root.is_dir() {
         return Err(K8sError::from(InvalidOption::new(
-            ROOT,
+            PLATFORM_ROOT,
             format!(
                 "'{}' is not a directory; give the directory standing for / (default /)",
                 root.display()

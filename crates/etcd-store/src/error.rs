@@ -585,16 +585,9 @@ impl ErrorInfo {
     }
 }
 
-/// An S3-compatible endpoint.
-pub(crate) const S3_ENDPOINT: OptionId = OptionId::value("s3_endpoint");
-/// Allow plain-http store endpoints.
-pub(crate) const ALLOW_HTTP: OptionId = OptionId::switch("allow_http");
-/// The endpoint of a GCS or Azure store.
-pub(crate) const STORE_ENDPOINT: OptionId = OptionId::value("store_endpoint");
-/// The multipart part size.
-pub(crate) const PART_SIZE: OptionId = OptionId::value("part_size");
-/// The CA bundle trusted for object store endpoints.
-pub(crate) const STORE_CA_BUNDLE: OptionId = OptionId::value("store_ca_bundle");
+pub(crate) use etcd_common::options::{
+    ALLOW_HTTP, PART_SIZE, S3_ENDPOINT, STORE_CA_BUNDLE, STORE_ENDPOINT,
+};
 
 /// An invalid store option: the message calls it a store option, and it is the hint.
 pub(crate) fn invalid_option(option: OptionId, reason: impl Into<String>) -> StoreError {

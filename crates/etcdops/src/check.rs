@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, Result};
 use crate::snapshot::{IdentitySettings, StoreSettings};
-use etcd_common::{Hint, OptionId};
+use etcd_common::Hint;
 
 /// What to check beyond the cluster itself, with every threshold.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
@@ -158,9 +158,7 @@ pub async fn check(client: &Client, request: &CheckRequest) -> Result<CheckResul
     })
 }
 
-const CERT_WARN_DAYS: OptionId = OptionId::value("cert_warn_days");
-const CERT_CRITICAL_DAYS: OptionId = OptionId::value("cert_critical_days");
-const MAX_BACKUP_AGE: OptionId = OptionId::value("max_backup_age");
+use etcd_common::options::{CERT_CRITICAL_DAYS, CERT_WARN_DAYS, MAX_BACKUP_AGE};
 
 /// Refuses thresholds that would judge nonsense (before anything is read): a warning
 /// threshold below the critical one, negative days, a zero maximum backup age.

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use etcd_common::{Hint, OptionId, options::FORCE};
+use etcd_common::{Hint, options::FORCE};
 use etcd_core::{Client, MemberId};
 use etcd_snapshot::{
     BackupEntry, FUTURE_TOLERANCE, NoProgress, SnapshotError, list_backups, verify_backup,
@@ -37,10 +37,7 @@ pub use etcd_core::DowngradeRequest as DowngradeCall;
 /// What a downgrade call returns.
 pub use etcd_core::{DowngradeAction, DowngradeInfo, DowngradeResult};
 
-/// The option naming the store that holds the cluster's backups.
-pub const STORE: OptionId = OptionId::value("store");
-/// The option that sets how old the newest verified backup may be.
-pub const MAX_BACKUP_AGE: OptionId = OptionId::value("max_backup_age");
+pub use etcd_common::options::{MAX_BACKUP_AGE, STORE};
 /// How old the newest verified backup may be by default: one hour.
 pub const DEFAULT_MAX_BACKUP_AGE: Duration = Duration::from_secs(3600);
 

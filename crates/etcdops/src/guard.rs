@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use etcd_common::{Hint, OptionId, options::FORCE};
+use etcd_common::{Hint, options::FORCE};
 use etcd_core::{
     Change, ChangeGuard, ClusterConfig, ClusterView, LEARNER_READY_PERCENT, MemberState,
 };
@@ -214,8 +214,7 @@ fn refused(reason: String, hint: Hint) -> Error {
     Error::Refused { reason, hint }
 }
 
-/// The option that adds a member as a learner.
-pub const LEARNER: OptionId = OptionId::switch("learner");
+pub use etcd_common::options::LEARNER;
 
 /// What a membership change is about, for the [`quorum`] guards.
 #[derive(Debug, Clone, Copy)]
@@ -386,6 +385,7 @@ impl Default for Guards {
 
 #[cfg(test)]
 mod tests {
+    use etcd_common::OptionId;
     use etcd_common::options::FORCE;
     use etcd_core::{Member, MemberId, MemberStatus};
 

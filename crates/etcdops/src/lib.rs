@@ -117,7 +117,7 @@ pub mod store {
 pub mod hints {
     //! The next step an error suggests, rendered in each front-end's own words
     //! (`--move-aside` on the command line, `move_aside: true` in a module).
-    pub use etcd_common::{Hint, OptionId, OptionKind, Style, with_hint};
+    pub use etcd_common::{Hint, OptionId, OptionKind, Style, options, with_hint};
 }
 
 pub mod files {

@@ -26,12 +26,7 @@ pub const MAX_DEPTH: usize = 64;
 /// Most keys and groups listed.
 pub const MAX_TOP: usize = 10_000;
 
-/// How many path segments the usage groups keys by.
-const DEPTH: OptionId = OptionId::value("depth");
-/// How many of the largest groups the usage lists.
-const TOP: OptionId = OptionId::value("top");
-/// The prefix under which kube-apiserver stores its objects.
-const KUBERNETES_PREFIX: OptionId = OptionId::value("kubernetes_prefix");
+use etcd_common::options::{DEPTH, KUBERNETES_PREFIX, TOP};
 
 /// What to measure, and where.
 #[derive(Debug, Clone, Default, Deserialize)]

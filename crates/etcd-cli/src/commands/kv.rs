@@ -109,7 +109,7 @@ pub async fn run_get(
     }
     let summary = pages
         .summary()
-        .expect("a get stream that ended without an error has its summary");
+        .ok_or_else(|| anyhow::anyhow!("internal error: the read ended without its summary"))?;
     write_get_end(&mut out, summary, args.count_only, printer, first)?;
     out.flush()?;
     Ok(redaction_status(redacted, printer.format()))

@@ -7,7 +7,7 @@ use etcd_common::Hint;
 use serde::Serialize;
 
 use super::users::not_found;
-use super::{AuthChange, PREFIX, check_name, says, with_admin_hint};
+use super::{AuthChange, PREFIX_SWITCH, check_name, says, with_admin_hint};
 use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
@@ -166,7 +166,7 @@ impl KeyRange {
             return Err(Error::InvalidRequest {
                 what: "prefix",
                 reason: format!("give only one of {}", chosen.join(", ")),
-                hint: Hint::option(PREFIX),
+                hint: Hint::option(PREFIX_SWITCH),
             });
         }
         if key.is_empty() && (self.prefix || self.from_key) {
@@ -195,7 +195,7 @@ impl KeyRange {
                 what: "key",
                 reason: "the key is empty; give a key, or an empty key as a prefix for all keys"
                     .into(),
-                hint: Hint::option(PREFIX),
+                hint: Hint::option(PREFIX_SWITCH),
             }),
             None => Ok((key, Vec::new())),
         }

@@ -9,7 +9,6 @@ use std::path::Path;
 
 use rustls_pki_types::CertificateDer;
 use serde::Serialize;
-use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::time::ASN1Time;
 
@@ -96,7 +95,7 @@ impl CertificateStatus {
             subject: cert.subject().to_string(),
             not_after: not_after.to_string(),
             days_left: left.div_euclid(DAY),
-            sans: sans_of(&cert).into_iter().collect(),
+            sans: etcd_host::certificate_names(&cert).into_iter().collect(),
             missing_sans: Vec::new(),
             not_yet_valid_until: (not_before.timestamp() > now).then(|| not_before.to_string()),
             error: None,
@@ -175,33 +174,6 @@ pub(crate) fn san_covers(sans: &[String], host: &str) -> bool {
 }
 
 /// `(host, host:port)` of a URL, or `None` when it is not one.
-/// `DNS:name` (lowercase) and `IP:address` of a certificate's subjectAltName, sorted (as
-/// etcd-host's PKI compares them with the names asked for).
-fn sans_of(cert: &X509Certificate<'_>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    if let Ok(Some(ext)) = cert.subject_alternative_name() {
-        for name in &ext.value.general_names {
-            match name {
-                GeneralName::DNSName(d) => {
-                    out.insert(format!("DNS:{}", d.to_ascii_lowercase()));
-                }
-                GeneralName::IPAddress(bytes) => {
-                    let ip = match bytes.len() {
-                        4 => <[u8; 4]>::try_from(*bytes).ok().map(IpAddr::from),
-                        16 => <[u8; 16]>::try_from(*bytes).ok().map(IpAddr::from),
-                        _ => None,
-                    };
-                    if let Some(ip) = ip {
-                        out.insert(format!("IP:{ip}"));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
 fn host_and_port(url: &str) -> Option<(String, String)> {
     let parsed = url::Url::parse(url).ok()?;
     let host = parsed.host_str()?.to_string();

@@ -16,7 +16,7 @@ use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
 use crate::header::ResponseHeader;
 use crate::produced::{Emit, Produced};
-use etcd_common::{Hint, OptionId};
+use etcd_common::Hint;
 
 mod bounds;
 mod client;
@@ -24,8 +24,7 @@ mod paged;
 
 pub use client::Kv;
 
-/// Read every key from the given one on.
-const FROM_KEY: OptionId = OptionId::switch("from_key");
+use etcd_common::options::FROM_KEY;
 
 /// Key prefixes whose values are Kubernetes Secrets (kubeadm and most distributions, OpenShift).
 pub const SECRET_PREFIXES: &[&str] = &["/registry/secrets/", "/kubernetes.io/secrets/"];

@@ -84,31 +84,10 @@ impl<G: RestoreGuard + ?Sized> RestoreGuard for &G {
 
 /// The options of a restore its errors name (by their neutral ids; a front-end spells them).
 pub mod opts {
-    use etcd_common::OptionId;
-
-    /// This member's name.
-    pub const NAME: OptionId = OptionId::value("name");
-    /// `name=peer-url,...` of the new cluster.
-    pub const INITIAL_CLUSTER: OptionId = OptionId::value("initial_cluster");
-    /// The new cluster's token.
-    pub const INITIAL_CLUSTER_TOKEN: OptionId = OptionId::value("initial_cluster_token");
-    /// This member's peer URLs.
-    pub const INITIAL_ADVERTISE_PEER_URLS: OptionId =
-        OptionId::value("initial_advertise_peer_urls");
-    /// The data dir.
-    pub const DATA_DIR: OptionId = OptionId::value("data_dir");
-    /// A separate WAL dir.
-    pub const WAL_DIR: OptionId = OptionId::value("wal_dir");
-    /// The owner of the restored tree.
-    pub const OWNER: OptionId = OptionId::value("owner");
-    /// Raise the latest revision.
-    pub const BUMP_REVISION: OptionId = OptionId::value("bump_revision");
-    /// Mark the latest revision compacted.
-    pub const MARK_COMPACTED: OptionId = OptionId::switch("mark_compacted");
-    /// A point-in-time restore's revision.
-    pub const TO_REVISION: OptionId = OptionId::value("to_revision");
-    /// A point-in-time restore's time.
-    pub const TO_TIME: OptionId = OptionId::value("to_time");
+    pub use etcd_common::options::{
+        BUMP_REVISION, DATA_DIR, INITIAL_ADVERTISE_PEER_URLS, INITIAL_CLUSTER,
+        INITIAL_CLUSTER_TOKEN, MARK_COMPACTED, NAME, OWNER, TO_REVISION, TO_TIME, WAL_DIR,
+    };
 }
 
 /// etcdutl's defaults for a restore's flags when they are absent (etcdutl 3.5 and 3.6 alike).

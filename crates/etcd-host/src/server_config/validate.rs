@@ -5,37 +5,15 @@ use super::{CompactionMode, MANAGED_KEYS, ServerConfig, TransportSecurity};
 use crate::error::{Error, Result};
 use etcd_common::{InvalidOption, OptionId};
 
-/// The domain whose DNS SRV records list the members.
-const DISCOVERY_SRV: OptionId = OptionId::value("discovery_srv");
-/// The service name of the SRV records.
-const DISCOVERY_SRV_NAME: OptionId = OptionId::value("discovery_srv_name");
-/// The member's name.
-const NAME: OptionId = OptionId::value("name");
-/// The member's data dir.
-const DATA_DIR: OptionId = OptionId::value("data_dir");
-/// The URLs the member serves clients on.
-const LISTEN_CLIENT_URLS: OptionId = OptionId::value("listen_client_urls");
-/// The URLs the member serves its peers on.
-const LISTEN_PEER_URLS: OptionId = OptionId::value("listen_peer_urls");
-/// The client URLs the member tells others about.
-pub(super) const ADVERTISE_CLIENT_URLS: OptionId = OptionId::value("advertise_client_urls");
-/// The peer URLs the member tells others about.
-pub(super) const INITIAL_ADVERTISE_PEER_URLS: OptionId =
-    OptionId::value("initial_advertise_peer_urls");
-/// The URLs the member serves metrics on.
-const LISTEN_METRICS_URLS: OptionId = OptionId::value("listen_metrics_urls");
-/// The members a new cluster starts with.
-const INITIAL_CLUSTER: OptionId = OptionId::value("initial_cluster");
-/// Whether the member starts a new cluster or joins one.
-const INITIAL_CLUSTER_STATE: OptionId = OptionId::value("initial_cluster_state");
-/// The token of a new cluster.
-const INITIAL_CLUSTER_TOKEN: OptionId = OptionId::value("initial_cluster_token");
-/// How much history automatic compaction keeps.
-const AUTO_COMPACTION_RETENTION: OptionId = OptionId::value("auto_compaction_retention");
-/// The raft election timeout.
-const ELECTION_TIMEOUT: OptionId = OptionId::value("election_timeout");
-/// Settings passed to etcd as they are.
-pub(super) const EXTRA: OptionId = OptionId::value("extra");
+pub(super) use etcd_common::options::ADVERTISE_CLIENT_URLS;
+use etcd_common::options::{
+    AUTO_COMPACTION_RETENTION, DATA_DIR, DISCOVERY_SRV, DISCOVERY_SRV_NAME, ELECTION_TIMEOUT,
+};
+pub(super) use etcd_common::options::{EXTRA, INITIAL_ADVERTISE_PEER_URLS};
+use etcd_common::options::{
+    INITIAL_CLUSTER, INITIAL_CLUSTER_STATE, INITIAL_CLUSTER_TOKEN, LISTEN_CLIENT_URLS,
+    LISTEN_METRICS_URLS, LISTEN_PEER_URLS, NAME,
+};
 
 pub(super) fn invalid(option: OptionId, reason: impl Into<String>) -> Error {
     InvalidOption::new(option, reason).into()

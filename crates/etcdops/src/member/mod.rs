@@ -25,7 +25,7 @@ pub mod info;
 
 use std::collections::BTreeMap;
 
-use etcd_common::{Hint, OptionId};
+use etcd_common::Hint;
 use etcd_core::{Client, ClusterConfig, MemberAddRequest, MemberQuery};
 use serde::{Deserialize, Serialize};
 
@@ -36,12 +36,7 @@ pub use etcd_core::{
     Member, MemberAddResult, MemberChangeResult, MemberId, MemberList, MemberListOptions,
 };
 
-/// The option naming the member a change is about.
-pub const MEMBER: OptionId = OptionId::value("member");
-/// The option naming a new member.
-pub const NAME: OptionId = OptionId::value("name");
-/// The option giving peer URLs.
-pub const PEER_URLS: OptionId = OptionId::value("peer_urls");
+pub use etcd_common::options::{MEMBER, NAME, PEER_URLS};
 
 /// A workflow's result with the warnings of the guards it was forced past.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

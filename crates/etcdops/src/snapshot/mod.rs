@@ -41,8 +41,7 @@ pub use save::{
 };
 pub use settings::{IdentitySettings, StoreSettings};
 
-/// The snapshot file or backup URL an offline operation reads.
-pub(crate) const SNAPSHOT: etcd_common::OptionId = etcd_common::OptionId::value("snapshot");
+pub(crate) use etcd_common::options::SNAPSHOT;
 pub use status::{StatusRequest, StatusResult, status};
 pub use verify::{Verified, VerifyRequest, verify};
 
