@@ -48,6 +48,19 @@ pub enum Error {
     },
 }
 
+/// The `map_err` of an I/O error while doing `operation` on `path`.
+pub(crate) fn io(
+    operation: &'static str,
+    path: &std::path::Path,
+) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::FileIo {
+        operation,
+        path,
+        source,
+    }
+}
+
 impl From<etcd_common::FileError> for Error {
     fn from(e: etcd_common::FileError) -> Self {
         Error::FileIo {

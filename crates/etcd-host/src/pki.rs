@@ -35,7 +35,7 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::time::ASN1Time;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, io};
 use etcd_common::{InvalidOption, OptionId, write_file_atomically};
 
 /// Mode of written keys.
@@ -154,15 +154,6 @@ fn failed(what: &'static str, reason: impl Into<String>) -> Error {
 }
 
 use etcd_common::options::{CA_CERT, CA_KEY, COMMON_NAME, DNS_NAMES, SANS, VALIDITY_DAYS};
-
-fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::FileIo {
-        operation,
-        path,
-        source,
-    }
-}
 
 fn read_optional(path: &Path) -> Result<Option<String>> {
     match std::fs::read_to_string(path) {

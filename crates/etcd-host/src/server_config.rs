@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, io};
 use etcd_common::write_file_atomically;
 use validate::{check_domain, check_urls, invalid, parse_initial_cluster};
 
@@ -412,15 +412,6 @@ pub struct ServerConfigResult {
     pub mode_before: Option<String>,
     /// Whether this was check mode.
     pub check_mode: bool,
-}
-
-fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::FileIo {
-        operation,
-        path,
-        source,
-    }
 }
 
 use etcd_common::options::PATH;
