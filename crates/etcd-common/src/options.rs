@@ -161,8 +161,6 @@ option_ids! {
     REV = value("rev");
     /// An S3-compatible endpoint.
     S3_ENDPOINT = value("s3_endpoint");
-    /// The names a certificate is valid for.
-    SANS = value("sans");
     /// The size at which a delta segment is cut.
     SEGMENT_BYTES = value("segment_bytes");
     /// The name expected in the servers' certificates.

@@ -153,7 +153,7 @@ fn failed(what: &'static str, reason: impl Into<String>) -> Error {
     InvalidOption::input(what, reason).into()
 }
 
-use etcd_common::options::{CA_CERT, CA_KEY, COMMON_NAME, DNS_NAMES, SANS, VALIDITY_DAYS};
+use etcd_common::options::{CA_CERT, CA_KEY, COMMON_NAME, DNS_NAMES, VALIDITY_DAYS};
 
 fn read_optional(path: &Path) -> Result<Option<String>> {
     match std::fs::read_to_string(path) {
@@ -411,8 +411,9 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
         return Err(invalid(COMMON_NAME, "give the member's name"));
     }
     if request.dns_names.is_empty() && request.ip_addresses.is_empty() {
+        // Named by its DNS names, the usual fix (an IP address would do as well).
         return Err(invalid(
-            SANS,
+            DNS_NAMES,
             "give at least one DNS name or IP address the member is reached at",
         ));
     }

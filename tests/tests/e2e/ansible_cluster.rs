@@ -126,6 +126,23 @@ fn config_file_from_the_library_starts_real_etcd_with_client_and_peer_tls() {
             assert!(!run.stdout.contains("PRIVATE KEY"), "{run}");
         }
     }
+    // A member certificate without a name it is reached at is refused, and the hint is a
+    // flag this command has.
+    let mut no_names: Vec<String> = args(&["pki", "member", "--name", "m1"]);
+    no_names.extend(ca_flags.iter().cloned());
+    for (flag, file) in [("--cert", "m1.crt"), ("--key", "m1.key")] {
+        no_names.extend([flag.to_string(), pki.join(file).display().to_string()]);
+    }
+    let refused = etcdops(&no_names, &[]);
+    assert_ne!(refused.code, 0, "{refused}");
+    assert!(refused.stderr.contains("--dns-names"), "{refused}");
+    let named = [
+        no_names.clone(),
+        args(&["--dns-names", "localhost", "--dry-run"]),
+    ]
+    .concat();
+    let run = etcdops(&named, &[]);
+    assert_eq!(run.code, 0, "{run}");
     let key_mode = std::fs::metadata(&member.key_path).unwrap().permissions();
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&key_mode) & 0o777,

@@ -67,13 +67,23 @@ pub struct MemberArgs {
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
     /// The member's name (subject common name)
-    #[arg(long)]
+    #[arg(long, alias = "common-name")]
     pub name: String,
     /// DNS names it is reached at (repeat, or comma-separated)
-    #[arg(long = "dns", value_name = "NAME", value_delimiter = ',')]
+    #[arg(
+        long = "dns",
+        alias = "dns-names",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
     pub dns_names: Vec<String>,
     /// IP addresses it is reached at (repeat, or comma-separated)
-    #[arg(long = "ip", value_name = "ADDR", value_delimiter = ',')]
+    #[arg(
+        long = "ip",
+        alias = "ip-addresses",
+        value_name = "ADDR",
+        value_delimiter = ','
+    )]
     pub ip_addresses: Vec<IpAddr>,
     /// Validity of a new certificate, in days
     #[arg(long, default_value_t = 365)]
