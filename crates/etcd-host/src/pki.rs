@@ -332,13 +332,7 @@ pub fn ensure_ca(request: &CaRequest) -> Result<CertificateResult> {
             let cert = params
                 .self_signed(&key)
                 .map_err(|e| failed("CA certificate", format!("cannot sign: {e}")))?;
-            write_file_atomically(
-                &request.key_path,
-                key.serialize_pem().as_bytes(),
-                KEY_MODE,
-                None,
-            )?;
-            write_file_atomically(&request.cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
+            write_pair(&request.key_path, &key, &request.cert_path, &cert)?;
             Ok(result(true, "new CA".into(), Vec::new(), Some(not_after)))
         }
         (cert, _) => Err(Error::Refused {
@@ -401,6 +395,19 @@ fn needs_reissue(
         )));
     }
     Ok(None)
+}
+
+/// Writes a new key (0600) and then its certificate, each atomically: a certificate on disk
+/// always has its key beside it.
+fn write_pair(
+    key_path: &Path,
+    key: &KeyPair,
+    cert_path: &Path,
+    cert: &rcgen::Certificate,
+) -> Result<()> {
+    write_file_atomically(key_path, key.serialize_pem().as_bytes(), KEY_MODE, None)?;
+    write_file_atomically(cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
+    Ok(())
 }
 
 /// Keeps a member certificate that is signed by the CA, matches its key, has exactly the
@@ -501,13 +508,7 @@ pub fn ensure_member_certificate(request: &MemberCertRequest) -> Result<Certific
     let cert = params
         .signed_by(&key, &issuer)
         .map_err(|e| failed("certificate", format!("cannot sign: {e}")))?;
-    write_file_atomically(
-        &request.key_path,
-        key.serialize_pem().as_bytes(),
-        KEY_MODE,
-        None,
-    )?;
-    write_file_atomically(&request.cert_path, cert.pem().as_bytes(), CERT_MODE, None)?;
+    write_pair(&request.key_path, &key, &request.cert_path, &cert)?;
     Ok(result(true, reason, Some(not_after)))
 }
 

@@ -88,23 +88,22 @@ impl Compactions {
         }
     }
 
+    /// The compaction still running, if one is (a finished one protects nothing).
+    fn live(&self) -> Option<&Running> {
+        self.running.as_ref().filter(|r| !r.handle.is_finished())
+    }
+
     /// The chain a compaction is reading now, if one runs: retention keeps it meanwhile
     /// (the run names it in its lock), or the compaction would fail under a prune.
     pub(super) fn running_chain(&self) -> Option<&str> {
-        self.running
-            .as_ref()
-            .filter(|r| !r.handle.is_finished())
-            .map(|r| r.base.as_str())
+        self.live().map(|r| r.base.as_str())
     }
 
     /// How long the compaction running now has run, if one runs: its copy is an upload in
     /// progress (an orphan to a prune) no older than this, which the run's own prune spares
     /// whatever its orphan grace.
     pub(super) fn running_for(&self) -> Option<std::time::Duration> {
-        self.running
-            .as_ref()
-            .filter(|r| !r.handle.is_finished())
-            .map(|r| r.started.elapsed())
+        self.live().map(|r| r.started.elapsed())
     }
 
     /// Whether a chain at segment `sequence` is due: `segments` more than at its last
