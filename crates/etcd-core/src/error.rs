@@ -164,15 +164,8 @@ pub enum Error {
 
     /// A file etcdops writes or reads for itself (the apiserver's encryption configuration)
     /// could not be handled.
-    #[error("cannot {operation} '{path}': {source}")]
-    FileIo {
-        /// What was being done ("read", "write", "rename into", ...).
-        operation: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    FileIo(#[from] etcd_common::FileError),
 
     /// The endpoint could not serve a request: the connection broke (reset, closed) or etcd
     /// said it is unavailable (no leader, leader changed). Another endpoint may serve it.
@@ -220,16 +213,6 @@ impl Error {
                 | Error::Tls { .. }
                 | Error::TlsSetting { .. }
         )
-    }
-}
-
-impl From<etcd_common::FileError> for Error {
-    fn from(e: etcd_common::FileError) -> Self {
-        Error::FileIo {
-            operation: e.operation,
-            path: e.path,
-            source: e.source,
-        }
     }
 }
 
@@ -322,7 +305,7 @@ impl Hinted for Error {
             | Error::TlsSetting { .. }
             | Error::Request { .. }
             | Error::Discovery { .. }
-            | Error::FileIo { .. } => ErrorKind::Other,
+            | Error::FileIo(_) => ErrorKind::Other,
         })
     }
 }

@@ -1,8 +1,6 @@
 //! The one error type of etcd-host. Every variant a user can cause says what was wrong and
 //! what to do, and carries the path or option it is about.
 
-use std::path::PathBuf;
-
 use etcd_common::{ErrorKind, Hint, Hinted, options};
 
 /// Result with [`Error`].
@@ -37,15 +35,8 @@ pub enum Error {
     },
 
     /// A file (etcd's config file, a certificate, a key) could not be read or written.
-    #[error("cannot {operation} '{path}': {source}")]
-    FileIo {
-        /// What was being done ("read", "write", "rename into", ...).
-        operation: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    FileIo(#[from] etcd_common::FileError),
 }
 
 /// The `map_err` of an I/O error while doing `operation` on `path`.
@@ -54,20 +45,12 @@ pub(crate) fn io(
     path: &std::path::Path,
 ) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.to_path_buf();
-    move |source| Error::FileIo {
-        operation,
-        path,
-        source,
-    }
-}
-
-impl From<etcd_common::FileError> for Error {
-    fn from(e: etcd_common::FileError) -> Self {
-        Error::FileIo {
-            operation: e.operation,
-            path: e.path,
-            source: e.source,
-        }
+    move |source| {
+        Error::FileIo(etcd_common::FileError {
+            operation,
+            path,
+            source,
+        })
     }
 }
 
@@ -88,7 +71,7 @@ impl Hinted for Error {
             Error::InvalidOption(e) => return e.kind(),
             Error::InvalidPem { .. } => ErrorKind::CredentialFile,
             Error::Refused { .. } => ErrorKind::Refused,
-            Error::FileIo { .. } => ErrorKind::Other,
+            Error::FileIo(_) => ErrorKind::Other,
         })
     }
 }

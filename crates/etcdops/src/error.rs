@@ -1,57 +1,64 @@
-//! The error of a workflow: the library error it came from (kept as its source, never
-//! flattened into a string), its hint (the neutral option that gets past it) and whether it
-//! is transient. The front-ends render [`hint_of`] in their own words.
+//! The one error type of the workflows: the library error it came from (passed on whole,
+//! never flattened into a string), or the workflow's own refusal, with its kind, its hint
+//! (the neutral option that gets past it) and whether it is transient. The front-ends match
+//! on [`kind_of`] and render [`hint_of`] in their own words.
+
+use std::path::PathBuf;
 
 use etcd_common::{ErrorKind, Hint, Hinted};
+
+use crate::quorum::Refusal;
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Why a workflow could not do its job.
-#[derive(Debug, thiserror::Error)]
+/// Why a workflow could not do its job. Match on [`kind_of`] (and read [`hint_of`]), not on
+/// the library an error came from: a library's error is passed on whole, as
+/// [`Error::Library`], with its own kind, hint and transience.
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
-    /// Talking to etcd, or a cluster operation, failed.
-    #[error(transparent)]
-    Etcd(#[from] etcd_core::Error),
-    /// Writing a host's etcd files (etcd's config file, certificates) failed.
-    #[error(transparent)]
-    Host(#[from] etcd_host::Error),
-    /// A snapshot, backup or restore step failed.
-    #[error(transparent)]
-    Snapshot(#[from] etcd_snapshot::SnapshotError),
-    /// A restore step failed.
-    #[error(transparent)]
-    Restore(#[from] etcd_snapshot::RestoreError),
-    /// A store could not be reached or read.
-    #[error(transparent)]
-    Store(#[from] etcd_store::StoreError),
-    /// A Kubernetes or OpenShift step (platform, guard, encryption config) failed.
-    #[error(transparent)]
-    K8s(#[from] etcd_k8s::K8sError),
-    /// Reading or changing a data dir offline failed.
-    #[error(transparent)]
-    DataDir(#[from] etcd_data::InspectError),
+    /// A library step failed: talking to etcd, a host's etcd files, a snapshot, backup or
+    /// restore step, a store, a Kubernetes or OpenShift step, a data dir read offline.
+    /// [`Error::library`] reads it as its own type.
+    Library(Box<dyn LibraryError>),
     /// A guard refused the operation (a quorum check); `hint` names what gets past it.
-    #[error("{reason}")]
     Refused {
         /// What the guard found and what to do, in neutral words.
         reason: String,
         /// The options that get past it (`force`, `learner`).
         hint: Hint,
     },
+    /// No survivor can be chosen safely to recover a quorum (split history, a member still
+    /// running, no data): what to do instead is in the message; the candidates as they were
+    /// judged are kept for the front-ends to show.
+    NoSafeSurvivor(Box<Refusal>),
+    /// The recovered survivor does not run as a healthy one-member cluster with its revision
+    /// (yet); `reason` says what is still wrong.
+    NotVerified {
+        /// What is still wrong.
+        reason: String,
+    },
     /// A wait ended at its deadline with what it waited for still not ready.
-    #[error("{message}")]
     TimedOut {
         /// What it waited for, how long, and what was still missing.
         message: String,
     },
     /// The request itself is wrong: two options that exclude each other, one missing.
-    #[error("{message}")]
     InvalidRequest {
         /// What is wrong, without a front-end's option spelling.
         message: String,
         /// The options involved.
         hint: Option<Hint>,
+    },
+    /// A file or dir the workflow itself copies or moves (a data dir kept aside) could not be.
+    Io {
+        /// What was being done (`copy`, `rename`, `read`).
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
     },
 }
 
@@ -63,71 +70,143 @@ impl Error {
             hint,
         }
     }
+
+    /// The library error this one passes on, as its own type `E`, if it is one: for a
+    /// front-end that words one refusal its own way.
+    pub fn library<E: LibraryError>(&self) -> Option<&E> {
+        match self {
+            Error::Library(e) => e.as_error().downcast_ref::<E>(),
+            _ => None,
+        }
+    }
 }
 
-impl Error {
-    /// The library error this one wraps (its variants are transparent, so `source()` skips it).
-    fn wrapped(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::Etcd(e) => Some(e),
-            Error::Host(e) => Some(e),
-            Error::Snapshot(e) => Some(e),
-            Error::Restore(e) => Some(e),
-            Error::Store(e) => Some(e),
-            Error::K8s(e) => Some(e),
-            Error::DataDir(e) => Some(e),
-            Error::InvalidRequest { .. } | Error::Refused { .. } | Error::TimedOut { .. } => None,
+            // Passed on whole: its own message, not a line about it.
+            Error::Library(e) => std::fmt::Display::fmt(e, f),
+            Error::Refused { reason, .. } => f.write_str(reason),
+            Error::NoSafeSurvivor(refusal) => f.write_str(&refusal.message),
+            Error::NotVerified { reason } => f.write_str(reason),
+            Error::TimedOut { message } | Error::InvalidRequest { message, .. } => {
+                f.write_str(message)
+            }
+            Error::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
         }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Transparent: the library error's own source comes next, as if it were this one.
+            Error::Library(e) => e.source(),
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl<E: LibraryError> From<E> for Error {
+    fn from(e: E) -> Self {
+        Error::Library(Box::new(e))
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Self {
+        Error::NoSafeSurvivor(Box::new(r))
     }
 }
 
 impl Hinted for Error {
     fn hint(&self) -> Option<Hint> {
         match self {
+            Error::Library(e) => hint_of(e.as_error()),
             Error::InvalidRequest { hint, .. } => hint.clone(),
             Error::Refused { hint, .. } => Some(hint.clone()),
-            other => other.wrapped().and_then(hint_of),
+            _ => None,
         }
     }
 
     fn is_transient(&self) -> bool {
-        self.wrapped().is_some_and(is_transient)
+        match self {
+            Error::Library(e) => is_transient(e.as_error()),
+            _ => false,
+        }
     }
 
     fn kind(&self) -> Option<ErrorKind> {
         match self {
+            Error::Library(e) => Some(kind_of(e.as_error())),
             Error::InvalidRequest { .. } => Some(ErrorKind::InvalidInput),
-            Error::Refused { .. } => Some(ErrorKind::Refused),
+            Error::Refused { .. } | Error::NoSafeSurvivor(_) => Some(ErrorKind::Refused),
             // A wait for a state that did not come: the cluster answered.
-            Error::TimedOut { .. } => Some(ErrorKind::Other),
-            other => other.wrapped().map(kind_of),
+            Error::TimedOut { .. } | Error::NotVerified { .. } | Error::Io { .. } => {
+                Some(ErrorKind::Other)
+            }
         }
     }
 }
 
-/// `error` as one of the etcdops libraries' error types, if it is one.
-fn as_hinted<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hinted> {
-    fn of<'a, E: Hinted + std::error::Error + 'static>(
-        error: &'a (dyn std::error::Error + 'static),
-    ) -> Option<&'a dyn Hinted> {
-        error.downcast_ref::<E>().map(|e| e as &dyn Hinted)
-    }
-    type Of = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hinted>;
-    let types: [Of; 11] = [
-        of::<Error>,
-        of::<etcd_core::Error>,
-        of::<etcd_host::Error>,
-        of::<etcd_snapshot::SnapshotError>,
-        of::<etcd_snapshot::RestoreError>,
-        of::<etcd_snapshot::DataError>,
-        of::<etcd_snapshot::BoltError>,
-        of::<etcd_store::StoreError>,
-        of::<etcd_k8s::K8sError>,
-        of::<etcd_data::InspectError>,
-        of::<etcd_common::InvalidOption>,
-    ];
-    types.iter().find_map(|of| of(error))
+mod sealed {
+    pub trait Sealed {}
 }
+
+/// One of the etcdops libraries' own error types, which a workflow passes on whole as
+/// [`Error::Library`]. Sealed: the list is [`library_errors!`]'s.
+pub trait LibraryError:
+    Hinted + std::error::Error + Send + Sync + 'static + sealed::Sealed
+{
+    /// This error as a plain error, to downcast or to walk its sources.
+    fn as_error(&self) -> &(dyn std::error::Error + 'static);
+}
+
+/// Declares the library error types once: each is a [`LibraryError`], and [`as_hinted`]
+/// recognizes it anywhere in a chain of sources.
+macro_rules! library_errors {
+    ($($error:ty),* $(,)?) => {
+        $(
+            impl sealed::Sealed for $error {}
+            impl LibraryError for $error {
+                fn as_error(&self) -> &(dyn std::error::Error + 'static) {
+                    self
+                }
+            }
+        )*
+
+        /// `error` as one of the etcdops libraries' error types (or a workflow's), if it is one.
+        fn as_hinted<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Hinted> {
+            if let Some(e) = error.downcast_ref::<Error>() {
+                return Some(e);
+            }
+            $(
+                if let Some(e) = error.downcast_ref::<$error>() {
+                    return Some(e);
+                }
+            )*
+            None
+        }
+    };
+}
+
+library_errors!(
+    etcd_core::Error,
+    etcd_host::Error,
+    etcd_snapshot::SnapshotError,
+    etcd_snapshot::RestoreError,
+    etcd_snapshot::DataError,
+    etcd_snapshot::BoltError,
+    etcd_store::StoreError,
+    etcd_k8s::K8sError,
+    etcd_data::InspectError,
+    etcd_common::InvalidOption,
+);
 
 /// Runs `f` on the first library error found in `error`'s chain (itself, then its sources).
 fn find<T>(

@@ -6,8 +6,8 @@
 //! read-only, in check mode too.
 
 use etcdops::quorum::{
-    Candidate, CandidateData, PlanAction, PlanOptions, QuorumError, candidate_from_report,
-    plan_recovery_with, verify_survivor,
+    Candidate, CandidateData, PlanAction, PlanOptions, candidate_from_report, plan_recovery_with,
+    verify_survivor,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -118,9 +118,11 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             };
             Ok(Outcome::unchanged(msg).with_fields(&plan))
         }
-        Err(QuorumError::Refused(refusal)) => Ok(Outcome::failure(refusal.message.clone())
-            .with("refusal", &refusal.kind)
-            .with("candidates", &refusal.candidates)),
+        Err(etcdops::Error::NoSafeSurvivor(refusal)) => {
+            Ok(Outcome::failure(refusal.message.clone())
+                .with("refusal", &refusal.kind)
+                .with("candidates", &refusal.candidates))
+        }
         Err(e) => Err(ModuleError::from_library(&e)),
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use etcdops::client::ClusterConfig;
 use etcdops::quorum::{
-    Candidate, DataDirAside, PlanOptions, QuorumError, candidate_from_report, copy_data_dir_aside,
+    Candidate, DataDirAside, PlanOptions, candidate_from_report, copy_data_dir_aside,
     move_data_dir_aside, plan_recovery_with, verify_survivor,
 };
 
@@ -40,7 +40,7 @@ pub async fn run(
                     printer.print(&PlanView(plan))?;
                     Ok(ExitStatus::Success)
                 }
-                Err(QuorumError::Refused(refusal)) => {
+                Err(etcdops::Error::NoSafeSurvivor(refusal)) => {
                     note(&format!("refused: {}", refusal.message));
                     printer.print(&RefusalView(*refusal))?;
                     Ok(ExitStatus::Failure)

@@ -21,7 +21,7 @@ use etcd_data::restore::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::QuorumError;
+use crate::Error;
 
 /// What copying or moving a data dir aside did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,7 +62,7 @@ impl DataDirAside {
 }
 
 /// Renames `from` to `to`, then flushes the parent so the rename survives a crash.
-fn rename_durably(from: &Path, to: &Path) -> Result<(), QuorumError> {
+fn rename_durably(from: &Path, to: &Path) -> Result<(), Error> {
     fs::rename(from, to).map_err(io("rename", from))?;
     if let Some(parent) = to.parent() {
         sync_dir(parent)?;
@@ -70,8 +70,8 @@ fn rename_durably(from: &Path, to: &Path) -> Result<(), QuorumError> {
     Ok(())
 }
 
-fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> QuorumError + 'a {
-    move |source| QuorumError::Io {
+fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |source| Error::Io {
         action,
         path: path.to_path_buf(),
         source,
@@ -95,7 +95,7 @@ fn member_part(kept: &Path) -> PathBuf {
 
 /// Size and SHA-256 of the db and of each WAL segment (by name) under the member dir
 /// `member`, in name order.
-fn fingerprint(member: &Path) -> Result<Vec<(String, u64, [u8; 32])>, QuorumError> {
+fn fingerprint(member: &Path) -> Result<Vec<(String, u64, [u8; 32])>, Error> {
     let mut files = vec![("snap/db".to_string(), member.join("snap").join("db"))];
     let wal = member.join("wal");
     let mut segments: Vec<String> = match fs::read_dir(&wal) {
@@ -125,7 +125,7 @@ fn fingerprint(member: &Path) -> Result<Vec<(String, u64, [u8; 32])>, QuorumErro
 }
 
 /// The dirs beside `kept` named `<name>.bak-*`: complete ones and half-made (`.part`) ones.
-fn copies_beside(kept: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), QuorumError> {
+fn copies_beside(kept: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
     let (Some(parent), Some(name)) = (kept.parent(), kept.file_name()) else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -159,7 +159,7 @@ fn copies_beside(kept: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), QuorumErro
 /// with the same db and WAL segments (size and SHA-256) exists, it is returned with
 /// `changed: false`. No `DIR/member`: nothing to copy, `changed: false`. With `dry_run`,
 /// everything is checked and nothing written.
-pub fn copy_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, QuorumError> {
+pub fn copy_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Error> {
     if !has_member(dir) {
         return Ok(DataDirAside::nothing(dir));
     }
@@ -198,7 +198,7 @@ pub fn copy_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Qu
 
 /// A free `KEPT.bak-<stamp>` whose `.part` name is free too (a run killed within the same
 /// second left one): the copy's final and temporary names.
-fn free_copy_names(kept: &Path, stamp: &str) -> Result<(PathBuf, PathBuf), QuorumError> {
+fn free_copy_names(kept: &Path, stamp: &str) -> Result<(PathBuf, PathBuf), Error> {
     for n in 0..1000 {
         let stamp = match n {
             0 => stamp.to_string(),
@@ -212,7 +212,7 @@ fn free_copy_names(kept: &Path, stamp: &str) -> Result<(PathBuf, PathBuf), Quoru
             return Ok((target, part));
         }
     }
-    Err(QuorumError::Io {
+    Err(Error::Io {
         action: "find a free name beside",
         path: kept.to_path_buf(),
         source: io::Error::from(io::ErrorKind::AlreadyExists),
@@ -224,7 +224,7 @@ fn free_copy_names(kept: &Path, stamp: &str) -> Result<(PathBuf, PathBuf), Quoru
 /// its entries. Every file is created 0600 and every dir 0700 (a data dir holds every
 /// Secret) and given its source's mode only once complete: a dir after everything in it,
 /// so the top dir, the last one widened, keeps the whole copy private until it is done.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), QuorumError> {
+fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
     let meta = fs::symlink_metadata(from).map_err(io("read", from))?;
     if meta.file_type().is_symlink() {
         let target = fs::read_link(from).map_err(io("read", from))?;
@@ -261,7 +261,7 @@ fn copy_bytes(source: &mut File, copy: &mut File) -> io::Result<u64> {
 /// the mount kept), then flushes the parent. Refused while etcd runs on it. No `DIR/member`
 /// (absent, or already moved): nothing to do, `changed: false`. With `dry_run`, everything
 /// is checked and nothing moved.
-pub fn move_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, QuorumError> {
+pub fn move_data_dir_aside(dir: &Path, dry_run: bool) -> Result<DataDirAside, Error> {
     if !has_member(dir) {
         return Ok(DataDirAside::nothing(dir));
     }

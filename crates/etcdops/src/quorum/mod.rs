@@ -15,9 +15,8 @@
 //! ```no_run
 //! use etcdops::quorum::{Candidate, PlanAction, plan_recovery};
 //!
-//! # async fn example(inspections: Vec<etcd_data::DataDirInspection>) -> Result<(), etcdops::quorum::QuorumError> {
-//! let config = etcdops::client::ClusterConfig::for_endpoints(["http://10.0.0.1:2379"])
-//!     .map_err(etcdops::quorum::QuorumError::Etcd)?;
+//! # async fn example(inspections: Vec<etcd_data::DataDirInspection>) -> etcdops::Result<()> {
+//! let config = etcdops::client::ClusterConfig::for_endpoints(["http://10.0.0.1:2379"])?;
 //! let candidates: Vec<Candidate> = inspections.into_iter().map(Candidate::from_inspection).collect();
 //! let plan = plan_recovery(&config, &candidates).await?;
 //! if plan.action == PlanAction::Recover {
@@ -34,8 +33,6 @@ mod survivor;
 #[cfg(test)]
 mod survivor_guard_tests;
 mod verify;
-
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -155,56 +152,6 @@ pub fn member_name(inspection: &DataDirInspection) -> Option<String> {
         .into_iter()
         .find(|m| m.id.trim_start_matches('0') == own && !m.name.is_empty())
         .map(|m| m.name.clone())
-}
-
-/// Why a quorum step could not do its job.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum QuorumError {
-    /// No survivor can be chosen safely (split history, a member still running, no data):
-    /// what to do instead is in the message; the candidates as they were judged are kept.
-    #[error("{0}")]
-    Refused(Box<Refusal>),
-    /// The survivor does not run as a healthy one-member cluster with its revision (yet).
-    #[error("{reason}")]
-    NotVerified {
-        /// What is still wrong.
-        reason: String,
-    },
-    /// Talking to etcd failed.
-    #[error("{0}")]
-    Etcd(#[source] etcd_core::Error),
-    /// A data dir step was refused or failed (a member runs on it, a name is taken).
-    #[error("{0}")]
-    DataDir(#[source] etcd_data::RestoreError),
-    /// Reading or writing a file or dir failed.
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        /// What was being done (`copy`, `rename`, `read`).
-        action: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-}
-
-impl From<etcd_core::Error> for QuorumError {
-    fn from(e: etcd_core::Error) -> Self {
-        QuorumError::Etcd(e)
-    }
-}
-
-impl From<etcd_data::RestoreError> for QuorumError {
-    fn from(e: etcd_data::RestoreError) -> Self {
-        QuorumError::DataDir(e)
-    }
-}
-
-impl From<Refusal> for QuorumError {
-    fn from(r: Refusal) -> Self {
-        QuorumError::Refused(Box::new(r))
-    }
 }
 
 /// Builds inspections for the unit tests of this module.

@@ -5,8 +5,9 @@ use std::time::Duration;
 use etcd_core::{Client, ClusterConfig, Consistency, Error as EtcdError, MemberListOptions};
 use serde::Serialize;
 
+use super::Candidate;
 use super::survivor::{CandidateSummary, SurvivorChoice, choose_survivor};
-use super::{Candidate, QuorumError};
+use crate::Error;
 
 /// The longest the live check waits for one answer: without a quorum a linearizable read
 /// hangs until etcd's own request timeout, so this bounds the plan on a dead cluster.
@@ -111,7 +112,7 @@ fn live_config(config: &ClusterConfig) -> ClusterConfig {
 pub async fn plan_recovery(
     config: &ClusterConfig,
     candidates: &[Candidate],
-) -> Result<RecoveryPlan, QuorumError> {
+) -> Result<RecoveryPlan, Error> {
     plan_recovery_with(config, candidates, PlanOptions::default()).await
 }
 
@@ -154,7 +155,7 @@ pub async fn plan_recovery_with(
     config: &ClusterConfig,
     candidates: &[Candidate],
     options: PlanOptions,
-) -> Result<RecoveryPlan, QuorumError> {
+) -> Result<RecoveryPlan, Error> {
     let client = Client::new(live_config(config));
     let linearizable = MemberListOptions {
         consistency: Some(Consistency::Linearizable),
@@ -224,10 +225,7 @@ const BETWEEN_LOOKS: Duration = Duration::from_millis(500);
 
 /// The plan when a quorum serves: which given members are not healthy voters, in any of a
 /// few looks.
-async fn regrow_plan(
-    client: &Client,
-    candidates: &[Candidate],
-) -> Result<RecoveryPlan, QuorumError> {
+async fn regrow_plan(client: &Client, candidates: &[Candidate]) -> Result<RecoveryPlan, Error> {
     let mut healthy_voters: Vec<String> = Vec::new();
     let mut healthy_ids: Vec<String> = Vec::new();
     let mut problems: Vec<String> = Vec::new();

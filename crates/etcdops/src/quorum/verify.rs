@@ -4,7 +4,7 @@
 use etcd_core::{Client, ClusterConfig, MemberId};
 use serde::Serialize;
 
-use super::QuorumError;
+use crate::Error;
 
 /// The survivor running alone, as verified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,22 +23,21 @@ pub struct SurvivorVerified {
 
 /// Checks, through `config`'s endpoints, that the cluster has exactly one member, healthy
 /// (a linearizable read succeeds), with the member ID `member_id` (hex), serving a revision
-/// of at least `min_revision`. Anything else is [`QuorumError::NotVerified`] saying what is
+/// of at least `min_revision`. Anything else is [`Error::NotVerified`] saying what is
 /// still wrong (a caller retries while etcd starts); an unreachable endpoint is the
 /// connection error.
 pub async fn verify_survivor(
     config: &ClusterConfig,
     member_id: &str,
     min_revision: i64,
-) -> Result<SurvivorVerified, QuorumError> {
-    let wanted: MemberId =
-        member_id
-            .parse()
-            .map_err(|reason: String| QuorumError::NotVerified {
-                reason: format!("the survivor's member ID: {reason}"),
-            })?;
+) -> Result<SurvivorVerified, Error> {
+    let wanted: MemberId = member_id
+        .parse()
+        .map_err(|reason: String| Error::NotVerified {
+            reason: format!("the survivor's member ID: {reason}"),
+        })?;
     let view = Client::new(config.clone()).cluster_view().await?;
-    let not = |reason: String| Err(QuorumError::NotVerified { reason });
+    let not = |reason: String| Err(Error::NotVerified { reason });
     let [only] = view.members.as_slice() else {
         let listed = view
             .members

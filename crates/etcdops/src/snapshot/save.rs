@@ -477,10 +477,9 @@ mod tests {
             keep_daily: Some(0),
             ..Retention::default()
         };
-        match retention.policy() {
-            Err(Error::Snapshot(SnapshotError::InvalidOption(e))) => {
-                assert_eq!(e.option, Some(opts::KEEP_DAILY))
-            }
+        let refused = retention.policy().unwrap_err();
+        match refused.library::<SnapshotError>() {
+            Some(SnapshotError::InvalidOption(e)) => assert_eq!(e.option, Some(opts::KEEP_DAILY)),
             other => panic!("{other:?}"),
         }
     }

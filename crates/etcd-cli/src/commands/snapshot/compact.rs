@@ -30,7 +30,7 @@ pub(super) async fn compact(args: &SnapshotCompactArgs, printer: Printer) -> Res
 
 /// A refusal naming the chain option in the flag's words.
 fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
-    if let etcdops::Error::Restore(RestoreError::Fetch(source)) = &error
+    if let Some(RestoreError::Fetch(source)) = error.library::<RestoreError>()
         && let Some(SnapshotError::InvalidOption(invalid)) = source.downcast_ref::<SnapshotError>()
         && invalid.is_about(etcdops::snapshot::opts::CHAIN)
     {

@@ -187,18 +187,18 @@ const RULES: &[&str] = &[
 /// A workflow's refusal in the flags' words: a bad rule named as its flag, a cluster not in
 /// the store with the command that lists them.
 pub(crate) fn in_flag_words(error: etcdops::Error) -> anyhow::Error {
-    match error {
-        etcdops::Error::Snapshot(SnapshotError::InvalidOption(invalid))
+    match error.library::<SnapshotError>() {
+        Some(SnapshotError::InvalidOption(invalid))
             if invalid.option.is_some_and(|o| RULES.contains(&o.name)) =>
         {
             anyhow::anyhow!("--{} {}", invalid.subject.replace('_', "-"), invalid.reason)
         }
-        etcdops::Error::Snapshot(SnapshotError::NoSuchCluster { cluster, store }) => {
+        Some(SnapshotError::NoSuchCluster { cluster, store }) => {
             anyhow::anyhow!(
                 "no backups of cluster {cluster} in {store}; `snapshot list` shows the clusters it holds"
             )
         }
-        other => other.into(),
+        _ => error.into(),
     }
 }
 
