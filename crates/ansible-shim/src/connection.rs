@@ -52,9 +52,9 @@ pub struct ConnectionArgs {
     #[schemars(extend("default" = "5s"))]
     command_timeout: Option<String>,
     platform: Option<PlatformSource>,
-    /// The directory standing for `/`: only tests set it (a fake host's files), so it is
-    /// not documented; `root` is its old name in etcd_static_pod and etcd_platform_info.
-    #[schemars(extend("x-aliases" = ["root"], "x-undocumented" = true))]
+    /// The directory standing for `/` (the host mounted elsewhere, a test's fake host);
+    /// `root` is its old name in etcd_static_pod and etcd_platform_info.
+    #[schemars(extend("x-aliases" = ["root"], "default" = "/"))]
     platform_root: Option<PathBuf>,
 }
 

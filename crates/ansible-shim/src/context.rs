@@ -192,7 +192,7 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.contains("etcd_key") && !err.contains("platform_root"),
+            err.contains("etcd_key") && err.contains("platform_root"),
             "{err}"
         );
         // Unset options (null) are no options.

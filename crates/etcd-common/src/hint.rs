@@ -13,6 +13,9 @@ pub enum OptionKind {
     Switch,
     /// An option with a value: `--cacert FILE`, `cacert: FILE`.
     Value,
+    /// A value the command line takes as a positional argument (`member remove MEMBER`) and
+    /// a module as an option (`member: NAME`).
+    Argument,
 }
 
 /// An option of an operation by its neutral id: the snake_case name both front-ends derive
@@ -42,12 +45,21 @@ impl OptionId {
         }
     }
 
+    /// A value that is a positional argument on the command line (`member`, `version`).
+    pub const fn argument(name: &'static str) -> OptionId {
+        OptionId {
+            name,
+            kind: OptionKind::Argument,
+        }
+    }
+
     /// The option as a front-end spells it.
     pub fn render(&self, style: Style) -> String {
         match (style, self.kind) {
+            (Style::Cli, OptionKind::Argument) => format!("the {} argument", self.name),
             (Style::Cli, _) => format!("--{}", self.name.replace('_', "-")),
             (Style::Module, OptionKind::Switch) => format!("{}: true", self.name),
-            (Style::Module, OptionKind::Value) => self.name.to_string(),
+            (Style::Module, OptionKind::Value | OptionKind::Argument) => self.name.to_string(),
             (Style::Neutral, _) => format!("option {}", self.name),
         }
     }
@@ -169,6 +181,9 @@ mod tests {
         );
         assert_eq!(CACERT.render(Style::Module), "cacert");
         assert_eq!(CACERT.render(Style::Neutral), "option cacert");
+        // A positional argument of the command line, an option of a module.
+        assert_eq!(MEMBER.render(Style::Cli), "the member argument");
+        assert_eq!(MEMBER.render(Style::Module), "member");
         let hint = Hint::any_of(&[CACERT, INSECURE_SKIP_TLS_VERIFY]);
         assert_eq!(
             with_hint("not trusted", Some(&hint), Style::Cli),

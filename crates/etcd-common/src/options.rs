@@ -126,7 +126,7 @@ option_ids! {
     /// How old the newest backup may be.
     MAX_BACKUP_AGE = value("max_backup_age");
     /// The option naming the member a change is about.
-    MEMBER = value("member");
+    MEMBER = argument("member");
     /// Move an existing data dir aside instead of refusing it.
     MOVE_ASIDE = switch("move_aside");
     /// A member's name.
@@ -190,7 +190,7 @@ option_ids! {
     /// How many days a certificate is valid.
     VALIDITY_DAYS = value("validity_days");
     /// The version to downgrade to.
-    VERSION = value("version");
+    VERSION = argument("version");
     /// A separate WAL dir.
     WAL_DIR = value("wal_dir");
     /// Where a compaction rebuilds the db.

@@ -211,7 +211,7 @@ mod tests {
         let connection = ConnectionArgs::spec();
         for module in MODULES {
             for spec in (module.options)().unwrap().options {
-                // `platform_root` is also the check's own (undocumented) option.
+                // `platform_root` is also the check's own option (the same directory).
                 assert!(
                     connection.get(&spec.name).is_none() || spec.name == "platform_root",
                     "{}: option '{}' clashes with a connection option",

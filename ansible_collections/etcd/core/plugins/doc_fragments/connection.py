@@ -85,6 +85,15 @@ options:
         M(etcd.core.etcd_platform_info)). No etcd found is an error.
     type: str
     choices: [auto]
+  platform_root:
+    description:
+      - The directory standing for C(/) wherever the module reads the host's own files
+        (O(platform=auto), the guards that look for an operator or a running etcd, static pod
+        manifests), for a host whose root is mounted elsewhere, as in a container that runs
+        the module with the host mounted at C(/host).
+    type: path
+    default: /
+    aliases: [root]
 notes:
   - Options left unset fall back to the C(ETCDCTL_*) variables, first of the controller's
     environment (resolved by the action plugin), then of the target's.
