@@ -137,6 +137,16 @@ pub async fn downgrade(
     let mut backup = None;
     let mut taken = None;
     let mut request = request.clone();
+    // The guards first: nothing is asked or written (not even the backup before the change)
+    // for an enable they refuse.
+    let passed = match request.call.action {
+        DowngradeAction::Enable => Some(
+            guards
+                .check(Operation::Downgrade, request.force, Some(client.config()))
+                .await?,
+        ),
+        _ => None,
+    };
     if request.call.action == DowngradeAction::Enable && request.backup_to.is_some() {
         // etcd says first whether it would take the target (3.4 has no downgrades at all):
         // no backup for a downgrade that cannot happen.
@@ -153,10 +163,7 @@ pub async fn downgrade(
         }
     }
     let request = &request;
-    if request.call.action == DowngradeAction::Enable {
-        let passed = guards
-            .check(Operation::Downgrade, request.force, Some(client.config()))
-            .await?;
+    if let Some(passed) = passed {
         warnings.extend(passed.warning());
         if request.force.0 {
             warnings.push(format!(
