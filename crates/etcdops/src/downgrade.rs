@@ -152,7 +152,7 @@ pub async fn downgrade(
         // no backup for a downgrade that cannot happen.
         let mut validate = request.call.clone();
         validate.action = DowngradeAction::Validate;
-        client.downgrade(&validate).await?;
+        client.downgrade(&validate, &etcd_core::Unguarded).await?;
         let before = crate::backup_before::BackupBefore {
             backup_to: request.backup_to.clone(),
             store: request.store_settings.clone(),
@@ -163,7 +163,7 @@ pub async fn downgrade(
         }
     }
     let request = &request;
-    if let Some(passed) = passed {
+    if let Some(passed) = &passed {
         warnings.extend(passed.warning());
         if request.force.0 {
             warnings.push(format!(
@@ -174,7 +174,15 @@ pub async fn downgrade(
             backup = Some(verified_backup(client, request).await?);
         }
     }
-    let result = client.downgrade(&request.call).await?;
+    let result = match &passed {
+        Some(passed) => client.downgrade(&request.call, passed).await?,
+        // Validate and cancel change no version: not guarded.
+        None => {
+            client
+                .downgrade(&request.call, &etcd_core::Unguarded)
+                .await?
+        }
+    };
     Ok(Downgraded {
         result,
         backup,

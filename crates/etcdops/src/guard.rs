@@ -166,6 +166,9 @@ impl ChangeGuard for Passed {
                 Subject::Member(member),
             ),
             Change::Defrag { .. } => (Operation::Defrag, None, Subject::New { learner: false }),
+            Change::DowngradeEnable => {
+                (Operation::Downgrade, None, Subject::New { learner: false })
+            }
             Change::Access { .. } => (
                 Operation::AccessChange,
                 None,

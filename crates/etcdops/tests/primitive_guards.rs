@@ -182,3 +182,24 @@ async fn the_access_primitives_refuse_without_the_access_decision() {
         "{dialled}"
     );
 }
+
+/// A downgrade enable through the `Client` takes the guards' decision too (validate and
+/// cancel change no version): one for another operation is refused before any dial.
+#[tokio::test]
+async fn the_downgrade_enable_primitive_refuses_without_the_downgrade_decision() {
+    use etcdops::downgrade::DowngradeCall;
+    let plain = tempfile::tempdir().unwrap();
+    let client = Client::new(unreachable_cluster());
+    let defrag = passed(plain.path(), Operation::Defrag, false)
+        .await
+        .unwrap();
+    let refused = client
+        .downgrade(&DowngradeCall::enable("3.5"), &defrag)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("not for `downgrade`"),
+        "{refused}"
+    );
+    assert_eq!(client.dials(), 0, "refused before dialing");
+}
