@@ -130,6 +130,7 @@ impl ConnectionArgs {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     #[test]
     fn bad_connection_values_name_the_option() {
@@ -146,5 +147,26 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err, "platform: 'kubeadm' is not one of auto");
+    }
+
+    /// The timeouts' documented defaults are written by hand in the schema (the library
+    /// applies them later): they must be the ones the library applies when they are unset.
+    #[test]
+    fn documented_timeouts_are_the_ones_the_library_applies() {
+        let spec = super::ConnectionArgs::spec();
+        let config =
+            etcdops::client::ClusterConfig::for_endpoints(["http://127.0.0.1:2379"]).unwrap();
+        for (name, applied) in [
+            ("dial_timeout", config.dial_timeout),
+            ("command_timeout", config.command_timeout),
+        ] {
+            let documented = spec.get(name).and_then(|o| o.default.clone());
+            let documented = documented.as_ref().and_then(|d| d.as_str()).unwrap();
+            assert_eq!(
+                etcdops::client::parse_duration(documented).unwrap(),
+                applied,
+                "{name}"
+            );
+        }
     }
 }

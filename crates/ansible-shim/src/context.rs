@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use etcdops::client::ClusterConfig;
-use etcdops::guard::{Force, Guards, Operation};
+use etcdops::guard::Guards;
 
 use crate::connection::ConnectionArgs;
 use crate::modules::{ModuleDef, lookup};
@@ -128,27 +128,6 @@ impl Context {
     /// The guards of the host under the `platform_root` option (default `/`).
     pub fn guards(&self) -> Result<Guards, ModuleError> {
         Ok(Guards::on_host(self.platform_root()?))
-    }
-
-    /// The OpenShift operator guard, for the modules whose workflow does not pass it itself
-    /// yet (`defrag`, `snapshot restore`): refuses `operation` unless `force`; returns the
-    /// warning to give when it was forced through.
-    pub async fn operator_guard(
-        &self,
-        cluster: Option<&ClusterConfig>,
-        operation: &str,
-        force: bool,
-    ) -> Result<Option<String>, ModuleError> {
-        let operation = match operation {
-            "defrag" => Operation::Defrag,
-            "snapshot restore" => Operation::SnapshotRestore,
-            other => return Err(ModuleError::new(format!("no guard for `{other}`"))),
-        };
-        let passed = self
-            .guards()?
-            .check(operation, Force(force), cluster)
-            .await?;
-        Ok(passed.warning())
     }
 
     /// The `platform_root` connection option: the directory standing for `/` (default `/`).

@@ -19,6 +19,7 @@ use crate::client::Client;
 use crate::config::{ClusterConfig, Secret};
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::guard::{Change, ChangeGuard};
 use crate::header::ResponseHeader;
 
 /// Key prefixes under which Kubernetes (kube-apiserver's `--etcd-prefix`, default `/registry`)
@@ -374,7 +375,21 @@ impl Auth<'_> {
 
     /// Turns authentication on. Refuses when `root` is missing or lacks the `root` role, and,
     /// unless `force`, when the cluster serves Kubernetes (its kube-apiserver would be locked out).
-    pub async fn enable(&self, force: bool) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn enable<G: ChangeGuard>(
+        &self,
+        force: bool,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "auth enable",
+        })?;
+        Ok(self.enable_unguarded(force).await?)
+    }
+
+    /// [`Self::enable`], once its guard let it through.
+    async fn enable_unguarded(&self, force: bool) -> Result<AuthChange> {
         let client = self.0.any().await?;
         if probe_enabled(self.0.config(), &client).await? {
             return Ok(AuthChange::new(
@@ -429,7 +444,20 @@ impl Auth<'_> {
     }
 
     /// Turns authentication off (it takes the root role).
-    pub async fn disable(&self) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn disable<G: ChangeGuard>(
+        &self,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "auth disable",
+        })?;
+        Ok(self.disable_unguarded().await?)
+    }
+
+    /// [`Self::disable`], once its guard let it through.
+    async fn disable_unguarded(&self) -> Result<AuthChange> {
         let client = self.0.any().await?;
         if !probe_enabled(self.0.config(), &client).await? {
             return Ok(AuthChange::new(

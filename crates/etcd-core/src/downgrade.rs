@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::guard::{Change, ChangeGuard};
 
 use crate::header::ResponseHeader;
 use etcd_common::options::VERSION;
@@ -137,7 +138,21 @@ impl Client {
     /// a second to answer (a 3.5 that does answer is taken at its word), then its
     /// effect is checked with `validate` until the command timeout, and the result is the
     /// checked one.
-    pub async fn downgrade(&self, request: &DowngradeRequest) -> Result<DowngradeResult> {
+    ///
+    /// An `enable` asks `guard` first (`Change::DowngradeEnable`): its refusal is the error.
+    pub async fn downgrade<G: ChangeGuard>(
+        &self,
+        request: &DowngradeRequest,
+        guard: &G,
+    ) -> std::result::Result<DowngradeResult, G::Error> {
+        if request.action == DowngradeAction::Enable {
+            guard.check(Change::DowngradeEnable)?;
+        }
+        Ok(self.downgrade_unguarded(request).await?)
+    }
+
+    /// [`Client::downgrade`], once its guard let it through.
+    async fn downgrade_unguarded(&self, request: &DowngradeRequest) -> Result<DowngradeResult> {
         let options = request.options()?;
         let client = self.any().await?;
         let server = server_version(&client).await;

@@ -1,5 +1,6 @@
-//! The guard every changing primitive asks before it changes a cluster: membership changes
-//! and defragmentation take a [`ChangeGuard`] argument, so no caller can forget one. The
+//! The guard every changing primitive asks before it changes a cluster: membership changes,
+//! defragmentation, access changes (auth, users, roles) and downgrade enables take a
+//! [`ChangeGuard`] argument, so no caller can forget one. The
 //! real guards (the OpenShift operator guard and the quorum guards, with their typed
 //! `force`) are the workflow layer's: `etcdops::guard::Guards::check` hands out a decision
 //! that is one. [`Unguarded`] is the explicit "no guard" of tests and of tools that took the
@@ -45,6 +46,14 @@ pub enum Change<'a> {
         /// The members to defragment.
         targets: Targets,
     },
+    /// Enabling a cluster downgrade, asked before any member is dialled (validating and
+    /// cancelling one change no version and are not asked).
+    DowngradeEnable,
+    /// Changing authentication, a user or a role, asked before any member is dialled.
+    Access {
+        /// The change in words (`user add`, `auth enable`).
+        what: &'static str,
+    },
 }
 
 impl Change<'_> {
@@ -56,6 +65,8 @@ impl Change<'_> {
             Change::MemberUpdate { .. } => "member update",
             Change::MemberPromote { .. } => "member promote",
             Change::Defrag { .. } => "defrag",
+            Change::DowngradeEnable => "downgrade",
+            Change::Access { what } => what,
         }
     }
 }

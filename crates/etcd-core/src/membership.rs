@@ -227,6 +227,28 @@ fn refused(reason: String) -> Error {
     Error::Refused { reason }
 }
 
+/// Why an addition is refused when `existing` has its name or some of its peer URLs but not
+/// all of them. A healthy member is never to be removed for it: its peer URLs are changed
+/// with a member update; only a member that does not answer may be gone for good.
+fn taken_by(existing: &MemberState) -> String {
+    let member = &existing.member;
+    let head = format!(
+        "member {} ('{}', peer URLs {}) already has this name or some of these peer URLs",
+        member.id,
+        member.name,
+        member.peer_urls.join(",")
+    );
+    if existing.healthy {
+        format!(
+            "{head}, and it is healthy: give all of its peer URLs to keep it as it is, or change them with a member update"
+        )
+    } else {
+        format!(
+            "{head}, and it does not answer: give all of its peer URLs, change them with a member update, or, once it is gone for good, remove it first"
+        )
+    }
+}
+
 /// A client to a healthy member other than `avoid`, preferring the leader (membership
 /// changes are proposals; any healthy voter forwards them).
 async fn client_for_change(
@@ -407,12 +429,7 @@ impl Members<'_> {
         if let Some(existing) = match_member(&view, &query)? {
             let member = existing.member.clone();
             if !same_urls(&member.peer_urls, &request.peer_urls) {
-                return Err(refused(format!(
-                "member {} already uses some of these peer URLs ({}); give all of its URLs or remove it first",
-                member.id,
-                member.peer_urls.join(",")
-            ))
-            .into());
+                return Err(refused(taken_by(existing)).into());
             }
             if member.is_learner && !request.learner {
                 return Err(refused(format!(

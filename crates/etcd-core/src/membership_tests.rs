@@ -93,3 +93,24 @@ fn bad_peer_urls_are_refused() {
     assert!(validate_peer_urls(&["https://10.0.0.1".into()]).is_err());
     assert!(validate_peer_urls(&["https://10.0.0.1:2380".into()]).is_ok());
 }
+
+/// An addition that clashes with a member's name or peer URLs never advises removing it while
+/// it is healthy (its URLs change with a member update); one that does not answer may be gone.
+#[test]
+fn a_clash_with_a_healthy_member_never_advises_its_removal() {
+    let state = |healthy| MemberState {
+        member: member(7, "m3", "https://10.0.0.3:2380"),
+        endpoint: None,
+        healthy,
+        status: None,
+        error: None,
+    };
+    let healthy = taken_by(&state(true));
+    assert!(!healthy.contains("remove"), "{healthy}");
+    assert!(
+        healthy.contains("member update") && healthy.contains("https://10.0.0.3:2380"),
+        "{healthy}"
+    );
+    let gone = taken_by(&state(false));
+    assert!(gone.contains("gone for good, remove it first"), "{gone}");
+}

@@ -58,9 +58,13 @@ impl Hinted for Error {
     fn hint(&self) -> Option<Hint> {
         match self {
             Error::InvalidOption(e) => e.hint(),
-            // As etcd-core hints an unreadable CA certificate: the `cacert` option.
+            // The PKI's own options for its CA files (`ca_cert`, `ca_key`), as a missing one is
+            // hinted; not the connection's `cacert`, which no PKI command or module takes.
             Error::InvalidPem { what, .. } if *what == "CA certificate" => {
-                Some(Hint::option(options::CACERT))
+                Some(Hint::option(options::CA_CERT))
+            }
+            Error::InvalidPem { what, .. } if *what == "CA key" => {
+                Some(Hint::option(options::CA_KEY))
             }
             _ => None,
         }
@@ -82,7 +86,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bad_ca_certificate_is_a_credential_file_hinted_as_cacert_and_a_refusal_is_refused() {
+    fn a_bad_ca_certificate_is_a_credential_file_hinted_as_ca_cert_and_a_refusal_is_refused() {
         let pem = |what| Error::InvalidPem {
             what,
             source_name: "/etc/etcd/pki/ca.crt".into(),
@@ -93,7 +97,8 @@ mod tests {
             ca.to_string(),
             "invalid CA certificate in /etc/etcd/pki/ca.crt: not an X.509 certificate"
         );
-        assert_eq!(ca.hint(), Some(Hint::option(options::CACERT)));
+        assert_eq!(ca.hint(), Some(Hint::option(options::CA_CERT)));
+        assert_eq!(pem("CA key").hint(), Some(Hint::option(options::CA_KEY)));
         assert_eq!(ca.kind(), Some(ErrorKind::CredentialFile));
         assert_eq!(pem("key").hint(), None);
         let refused = Error::Refused {

@@ -596,4 +596,43 @@ mod tests {
         let e = ensure_member_certificate(&member).unwrap_err().to_string();
         assert!(e.contains("make the CA first"), "{e}");
     }
+
+    /// An unusable CA file is hinted as the PKI's own option for it (`ca_cert`, `ca_key`:
+    /// `--ca-cert` in `pki`, `ca_cert` in `etcd_certificate`), as a missing one is, not as
+    /// the connection's `cacert`, which no `pki` command has.
+    #[test]
+    fn an_unusable_ca_file_is_hinted_as_the_ca_option_of_the_pki() {
+        use etcd_common::{Hint, Hinted};
+        let dir = std::env::temp_dir().join(format!("etcdops-pki-hint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = CaRequest::new(dir.join("ca.crt"), dir.join("ca.key"));
+        std::fs::write(&ca.cert_path, "not a certificate").unwrap();
+        std::fs::write(&ca.key_path, "not a key").unwrap();
+        let mut member = MemberCertRequest::new(&ca, "m0", dir.join("m0.crt"), dir.join("m0.key"));
+        member.dns_names = vec!["m0.example".into()];
+        let missing = MemberCertRequest::new(
+            &CaRequest::new(dir.join("none.crt"), dir.join("none.key")),
+            "m0",
+            dir.join("m0.crt"),
+            dir.join("m0.key"),
+        );
+        let missing = ensure_member_certificate(&MemberCertRequest {
+            dns_names: member.dns_names.clone(),
+            ..missing
+        })
+        .unwrap_err();
+        assert_eq!(missing.hint(), Some(Hint::option(CA_CERT)), "{missing}");
+        let bad_cert = ensure_member_certificate(&member).unwrap_err();
+        assert_eq!(bad_cert.hint(), Some(Hint::option(CA_CERT)), "{bad_cert}");
+        let bad_cert = ensure_ca(&ca).unwrap_err();
+        assert_eq!(bad_cert.hint(), Some(Hint::option(CA_CERT)), "{bad_cert}");
+        // A good CA certificate with an unusable key: the key is named.
+        let good = CaRequest::new(dir.join("good.crt"), dir.join("good.key"));
+        ensure_ca(&good).unwrap();
+        std::fs::write(&good.key_path, "not a key").unwrap();
+        let bad_key = ensure_ca(&good).unwrap_err();
+        assert_eq!(bad_key.hint(), Some(Hint::option(CA_KEY)), "{bad_key}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

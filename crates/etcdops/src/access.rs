@@ -20,6 +20,15 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The sub-clients' changing calls take the guards' decision, which only [`Guards::check`]
+//! makes: a change that skips the guards does not compile.
+//!
+//! ```compile_fail
+//! # async fn bypass(client: etcdops::client::Client) {
+//! let _ = client.users().delete("root").await;
+//! # }
+//! ```
 
 use etcd_core::{Client, Secret};
 
@@ -126,22 +135,22 @@ pub async fn change(
             Some(client.config()),
         )
         .await?;
-    let (users, roles) = (client.users(), client.roles());
+    let (users, roles, g) = (client.users(), client.roles(), &passed);
     let mut done = match &request.change {
-        AccessChange::AuthEnable => client.auth().enable(request.force.0).await?,
-        AccessChange::AuthDisable => client.auth().disable().await?,
-        AccessChange::UserAdd { name, password } => users.add(name, password.as_ref()).await?,
-        AccessChange::UserDelete { name } => users.delete(name).await?,
+        AccessChange::AuthEnable => client.auth().enable(request.force.0, g).await?,
+        AccessChange::AuthDisable => client.auth().disable(g).await?,
+        AccessChange::UserAdd { name, password } => users.add(name, password.as_ref(), g).await?,
+        AccessChange::UserDelete { name } => users.delete(name, g).await?,
         AccessChange::UserPasswd { name, password } => {
-            users.change_password(name, password).await?
+            users.change_password(name, password, g).await?
         }
-        AccessChange::UserGrantRole { name, role } => users.grant_role(name, role).await?,
-        AccessChange::UserRevokeRole { name, role } => users.revoke_role(name, role).await?,
-        AccessChange::RoleAdd { name } => roles.add(name).await?,
-        AccessChange::RoleDelete { name } => roles.delete(name).await?,
-        AccessChange::RoleGrantPermission(grant) => roles.grant_permission(grant).await?,
+        AccessChange::UserGrantRole { name, role } => users.grant_role(name, role, g).await?,
+        AccessChange::UserRevokeRole { name, role } => users.revoke_role(name, role, g).await?,
+        AccessChange::RoleAdd { name } => roles.add(name, g).await?,
+        AccessChange::RoleDelete { name } => roles.delete(name, g).await?,
+        AccessChange::RoleGrantPermission(grant) => roles.grant_permission(grant, g).await?,
         AccessChange::RoleRevokePermission { role, keys } => {
-            roles.revoke_permission(role, keys).await?
+            roles.revoke_permission(role, keys, g).await?
         }
     };
     if let Some(warning) = passed.warning() {

@@ -137,12 +137,22 @@ pub async fn downgrade(
     let mut backup = None;
     let mut taken = None;
     let mut request = request.clone();
+    // The guards first: nothing is asked or written (not even the backup before the change)
+    // for an enable they refuse.
+    let passed = match request.call.action {
+        DowngradeAction::Enable => Some(
+            guards
+                .check(Operation::Downgrade, request.force, Some(client.config()))
+                .await?,
+        ),
+        _ => None,
+    };
     if request.call.action == DowngradeAction::Enable && request.backup_to.is_some() {
         // etcd says first whether it would take the target (3.4 has no downgrades at all):
         // no backup for a downgrade that cannot happen.
         let mut validate = request.call.clone();
         validate.action = DowngradeAction::Validate;
-        client.downgrade(&validate).await?;
+        client.downgrade(&validate, &etcd_core::Unguarded).await?;
         let before = crate::backup_before::BackupBefore {
             backup_to: request.backup_to.clone(),
             store: request.store_settings.clone(),
@@ -153,10 +163,7 @@ pub async fn downgrade(
         }
     }
     let request = &request;
-    if request.call.action == DowngradeAction::Enable {
-        let passed = guards
-            .check(Operation::Downgrade, request.force, Some(client.config()))
-            .await?;
+    if let Some(passed) = &passed {
         warnings.extend(passed.warning());
         if request.force.0 {
             warnings.push(format!(
@@ -167,7 +174,15 @@ pub async fn downgrade(
             backup = Some(verified_backup(client, request).await?);
         }
     }
-    let result = client.downgrade(&request.call).await?;
+    let result = match &passed {
+        Some(passed) => client.downgrade(&request.call, passed).await?,
+        // Validate and cancel change no version: not guarded.
+        None => {
+            client
+                .downgrade(&request.call, &etcd_core::Unguarded)
+                .await?
+        }
+    };
     Ok(Downgraded {
         result,
         backup,

@@ -103,9 +103,10 @@ pub struct Guards {
 
 /// What the guards found for one operation that they let through, and the decision the
 /// changing primitives ask for: only [`Guards::check`] makes one. Passed to etcd-core's
-/// membership changes and defrag (a [`ChangeGuard`]: it runs the [`quorum`] guards on the
-/// cluster as read, with the same `force`) and to etcd-snapshot's restores (a
-/// [`RestoreGuard`]); for any other operation than the one checked it refuses.
+/// membership changes, defrag and auth, user and role changes (a [`ChangeGuard`]: it runs
+/// the [`quorum`] guards on the cluster as read, with the same `force`) and to
+/// etcd-snapshot's restores (a [`RestoreGuard`]); for any other operation than the one
+/// checked it refuses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Passed {
     /// What the OpenShift operator guard found.
@@ -165,6 +166,14 @@ impl ChangeGuard for Passed {
                 Subject::Member(member),
             ),
             Change::Defrag { .. } => (Operation::Defrag, None, Subject::New { learner: false }),
+            Change::DowngradeEnable => {
+                (Operation::Downgrade, None, Subject::New { learner: false })
+            }
+            Change::Access { .. } => (
+                Operation::AccessChange,
+                None,
+                Subject::New { learner: false },
+            ),
         };
         self.for_operation(operation)?;
         match view {

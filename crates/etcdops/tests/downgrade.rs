@@ -71,3 +71,24 @@ async fn on_openshift_enable_is_refused_unless_forced_validate_is_not() {
     );
     assert!(client.dials() > 0);
 }
+
+/// With a backup asked before the change, the guards still come first: on OpenShift the
+/// refusal comes before etcd is asked and before anything is written to the backup store.
+#[tokio::test]
+async fn on_openshift_enable_with_a_backup_before_is_refused_before_the_backup() {
+    let host = openshift_host();
+    let guards = Guards::on_host(host.path());
+    let client = Client::new(unreachable_cluster());
+    let store = tempfile::tempdir().unwrap();
+    let mut enable = DowngradeRequest::new(DowngradeCall::enable("3.5"));
+    enable.backup_to = Some(store.path().display().to_string());
+    let refused = downgrade(&client, &guards, &enable).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("refusing `downgrade`"),
+        "{refused}"
+    );
+    assert_eq!(hint_of(&refused).unwrap().options, vec![FORCE]);
+    assert_eq!(client.dials(), 0, "refused before dialing");
+    let written: Vec<_> = std::fs::read_dir(store.path()).unwrap().collect();
+    assert!(written.is_empty(), "a refused downgrade wrote {written:?}");
+}

@@ -1,4 +1,4 @@
-//! The changing primitives under the facade (`etcd_core`'s defrag and membership
+//! The changing primitives under the facade (`etcd_core`'s defrag, membership and access
 //! changes, `etcd_snapshot`'s restores) cannot be called without a guard decision:
 //! the only real one is the [`Passed`] that [`Guards::check`] hands out, refused on an
 //! OpenShift host unless forced, and refused by the primitive for any other operation than
@@ -152,4 +152,54 @@ async fn the_restore_decision_and_unguarded_let_the_restore_through_to_its_own_c
         let message = error.to_string();
         assert!(!message.contains("snapshot restore`"), "{message}");
     }
+}
+
+/// The access primitives (auth, users, roles) take the guards' decision too: a decision for
+/// another operation is refused before any member is dialled, and only one for
+/// `AccessChange` lets the change through (to the dial, here).
+#[tokio::test]
+async fn the_access_primitives_refuse_without_the_access_decision() {
+    let plain = tempfile::tempdir().unwrap();
+    let client = Client::new(unreachable_cluster());
+    let defrag = passed(plain.path(), Operation::Defrag, false)
+        .await
+        .unwrap();
+    let refused = client.users().delete("root", &defrag).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("not for `auth, user or role change`"),
+        "{refused}"
+    );
+    let refused = client.auth().disable(&defrag).await.unwrap_err();
+    assert!(refused.to_string().contains("not for `auth"), "{refused}");
+    let access = passed(plain.path(), Operation::AccessChange, false)
+        .await
+        .unwrap();
+    let dialled = client.roles().add("r", &access).await.unwrap_err();
+    assert!(
+        !dialled.to_string().contains("the guards were checked"),
+        "{dialled}"
+    );
+}
+
+/// A downgrade enable through the `Client` takes the guards' decision too (validate and
+/// cancel change no version): one for another operation is refused before any dial.
+#[tokio::test]
+async fn the_downgrade_enable_primitive_refuses_without_the_downgrade_decision() {
+    use etcdops::downgrade::DowngradeCall;
+    let plain = tempfile::tempdir().unwrap();
+    let client = Client::new(unreachable_cluster());
+    let defrag = passed(plain.path(), Operation::Defrag, false)
+        .await
+        .unwrap();
+    let refused = client
+        .downgrade(&DowngradeCall::enable("3.5"), &defrag)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("not for `downgrade`"),
+        "{refused}"
+    );
+    assert_eq!(client.dials(), 0, "refused before dialing");
 }

@@ -11,6 +11,7 @@ use super::{AuthChange, PREFIX_SWITCH, check_name, says, with_admin_hint};
 use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::guard::{Change, ChangeGuard};
 use crate::header::ResponseHeader;
 use crate::kv::prefix_end;
 
@@ -247,7 +248,19 @@ impl Roles<'_> {
     }
 
     /// Adds a role; an existing role is `changed: false`.
-    pub async fn add(&self, name: &str) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn add<G: ChangeGuard>(
+        &self,
+        name: &str,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access { what: "role add" })?;
+        Ok(self.add_unguarded(name).await?)
+    }
+
+    /// [`Self::add`], once its guard let it through.
+    async fn add_unguarded(&self, name: &str) -> Result<AuthChange> {
         check_name("role", name)?;
         let client = self.0.any().await?;
         match client
@@ -265,7 +278,21 @@ impl Roles<'_> {
     }
 
     /// Deletes a role; a role that does not exist is `changed: false`.
-    pub async fn delete(&self, name: &str) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn delete<G: ChangeGuard>(
+        &self,
+        name: &str,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "role delete",
+        })?;
+        Ok(self.delete_unguarded(name).await?)
+    }
+
+    /// [`Self::delete`], once its guard let it through.
+    async fn delete_unguarded(&self, name: &str) -> Result<AuthChange> {
         check_name("role", name)?;
         let client = self.0.any().await?;
         match client
@@ -287,7 +314,21 @@ impl Roles<'_> {
 
     /// Grants a role a permission on a key or range. The same permission already held is
     /// `changed: false`; a different kind on the same range is replaced, as etcd does.
-    pub async fn grant_permission(&self, grant: &PermissionGrant) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn grant_permission<G: ChangeGuard>(
+        &self,
+        grant: &PermissionGrant,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "role grant-permission",
+        })?;
+        Ok(self.grant_permission_unguarded(grant).await?)
+    }
+
+    /// [`Self::grant_permission`], once its guard let it through.
+    async fn grant_permission_unguarded(&self, grant: &PermissionGrant) -> Result<AuthChange> {
         check_name("role", &grant.role)?;
         let (key, range_end) = grant.keys.to_bytes()?;
         let wanted = PermissionInfo::from_bytes(grant.permission, &key, &range_end);
@@ -332,7 +373,22 @@ impl Roles<'_> {
     }
 
     /// Revokes a role's permission on exactly this key or range; none held is `changed: false`.
-    pub async fn revoke_permission(&self, role: &str, keys: &KeyRange) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn revoke_permission<G: ChangeGuard>(
+        &self,
+        role: &str,
+        keys: &KeyRange,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "role revoke-permission",
+        })?;
+        Ok(self.revoke_permission_unguarded(role, keys).await?)
+    }
+
+    /// [`Self::revoke_permission`], once its guard let it through.
+    async fn revoke_permission_unguarded(&self, role: &str, keys: &KeyRange) -> Result<AuthChange> {
         check_name("role", role)?;
         let (key, range_end) = keys.to_bytes()?;
         let wanted = PermissionInfo::from_bytes(PermissionKind::Readwrite, &key, &range_end);

@@ -8,6 +8,7 @@ use crate::client::Client;
 use crate::config::Secret;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
+use crate::guard::{Change, ChangeGuard};
 use crate::header::ResponseHeader;
 
 /// Every user's name.
@@ -99,7 +100,20 @@ impl Users<'_> {
 
     /// Adds a user with `password` (`None`: a user that authenticates only with a client
     /// certificate). An existing user is left as it is (`changed: false`).
-    pub async fn add(&self, name: &str, password: Option<&Secret>) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn add<G: ChangeGuard>(
+        &self,
+        name: &str,
+        password: Option<&Secret>,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access { what: "user add" })?;
+        Ok(self.add_unguarded(name, password).await?)
+    }
+
+    /// [`Self::add`], once its guard let it through.
+    async fn add_unguarded(&self, name: &str, password: Option<&Secret>) -> Result<AuthChange> {
         check_name("user", name)?;
         let client = self.0.any().await?;
         let password = password.map(Secret::expose);
@@ -132,7 +146,21 @@ impl Users<'_> {
     }
 
     /// Deletes a user; a user that does not exist is not an error (`changed: false`).
-    pub async fn delete(&self, name: &str) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn delete<G: ChangeGuard>(
+        &self,
+        name: &str,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "user delete",
+        })?;
+        Ok(self.delete_unguarded(name).await?)
+    }
+
+    /// [`Self::delete`], once its guard let it through.
+    async fn delete_unguarded(&self, name: &str) -> Result<AuthChange> {
         check_name("user", name)?;
         let client = self.0.any().await?;
         match client
@@ -154,7 +182,22 @@ impl Users<'_> {
 
     /// Sets a user's password. When authentication is enabled and the password already works,
     /// nothing changes.
-    pub async fn change_password(&self, name: &str, password: &Secret) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn change_password<G: ChangeGuard>(
+        &self,
+        name: &str,
+        password: &Secret,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "user passwd",
+        })?;
+        Ok(self.change_password_unguarded(name, password).await?)
+    }
+
+    /// [`Self::change_password`], once its guard let it through.
+    async fn change_password_unguarded(&self, name: &str, password: &Secret) -> Result<AuthChange> {
         check_name("user", name)?;
         let client = self.0.any().await?;
         if user_roles(&client, name).await?.is_none() {
@@ -187,7 +230,22 @@ impl Users<'_> {
     }
 
     /// Grants a role to a user; already granted is `changed: false`.
-    pub async fn grant_role(&self, name: &str, role: &str) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn grant_role<G: ChangeGuard>(
+        &self,
+        name: &str,
+        role: &str,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "user grant-role",
+        })?;
+        Ok(self.grant_role_unguarded(name, role).await?)
+    }
+
+    /// [`Self::grant_role`], once its guard let it through.
+    async fn grant_role_unguarded(&self, name: &str, role: &str) -> Result<AuthChange> {
         check_name("user", name)?;
         check_name("role", role)?;
         let client = self.0.any().await?;
@@ -222,7 +280,22 @@ impl Users<'_> {
     }
 
     /// Revokes a role from a user; not granted is `changed: false`.
-    pub async fn revoke_role(&self, name: &str, role: &str) -> Result<AuthChange> {
+    ///
+    /// Asks `guard` first (`Change::Access`): its refusal is the error.
+    pub async fn revoke_role<G: ChangeGuard>(
+        &self,
+        name: &str,
+        role: &str,
+        guard: &G,
+    ) -> std::result::Result<AuthChange, G::Error> {
+        guard.check(Change::Access {
+            what: "user revoke-role",
+        })?;
+        Ok(self.revoke_role_unguarded(name, role).await?)
+    }
+
+    /// [`Self::revoke_role`], once its guard let it through.
+    async fn revoke_role_unguarded(&self, name: &str, role: &str) -> Result<AuthChange> {
         check_name("user", name)?;
         check_name("role", role)?;
         let client = self.0.any().await?;
