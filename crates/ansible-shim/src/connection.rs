@@ -120,8 +120,10 @@ impl ConnectionArgs {
             None => options,
             Some(PlatformSource::Auto) => etcdops::platform::fill_from_host(
                 options,
+                // An empty root is no root, as for the guards (`Context::platform_root`).
                 self.platform_root
                     .as_deref()
+                    .filter(|root| !root.as_os_str().is_empty())
                     .unwrap_or(std::path::Path::new("/")),
             )?,
         };

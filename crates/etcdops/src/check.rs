@@ -274,7 +274,7 @@ async fn backup_check(
         let finding = finding(
             Severity::Critical,
             format!(
-                "no complete backup of cluster {cluster} in {}: take one now (snapshot save --store)",
+                "no complete backup of cluster {cluster} in {}: take one now (a snapshot saved to that store)",
                 freshness.store
             ),
         );
