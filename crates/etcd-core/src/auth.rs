@@ -382,10 +382,7 @@ impl Auth<'_> {
         force: bool,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "auth enable",
-        })?;
-        Ok(self.enable_unguarded(force).await?)
+        access_change(guard, "auth enable", self.enable_unguarded(force)).await
     }
 
     /// [`Self::enable`], once its guard let it through.
@@ -450,10 +447,7 @@ impl Auth<'_> {
         &self,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "auth disable",
-        })?;
-        Ok(self.disable_unguarded().await?)
+        access_change(guard, "auth disable", self.disable_unguarded()).await
     }
 
     /// [`Self::disable`], once its guard let it through.
@@ -499,6 +493,18 @@ async fn kubernetes_prefixes(client: &EndpointClient) -> Result<Vec<String>> {
         }
     }
     Ok(found)
+}
+
+/// Runs an access change (auth, a user, a role) once `guard` lets `what` through: the one
+/// door every access primitive takes. `change` is a future, so nothing of it runs before the
+/// guard's answer.
+async fn access_change<G: ChangeGuard, T>(
+    guard: &G,
+    what: &'static str,
+    change: impl std::future::Future<Output = Result<T>>,
+) -> std::result::Result<T, G::Error> {
+    guard.check(Change::Access { what })?;
+    Ok(change.await?)
 }
 
 mod roles;

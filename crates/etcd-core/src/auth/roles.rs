@@ -6,12 +6,13 @@ use etcd_client::{Permission, PermissionType, RoleRevokePermissionOptions};
 use etcd_common::Hint;
 use serde::Serialize;
 
+use super::access_change;
 use super::users::not_found;
 use super::{AuthChange, PREFIX_SWITCH, check_name, says, with_admin_hint};
 use crate::client::Client;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
-use crate::guard::{Change, ChangeGuard};
+use crate::guard::ChangeGuard;
 use crate::header::ResponseHeader;
 use crate::kv::prefix_end;
 
@@ -255,8 +256,7 @@ impl Roles<'_> {
         name: &str,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access { what: "role add" })?;
-        Ok(self.add_unguarded(name).await?)
+        access_change(guard, "role add", self.add_unguarded(name)).await
     }
 
     /// [`Self::add`], once its guard let it through.
@@ -285,10 +285,7 @@ impl Roles<'_> {
         name: &str,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "role delete",
-        })?;
-        Ok(self.delete_unguarded(name).await?)
+        access_change(guard, "role delete", self.delete_unguarded(name)).await
     }
 
     /// [`Self::delete`], once its guard let it through.
@@ -321,10 +318,12 @@ impl Roles<'_> {
         grant: &PermissionGrant,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "role grant-permission",
-        })?;
-        Ok(self.grant_permission_unguarded(grant).await?)
+        access_change(
+            guard,
+            "role grant-permission",
+            self.grant_permission_unguarded(grant),
+        )
+        .await
     }
 
     /// [`Self::grant_permission`], once its guard let it through.
@@ -381,10 +380,12 @@ impl Roles<'_> {
         keys: &KeyRange,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "role revoke-permission",
-        })?;
-        Ok(self.revoke_permission_unguarded(role, keys).await?)
+        access_change(
+            guard,
+            "role revoke-permission",
+            self.revoke_permission_unguarded(role, keys),
+        )
+        .await
     }
 
     /// [`Self::revoke_permission`], once its guard let it through.

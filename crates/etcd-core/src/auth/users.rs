@@ -2,13 +2,14 @@
 
 use serde::Serialize;
 
+use super::access_change;
 use super::roles::{RoleInfo, role_info};
 use super::{AuthChange, check_name, probe_enabled, says, user_entry, user_roles, with_admin_hint};
 use crate::client::Client;
 use crate::config::Secret;
 use crate::connect::EndpointClient;
 use crate::error::{Error, Result};
-use crate::guard::{Change, ChangeGuard};
+use crate::guard::ChangeGuard;
 use crate::header::ResponseHeader;
 
 /// Every user's name.
@@ -108,8 +109,7 @@ impl Users<'_> {
         password: Option<&Secret>,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access { what: "user add" })?;
-        Ok(self.add_unguarded(name, password).await?)
+        access_change(guard, "user add", self.add_unguarded(name, password)).await
     }
 
     /// [`Self::add`], once its guard let it through.
@@ -153,10 +153,7 @@ impl Users<'_> {
         name: &str,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "user delete",
-        })?;
-        Ok(self.delete_unguarded(name).await?)
+        access_change(guard, "user delete", self.delete_unguarded(name)).await
     }
 
     /// [`Self::delete`], once its guard let it through.
@@ -190,10 +187,12 @@ impl Users<'_> {
         password: &Secret,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "user passwd",
-        })?;
-        Ok(self.change_password_unguarded(name, password).await?)
+        access_change(
+            guard,
+            "user passwd",
+            self.change_password_unguarded(name, password),
+        )
+        .await
     }
 
     /// [`Self::change_password`], once its guard let it through.
@@ -238,10 +237,12 @@ impl Users<'_> {
         role: &str,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "user grant-role",
-        })?;
-        Ok(self.grant_role_unguarded(name, role).await?)
+        access_change(
+            guard,
+            "user grant-role",
+            self.grant_role_unguarded(name, role),
+        )
+        .await
     }
 
     /// [`Self::grant_role`], once its guard let it through.
@@ -288,10 +289,12 @@ impl Users<'_> {
         role: &str,
         guard: &G,
     ) -> std::result::Result<AuthChange, G::Error> {
-        guard.check(Change::Access {
-            what: "user revoke-role",
-        })?;
-        Ok(self.revoke_role_unguarded(name, role).await?)
+        access_change(
+            guard,
+            "user revoke-role",
+            self.revoke_role_unguarded(name, role),
+        )
+        .await
     }
 
     /// [`Self::revoke_role`], once its guard let it through.
