@@ -120,15 +120,19 @@ impl ConnectionArgs {
             None => options,
             Some(PlatformSource::Auto) => etcdops::platform::fill_from_host(
                 options,
-                // An empty root is no root, as for the guards (`Context::platform_root`).
-                self.platform_root
-                    .as_deref()
-                    .filter(|root| !root.as_os_str().is_empty())
-                    .unwrap_or(std::path::Path::new("/")),
+                &host_root(self.platform_root.as_deref()),
             )?,
         };
         Ok(options.build()?)
     }
+}
+
+/// The directory standing for `/` from the `platform_root` option: unset or empty (no root)
+/// is the host's own `/`. `platform: auto` and the guards read the host through it alike.
+pub(crate) fn host_root(platform_root: Option<&std::path::Path>) -> PathBuf {
+    platform_root
+        .filter(|root| !root.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
 }
 
 #[cfg(test)]

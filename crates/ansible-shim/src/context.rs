@@ -132,14 +132,9 @@ impl Context {
 
     /// The `platform_root` connection option: the directory standing for `/` (default `/`).
     pub fn platform_root(&self) -> Result<std::path::PathBuf, ModuleError> {
-        Ok(self
-            .checked()?
-            .get("platform_root")
-            .and_then(Value::as_str)
-            // An empty root is no root: the guards look at the host's own `/`.
-            .filter(|root| !root.is_empty())
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from("/")))
+        let params = self.checked()?;
+        let root = params.get("platform_root").and_then(Value::as_str);
+        Ok(crate::connection::host_root(root.map(std::path::Path::new)))
     }
 
     /// The cluster to talk to, from the shared connection options.

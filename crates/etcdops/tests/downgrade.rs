@@ -15,6 +15,17 @@ use etcdops::hint_of;
 mod common;
 use common::{openshift_host, unreachable_cluster};
 
+/// OpenShift's operator guard refused the enable, with `force` as the way past it, before
+/// `client` dialled anything.
+fn assert_refused_for_openshift(refused: &etcdops::Error, client: &Client) {
+    assert!(
+        refused.to_string().contains("refusing `downgrade`"),
+        "{refused}"
+    );
+    assert_eq!(hint_of(refused).unwrap().options, vec![FORCE]);
+    assert_eq!(client.dials(), 0, "refused before dialing");
+}
+
 #[tokio::test]
 async fn enable_without_a_store_is_refused_before_any_connection() {
     let plain = tempfile::tempdir().unwrap();
@@ -55,12 +66,7 @@ async fn on_openshift_enable_is_refused_unless_forced_validate_is_not() {
     let client = Client::new(unreachable_cluster());
     let enable = DowngradeRequest::new(DowngradeCall::enable("3.5")).store("/nonexistent");
     let refused = downgrade(&client, &guards, &enable).await.unwrap_err();
-    assert!(
-        refused.to_string().contains("refusing `downgrade`"),
-        "{refused}"
-    );
-    assert_eq!(hint_of(&refused).unwrap().options, vec![FORCE]);
-    assert_eq!(client.dials(), 0, "refused before dialing");
+    assert_refused_for_openshift(&refused, &client);
 
     // Validate changes nothing: not guarded, it goes to etcd.
     let validate = DowngradeRequest::new(DowngradeCall::validate("3.5"));
@@ -83,12 +89,7 @@ async fn on_openshift_enable_with_a_backup_before_is_refused_before_the_backup()
     let mut enable = DowngradeRequest::new(DowngradeCall::enable("3.5"));
     enable.backup_to = Some(store.path().display().to_string());
     let refused = downgrade(&client, &guards, &enable).await.unwrap_err();
-    assert!(
-        refused.to_string().contains("refusing `downgrade`"),
-        "{refused}"
-    );
-    assert_eq!(hint_of(&refused).unwrap().options, vec![FORCE]);
-    assert_eq!(client.dials(), 0, "refused before dialing");
+    assert_refused_for_openshift(&refused, &client);
     let written: Vec<_> = std::fs::read_dir(store.path()).unwrap().collect();
     assert!(written.is_empty(), "a refused downgrade wrote {written:?}");
 }
