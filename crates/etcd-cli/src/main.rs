@@ -14,7 +14,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use commands::ExitStatus;
-use flags::{Cli, Command, Compat};
+use flags::{Cli, Command, Compat, LeaseCommand};
 
 fn main() -> ExitCode {
     let args = flags::with_bool_forms(std::env::args_os().collect());
@@ -116,13 +116,6 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// etcdctl's writes are not ours: say so, plainly, before any connection.
-fn refuse_write() -> anyhow::Error {
-    anyhow::anyhow!(
-        "etcdops never writes or deletes keys (put, del, txn, lock, elect, make-mirror), on purpose: that is how Kubernetes clusters get broken; use etcdctl for writes"
-    )
-}
-
 async fn run(cli: Cli) -> Result<ExitStatus> {
     // The output, chosen once: every command prints through it.
     let printer = cli.global.printer();
@@ -132,7 +125,9 @@ async fn run(cli: Cli) -> Result<ExitStatus> {
             return commands::platform::run(&cli.global, command, printer).await;
         }
         Command::Pki(command) => return commands::pki::run(&cli.global, command, printer).await,
-        Command::Write(_) => return Err(refuse_write()),
+        Command::Write(_) | Command::Lease(LeaseCommand::Write(_)) => {
+            return Err(commands::refuse_write());
+        }
         Command::Completion(args) => return commands::completion::run_completion(args),
         Command::Man(args) => return commands::completion::run_man(args),
         Command::Version => return commands::maintenance::run_version(&cli.global, printer).await,

@@ -31,6 +31,11 @@ pub struct EndpointHealth {
     pub server_version: Option<String>,
     /// True when a linearizable read succeeded and no alarm is raised.
     pub health: bool,
+    /// The alarms the member reports (`NOSPACE`, `CORRUPT`): any makes it unhealthy here, as
+    /// for etcdctl 3.5 and later; etcdctl 3.4 judged by the read alone
+    /// ([`HealthReport::judged_as_release`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<String>,
     /// Milliseconds the check took.
     pub took_ms: f64,
     /// Why it is unhealthy.
@@ -47,6 +52,29 @@ pub struct HealthReport {
     pub endpoints: Vec<EndpointHealth>,
     /// True when every endpoint is healthy.
     pub all_healthy: bool,
+}
+
+impl HealthReport {
+    /// The verdicts etcdctl of each member's own release gives: etcdctl 3.4 calls a member
+    /// whose read succeeds healthy whatever alarm it raises (3.5 added the alarm rule), so a
+    /// readiness loop written for a 3.4 cluster behaves as it did. For the etcdctl
+    /// personality; etcdops' own verdict counts alarms on every release.
+    pub fn judged_as_release(mut self) -> HealthReport {
+        for row in &mut self.endpoints {
+            let alarms_only = !row.health && !row.alarms.is_empty();
+            let release_3_4 = row
+                .server_version
+                .as_deref()
+                .is_some_and(|v| v.starts_with("3.4."));
+            if alarms_only && release_3_4 {
+                row.health = true;
+                row.error = None;
+                row.error_kind = None;
+            }
+        }
+        self.all_healthy = !self.endpoints.is_empty() && self.endpoints.iter().all(|r| r.health);
+        self
+    }
 }
 
 /// Each endpoint's health, status and KV hash ([`Client::endpoints`]), as `etcdctl endpoint`
@@ -174,51 +202,52 @@ async fn check_health(client: &Client, addressed: &Addressed) -> EndpointHealth 
                 endpoint: endpoint.to_string(),
                 message: reason,
             })?;
-        if alarms.alarms().is_empty() {
-            Ok(client)
-        } else {
-            let names: Vec<String> = alarms
-                .alarms()
-                .iter()
-                .map(|a| alarm_name(a.alarm()))
-                .collect();
-            Err(Error::Request {
-                operation: "alarm list",
-                endpoint: endpoint.to_string(),
-                message: format!("active alarm(s): {}", names.join(", ")),
-            })
-        }
+        let names: Vec<String> = alarms
+            .alarms()
+            .iter()
+            .map(|a| alarm_name(a.alarm()))
+            .collect();
+        Ok::<_, Error>((client, names))
     }
     .await;
     let took_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut row = EndpointHealth {
+        endpoint: endpoint.to_string(),
+        given: addressed.given.clone(),
+        server_version: None,
+        health: false,
+        alarms: Vec::new(),
+        took_ms,
+        error: None,
+        error_kind: None,
+    };
     match verdict {
-        Ok(healthy) => {
-            // Outside the timing: which release answers (etcdctl 3.4 prints elsewhere).
-            let version = healthy
+        Ok((answered, alarms)) => {
+            // Outside the timing: which release answers (etcdctl's output and verdict
+            // differ between releases).
+            row.server_version = answered
                 .call("status", |mut c| async move { c.status().await })
                 .await
                 .ok()
                 .map(|s| s.version().to_string());
-            EndpointHealth {
-                endpoint: endpoint.to_string(),
-                given: addressed.given.clone(),
-                server_version: version,
-                health: true,
-                took_ms,
-                error: None,
-                error_kind: None,
+            row.health = alarms.is_empty();
+            if !alarms.is_empty() {
+                let raised = Error::Request {
+                    operation: "alarm list",
+                    endpoint: endpoint.to_string(),
+                    message: format!("active alarm(s): {}", alarms.join(", ")),
+                };
+                row.error_kind = raised.kind();
+                row.error = Some(raised.to_string());
             }
+            row.alarms = alarms;
         }
-        Err(e) => EndpointHealth {
-            endpoint: endpoint.to_string(),
-            given: addressed.given.clone(),
-            server_version: None,
-            health: false,
-            took_ms,
-            error_kind: e.kind(),
-            error: Some(e.to_string()),
-        },
+        Err(e) => {
+            row.error_kind = e.kind();
+            row.error = Some(e.to_string());
+        }
     }
+    row
 }
 
 fn alarm_name(alarm: etcd_client::AlarmType) -> String {
@@ -480,6 +509,48 @@ async fn hash_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(version: &str, alarms: &[&str], error: Option<&str>) -> EndpointHealth {
+        EndpointHealth {
+            endpoint: "http://10.0.0.1:2379".into(),
+            given: "10.0.0.1:2379".into(),
+            server_version: Some(version.into()).filter(|v: &String| !v.is_empty()),
+            health: error.is_none(),
+            alarms: alarms.iter().map(|a| a.to_string()).collect(),
+            took_ms: 1.0,
+            error: error.map(Into::into),
+            error_kind: error.map(|_| ErrorKind::Unreachable),
+        }
+    }
+
+    #[test]
+    fn etcdctl_3_4_calls_a_member_with_an_alarm_healthy_and_later_releases_do_not() {
+        let alarm = Some("active alarm(s): NOSPACE");
+        let report = HealthReport {
+            endpoints: vec![
+                row("3.4.23", &["NOSPACE"], alarm),
+                row("3.5.1", &["NOSPACE"], alarm),
+            ],
+            all_healthy: false,
+        };
+        let judged = report.clone().judged_as_release();
+        assert!(judged.endpoints[0].health && judged.endpoints[0].error.is_none());
+        assert!(!judged.endpoints[1].health, "3.5's etcdctl counts alarms");
+        assert!(!judged.all_healthy);
+        // All on 3.4: healthy, while etcdops' own verdict stays unhealthy.
+        let all_3_4 = HealthReport {
+            endpoints: vec![row("3.4.23", &["NOSPACE"], alarm)],
+            all_healthy: false,
+        };
+        assert!(all_3_4.clone().judged_as_release().all_healthy);
+        assert!(!all_3_4.all_healthy);
+        // A 3.4 member that did not answer stays unhealthy: only alarms are forgiven.
+        let down = HealthReport {
+            endpoints: vec![row("", &[], Some("connection refused"))],
+            all_healthy: false,
+        };
+        assert!(!down.judged_as_release().all_healthy);
+    }
 
     #[test]
     fn etcd_3_6_is_told_from_its_version() {

@@ -38,6 +38,8 @@ pub async fn run_lease(
                 return Ok(ExitStatus::Failure);
             }
         }
+        // Refused before any connection by `main`; the same refusal here, whoever calls.
+        LeaseCommand::Write(_) => return Err(super::refuse_write()),
     }
     Ok(ExitStatus::Success)
 }

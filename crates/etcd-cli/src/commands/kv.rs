@@ -9,7 +9,7 @@ use etcdops::kv::{Encoding, GetRequest, SortBy};
 use futures::StreamExt;
 
 use super::ExitStatus;
-use crate::flags::{ConsistencyArg, GetArgs, HistoryArgs, OrderArg, OutputFormat, SortByArg};
+use crate::flags::{ConsistencyArg, GetArgs, HistoryArgs, OrderArg, SortByArg};
 use crate::output::warn;
 use etcdops_printer::Printer;
 use etcdops_printer::views::kv::*;
@@ -51,8 +51,8 @@ fn get_request(args: &GetArgs) -> GetRequest {
 /// After everything was printed: where a script reads the values and some were redacted,
 /// one warning line and a failure (exit code 1), so no script takes a placeholder or a
 /// missing value for the Secret; else success.
-fn redaction_status(redacted: u64, format: OutputFormat) -> ExitStatus {
-    if redacted > 0 && redaction_fails(format) {
+fn redaction_status(redacted: u64, printer: Printer) -> ExitStatus {
+    if redacted > 0 && redaction_fails(printer) {
         warn(&redacted_warning(redacted));
         ExitStatus::Failure
     } else {
@@ -112,7 +112,7 @@ pub async fn run_get(
         .ok_or_else(|| anyhow::anyhow!("internal error: the read ended without its summary"))?;
     write_get_end(&mut out, summary, args.count_only, printer, first)?;
     out.flush()?;
-    Ok(redaction_status(redacted, printer.format()))
+    Ok(redaction_status(redacted, printer))
 }
 
 /// `history`

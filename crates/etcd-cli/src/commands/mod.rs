@@ -49,3 +49,10 @@ impl ExitStatus {
         if ok { Self::Success } else { Self::Failure }
     }
 }
+
+/// etcdctl's writes are not ours: say so, plainly, before any connection.
+pub fn refuse_write() -> anyhow::Error {
+    anyhow::anyhow!(
+        "etcdops never writes or deletes keys or leases (put, del, txn, lease grant/revoke/keep-alive, lock, elect, make-mirror), on purpose: that is how Kubernetes clusters get broken; use etcdctl for writes"
+    )
+}

@@ -11,6 +11,10 @@ pub enum LeaseCommand {
     /// when the lease does not exist (expired or revoked); 0 under --compat etcdctl, as
     /// etcdctl, which says the lease "already expired".
     Timetolive(LeaseTimeToLiveArgs),
+    /// etcdctl's lease writes (`grant`, `revoke`, `keep-alive`): refused with the one line
+    /// of every write, before any connection, rather than as an unknown command.
+    #[command(name = "grant", aliases = ["revoke", "keep-alive"], hide = true)]
+    Write(crate::flags::WriteArgs),
 }
 
 /// Arguments of `lease timetolive`.

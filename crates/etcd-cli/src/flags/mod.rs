@@ -633,6 +633,16 @@ mod tests {
         ] {
             assert!(matches!(parse(args).command, Command::Write(_)), "{args:?}");
         }
+        for args in [
+            &["lease", "grant", "60"][..],
+            &["lease", "revoke", "694d77aa9e38260f"],
+            &["lease", "keep-alive", "--once", "694d77aa9e38260f"],
+        ] {
+            assert!(
+                matches!(parse(args).command, Command::Lease(LeaseCommand::Write(_))),
+                "{args:?}"
+            );
+        }
         assert!(matches!(
             parse(&["compaction", "5", "--physical"]).command,
             Command::Compact(CompactArgs {

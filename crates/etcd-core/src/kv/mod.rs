@@ -61,9 +61,20 @@ fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// The prefix of every value Kubernetes encrypted at rest (`k8s:enc:aescbc:v1:`,
+/// `k8s:enc:kms:v2:`, ...): ciphertext, which the encryption-at-rest check of Kubernetes' own
+/// documentation reads with `etcdctl get | hexdump`.
+pub const ENCRYPTED_VALUE_PREFIX: &[u8] = b"k8s:enc:";
+
+/// Whether a value is hidden unless secrets are asked for: a Kubernetes Secret stored in the
+/// clear. One already encrypted at rest is ciphertext and shown as any binary value.
+pub fn is_redacted(key: &[u8], value: &[u8]) -> bool {
+    is_kubernetes_secret(key) && !value.starts_with(ENCRYPTED_VALUE_PREFIX)
+}
+
 /// A value as shown: text, base64, or redacted.
 pub fn show_value(key: &[u8], value: &[u8], show_secrets: bool) -> (String, Encoding) {
-    if !show_secrets && is_kubernetes_secret(key) {
+    if !show_secrets && is_redacted(key, value) {
         (
             format!(
                 "<redacted Kubernetes Secret, {} bytes; shown only when secrets are asked for>",
@@ -519,6 +530,14 @@ mod tests {
         assert_eq!((shown.as_str(), enc), ("hunter2", Encoding::Text));
         let (_, enc) = show_value(b"/registry/configmaps/x", b"\x00k8s\xff", false);
         assert_eq!(enc, Encoding::Base64);
+        // Encrypted at rest: ciphertext, shown (the encryption check reads it), never redacted.
+        let sealed = b"k8s:enc:aescbc:v1:key1:\x8f\x00\xa1";
+        let (shown, enc) = show_value(b"/registry/secrets/default/db", sealed, false);
+        assert_eq!(enc, Encoding::Base64);
+        assert_eq!(shown, encode_bytes(sealed).0);
+        // Only the whole prefix counts: a plaintext value that merely starts like it is hidden.
+        let (_, enc) = show_value(b"/registry/secrets/default/db", b"k8s:en", false);
+        assert_eq!(enc, Encoding::Redacted);
     }
 
     #[test]

@@ -586,6 +586,7 @@ mod tests {
             given: given.into(),
             server_version: version.map(Into::into),
             health: error.is_none(),
+            alarms: Vec::new(),
             took_ms: 18.061237,
             error: error.map(Into::into),
             error_kind: None,

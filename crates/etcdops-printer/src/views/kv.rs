@@ -290,10 +290,12 @@ pub fn etcdctl_header(header: &ResponseHeader, hex: bool) -> String {
     format!("{{{}}}", fields.join(","))
 }
 
-/// Whether redacted values fail the command: in the output a script reads (simple and
-/// etcdctl's JSON), where etcdctl would have printed them. Our table and JSON mark them.
-pub fn redaction_fails(format: OutputFormat) -> bool {
-    format == OutputFormat::Simple || format.is_etcdctl_json()
+/// Whether redacted values fail the command: in the output a script reads (simple), and in
+/// every form under etcdctl's conventions, where etcdctl would have printed them (a script
+/// written for etcdctl must not take a missing value for an answer). Our own table and JSON
+/// mark them.
+pub fn redaction_fails(printer: Printer) -> bool {
+    printer.is_etcdctl() || printer.format() == OutputFormat::Simple
 }
 
 /// The one warning line of redacted values.

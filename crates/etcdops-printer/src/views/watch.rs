@@ -10,12 +10,13 @@ use super::kv::{
     Bytes, etcdctl_header, etcdctl_kv, etcdctl_kv_json, event_line, json_value_bytes,
     redacted_warning, redaction_fails, value_bytes, value_text, write_pair, write_simple_kv,
 };
-use crate::OutputFormat;
 use crate::output::{json_line, text, warn};
+use crate::{OutputFormat, Printer};
 
 /// Writes a watch's batches to `out` in one format, and counts what it wrote.
 pub struct WatchPrinter<W: Write> {
     out: W,
+    printer: Printer,
     format: OutputFormat,
     bytes: Bytes,
     /// JSON Lines (a watch without an end) rather than one document.
@@ -28,10 +29,11 @@ pub struct WatchPrinter<W: Write> {
 impl<W: Write> WatchPrinter<W> {
     /// A printer of batches to `out`; `unbounded` for a watch with no end (no revision or
     /// time to stop at), whose JSON is JSON Lines and whose redactions are told at once.
-    pub fn new(out: W, format: OutputFormat, bytes: Bytes, unbounded: bool) -> Self {
+    pub fn new(out: W, printer: Printer, bytes: Bytes, unbounded: bool) -> Self {
         WatchPrinter {
             out,
-            format,
+            printer,
+            format: printer.format(),
             bytes,
             lines: unbounded,
             first: true,
@@ -94,7 +96,7 @@ impl<W: Write> WatchPrinter<W> {
             }
             self.redacted += 1;
             // A watch without an end cannot fail at its end: it says so at once.
-            if self.lines && redaction_fails(format) {
+            if self.lines && redaction_fails(self.printer) {
                 self.out.flush()?;
                 warn(&format!(
                     "{} ({})",

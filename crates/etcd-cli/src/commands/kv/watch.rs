@@ -183,7 +183,7 @@ pub async fn run_watch(
     printer: Printer,
     hex: bool,
 ) -> Result<ExitStatus> {
-    let format = printer.format();
+    let output = printer;
     // clap takes `--` with nothing after it for no command at all: etcdctl refuses it.
     if args.command.is_empty() && std::env::args_os().skip(1).any(|a| a == "--") {
         anyhow::bail!("bad arguments: `--` must be followed by the command to run for each event");
@@ -213,7 +213,7 @@ pub async fn run_watch(
         },
         out: WatchPrinter::new(
             BufWriter::new(io::stdout()),
-            format,
+            printer,
             Bytes::of_stdout(hex),
             unbounded,
         ),
@@ -255,5 +255,5 @@ pub async fn run_watch(
         // Each redaction was told as it came.
         return Ok(ExitStatus::Success);
     }
-    Ok(redaction_status(printer.out.redacted(), format))
+    Ok(redaction_status(printer.out.redacted(), output))
 }
