@@ -12,6 +12,8 @@ pub enum OutputFormat {
     Json,
     /// Lines as etcdctl's `-w simple` prints them.
     Simple,
+    /// etcdctl's `-w fields`: one `"Name" : value` line per field.
+    Fields,
     /// etcdctl's JSON: `-w json` under `--compat etcdctl` (not a `-w` value of its own).
     #[cfg_attr(feature = "clap", value(skip))]
     EtcdctlJson,

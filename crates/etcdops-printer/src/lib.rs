@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod etcdctl;
+pub mod fields;
 mod format;
 pub mod output;
 pub mod progress;

@@ -45,6 +45,19 @@ pub trait Render: Serialize {
         let _ = hex;
         None
     }
+    /// etcdctl's `-w fields` lines of this result; `None` for a command etcdctl prints no
+    /// fields for, which `-w fields` then refuses.
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        None
+    }
+}
+
+/// The refusal of `-w fields` for a command etcdctl has no fields output for.
+pub fn no_fields() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "`-w fields` is etcdctl's, and etcdctl prints no fields for this command; use -w json",
+    )
 }
 
 /// Prints `value` in `format` to stdout: the stdout half of [`crate::Printer::print`], the one
@@ -91,6 +104,12 @@ fn write_value<T: Render>(out: &mut dyn Write, format: OutputFormat, value: &T) 
                 }));
             }
             writeln!(out, "{table}")?;
+        }
+        OutputFormat::Fields => {
+            // Each field one line: values are quoted as Go's %q quotes them.
+            for line in value.etcdctl_fields().ok_or_else(no_fields)? {
+                writeln!(out, "{line}")?;
+            }
         }
         OutputFormat::Simple | OutputFormat::EtcdctlJson | OutputFormat::EtcdctlJsonHex => {
             let lines = if value.multiline_simple() {

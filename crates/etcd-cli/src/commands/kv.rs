@@ -11,8 +11,8 @@ use futures::StreamExt;
 use super::ExitStatus;
 use crate::flags::{ConsistencyArg, GetArgs, HistoryArgs, OrderArg, SortByArg};
 use crate::output::warn;
-use etcdops_printer::Printer;
 use etcdops_printer::views::kv::*;
+use etcdops_printer::{OutputFormat, Printer};
 
 mod watch;
 pub use watch::run_watch;
@@ -97,6 +97,11 @@ pub async fn run_get(
                     "{{\"header\":{},\"kvs\":[",
                     etcdctl_header(&page.header, hex)
                 )?;
+            }
+            if printer.format() == OutputFormat::Fields && first {
+                let mut header = Vec::new();
+                etcdops_printer::fields::header(&mut header, Some(&page.header));
+                header.iter().try_for_each(|line| writeln!(out, "{line}"))?;
             }
             write_kv(
                 &mut out,

@@ -130,6 +130,14 @@ impl Render for LeasesView {
     fn simple_lines(&self) -> Vec<String> {
         self.text_lines()
     }
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let mut lines = Vec::new();
+        crate::fields::header(&mut lines, self.0.header.as_ref());
+        for id in &self.0.listed {
+            lines.push(crate::fields::line("ID", id.0));
+        }
+        Some(lines)
+    }
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
         // etcdctl prints lease IDs as numbers even with --hex.
         let mut map = flat_header(self.0.header.as_ref());
@@ -187,6 +195,18 @@ impl Render for LeaseView {
     fn multiline_columns(&self) -> Vec<usize> {
         // The lease's keys, one per line.
         vec![4]
+    }
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let lease = &self.0;
+        let mut lines = Vec::new();
+        crate::fields::header(&mut lines, lease.header.as_ref());
+        lines.push(crate::fields::line("ID", lease.id.0));
+        lines.push(crate::fields::line("TTL", lease.remaining_ttl));
+        lines.push(crate::fields::line("GrantedTTL", lease.granted_ttl));
+        for key in lease.raw_keys.iter().flatten() {
+            lines.push(crate::fields::quoted("Key", key));
+        }
+        Some(lines)
     }
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
         // No omitempty here: etcdctl's own struct (ttl -1, granted-ttl 0 for a lease gone).

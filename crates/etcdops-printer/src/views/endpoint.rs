@@ -2,7 +2,7 @@
 
 use crate::etcdctl::{header, put};
 use crate::output::{Render, cell, human_bytes, humanize_bytes, plain};
-use crate::{Compat, OutputFormat};
+use crate::{Compat, OutputFormat, fields};
 use etcdops::endpoint::{EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport};
 use serde_json::{Map, Value};
 
@@ -51,12 +51,20 @@ pub struct HealthView {
 impl HealthView {
     /// What etcdctl writes to stderr in `simple`: unhealthy endpoints, and with etcd 3.4
     /// (whose etcdctl writes every line there) the healthy ones too.
-    fn simple_stderr_lines(&self) -> Vec<String> {
+    fn simple_stderr_lines(&self, compat: Compat) -> Vec<String> {
         self.report
             .endpoints
             .iter()
             .filter(|e| !self.on_stdout(e))
-            .map(health_line)
+            .map(|e| match (compat, e.error_kind) {
+                // etcdctl's words for a member it could not reach in time, which scripts
+                // and runbooks grep for; etcdops' own say why and what to check.
+                (Compat::Etcdctl, Some(etcdops::ErrorKind::Unreachable)) => format!(
+                    "{} is unhealthy: failed to commit proposal: context deadline exceeded",
+                    plain(&e.given)
+                ),
+                _ => health_line(e),
+            })
             .collect()
     }
 
@@ -88,7 +96,7 @@ fn health_line(e: &EndpointHealth) -> String {
 impl Render for HealthView {
     fn stderr_lines(&self, format: OutputFormat, compat: Compat) -> Vec<String> {
         let mut lines = if format == OutputFormat::Simple {
-            self.simple_stderr_lines()
+            self.simple_stderr_lines(compat)
         } else {
             Vec::new()
         };
@@ -125,6 +133,21 @@ impl Render for HealthView {
             .filter(|e| self.on_stdout(e))
             .map(health_line)
             .collect()
+    }
+
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let mut lines = Vec::new();
+        for e in &self.report.endpoints {
+            lines.push(fields::quoted("Endpoint", e.given.as_bytes()));
+            lines.push(fields::line("Health", e.health));
+            lines.push(fields::line("Took", go_duration(e.took_ms)));
+            lines.push(fields::line(
+                "Error",
+                e.error.as_deref().unwrap_or_default(),
+            ));
+            lines.push(String::new());
+        }
+        Some(lines)
     }
 
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
@@ -323,6 +346,26 @@ impl Render for StatusView {
             .collect()
     }
 
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let mut lines = Vec::new();
+        for e in self.0.endpoints.iter().filter(|e| e.error.is_none()) {
+            fields::header(&mut lines, e.header.as_ref());
+            let version = e.version.as_deref().unwrap_or_default();
+            lines.push(fields::quoted("Version", version.as_bytes()));
+            lines.push(fields::line("DBSize", e.db_size.unwrap_or_default()));
+            lines.push(fields::line("Leader", e.leader.map_or(0, |l| l.0)));
+            lines.push(fields::line("IsLearner", e.is_learner.unwrap_or_default()));
+            lines.push(fields::line("RaftIndex", e.raft_index.unwrap_or_default()));
+            lines.push(fields::line("RaftTerm", e.raft_term.unwrap_or_default()));
+            let applied = e.raft_applied_index.unwrap_or_default();
+            lines.push(fields::line("RaftAppliedIndex", applied));
+            lines.push(fields::line("Errors", fields::go_list(&e.errors)));
+            lines.push(fields::quoted("Endpoint", e.given.as_bytes()));
+            lines.push(String::new());
+        }
+        Some(lines)
+    }
+
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {
         let rows = self.0.endpoints.iter().filter(|e| e.error.is_none());
         Some(Value::Array(rows.map(status_json).collect()))
@@ -398,6 +441,17 @@ impl Render for HashKvView {
                 line
             })
             .collect()
+    }
+
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let mut lines = Vec::new();
+        for e in self.0.endpoints.iter().filter(|e| e.error.is_none()) {
+            fields::header(&mut lines, e.header.as_ref());
+            lines.push(fields::quoted("Endpoint", e.given.as_bytes()));
+            lines.push(fields::line("Hash", e.hash.unwrap_or_default()));
+            lines.push(String::new());
+        }
+        Some(lines)
     }
 
     fn etcdctl_json(&self, _hex: bool) -> Option<Value> {

@@ -217,6 +217,19 @@ pub fn write_kv(
             *first = false;
             write!(out, "{sep}{}", etcdctl_kv(kv))
         }
+        OutputFormat::Fields => {
+            *first = false;
+            let mut lines = Vec::new();
+            crate::fields::key_value(
+                &mut lines,
+                "",
+                &kv.bytes.key,
+                (kv.create_revision, kv.mod_revision, kv.version),
+                json_value_bytes(&kv.bytes.value),
+                kv.bytes.lease,
+            );
+            lines.iter().try_for_each(|line| writeln!(out, "{line}"))
+        }
         _ if printer.format().is_json() => {
             let sep = if *first { "" } else { "," };
             *first = false;
@@ -290,12 +303,16 @@ pub fn etcdctl_header(header: &ResponseHeader, hex: bool) -> String {
     format!("{{{}}}", fields.join(","))
 }
 
-/// Whether redacted values fail the command: in the output a script reads (simple), and in
+/// Whether redacted values fail the command: in the output a script reads (simple, fields), and in
 /// every form under etcdctl's conventions, where etcdctl would have printed them (a script
 /// written for etcdctl must not take a missing value for an answer). Our own table and JSON
 /// mark them.
 pub fn redaction_fails(printer: Printer) -> bool {
-    printer.is_etcdctl() || printer.format() == OutputFormat::Simple
+    let read_by_scripts = matches!(
+        printer.format(),
+        OutputFormat::Simple | OutputFormat::Fields
+    );
+    printer.is_etcdctl() || read_by_scripts
 }
 
 /// The one warning line of redacted values.
@@ -331,6 +348,17 @@ pub fn write_get_end(
                 write!(out, ",\"count\":{}", summary.count)?;
             }
             writeln!(out, "}}")?;
+        }
+        OutputFormat::Fields => {
+            let mut lines = Vec::new();
+            if none_written {
+                crate::fields::header(&mut lines, summary.header.as_ref());
+            }
+            lines.push(crate::fields::line("More", summary.more));
+            lines.push(crate::fields::line("Count", summary.count));
+            for line in lines {
+                writeln!(out, "{line}")?;
+            }
         }
         _ if printer.format().is_json() => {
             let tail = serde_json::to_string(summary).map_err(std::io::Error::other)?;

@@ -113,6 +113,16 @@ impl Render for AlarmsView {
             .map(|a| format!("memberID:{} alarm:{} ", a.member_id.0, plain(&a.alarm)))
             .collect()
     }
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let mut lines = Vec::new();
+        crate::fields::header(&mut lines, self.0.header.as_ref());
+        for a in &self.0.alarms {
+            lines.push(crate::fields::line("MemberID", a.member_id.0));
+            lines.push(crate::fields::line("AlarmType", plain(&a.alarm)));
+            lines.push(String::new());
+        }
+        Some(lines)
+    }
     fn etcdctl_json(&self, hex: bool) -> Option<Value> {
         let mut out = Map::new();
         if let Some(h) = &self.0.header {

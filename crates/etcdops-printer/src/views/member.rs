@@ -136,6 +136,26 @@ impl Render for MemberListView {
         self.rows().into_iter().map(|r| r.join(", ")).collect()
     }
 
+    /// etcdctl's fields: the header, then per member its ID, name, each peer and client URL,
+    /// whether it is a learner, and an empty line.
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let mut lines = Vec::new();
+        crate::fields::header(&mut lines, self.0.header.as_ref());
+        for m in &self.0.members {
+            lines.push(crate::fields::line("ID", m.id.0));
+            lines.push(crate::fields::quoted("Name", m.name.as_bytes()));
+            for url in &m.peer_urls {
+                lines.push(crate::fields::quoted("PeerURL", url.as_bytes()));
+            }
+            for url in &m.client_urls {
+                lines.push(crate::fields::quoted("ClientURL", url.as_bytes()));
+            }
+            lines.push(crate::fields::line("IsLearner", m.is_learner));
+            lines.push(String::new());
+        }
+        Some(lines)
+    }
+
     /// etcdctl's `MemberListResponse`; with `--hex`, etcdctl's hand-written variant: IDs as
     /// hex strings, no `isLearner`, and `clientURLS` before etcd 3.6 (etcdctl 3.5's spelling).
     fn etcdctl_json(&self, hex: bool) -> Option<Value> {
@@ -240,6 +260,26 @@ mod tests {
         let fixture = r#"{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"raft_term":2},"members":[{"ID":464334586864442829,"name":"b","peerURLs":["http://127.0.0.1:45012"],"clientURLs":["http://127.0.0.1:45002"]},{"ID":14423874141243768641,"name":"a","peerURLs":["http://127.0.0.1:45011"],"clientURLs":["http://127.0.0.1:45001"]},{"ID":14768632924904296907,"name":"c","peerURLs":["http://127.0.0.1:45013"],"clientURLs":["http://127.0.0.1:45003"]}]}"#;
         let ours = serde_json::to_string(&view.etcdctl_json(false).unwrap()).unwrap();
         assert_eq!(ours, fixture);
+    }
+
+    #[test]
+    fn member_list_fields_are_etcdctls() {
+        let fields = fixture("3.6.14").etcdctl_fields().unwrap();
+        assert_eq!(
+            fields[..11].join("\n"),
+            "\"ClusterID\" : 17497139193859109479\n\"MemberID\" : 14423874141243768641\n\
+             \"Revision\" : 0\n\"RaftTerm\" : 2\n\"ID\" : 464334586864442829\n\"Name\" : \"b\"\n\
+             \"PeerURL\" : \"http://127.0.0.1:45012\"\n\"ClientURL\" : \"http://127.0.0.1:45002\"\n\
+             \"IsLearner\" : false\n\n\"ID\" : 14423874141243768641"
+        );
+        // What OpenShift 3.x's discovery reads: `awk '/ClientURL/ {print $3}'`.
+        let client_urls: Vec<&str> = fields
+            .iter()
+            .filter(|l| l.contains("ClientURL"))
+            .filter_map(|l| l.split_whitespace().nth(2))
+            .collect();
+        assert_eq!(client_urls.len(), 3);
+        assert_eq!(client_urls[1], "\"http://127.0.0.1:45001\"");
     }
 
     #[test]

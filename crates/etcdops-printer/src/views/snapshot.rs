@@ -554,6 +554,22 @@ impl Render for StatusView {
         vec![super::snapshot_etcdutl::status_simple(&self.0.status)]
     }
 
+    /// etcdctl's and etcdutl's fields: hash, revision, keys, size.
+    fn etcdctl_fields(&self) -> Option<Vec<String>> {
+        let json = super::snapshot_etcdutl::status_json(&self.0.status);
+        Some(
+            [
+                ("Hash", "hash"),
+                ("Revision", "revision"),
+                ("Keys", "totalKey"),
+                ("Size", "totalSize"),
+            ]
+            .iter()
+            .map(|(name, field)| crate::fields::line(name, &json[*field]))
+            .collect(),
+        )
+    }
+
     /// etcdutl's `-w json` (3.5's fields; 3.6's `version` and key count for a 3.6 snapshot).
     fn etcdctl_json(&self, _hex: bool) -> Option<serde_json::Value> {
         Some(super::snapshot_etcdutl::status_json(&self.0.status))
