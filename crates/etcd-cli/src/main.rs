@@ -48,13 +48,17 @@ fn main() -> ExitCode {
     match result {
         Ok(status) => status.code(compat),
         Err(err) if is_broken_pipe(&err) => ExitStatus::Success.code(compat),
-        Err(err) => {
-            eprintln!("etcdops: error: {}", one_line(&err));
-            match compat {
-                Compat::Etcdctl => ExitCode::from(etcdctl_exit_code(&err)),
-                Compat::Etcdops => ExitStatus::Error.code(compat),
+        // etcdctl's prefix under its personality (scripts grep `Error:`), the same one line.
+        Err(err) => match compat {
+            Compat::Etcdctl => {
+                eprintln!("Error: {}", one_line(&err));
+                ExitCode::from(etcdctl_exit_code(&err))
             }
-        }
+            Compat::Etcdops => {
+                eprintln!("etcdops: error: {}", one_line(&err));
+                ExitStatus::Error.code(compat)
+            }
+        },
     }
 }
 

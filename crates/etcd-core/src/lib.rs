@@ -107,7 +107,8 @@ pub use history::KeyHistory;
 pub use id::MemberId;
 pub use kv::{
     Encoding, GetPage, GetRequest, GetStream, GetSummary, KeyValueView, Kv, KvBytes,
-    SECRET_PREFIXES, SortBy, encode_bytes, is_kubernetes_secret, prefix_end, show_value,
+    RevisionBounds, SECRET_PREFIXES, SortBy, encode_bytes, is_kubernetes_secret, prefix_end,
+    show_value,
 };
 pub use lease::{LeaseId, LeaseInfo, LeaseList, LeaseTimeToLive, Leases};
 pub use maintenance::{

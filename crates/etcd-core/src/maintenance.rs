@@ -42,6 +42,11 @@ pub struct MoveLeaderRequest {
     #[serde(default)]
     #[schemars(skip)]
     pub dry_run: bool,
+    /// etcdctl's rule: move only through a configured endpoint that is the leader, and refuse
+    /// when none is ("no leader endpoint given"). Without it the leader is found wherever it is.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub leader_endpoint_given: bool,
 }
 
 impl MoveLeaderRequest {
@@ -50,7 +55,14 @@ impl MoveLeaderRequest {
         MoveLeaderRequest {
             leader: leader.into(),
             dry_run: false,
+            leader_endpoint_given: false,
         }
+    }
+
+    /// etcdctl's rule (`true`): one of the configured endpoints must be the leader.
+    pub fn leader_endpoint_given(mut self, required: bool) -> MoveLeaderRequest {
+        self.leader_endpoint_given = required;
+        self
     }
 
     /// Only check (`true`): say what would move, move nothing.
@@ -115,11 +127,15 @@ impl Maintenance<'_> {
         if request.dry_run {
             return Ok(moved);
         }
-        let endpoint = leader
-            .endpoint
-            .clone()
-            .ok_or_else(|| refused("the leader has no client URL".into()))?;
-        let client = self.0.endpoint(&endpoint).await?;
+        let client = if request.leader_endpoint_given {
+            self.configured_leader(leader.member.id).await?
+        } else {
+            let endpoint = leader
+                .endpoint
+                .clone()
+                .ok_or_else(|| refused("the leader has no client URL".into()))?;
+            self.0.endpoint(&endpoint).await?
+        };
         let to = target.member.id;
         client
             .call(
@@ -128,6 +144,31 @@ impl Maintenance<'_> {
             )
             .await?;
         Ok(moved)
+    }
+}
+
+impl Maintenance<'_> {
+    /// The configured endpoint that answers as the leader `leader`, as etcdctl looks for one
+    /// (each endpoint's status); none is a refusal that names the endpoints given.
+    async fn configured_leader(&self, leader: MemberId) -> Result<EndpointClient> {
+        let endpoints = self.0.config().endpoints.clone();
+        for endpoint in &endpoints {
+            let url = self.0.config().normalize_endpoint(endpoint)?;
+            let Ok(client) = self.0.endpoint(&url).await else {
+                continue;
+            };
+            let status = client
+                .call("status", |mut c| async move { c.status().await })
+                .await;
+            let member = status.ok().and_then(|s| s.header().map(|h| h.member_id()));
+            if member == Some(leader.0) {
+                return Ok(client);
+            }
+        }
+        Err(refused(format!(
+            "no leader endpoint given at [{}]",
+            endpoints.join(" ")
+        )))
     }
 }
 

@@ -8,8 +8,8 @@ use serde::Deserialize;
 /// caller drives).
 pub use etcd_core::{
     Consistency, Encoding, EventKind, GetPage, GetRequest, GetStream, GetSummary, KeyEvent,
-    KeyHistory, KeyValueView, Kv, SortBy, WatchBatch, WatchBatchStream, WatchBound, WatchRequest,
-    WatchSummary, prefix_end,
+    KeyHistory, KeyValueView, Kv, RevisionBounds, SortBy, WatchBatch, WatchBatchStream, WatchBound,
+    WatchRequest, WatchSummary, prefix_end,
 };
 
 /// Which keys to read, at which revision, and how much of them.
@@ -59,6 +59,7 @@ impl KeyQuery {
             show_secrets: self.show_secrets,
             serializable: self.serializable,
             page_size: 0,
+            bounds: RevisionBounds::default(),
         }
     }
 

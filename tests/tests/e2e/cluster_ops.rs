@@ -191,6 +191,35 @@ fn move_leader_moves_and_then_changes_nothing() {
     assert_eq!(leader(&cluster), target.0);
     let again = run(&cluster, &["move-leader", &target.0, "-w", "json"]);
     assert_eq!(again.json()["changed"], false);
+
+    // etcdctl's rule under its personality: leadership moves only through a given endpoint
+    // that leads; given a follower alone, it refuses as etcdctl does and nothing moves.
+    let status = run(&cluster, &["endpoint", "status", "--cluster", "-w", "json"]).json();
+    let follower = status["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["is_leader"] == false)
+        .and_then(|e| e["endpoint"].as_str())
+        .unwrap()
+        .to_string();
+    let refused = etcdops_tests::etcdops(
+        &[
+            "--endpoints".into(),
+            follower.clone(),
+            "move-leader".into(),
+            old.clone(),
+        ],
+        &[("ETCDOPS_COMPAT", "etcdctl")],
+    );
+    refused.expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .starts_with(&format!("Error: no leader endpoint given at [{follower}]")),
+        "{refused}"
+    );
+    assert_eq!(leader(&cluster), target.0, "nothing moved");
 }
 
 #[test]

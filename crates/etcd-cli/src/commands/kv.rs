@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Result;
 use etcdops::client::{Client, ClusterConfig};
 use etcdops::kv::KeyQuery;
-use etcdops::kv::{Encoding, GetRequest, SortBy};
+use etcdops::kv::{Encoding, GetRequest, RevisionBounds, SortBy};
 use futures::StreamExt;
 
 use super::ExitStatus;
@@ -32,6 +32,12 @@ fn get_request(args: &GetArgs) -> GetRequest {
         serializable: args.consistency == ConsistencyArg::S,
     };
     let mut request = query.request();
+    request.bounds = RevisionBounds {
+        min_create: args.min_create_rev,
+        max_create: args.max_create_rev,
+        min_mod: args.min_mod_rev,
+        max_mod: args.max_mod_rev,
+    };
     request.sort = match (args.sort_by, args.order) {
         (None, None) => None,
         (by, order) => Some((
@@ -71,6 +77,11 @@ pub async fn run_get(
 ) -> Result<ExitStatus> {
     if args.print_value_only && printer.format().is_etcdctl_json() {
         anyhow::bail!("print-value-only is only for `--write-out=simple`");
+    }
+    // etcdctl (3.5 and later) prints a count in its fields output only; etcdops' own modes
+    // print it in every format.
+    if args.count_only && printer.is_etcdctl() && printer.format() != OutputFormat::Fields {
+        anyhow::bail!("--count-only is only for `--write-out=fields`");
     }
     let request = get_request(args);
     let bytes = Bytes::of_stdout(hex);

@@ -25,7 +25,9 @@ pub async fn run_move_leader(
     printer: Printer,
 ) -> Result<ExitStatus> {
     let client = Client::new(config.clone());
-    let result = move_leader(&client, &MoveLeaderRequest::new(member)).await?;
+    // etcdctl moves leadership only through a given endpoint that leads; etcdops finds it.
+    let request = MoveLeaderRequest::new(member).leader_endpoint_given(printer.is_etcdctl());
+    let result = move_leader(&client, &request).await?;
     printer.print(&MoveView(result))?;
     Ok(ExitStatus::Success)
 }

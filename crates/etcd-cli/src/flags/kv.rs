@@ -74,6 +74,22 @@ pub struct GetArgs {
     /// etcdctl: `| auger decode` works), else escaped and binary marked
     #[arg(long)]
     pub print_value_only: bool,
+    /// Only keys created at this revision or later (0: no bound)
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub min_create_rev: i64,
+    /// Only keys created at this revision or earlier (0: no bound)
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub max_create_rev: i64,
+    /// Only keys last modified at this revision or later (0: no bound)
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub min_mod_rev: i64,
+    /// Only keys last modified at this revision or earlier (0: no bound)
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub max_mod_rev: i64,
+    /// Accepted for etcdctl 3.7's scripts: every read here is streamed already, page by
+    /// page, whatever the server's release
+    #[arg(long)]
+    pub stream: bool,
     /// l: linearizable, s: serializable (the member's own store, possibly stale)
     #[arg(
         long,

@@ -244,6 +244,31 @@ pub struct GetRequest {
     /// Keys per page; 0 adapts the page size to the data (about 4 MiB per page), or takes
     /// `ETCDOPS_GET_PAGE_KEYS` keys when that is set (tests and tuning).
     pub page_size: i64,
+    /// Only keys created or last modified within these revisions (etcdctl's
+    /// `--min-create-rev` and the like); any bound makes the read one request.
+    pub bounds: RevisionBounds,
+}
+
+/// Bounds etcd applies to the keys a range returns (0: no bound), as etcdctl's
+/// `--min-create-rev`, `--max-create-rev`, `--min-mod-rev` and `--max-mod-rev` set them. etcd
+/// filters after it read the range: the count is of the range, unfiltered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RevisionBounds {
+    /// Created at this revision or later.
+    pub min_create: i64,
+    /// Created at this revision or earlier.
+    pub max_create: i64,
+    /// Last modified at this revision or later.
+    pub min_mod: i64,
+    /// Last modified at this revision or earlier.
+    pub max_mod: i64,
+}
+
+impl RevisionBounds {
+    /// Whether any bound is set.
+    pub fn any(&self) -> bool {
+        *self != RevisionBounds::default()
+    }
 }
 
 /// What a `get` returned overall.
@@ -392,7 +417,8 @@ async fn read(
     }
 
     let natural = matches!(request.sort, None | Some((SortBy::Key, true)));
-    if !natural || read.range_end.is_none() {
+    // A page etcd filtered to nothing would end a paged read early: bounds read at once.
+    if !natural || read.range_end.is_none() || request.bounds.any() {
         return read.one_page(emit).await;
     }
     read.paged(emit).await
@@ -425,6 +451,19 @@ impl Read<'_> {
         }
         if self.request.serializable {
             options = options.with_serializable();
+        }
+        let bounds = self.request.bounds;
+        if bounds.min_create > 0 {
+            options = options.with_min_create_revision(bounds.min_create);
+        }
+        if bounds.max_create > 0 {
+            options = options.with_max_create_revision(bounds.max_create);
+        }
+        if bounds.min_mod > 0 {
+            options = options.with_min_mod_revision(bounds.min_mod);
+        }
+        if bounds.max_mod > 0 {
+            options = options.with_max_mod_revision(bounds.max_mod);
         }
         options
     }
