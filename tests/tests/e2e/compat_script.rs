@@ -14,11 +14,11 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/etcdctl-script.sh")
 }
 
-/// One run of the script with `tool` as `etcdctl` first on PATH.
-struct ScriptRun {
-    code: i32,
-    stdout: String,
-    stderr: String,
+/// One run of a script with `tool` as `etcdctl` first on PATH.
+pub struct ScriptRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl std::fmt::Display for ScriptRun {
@@ -35,11 +35,27 @@ impl std::fmt::Display for ScriptRun {
 /// cluster's endpoints in ETCDCTL_ENDPOINTS and nothing else of etcdctl's environment;
 /// bounded by coreutils' `timeout`.
 fn run_script(cluster: &Cluster, tool: &Path, name: &str) -> ScriptRun {
-    let bin = cluster.dir().join(format!("path-{name}"));
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(tool, bin.join("etcdctl")).unwrap();
     let backups = cluster.dir().join(format!("backups-{name}"));
     std::fs::create_dir_all(&backups).unwrap();
+    let env = [("BACKUP_DIR", backups.display().to_string())];
+    run_script_file(cluster, tool, name, &script(), &env)
+}
+
+/// Runs `script` with bash, `etcdctl -> tool` first on PATH (a directory per `name`), the
+/// cluster's endpoints in ETCDCTL_ENDPOINTS, `env`, and nothing else of etcdctl's or etcdops'
+/// environment; bounded by coreutils' `timeout`.
+pub fn run_script_file(
+    cluster: &Cluster,
+    tool: &Path,
+    name: &str,
+    script: &Path,
+    env: &[(&str, String)],
+) -> ScriptRun {
+    let bin = cluster.dir().join(format!("path-{name}"));
+    if !bin.join("etcdctl").exists() {
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(tool, bin.join("etcdctl")).unwrap();
+    }
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -53,10 +69,10 @@ fn run_script(cluster: &Cluster, tool: &Path, name: &str) -> ScriptRun {
     }
     let output = cmd
         .args(["120", "bash"])
-        .arg(script())
+        .arg(script)
         .env("PATH", path)
         .env("ETCDCTL_ENDPOINTS", cluster.endpoints())
-        .env("BACKUP_DIR", &backups)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run bash");
     ScriptRun {

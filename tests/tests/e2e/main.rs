@@ -41,6 +41,7 @@ mod cluster_ops;
 mod compat_access;
 mod compat_edges;
 mod compat_endpoint;
+mod compat_fragments;
 mod compat_global;
 mod compat_kv;
 mod compat_script;
