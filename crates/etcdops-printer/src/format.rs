@@ -20,6 +20,9 @@ pub enum OutputFormat {
     /// etcdctl's JSON with IDs as hex strings: `-w json --hex` under `--compat etcdctl`.
     #[cfg_attr(feature = "clap", value(skip))]
     EtcdctlJsonHex,
+    /// etcdctl's table (its columns and borders): `-w table` under `--compat etcdctl`.
+    #[cfg_attr(feature = "clap", value(skip))]
+    EtcdctlTable,
 }
 
 impl OutputFormat {

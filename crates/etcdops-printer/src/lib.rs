@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod etcdctl;
+pub mod etcdctl_table;
 pub mod fields;
 mod format;
 pub mod output;
@@ -49,6 +50,7 @@ impl Printer {
         let format = match (compat, requested) {
             (Compat::Etcdctl, OutputFormat::Json) if hex => OutputFormat::EtcdctlJsonHex,
             (Compat::Etcdctl, OutputFormat::Json) => OutputFormat::EtcdctlJson,
+            (Compat::Etcdctl, OutputFormat::Table) => OutputFormat::EtcdctlTable,
             (_, format) => format,
         };
         Printer { format, compat }

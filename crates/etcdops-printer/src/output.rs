@@ -45,6 +45,11 @@ pub trait Render: Serialize {
         let _ = hex;
         None
     }
+    /// etcdctl's `-w table` of this result (`--compat etcdctl`); `None` for a command etcdctl
+    /// draws no table for, which prints etcdops' table.
+    fn etcdctl_table(&self) -> Option<crate::etcdctl_table::EtcdctlTable> {
+        None
+    }
     /// etcdctl's `-w fields` lines of this result; `None` for a command etcdctl prints no
     /// fields for, which `-w fields` then refuses.
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
@@ -88,7 +93,12 @@ fn write_value<T: Render>(out: &mut dyn Write, format: OutputFormat, value: &T) 
         // of a manifest), no control character reaches the terminal raw and each cell and
         // line stays one line, unless the view says it holds several lines on purpose (its
         // data escaped line by line with `text` or `plain`).
-        OutputFormat::Table => {
+        OutputFormat::EtcdctlTable if value.etcdctl_table().is_some() => {
+            if let Some(table) = value.etcdctl_table() {
+                write!(out, "{}", table.render())?;
+            }
+        }
+        OutputFormat::Table | OutputFormat::EtcdctlTable => {
             let mut table = Table::new();
             table.load_preset(TABLE_STYLE);
             table.set_header(value.headers());

@@ -1,6 +1,7 @@
 //! How `endpoint` results are printed.
 
 use crate::etcdctl::{header, put};
+use crate::etcdctl_table::{Borders, EtcdctlTable};
 use crate::output::{Render, cell, human_bytes, humanize_bytes, plain};
 use crate::{Compat, OutputFormat, fields};
 use etcdops::endpoint::{EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport};
@@ -133,6 +134,23 @@ impl Render for HealthView {
             .filter(|e| self.on_stdout(e))
             .map(health_line)
             .collect()
+    }
+
+    fn etcdctl_table(&self) -> Option<EtcdctlTable> {
+        let rows = self.report.endpoints.iter().map(|e| {
+            vec![
+                plain(&e.given),
+                e.health.to_string(),
+                go_duration(e.took_ms),
+                plain(&cell(&e.error)),
+            ]
+        });
+        let version = self.report.endpoints.iter().find_map(|e| e.server_version.as_deref());
+        Some(EtcdctlTable {
+            headers: vec!["ENDPOINT", "HEALTH", "TOOK", "ERROR"],
+            rows: rows.collect(),
+            borders: Borders::of_release(version),
+        })
     }
 
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
@@ -346,6 +364,52 @@ impl Render for StatusView {
             .collect()
     }
 
+    /// etcdctl's table: its simple columns (3.6's sixteen from a 3.6 or later member).
+    fn etcdctl_table(&self) -> Option<EtcdctlTable> {
+        let answered: Vec<&EndpointStatus> =
+            self.0.endpoints.iter().filter(|e| e.error.is_none()).collect();
+        let newer = answered.first().is_some_and(|e| e.is_3_6_or_later());
+        let headers = if newer {
+            vec![
+                "ENDPOINT",
+                "ID",
+                "VERSION",
+                "STORAGE VERSION",
+                "DB SIZE",
+                "IN USE",
+                "PERCENTAGE NOT IN USE",
+                "QUOTA",
+                "IS LEADER",
+                "IS LEARNER",
+                "RAFT TERM",
+                "RAFT INDEX",
+                "RAFT APPLIED INDEX",
+                "ERRORS",
+                "DOWNGRADE TARGET VERSION",
+                "DOWNGRADE ENABLED",
+            ]
+        } else {
+            vec![
+                "ENDPOINT",
+                "ID",
+                "VERSION",
+                "DB SIZE",
+                "IS LEADER",
+                "IS LEARNER",
+                "RAFT TERM",
+                "RAFT INDEX",
+                "RAFT APPLIED INDEX",
+                "ERRORS",
+            ]
+        };
+        let version = answered.first().and_then(|e| e.version.as_deref());
+        Some(EtcdctlTable {
+            headers,
+            rows: answered.iter().map(|e| status_columns(e)).collect(),
+            borders: Borders::of_release(version),
+        })
+    }
+
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
         let mut lines = Vec::new();
         for e in self.0.endpoints.iter().filter(|e| e.error.is_none()) {
@@ -441,6 +505,23 @@ impl Render for HashKvView {
                 line
             })
             .collect()
+    }
+
+    fn etcdctl_table(&self) -> Option<EtcdctlTable> {
+        let rows: Vec<Vec<String>> = self
+            .simple_lines()
+            .iter()
+            .map(|line| line.split(", ").map(String::from).collect())
+            .collect();
+        let mut headers = vec!["ENDPOINT", "HASH"];
+        if rows.iter().any(|r| r.len() > 2) {
+            headers.push("HASH REVISION");
+        }
+        Some(EtcdctlTable {
+            headers,
+            rows,
+            borders: Borders::Ascii,
+        })
     }
 
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
@@ -564,6 +645,47 @@ mod tests {
         let fixture = r#"[{"Endpoint":"http://127.0.0.1:45001","Status":{"header":{"cluster_id":17497139193859109479,"member_id":14423874141243768641,"revision":54,"raft_term":2},"version":"3.6.14","dbSize":36864,"leader":464334586864442829,"raftIndex":70,"raftTerm":2,"raftAppliedIndex":70,"dbSizeInUse":36864,"storageVersion":"3.6.0","dbSizeQuota":2147483648,"downgradeInfo":{}}},{"Endpoint":"http://127.0.0.1:45002","Status":{"header":{"cluster_id":17497139193859109479,"member_id":464334586864442829,"revision":54,"raft_term":2},"version":"3.6.14","dbSize":36864,"leader":464334586864442829,"raftIndex":70,"raftTerm":2,"raftAppliedIndex":70,"dbSizeInUse":36864,"storageVersion":"3.6.0","dbSizeQuota":2147483648,"downgradeInfo":{}}},{"Endpoint":"http://127.0.0.1:45003","Status":{"header":{"cluster_id":17497139193859109479,"member_id":14768632924904296907,"revision":54,"raft_term":2},"version":"3.6.14","dbSize":36864,"leader":464334586864442829,"raftIndex":70,"raftTerm":2,"raftAppliedIndex":70,"dbSizeInUse":36864,"storageVersion":"3.6.0","dbSizeQuota":2147483648,"downgradeInfo":{}}}]"#;
         let ours = serde_json::to_string(&view.etcdctl_json(false).unwrap()).unwrap();
         assert_eq!(ours, fixture);
+    }
+
+    /// A file of etcd 3.7.1's outputs (`tests/fixtures/etcd-3.7.1/outputs`).
+    fn output_3_7(name: &str) -> String {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/etcd-3.7.1/outputs");
+        std::fs::read_to_string(dir.join(name)).unwrap()
+    }
+
+    #[test]
+    fn status_of_etcd_3_7_prints_as_etcdctl_3_7_in_every_format() {
+        // Members a, b, c on client ports 22501..22503; a leads; revision 54, index 73.
+        let ids: [u64; 3] = [959035401820190083, 11485072041253936854, 7079722769197113824];
+        let status = |i: usize| {
+            let mut s = fixture_status(i);
+            s.endpoint = format!("http://127.0.0.1:2250{}", i + 1);
+            s.given = s.endpoint.clone();
+            s.header = Some(ResponseHeader {
+                cluster_id: 13880743270753340716,
+                member_id: ids[i],
+                revision: 54,
+                raft_term: 2,
+            });
+            s.member_id = Some(MemberId(ids[i]));
+            s.leader = Some(MemberId(ids[0]));
+            s.is_leader = Some(i == 0);
+            s.version = Some("3.7.1".into());
+            s.storage_version = Some("3.7.0".into());
+            (s.raft_index, s.raft_applied_index) = (Some(73), Some(73));
+            s
+        };
+        let view = StatusView(StatusReport {
+            endpoints: (0..3).map(status).collect(),
+            all_answered: true,
+        });
+        assert_eq!(lines(&view), output_3_7("endpoint-status.simple"));
+        let json = serde_json::to_string(&view.etcdctl_json(false).unwrap()).unwrap();
+        assert_eq!(format!("{json}\n"), output_3_7("endpoint-status.json"));
+        // etcdctl 3.7's table: Unicode boxes.
+        let table = view.etcdctl_table().unwrap();
+        assert_eq!(table.render(), output_3_7("endpoint-status.table"));
     }
 
     #[test]

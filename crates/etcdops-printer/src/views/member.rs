@@ -1,5 +1,6 @@
 //! How `member` results are printed.
 
+use crate::etcdctl_table::{Borders, EtcdctlTable};
 use crate::etcdctl::{header, id, put};
 use crate::output::{Render, plain};
 use etcdops::endpoint::is_3_6_or_later;
@@ -134,6 +135,14 @@ impl Render for MemberListView {
 
     fn simple_lines(&self) -> Vec<String> {
         self.rows().into_iter().map(|r| r.join(", ")).collect()
+    }
+
+    fn etcdctl_table(&self) -> Option<EtcdctlTable> {
+        Some(EtcdctlTable {
+            headers: vec!["ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"],
+            rows: self.rows(),
+            borders: Borders::of_release(self.0.server_version.as_deref()),
+        })
     }
 
     /// etcdctl's fields: the header, then per member its ID, name, each peer and client URL,

@@ -554,6 +554,25 @@ impl Render for StatusView {
         vec![super::snapshot_etcdutl::status_simple(&self.0.status)]
     }
 
+    /// etcdutl's table: its simple columns, in the borders of the release that wrote the
+    /// snapshot (its storage version).
+    fn etcdctl_table(&self) -> Option<crate::etcdctl_table::EtcdctlTable> {
+        use crate::etcdctl_table::{Borders, EtcdctlTable};
+        let status = &self.0.status;
+        let line = super::snapshot_etcdutl::status_simple(status);
+        let cells: Vec<String> = line.split(", ").map(String::from).collect();
+        let mut headers = vec!["HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE"];
+        let version = super::snapshot_etcdutl::storage_version(status);
+        if version.is_some() {
+            headers.push("VERSION");
+        }
+        Some(EtcdctlTable {
+            headers,
+            rows: vec![cells],
+            borders: Borders::of_release(version.as_deref()),
+        })
+    }
+
     /// etcdctl's and etcdutl's fields: hash, revision, keys, size.
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
         let json = super::snapshot_etcdutl::status_json(&self.0.status);
