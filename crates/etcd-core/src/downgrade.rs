@@ -396,6 +396,11 @@ mod tests {
             "etcdserver: cluster has a downgrade job in progress"
         )));
         assert_eq!(minor_below("3.5.1").as_deref(), Some("3.4"));
+        assert_eq!(
+            minor_below("3.7.1").as_deref(),
+            Some("3.6"),
+            "3.7 downgrades to 3.6"
+        );
         assert_eq!(minor_below("3.0.0"), None);
         assert_eq!(minor_below("x"), None);
     }

@@ -30,9 +30,20 @@ impl Borders {
     /// the column separator.
     fn glyphs(self) -> ([[char; 4]; 3], char) {
         match self {
-            Borders::Ascii => ([['+', '+', '+', '-'], ['+', '+', '+', '-'], ['+', '+', '+', '-']], '|'),
+            Borders::Ascii => (
+                [
+                    ['+', '+', '+', '-'],
+                    ['+', '+', '+', '-'],
+                    ['+', '+', '+', '-'],
+                ],
+                '|',
+            ),
             Borders::Unicode => (
-                [['┌', '┬', '┐', '─'], ['├', '┼', '┤', '─'], ['└', '┴', '┘', '─']],
+                [
+                    ['┌', '┬', '┐', '─'],
+                    ['├', '┼', '┤', '─'],
+                    ['└', '┴', '┘', '─'],
+                ],
                 '│',
             ),
         }
@@ -69,7 +80,8 @@ impl EtcdctlTable {
                 .collect();
             format!("{left}{}{right}\n", parts.join(&cross.to_string()))
         };
-        let line = |cells: Vec<String>| format!("{bar} {} {bar}\n", cells.join(&format!(" {bar} ")));
+        let line =
+            |cells: Vec<String>| format!("{bar} {} {bar}\n", cells.join(&format!(" {bar} ")));
         let mut out = rule(top);
         let header = self.headers.iter().zip(&widths).map(|(h, w)| {
             let gap = w - width(h);

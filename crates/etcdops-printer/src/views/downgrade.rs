@@ -94,6 +94,14 @@ mod tests {
             view(DowngradeAction::Validate, "3.6").simple_lines(),
             vec![fixture]
         );
+        // etcdctl 3.7.1's, validating 3.6 on a 3.7 cluster (outputs/downgrade-validate.txt).
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/etcd-3.7.1/outputs/downgrade-validate.txt");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            view(DowngradeAction::Validate, "3.7").simple_lines(),
+            vec![text.lines().next().unwrap().to_string()]
+        );
         assert_eq!(
             view(DowngradeAction::Enable, "3.5").simple_lines(),
             vec!["Downgrade enable success, cluster version 3.5"]

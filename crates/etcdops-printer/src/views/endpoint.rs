@@ -145,7 +145,11 @@ impl Render for HealthView {
                 plain(&cell(&e.error)),
             ]
         });
-        let version = self.report.endpoints.iter().find_map(|e| e.server_version.as_deref());
+        let version = self
+            .report
+            .endpoints
+            .iter()
+            .find_map(|e| e.server_version.as_deref());
         Some(EtcdctlTable {
             headers: vec!["ENDPOINT", "HEALTH", "TOOK", "ERROR"],
             rows: rows.collect(),
@@ -366,8 +370,12 @@ impl Render for StatusView {
 
     /// etcdctl's table: its simple columns (3.6's sixteen from a 3.6 or later member).
     fn etcdctl_table(&self) -> Option<EtcdctlTable> {
-        let answered: Vec<&EndpointStatus> =
-            self.0.endpoints.iter().filter(|e| e.error.is_none()).collect();
+        let answered: Vec<&EndpointStatus> = self
+            .0
+            .endpoints
+            .iter()
+            .filter(|e| e.error.is_none())
+            .collect();
         let newer = answered.first().is_some_and(|e| e.is_3_6_or_later());
         let headers = if newer {
             vec![
@@ -657,7 +665,11 @@ mod tests {
     #[test]
     fn status_of_etcd_3_7_prints_as_etcdctl_3_7_in_every_format() {
         // Members a, b, c on client ports 22501..22503; a leads; revision 54, index 73.
-        let ids: [u64; 3] = [959035401820190083, 11485072041253936854, 7079722769197113824];
+        let ids: [u64; 3] = [
+            959035401820190083,
+            11485072041253936854,
+            7079722769197113824,
+        ];
         let status = |i: usize| {
             let mut s = fixture_status(i);
             s.endpoint = format!("http://127.0.0.1:2250{}", i + 1);

@@ -1,7 +1,7 @@
 //! How `member` results are printed.
 
-use crate::etcdctl_table::{Borders, EtcdctlTable};
 use crate::etcdctl::{header, id, put};
+use crate::etcdctl_table::{Borders, EtcdctlTable};
 use crate::output::{Render, plain};
 use etcdops::endpoint::is_3_6_or_later;
 use etcdops::member::{MemberAddResult, MemberChangeResult, MemberList};
@@ -139,7 +139,14 @@ impl Render for MemberListView {
 
     fn etcdctl_table(&self) -> Option<EtcdctlTable> {
         Some(EtcdctlTable {
-            headers: vec!["ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"],
+            headers: vec![
+                "ID",
+                "STATUS",
+                "NAME",
+                "PEER ADDRS",
+                "CLIENT ADDRS",
+                "IS LEARNER",
+            ],
             rows: self.rows(),
             borders: Borders::of_release(self.0.server_version.as_deref()),
         })
