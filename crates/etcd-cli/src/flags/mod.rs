@@ -222,6 +222,17 @@ pub struct GlobalFlags {
     #[arg(long, global = true, env = "ETCDCTL_HEX", hide_env = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub hex: Option<bool>,
+    /// etcdctl 3.7's JWT to authenticate with: refused (authenticate with --user or client
+    /// certificates) [env: ETCDCTL_AUTH_JWT_TOKEN]
+    #[arg(
+        long,
+        global = true,
+        env = "ETCDCTL_AUTH_JWT_TOKEN",
+        hide_env = true,
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub auth_jwt_token: Option<String>,
     /// Accepted for etcdctl's scripts; etcdops has no gRPC debug log [env: ETCDCTL_DEBUG]
     #[arg(long, global = true, env = "ETCDCTL_DEBUG", hide_env = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_name = "BOOL")]
