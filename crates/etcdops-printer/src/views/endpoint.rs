@@ -58,11 +58,10 @@ impl HealthView {
             .iter()
             .filter(|e| !self.on_stdout(e))
             .map(|e| match (compat, e.error_kind) {
-                // etcdctl's words for a member it could not reach in time, which scripts
-                // and runbooks grep for; etcdops' own say why and what to check.
                 (Compat::Etcdctl, Some(etcdops::ErrorKind::Unreachable)) => format!(
-                    "{} is unhealthy: failed to commit proposal: context deadline exceeded",
-                    plain(&e.given)
+                    "{} is unhealthy: failed to commit proposal: {}",
+                    plain(&e.given),
+                    etcdctl_error(e)
                 ),
                 _ => health_line(e),
             })
@@ -76,6 +75,15 @@ impl HealthView {
             .as_deref()
             .is_some_and(|v| v.starts_with("3.4."));
         e.health && !(self.etcdctl_3_4 && from_3_4)
+    }
+}
+
+/// A row's error in etcdctl's words: `context deadline exceeded` for a member not reached in
+/// time, which scripts and runbooks grep for (etcdops' own words say why and what to check).
+fn etcdctl_error(e: &EndpointHealth) -> String {
+    match e.error_kind {
+        Some(etcdops::ErrorKind::Unreachable) => "context deadline exceeded".into(),
+        _ => e.error.clone().unwrap_or_default(),
     }
 }
 
@@ -142,7 +150,7 @@ impl Render for HealthView {
                 plain(&e.given),
                 e.health.to_string(),
                 go_duration(e.took_ms),
-                plain(&cell(&e.error)),
+                plain(&etcdctl_error(e)),
             ]
         });
         let version = self
@@ -163,10 +171,7 @@ impl Render for HealthView {
             lines.push(fields::quoted("Endpoint", e.given.as_bytes()));
             lines.push(fields::line("Health", e.health));
             lines.push(fields::line("Took", go_duration(e.took_ms)));
-            lines.push(fields::line(
-                "Error",
-                e.error.as_deref().unwrap_or_default(),
-            ));
+            lines.push(fields::line("Error", etcdctl_error(e)));
             lines.push(String::new());
         }
         Some(lines)
@@ -178,7 +183,7 @@ impl Render for HealthView {
             row.insert("endpoint".into(), e.given.clone().into());
             row.insert("health".into(), e.health.into());
             row.insert("took".into(), go_duration(e.took_ms).into());
-            put(&mut row, "error", e.error.clone().unwrap_or_default());
+            put(&mut row, "error", etcdctl_error(e));
             Value::Object(row)
         });
         Some(Value::Array(rows.collect()))
