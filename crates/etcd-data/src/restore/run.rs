@@ -23,7 +23,7 @@ use super::{
     parse_initial_cluster, read_marker, selinux, snap, v2store, wal,
 };
 use crate::file::{SnapshotFile, sha256_of};
-use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
+use crate::status::{Scan, StatusOptions, TrailerCheck, scan, scan_free_pages};
 
 /// Restores `snapshot` (`name` is for messages) into a new data dir. The db is put into a
 /// temporary dir beside the target (a db spooled there is given its name, written once; a
@@ -373,20 +373,13 @@ impl<'a> Job<'a> {
         // the rewrite's own sync then has only its few pages left to write.
         let (status, flushed) = std::thread::scope(|scope| {
             let flushing = scope.spawn(|| db_file.sync_data());
-            let status = scan(
-                self.name,
-                walked,
-                None,
-                Some(db_sha256.clone()),
-                &StatusOptions::default(),
-                Scan::CheckOnly,
-            );
+            let status = scan_free_pages(self.name, walked, Some(db_sha256.clone()));
             let flushed = flushing
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("the sync thread panicked")));
             (status, flushed)
         });
-        let status = status?;
+        let (status, free_pages) = status?;
         flushed.map_err(io_err(&db_path))?;
         let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
         let rewritten = Rewrite {
@@ -396,6 +389,7 @@ impl<'a> Job<'a> {
             db_revision: status.revision,
             to_revision,
             bump_revision: self.request.bump_revision,
+            free_pages,
         }
         .apply(db_file, db_len, replay)?;
         let wal = self.stage_files(
