@@ -33,6 +33,11 @@
 // `etcd_common::private` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+// The fixture table of the integration tests (`tests/common`), shared with the unit tests,
+// names this crate as they do.
+#[cfg(test)]
+extern crate self as etcd_data;
+
 pub mod crypt;
 mod error;
 pub mod file;
