@@ -390,7 +390,8 @@ impl<'a> Job<'a> {
         flushed.map_err(io_err(&db_path))?;
         let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
         let release = Release::of(status.storage_version.as_deref());
-        let snap_file = self.writes_snap_file(release)?;
+        // Refused before the db is rewritten.
+        self.writes_snap_file(release)?;
         let rewritten = Rewrite {
             name: self.name,
             db_path: &db_path,
@@ -408,7 +409,6 @@ impl<'a> Job<'a> {
             to_revision,
             &db_sha256,
             release,
-            snap_file,
         )?;
         Ok(Staged {
             data,
@@ -451,8 +451,8 @@ impl<'a> Job<'a> {
         to_revision: Option<i64>,
         db_sha256: &str,
         release: Release,
-        snap_file: bool,
     ) -> Result<Option<Staging>, RestoreError> {
+        let snap_file = self.writes_snap_file(release)?;
         let commit = self.members.len() as u64;
         let term = 1u64;
         let member_ids: Vec<u64> = self.members.iter().map(|m| m.id).collect();
