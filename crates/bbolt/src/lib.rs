@@ -48,7 +48,7 @@ pub use error::BoltError;
 pub use meta::{META_REGION, MetaSummary, check_meta_pages, fnv1a64};
 pub use page::{BranchElement, LeafElement, Page, PageError};
 pub use readahead::{MAX_WINDOW, Readahead};
-pub use reader::{BoltDb, Bucket, Entry, PageUsage};
+pub use reader::{BoltDb, Bucket, Entry, FreePages, PageUsage};
 pub use source::{DbFile, PageSource};
 pub use write::{
     Append, AppendReport, BucketContents, CompactReport, Patch, append_sorted, compact_into,

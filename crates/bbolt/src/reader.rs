@@ -43,6 +43,50 @@ pub struct PageUsage {
     pub free: u64,
 }
 
+/// At most this many runs of free pages are kept by [`BoltDb::walk_free_pages`]: a writer
+/// needs a few, and a fragmented db of any size then costs at most 64 KiB to describe.
+const MAX_FREE_RUNS: usize = 4096;
+
+/// Pages below the high-water mark that nothing reaches (see [`BoltDb::walk_free_pages`]), as
+/// runs of consecutive page IDs, lowest first (the first few thousand runs): where a writer
+/// puts new pages, as bbolt reuses its free pages, rather than growing the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FreePages {
+    runs: Vec<(u64, u64)>,
+}
+
+impl FreePages {
+    /// Free pages from runs of (first page ID, page count).
+    pub fn from_runs(runs: impl IntoIterator<Item = (u64, u64)>) -> Self {
+        let mut runs: Vec<(u64, u64)> = runs.into_iter().filter(|(_, n)| *n > 0).collect();
+        runs.sort_unstable();
+        FreePages { runs }
+    }
+
+    /// The runs left: (first page ID, page count), lowest first.
+    pub fn runs(&self) -> &[(u64, u64)] {
+        &self.runs
+    }
+
+    /// Pages left in the runs.
+    pub fn count(&self) -> u64 {
+        self.runs.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Takes `pages` consecutive pages from the lowest run that holds them (as bbolt's
+    /// freelist allocates); `None` when no run does.
+    pub fn take(&mut self, pages: u64) -> Option<u64> {
+        let at = self.runs.iter().position(|(_, n)| *n >= pages)?;
+        let (start, n) = self.runs[at];
+        if n == pages {
+            self.runs.remove(at);
+        } else {
+            self.runs[at] = (start + pages, n - pages);
+        }
+        Some(start)
+    }
+}
+
 /// One key/value pair of a bucket, borrowed from the page being walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry<'a> {
@@ -110,6 +154,28 @@ impl PageSet {
     fn get(&self, pgid: u64) -> Option<bool> {
         let word = self.0.get(usize::try_from(pgid / 64).ok()?)?;
         Some(word & (1 << (pgid % 64)) != 0)
+    }
+
+    /// Runs of clear bits from 2 (past the meta pages) to `end`, the first `max` of them.
+    fn clear_runs(&self, end: u64, max: usize) -> Vec<(u64, u64)> {
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        let mut id = 2;
+        while id < end && runs.len() <= max {
+            let word = self.0.get(usize::try_from(id / 64).unwrap_or(usize::MAX));
+            if id % 64 == 0 && word == Some(&u64::MAX) {
+                id += 64;
+                continue;
+            }
+            if !self.get(id).unwrap_or(true) {
+                match runs.last_mut() {
+                    Some((start, n)) if *start + *n == id => *n += 1,
+                    _ => runs.push((id, 1)),
+                }
+            }
+            id += 1;
+        }
+        runs.truncate(max);
+        runs
     }
 
     /// How many bits are set below `end`.
@@ -334,7 +400,30 @@ impl<S: PageSource> BoltDb<S> {
     /// the free pages bbolt finds on open (etcd opens its db without a stored freelist, so
     /// bbolt rebuilds it as exactly these pages), which etcd reports as `dbSize -
     /// dbSizeInUse` and a defragmentation gives back.
-    pub fn walk_pages<E, F>(&self, mut visit: F) -> Result<PageUsage, E>
+    pub fn walk_pages<E, F>(&self, visit: F) -> Result<PageUsage, E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        self.walk_collecting(visit, false).map(|(usage, _)| usage)
+    }
+
+    /// [`BoltDb::walk_pages`], also listing the free pages it counts (see [`FreePages`]): the
+    /// pages a writer of the next transaction may overwrite, as bbolt, having rebuilt its
+    /// free list on open, does.
+    pub fn walk_free_pages<E, F>(&self, visit: F) -> Result<(PageUsage, FreePages), E>
+    where
+        E: From<BoltError>,
+        F: FnMut(usize, Entry<'_>) -> Result<(), E>,
+    {
+        self.walk_collecting(visit, true)
+    }
+
+    fn walk_collecting<E, F>(
+        &self,
+        mut visit: F,
+        list_free: bool,
+    ) -> Result<(PageUsage, FreePages), E>
     where
         E: From<BoltError>,
         F: FnMut(usize, Entry<'_>) -> Result<(), E>,
@@ -387,13 +476,21 @@ impl<S: PageSource> BoltDb<S> {
         }
         let high_water = self.meta.high_water_pgid;
         let reached = walker.reached.count_below(high_water);
+        let free_pages = if list_free {
+            FreePages {
+                runs: walker.reached.clear_runs(high_water, MAX_FREE_RUNS),
+            }
+        } else {
+            FreePages::default()
+        };
         walker.finish()?;
-        Ok(PageUsage {
+        let usage = PageUsage {
             page_size: self.meta.page_size,
             high_water,
             reached,
             free: high_water.saturating_sub(reached),
-        })
+        };
+        Ok((usage, free_pages))
     }
 
     /// Checks the whole db (see [`BoltDb::walk`]).

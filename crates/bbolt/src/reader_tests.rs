@@ -356,8 +356,26 @@ fn pages_nothing_reaches_are_counted_free() {
             free: 2,
         }
     );
+    let (listed_usage, free) = open(&data)
+        .walk_free_pages(|_, _| Ok::<(), BoltError>(()))
+        .unwrap();
+    assert_eq!(listed_usage, usage);
+    assert_eq!(free.runs(), [(6, 2)]);
     let whole = open(&sample())
         .walk_pages(|_, _| Ok::<(), BoltError>(()))
         .unwrap();
     assert_eq!((whole.reached, whole.free), (6, 0));
+}
+
+#[test]
+fn free_runs_cross_whole_words_and_stop_at_the_mark_or_the_limit() {
+    let mut set = PageSet::new(200);
+    for id in (0..190).filter(|id| !(70..75).contains(id) && *id != 130) {
+        set.insert(id);
+    }
+    assert_eq!(set.clear_runs(200, 10), [(70, 5), (130, 1), (190, 10)]);
+    assert_eq!(set.clear_runs(195, 10), [(70, 5), (130, 1), (190, 5)]);
+    assert_eq!(set.clear_runs(200, 2), [(70, 5), (130, 1)]);
+    // Pages 0 and 1 are the meta pages, never free.
+    assert_eq!(PageSet::new(4).clear_runs(4, 10), [(2, 2)]);
 }

@@ -33,6 +33,11 @@
 // `etcd_common::private` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+// The fixture table of the integration tests (`tests/common`), shared with the unit tests,
+// names this crate as they do.
+#[cfg(test)]
+extern crate self as etcd_data;
+
 pub mod crypt;
 mod error;
 pub mod file;
@@ -71,9 +76,9 @@ pub use offline::{
 };
 pub use restore::{
     KeyEntry, MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker,
-    RestoreRequest, RestoreResult, RestoredMember, Unguarded, cluster_id, db_revision, member_id,
-    parse_initial_cluster, read_marker, resolve_owner, restore_defaults, restore_snapshot,
-    restore_spool_dir, restore_with_replay, validate_restore_request, wal_usage,
+    RestoreRequest, RestoreResult, RestoredMember, Unguarded, V2Snapshot, cluster_id, db_revision,
+    member_id, parse_initial_cluster, read_marker, resolve_owner, restore_defaults,
+    restore_snapshot, restore_spool_dir, restore_with_replay, validate_restore_request, wal_usage,
 };
 pub use spool::{Spool, SpoolOptions, StoredTap};
 pub use status::{

@@ -12,7 +12,7 @@ use std::hash::Hasher;
 
 use serde::{Deserialize, Serialize};
 
-use bbolt::{BoltDb, DbFile, PageSource, Readahead};
+use bbolt::{BoltDb, DbFile, Entry, FreePages, PageSource, Readahead};
 
 use crate::error::{Error, Result};
 use crate::file::{SnapshotFile, TRAILER_LEN, has_trailer, sha256_of};
@@ -150,6 +150,7 @@ impl SnapshotFile {
             Scan::Full,
             || sha256_of_reopened(self.db()),
         )
+        .map(|(status, _)| status)
     }
 }
 
@@ -161,6 +162,8 @@ pub enum Scan {
     /// The integrity check, the trailer and the revision only (what restore needs): no
     /// CRC-32C hash, no live-key count.
     CheckOnly,
+    /// [`Scan::CheckOnly`], also listing the db's free pages (see [`scan_free_pages`]).
+    CheckListingFree,
 }
 
 /// Reads the db in `source` once, checking it as bbolt's `tx.Check()` does while computing
@@ -175,7 +178,20 @@ pub fn scan<S: PageSource + Sync>(
     mode: Scan,
 ) -> Result<SnapshotStatus> {
     let hash = || sha256_of(&source);
-    scan_hashing(name, &source, trailer, known_sha256, options, mode, hash)
+    scan_hashing(name, &source, trailer, known_sha256, options, mode, hash).map(|(s, _)| s)
+}
+
+/// [`scan`] with [`Scan::CheckListingFree`]: the status and the pages of the db nothing
+/// reaches, found by the same walk (for a rewrite that reuses them, as bbolt does).
+pub(crate) fn scan_free_pages<S: PageSource + Sync>(
+    name: &str,
+    source: S,
+    known_sha256: Option<String>,
+) -> Result<(SnapshotStatus, FreePages)> {
+    let hash = || sha256_of(&source);
+    let options = StatusOptions::default();
+    let mode = Scan::CheckListingFree;
+    scan_hashing(name, &source, None, known_sha256, &options, mode, hash)
 }
 
 /// [`scan`], the SHA-256 (when needed) computed by `hash` on the second thread.
@@ -187,7 +203,7 @@ fn scan_hashing<S: PageSource + Sync>(
     options: &StatusOptions,
     mode: Scan,
     hash: impl FnOnce() -> std::io::Result<String> + Send,
-) -> Result<SnapshotStatus> {
+) -> Result<(SnapshotStatus, FreePages)> {
     // The SHA-256 of a large db costs more than everything else: with skip_hash_check it is
     // not computed (unless it is known anyway, from streaming the snapshot in).
     let compute = known_sha256.is_none() && !options.skip_hash_check;
@@ -223,10 +239,10 @@ fn scan_hashing<S: PageSource + Sync>(
             });
         }
     };
-    let mut status = walked?;
+    let (mut status, free) = walked?;
     status.db_sha256 = db_sha256.unwrap_or_default();
     status.trailer = trailer;
-    Ok(status)
+    Ok((status, free))
 }
 
 /// The SHA-256 of `db` read through a file description of its own (`/proc/self/fd`), told
@@ -244,7 +260,11 @@ fn sha256_of_reopened(db: &DbFile) -> std::io::Result<String> {
     }
 }
 
-fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<SnapshotStatus> {
+fn walk_status<S: PageSource>(
+    name: &str,
+    source: S,
+    mode: Scan,
+) -> Result<(SnapshotStatus, FreePages)> {
     let bad_db = |source| Error::BadDb {
         name: name.to_string(),
         source,
@@ -282,7 +302,7 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
     // date instead cost a fifth of the walk's time, in cache misses.
     let mut revisions: Vec<u64> = Vec::new();
     let mut in_key_bucket = false;
-    let walked = bolt.walk(|depth, entry| -> std::result::Result<(), Extra> {
+    let visit = |depth, entry: Entry<'_>| -> std::result::Result<(), Extra> {
         if depth == 0 {
             let bucket_name = String::from_utf8_lossy(entry.key).into_owned();
             if !entry.is_bucket {
@@ -337,7 +357,12 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
             }
         }
         Ok(())
-    });
+    };
+    let walked = if mode == Scan::CheckListingFree {
+        bolt.walk_free_pages(visit).map(|(_, free)| free)
+    } else {
+        bolt.walk(visit).map(|()| FreePages::default())
+    };
     let not_etcd = |reason: String| Error::NotEtcdData {
         name: name.to_string(),
         reason,
@@ -346,11 +371,11 @@ fn walk_status<S: PageSource>(name: &str, source: S, mode: Scan) -> Result<Snaps
         Extra::Bolt(source) => bad_db(source),
         Extra::Etcd(reason) => not_etcd(reason),
     };
-    walked.map_err(map)?;
+    let free = walked.map_err(map)?;
     status.hash = hash;
     status.live_keys = live_keys(revisions);
     read_extras(&bolt, &mut status).map_err(map)?;
-    Ok(status)
+    Ok((status, free))
 }
 
 /// The keys whose last revision in `revisions` (see [`walk_status`]) is not a tombstone.

@@ -109,17 +109,17 @@ impl TreeBuilder {
     /// never filled a page and takes at most a quarter of one, as bbolt inlines it; else
     /// [`TreeBuilder::finish`]. Returns the bucket's value without its sequence.
     fn finish_bucket(self, writer: &mut PageWriter<'_>) -> Result<Vec<u8>, BoltError> {
-        if self.children.is_empty() && self.used <= writer.page_size / 4 {
+        if self.children.is_empty() {
             let refs: Vec<(u32, &[u8], &[u8])> = self
                 .items
                 .iter()
                 .map(|(f, k, v)| (*f, k.as_slice(), v.as_slice()))
                 .collect();
-            let mut page = leaf_page(0, &refs, writer.page_size)?;
-            page.truncate(self.used);
-            let mut value = 0u64.to_le_bytes().to_vec();
-            value.extend(page);
-            return Ok(value);
+            if let Some(page) = inline_leaf(&refs, writer.page_size)? {
+                let mut value = 0u64.to_le_bytes().to_vec();
+                value.extend(page);
+                return Ok(value);
+            }
         }
         Ok(self.finish(writer)?.to_le_bytes().to_vec())
     }

@@ -1,9 +1,10 @@
 //! Copy-on-write changes to top-level buckets of a bbolt db, as bbolt itself commits a
-//! transaction: the changed buckets and a new root leaf are written as new pages after the
-//! high-water mark, then a new meta page (txid + 1) is written to slot `txid % 2`. Only the
-//! pages copied are read, so a db file of any size is rewritten in place in small memory. The old
-//! pages are left in place, unreachable; etcd runs bbolt with NoFreelistSync, so the new meta
-//! records no freelist (`u64::MAX`) and bbolt rebuilds the free list by scanning.
+//! transaction: the changed buckets (inline when small, as bbolt keeps them) and a new root
+//! leaf are written as new pages into the db's free pages (given by the caller, from a walk) or after the high-water mark, then a new
+//! meta page (txid + 1) is written to slot `txid % 2`. Only the pages copied are read, so a db
+//! file of any size is rewritten in place in small memory. The old pages are left in place,
+//! unreachable; etcd runs bbolt with NoFreelistSync, so the new meta records no freelist
+//! (`u64::MAX`) and bbolt rebuilds the free list by scanning.
 //!
 //! Only flat buckets (no nested buckets) can be replaced, which is all etcd's are.
 //!
@@ -26,7 +27,7 @@ use crate::page::{
     BRANCH_PAGE, BUCKET_HEADER, BUCKET_LEAF_FLAG, ELEMENT_LEN, LEAF_PAGE, META_PAGE, PAGE_HEADER,
 };
 #[allow(unused_imports)]
-use crate::{BoltDb, BoltError, Page, PageSource, fnv1a64};
+use crate::{BoltDb, BoltError, FreePages, Page, PageSource, fnv1a64};
 
 /// Offset of the meta fields after the page header, and their length before the checksum.
 const META_FIELDS: usize = 56;
@@ -91,6 +92,26 @@ fn leaf_page(
         data.extend_from_slice(value);
     }
     assemble_page(pgid, LEAF_PAGE, count, &elements, &data, page_size).ok_or_else(too_big)
+}
+
+/// The leaf page (unpadded) of a bucket holding `items` when bbolt keeps the bucket inline
+/// in its parent (its `inlineable`: no nested bucket, and header plus elements at most a
+/// quarter page); `None` when it does not.
+fn inline_leaf(
+    items: &[(u32, &[u8], &[u8])],
+    page_size: usize,
+) -> Result<Option<Vec<u8>>, BoltError> {
+    let size = PAGE_HEADER
+        + items
+            .iter()
+            .map(|(_, k, v)| ELEMENT_LEN + k.len() + v.len())
+            .sum::<usize>();
+    if size > page_size / 4 || items.iter().any(|(f, _, _)| f & BUCKET_LEAF_FLAG != 0) {
+        return Ok(None);
+    }
+    let mut page = leaf_page(0, items, page_size)?;
+    page.truncate(size);
+    Ok(Some(page))
 }
 
 /// A branch page holding `items` (first key of the child, child pgid) in order.

@@ -16,16 +16,49 @@ pub struct Append {
     pub value: Vec<u8>,
 }
 
+/// Where a transaction's new pages go: into the db's free pages (the lowest run that holds
+/// a page), as bbolt allocates from its free list, else after the high-water mark.
+struct NewPages {
+    free: FreePages,
+    page_size: usize,
+    /// The old high-water mark: pages below it are free ones reused.
+    high_water: u64,
+    /// The next page after the high-water mark (the new mark once done).
+    next: u64,
+    /// Free pages overwritten: (offset, bytes).
+    reused: Vec<(u64, Vec<u8>)>,
+    /// Pages after the old high-water mark, in order.
+    appended: Vec<u8>,
+}
+
+impl NewPages {
+    /// Places `page` (whole pages, its header's ID still to set) and returns its ID.
+    fn put(&mut self, mut page: Vec<u8>) -> u64 {
+        let span = (page.len() / self.page_size).max(1) as u64;
+        let pgid = self.free.take(span).unwrap_or_else(|| {
+            let pgid = self.next;
+            self.next += span;
+            pgid
+        });
+        page[..8].copy_from_slice(&pgid.to_le_bytes());
+        if pgid < self.high_water {
+            self.reused.push((pgid * self.page_size as u64, page));
+        } else {
+            self.appended.extend(page);
+        }
+        pgid
+    }
+}
+
 /// Copies the rightmost path of the bucket rooted at `root` with `append` added to its last
-/// leaf, writing new pages from `*next`; returns the new root pgid.
+/// leaf, placing the new pages with `pages`; returns the new root pgid.
 fn append_rightmost<S: PageSource>(
     bolt: &BoltDb<S>,
     root: u64,
     append: &Append,
-    page_size: usize,
-    next: &mut u64,
-    out: &mut Vec<u8>,
+    pages: &mut NewPages,
 ) -> Result<u64, BoltError> {
+    let page_size = pages.page_size;
     // Descend along the last child of each branch page, keeping a copy of each page.
     let mut path: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut pgid = root;
@@ -40,6 +73,7 @@ fn append_rightmost<S: PageSource>(
                 reason: "the tree is too deep".into(),
             });
         }
+        refuse_if_listed_free(&pages.free, pgid, page.overflow)?;
         if page.is_leaf() {
             path.push((pgid, buf));
             break;
@@ -61,7 +95,6 @@ fn append_rightmost<S: PageSource>(
     for (pgid, buf) in path.into_iter().rev() {
         let err = |e: crate::PageError| BoltError::Page { pgid, reason: e.0 };
         let page = Page::parse(&buf).map_err(err)?;
-        let new_pgid = *next;
         let bytes = if page.is_leaf() {
             let mut items = Vec::with_capacity(usize::from(page.count) + 1);
             for i in 0..page.count {
@@ -75,7 +108,7 @@ fn append_rightmost<S: PageSource>(
                 items.push((e.flags, e.key, e.value));
             }
             items.push((0, append.key.as_slice(), append.value.as_slice()));
-            leaf_page(new_pgid, &items, page_size)?
+            leaf_page(pgid, &items, page_size)?
         } else {
             let mut items = Vec::with_capacity(usize::from(page.count));
             for i in 0..page.count {
@@ -85,11 +118,9 @@ fn append_rightmost<S: PageSource>(
             if let (Some(last), Some(child)) = (items.last_mut(), child) {
                 last.1 = child;
             }
-            branch_page(new_pgid, &items, page_size)?
+            branch_page(pgid, &items, page_size)?
         };
-        *next += (bytes.len() / page_size) as u64;
-        out.extend(bytes);
-        child = Some(new_pgid);
+        child = Some(pages.put(bytes));
     }
     child.ok_or_else(|| BoltError::Page {
         pgid: root,
@@ -97,13 +128,34 @@ fn append_rightmost<S: PageSource>(
     })
 }
 
-/// The writes that turn a db into its rewritten self: new pages after the old high-water mark,
-/// then the new meta page. Apply them in order; the meta page last makes them visible.
+/// Refuses free pages that include a page the tree uses (`pgid` and its overflow): they
+/// were listed for another db, or for this one before a change.
+fn refuse_if_listed_free(free: &FreePages, pgid: u64, overflow: u32) -> Result<(), BoltError> {
+    let end = pgid.saturating_add(u64::from(overflow));
+    if free
+        .runs()
+        .iter()
+        .any(|(start, n)| *start <= end && pgid < start.saturating_add(*n))
+    {
+        return Err(BoltError::Page {
+            pgid,
+            reason: "the free pages given for the rewrite include a page in use".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The writes that turn a db into its rewritten self: new pages in free pages of the db and
+/// after its old high-water mark, then the new meta page. Apply them in order; the meta page
+/// last makes them visible (the pages reused are free under the meta page in use, which the
+/// new one does not overwrite: bbolt's own discipline).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
-    /// Offset of the new pages (the old high-water mark times the page size).
+    /// New pages written over free pages of the db: (offset, bytes), below `pages_at`.
+    pub reused: Vec<(u64, Vec<u8>)>,
+    /// Offset of the new pages after the old high-water mark (the mark times the page size).
     pub pages_at: u64,
-    /// The new pages.
+    /// The new pages after the old high-water mark.
     pub pages: Vec<u8>,
     /// Offset of the new meta page (its slot: txid % 2).
     pub meta_at: u64,
@@ -123,6 +175,10 @@ impl Patch {
         let end = usize::try_from(self.new_size()).unwrap_or(usize::MAX);
         let pages_at = usize::try_from(self.pages_at).unwrap_or(usize::MAX);
         db.resize(end, 0);
+        for (at, page) in &self.reused {
+            let at = usize::try_from(*at).unwrap_or(usize::MAX);
+            db[at..at + page.len()].copy_from_slice(page);
+        }
         db[pages_at..end].copy_from_slice(&self.pages);
         let meta_at = usize::try_from(self.meta_at).unwrap_or(usize::MAX);
         db[meta_at..meta_at + self.meta.len()].copy_from_slice(&self.meta);
@@ -133,6 +189,9 @@ impl Patch {
     pub fn apply_to_file(&self, file: &std::fs::File) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt;
         file.set_len(self.pages_at)?;
+        for (at, page) in &self.reused {
+            file.write_all_at(page, *at)?;
+        }
         file.write_all_at(&self.pages, self.pages_at)?;
         file.sync_data()?;
         file.write_all_at(&self.meta, self.meta_at)?;
@@ -140,17 +199,65 @@ impl Patch {
     }
 }
 
+/// The value of a top-level bucket holding `items` with `sequence`: inline (root 0, the
+/// leaf page unpadded) when bbolt would keep it inline in its parent, else rooted at a new
+/// leaf placed with `pages`.
+fn bucket_value(
+    items: &[(u32, &[u8], &[u8])],
+    sequence: u64,
+    pages: &mut NewPages,
+) -> Result<Vec<u8>, BoltError> {
+    let mut value = Vec::new();
+    match inline_leaf(items, pages.page_size)? {
+        Some(leaf) => {
+            value.extend_from_slice(&0u64.to_le_bytes());
+            value.extend_from_slice(&sequence.to_le_bytes());
+            value.extend(leaf);
+        }
+        None => {
+            let pgid = pages.put(leaf_page(0, items, pages.page_size)?);
+            value.extend_from_slice(&pgid.to_le_bytes());
+            value.extend_from_slice(&sequence.to_le_bytes());
+        }
+    }
+    Ok(value)
+}
+
 /// The writes ([`Patch`]) after which each top-level bucket of `bolt` named in `replace`
 /// holds exactly the given contents (created when missing), with `append` added; every
-/// other bucket is kept as it is. Reads only the pages it copies.
+/// other bucket is kept as it is. Reads only the pages it copies. A bucket written afresh is
+/// kept inline when bbolt would keep it so (at most a quarter page, no nested bucket).
+/// New pages go into `free` (the free pages of `bolt` as [`BoltDb::walk_free_pages`] lists
+/// them; empty: none) before the file grows, as bbolt reuses its free pages: the rewritten
+/// db is no larger than bbolt's own transaction would leave it.
 pub fn replace_buckets<S: PageSource>(
     bolt: &BoltDb<S>,
     replace: &BTreeMap<Vec<u8>, BucketContents>,
     append: Option<&Append>,
+    free: &FreePages,
 ) -> Result<Patch, BoltError> {
     let meta = bolt.meta();
     let page_size = meta.page_size as usize;
     let old_fields = chosen_meta_fields(bolt)?;
+    if free
+        .runs()
+        .iter()
+        .any(|(start, n)| *start < 2 || start.saturating_add(*n) > meta.high_water_pgid)
+    {
+        return Err(BoltError::Page {
+            pgid: 0,
+            reason: "the free pages given for the rewrite lie outside the db".into(),
+        });
+    }
+    refuse_if_listed_free(free, meta.root_pgid, 0)?;
+    let mut pages = NewPages {
+        free: free.clone(),
+        page_size,
+        high_water: meta.high_water_pgid,
+        next: meta.high_water_pgid,
+        reused: Vec::new(),
+        appended: Vec::new(),
+    };
 
     // Top-level entries: (flags, key, value), with replaced buckets pointing at new pages.
     let mut top: BTreeMap<Vec<u8>, (u32, Vec<u8>)> = BTreeMap::new();
@@ -161,8 +268,6 @@ pub fn replace_buckets<S: PageSource>(
         Ok::<(), BoltError>(())
     })?;
 
-    let mut next = meta.high_water_pgid;
-    let mut new_pages: Vec<u8> = Vec::new();
     for (name, contents) in replace {
         let sequence = top
             .get(name)
@@ -172,12 +277,8 @@ pub fn replace_buckets<S: PageSource>(
             .iter()
             .map(|(k, v)| (0, k.as_slice(), v.as_slice()))
             .collect();
-        let page = leaf_page(next, &items, page_size)?;
-        let mut value = next.to_le_bytes().to_vec();
-        value.extend_from_slice(&sequence.to_le_bytes());
+        let value = bucket_value(&items, sequence, &mut pages)?;
         top.insert(name.clone(), (BUCKET_LEAF_FLAG, value));
-        next += (page.len() / page_size) as u64;
-        new_pages.extend(page);
     }
     if let Some(append) = append {
         let (flags, value) = top.get(&append.bucket).ok_or_else(|| BoltError::Page {
@@ -198,8 +299,8 @@ pub fn replace_buckets<S: PageSource>(
             });
         }
         let sequence = read_u64(value, 8);
-        let new_root = if root == 0 {
-            // An inline bucket: write it out as a page-rooted leaf with the key added.
+        let value = if root == 0 {
+            // An inline bucket: written afresh with the key added (inline again if it fits).
             let mut items: Vec<(u32, Vec<u8>, Vec<u8>)> = Vec::new();
             if let Some(bucket) = bolt.bucket(&root_bucket, &append.bucket)? {
                 bolt.for_each(&bucket, |entry| {
@@ -222,35 +323,30 @@ pub fn replace_buckets<S: PageSource>(
                 .iter()
                 .map(|(f, k, v)| (*f, k.as_slice(), v.as_slice()))
                 .collect();
-            let pgid = next;
-            let page = leaf_page(pgid, &refs, page_size)?;
-            next += (page.len() / page_size) as u64;
-            new_pages.extend(page);
-            pgid
+            bucket_value(&refs, sequence, &mut pages)?
         } else {
-            append_rightmost(bolt, root, append, page_size, &mut next, &mut new_pages)?
+            let new_root = append_rightmost(bolt, root, append, &mut pages)?;
+            let mut value = new_root.to_le_bytes().to_vec();
+            value.extend_from_slice(&sequence.to_le_bytes());
+            value
         };
-        let mut value = new_root.to_le_bytes().to_vec();
-        value.extend_from_slice(&sequence.to_le_bytes());
         top.insert(append.bucket.clone(), (BUCKET_LEAF_FLAG, value));
     }
     let root_items: Vec<(u32, &[u8], &[u8])> = top
         .iter()
         .map(|(k, (flags, v))| (*flags, k.as_slice(), v.as_slice()))
         .collect();
-    let root_pgid = next;
-    let root = leaf_page(root_pgid, &root_items, page_size)?;
-    next += (root.len() / page_size) as u64;
-    new_pages.extend(root);
+    let root_pgid = pages.put(leaf_page(0, &root_items, page_size)?);
 
     let pages_at = meta
         .high_water_pgid
         .checked_mul(u64::from(meta.page_size))
         .ok_or_else(|| BoltError::Meta("high-water mark overflows".into()))?;
-    let (meta_at, page) = meta_page(old_fields, root_pgid, next, meta.txid + 1, page_size);
+    let (meta_at, page) = meta_page(old_fields, root_pgid, pages.next, meta.txid + 1, page_size);
     Ok(Patch {
+        reused: pages.reused,
         pages_at,
-        pages: new_pages,
+        pages: pages.appended,
         meta_at,
         meta: page,
     })

@@ -11,7 +11,8 @@ fn rewrite(
     append: Option<&Append>,
 ) -> Result<Vec<u8>, BoltError> {
     let bolt = BoltDb::open(db)?;
-    let patch = replace_buckets(&bolt, replace, append)?;
+    let (_, free) = bolt.walk_free_pages(|_, _| Ok::<(), BoltError>(()))?;
+    let patch = replace_buckets(&bolt, replace, append, &free)?;
     let mut out = db.to_vec();
     patch.apply_to(&mut out);
     let written = BoltDb::open(out.as_slice())?;
@@ -742,4 +743,122 @@ fn a_compact_copy_holds_every_bucket_key_and_sequence_in_fewer_pages() {
             String::from_utf8_lossy(name)
         );
     }
+}
+
+/// Root leaf at page 2 with bucket "keep" (page 3, sequence 5); pages 4 and 5 hold an old
+/// leaf nothing references (free, as a db etcd wrote leaves them).
+fn db_with_free_pages() -> Vec<u8> {
+    let keep_leaf = leaf_page(3, &[(0, b"k", b"v")], PS).unwrap();
+    let mut keep = 3u64.to_le_bytes().to_vec();
+    keep.extend_from_slice(&5u64.to_le_bytes());
+    let root = leaf_page(2, &[(BUCKET_LEAF_FLAG, b"keep", &keep)], PS).unwrap();
+    let mut db = meta(0, 2, 6, 6);
+    db.extend(meta(1, 2, 6, 5));
+    db.extend(root);
+    db.extend(keep_leaf);
+    db.extend(leaf_page(4, &[(0, b"old", b"gone")], PS).unwrap());
+    db.extend(leaf_page(5, &[(0, b"old", b"gone")], PS).unwrap());
+    db
+}
+
+#[test]
+fn new_pages_go_into_free_pages_and_small_buckets_stay_inline() {
+    let db = db_with_free_pages();
+    let bolt = BoltDb::open(db.as_slice()).unwrap();
+    let (usage, free) = bolt
+        .walk_free_pages(|_, _| Ok::<(), BoltError>(()))
+        .unwrap();
+    assert_eq!((usage.high_water, usage.free), (6, 2));
+    assert_eq!(free.runs(), [(4, 2)]);
+    // A small bucket replaced and a key appended to a page-rooted one: the copied leaf and
+    // the new root take the two free pages, the small bucket is inline, the file keeps its
+    // size.
+    let mut replace = BTreeMap::new();
+    let mut contents = BucketContents::new();
+    contents.insert(b"term".to_vec(), 1u64.to_be_bytes().to_vec());
+    replace.insert(b"meta".to_vec(), contents);
+    let append = Append {
+        bucket: b"keep".to_vec(),
+        key: b"l".to_vec(),
+        value: b"w".to_vec(),
+    };
+    let patch = replace_buckets(&bolt, &replace, Some(&append), &free).unwrap();
+    assert!(patch.pages.is_empty(), "nothing after the high-water mark");
+    let offsets: Vec<u64> = patch.reused.iter().map(|(at, _)| *at).collect();
+    assert_eq!(offsets, [4 * PS as u64, 5 * PS as u64]);
+    assert_eq!(patch.new_size(), 6 * PS as u64);
+    let out = rewrite(&db, &replace, Some(&append)).unwrap();
+    assert_eq!(out.len(), db.len());
+    let written = BoltDb::open(out.as_slice()).unwrap();
+    let usage = written.walk_pages(|_, _| Ok::<(), BoltError>(())).unwrap();
+    // The old root and "keep" leaf are the free pages now; "meta" takes no page.
+    assert_eq!((usage.high_water, usage.reached, usage.free), (6, 4, 2));
+    let root = written.root();
+    assert_eq!(
+        read_u64(&written.get(&root, b"meta").unwrap().unwrap().0, 0),
+        0
+    );
+    let kept = written.bucket(&root, b"keep").unwrap().unwrap();
+    assert_eq!(keys(&written, &kept), [b"k".to_vec(), b"l".to_vec()]);
+    assert_eq!(
+        read_u64(&written.get(&root, b"keep").unwrap().unwrap().0, 8),
+        5
+    );
+}
+
+#[test]
+fn a_page_too_long_for_a_free_run_goes_after_the_high_water_mark() {
+    let db = db_with_free_pages();
+    let bolt = BoltDb::open(db.as_slice()).unwrap();
+    let free = FreePages::from_runs([(4, 1)]);
+    // Over a quarter page: page-rooted, on a leaf with one overflow page (two pages).
+    let mut contents = BucketContents::new();
+    for i in 0..50u32 {
+        contents.insert(i.to_be_bytes().to_vec(), vec![7u8; 100]);
+    }
+    let mut replace = BTreeMap::new();
+    replace.insert(b"big".to_vec(), contents);
+    let patch = replace_buckets(&bolt, &replace, None, &free).unwrap();
+    // The two-page leaf after the mark (pages 6 and 7), the root in free page 4.
+    assert_eq!(patch.pages_at, 6 * PS as u64);
+    assert_eq!(patch.pages.len(), 2 * PS);
+    assert_eq!(read_u64(&patch.pages, 0), 6);
+    let offsets: Vec<u64> = patch.reused.iter().map(|(at, _)| *at).collect();
+    assert_eq!(offsets, [4 * PS as u64]);
+    let mut out = db.clone();
+    patch.apply_to(&mut out);
+    BoltDb::open(out.as_slice()).unwrap().check().unwrap();
+}
+
+#[test]
+fn free_pages_that_are_in_use_or_outside_the_db_are_refused() {
+    let db = db_with_free_pages();
+    let bolt = BoltDb::open(db.as_slice()).unwrap();
+    let append = Append {
+        bucket: b"keep".to_vec(),
+        key: b"l".to_vec(),
+        value: b"w".to_vec(),
+    };
+    for (runs, says) in [
+        (vec![(2, 1)], "in use"),
+        (vec![(3, 2)], "in use"),
+        (vec![(5, 4)], "outside"),
+        (vec![(0, 1)], "outside"),
+    ] {
+        let free = FreePages::from_runs(runs.clone());
+        let err = replace_buckets(&bolt, &BTreeMap::new(), Some(&append), &free).unwrap_err();
+        assert!(err.to_string().contains(says), "{runs:?}: {err}");
+    }
+}
+
+#[test]
+fn free_runs_are_taken_lowest_first_and_only_whole() {
+    let mut free = FreePages::from_runs([(9, 3), (4, 1), (20, 0)]);
+    assert_eq!(free.runs(), [(4, 1), (9, 3)]);
+    assert_eq!(free.count(), 4);
+    assert_eq!(free.take(2), Some(9));
+    assert_eq!(free.take(2), None);
+    assert_eq!(free.take(1), Some(4));
+    assert_eq!(free.take(1), Some(11));
+    assert_eq!(free.count(), 0);
 }

@@ -317,28 +317,24 @@ fn a_crc_mismatch_before_the_end_is_refused_naming_segment_and_offset() {
     assert!(text.contains("crc record"), "{text}");
 }
 
-/// The fixture dir of etcd 3.6.14's own data.
+/// The fixture releases (`tests/fixtures/etcd-<version>`), as the integration tests see them.
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::{ETCD_3_6, ETCD_3_7, Etcd, RELEASES};
+
+/// etcd 3.6.14's fixture dir, for the tests that need one release's data.
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/etcd-3.6.14")
+    ETCD_3_6.dir()
 }
 
 fn unpack(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(fixture_dir().join(name))
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success(), "tar xzf {name}");
-    dir
+    ETCD_3_6.unpack(name)
 }
 
-/// A value of etcdctl 3.6.14's `endpoint status -w json` for member a (the fixture's).
-fn fixture_status(field: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(fixture_dir().join("outputs/endpoint-status.json")).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+/// A value of etcdctl's `endpoint status -w json` for member a (the fixture's).
+fn fixture_status(etcd: &Etcd, field: &str) -> serde_json::Value {
+    let json = etcd.output("endpoint-status.json");
     let status = &json[0]["Status"];
     status
         .pointer(field)
@@ -347,98 +343,229 @@ fn fixture_status(field: &str) -> serde_json::Value {
 }
 
 #[test]
-fn the_stopped_3_6_member_agrees_with_its_endpoint_status() {
-    let dir = unpack("member-a-data-dir-stopped.tar.gz");
-    let got = inspect_data_dir(&dir.path().join("a")).unwrap();
-    let id = |field: &str| format!("{:x}", fixture_status(field).as_u64().unwrap());
-    assert_eq!(got.wal.member_id, id("/header/member_id"));
-    assert_eq!(got.wal.cluster_id, id("/header/cluster_id"));
-    let raft_index = fixture_status("/raftIndex").as_u64().unwrap();
-    let raft_term = fixture_status("/raftTerm").as_u64().unwrap();
-    assert!(got.wal.hard_state.commit >= raft_index, "{got:?}");
-    assert_eq!(got.wal.last_term, raft_term);
-    assert_eq!(got.wal.hard_state.term, raft_term);
-    assert_eq!(got.wal.commit_term, Some(raft_term));
-    assert_eq!(
-        got.db.revision,
-        fixture_status("/header/revision").as_i64().unwrap()
-    );
-    assert_eq!(got.db.compact_revision, Some(20));
-    assert_eq!(got.db.term, Some(raft_term));
-    assert!(got.db.consistent_index >= raft_index);
-    assert!(got.wal.last_index >= got.wal.hard_state.commit);
-    assert_eq!(got.wal.term_starts.first().map(|t| t.term), Some(1));
-    assert_eq!(got.db.members.len(), 3);
-    // etcd 3.6's own bootstrap changes name the same three members, by name, as its db.
-    let from_wal = DataDirInspection {
-        wal: got.wal.clone(),
-        ..DataDirInspection::default()
+fn the_stopped_member_agrees_with_its_endpoint_status() {
+    for etcd in RELEASES {
+        let v = etcd.version;
+        let (_dir, data_dir) = etcd.stopped_member();
+        let got = inspect_data_dir(&data_dir).unwrap();
+        let status = |field: &str| fixture_status(&etcd, field);
+        let id = |field: &str| format!("{:x}", status(field).as_u64().unwrap());
+        assert_eq!(got.wal.member_id, id("/header/member_id"), "{v}");
+        assert_eq!(got.wal.cluster_id, id("/header/cluster_id"), "{v}");
+        let raft_index = status("/raftIndex").as_u64().unwrap();
+        let raft_term = status("/raftTerm").as_u64().unwrap();
+        assert!(got.wal.hard_state.commit >= raft_index, "{v}: {got:?}");
+        assert_eq!(got.wal.last_term, raft_term, "{v}");
+        // A vote may have started while the members were stopping (3.7's did: term 3).
+        assert!(got.wal.hard_state.term >= raft_term, "{v}");
+        assert_eq!(got.wal.commit_term, Some(raft_term), "{v}");
+        assert_eq!(
+            got.db.revision,
+            status("/header/revision").as_i64().unwrap(),
+            "{v}"
+        );
+        assert_eq!(got.db.compact_revision, Some(20), "{v}");
+        assert_eq!(got.db.term, Some(raft_term), "{v}");
+        assert!(got.db.consistent_index >= raft_index, "{v}");
+        assert!(got.wal.last_index >= got.wal.hard_state.commit, "{v}");
+        assert_eq!(got.wal.term_starts.first().map(|t| t.term), Some(1), "{v}");
+        assert_eq!(got.db.members.len(), 3, "{v}");
+        // etcd's own bootstrap changes name the same three members, by name, as its db.
+        let from_wal = DataDirInspection {
+            wal: got.wal.clone(),
+            ..DataDirInspection::default()
+        }
+        .membership();
+        let ids_names = |members: &[crate::status::DbMember]| {
+            let mut out: Vec<(String, String)> = members
+                .iter()
+                .map(|m| (m.id.clone(), m.name.clone()))
+                .collect();
+            out.sort();
+            out
+        };
+        assert_eq!(ids_names(&from_wal), ids_names(&got.db.members), "{v}");
+        assert!(!got.locked && !got.is_learner && !got.wal.torn_tail, "{v}");
+        // A clean stop leaves nothing committed beyond the db.
+        assert_eq!(got.committed_entries_beyond_db, 0, "{v}");
     }
-    .membership();
-    let ids_names = |members: &[crate::status::DbMember]| {
-        let mut out: Vec<(String, String)> = members
-            .iter()
-            .map(|m| (m.id.clone(), m.name.clone()))
-            .collect();
-        out.sort();
+}
+
+/// The raw `raftpb.Entry` records of a WAL segment.
+fn raw_entries(segment: &[u8]) -> Vec<Vec<u8>> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    while at + 8 <= segment.len() {
+        let word = u64::from_le_bytes(segment[at..at + 8].try_into().unwrap());
+        if word == 0 {
+            break;
+        }
+        let len = (word & 0x00FF_FFFF_FFFF_FFFF) as usize;
+        let pad = if word >> 63 == 1 {
+            ((word >> 56) & 0x7) as usize
+        } else {
+            0
+        };
+        let record = pb::Record::decode(&segment[at + 8..at + 8 + len]).unwrap();
+        if record.kind == ENTRY {
+            out.push(record.data);
+        }
+        at += 8 + len + pad;
+    }
+    out
+}
+
+/// etcd 3.7 writes its normal entries without raftpb.Entry's field 1 (`Type`); 3.6 writes
+/// `Type = 0` in each. Both logs read the same: the normal entries as normal, the three
+/// bootstrap additions as the only membership changes, up to the last index.
+#[test]
+fn normal_entries_with_and_without_their_type_field_read_alike() {
+    for (etcd, untyped_normal) in [(ETCD_3_6, 0), (ETCD_3_7, 77)] {
+        let v = etcd.version;
+        let (_dir, data_dir) = etcd.stopped_member();
+        let wal_dir = data_dir.join("member/wal");
+        let segment = std::fs::read_dir(&wal_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "wal"))
+            .unwrap();
+        let entries = raw_entries(&std::fs::read(&segment).unwrap());
+        // Field 1 (varint) is the tag byte 0x08.
+        let untyped = entries.iter().filter(|e| e.first() != Some(&0x08)).count();
+        assert_eq!(untyped, untyped_normal, "{v}");
+        let wal = read_wal_dir(&wal_dir, false).unwrap();
+        assert_eq!(wal.last_index, entries.len() as u64, "{v}");
+        let kinds: Vec<MembershipChangeKind> =
+            wal.membership_changes.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [MembershipChangeKind::Add; 3], "{v}");
+        if etcd.version == ETCD_3_7.version {
+            // The README's account of member a's log.
+            assert_eq!((wal.last_index, wal.last_term), (80, 2));
+            assert_eq!(wal.hard_state.term, 3);
+        }
+    }
+}
+
+/// A hand-made entry without field 1, whose data is a ConfChange: read as EntryNormal (the
+/// proto2 default), so its data is not taken for a membership change; only an explicit
+/// `Type = 1` makes one.
+#[test]
+fn an_entry_without_its_type_field_reads_as_a_normal_entry() {
+    use crate::restore::pb as enc;
+    let change = enc::conf_change_add_node(
+        0xd,
+        br#"{"id":13,"peerURLs":["http://10.0.0.13:2380"],"name":"d"}"#,
+        enc::Zeros::Written,
+    );
+    let entry = |kind: Option<u64>, index: u64| {
+        let mut out = Vec::new();
+        if let Some(kind) = kind {
+            enc::uint(&mut out, 1, kind);
+        }
+        enc::uint(&mut out, 2, 2);
+        enc::uint(&mut out, 3, index);
+        enc::bytes(&mut out, 4, &change);
         out
     };
-    assert_eq!(ids_names(&from_wal), ids_names(&got.db.members));
-    assert!(!got.locked && !got.is_learner && !got.wal.torn_tail);
-    // A clean stop leaves nothing committed beyond the db.
-    assert_eq!(got.committed_entries_beyond_db, 0);
+    let mut w = Writer::new(0xa, 0xc1);
+    w.record(ENTRY, entry(None, 1));
+    w.record(ENTRY, entry(Some(0), 2));
+    w.record(ENTRY, entry(Some(1), 3));
+    w.state(2, 0xa, 3);
+    assert_eq!(entry(None, 1)[0], 0x10, "no field 1 in the first");
+    let wal = w.read().unwrap();
+    assert_eq!(
+        (wal.last_index, wal.last_term, wal.commit_term),
+        (3, 2, Some(2))
+    );
+    let changes: Vec<(u64, MembershipChangeKind)> = wal
+        .membership_changes
+        .iter()
+        .map(|c| (c.index, c.kind))
+        .collect();
+    assert_eq!(changes, [(3, MembershipChangeKind::Add)]);
+}
+
+/// `data-dir commit-tail` on each release's stopped member: what it plans agrees with the
+/// inspection (3.7's untyped entries counted), and a clean stop leaves nothing to adopt.
+#[test]
+fn commit_tail_reads_each_releases_wal() {
+    for etcd in RELEASES {
+        let v = etcd.version;
+        let (_dir, data_dir) = etcd.stopped_member();
+        let got = inspect_data_dir(&data_dir).unwrap();
+        let plan = plan_wal_tail(&data_dir).unwrap();
+        assert_eq!(plan.commit_before, got.wal.hard_state.commit, "{v}");
+        assert_eq!(
+            (plan.term, plan.vote),
+            (got.wal.hard_state.term, got.wal.hard_state.vote),
+            "{v}"
+        );
+        assert_eq!(
+            plan.entries_adopted,
+            got.wal.last_index - got.wal.hard_state.commit,
+            "{v}"
+        );
+        assert_eq!(plan.changed, plan.entries_adopted > 0, "{v}");
+        let wal_dir = data_dir.join("member/wal");
+        let before = std::fs::read(wal_dir.join(&plan.segment)).unwrap();
+        let adopted = adopt_wal_tail(&data_dir).unwrap();
+        assert_eq!(adopted.commit_after, got.wal.last_index, "{v}");
+        if !adopted.changed {
+            assert_eq!(
+                std::fs::read(wal_dir.join(&plan.segment)).unwrap(),
+                before,
+                "{v}"
+            );
+        }
+        let after = inspect_data_dir(&data_dir).unwrap();
+        assert_eq!(after.wal.hard_state.commit, got.wal.last_index, "{v}");
+    }
 }
 
 #[test]
 fn a_restored_member_reads_back_what_the_restore_wrote() {
-    let root = tempfile::tempdir().unwrap();
-    let data_dir = root.path().join("restored");
-    let snapshot =
-        crate::open_snapshot_file(&fixture_dir().join("snapshot-3.6.14.db"), None).unwrap();
-    let request = crate::RestoreRequest {
-        name: "a".into(),
-        initial_cluster:
-            "a=http://127.0.0.1:45111,b=http://127.0.0.1:45112,c=http://127.0.0.1:45113".into(),
-        initial_cluster_token: "restored36".into(),
-        initial_advertise_peer_urls: vec!["http://127.0.0.1:45111".into()],
-        data_dir: data_dir.clone(),
-        ..crate::RestoreRequest::default()
-    };
-    let restored =
-        crate::restore_snapshot("snapshot", &snapshot, &request, &crate::Unguarded).unwrap();
-    let got = inspect_data_dir(&data_dir).unwrap();
-    assert_eq!(got.wal.member_id, restored.member_id);
-    assert_eq!(got.wal.cluster_id, restored.cluster_id);
-    let lowest = restored.members.iter().map(|m| m.id).min().unwrap();
-    assert_eq!(
-        got.wal.hard_state,
-        HardState {
-            term: 1,
-            vote: lowest,
-            commit: 3
-        }
-    );
-    assert_eq!(got.wal.snapshot, SnapPosition { index: 3, term: 1 });
-    assert_eq!(got.snap_file, Some(SnapPosition { index: 3, term: 1 }));
-    assert_eq!((got.wal.last_index, got.wal.last_term), (3, 1));
-    assert_eq!(got.wal.commit_term, Some(1));
-    assert_eq!(got.wal.uncommitted_entries, 0);
-    assert_eq!(got.db.consistent_index, 3);
-    assert_eq!(got.db.term, Some(1));
-    assert_eq!(got.db.revision, restored.revision);
-    assert_eq!(got.committed_entries_beyond_db, 0);
-    // etcdutl 3.6's restore of the same request reads the same.
-    let theirs = unpack("etcdutl-restored-a.tar.gz");
-    let theirs_dir = std::fs::read_dir(theirs.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let etcdutl = inspect_data_dir(&theirs_dir).unwrap();
-    assert_eq!(etcdutl.wal, got.wal);
-    assert_eq!(etcdutl.snap_file, got.snap_file);
-    assert_eq!(etcdutl.db.consistent_index, got.db.consistent_index);
+    for etcd in RELEASES {
+        let v = etcd.version;
+        let root = tempfile::tempdir().unwrap();
+        let data_dir = root.path().join("restored");
+        let request = etcd.restore_request_a(&data_dir);
+        let restored =
+            crate::restore_snapshot("snapshot", &etcd.snapshot(), &request, &crate::Unguarded)
+                .unwrap();
+        let got = inspect_data_dir(&data_dir).unwrap();
+        assert_eq!(got.wal.member_id, restored.member_id, "{v}");
+        assert_eq!(got.wal.cluster_id, restored.cluster_id, "{v}");
+        let lowest = restored.members.iter().map(|m| m.id).min().unwrap();
+        assert_eq!(
+            got.wal.hard_state,
+            HardState {
+                term: 1,
+                vote: lowest,
+                commit: 3
+            },
+            "{v}"
+        );
+        assert_eq!(got.wal.snapshot, SnapPosition { index: 3, term: 1 }, "{v}");
+        assert_eq!(
+            got.snap_file,
+            Some(SnapPosition { index: 3, term: 1 }),
+            "{v}"
+        );
+        assert_eq!((got.wal.last_index, got.wal.last_term), (3, 1), "{v}");
+        assert_eq!(got.wal.commit_term, Some(1), "{v}");
+        assert_eq!(got.wal.uncommitted_entries, 0, "{v}");
+        assert_eq!(got.db.consistent_index, 3, "{v}");
+        assert_eq!(got.db.term, Some(1), "{v}");
+        assert_eq!(got.db.revision, restored.revision, "{v}");
+        assert_eq!(got.committed_entries_beyond_db, 0, "{v}");
+        // etcdutl's restore of the same request reads the same.
+        let theirs = etcd.unpack("etcdutl-restored-a.tar.gz");
+        let etcdutl = inspect_data_dir(&theirs.path().join("restored-a")).unwrap();
+        assert_eq!(etcdutl.wal, got.wal, "{v}");
+        assert_eq!(etcdutl.snap_file, got.snap_file, "{v}");
+        assert_eq!(etcdutl.db.consistent_index, got.db.consistent_index, "{v}");
+    }
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use bbolt::{
-    Append, BoltDb, BoltError, BucketContents, DbFile, PageSource, append_sorted, last_key,
-    replace_buckets, verify_rewrite,
+    Append, BoltDb, BoltError, BucketContents, DbFile, FreePages, PageSource, append_sorted,
+    last_key, replace_buckets, verify_rewrite,
 };
 
 use super::{Replay, RestoreError, RestoredMember, invalid, io_err, opts, wal};
@@ -37,6 +37,9 @@ pub(super) struct Rewrite<'a> {
     pub to_revision: Option<i64>,
     /// Raise the latest revision by this much (0: not).
     pub bump_revision: u64,
+    /// The staged db's free pages (from the walk that checked it): the rewrite's new pages
+    /// go there first, as bbolt's own transaction would put them.
+    pub free_pages: FreePages,
 }
 
 impl Rewrite<'_> {
@@ -98,7 +101,10 @@ impl Rewrite<'_> {
         let patch = if replace.is_empty() && single_append.is_none() {
             None
         } else {
-            Some(replace_buckets(&bolt, &replace, single_append).map_err(&failed)?)
+            Some(
+                replace_buckets(&bolt, &replace, single_append, &self.free_pages)
+                    .map_err(&failed)?,
+            )
         };
         let db_file = bolt.into_source();
         let reopen = |size| -> Result<BoltDb<DbFile>, RestoreError> {

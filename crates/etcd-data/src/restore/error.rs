@@ -69,6 +69,18 @@ pub enum RestoreError {
         /// The snapshot.
         name: String,
     },
+    /// Leaving out the raft `.snap` file was asked for a snapshot of a release that reads it
+    /// on boot.
+    #[error(
+        "'{name}' is a snapshot of etcd {release}, which reads the raft .snap file on boot: \
+         only a snapshot of etcd 3.7 or later can be restored without it"
+    )]
+    V2SnapshotNeeded {
+        /// The snapshot.
+        name: String,
+        /// Its release (`3.6`).
+        release: String,
+    },
     /// The snapshot is damaged or not etcd's.
     #[error(transparent)]
     Snapshot(#[from] crate::Error),
@@ -125,6 +137,7 @@ impl etcd_common::Hinted for RestoreError {
         use etcd_common::ErrorKind;
         Some(match self {
             RestoreError::InvalidOption(e) => return e.kind(),
+            RestoreError::V2SnapshotNeeded { .. } => ErrorKind::InvalidInput,
             // Each has a hint that gets past it (move aside, force, skip the hash check).
             RestoreError::HoldsOtherRestore { .. }
             | RestoreError::NotEmpty { .. }

@@ -49,6 +49,10 @@ pub struct RestoreMarker {
     /// not pass for this restore. Absent in markers of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_fingerprint: Option<String>,
+    /// No raft `.snap` file was written (a restore for etcd 3.7 or later that left it out).
+    /// Absent (false) in markers of older versions, which always wrote one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_snap_file: bool,
 }
 
 /// Reads the restore marker of `data_dir`, if there is a readable one.

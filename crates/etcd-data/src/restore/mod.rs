@@ -8,7 +8,8 @@
 //! it go the WAL (membership as raft conf changes, hard state, snapshot marker) and the raft
 //! snap file (v2 store with the members). Everything is written to a temporary dir beside the
 //! target (0700, see `staging`; those killed restores left are removed by the next), fsynced,
-//! and renamed into place, the db never after the WAL (see `placement`); a non-empty data dir
+//! and renamed into place, the db never after the WAL (see `placement`). What differs between
+//! releases follows the snapshot's storage version (see `release`). A non-empty data dir
 //! or WAL dir is refused, or with `move_aside` renamed to `DIR.bak-<UTC time>` (never
 //! deleted); a data dir a member runs on is refused (see `lock`). A marker,
 //! `member/etcdops-restore.json`, makes repeating the same restore a no-op while the db, WAL
@@ -23,6 +24,7 @@ mod marker;
 mod on_disk;
 pub(crate) mod pb;
 mod placement;
+mod release;
 mod replay;
 mod replayed;
 mod run;
@@ -47,6 +49,7 @@ pub(crate) use error::{invalid, io_err};
 pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
 pub use lock::{db_of, lock_shared, refuse_if_running};
 pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
+pub use release::V2Snapshot;
 pub use replay::{AppendChanges, Changes, KeyEntry, NoReplay, Replay};
 pub use replayed::{ReplayedDb, replay_into_db};
 pub use run::{restore_snapshot, restore_with_replay};
@@ -145,6 +148,10 @@ pub struct RestoreRequest {
     /// Run every check (source, options, target dirs) and report what would be written, but
     /// write nothing (check mode).
     pub dry_run: bool,
+    /// Whether the raft `.snap` file (the v2 store with the members) is written beside the
+    /// db and the WAL: by default as the snapshot's release's etcdutl does (see
+    /// [`V2Snapshot`]).
+    pub v2_snapshot: V2Snapshot,
 }
 
 /// What a restore wrote; `P` is what a replay (see [`Replay`]) reports of a point-in-time

@@ -32,7 +32,7 @@ pub(super) fn damage(data_dir: &Path, marker: &RestoreMarker) -> Option<String> 
         return Some(format!("no WAL in {}", marker.wal_dir.display()));
     }
     let snap = db.parent().unwrap_or(data_dir);
-    if !holds_file_ending(snap, ".snap") {
+    if !marker.no_snap_file && !holds_file_ending(snap, ".snap") {
         return Some(format!("no raft snap file in {}", snap.display()));
     }
     // Until a member runs on it (its WAL grows), the db is exactly the one restored.
@@ -100,6 +100,7 @@ mod tests {
             to_revision: None,
             restored_at: String::new(),
             db_fingerprint: None,
+            no_snap_file: false,
         }
     }
 

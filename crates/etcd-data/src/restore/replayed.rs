@@ -12,7 +12,7 @@ use super::db::{Rewrite, copy_db};
 use super::run::settle_target;
 use super::{Replay, RestoreError, io_err};
 use crate::file::{SnapshotFile, sha256_of};
-use crate::status::{Scan, StatusOptions, scan};
+use crate::status::scan_free_pages;
 
 /// The db [`replay_into_db`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,14 +62,7 @@ pub fn replay_into_db<R: Replay>(
         .map_err(io_err(to))?;
     let db_len = snapshot.db_size();
     let walked = DbFile::new(db_file.try_clone().map_err(io_err(to))?, db_len);
-    let status = scan(
-        name,
-        walked,
-        None,
-        Some(db_sha256),
-        &StatusOptions::default(),
-        Scan::CheckOnly,
-    )?;
+    let (status, free_pages) = scan_free_pages(name, walked, Some(db_sha256))?;
     let to_revision = settle_target(Some(&mut *replay), status.revision)?;
     let sync = db_file.try_clone().map_err(io_err(to))?;
     let rewritten = Rewrite {
@@ -79,6 +72,7 @@ pub fn replay_into_db<R: Replay>(
         db_revision: status.revision,
         to_revision,
         bump_revision: 0,
+        free_pages,
     }
     .apply(db_file, db_len, Some(replay))?;
     sync.sync_all().map_err(io_err(to))?;

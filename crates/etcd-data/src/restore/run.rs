@@ -15,15 +15,16 @@ use super::dirs::{
 };
 use super::marker::{ran_since_restore, wal_state};
 use super::placement::{Targets, WalPlacement};
+use super::release::Release;
 use super::staging::{Staging, remove_leftovers};
 use super::validate::validate;
 use super::{
     MARKER_FILE, NoReplay, Replay, RestoreError, RestoreGuard, RestoreMarker, RestoreRequest,
-    RestoreResult, RestoredMember, cluster_id, invalid, io_err, on_disk, opts,
+    RestoreResult, RestoredMember, V2Snapshot, cluster_id, invalid, io_err, on_disk, opts,
     parse_initial_cluster, read_marker, selinux, snap, v2store, wal,
 };
 use crate::file::{SnapshotFile, sha256_of};
-use crate::status::{Scan, StatusOptions, TrailerCheck, scan};
+use crate::status::{Scan, StatusOptions, TrailerCheck, scan, scan_free_pages};
 
 /// Restores `snapshot` (`name` is for messages) into a new data dir. The db is put into a
 /// temporary dir beside the target (a db spooled there is given its name, written once; a
@@ -245,7 +246,12 @@ impl<'a> Job<'a> {
             && same_cluster
             && marker.bump_revision == request.bump_revision
             && marker.to_revision == self.to_revision
-            && marker.wal_dir == self.targets.wal_final;
+            && marker.wal_dir == self.targets.wal_final
+            && match request.v2_snapshot {
+                V2Snapshot::ByRelease => true,
+                V2Snapshot::Write => !marker.no_snap_file,
+                V2Snapshot::Skip => marker.no_snap_file,
+            };
         if !same_request {
             return Ok(Done::Damaged(damaged));
         }
@@ -336,6 +342,7 @@ impl<'a> Job<'a> {
             Scan::CheckOnly,
         )?;
         let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
+        self.writes_snap_file(Release::of(status.storage_version.as_deref()))?;
         let bump = i64::try_from(self.request.bump_revision).unwrap_or(i64::MAX);
         let written = Written {
             revision: status
@@ -373,22 +380,18 @@ impl<'a> Job<'a> {
         // the rewrite's own sync then has only its few pages left to write.
         let (status, flushed) = std::thread::scope(|scope| {
             let flushing = scope.spawn(|| db_file.sync_data());
-            let status = scan(
-                self.name,
-                walked,
-                None,
-                Some(db_sha256.clone()),
-                &StatusOptions::default(),
-                Scan::CheckOnly,
-            );
+            let status = scan_free_pages(self.name, walked, Some(db_sha256.clone()));
             let flushed = flushing
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("the sync thread panicked")));
             (status, flushed)
         });
-        let status = status?;
+        let (status, free_pages) = status?;
         flushed.map_err(io_err(&db_path))?;
         let to_revision = settle_target(replay.as_deref_mut(), status.revision)?;
+        let release = Release::of(status.storage_version.as_deref());
+        // Refused before the db is rewritten.
+        self.writes_snap_file(release)?;
         let rewritten = Rewrite {
             name: self.name,
             db_path: &db_path,
@@ -396,6 +399,7 @@ impl<'a> Job<'a> {
             db_revision: status.revision,
             to_revision,
             bump_revision: self.request.bump_revision,
+            free_pages,
         }
         .apply(db_file, db_len, replay)?;
         let wal = self.stage_files(
@@ -404,7 +408,7 @@ impl<'a> Job<'a> {
             rewritten.revision,
             to_revision,
             &db_sha256,
-            status.storage_version.is_some(),
+            release,
         )?;
         Ok(Staged {
             data,
@@ -414,6 +418,18 @@ impl<'a> Job<'a> {
             trailer,
             db_sha256,
         })
+    }
+
+    /// Whether the raft `.snap` file is written for a snapshot of `release`, as the request
+    /// asks; leaving it out for a release that reads it is refused.
+    fn writes_snap_file(&self, release: Release) -> Result<bool, RestoreError> {
+        self.request
+            .v2_snapshot
+            .writes(release)
+            .map_err(|release| RestoreError::V2SnapshotNeeded {
+                name: self.name.to_string(),
+                release,
+            })
     }
 
     /// Where `member/` is staged: the staging dir itself for a mount point.
@@ -434,23 +450,28 @@ impl<'a> Job<'a> {
         revision: i64,
         to_revision: Option<i64>,
         db_sha256: &str,
-        etcd_3_6: bool,
+        release: Release,
     ) -> Result<Option<Staging>, RestoreError> {
+        let snap_file = self.writes_snap_file(release)?;
         let commit = self.members.len() as u64;
         let term = 1u64;
         let member_ids: Vec<u64> = self.members.iter().map(|m| m.id).collect();
         let node_id = self.me().id;
-        let store = v2store::store_json(&self.members, etcd_3_6).map_err(|e| {
-            invalid(opts::INITIAL_CLUSTER)(format!("cannot encode the v2 store: {e}"))
-        })?;
-        let snap_bytes = snap::file_bytes(&store, &member_ids, commit, term);
-        let wal_bytes = wal::first_segment(&self.members, node_id, self.cluster);
-        write_file(
-            &snap_dir.join(snap::file_name(term, commit)),
-            &snap_bytes,
-            None,
-        )?;
+        let zeros = release.zeros();
+        if snap_file {
+            let store =
+                v2store::store_json(&self.members, release >= Release::V3_6).map_err(|e| {
+                    invalid(opts::INITIAL_CLUSTER)(format!("cannot encode the v2 store: {e}"))
+                })?;
+            let snap_bytes = snap::file_bytes(&store, &member_ids, commit, term, zeros);
+            write_file(
+                &snap_dir.join(snap::file_name(term, commit)),
+                &snap_bytes,
+                None,
+            )?;
+        }
         sync_dir(snap_dir)?;
+        let wal_bytes = wal::first_segment(&self.members, node_id, self.cluster, zeros);
         let member_stage = self.member_stage(data);
         let wal_stage = match &self.targets.wal_target {
             Some(wal) => Some(Staging::beside(wal)?),
@@ -488,6 +509,7 @@ impl<'a> Job<'a> {
             revision,
             restored_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             db_fingerprint: Some(db_fingerprint),
+            no_snap_file: !snap_file,
         };
         let marker_json = serde_json::to_vec_pretty(&marker).map_err(|e| {
             invalid(opts::DATA_DIR)(format!("cannot encode the restore marker: {e}"))

@@ -75,7 +75,13 @@ pub fn member_json(member: &RestoredMember) -> Vec<u8> {
 
 /// The bytes of the first WAL segment (without preallocation) for the member `node_id` of a
 /// cluster of `members` (sorted by ID) whose ID is `cluster_id`.
-pub fn first_segment(members: &[RestoredMember], node_id: u64, cluster_id: u64) -> Vec<u8> {
+/// `zeros`: how the release's raftpb writes zero fields.
+pub fn first_segment(
+    members: &[RestoredMember],
+    node_id: u64,
+    cluster_id: u64,
+    zeros: pb::Zeros,
+) -> Vec<u8> {
     let mut enc = Encoder {
         out: Vec::new(),
         data_seen: Vec::new(),
@@ -87,7 +93,7 @@ pub fn first_segment(members: &[RestoredMember], node_id: u64, cluster_id: u64) 
     enc.record(SNAPSHOT_TYPE, &pb::wal_snapshot(0, 0, None));
     let term = 1;
     for (i, member) in members.iter().enumerate() {
-        let change = pb::conf_change_add_node(member.id, &member_json(member));
+        let change = pb::conf_change_add_node(member.id, &member_json(member), zeros);
         enc.record(
             ENTRY_TYPE,
             &pb::conf_change_entry(term, i as u64 + 1, &change),
@@ -99,7 +105,7 @@ pub fn first_segment(members: &[RestoredMember], node_id: u64, cluster_id: u64) 
     let voters: Vec<u64> = members.iter().map(|m| m.id).collect();
     enc.record(
         SNAPSHOT_TYPE,
-        &pb::wal_snapshot(commit, term, Some(&voters)),
+        &pb::wal_snapshot(commit, term, Some((&voters, zeros))),
     );
     enc.out
 }
@@ -115,7 +121,7 @@ mod tests {
             name: "a".into(),
             peer_urls: vec!["http://127.0.0.1:1".into()],
         }];
-        let wal = first_segment(&members, 7, 9);
+        let wal = first_segment(&members, 7, 9, pb::Zeros::Written);
         assert_eq!(wal.len() % 8, 0);
         // Walk the frames: every one parses, the CRCs chain.
         let mut at = 0;

@@ -11,7 +11,7 @@ use crate::input::SnapshotFile;
 
 pub use etcd_data::restore::{
     MARKER_FILE, RestoreError, RestoreGuard, RestoreMarker, RestoreRequest, RestoredMember,
-    Unguarded, cluster_id, db_revision, member_id, parse_initial_cluster, read_marker,
+    Unguarded, V2Snapshot, cluster_id, db_revision, member_id, parse_initial_cluster, read_marker,
     restore_spool_dir, validate_restore_request, wal_usage,
 };
 pub(crate) use source::open_checked_object;

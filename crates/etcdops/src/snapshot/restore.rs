@@ -163,6 +163,8 @@ impl RestoreRequest {
             replace_ran: self.replace_restored,
             owner: self.owner.clone(),
             dry_run: self.dry_run,
+            // As the snapshot's release's etcdutl does (no front-end asks otherwise yet).
+            v2_snapshot: etcd_snapshot::V2Snapshot::default(),
         }
     }
 }
