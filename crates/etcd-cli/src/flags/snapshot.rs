@@ -126,6 +126,11 @@ pub struct RestoreArgs {
     /// --bump-revision)
     #[arg(long)]
     pub mark_compacted: bool,
+    /// The raft .snap file (the v2 store) beside the db and WAL: by-release writes it as
+    /// the snapshot's own etcdutl does (every release before 3.8), write always, skip leaves
+    /// it out (etcd 3.7 and later never read it; refused for older snapshots)
+    #[arg(long, value_enum, default_value_t = V2SnapshotArg::ByRelease, value_name = "WHEN")]
+    pub v2_snapshot: V2SnapshotArg,
     /// Rename a non-empty data dir (and WAL dir) to DIR.bak-<UTC time> before restoring
     /// (never deletes); refused for a restored dir a member has run on since, unless --force
     #[arg(long)]
@@ -771,4 +776,25 @@ pub struct OfflineHashKvArgs {
     /// Store settings (for a backup URL)
     #[command(flatten)]
     pub store_flags: StoreFlags,
+}
+
+/// `--v2-snapshot`: whether a restore writes the raft `.snap` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum V2SnapshotArg {
+    /// As the snapshot's release's etcdutl.
+    ByRelease,
+    /// Always.
+    Write,
+    /// Never (etcd 3.7 and later).
+    Skip,
+}
+
+impl From<V2SnapshotArg> for etcdops::snapshot::V2Snapshot {
+    fn from(arg: V2SnapshotArg) -> Self {
+        match arg {
+            V2SnapshotArg::ByRelease => Self::ByRelease,
+            V2SnapshotArg::Write => Self::Write,
+            V2SnapshotArg::Skip => Self::Skip,
+        }
+    }
 }

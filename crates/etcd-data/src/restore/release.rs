@@ -58,7 +58,17 @@ impl Release {
 /// membership from the db. 3.7 builds its raft snapshot from the WAL's last snapshot record
 /// (`recoverSnapshot`: `wal.ValidSnapshotEntries`) and never opens a `.snap` file, though
 /// its etcdutl still writes one; 3.8 neither writes nor reads it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum V2Snapshot {
     /// As the snapshot's own release's etcdutl does: written for every release before 3.8.

@@ -34,7 +34,7 @@ pub use offline::{
     DefragRequest, DefragResult, HashKv, HashKvFileRequest, HashKvRequest, HashKvResult,
     defrag_data_dir, hash_kv,
 };
-pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, restore};
+pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, V2Snapshot, restore};
 pub use run::{BackupRunRequest, backup_run, event_line};
 pub use save::{
     Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save, save, save_file,

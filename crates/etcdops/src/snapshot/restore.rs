@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use etcd_common::{Hint, options};
+pub use etcd_snapshot::V2Snapshot;
 use etcd_snapshot::{
     PitrPlan, PointInTime, RestoreMarker, RestoreResult, RestoreSource, TrailerCheck,
     open_restore_source, read_marker, restore_snapshot, restore_to_point,
@@ -67,6 +68,12 @@ pub struct RestoreRequest {
     /// Mark the bumped revision compacted.
     #[serde(default)]
     pub mark_compacted: bool,
+    /// The raft `.snap` file (the v2 store) beside the db and WAL: written as the snapshot's
+    /// own release's etcdutl does (`by_release`: every release before 3.8), always
+    /// (`write`), or left out (`skip`: etcd 3.7 and later never read it; refused for older
+    /// snapshots).
+    #[serde(default)]
+    pub v2_snapshot: V2Snapshot,
     /// Rename a non-empty data dir aside instead of refusing it.
     #[serde(default)]
     pub move_aside: bool,
@@ -163,8 +170,7 @@ impl RestoreRequest {
             replace_ran: self.replace_restored,
             owner: self.owner.clone(),
             dry_run: self.dry_run,
-            // As the snapshot's release's etcdutl does (no front-end asks otherwise yet).
-            v2_snapshot: etcd_snapshot::V2Snapshot::default(),
+            v2_snapshot: self.v2_snapshot,
         }
     }
 }

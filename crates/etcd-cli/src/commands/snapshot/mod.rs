@@ -277,6 +277,7 @@ async fn restore(
         skip_hash_check: args.skip_hash_check,
         bump_revision: args.bump_revision,
         mark_compacted: args.mark_compacted,
+        v2_snapshot: args.v2_snapshot.into(),
         move_aside: args.move_aside,
         force: Force(args.force),
         replace_restored: false,
