@@ -483,13 +483,25 @@ fn ca_and_server(
     rustls_pki_types::CertificateDer<'static>,
     rustls_pki_types::PrivateKeyDer<'static>,
 ) {
+    ca_and_server_for(algorithm, "127.0.0.1")
+}
+
+/// A CA and a server certificate for `name` signed by it, both with keys of `algorithm`.
+fn ca_and_server_for(
+    algorithm: &'static rcgen::SignatureAlgorithm,
+    name: &str,
+) -> (
+    String,
+    rustls_pki_types::CertificateDer<'static>,
+    rustls_pki_types::PrivateKeyDer<'static>,
+) {
     let ca_key = rcgen::KeyPair::generate_for(algorithm).unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
     let key = rcgen::KeyPair::generate_for(algorithm).unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+    let cert = rcgen::CertificateParams::new(vec![name.to_string()])
         .unwrap()
         .signed_by(&key, &issuer)
         .unwrap();
@@ -507,6 +519,27 @@ async fn one_handshake_server(
     std::net::SocketAddr,
     tokio::sync::oneshot::Receiver<Result<(), String>>,
 ) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (acceptor, handshake) = serve_one_handshake(cert, key);
+    tokio::spawn(async move {
+        if let Ok((tcp, _)) = listener.accept().await {
+            acceptor(tcp).await;
+        }
+    });
+    (addr, handshake)
+}
+
+/// What [`one_handshake_server`] does with its one connection, for any listener: the
+/// function to run on the accepted stream, and where its side of the handshake is reported.
+#[allow(clippy::type_complexity)]
+fn serve_one_handshake<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static>(
+    cert: rustls_pki_types::CertificateDer<'static>,
+    key: rustls_pki_types::PrivateKeyDer<'static>,
+) -> (
+    impl FnOnce(S) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    tokio::sync::oneshot::Receiver<Result<(), String>>,
+) {
     use tokio::io::AsyncReadExt;
     let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
         tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
@@ -517,25 +550,23 @@ async fn one_handshake_server(
     .with_single_cert(vec![cert], key)
     .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let (report, handshake) = tokio::sync::oneshot::channel();
-    tokio::spawn(async move {
-        let Ok((tcp, _)) = listener.accept().await else {
-            return;
+    let serve =
+        move |stream: S| -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+            Box::pin(async move {
+                match acceptor.accept(stream).await {
+                    Ok(mut stream) => {
+                        let _ = report.send(Ok(()));
+                        let mut sink = Vec::new();
+                        let _ = stream.read_to_end(&mut sink).await;
+                    }
+                    Err(e) => {
+                        let _ = report.send(Err(e.to_string()));
+                    }
+                }
+            })
         };
-        match acceptor.accept(tcp).await {
-            Ok(mut stream) => {
-                let _ = report.send(Ok(()));
-                let mut sink = Vec::new();
-                let _ = stream.read_to_end(&mut sink).await;
-            }
-            Err(e) => {
-                let _ = report.send(Err(e.to_string()));
-            }
-        }
-    });
-    (addr, handshake)
+    (serve, handshake)
 }
 
 /// Connects with our own client TLS, through `connect_endpoint`, to a server whose
@@ -581,4 +612,31 @@ async fn p256_rsa_and_ed25519_certificates_are_accepted() {
     ] {
         connects_to_a_server_with(algorithm, false).await;
     }
+}
+
+#[tokio::test]
+async fn a_unixs_endpoint_is_tls_over_the_socket_checked_against_its_file_name() {
+    let (ca_pem, cert, key) = ca_and_server_for(&rcgen::PKCS_ECDSA_P521_SHA512, "localhost");
+    let dir = tempfile::tempdir().unwrap();
+    // etcd's own spelling of a socket it listens on: the file `localhost:2379`.
+    let socket = dir.path().join("localhost:2379");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let (serve, handshake) = serve_one_handshake(cert, key);
+    tokio::spawn(async move {
+        if let Ok((stream, _)) = listener.accept().await {
+            serve(stream).await;
+        }
+    });
+    let endpoint = format!("unixs://{}", socket.display());
+    let config = crate::config::ConnectionOptions {
+        endpoints: Some(vec![endpoint.clone()]),
+        cacert_pem: Some(ca_pem),
+        ..Default::default()
+    }
+    .build()
+    .unwrap();
+    let client = config.connect_endpoint(&endpoint).await;
+    assert_eq!(handshake.await.unwrap(), Ok(()));
+    let client = client.unwrap();
+    assert_eq!(client.endpoint(), endpoint);
 }
