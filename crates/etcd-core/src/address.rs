@@ -3,7 +3,8 @@
 //! - `HOST:PORT`: TLS when any TLS setting is given, else plain;
 //! - `http://HOST:PORT` (plain, even with TLS settings) and `https://HOST:PORT`; of the URL
 //!   only the host and port count, as etcd's client takes only the URL's host (a path, a
-//!   query, a fragment or credentials in it are ignored);
+//!   query or a fragment is ignored); credentials before '@', which etcd's client would
+//!   ignore too, are refused, so that a password meant for etcd is not silently dropped;
 //! - `unix://PATH`, `unix:PATH`, `unix:///ABSOLUTE` (TLS when any TLS setting is given) and
 //!   `unixs://PATH` (TLS): a Unix socket, its server name the file name without a `:PORT`;
 //! - HOST as `net.Dial` reads it: an empty host is the local system (`:2379`, as
@@ -126,18 +127,23 @@ pub(crate) fn parse(endpoint: &str, tls_configured: bool) -> Result<Address, Str
                     ));
                 }
             };
-            // Only the URL's host counts: its path, query and fragment, and any
-            // credentials before '@', are ignored as etcd's client ignores them.
+            // Only the URL's host counts: its path, query and fragment are ignored as etcd's
+            // client ignores them.
             let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            let authority = &rest[..end];
-            let authority = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
-            (tls, authority)
+            (tls, &rest[..end])
         }
         // A trailing '/' after HOST:PORT is forgiven.
         None => (tls_configured, endpoint.trim_end_matches('/')),
     };
     if authority.is_empty() {
         return Err("it has no host and port; write it as https://HOST:PORT".into());
+    }
+    // etcd's client would ignore them (and connect without): refused, never echoed, so that
+    // a password meant for etcd is not silently dropped.
+    if authority.contains('@') {
+        return Err(
+            "credentials in the URL are not accepted; give the user and password separately".into(),
+        );
     }
     let (host, port) = split_host_port(authority)?;
     Ok(Address::Tcp {
@@ -273,7 +279,23 @@ mod tests {
         assert_eq!(plain("http://127.0.0.1:2379/v3"), "http://127.0.0.1:2379");
         assert_eq!(plain("http://127.0.0.1:2379?x=1"), "http://127.0.0.1:2379");
         assert_eq!(plain("http://127.0.0.1:2379#f"), "http://127.0.0.1:2379");
-        assert_eq!(plain("http://u:p@127.0.0.1:2379"), "http://127.0.0.1:2379");
+    }
+
+    #[test]
+    fn credentials_in_an_endpoint_are_refused_and_never_echoed() {
+        for endpoint in [
+            "http://root:PW1@127.0.0.1:2379",
+            "https://PW2@h:1",
+            "root:PW3@h:1",
+            "PW4@h:1",
+        ] {
+            let reason = refused(endpoint);
+            assert_eq!(
+                reason,
+                "credentials in the URL are not accepted; give the user and password separately"
+            );
+            assert!(!reason.contains("PW"), "{endpoint}");
+        }
     }
 
     #[test]

@@ -695,7 +695,6 @@ mod tests {
             (":2379", "http://127.0.0.1:2379"),
             ("https://[127.0.0.1]:2379", "https://127.0.0.1:2379"),
             ("http://h:1/v3", "http://h:1"),
-            ("http://u:p@h:1", "http://h:1"),
             ("unix://localhost:2379", "unix://localhost:2379"),
         ] {
             assert_eq!(plain.normalize_endpoint(given).unwrap(), normalized);
@@ -711,6 +710,7 @@ mod tests {
             "h:99999",
             "http://[::1:2379",
             "unix://",
+            "http://u:p@h:1",
         ] {
             let err = plain.normalize_endpoint(bad).unwrap_err();
             assert!(matches!(err, Error::InvalidEndpoint { .. }), "{bad}: {err}");
