@@ -115,6 +115,9 @@ pub enum Security {
     Tls,
     /// Plain http with etcd auth enabled: user `root`, password [`ROOT_PASSWORD`].
     Auth,
+    /// https with `--auto-tls`: etcd's own self-signed certificate (a P-521 key), which a
+    /// client can only skip verifying (etcdctl also needs `--insecure-transport=false`).
+    AutoTls,
 }
 
 /// Password of the `root` user on [`Security::Auth`] clusters.
@@ -185,7 +188,7 @@ impl Cluster {
             .tempdir()
             .expect("create temp dir");
         let certs = (security == Security::Tls).then(|| Certs::generate(&dir.path().join("pki")));
-        let scheme = if security == Security::Tls {
+        let scheme = if matches!(security, Security::Tls | Security::AutoTls) {
             "https"
         } else {
             "http"
@@ -233,6 +236,9 @@ impl Cluster {
                 "500",
             ]);
             cmd.args(extra);
+            if security == Security::AutoTls {
+                cmd.arg("--auto-tls");
+            }
             if let Some(certs) = &certs {
                 cmd.arg("--client-cert-auth")
                     .arg("--trusted-ca-file")
@@ -297,6 +303,12 @@ impl Cluster {
         }
         if self.security == Security::Auth {
             flags.extend(["--user".into(), format!("root:{ROOT_PASSWORD}")]);
+        }
+        if self.security == Security::AutoTls {
+            flags.extend([
+                "--insecure-transport=false".into(),
+                "--insecure-skip-tls-verify".into(),
+            ]);
         }
         flags
     }

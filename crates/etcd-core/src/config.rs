@@ -10,6 +10,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::address::Address;
 use crate::error::{COMMAND_TIMEOUT, DIAL_TIMEOUT, DISCOVERY_SRV, Error, PASSWORD, Result};
 use etcd_common::parse_duration;
 use etcd_common::redact_endpoint;
@@ -512,52 +513,21 @@ impl ClusterConfig {
         .build()
     }
 
-    /// Checks an endpoint and gives it a scheme: `https://` when TLS is configured, else
-    /// `http://`, as etcdctl does for `host:port` endpoints.
+    /// Checks an endpoint and writes it in its one spelling, `http(s)://HOST:PORT` or
+    /// `unix(s)://PATH`: every form etcdctl accepts, with etcdctl's meaning (see
+    /// `address`); a `HOST:PORT` (or `unix://`) endpoint is TLS when TLS is configured.
     pub fn normalize_endpoint(&self, endpoint: &str) -> Result<String> {
-        let trimmed = endpoint.trim().trim_end_matches('/');
-        let invalid = |reason: String| Error::InvalidEndpoint {
-            endpoint: redact_endpoint(endpoint),
-            reason,
-        };
-        let with_scheme = if trimmed.contains("://") {
-            trimmed.to_string()
-        } else if self.tls.is_configured() {
-            format!("https://{trimmed}")
-        } else {
-            format!("http://{trimmed}")
-        };
-        let url = url::Url::parse(&with_scheme).map_err(|e| {
-            invalid(format!(
-                "{e}; write it as http://HOST:PORT or https://HOST:PORT"
-            ))
-        })?;
-        if url.scheme() != "http" && url.scheme() != "https" {
-            return Err(invalid(format!(
-                "scheme '{}' is not supported; use http:// or https://",
-                url.scheme()
-            )));
-        }
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| invalid("it has no host; write it as https://HOST:PORT".into()))?;
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(invalid(
-                "credentials in the URL are not accepted; give the user and password separately"
-                    .into(),
-            ));
-        }
-        if url.path() != "/" && !url.path().is_empty() {
-            return Err(invalid(format!(
-                "it has a path '{}'; an endpoint is only scheme, host and port",
-                url.path()
-            )));
-        }
-        let port = url
-            .port()
-            .ok_or_else(|| invalid("it has no port; etcd clients usually use :2379".into()))?;
-        Ok(format!("{}://{}:{}", url.scheme(), host, port))
+        self.address(endpoint).map(|a| a.to_string())
+    }
+
+    /// Where `endpoint` is, and whether it is TLS.
+    pub(crate) fn address(&self, endpoint: &str) -> Result<Address> {
+        crate::address::parse(endpoint, self.tls.is_configured()).map_err(|reason| {
+            Error::InvalidEndpoint {
+                endpoint: redact_endpoint(endpoint),
+                reason,
+            }
+        })
     }
 }
 
@@ -720,17 +690,31 @@ mod tests {
             tls.normalize_endpoint("10.0.0.1:2379").unwrap(),
             "https://10.0.0.1:2379"
         );
+        // etcdctl's forms with its meaning (each form's own test is in `address`).
+        for (given, normalized) in [
+            (":2379", "http://127.0.0.1:2379"),
+            ("https://[127.0.0.1]:2379", "https://127.0.0.1:2379"),
+            ("http://h:1/v3", "http://h:1"),
+            ("unix://localhost:2379", "unix://localhost:2379"),
+        ] {
+            assert_eq!(plain.normalize_endpoint(given).unwrap(), normalized);
+        }
+        assert_eq!(
+            tls.normalize_endpoint(":2379").unwrap(),
+            "https://127.0.0.1:2379"
+        );
         for bad in [
             "ftp://h:1",
             "http://",
             "http://h",
-            "http://h:1/v3",
-            "http://u:p@h:1",
             "h:99999",
             "http://[::1:2379",
+            "unix://",
+            "http://u:p@h:1",
         ] {
             let err = plain.normalize_endpoint(bad).unwrap_err();
             assert!(matches!(err, Error::InvalidEndpoint { .. }), "{bad}: {err}");
+            assert!(!err.to_string().contains('\n'), "{bad}: {err}");
         }
         assert!(ClusterConfig::for_endpoints(["http://h:1", "not a url:x"]).is_err());
     }

@@ -7,18 +7,24 @@ use std::time::Duration;
 
 use etcd_client::{Client as RawClient, ConnectOptions};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::ClientConfig;
 use tonic::transport::Endpoint;
 
 use etcd_common::{Hint, options};
 
+use crate::address::{self, Address};
 use crate::client::Client;
 use crate::config::{ClusterConfig, TlsSettings};
 use crate::discovery::discover_endpoints;
 use crate::error::{Error, Result};
 use crate::tls;
+
+/// A connection our connector made: TCP or a Unix socket, with TLS or without.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
 /// A connected, authenticated client bound to exactly one endpoint.
 #[derive(Clone)]
@@ -182,7 +188,7 @@ pub(crate) async fn plain_http_to_tls(err: Error, endpoint: &str, timeout: Durat
 }
 
 fn missing_cert_hint(endpoint: &str, tls: &TlsSettings) -> String {
-    if endpoint.starts_with("https://") && tls.identity.is_none() {
+    if address::spelled_tls(endpoint) && tls.identity.is_none() {
         "; etcd may require a client certificate and key: it answers a missing one only by not answering".into()
     } else {
         String::new()
@@ -208,13 +214,13 @@ impl ClusterConfig {
 
     /// Connects (and authenticates) to exactly one endpoint within the dial timeout.
     pub async fn connect_endpoint(&self, endpoint: &str) -> Result<EndpointClient> {
-        let endpoint = self.normalize_endpoint(endpoint)?;
-        let tls_config = if endpoint.starts_with("https://") {
+        let address = self.address(endpoint)?;
+        let tls_config = if address.tls() {
             Some(tls::client_config(&self.tls)?)
         } else {
             None
         };
-        self.connect_with(&endpoint, tls_config).await
+        self.connect_with(&address, tls_config).await
     }
 
     /// Connects to every endpoint concurrently; one result per endpoint, in order.
@@ -240,22 +246,17 @@ impl ClusterConfig {
 
     async fn connect_with(
         &self,
-        endpoint: &str,
+        address: &Address,
         tls_config: Option<Arc<ClientConfig>>,
     ) -> Result<EndpointClient> {
-        let url = url::Url::parse(endpoint).map_err(|e| Error::InvalidEndpoint {
-            endpoint: endpoint.to_string(),
-            reason: e.to_string(),
-        })?;
-        let host = url.host_str().unwrap_or_default().to_string();
-        let port = url.port_or_known_default().unwrap_or(2379);
-        let host_port = if host.contains(':') && !host.starts_with('[') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
+        let endpoint = &address.to_string();
+        // tonic only sees plain http (its authority the host and port, or `localhost` for a
+        // Unix socket); TLS, when wanted, and Unix sockets are done by our own connector.
+        let authority = match address {
+            Address::Tcp { host, port, .. } => format!("{host}:{port}"),
+            Address::Unix { .. } => "localhost".to_string(),
         };
-        // tonic only sees plain http; TLS, when wanted, is done by our own connector below.
-        let transport = Endpoint::from_shared(format!("http://{host_port}"))
+        let transport = Endpoint::from_shared(format!("http://{authority}"))
             .map_err(|e| Error::InvalidEndpoint {
                 endpoint: endpoint.to_string(),
                 reason: e.to_string(),
@@ -279,23 +280,43 @@ impl ClusterConfig {
         };
 
         let connecting = async {
-            match tls_config {
-                Some(config) => {
-                    let name = tls::server_name(&self.tls, &host)?;
+            match (address, tls_config) {
+                (Address::Tcp { .. }, None) => transport.connect().await,
+                (_, tls_config) => {
+                    let tls = match tls_config {
+                        Some(config) => {
+                            let name = tls::server_name(&self.tls, &address.certificate_host())?;
+                            Some((TlsConnector::from(config), name))
+                        }
+                        None => None,
+                    };
+                    let address = address.clone();
                     let connector = tower::service_fn(move |_uri: http::Uri| {
-                        let config = config.clone();
-                        let name = name.clone();
-                        let host_port = host_port.clone();
+                        let tls = tls.clone();
+                        let authority = authority.clone();
+                        let address = address.clone();
                         async move {
-                            let tcp = TcpStream::connect(&host_port).await?;
-                            tcp.set_nodelay(true)?;
-                            let stream = TlsConnector::from(config).connect(name, tcp).await?;
+                            let stream: Box<dyn Stream> = match &address {
+                                Address::Tcp { .. } => {
+                                    let tcp = TcpStream::connect(&authority).await?;
+                                    tcp.set_nodelay(true)?;
+                                    Box::new(tcp)
+                                }
+                                Address::Unix { path, .. } => {
+                                    Box::new(UnixStream::connect(path).await?)
+                                }
+                            };
+                            let stream: Box<dyn Stream> = match tls {
+                                Some((connector, name)) => {
+                                    Box::new(connector.connect(name, stream).await?)
+                                }
+                                None => stream,
+                            };
                             Ok::<_, std::io::Error>(TokioIo::new(stream))
                         }
                     });
                     transport.connect_with_connector(connector).await
                 }
-                None => transport.connect().await,
             }
             .map_err(|e| classify(&etcd_client::Error::TransportError(e), &context))
         };
@@ -434,7 +455,7 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         "operation was canceled",
     ];
     if ctx.operation == "connect"
-        && ctx.endpoint.starts_with("https://")
+        && address::spelled_tls(ctx.endpoint)
         && (lower.contains("connection reset") || lower.contains("handshake eof"))
     {
         return Error::Tls {
@@ -443,7 +464,7 @@ pub(crate) fn classify(err: &etcd_client::Error, ctx: &ErrorContext<'_>) -> Erro
         };
     }
     if ctx.operation != "connect"
-        && ctx.endpoint.starts_with("https://")
+        && address::spelled_tls(ctx.endpoint)
         && dropped.iter().any(|p| lower.contains(p))
     {
         let reason = if ctx.tls.identity.is_none() {

@@ -2,7 +2,8 @@
 //! [`Error`] variant, with which message and which hint. One test per class: unreachable,
 //! refused, DNS, dial timeout, TLS (unknown CA, wrong name, expired, client certificate,
 //! not TLS at all), a plain `http://` endpoint whose server speaks TLS, a request timeout,
-//! authentication, and etcd's own answers.
+//! authentication, and etcd's own answers. And the key types of etcd's certificates (P-521 of
+//! `--auto-tls`, P-384, P-256, RSA, Ed25519), each through a real handshake.
 
 use std::io::{Error as IoError, ErrorKind};
 use std::sync::Arc;
@@ -399,7 +400,7 @@ async fn tls_listener() -> std::net::SocketAddr {
     let cert = certified.cert.der().clone();
     let key = rustls_pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
     let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::ring::default_provider(),
+        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
@@ -472,4 +473,170 @@ async fn a_plain_server_or_an_answer_from_etcd_keeps_its_error() {
     };
     let err = plain_http_to_tls(answered, &endpoint, Duration::from_secs(1)).await;
     assert!(matches!(err, Error::Request { .. }), "{err:?}");
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it, both with keys of `algorithm`.
+fn ca_and_server(
+    algorithm: &'static rcgen::SignatureAlgorithm,
+) -> (
+    String,
+    rustls_pki_types::CertificateDer<'static>,
+    rustls_pki_types::PrivateKeyDer<'static>,
+) {
+    ca_and_server_for(algorithm, "127.0.0.1")
+}
+
+/// A CA and a server certificate for `name` signed by it, both with keys of `algorithm`.
+fn ca_and_server_for(
+    algorithm: &'static rcgen::SignatureAlgorithm,
+    name: &str,
+) -> (
+    String,
+    rustls_pki_types::CertificateDer<'static>,
+    rustls_pki_types::PrivateKeyDer<'static>,
+) {
+    let ca_key = rcgen::KeyPair::generate_for(algorithm).unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate_for(algorithm).unwrap();
+    let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    (ca.pem(), cert.der().clone(), key)
+}
+
+/// A TLS server (aws-lc-rs, as etcd's Go TLS offers every curve) on a loopback port for one
+/// connection: it reports its side of the handshake, then holds the connection until the
+/// client closes it.
+async fn one_handshake_server(
+    cert: rustls_pki_types::CertificateDer<'static>,
+    key: rustls_pki_types::PrivateKeyDer<'static>,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Receiver<Result<(), String>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (acceptor, handshake) = serve_one_handshake(cert, key);
+    tokio::spawn(async move {
+        if let Ok((tcp, _)) = listener.accept().await {
+            acceptor(tcp).await;
+        }
+    });
+    (addr, handshake)
+}
+
+/// What [`one_handshake_server`] does with its one connection, for any listener: the
+/// function to run on the accepted stream, and where its side of the handshake is reported.
+#[allow(clippy::type_complexity)]
+fn serve_one_handshake<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static>(
+    cert: rustls_pki_types::CertificateDer<'static>,
+    key: rustls_pki_types::PrivateKeyDer<'static>,
+) -> (
+    impl FnOnce(S) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    tokio::sync::oneshot::Receiver<Result<(), String>>,
+) {
+    use tokio::io::AsyncReadExt;
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let (report, handshake) = tokio::sync::oneshot::channel();
+    let serve =
+        move |stream: S| -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+            Box::pin(async move {
+                match acceptor.accept(stream).await {
+                    Ok(mut stream) => {
+                        let _ = report.send(Ok(()));
+                        let mut sink = Vec::new();
+                        let _ = stream.read_to_end(&mut sink).await;
+                    }
+                    Err(e) => {
+                        let _ = report.send(Err(e.to_string()));
+                    }
+                }
+            })
+        };
+    (serve, handshake)
+}
+
+/// Connects with our own client TLS, through `connect_endpoint`, to a server whose
+/// certificate and CA have keys of `algorithm`; the handshake must complete on both sides.
+async fn connects_to_a_server_with(
+    algorithm: &'static rcgen::SignatureAlgorithm,
+    insecure_skip_tls_verify: bool,
+) {
+    let (ca_pem, cert, key) = ca_and_server(algorithm);
+    let (addr, handshake) = one_handshake_server(cert, key).await;
+    let config = crate::config::ConnectionOptions {
+        endpoints: Some(vec![format!("https://{addr}")]),
+        cacert_pem: (!insecure_skip_tls_verify).then_some(ca_pem),
+        insecure_skip_tls_verify: Some(insecure_skip_tls_verify),
+        ..Default::default()
+    }
+    .build()
+    .unwrap();
+    let client = config.connect_endpoint(&format!("https://{addr}")).await;
+    let server_side = handshake.await.unwrap();
+    assert_eq!(server_side, Ok(()), "{algorithm:?}");
+    assert!(client.is_ok(), "{algorithm:?}: {:?}", client.err());
+}
+
+#[tokio::test]
+async fn a_p521_certificate_as_etcd_auto_tls_makes_is_accepted_verified_or_not() {
+    connects_to_a_server_with(&rcgen::PKCS_ECDSA_P521_SHA512, false).await;
+    connects_to_a_server_with(&rcgen::PKCS_ECDSA_P521_SHA512, true).await;
+}
+
+#[tokio::test]
+async fn a_p384_certificate_is_accepted_verified_or_not() {
+    connects_to_a_server_with(&rcgen::PKCS_ECDSA_P384_SHA384, false).await;
+    connects_to_a_server_with(&rcgen::PKCS_ECDSA_P384_SHA384, true).await;
+}
+
+#[tokio::test]
+async fn p256_rsa_and_ed25519_certificates_are_accepted() {
+    for algorithm in [
+        &rcgen::PKCS_ECDSA_P256_SHA256,
+        &rcgen::PKCS_RSA_SHA256,
+        &rcgen::PKCS_ED25519,
+    ] {
+        connects_to_a_server_with(algorithm, false).await;
+    }
+}
+
+#[tokio::test]
+async fn a_unixs_endpoint_is_tls_over_the_socket_checked_against_its_file_name() {
+    let (ca_pem, cert, key) = ca_and_server_for(&rcgen::PKCS_ECDSA_P521_SHA512, "localhost");
+    let dir = tempfile::tempdir().unwrap();
+    // etcd's own spelling of a socket it listens on: the file `localhost:2379`.
+    let socket = dir.path().join("localhost:2379");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let (serve, handshake) = serve_one_handshake(cert, key);
+    tokio::spawn(async move {
+        if let Ok((stream, _)) = listener.accept().await {
+            serve(stream).await;
+        }
+    });
+    let endpoint = format!("unixs://{}", socket.display());
+    let config = crate::config::ConnectionOptions {
+        endpoints: Some(vec![endpoint.clone()]),
+        cacert_pem: Some(ca_pem),
+        ..Default::default()
+    }
+    .build()
+    .unwrap();
+    let client = config.connect_endpoint(&endpoint).await;
+    assert_eq!(handshake.await.unwrap(), Ok(()));
+    let client = client.unwrap();
+    assert_eq!(client.endpoint(), endpoint);
 }

@@ -45,6 +45,7 @@
 // `etcd_common::private` (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+mod address;
 mod auth;
 mod check;
 mod client;

@@ -10,7 +10,7 @@ use tokio_rustls::rustls::client::danger::{
     HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
 };
 use tokio_rustls::rustls::client::{ResolvesClientCert, WebPkiServerVerifier, verify_server_name};
-use tokio_rustls::rustls::crypto::{CryptoProvider, ring};
+use tokio_rustls::rustls::crypto::{CryptoProvider, aws_lc_rs};
 use tokio_rustls::rustls::server::ParsedCertificate;
 use tokio_rustls::rustls::sign::{CertifiedKey, SingleCertAndKey};
 use tokio_rustls::rustls::{
@@ -74,8 +74,11 @@ fn load_key(source: &PemSource) -> Result<PrivateKeyDer<'static>> {
     })
 }
 
+/// The binary's one rustls crypto provider, aws-lc-rs (object_store's HTTPS uses it too): it
+/// has every curve etcd's certificates use, P-521 of `etcd --auto-tls` included, which ring
+/// lacks.
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(ring::default_provider())
+    Arc::new(aws_lc_rs::default_provider())
 }
 
 /// The client certificate and its key, checked to be a pair. rustls' own check parses the

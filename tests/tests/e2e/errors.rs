@@ -65,7 +65,9 @@ fn malformed_endpoints_are_refused_before_connecting() {
         ("http://127.0.0.1:notaport", "invalid endpoint"),
         ("ftp://127.0.0.1:2379", "scheme 'ftp'"),
         ("http://127.0.0.1", "no port"),
-        ("http://127.0.0.1:2379/v3", "path"),
+        ("127.0.0.1:99999", "out of range"),
+        ("::1:2379", "IPv6 address in brackets"),
+        ("http://root:pw@127.0.0.1:2379", "credentials in the URL"),
     ] {
         let run = etcdops(&args(&["--endpoints", endpoint, "member", "list"]), &[]);
         assert_clear_error(&run, needle);

@@ -29,6 +29,7 @@ mod ansible_shim;
 mod ansible_usage;
 mod auth;
 mod auth_tokens;
+mod auto_tls;
 mod backup_before_change;
 mod backup_run;
 mod backup_run_compaction;
