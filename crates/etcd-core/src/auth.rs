@@ -203,8 +203,7 @@ pub struct AuthStatus {
     pub root_user_exists: Option<bool>,
     /// The `root` user holds the `root` role (`None` when unknown).
     pub root_has_root_role: Option<bool>,
-    /// etcd's auth revision (`None`: not known; etcd 3.4 has no AuthStatus request, and the
-    /// client library does not send it).
+    /// etcd's auth revision (`None`: not known; etcd 3.4 has no AuthStatus request).
     pub auth_revision: Option<u64>,
     /// The header of an answer of the member asked (`None` when none came).
     #[serde(skip)]
@@ -354,6 +353,8 @@ impl Auth<'_> {
             })
             .await?;
         let root = user_entry(&client, ROOT).await.ok();
+        let credentials = self.0.config().auth.as_ref();
+        let auth_revision = revision::auth_revision(&client, credentials).await;
         let mut header = root.as_ref().and_then(|r| r.as_ref().and_then(|(_, h)| *h));
         if header.is_none() {
             // No root user to read (or no right to): any answer of the same member will do.
@@ -368,7 +369,7 @@ impl Auth<'_> {
             root_user_exists: root.as_ref().map(Option::is_some),
             root_has_root_role: root
                 .map(|entry| entry.is_some_and(|(roles, _)| roles.iter().any(|role| role == ROOT))),
-            auth_revision: None,
+            auth_revision,
             header,
         })
     }
@@ -507,6 +508,7 @@ async fn access_change<G: ChangeGuard, T>(
     Ok(change.await?)
 }
 
+mod revision;
 mod roles;
 #[cfg(test)]
 mod tests;

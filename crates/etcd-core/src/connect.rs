@@ -31,6 +31,9 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 pub struct EndpointClient {
     endpoint: String,
     client: RawClient,
+    /// The connection under `client`, for the few requests etcd-client does not wrap
+    /// (`AuthStatus`).
+    channel: tonic::transport::Channel,
     command_timeout: Duration,
     user: Option<String>,
     tls: TlsSettings,
@@ -69,6 +72,11 @@ impl EndpointClient {
     /// Whether this connection authenticates as a user (its requests carry a token).
     pub(crate) fn authenticates(&self) -> bool {
         self.user.is_some()
+    }
+
+    /// The connection itself, for requests etcd-client does not wrap.
+    pub(crate) fn channel(&self) -> tonic::transport::Channel {
+        self.channel.clone()
     }
 
     /// The underlying etcd-client, for operations this crate wraps.
@@ -344,6 +352,7 @@ impl ClusterConfig {
         };
         // from_channel authenticates when a user is set: bound it by the dial timeout too.
         // As etcdctl, credentials for a cluster without auth are not an error.
+        let raw_channel = channel.clone();
         let authenticated = tokio::time::timeout(self.dial_timeout, async {
             let channel = etcd_client::Channel::Tonic(channel);
             match RawClient::from_channel(channel.clone(), Some(with_user)).await {
@@ -379,6 +388,7 @@ impl ClusterConfig {
         Ok(EndpointClient {
             endpoint: endpoint.to_string(),
             client,
+            channel: raw_channel,
             command_timeout: self.command_timeout,
             user: self.auth.as_ref().map(|a| a.user.clone()),
             tls: self.tls.clone(),
