@@ -10,15 +10,17 @@ use etcdops_tests::{Cluster, Run, Security, args, assert_same_output, etcdops, s
 
 use crate::run;
 
-/// The etcd 3.6.14 fixtures, copied into the repository: `tests/fixtures/etcd-3.6.14`.
-pub fn fixture_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/etcd-3.6.14");
-    assert!(
-        dir.join("snapshot-3.6.14.db").is_file(),
-        "{} is missing",
-        dir.display()
-    );
-    dir
+/// The releases whose own data is in the repository (`tests/fixtures/etcd-<release>`), with
+/// the storage version their snapshots carry.
+const FIXTURE_RELEASES: [(&str, &str); 2] = [("3.6.14", "3.6.0"), ("3.7.1", "3.7.0")];
+
+/// The fixtures of etcd `release`, copied into the repository: `tests/fixtures/etcd-<release>`,
+/// and its snapshot.
+pub fn fixture_of(release: &str) -> (PathBuf, PathBuf) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/etcd-{release}"));
+    let snapshot = dir.join(format!("snapshot-{release}.db"));
+    assert!(snapshot.is_file(), "{} is missing", snapshot.display());
+    (dir, snapshot)
 }
 
 /// The release's own `snapshot status FILE -w FORMAT` (etcdutl 3.5, etcdctl 3.4).
@@ -181,26 +183,37 @@ fn status_simple_and_json_are_the_release_tools_byte_for_byte() {
 }
 
 #[test]
-fn status_of_the_3_6_snapshot_is_etcdutl_3_6s() {
-    let dir = fixture_dir();
-    let snapshot = dir.join("snapshot-3.6.14.db");
-    for (format, expected) in [
-        ("simple", "outputs/etcdutl-snapshot-status.simple"),
-        ("json", "outputs/etcdutl-snapshot-status.json"),
-    ] {
-        let ours = our_status(&snapshot, format);
-        ours.expect_code(0);
-        let want = std::fs::read_to_string(dir.join(expected)).unwrap();
-        assert_eq!(ours.stdout.trim_end(), want.trim_end(), "{ours}");
+fn status_of_the_3_6_and_3_7_snapshots_is_their_etcdutls() {
+    for (release, storage_version) in FIXTURE_RELEASES {
+        let (dir, snapshot) = fixture_of(release);
+        for (format, expected) in [
+            ("simple", "outputs/etcdutl-snapshot-status.simple"),
+            ("json", "outputs/etcdutl-snapshot-status.json"),
+        ] {
+            let ours = our_status(&snapshot, format);
+            ours.expect_code(0);
+            let want = std::fs::read_to_string(dir.join(expected)).unwrap();
+            assert_eq!(ours.stdout.trim_end(), want.trim_end(), "{release}: {ours}");
+        }
+        // Our own JSON labels both counts and the storage version.
+        let file = snapshot.display().to_string();
+        let own = etcdops(&args(&["snapshot", "status", &file, "-w", "json"]), &[]);
+        own.expect_code(0);
+        let json = own.json();
+        assert_eq!(json["live_keys"], 44, "{own}");
+        assert_eq!(json["storage_version"], storage_version, "{own}");
+        assert!(json["total_key"].as_u64().unwrap() > 44, "{own}");
     }
-    // Our own JSON labels both counts and the storage version.
+    // etcdutl 3.7's table: Unicode boxes, under the etcdctl personality.
+    let (dir, snapshot) = fixture_of("3.7.1");
     let file = snapshot.display().to_string();
-    let own = etcdops(&args(&["snapshot", "status", &file, "-w", "json"]), &[]);
-    own.expect_code(0);
-    let json = own.json();
-    assert_eq!(json["live_keys"], 44, "{own}");
-    assert_eq!(json["storage_version"], "3.6.0", "{own}");
-    assert!(json["total_key"].as_u64().unwrap() > 44, "{own}");
+    let table = etcdops(
+        &args(&["snapshot", "status", &file, "-w", "table"]),
+        &[("ETCDOPS_COMPAT", "etcdctl")],
+    );
+    table.expect_code(0);
+    let want = std::fs::read_to_string(dir.join("outputs/etcdutl-snapshot-status.table")).unwrap();
+    assert_eq!(table.stdout, want, "{table}");
 }
 
 /// One etcd member of the release under test on its own data dir, stopped with SIGTERM (so
@@ -605,8 +618,16 @@ fn restore_without_cluster_flags_uses_etcdutls_defaults() {
 }
 
 #[test]
-fn a_restore_of_the_3_6_snapshot_starts_under_this_release_and_serves_its_keys() {
-    let snapshot = fixture_dir().join("snapshot-3.6.14.db");
+fn restores_of_the_3_6_and_3_7_snapshots_start_under_this_release_and_serve_their_keys() {
+    for (release, _) in FIXTURE_RELEASES {
+        restore_and_serve(release);
+    }
+}
+
+/// Restores etcd `release`'s snapshot with etcdops, starts this release's etcd on it, and
+/// reads the fixture's keys back (with etcdctl too).
+fn restore_and_serve(release: &str) {
+    let (_, snapshot) = fixture_of(release);
     let snapshot_arg = snapshot.display().to_string();
     let mut restored = Cluster::plan_restore(1, "n");
     let data_dir = restored.members[0].data_dir.display().to_string();
