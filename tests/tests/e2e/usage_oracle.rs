@@ -323,8 +323,8 @@ fn usage_binary_groups_stay_distinct() {
 #[test]
 fn usage_bad_files_and_options_fail_in_one_line_without_secrets() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = std::path::Path::new("/work/shared/fixtures/etcd-3.6.14/snapshot-3.6.14.db");
-    let db = std::fs::read(fixture).expect("the etcd 3.6.14 fixture");
+    let (_, fixture) = crate::compat_snapshot::fixture_of("3.6.14");
+    let db = std::fs::read(&fixture).expect("the etcd 3.6.14 fixture");
     let write = |name: &str, bytes: &[u8]| {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
@@ -370,20 +370,20 @@ fn usage_bad_files_and_options_fail_in_one_line_without_secrets() {
         );
         crate::assert_clear_error(&run, bad[0]);
     }
-    // etcd 3.6's data, against etcdutl 3.6.14's own count of live keys.
-    let status: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            "/work/shared/fixtures/etcd-3.6.14/outputs/etcdutl-snapshot-status.json",
+    // etcd 3.6's and 3.7's data, against their etcdutl's own count of live keys.
+    for release in ["3.6.14", "3.7.1"] {
+        let (dir, snapshot) = crate::compat_snapshot::fixture_of(release);
+        let status: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("outputs/etcdutl-snapshot-status.json")).unwrap(),
         )
-        .unwrap(),
-    )
-    .unwrap();
-    let r = usage(&["--snapshot", &fixture.display().to_string()]);
-    assert_eq!(r["keys"], status["totalKey"], "{r:#}");
-    assert_eq!(r["revision"], status["revision"], "{r:#}");
-    assert_eq!(r["compact_revision"], 20);
-    // 7 old `/registry/hot` values and cm-40's put and deletion.
-    assert_eq!(r["history_revisions"], 9);
+        .unwrap();
+        let r = usage(&["--snapshot", &snapshot.display().to_string()]);
+        assert_eq!(r["keys"], status["totalKey"], "{release}: {r:#}");
+        assert_eq!(r["revision"], status["revision"], "{release}: {r:#}");
+        assert_eq!(r["compact_revision"], 20);
+        // 7 old `/registry/hot` values and cm-40's put and deletion.
+        assert_eq!(r["history_revisions"], 9);
+    }
 }
 
 #[test]
