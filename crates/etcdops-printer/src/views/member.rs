@@ -279,6 +279,47 @@ mod tests {
     }
 
     #[test]
+    fn member_list_prints_as_etcdctl_3_7() {
+        let member = |id: u64, name: &str, port: u16| Member {
+            id: MemberId(id),
+            name: name.into(),
+            peer_urls: vec![format!("http://127.0.0.1:{}", port + 10)],
+            client_urls: vec![format!("http://127.0.0.1:{port}")],
+            is_learner: false,
+            started: true,
+        };
+        let view = MemberListView(MemberList {
+            cluster_id: MemberId(13880743270753340716),
+            answered_by: MemberId(959035401820190083),
+            members: vec![
+                member(959035401820190083, "a", 22501),
+                member(7079722769197113824, "c", 22503),
+                member(11485072041253936854, "b", 22502),
+            ],
+            header: Some(ResponseHeader {
+                cluster_id: 13880743270753340716,
+                member_id: 959035401820190083,
+                revision: 0,
+                raft_term: 2,
+            }),
+            server_version: Some("3.7.1".into()),
+            linearizable: true,
+        });
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/etcd-3.7.1/outputs");
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+        let simple: String = view
+            .simple_lines()
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(simple, read("member-list.simple"));
+        let json = serde_json::to_string(&view.etcdctl_json(false).unwrap()).unwrap();
+        assert_eq!(format!("{json}\n"), read("member-list.json"));
+        assert_eq!(view.etcdctl_table().unwrap().borders, Borders::Unicode);
+    }
+
+    #[test]
     fn member_list_fields_are_etcdctls() {
         let fields = fixture("3.6.14").etcdctl_fields().unwrap();
         assert_eq!(
