@@ -114,8 +114,8 @@ impl Drop for Tmpfs {
 
 #[test]
 fn enospc_at_every_stage_of_a_restore_fails_in_one_line_and_leaves_nothing() {
-    // Held: a tmpfs from far too small to a few pages short (spool, linked db, raft snap
-    // file, WAL): one line, exit 2, and the filesystem left empty.
+    // Held: a tmpfs from far too small to one page short of what a restore needs (spool,
+    // linked db, raft snap file, WAL): one line, exit 2, and the filesystem left empty.
     if !is_root() {
         eprintln!("skipped: needs root to mount a tmpfs");
         return;
@@ -124,11 +124,8 @@ fn enospc_at_every_stage_of_a_restore_fails_in_one_line_and_leaves_nothing() {
     let db_len = (db.len() - 32) as u64;
     let planned = Cluster::plan_restore(1, "r24n");
     let member = &planned.members[0];
-    for extra_pages in [0u64, 1, 3, 4, 6] {
-        let mnt = source.dir().join(format!("full{extra_pages}"));
-        let _fs = Tmpfs::mount(&mnt, db_len + 4096 * extra_pages);
-        let data = mnt.join("d");
-        let args: Vec<String> = [
+    let args_into = |data: &Path| -> Vec<String> {
+        [
             "snapshot",
             "restore",
             &file.display().to_string(),
@@ -145,12 +142,37 @@ fn enospc_at_every_stage_of_a_restore_fails_in_one_line_and_leaves_nothing() {
         ]
         .iter()
         .map(|s| s.to_string())
-        .collect();
-        let refused = etcdops_tests::etcdops(&args, &[]);
+        .collect()
+    };
+    // What the restore needs on a tmpfs: measured by one that fits (the restored db is as
+    // compact as the snapshot's, so this is close to the db's size plus WAL and snap file).
+    let roomy = source.dir().join("roomy");
+    let needed = {
+        let _fs = Tmpfs::mount(&roomy, 256 << 20);
+        etcdops_tests::etcdops(&args_into(&roomy.join("d")), &[]).expect_code(0);
+        let df = Command::new("df")
+            .args(["-B1", "--output=used"])
+            .arg(&roomy)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&df.stdout).into_owned();
+        text.lines().nth(1).unwrap().trim().parse::<u64>().unwrap()
+    };
+    assert!(
+        needed > db_len,
+        "{needed} bytes used for a {db_len}-byte db"
+    );
+    let short_by_pages = [needed / 4096, (needed - db_len) / 4096 + 2, 4, 2, 1];
+    for short in short_by_pages {
+        let size = needed.saturating_sub(4096 * short).max(4096);
+        let mnt = source.dir().join(format!("short{short}"));
+        let _fs = Tmpfs::mount(&mnt, size);
+        let data = mnt.join("d");
+        let refused = etcdops_tests::etcdops(&args_into(&data), &[]);
         assert_clear_error(&refused, "No space left on device");
         assert!(
             listing(&mnt).is_empty(),
-            "+{extra_pages}: {:?}",
+            "{short} pages short: {:?}",
             listing(&mnt)
         );
     }
