@@ -13,12 +13,11 @@ pub fn redact_endpoint(endpoint: &str) -> String {
         Some(i) => endpoint.split_at(i + 3),
         None => ("", endpoint),
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            format!("{scheme}{}@{host}{tail}", redact_userinfo(userinfo))
-        }
+    // Everything before the last '@' is taken for user-info, even past a '/', '?' or '#' that
+    // would end a URL's host: a password may hold them (base64 passwords hold '/'), and
+    // over-redacting a path with an '@' costs nothing.
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => format!("{scheme}{}@{host}", redact_userinfo(userinfo)),
         None => endpoint.to_string(),
     }
 }
@@ -39,25 +38,27 @@ pub fn redact_urls(text: &str) -> String {
         let start = i + 3;
         out.push_str(&rest[..start]);
         let after = &rest[start..];
-        let end = after
+        let token_end = after
             .find(|c: char| {
-                c.is_whitespace()
-                    || matches!(
-                        c,
-                        '/' | '?' | '#' | '"' | '\'' | '<' | '>' | ')' | ',' | ';'
-                    )
+                c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')' | ',' | ';')
             })
             .unwrap_or(after.len());
-        let authority = &after[..end];
-        match authority.rsplit_once('@') {
-            Some((userinfo, host)) => {
-                out.push_str(&redact_userinfo(userinfo));
+        // The user-info ends at the token's last '@', even past a '/', '?' or '#' (which a
+        // password may hold); without one, the URL's host ends at the first of them.
+        let end = match after[..token_end].rfind('@') {
+            Some(at) => {
+                out.push_str(&redact_userinfo(&after[..at]));
                 out.push('@');
-                out.push_str(host);
+                at + 1
             }
-            None => out.push_str(authority),
-        }
-        rest = &after[end..];
+            None => 0,
+        };
+        let host_end = end
+            + after[end..token_end]
+                .find(['/', '?', '#'])
+                .unwrap_or(token_end - end);
+        out.push_str(&after[end..host_end]);
+        rest = &after[host_end..];
     }
     out.push_str(rest);
     out
@@ -79,6 +80,24 @@ mod tests {
         assert_eq!(redact_endpoint("h:2379"), "h:2379");
         // An '@' in the password itself: everything before the last '@' is user-info.
         assert_eq!(redact_endpoint("http://u:p@ss@h:1"), "http://u:***@h:1");
+    }
+
+    #[test]
+    fn passwords_holding_a_url_delimiter_are_redacted_whole() {
+        // Generated passwords (base64) hold '/', and '?' or '#' are common: none of the
+        // password may show, whatever a URL parser would take for its path.
+        for (endpoint, shown) in [
+            ("http://root:se/cret@h:2379", "http://root:***@h:2379"),
+            ("root:se/cret@h:2379", "root:***@h:2379"),
+            ("https://root:p#ss@h:1", "https://root:***@h:1"),
+            ("https://root:p?ss@h:1/x", "https://root:***@h:1/x"),
+        ] {
+            assert_eq!(redact_endpoint(endpoint), shown, "{endpoint}");
+        }
+        assert_eq!(
+            redact_urls("dial http://root:se/cret@h:2379: refused"),
+            "dial http://root:***@h:2379: refused"
+        );
     }
 
     #[test]

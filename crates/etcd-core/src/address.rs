@@ -98,6 +98,10 @@ pub(crate) fn spelled_tls(endpoint: &str) -> bool {
     endpoint.starts_with("https://") || endpoint.starts_with("unixs://")
 }
 
+/// Why an endpoint holding user-info is refused.
+const CREDENTIALS: &str =
+    "credentials in the URL are not accepted; give the user and password separately";
+
 /// Reads an endpoint as etcdctl does; `tls_configured` decides the forms whose TLS depends
 /// on the settings. The error is the reason, in one line, with the way to write it.
 pub(crate) fn parse(endpoint: &str, tls_configured: bool) -> Result<Address, String> {
@@ -127,6 +131,12 @@ pub(crate) fn parse(endpoint: &str, tls_configured: bool) -> Result<Address, Str
                     ));
                 }
             };
+            // An '@' anywhere is taken for credentials (refused below), even past a '/', '?'
+            // or '#': a password may hold them, and its first part must not be read (and
+            // shown) as a host or a port.
+            if rest.contains('@') {
+                return Err(CREDENTIALS.into());
+            }
             // Only the URL's host counts: its path, query and fragment are ignored as etcd's
             // client ignores them.
             let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -141,9 +151,7 @@ pub(crate) fn parse(endpoint: &str, tls_configured: bool) -> Result<Address, Str
     // etcd's client would ignore them (and connect without): refused, never echoed, so that
     // a password meant for etcd is not silently dropped.
     if authority.contains('@') {
-        return Err(
-            "credentials in the URL are not accepted; give the user and password separately".into(),
-        );
+        return Err(CREDENTIALS.into());
     }
     let (host, port) = split_host_port(authority)?;
     Ok(Address::Tcp {
@@ -288,6 +296,11 @@ mod tests {
             "https://PW2@h:1",
             "root:PW3@h:1",
             "PW4@h:1",
+            // A URL parser would end the host at '/', '?' or '#': the password's first part
+            // must not be read (and shown) as a port.
+            "http://root:PW5/x@127.0.0.1:2379",
+            "https://root:PW6#x@h:1",
+            "https://root:PW7?x@h:1",
         ] {
             let reason = refused(endpoint);
             assert_eq!(

@@ -415,6 +415,15 @@ fn value<S: PageSource>(
         .map(|(value, _)| value))
 }
 
+/// The storage version of a db (meta bucket `storageVersion`, written from etcd 3.6 on;
+/// `None`: 3.5 or older), read without walking the db; `Err` when the db cannot be read.
+pub(crate) fn storage_version<S: PageSource>(source: S) -> std::result::Result<Option<String>, ()> {
+    let db = BoltDb::open(source).map_err(|_| ())?;
+    value(&db, b"meta", b"storageVersion")
+        .map(|v| v.map(|bytes| text_value(&bytes)))
+        .map_err(|_| ())
+}
+
 fn u64_value(bytes: &[u8], what: &str) -> std::result::Result<u64, Extra> {
     let array: [u8; 8] = bytes
         .try_into()

@@ -583,3 +583,31 @@ fn the_snap_file_is_left_out_only_when_asked_and_only_for_3_7_or_later() {
         .collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
 }
+
+/// Leaving the `.snap` file out of a 3.6 snapshot's restore is refused before anything is
+/// written: not the missing parents of the data dir (nor a copy of the db beside it, which for
+/// a large db is minutes of writing and its size in disk space, on the very disk the restore
+/// needs).
+#[test]
+fn leaving_the_snap_file_out_of_a_3_6_restore_is_refused_before_any_directory_is_made() {
+    use common::ETCD_3_6;
+    use etcd_data::V2Snapshot;
+    let root = tempfile::tempdir().unwrap();
+    let data_dir = root.path().join("absent").join("parent").join("data");
+    let err = etcd_data::restore_snapshot(
+        "snapshot-3.6.14.db",
+        &ETCD_3_6.snapshot(),
+        &etcd_data::RestoreRequest {
+            v2_snapshot: V2Snapshot::Skip,
+            ..ETCD_3_6.restore_request_a(&data_dir)
+        },
+        &etcd_data::Unguarded,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("etcd 3.6"), "{err}");
+    let made: Vec<_> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+}

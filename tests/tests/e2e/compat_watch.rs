@@ -58,6 +58,73 @@ fn watch_of_a_secret_under_compat_fails_and_leaves_its_value_out() {
     );
 }
 
+/// A previous value (`--prev-kv`) that is a redacted Secret counts as a redaction: a Secret
+/// encrypted after being stored in the clear, or deleted, shows its old plaintext only as a
+/// notice, and a bounded watch then fails (under compat in every form, in etcdops' simple),
+/// never passing the notice off as the value with exit code 0. `-w fields`, which etcdctl's
+/// watch does not print, is refused in both modes.
+#[test]
+fn watch_of_a_secrets_previous_value_fails_when_it_is_redacted() {
+    let cluster = Cluster::start_with(1, Security::Plain, &[]);
+    let (encrypted, deleted) = block_on(async {
+        let mut client = cluster.client().await;
+        client.put(SECRET, SECRET_VALUE, None).await?;
+        let encrypted = client
+            .put(SECRET, b"k8s:enc:aescbc:v1:key1:\x8f\x01".to_vec(), None)
+            .await?
+            .header()
+            .map(|h| h.revision())
+            .unwrap_or_default();
+        let deleted = client
+            .delete(SECRET, None)
+            .await?
+            .header()
+            .map(|h| h.revision())
+            .unwrap_or_default();
+        Ok::<_, etcd_client::Error>((encrypted, deleted))
+    })
+    .unwrap();
+    let endpoints = cluster.endpoints();
+    let (from, until) = (encrypted.to_string(), deleted.to_string());
+    for (compat, format, code) in [
+        ("etcdctl", "simple", 1),
+        ("etcdctl", "json", 1),
+        ("etcdops", "simple", 1),
+        ("etcdctl", "fields", 1),
+        ("etcdops", "fields", 2),
+    ] {
+        let run = run_raw(
+            &etcdops_path(),
+            &[
+                "--compat",
+                compat,
+                "--endpoints",
+                &endpoints,
+                "watch",
+                SECRET,
+                "--prev-kv",
+                "--rev",
+                &from,
+                "--until-rev",
+                &until,
+                "-w",
+                format,
+            ],
+            &[],
+        );
+        assert_eq!(run.code, code, "{compat} -w {format}: {run}");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!stdout.contains(SECRET_VALUE), "{run}");
+        if format == "fields" {
+            assert!(stdout.is_empty(), "{compat}: {run}");
+            assert!(stderr.contains("fields"), "{compat}: {run}");
+        } else {
+            assert!(stderr.contains("redacted"), "{compat} -w {format}: {run}");
+        }
+    }
+}
+
 /// `--hex` in simple watch output: keys and values as etcdctl prints them (`\xNN`).
 #[test]
 fn watch_hex_simple_is_etcdctls() {

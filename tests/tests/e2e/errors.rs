@@ -77,6 +77,41 @@ fn malformed_endpoints_are_refused_before_connecting() {
     assert!(bad_flag.stderr.contains("not a duration"), "{bad_flag}");
 }
 
+/// A password in an endpoint URL is never shown, even when it holds '/', '?' or '#' (base64
+/// passwords do), which a URL parser takes for the end of the host: neither the whole
+/// password nor its first part read as a port, in either mode, from the flag or the variable.
+#[test]
+fn endpoint_passwords_with_url_delimiters_are_never_echoed() {
+    for endpoint in [
+        "http://root:Sekr1t/Tail@127.0.0.1:2379",
+        "https://root:Sekr1t#Tail@127.0.0.1:2379",
+        "http://root:Sekr1t?Tail@127.0.0.1:2379",
+        "root:Sekr1t/Tail@127.0.0.1:2379",
+    ] {
+        for compat in ["etcdops", "etcdctl"] {
+            for via_env in [false, true] {
+                let mut argv = vec!["--compat", compat];
+                let mut env = vec![];
+                if via_env {
+                    env.push(("ETCDCTL_ENDPOINTS", endpoint));
+                } else {
+                    argv.extend(["--endpoints", endpoint]);
+                }
+                argv.extend(["endpoint", "health"]);
+                let run = etcdops(&args(&argv), &env);
+                assert_ne!(run.code, 0, "{run}");
+                assert!(run.stderr.contains("credentials in the URL"), "{run}");
+                for part in ["Sekr1t", "Tail"] {
+                    assert!(
+                        !run.stderr.contains(part) && !run.stdout.contains(part),
+                        "{part} shown:\n{run}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn srv_lookup_without_records_says_so() {
     let dir = tempfile::tempdir().unwrap();

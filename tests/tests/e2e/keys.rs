@@ -178,6 +178,20 @@ fn secrets_stay_hidden_unless_asked_and_binary_values_are_base64() {
         !history.stdout.contains("hunter2-Secret-Value"),
         "{history}"
     );
+    // The lines a script reads: a redacted version fails the command, as `get`'s do, so
+    // that the notice is never taken for the value with exit code 0.
+    let simple = run(
+        &cluster,
+        &[
+            "history",
+            "/registry/secrets/default/db-password",
+            "-w",
+            "simple",
+        ],
+    );
+    simple.expect_code(1);
+    assert!(!simple.stdout.contains("hunter2-Secret-Value"), "{simple}");
+    assert!(simple.stderr.contains("redacted"), "{simple}");
 }
 
 #[test]

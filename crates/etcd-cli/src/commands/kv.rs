@@ -141,6 +141,11 @@ pub async fn run_history(
         .kv()
         .history(args.key.as_bytes(), args.show_secrets)
         .await?;
+    let redacted = report
+        .events
+        .iter()
+        .filter(|e| e.value_encoding == Some(Encoding::Redacted))
+        .count() as u64;
     printer.print(&HistoryView(report))?;
-    Ok(ExitStatus::Success)
+    Ok(redaction_status(redacted, printer))
 }

@@ -74,6 +74,9 @@ pub fn restore_with_replay<R: Replay>(
             name: name.to_string(),
         });
     }
+    // A release that reads the .snap file, asked to go without it: refused before anything
+    // is written (the staging of the db would make the data dir's parents and copy the db).
+    job.v2_snapshot_early()?;
     let damaged = match job.already_done()? {
         Done::Whole(result) => {
             return Ok(job.result(result, replay.as_deref(), job.leftovers()?));
@@ -418,6 +421,21 @@ impl<'a> Job<'a> {
             trailer,
             db_sha256,
         })
+    }
+
+    /// The refusal of [`Self::writes_snap_file`] found from the snapshot's own db, before
+    /// anything is written: its storage version read from the meta bucket (a few pages). A db
+    /// that cannot be read here is checked again, in full, once staged.
+    fn v2_snapshot_early(&self) -> Result<(), RestoreError> {
+        if self.request.v2_snapshot != V2Snapshot::Skip {
+            return Ok(());
+        }
+        match crate::status::storage_version(self.snapshot.db()) {
+            Ok(version) => self
+                .writes_snap_file(Release::of(version.as_deref()))
+                .map(|_| ()),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Whether the raft `.snap` file is written for a snapshot of `release`, as the request

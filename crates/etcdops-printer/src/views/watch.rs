@@ -91,7 +91,15 @@ impl<W: Write> WatchPrinter<W> {
         }
         self.events += batch.events.len() as u64;
         for event in &batch.events {
-            if event.value_encoding != Some(etcdops::kv::Encoding::Redacted) {
+            // The previous value (--prev-kv) counts too: its notice stands where its bytes
+            // would, after a Secret's encryption or in its deletion.
+            let redacted =
+                |e: Option<etcdops::kv::Encoding>| e == Some(etcdops::kv::Encoding::Redacted);
+            let prev_redacted = event
+                .prev
+                .as_ref()
+                .is_some_and(|prev| redacted(prev.value_encoding));
+            if !redacted(event.value_encoding) && !prev_redacted {
                 continue;
             }
             self.redacted += 1;

@@ -184,6 +184,10 @@ pub async fn run_watch(
     hex: bool,
 ) -> Result<ExitStatus> {
     let output = printer;
+    // etcdctl's watch has no fields output: refused, in both modes, as other commands without one.
+    if printer.format() == etcdops_printer::OutputFormat::Fields {
+        return Err(etcdops_printer::output::no_fields().into());
+    }
     // clap takes `--` with nothing after it for no command at all: etcdctl refuses it.
     if args.command.is_empty() && std::env::args_os().skip(1).any(|a| a == "--") {
         anyhow::bail!("bad arguments: `--` must be followed by the command to run for each event");
