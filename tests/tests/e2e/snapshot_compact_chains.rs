@@ -681,7 +681,7 @@ fn a_chain_broken_in_the_middle_by_a_replaced_or_missing_segment_compacts_to_its
     let backup = BackupRun::start(&cluster, &store, &[]);
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     for round in 0..3 {
-        let last = *write_changes(&cluster, &format!("b{round}"), 1)
+        let last = *write_changes(&cluster, &format!("b{round}"), round + 1)
             .last()
             .unwrap();
         backup.wait_published(last);
@@ -704,10 +704,17 @@ fn a_chain_broken_in_the_middle_by_a_replaced_or_missing_segment_compacts_to_its
         std::path::PathBuf::from(name)
     };
 
-    // A segment's bytes replaced by another valid segment's (its manifest left): the chain
-    // is broken there, and compacted up to that segment, with a warning naming it.
+    // A segment's bytes replaced by another valid segment's of another size (its manifest
+    // left): the chain is broken there, and compacted up to that segment, with a warning
+    // naming it. (The catalog tells a replaced segment by its size; one of the very same size
+    // fails the compaction's check of its SHA-256 instead.)
     let original = std::fs::read(segment(&deltas[1])).unwrap();
-    std::fs::copy(segment(&deltas[2]), segment(&deltas[1])).unwrap();
+    let size = |d: &Value| std::fs::metadata(segment(d)).unwrap().len();
+    let other = deltas[2..]
+        .iter()
+        .find(|d| size(d) != size(&deltas[1]))
+        .expect("a segment of another size: rounds write more changes each");
+    std::fs::copy(segment(other), segment(&deltas[1])).unwrap();
     let done = snapshot_json(&["compact", &store_arg(&store)]);
     done.expect_code(0);
     let result = done.json();
