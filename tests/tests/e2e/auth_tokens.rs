@@ -196,12 +196,12 @@ fn a_jwt_given_instead_of_a_user_authenticates_every_request_and_never_shows() {
     ];
     let status = run(&["auth", "status"], &compat);
     assert_eq!(status.code, 0, "{status}");
-    assert!(
-        status
-            .stdout
-            .starts_with("Authentication Status: true\nAuthRevision: "),
-        "{status}"
-    );
+    // etcd 3.4 has no AuthStatus request, so no revision to tell.
+    let first = match cluster.version {
+        etcdops_tests::EtcdVersion::V3_4 => "Authentication Status: true\n",
+        _ => "Authentication Status: true\nAuthRevision: ",
+    };
+    assert!(status.stdout.starts_with(first), "{status}");
     let counted = run(&["get", "/seed/", "--prefix", "--keys-only"], &compat);
     assert_eq!(counted.code, 0, "{counted}");
     assert_eq!(
