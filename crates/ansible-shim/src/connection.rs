@@ -40,6 +40,8 @@ pub struct ConnectionArgs {
     user: Option<String>,
     #[schemars(extend("x-no-log" = true))]
     password: Option<String>,
+    #[schemars(extend("x-no-log" = true))]
+    auth_jwt_token: Option<String>,
     #[schemars(extend("default" = false))]
     insecure_skip_tls_verify: Option<bool>,
     server_name: Option<String>,
@@ -104,6 +106,7 @@ impl ConnectionArgs {
             server_name: self.server_name,
             user: self.user,
             password: self.password.map(Secret::new),
+            auth_jwt_token: self.auth_jwt_token.map(Secret::new),
             dial_timeout: duration("dial_timeout", self.dial_timeout).map_err(ModuleError::new)?,
             command_timeout: duration("command_timeout", self.command_timeout)
                 .map_err(ModuleError::new)?,

@@ -19,6 +19,8 @@ option_ids! {
     ADVERTISE_CLIENT_URLS = value("advertise_client_urls");
     /// Allow plain-http store endpoints.
     ALLOW_HTTP = switch("allow_http");
+    /// A JWT etcd issued, sent instead of a user and password.
+    AUTH_JWT_TOKEN = value("auth_jwt_token");
     /// How much history automatic compaction keeps.
     AUTO_COMPACTION_RETENTION = value("auto_compaction_retention");
     /// Raise the latest revision.

@@ -353,8 +353,9 @@ impl Auth<'_> {
             })
             .await?;
         let root = user_entry(&client, ROOT).await.ok();
-        let credentials = self.0.config().auth.as_ref();
-        let auth_revision = revision::auth_revision(&client, credentials).await;
+        let config = self.0.config();
+        let (credentials, jwt) = (config.auth.as_ref(), config.auth_jwt_token.as_ref());
+        let auth_revision = revision::auth_revision(&client, credentials, jwt).await;
         let mut header = root.as_ref().and_then(|r| r.as_ref().and_then(|(_, h)| *h));
         if header.is_none() {
             // No root user to read (or no right to): any answer of the same member will do.

@@ -79,6 +79,9 @@ pub struct ConnectionOptions {
     pub user: Option<String>,
     /// Password for `user` (when not given as `user:password`).
     pub password: Option<Secret>,
+    /// A token etcd issued (its `--auth-token jwt`), sent with every request instead of
+    /// authenticating with a user and password (etcdctl 3.7's `--auth-jwt-token`).
+    pub auth_jwt_token: Option<Secret>,
     /// Time allowed to establish a connection.
     pub dial_timeout: Option<Duration>,
     /// Time allowed for one request.
@@ -118,6 +121,7 @@ impl fmt::Debug for ConnectionOptions {
             .field("server_name", &self.server_name)
             .field("user", &self.user.as_deref().map(redact_user))
             .field("password", &self.password)
+            .field("auth_jwt_token", &self.auth_jwt_token)
             .field("dial_timeout", &self.dial_timeout)
             .field("command_timeout", &self.command_timeout)
             .field("discovery_srv", &self.discovery_srv)
@@ -150,6 +154,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("user", "ETCDCTL_USER"),
     ("password", "ETCDCTL_PASSWORD"),
+    ("auth_jwt_token", "ETCDCTL_AUTH_JWT_TOKEN"),
     ("dial_timeout", "ETCDCTL_DIAL_TIMEOUT"),
     ("command_timeout", "ETCDCTL_COMMAND_TIMEOUT"),
     ("discovery_srv", "ETCDCTL_DISCOVERY_SRV"),
@@ -198,6 +203,9 @@ impl ConnectionOptions {
         }
         if self.password.is_none() {
             self.password = get("password").map(Secret::new);
+        }
+        if self.auth_jwt_token.is_none() {
+            self.auth_jwt_token = get("auth_jwt_token").map(Secret::new);
         }
         if self.dial_timeout.is_none() {
             self.dial_timeout = get("dial_timeout")
@@ -272,6 +280,24 @@ impl ConnectionOptions {
             }
             _ => None,
         };
+        let auth_jwt_token = self.auth_jwt_token.filter(|t| !t.expose().is_empty());
+        if auth_jwt_token.is_some() && auth.is_some() {
+            return Err(InvalidOption::new(
+                options::AUTH_JWT_TOKEN,
+                "give either a user (with its password) or a JWT, not both",
+            )
+            .into());
+        }
+        if let Some(token) = &auth_jwt_token
+            && tonic::metadata::MetadataValue::<tonic::metadata::Ascii>::try_from(token.expose())
+                .is_err()
+        {
+            return Err(InvalidOption::new(
+                options::AUTH_JWT_TOKEN,
+                "the token holds characters a JWT never has (a JWT is base64url text with dots)",
+            )
+            .into());
+        }
 
         let cert = pem_source(self.cert, self.cert_pem);
         let key = pem_source(self.key, self.key_pem.map(|s| s.0));
@@ -330,6 +356,7 @@ impl ConnectionOptions {
             discovery,
             tls,
             auth,
+            auth_jwt_token,
             dial_timeout: positive(self.dial_timeout, DEFAULT_DIAL_TIMEOUT, DIAL_TIMEOUT)?,
             command_timeout: positive(
                 self.command_timeout,
@@ -480,6 +507,9 @@ pub struct ClusterConfig {
     pub tls: TlsSettings,
     /// User and password, when auth is used.
     pub auth: Option<Credentials>,
+    /// A token etcd issued, sent with every request instead of authenticating (never with
+    /// `auth`).
+    pub auth_jwt_token: Option<Secret>,
     /// Time allowed to connect (and authenticate) to one endpoint.
     pub dial_timeout: Duration,
     /// Time allowed for one request.
@@ -543,6 +573,37 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn a_jwt_comes_from_etcdctls_variable_stays_hidden_and_excludes_a_user() {
+        let jwt = "eyJhbGciOiJFUzI1NiJ9.eyJ1c2VybmFtZSI6InJvb3QifQ.c2ln";
+        let opts = ConnectionOptions::default()
+            .or_env_from(env(&[("ETCDCTL_AUTH_JWT_TOKEN", jwt)]))
+            .unwrap();
+        assert!(!format!("{opts:?}").contains("eyJ"), "{opts:?}");
+        let config = opts.build().unwrap();
+        assert_eq!(
+            config.auth_jwt_token.as_ref().map(Secret::expose),
+            Some(jwt)
+        );
+        assert!(config.auth.is_none());
+        let both = ConnectionOptions {
+            user: Some("root:pw".into()),
+            auth_jwt_token: Some(Secret::new(jwt)),
+            ..Default::default()
+        }
+        .build()
+        .unwrap_err();
+        assert!(both.to_string().contains("not both"), "{both}");
+        assert_eq!(both.hint(), Some(Hint::option(options::AUTH_JWT_TOKEN)));
+        let control = ConnectionOptions {
+            auth_jwt_token: Some(Secret::new("eyJ\nx")),
+            ..Default::default()
+        }
+        .build()
+        .unwrap_err();
+        assert!(!control.to_string().contains("eyJ"), "{control}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use etcd_common::{Hint, options};
 
 use crate::address::{self, Address};
 use crate::client::Client;
-use crate::config::{ClusterConfig, TlsSettings};
+use crate::config::{ClusterConfig, Secret, TlsSettings};
 use crate::discovery::discover_endpoints;
 use crate::error::{Error, Result};
 use crate::tls;
@@ -354,7 +354,10 @@ impl ClusterConfig {
         // As etcdctl, credentials for a cluster without auth are not an error.
         let raw_channel = channel.clone();
         let authenticated = tokio::time::timeout(self.dial_timeout, async {
-            let channel = etcd_client::Channel::Tonic(channel);
+            let channel = match &self.auth_jwt_token {
+                Some(token) => with_token(channel, token),
+                None => etcd_client::Channel::Tonic(channel),
+            };
             match RawClient::from_channel(channel.clone(), Some(with_user)).await {
                 Err(etcd_client::Error::GRpcStatus(status))
                     if self.auth.is_some()
@@ -394,6 +397,25 @@ impl ClusterConfig {
             tls: self.tls.clone(),
         })
     }
+}
+
+/// The connection with etcd's `token` header on every request: a JWT the user holds
+/// (etcdctl 3.7's `--auth-jwt-token`), so no request authenticates with a password.
+fn with_token(channel: tonic::transport::Channel, token: &Secret) -> etcd_client::Channel {
+    use tower::{ServiceBuilder, ServiceExt};
+    let mut value = http::HeaderValue::from_str(token.expose()).unwrap_or_else(|_| {
+        // Checked when the options were built; an unusable token sends nothing.
+        http::HeaderValue::from_static("")
+    });
+    value.set_sensitive(true);
+    let service = ServiceBuilder::new()
+        .map_request(move |mut request: http::Request<tonic::body::Body>| {
+            request.headers_mut().insert("token", value.clone());
+            request
+        })
+        .service(channel)
+        .map_err(tower::BoxError::from);
+    etcd_client::Channel::Custom(tower::util::BoxCloneSyncService::new(service))
 }
 
 /// How [`classify`] begins the message of a request whose connection broke.

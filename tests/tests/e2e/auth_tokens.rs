@@ -150,3 +150,82 @@ fn backup_run_and_watch_renew_expired_and_stale_jwt_tokens_without_a_failure() {
         "a refused password is retried with growing waits, not in a loop: {events:#?}"
     );
 }
+
+/// A JWT etcd issued, given as etcdctl 3.7's `--auth-jwt-token` (or its variable) instead of a
+/// user: every request carries it, no password is sent, and it never shows in any output.
+#[test]
+fn a_jwt_given_instead_of_a_user_authenticates_every_request_and_never_shows() {
+    let keys = tempfile::tempdir().unwrap();
+    let auth_token = jwt_auth_token(keys.path(), "5m");
+    let cluster = Cluster::start_with(1, Security::Auth, &["--auth-token", &auth_token]);
+    cluster.put_keys("/seed/", 5);
+    let jwt = etcdops_tests::block_on(async {
+        let client = cluster.client().await;
+        let mut auth = client.auth_client();
+        let answer = auth
+            .authenticate("root".to_string(), ROOT_PASSWORD.to_string())
+            .await?;
+        Ok::<_, etcd_client::Error>(answer.token().to_string())
+    })
+    .expect("a token from etcd");
+    let endpoints = cluster.endpoints();
+    // Security::Auth's flags carry the user: only the endpoints here (the cluster is plain).
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["--endpoints".to_string(), endpoints.clone()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        etcdops_tests::etcdops(&args, env)
+    };
+    let got = run(
+        &[
+            "--auth-jwt-token",
+            &jwt,
+            "get",
+            "/seed/",
+            "--prefix",
+            "-w",
+            "json",
+        ],
+        &[],
+    );
+    got.expect_code(0);
+    assert_eq!(got.json()["count"], 5, "{got}");
+    // etcdctl's variable, under its personality.
+    let compat = [
+        ("ETCDOPS_COMPAT", "etcdctl"),
+        ("ETCDCTL_AUTH_JWT_TOKEN", jwt.as_str()),
+    ];
+    let status = run(&["auth", "status"], &compat);
+    assert_eq!(status.code, 0, "{status}");
+    // etcd 3.4 has no AuthStatus request, so no revision to tell.
+    let first = match cluster.version {
+        etcdops_tests::EtcdVersion::V3_4 => "Authentication Status: true\n",
+        _ => "Authentication Status: true\nAuthRevision: ",
+    };
+    assert!(status.stdout.starts_with(first), "{status}");
+    let counted = run(&["get", "/seed/", "--prefix", "--keys-only"], &compat);
+    assert_eq!(counted.code, 0, "{counted}");
+    assert_eq!(
+        counted.stdout.lines().filter(|l| !l.is_empty()).count(),
+        5,
+        "{counted}"
+    );
+    // Without it the reads are refused: the token is what let them through.
+    let refused = run(&["get", "/seed/", "--prefix"], &[]);
+    assert_ne!(refused.code, 0, "{refused}");
+    // A forged token, and one given with a user: refused, neither ever printed.
+    let forged = format!("{}x", &jwt[..jwt.len() - 1]);
+    let bad = run(&["--auth-jwt-token", &forged, "get", "/seed/"], &[]);
+    assert_ne!(bad.code, 0, "{bad}");
+    let both = run(
+        &["--auth-jwt-token", &jwt, "--user", "root", "get", "/seed/"],
+        &[],
+    );
+    assert_ne!(both.code, 0, "{both}");
+    for shown in [&got, &status, &counted, &refused, &bad, &both] {
+        assert!(
+            !shown.stdout.contains(&jwt[10..]) && !shown.stderr.contains(&jwt[10..]),
+            "the token was printed: {shown}"
+        );
+        assert!(!shown.stderr.contains(&forged[10..]), "{shown}");
+    }
+}

@@ -26,11 +26,6 @@ fn root(global: &GlobalFlags) -> PathBuf {
 /// The connection options from flags and `ETCDCTL_*`, then (with `--platform auto`) from the
 /// etcd detected on this host for whatever is still unset.
 pub fn connection_options(global: &GlobalFlags) -> Result<ConnectionOptions> {
-    if global.auth_jwt_token.is_some() {
-        anyhow::bail!(
-            "--auth-jwt-token (etcdctl 3.7) is not supported: authenticate with --user or with a client certificate (--cert, --key)"
-        );
-    }
     let mut options = global.connection_options().or_env()?;
     // `--user NAME` without a password: ask on a terminal, or read the first line of a piped
     // stdin, as etcdctl does.

@@ -174,6 +174,10 @@ pub struct GlobalFlags {
     /// Password of --user [env: ETCDCTL_PASSWORD]
     #[arg(long, global = true, value_name = "PASSWORD")]
     pub password: Option<String>,
+    /// A JWT etcd issued (its --auth-token jwt), sent with every request instead of --user,
+    /// as etcdctl 3.7's flag [env: ETCDCTL_AUTH_JWT_TOKEN]
+    #[arg(long, global = true, value_name = "TOKEN", conflicts_with = "user")]
+    pub auth_jwt_token: Option<String>,
     /// Time allowed to connect to one endpoint, e.g. 2s [env: ETCDCTL_DIAL_TIMEOUT] [default: 2s]
     #[arg(long, global = true, value_parser = duration, value_name = "DURATION")]
     pub dial_timeout: Option<Duration>,
@@ -222,17 +226,6 @@ pub struct GlobalFlags {
     #[arg(long, global = true, env = "ETCDCTL_HEX", hide_env = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub hex: Option<bool>,
-    /// etcdctl 3.7's JWT to authenticate with: refused (authenticate with --user or client
-    /// certificates) [env: ETCDCTL_AUTH_JWT_TOKEN]
-    #[arg(
-        long,
-        global = true,
-        env = "ETCDCTL_AUTH_JWT_TOKEN",
-        hide_env = true,
-        hide_env_values = true,
-        value_name = "TOKEN"
-    )]
-    pub auth_jwt_token: Option<String>,
     /// Accepted for etcdctl's scripts; etcdops has no gRPC debug log [env: ETCDCTL_DEBUG]
     #[arg(long, global = true, env = "ETCDCTL_DEBUG", hide_env = true, num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_name = "BOOL")]
@@ -324,6 +317,7 @@ impl GlobalFlags {
             server_name: self.server_name.clone(),
             user: self.user.clone(),
             password: self.password.as_deref().map(Secret::new),
+            auth_jwt_token: self.auth_jwt_token.as_deref().map(Secret::new),
             dial_timeout: self.dial_timeout,
             command_timeout: self.command_timeout,
             discovery_srv: self.discovery_srv.clone(),

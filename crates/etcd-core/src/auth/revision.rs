@@ -6,7 +6,7 @@
 use http::uri::PathAndQuery;
 use tonic::metadata::MetadataValue;
 
-use crate::config::Credentials;
+use crate::config::{Credentials, Secret};
 use crate::connect::EndpointClient;
 
 /// `etcdserverpb.AuthStatusRequest`: no fields.
@@ -26,16 +26,20 @@ struct AuthStatusResponse {
 
 /// The auth revision `client`'s member reports; `None` when it cannot say (etcd 3.4 has no
 /// such request, or the request failed or took longer than a command may). With auth
-/// enabled etcd wants a token: one is asked for with `credentials` (etcd-client keeps its
-/// own to itself).
+/// enabled etcd wants a token: the user's own (`jwt`), or one asked for with `credentials`
+/// (etcd-client keeps its own to itself).
 pub(crate) async fn auth_revision(
     client: &EndpointClient,
     credentials: Option<&Credentials>,
+    jwt: Option<&Secret>,
 ) -> Option<u64> {
     let mut grpc = tonic::client::Grpc::new(client.channel());
     let call = async {
         let mut request = tonic::Request::new(AuthStatusRequest {});
-        if let Some(credentials) = credentials {
+        if let Some(token) = jwt {
+            let token = MetadataValue::try_from(token.expose()).ok()?;
+            request.metadata_mut().insert("token", token);
+        } else if let Some(credentials) = credentials {
             let answer = client
                 .raw()
                 .auth_client()

@@ -46,6 +46,12 @@ options:
   password:
     description: Password of O(user). Never shown in results or messages. Falls back to C(ETCDCTL_PASSWORD).
     type: str
+  auth_jwt_token:
+    description:
+      - A JWT etcd issued (a cluster started with C(--auth-token jwt,...)), sent with every request instead
+        of O(user) and O(password), as etcdctl 3.7's C(--auth-jwt-token). Not with O(user).
+      - Never shown in results or messages. Falls back to C(ETCDCTL_AUTH_JWT_TOKEN).
+    type: str
   insecure_skip_tls_verify:
     description: Accept any server certificate. Never the default; a warning is printed when used.
     type: bool

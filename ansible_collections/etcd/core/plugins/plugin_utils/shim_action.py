@@ -57,6 +57,7 @@ ENV_OPTIONS = (
     ("endpoints", "ETCDCTL_ENDPOINTS"),
     ("user", "ETCDCTL_USER"),
     ("password", "ETCDCTL_PASSWORD"),
+    ("auth_jwt_token", "ETCDCTL_AUTH_JWT_TOKEN"),
     ("insecure_skip_tls_verify", "ETCDCTL_INSECURE_SKIP_TLS_VERIFY"),
     ("dial_timeout", "ETCDCTL_DIAL_TIMEOUT"),
     ("command_timeout", "ETCDCTL_COMMAND_TIMEOUT"),
