@@ -137,6 +137,10 @@ impl Render for MemberListView {
         self.rows().into_iter().map(|r| r.join(", ")).collect()
     }
 
+    fn etcdctl_protobuf(&self) -> Option<Vec<u8>> {
+        Some(crate::protobuf::member_list(&self.0))
+    }
+
     fn etcdctl_table(&self) -> Option<EtcdctlTable> {
         Some(EtcdctlTable {
             headers: vec![
