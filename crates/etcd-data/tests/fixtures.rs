@@ -208,7 +208,7 @@ fn a_member_running_on_the_data_dir_is_refused() {
         let (_dir, data_dir) = etcd.stopped_member();
         let db = data_dir.join("member/snap/db");
         // What etcd's bbolt holds while etcd runs.
-        let held = common::hold_db_lock(&db);
+        let _held = common::hold_db_lock(&db);
         let before = std::fs::read(&db).unwrap();
         let err = defrag_data_dir(&DefragRequest {
             data_dir: data_dir.clone(),
