@@ -204,17 +204,11 @@ fn defrag_shrinks_the_stopped_member_and_keeps_every_key() {
 
 #[test]
 fn a_member_running_on_the_data_dir_is_refused() {
-    use rustix::fs::{FlockOperation, flock};
     for etcd in RELEASES {
         let (_dir, data_dir) = etcd.stopped_member();
         let db = data_dir.join("member/snap/db");
         // What etcd's bbolt holds while etcd runs.
-        let held = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&db)
-            .unwrap();
-        flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+        let _held = common::hold_db_lock(&db);
         let before = std::fs::read(&db).unwrap();
         let err = defrag_data_dir(&DefragRequest {
             data_dir: data_dir.clone(),
@@ -295,23 +289,7 @@ fn fields(bytes: &[u8]) -> Fields {
 /// The WAL's records (type, crc, data), framing checked.
 fn wal_records(path: &Path) -> Vec<Fields> {
     let bytes = std::fs::read(path).unwrap();
-    let mut at = 0;
-    let mut records = Vec::new();
-    while at + 8 <= bytes.len() {
-        let word = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        if word == 0 {
-            break;
-        }
-        let len = (word & 0x00FF_FFFF_FFFF_FFFF) as usize;
-        let pad = if word >> 63 == 1 {
-            ((word >> 56) & 0x7) as usize
-        } else {
-            0
-        };
-        records.push(fields(&bytes[at + 8..at + 8 + len]));
-        at += 8 + len + pad;
-    }
-    records
+    common::wal_frames(&bytes).into_iter().map(fields).collect()
 }
 
 /// The files under `dir`, relative, sorted (without etcdops' restore marker).

@@ -14,6 +14,8 @@ pub enum OutputFormat {
     Simple,
     /// etcdctl's `-w fields`: one `"Name" : value` line per field.
     Fields,
+    /// etcdctl's `-w protobuf`: the response message, encoded.
+    Protobuf,
     /// etcdctl's JSON: `-w json` under `--compat etcdctl` (not a `-w` value of its own).
     #[cfg_attr(feature = "clap", value(skip))]
     EtcdctlJson,

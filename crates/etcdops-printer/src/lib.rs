@@ -26,6 +26,7 @@ pub mod fields;
 mod format;
 pub mod output;
 pub mod progress;
+pub mod protobuf;
 pub mod views;
 
 pub use format::{Compat, OutputFormat};

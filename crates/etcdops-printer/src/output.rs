@@ -50,11 +50,24 @@ pub trait Render: Serialize {
     fn etcdctl_table(&self) -> Option<crate::etcdctl_table::EtcdctlTable> {
         None
     }
+    /// etcdctl's `-w protobuf` of this result (the response message, encoded); `None` for a
+    /// command whose answer is no single etcd message, which `-w protobuf` then refuses.
+    fn etcdctl_protobuf(&self) -> Option<Vec<u8>> {
+        None
+    }
     /// etcdctl's `-w fields` lines of this result; `None` for a command etcdctl prints no
     /// fields for, which `-w fields` then refuses.
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
         None
     }
+}
+
+/// The refusal of `-w protobuf` for a command whose answer is no single etcd message.
+pub fn no_protobuf() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "`-w protobuf` prints etcd's response message, and this command's answer is none; use -w json",
+    )
 }
 
 /// The refusal of `-w fields` for a command etcdctl has no fields output for.
@@ -114,6 +127,9 @@ fn write_value<T: Render>(out: &mut dyn Write, format: OutputFormat, value: &T) 
                 }));
             }
             writeln!(out, "{table}")?;
+        }
+        OutputFormat::Protobuf => {
+            out.write_all(&value.etcdctl_protobuf().ok_or_else(no_protobuf)?)?;
         }
         OutputFormat::Fields => {
             // Each field one line: values are quoted as Go's %q quotes them.

@@ -96,11 +96,20 @@ pub async fn run_get(
     // An error, of etcd or of the output, returns at once: the stream dropped, the read stops.
     let client = Client::new(config.clone());
     let mut pages = client.kv().get_stream(&request);
+    // `-w protobuf` is one RangeResponse: the keys are kept until the read ends.
+    let protobuf = printer.format() == OutputFormat::Protobuf;
+    let mut kept = Vec::new();
+    let mut header = None;
     while let Some(page) = pages.next().await {
         let page = page?;
+        header.get_or_insert(page.header);
         for kv in page.kvs {
             if kv.value_encoding == Some(Encoding::Redacted) {
                 redacted += 1;
+            }
+            if protobuf {
+                kept.push(kv);
+                continue;
             }
             if printer.format().is_etcdctl_json() && first {
                 write!(
@@ -126,7 +135,14 @@ pub async fn run_get(
     let summary = pages
         .summary()
         .ok_or_else(|| anyhow::anyhow!("internal error: the read ended without its summary"))?;
-    write_get_end(&mut out, summary, args.count_only, printer, first)?;
+    if protobuf {
+        let header = summary.header.or(header).unwrap_or_default();
+        let message =
+            etcdops_printer::protobuf::range_response(&header, &kept, summary.more, summary.count);
+        out.write_all(&message)?;
+    } else {
+        write_get_end(&mut out, summary, args.count_only, printer, first)?;
+    }
     out.flush()?;
     Ok(redaction_status(redacted, printer))
 }

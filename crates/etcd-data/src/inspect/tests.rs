@@ -393,26 +393,12 @@ fn the_stopped_member_agrees_with_its_endpoint_status() {
 
 /// The raw `raftpb.Entry` records of a WAL segment.
 fn raw_entries(segment: &[u8]) -> Vec<Vec<u8>> {
-    let mut at = 0;
-    let mut out = Vec::new();
-    while at + 8 <= segment.len() {
-        let word = u64::from_le_bytes(segment[at..at + 8].try_into().unwrap());
-        if word == 0 {
-            break;
-        }
-        let len = (word & 0x00FF_FFFF_FFFF_FFFF) as usize;
-        let pad = if word >> 63 == 1 {
-            ((word >> 56) & 0x7) as usize
-        } else {
-            0
-        };
-        let record = pb::Record::decode(&segment[at + 8..at + 8 + len]).unwrap();
-        if record.kind == ENTRY {
-            out.push(record.data);
-        }
-        at += 8 + len + pad;
-    }
-    out
+    common::wal_frames(segment)
+        .into_iter()
+        .map(|frame| pb::Record::decode(frame).unwrap())
+        .filter(|record| record.kind == ENTRY)
+        .map(|record| record.data)
+        .collect()
 }
 
 /// etcd 3.7 writes its normal entries without raftpb.Entry's field 1 (`Type`); 3.6 writes
@@ -597,12 +583,7 @@ fn a_running_member_is_reported_locked_and_still_read() {
     let data_dir = dir.path().join("a");
     let db = data_dir.join("member/snap/db");
     // What etcd's bbolt holds while it runs.
-    let held = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&db)
-        .unwrap();
-    flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+    let held = common::hold_db_lock(&db);
     let got = inspect_data_dir(&data_dir).unwrap();
     assert!(got.locked);
     assert_eq!(got.db.revision, 54);

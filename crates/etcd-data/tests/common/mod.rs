@@ -141,3 +141,38 @@ impl Etcd {
         }
     }
 }
+
+/// The record frames of a WAL segment, as etcd's encoder writes them (a little-endian length
+/// word whose top byte holds the padding, the record, the padding), up to the first zero word
+/// (the preallocated tail).
+pub fn wal_frames(segment: &[u8]) -> Vec<&[u8]> {
+    let mut at = 0;
+    let mut frames = Vec::new();
+    while at + 8 <= segment.len() {
+        let word = u64::from_le_bytes(segment[at..at + 8].try_into().unwrap());
+        if word == 0 {
+            break;
+        }
+        let len = (word & 0x00FF_FFFF_FFFF_FFFF) as usize;
+        let pad = if word >> 63 == 1 {
+            ((word >> 56) & 0x7) as usize
+        } else {
+            0
+        };
+        frames.push(&segment[at + 8..at + 8 + len]);
+        at += 8 + len + pad;
+    }
+    frames
+}
+
+/// The lock etcd's bbolt holds on `db` while etcd runs, held until the file is dropped.
+pub fn hold_db_lock(db: &Path) -> std::fs::File {
+    use rustix::fs::{FlockOperation, flock};
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(db)
+        .unwrap();
+    flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+    held
+}

@@ -113,6 +113,9 @@ impl Render for AlarmsView {
             .map(|a| format!("memberID:{} alarm:{} ", a.member_id.0, plain(&a.alarm)))
             .collect()
     }
+    fn etcdctl_protobuf(&self) -> Option<Vec<u8>> {
+        Some(crate::protobuf::alarms(&self.0))
+    }
     fn etcdctl_fields(&self) -> Option<Vec<String>> {
         let mut lines = Vec::new();
         crate::fields::header(&mut lines, self.0.header.as_ref());

@@ -137,6 +137,10 @@ impl Render for MemberListView {
         self.rows().into_iter().map(|r| r.join(", ")).collect()
     }
 
+    fn etcdctl_protobuf(&self) -> Option<Vec<u8>> {
+        Some(crate::protobuf::member_list(&self.0))
+    }
+
     fn etcdctl_table(&self) -> Option<EtcdctlTable> {
         Some(EtcdctlTable {
             headers: vec![
@@ -232,16 +236,21 @@ mod tests {
     use etcdops::client::ResponseHeader;
     use etcdops::member::{Member, MemberId};
 
-    /// The etcd 3.6.14 fixture's members (`outputs/member-list.*`), in ID order.
-    fn fixture(server_version: &str) -> MemberListView {
-        let member = |id: u64, name: &str, port: u16| Member {
+    /// A started voting member of a fixture cluster: its client URL on `port`, its peer URL 10
+    /// ports up.
+    fn member(id: u64, name: &str, port: u16) -> Member {
+        Member {
             id: MemberId(id),
             name: name.into(),
             peer_urls: vec![format!("http://127.0.0.1:{}", port + 10)],
             client_urls: vec![format!("http://127.0.0.1:{port}")],
             is_learner: false,
             started: true,
-        };
+        }
+    }
+
+    /// The etcd 3.6.14 fixture's members (`outputs/member-list.*`), in ID order.
+    fn fixture(server_version: &str) -> MemberListView {
         MemberListView(MemberList {
             cluster_id: MemberId(17497139193859109479),
             answered_by: MemberId(14423874141243768641),
@@ -280,14 +289,6 @@ mod tests {
 
     #[test]
     fn member_list_prints_as_etcdctl_3_7() {
-        let member = |id: u64, name: &str, port: u16| Member {
-            id: MemberId(id),
-            name: name.into(),
-            peer_urls: vec![format!("http://127.0.0.1:{}", port + 10)],
-            client_urls: vec![format!("http://127.0.0.1:{port}")],
-            is_learner: false,
-            started: true,
-        };
         let view = MemberListView(MemberList {
             cluster_id: MemberId(13880743270753340716),
             answered_by: MemberId(959035401820190083),

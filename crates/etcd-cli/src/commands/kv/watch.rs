@@ -184,9 +184,16 @@ pub async fn run_watch(
     hex: bool,
 ) -> Result<ExitStatus> {
     let output = printer;
-    // etcdctl's watch has no fields output: refused, in both modes, as other commands without one.
-    if printer.format() == etcdops_printer::OutputFormat::Fields {
-        return Err(etcdops_printer::output::no_fields().into());
+    // No fields or protobuf output of a watch here: refused, in both modes, as other commands
+    // without one.
+    match printer.format() {
+        etcdops_printer::OutputFormat::Fields => {
+            return Err(etcdops_printer::output::no_fields().into());
+        }
+        etcdops_printer::OutputFormat::Protobuf => {
+            return Err(etcdops_printer::output::no_protobuf().into());
+        }
+        _ => {}
     }
     // clap takes `--` with nothing after it for no command at all: etcdctl refuses it.
     if args.command.is_empty() && std::env::args_os().skip(1).any(|a| a == "--") {
