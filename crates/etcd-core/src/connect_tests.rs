@@ -394,11 +394,11 @@ fn the_tls_setting_error_carries_its_options_for_the_front_ends() {
     assert!(!etcd_common::Hinted::is_transient(&err));
 }
 
-/// A TLS server on a loopback port that completes handshakes and then closes.
-async fn tls_listener() -> std::net::SocketAddr {
-    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-    let cert = certified.cert.der().clone();
-    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+/// A TLS acceptor serving `cert` with `key`, on the one crypto provider of the binary.
+fn tls_acceptor(
+    cert: rustls_pki_types::CertificateDer<'static>,
+    key: rustls_pki_types::PrivateKeyDer<'static>,
+) -> tokio_rustls::TlsAcceptor {
     let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
         tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
     ))
@@ -407,7 +407,15 @@ async fn tls_listener() -> std::net::SocketAddr {
     .with_no_client_auth()
     .with_single_cert(vec![cert], key)
     .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// A TLS server on a loopback port that completes handshakes and then closes.
+async fn tls_listener() -> std::net::SocketAddr {
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let cert = certified.cert.der().clone();
+    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let acceptor = tls_acceptor(cert, key);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -541,15 +549,7 @@ fn serve_one_handshake<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin +
     tokio::sync::oneshot::Receiver<Result<(), String>>,
 ) {
     use tokio::io::AsyncReadExt;
-    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert], key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let acceptor = tls_acceptor(cert, key);
     let (report, handshake) = tokio::sync::oneshot::channel();
     let serve =
         move |stream: S| -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {

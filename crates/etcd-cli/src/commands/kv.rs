@@ -99,10 +99,8 @@ pub async fn run_get(
     // `-w protobuf` is one RangeResponse: the keys are kept until the read ends.
     let protobuf = printer.format() == OutputFormat::Protobuf;
     let mut kept = Vec::new();
-    let mut header = None;
     while let Some(page) = pages.next().await {
         let page = page?;
-        header.get_or_insert(page.header);
         for kv in page.kvs {
             if kv.value_encoding == Some(Encoding::Redacted) {
                 redacted += 1;
@@ -136,7 +134,7 @@ pub async fn run_get(
         .summary()
         .ok_or_else(|| anyhow::anyhow!("internal error: the read ended without its summary"))?;
     if protobuf {
-        let header = summary.header.or(header).unwrap_or_default();
+        let header = summary.header.unwrap_or_default();
         let message =
             etcdops_printer::protobuf::range_response(&header, &kept, summary.more, summary.count);
         out.write_all(&message)?;

@@ -249,25 +249,37 @@ mod tests {
         }
     }
 
-    /// The etcd 3.6.14 fixture's members (`outputs/member-list.*`), in ID order.
-    fn fixture(server_version: &str) -> MemberListView {
+    /// A member list as `answered_by` of cluster `cluster` answers it (its header's revision
+    /// is 0, raft term 2, as in the fixtures).
+    fn list(cluster: u64, answered_by: u64, members: Vec<Member>, version: &str) -> MemberListView {
         MemberListView(MemberList {
-            cluster_id: MemberId(17497139193859109479),
-            answered_by: MemberId(14423874141243768641),
-            members: vec![
-                member(464334586864442829, "b", 45002),
-                member(14423874141243768641, "a", 45001),
-                member(14768632924904296907, "c", 45003),
-            ],
+            cluster_id: MemberId(cluster),
+            answered_by: MemberId(answered_by),
+            members,
             header: Some(ResponseHeader {
-                cluster_id: 17497139193859109479,
-                member_id: 14423874141243768641,
+                cluster_id: cluster,
+                member_id: answered_by,
                 revision: 0,
                 raft_term: 2,
             }),
-            server_version: Some(server_version.into()),
+            server_version: Some(version.into()),
             linearizable: true,
         })
+    }
+
+    /// The etcd 3.6.14 fixture's members (`outputs/member-list.*`), in ID order.
+    fn fixture(server_version: &str) -> MemberListView {
+        let members = vec![
+            member(464334586864442829, "b", 45002),
+            member(14423874141243768641, "a", 45001),
+            member(14768632924904296907, "c", 45003),
+        ];
+        list(
+            17497139193859109479,
+            14423874141243768641,
+            members,
+            server_version,
+        )
     }
 
     #[test]
@@ -289,23 +301,12 @@ mod tests {
 
     #[test]
     fn member_list_prints_as_etcdctl_3_7() {
-        let view = MemberListView(MemberList {
-            cluster_id: MemberId(13880743270753340716),
-            answered_by: MemberId(959035401820190083),
-            members: vec![
-                member(959035401820190083, "a", 22501),
-                member(7079722769197113824, "c", 22503),
-                member(11485072041253936854, "b", 22502),
-            ],
-            header: Some(ResponseHeader {
-                cluster_id: 13880743270753340716,
-                member_id: 959035401820190083,
-                revision: 0,
-                raft_term: 2,
-            }),
-            server_version: Some("3.7.1".into()),
-            linearizable: true,
-        });
+        let members = vec![
+            member(959035401820190083, "a", 22501),
+            member(7079722769197113824, "c", 22503),
+            member(11485072041253936854, "b", 22502),
+        ];
+        let view = list(13880743270753340716, 959035401820190083, members, "3.7.1");
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/etcd-3.7.1/outputs");
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
