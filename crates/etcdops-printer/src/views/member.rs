@@ -142,15 +142,9 @@ impl Render for MemberListView {
     }
 
     fn etcdctl_table(&self) -> Option<EtcdctlTable> {
+        // etcdctl's own table has the columns of ours.
         Some(EtcdctlTable {
-            headers: vec![
-                "ID",
-                "STATUS",
-                "NAME",
-                "PEER ADDRS",
-                "CLIENT ADDRS",
-                "IS LEARNER",
-            ],
+            headers: self.headers(),
             rows: self.rows(),
             borders: Borders::of_release(self.0.server_version.as_deref()),
         })
