@@ -62,10 +62,7 @@ impl HealthReport {
     pub fn judged_as_release(mut self) -> HealthReport {
         for row in &mut self.endpoints {
             let alarms_only = !row.health && !row.alarms.is_empty();
-            let release_3_4 = row
-                .server_version
-                .as_deref()
-                .is_some_and(|v| v.starts_with("3.4."));
+            let release_3_4 = row.server_version.as_deref().is_some_and(is_release_3_4);
             if alarms_only && release_3_4 {
                 row.health = true;
                 row.error = None;
@@ -323,11 +320,23 @@ impl EndpointStatus {
 
 /// Whether an etcd version (`3.6.14`, `3.5.1`) is 3.6 or later.
 pub fn is_3_6_or_later(version: &str) -> bool {
+    is_release_at_least(version, (3, 6))
+}
+
+/// Whether an etcd version (`3.7.1`) is release `major.minor` or later; `false` for a text
+/// that is no version.
+pub fn is_release_at_least(version: &str, (major, minor): (u64, u64)) -> bool {
     let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
     match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(major), Some(minor)) => (major, minor) >= (3, 6),
+        (Some(have_major), Some(have_minor)) => (have_major, have_minor) >= (major, minor),
         _ => false,
     }
+}
+
+/// Whether an etcd version is a 3.4 release, whose etcdctl differs (its health verdict, where
+/// it prints healthy lines).
+pub fn is_release_3_4(version: &str) -> bool {
+    version.starts_with("3.4.")
 }
 
 /// Status of every addressed endpoint.

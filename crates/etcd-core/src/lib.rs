@@ -119,7 +119,7 @@ pub use maintenance::{
 };
 pub use member::{Member, MemberList, Members, Targets};
 // etcdctl compatibility of the endpoint, member list, alarm list and version commands.
-pub use endpoint::{DowngradeInfo, is_3_6_or_later};
+pub use endpoint::{DowngradeInfo, is_3_6_or_later, is_release_3_4, is_release_at_least};
 pub use maintenance::{API_VERSION, AlarmList, own_version};
 pub use member::{Consistency, MemberListOptions};
 pub use membership::{

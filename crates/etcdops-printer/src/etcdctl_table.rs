@@ -14,15 +14,10 @@ pub enum Borders {
 impl Borders {
     /// The borders of the release that answered (`3.7.1`); unknown releases get ASCII.
     pub fn of_release(version: Option<&str>) -> Borders {
-        let minor = version.and_then(|v| {
-            let mut parts = v.split('.');
-            let major: u64 = parts.next()?.parse().ok()?;
-            let minor: u64 = parts.next()?.parse().ok()?;
-            Some((major, minor))
-        });
-        match minor {
-            Some((major, minor)) if major > 3 || (major == 3 && minor >= 7) => Borders::Unicode,
-            _ => Borders::Ascii,
+        let newer = |v: &str| etcdops::endpoint::is_release_at_least(v, (3, 7));
+        match version.is_some_and(newer) {
+            true => Borders::Unicode,
+            false => Borders::Ascii,
         }
     }
 

@@ -66,7 +66,8 @@ pub mod endpoint {
     //! (`client.endpoints()`, `client.maintenance().version()`).
     pub use etcd_core::{
         EndpointHashKv, EndpointHealth, EndpointStatus, Endpoints, HashKvReport, HealthReport,
-        Severity, StatusReport, VersionReport, is_3_6_or_later, own_version,
+        Severity, StatusReport, VersionReport, is_3_6_or_later, is_release_3_4,
+        is_release_at_least, own_version,
     };
 }
 

@@ -4,7 +4,9 @@ use crate::etcdctl::{header, put};
 use crate::etcdctl_table::{Borders, EtcdctlTable};
 use crate::output::{Render, cell, human_bytes, humanize_bytes, plain};
 use crate::{Compat, OutputFormat, fields};
-use etcdops::endpoint::{EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport};
+use etcdops::endpoint::{
+    EndpointHealth, EndpointStatus, HashKvReport, HealthReport, StatusReport, is_release_3_4,
+};
 use serde_json::{Map, Value};
 
 /// A duration in milliseconds as Go's `time.Duration.String` prints it (`1.234567ms`,
@@ -57,23 +59,16 @@ impl HealthView {
             .endpoints
             .iter()
             .filter(|e| !self.on_stdout(e))
-            .map(|e| match (compat, e.error_kind) {
-                (Compat::Etcdctl, Some(etcdops::ErrorKind::Unreachable)) => format!(
-                    "{} is unhealthy: failed to commit proposal: {}",
-                    plain(&e.given),
-                    etcdctl_error(e)
-                ),
-                _ => health_line(e),
+            .map(|e| match compat {
+                Compat::Etcdctl => health_line(e, e.error.as_ref().map(|_| etcdctl_error(e))),
+                Compat::Etcdops => health_line(e, e.error.clone()),
             })
             .collect()
     }
 
     /// Whether etcdctl prints this endpoint's `simple` line on stdout.
     fn on_stdout(&self, e: &EndpointHealth) -> bool {
-        let from_3_4 = e
-            .server_version
-            .as_deref()
-            .is_some_and(|v| v.starts_with("3.4."));
+        let from_3_4 = e.server_version.as_deref().is_some_and(is_release_3_4);
         e.health && !(self.etcdctl_3_4 && from_3_4)
     }
 }
@@ -87,8 +82,9 @@ fn etcdctl_error(e: &EndpointHealth) -> String {
     }
 }
 
-fn health_line(e: &EndpointHealth) -> String {
-    match &e.error {
+/// etcdctl's line for one endpoint, healthy or with `error` in the words given.
+fn health_line(e: &EndpointHealth, error: Option<String>) -> String {
+    match error {
         None => format!(
             "{} is healthy: successfully committed proposal: took = {}",
             plain(&e.given),
@@ -97,7 +93,7 @@ fn health_line(e: &EndpointHealth) -> String {
         Some(err) => format!(
             "{} is unhealthy: failed to commit proposal: {}",
             plain(&e.given),
-            plain(err)
+            plain(&err)
         ),
     }
 }
@@ -140,7 +136,7 @@ impl Render for HealthView {
             .endpoints
             .iter()
             .filter(|e| self.on_stdout(e))
-            .map(health_line)
+            .map(|e| health_line(e, e.error.clone()))
             .collect()
     }
 
@@ -454,6 +450,23 @@ impl Render for StatusView {
 #[serde(transparent)]
 pub struct HashKvView(pub HashKvReport);
 
+impl HashKvView {
+    /// etcdctl's columns for each endpoint that answered: endpoint, hash, and the hash
+    /// revision from a member that reports it (3.6 and later).
+    fn etcdctl_rows(&self) -> Vec<Vec<String>> {
+        self.0
+            .endpoints
+            .iter()
+            .filter(|e| e.error.is_none())
+            .map(|e| {
+                let mut row = vec![plain(&e.given), cell(&e.hash)];
+                row.extend(e.server_hash_revision.map(|r| r.to_string()));
+                row
+            })
+            .collect()
+    }
+}
+
 impl Render for HashKvView {
     /// etcdctl's line for each endpoint that did not answer, in its simple and JSON output;
     /// in etcdops' simple output, a note when all answered and the hashes differ.
@@ -506,26 +519,11 @@ impl Render for HashKvView {
     /// etcdctl's `endpoint, hash` lines (3.6's `endpoint, hash, hash_revision` from a member
     /// that reports the revision); no summary line.
     fn simple_lines(&self) -> Vec<String> {
-        self.0
-            .endpoints
-            .iter()
-            .filter(|e| e.error.is_none())
-            .map(|e| {
-                let mut line = format!("{}, {}", plain(&e.given), cell(&e.hash));
-                if let Some(revision) = e.server_hash_revision {
-                    line.push_str(&format!(", {revision}"));
-                }
-                line
-            })
-            .collect()
+        self.etcdctl_rows().iter().map(|r| r.join(", ")).collect()
     }
 
     fn etcdctl_table(&self) -> Option<EtcdctlTable> {
-        let rows: Vec<Vec<String>> = self
-            .simple_lines()
-            .iter()
-            .map(|line| line.split(", ").map(String::from).collect())
-            .collect();
+        let rows = self.etcdctl_rows();
         let mut headers = vec!["ENDPOINT", "HASH"];
         if rows.iter().any(|r| r.len() > 2) {
             headers.push("HASH REVISION");

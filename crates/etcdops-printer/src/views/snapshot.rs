@@ -559,8 +559,7 @@ impl Render for StatusView {
     fn etcdctl_table(&self) -> Option<crate::etcdctl_table::EtcdctlTable> {
         use crate::etcdctl_table::{Borders, EtcdctlTable};
         let status = &self.0.status;
-        let line = super::snapshot_etcdutl::status_simple(status);
-        let cells: Vec<String> = line.split(", ").map(String::from).collect();
+        let cells = super::snapshot_etcdutl::status_columns(status);
         let mut headers = vec!["HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE"];
         let version = super::snapshot_etcdutl::storage_version(status);
         if version.is_some() {

@@ -31,20 +31,22 @@ pub fn etcdutl_total_key(status: &SnapshotStatus) -> u64 {
     }
 }
 
-/// etcdutl's `-w simple` line: `hash, revision, total keys, total size[, version]`.
+/// etcdutl's columns: `hash, revision, total keys, total size[, version]` (its simple line
+/// and its table).
+pub fn status_columns(status: &SnapshotStatus) -> Vec<String> {
+    let mut columns = vec![
+        format!("{:x}", status.hash),
+        status.revision.to_string(),
+        etcdutl_total_key(status).to_string(),
+        humanize_bytes(status.total_size),
+    ];
+    columns.extend(storage_version(status));
+    columns
+}
+
+/// etcdutl's `-w simple` line.
 pub fn status_simple(status: &SnapshotStatus) -> String {
-    let mut line = format!(
-        "{:x}, {}, {}, {}",
-        status.hash,
-        status.revision,
-        etcdutl_total_key(status),
-        humanize_bytes(status.total_size)
-    );
-    if let Some(version) = storage_version(status) {
-        line.push_str(", ");
-        line.push_str(&version);
-    }
-    line
+    status_columns(status).join(", ")
 }
 
 /// etcdutl's `-w json`: `{"hash","revision","totalKey","totalSize"}`, and `version` for 3.6.

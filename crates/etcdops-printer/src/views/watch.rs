@@ -17,7 +17,6 @@ use crate::{OutputFormat, Printer};
 pub struct WatchPrinter<W: Write> {
     out: W,
     printer: Printer,
-    format: OutputFormat,
     bytes: Bytes,
     /// JSON Lines (a watch without an end) rather than one document.
     lines: bool,
@@ -33,7 +32,6 @@ impl<W: Write> WatchPrinter<W> {
         WatchPrinter {
             out,
             printer,
-            format: printer.format(),
             bytes,
             lines: unbounded,
             first: true,
@@ -45,7 +43,8 @@ impl<W: Write> WatchPrinter<W> {
     /// Whether the output is one JSON document (opened by [`Self::begin`], closed by
     /// [`Self::end`]).
     fn document(&self) -> bool {
-        self.format.is_json() && !self.format.is_etcdctl_json() && !self.lines
+        let format = self.printer.format();
+        format.is_json() && !format.is_etcdctl_json() && !self.lines
     }
 
     /// What comes before the first batch: the opening of our JSON document.
@@ -83,7 +82,7 @@ impl<W: Write> WatchPrinter<W> {
     /// Writes one batch (and a progress notification or etcd's cancellation) and flushes it.
     pub fn batch(&mut self, batch: &WatchBatch) -> io::Result<()> {
         let revision = batch.header.revision;
-        let format = self.format;
+        let format = self.printer.format();
         // etcdctl's line, before the response (in its JSON too); our JSON has its own.
         let ours_json = format == OutputFormat::Json;
         if batch.progress_notify && !ours_json {
