@@ -3,7 +3,7 @@
 use crate::etcdctl::{header, id, put};
 use crate::etcdctl_table::{Borders, EtcdctlTable};
 use crate::output::{Render, plain};
-use etcdops::endpoint::is_3_6_or_later;
+use etcdops::endpoint::{is_3_6_or_later, is_release_3_4};
 use etcdops::member::{MemberAddResult, MemberChangeResult, MemberList};
 use serde_json::{Map, Value};
 
@@ -177,7 +177,7 @@ impl Render for MemberListView {
         let version = list.server_version.as_deref();
         let newer = version.is_some_and(is_3_6_or_later);
         // etcdctl 3.4 has --hex but prints member list's JSON without it.
-        let hex = hex && !version.is_some_and(|v| v.starts_with("3.4."));
+        let hex = hex && !version.is_some_and(is_release_3_4);
         let mut out = Map::new();
         if let Some(h) = &list.header {
             let mut h = header(h, hex);
