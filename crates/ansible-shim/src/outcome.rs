@@ -271,9 +271,9 @@ mod tests {
             .map(|o| o.name)
             .filter(|name| collection_option(name).is_none())
             .collect();
-        // Options of what no module does: `backup run` and `snapshot compact`, keepalives,
-        // user passwords, watch and hashkv revisions, downgrades (and `check_every`, which
-        // only library callers set).
+        // Options of what no module does: `backup run` (its metrics address too) and
+        // `snapshot compact`, keepalives, user passwords, watch and hashkv revisions,
+        // downgrades (and `check_every`, which only library callers set).
         let cli_only = [
             "chain",
             "check_every",
@@ -282,6 +282,7 @@ mod tests {
             "full_every",
             "keepalive_time",
             "keepalive_timeout",
+            "metrics_addr",
             "no_password",
             "password_env",
             "password_file",

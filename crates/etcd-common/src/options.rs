@@ -121,6 +121,8 @@ option_ids! {
     LISTEN_METRICS_URLS = value("listen_metrics_urls");
     /// The URLs the member serves its peers on.
     LISTEN_PEER_URLS = value("listen_peer_urls");
+    /// The address a backup run serves its metrics and health on.
+    METRICS_ADDR = value("metrics_addr");
     /// Mark the latest revision compacted.
     MARK_COMPACTED = switch("mark_compacted");
     /// Keep the backups younger than this.

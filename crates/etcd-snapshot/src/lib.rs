@@ -73,8 +73,9 @@ pub use copy::CopySegment;
 pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
 pub use delta::{
-    ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest,
-    RunState, SegmentBuilder, SegmentSource, run_backups,
+    ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, FailureReason, METRICS_CONTENT_TYPE,
+    Readiness, RunEvent, RunMetrics, RunObserver, RunRequest, RunState, SegmentBuilder,
+    SegmentSource, run_backups,
 };
 pub use delta::{
     ClockStep, DeltaReplay, PitrPlan, PointInTime, ReplayChanges, ReplaySummary, TimeSeenAgain,

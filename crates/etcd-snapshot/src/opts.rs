@@ -5,7 +5,8 @@ use etcd_common::OptionId;
 
 pub use etcd_common::options::{
     CHAIN, CHECK_EVERY, COMPACT_AFTER, COMPRESSION_LEVEL, DELTA_EVERY, FULL_EVERY, KEEP_DAILY,
-    KEEP_HOURLY, KEEP_LAST, KEEP_MONTHLY, KEEP_WEEKLY, MAX_AGE, SEGMENT_BYTES, WORK_DIR,
+    KEEP_HOURLY, KEEP_LAST, KEEP_MONTHLY, KEEP_WEEKLY, MAX_AGE, METRICS_ADDR, SEGMENT_BYTES,
+    WORK_DIR,
 };
 
 /// The retention rules, any one of which a prune needs.

@@ -33,6 +33,7 @@ mod auto_tls;
 mod backup_before_change;
 mod backup_run;
 mod backup_run_compaction;
+mod backup_run_metrics;
 mod backup_run_safety;
 mod backup_run_seams;
 mod check_backup;

@@ -74,6 +74,7 @@ async fn run_loop(config: &ClusterConfig, args: &RunArgs, printer: Printer) -> R
         retention: retention(&args.retention),
         all_clusters: args.all_clusters,
         metrics_file: args.metrics_file.clone(),
+        metrics_addr: args.metrics_addr,
         stop_grace: args.stop_grace,
         settings: settings(&args.store_flags),
         compact_after: args.compact_after,

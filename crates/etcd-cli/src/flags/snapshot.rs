@@ -373,6 +373,10 @@ pub struct RunArgs {
     /// published revision, lag, gaps
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// Serve /metrics (Prometheus), /healthz and /readyz (503 once nothing was published for
+    /// twice --delta-every) on this address while running, e.g. 127.0.0.1:9479 or 0.0.0.0:9479
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Stopped (SIGTERM, SIGINT) during a full backup, wait this long for it to finish before
     /// abandoning it (its upload removed); keep it below the service manager's stop timeout
     #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "60s")]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::events::{RunEvent, RunState};
+use super::events::{FailureReason, RunEvent, RunState};
 use super::history::rewound;
 use super::resume::Resume;
 use super::segment::{ChainPosition, MAX_RECORD_BYTES};
@@ -162,6 +162,7 @@ impl<F> RunMachine<F> {
                 let delay = self.resume_delay;
                 self.resume_delay = backoff_after(delay);
                 let event = RunEvent::Failed {
+                    reason: FailureReason::Store,
                     error: format!("reading the store for a chain to continue: {error}"),
                 };
                 (Resumed::Retry(delay), Some(event))
@@ -583,6 +584,7 @@ pub(super) fn stopped<F>(
         Err(ChainEnd::Gap(reason)) => (
             ChainEnd::Stopped,
             Some(RunEvent::Failed {
+                reason: FailureReason::Segment,
                 error: format!("the last segment was not published: {reason}"),
             }),
         ),

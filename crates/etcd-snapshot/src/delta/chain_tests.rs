@@ -115,7 +115,13 @@ fn an_unreadable_store_at_start_is_read_again_with_growing_waits() {
     let mut state = RunState::default();
     let waits: Vec<Duration> = (0..7)
         .map(|_| match run.on_resume(&mut state, Err("503".into())) {
-            (Resumed::Retry(wait), Some(RunEvent::Failed { error })) => {
+            (
+                Resumed::Retry(wait),
+                Some(RunEvent::Failed {
+                    reason: FailureReason::Store,
+                    error,
+                }),
+            ) => {
                 assert_eq!(
                     error, "reading the store for a chain to continue: 503",
                     "{error}"
@@ -473,7 +479,7 @@ fn a_stop_is_a_stop_even_when_the_last_segment_fails_but_reports_it() {
     let (end, failure) = stopped::<&str>(Err(ChainEnd::Gap("503".into())));
     assert!(matches!(end, ChainEnd::Stopped));
     assert!(
-        matches!(&failure, Some(RunEvent::Failed { error }) if error == "the last segment was not published: 503"),
+        matches!(&failure, Some(RunEvent::Failed { reason: FailureReason::Segment, error }) if error == "the last segment was not published: 503"),
         "{failure:?}"
     );
     let (end, _) = stopped::<&str>(Err(ChainEnd::Lost));

@@ -11,7 +11,7 @@ use etcd_store::Store;
 use futures::FutureExt;
 use tokio::task::JoinHandle;
 
-use super::events::RunEvent;
+use super::events::{FailureReason, RunEvent};
 use crate::consolidate::{ConsolidateRequest, consolidate_chain};
 use crate::crypt::Identities;
 use crate::error::{Result, SnapshotError};
@@ -137,9 +137,11 @@ impl Compactions {
         Some(match outcome {
             Ok(Ok(event)) => event,
             Ok(Err(error)) => RunEvent::Failed {
+                reason: FailureReason::Compaction,
                 error: format!("compacting the chain of {base}: {error}"),
             },
             Err(e) => RunEvent::Failed {
+                reason: FailureReason::Compaction,
                 error: format!("compacting the chain of {base}: the task ended: {e}"),
             },
         })

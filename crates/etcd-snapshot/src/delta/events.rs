@@ -1,8 +1,63 @@
-//! What `backup run` reports: the events of its log and the state its metrics file shows.
+//! What `backup run` reports: the events of its log and the state its metrics show.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use etcd_common::PrometheusText;
 use serde::Serialize;
+
+/// What kind of step failed, for the failure counter's `reason` label and alerts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// A full backup could not be taken or stored.
+    FullBackup,
+    /// A full backup failed its integrity check (etcd's hash, its size, a read back).
+    Verification,
+    /// A delta segment could not be published.
+    Segment,
+    /// No member could be watched (or answered the run's checks).
+    Watch,
+    /// The store could not be read (for a chain to continue).
+    Store,
+    /// The store's writer lock could not be renewed or written.
+    Lock,
+    /// Pruning by the retention rules failed.
+    Prune,
+    /// A background compaction of a chain failed.
+    Compaction,
+    /// The metrics file could not be written.
+    MetricsFile,
+}
+
+impl FailureReason {
+    /// Every reason, each a series of the failure counter from the start.
+    pub const ALL: [FailureReason; 9] = [
+        FailureReason::FullBackup,
+        FailureReason::Verification,
+        FailureReason::Segment,
+        FailureReason::Watch,
+        FailureReason::Store,
+        FailureReason::Lock,
+        FailureReason::Prune,
+        FailureReason::Compaction,
+        FailureReason::MetricsFile,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureReason::FullBackup => "full_backup",
+            FailureReason::Verification => "verification",
+            FailureReason::Segment => "segment",
+            FailureReason::Watch => "watch",
+            FailureReason::Store => "store",
+            FailureReason::Lock => "lock",
+            FailureReason::Prune => "prune",
+            FailureReason::Compaction => "compaction",
+            FailureReason::MetricsFile => "metrics_file",
+        }
+    }
+}
 
 /// Something `backup run` did, for its log.
 #[derive(Debug, Clone, Serialize)]
@@ -94,6 +149,8 @@ pub enum RunEvent {
     },
     /// A step failed and will be retried.
     Failed {
+        /// What kind of step failed.
+        reason: FailureReason,
         /// What failed (one line).
         error: String,
     },
@@ -105,166 +162,43 @@ pub trait RunObserver: Send + Sync {
     fn on_event(&self, event: &RunEvent);
 }
 
-/// What the metrics file reports.
+/// What the metrics report (see `RunMetrics`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunState {
     /// When the last full backup was stored.
     pub last_full_at: Option<DateTime<Utc>>,
     /// Its revision.
     pub last_full_revision: i64,
+    /// Its wall time, in seconds.
+    pub last_full_duration_seconds: f64,
+    /// The bytes it stored.
+    pub last_full_bytes: u64,
     /// When the last segment was published.
     pub last_delta_at: Option<DateTime<Utc>>,
     /// Every change up to this revision is published.
     pub last_delta_revision: i64,
+    /// The cluster's revision at the last check.
+    pub cluster_revision: i64,
     /// Revisions the watch was behind the store at the last check.
     pub lag_revisions: i64,
+    /// Whether the run holds the store's writer lock.
+    pub lock_held: bool,
     /// Gaps since the start (a lost full backup counts as one).
     pub gaps: u64,
     /// Full backups found gone while their chain was written, since the start.
     pub fulls_lost: u64,
+    /// Full backups stored since the start.
+    pub full_backups: u64,
     /// Segments published since the start.
     pub segments: u64,
     /// Changes published since the start.
     pub changes: u64,
+    /// Bytes stored by full backups since the start.
+    pub full_bytes_stored: u64,
+    /// Bytes stored by segments since the start.
+    pub delta_bytes_stored: u64,
     /// Failures since the start.
     pub failures: u64,
-}
-
-impl RunState {
-    /// The metrics file's text (Prometheus text format) at `now`.
-    pub(crate) fn metrics_text(&self, now: DateTime<Utc>) -> String {
-        let secs =
-            |t: Option<DateTime<Utc>>| t.map_or(0.0, |t| t.timestamp_millis() as f64 / 1000.0);
-        let last_publication = self.last_delta_at.max(self.last_full_at);
-        let lag_seconds =
-            last_publication.map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0);
-        let mut text = PrometheusText::new();
-        text.gauge(
-            "etcdops_backup_run_last_full_timestamp_seconds",
-            "Time the last full backup was stored.",
-            secs(self.last_full_at),
-        )
-        .gauge(
-            "etcdops_backup_run_last_full_revision",
-            "Revision of the last full backup.",
-            self.last_full_revision,
-        )
-        .gauge(
-            "etcdops_backup_run_last_delta_timestamp_seconds",
-            "Time the last delta segment was published.",
-            secs(self.last_delta_at),
-        )
-        .gauge(
-            "etcdops_backup_run_last_delta_revision",
-            "Every change up to this revision is published.",
-            self.last_delta_revision,
-        )
-        .gauge(
-            "etcdops_backup_run_lag_revisions",
-            "Revisions the watch was behind the store at the last check.",
-            self.lag_revisions,
-        )
-        .gauge(
-            "etcdops_backup_run_lag_seconds",
-            "Seconds since the last publication (full or segment).",
-            lag_seconds,
-        )
-        .counter(
-            "etcdops_backup_run_gaps_total",
-            "Chains ended early (changes could not be watched, or the full backup was lost).",
-            self.gaps,
-        )
-        .counter(
-            "etcdops_backup_run_full_backups_lost_total",
-            "Full backups found gone from the store while their chain was written.",
-            self.fulls_lost,
-        )
-        .counter(
-            "etcdops_backup_run_segments_total",
-            "Delta segments published.",
-            self.segments,
-        )
-        .counter(
-            "etcdops_backup_run_changes_total",
-            "Changes published in delta segments.",
-            self.changes,
-        )
-        .counter(
-            "etcdops_backup_run_failures_total",
-            "Failed steps (retried).",
-            self.failures,
-        );
-        text.finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-
-    #[test]
-    fn the_metrics_text_names_every_value_with_its_help_and_type() {
-        let full = Utc.timestamp_millis_opt(1_700_000_000_500).unwrap();
-        let delta = Utc.timestamp_millis_opt(1_700_000_030_000).unwrap();
-        let state = RunState {
-            last_full_at: Some(full),
-            last_full_revision: 100,
-            last_delta_at: Some(delta),
-            last_delta_revision: 130,
-            lag_revisions: 2,
-            gaps: 1,
-            fulls_lost: 0,
-            segments: 5,
-            changes: 30,
-            failures: 3,
-        };
-        let now = Utc.timestamp_millis_opt(1_700_000_031_250).unwrap();
-        let expected = "\
-# HELP etcdops_backup_run_last_full_timestamp_seconds Time the last full backup was stored.
-# TYPE etcdops_backup_run_last_full_timestamp_seconds gauge
-etcdops_backup_run_last_full_timestamp_seconds 1700000000.5
-# HELP etcdops_backup_run_last_full_revision Revision of the last full backup.
-# TYPE etcdops_backup_run_last_full_revision gauge
-etcdops_backup_run_last_full_revision 100
-# HELP etcdops_backup_run_last_delta_timestamp_seconds Time the last delta segment was published.
-# TYPE etcdops_backup_run_last_delta_timestamp_seconds gauge
-etcdops_backup_run_last_delta_timestamp_seconds 1700000030
-# HELP etcdops_backup_run_last_delta_revision Every change up to this revision is published.
-# TYPE etcdops_backup_run_last_delta_revision gauge
-etcdops_backup_run_last_delta_revision 130
-# HELP etcdops_backup_run_lag_revisions Revisions the watch was behind the store at the last check.
-# TYPE etcdops_backup_run_lag_revisions gauge
-etcdops_backup_run_lag_revisions 2
-# HELP etcdops_backup_run_lag_seconds Seconds since the last publication (full or segment).
-# TYPE etcdops_backup_run_lag_seconds gauge
-etcdops_backup_run_lag_seconds 1.25
-# HELP etcdops_backup_run_gaps_total Chains ended early (changes could not be watched, or the full backup was lost).
-# TYPE etcdops_backup_run_gaps_total counter
-etcdops_backup_run_gaps_total 1
-# HELP etcdops_backup_run_full_backups_lost_total Full backups found gone from the store while their chain was written.
-# TYPE etcdops_backup_run_full_backups_lost_total counter
-etcdops_backup_run_full_backups_lost_total 0
-# HELP etcdops_backup_run_segments_total Delta segments published.
-# TYPE etcdops_backup_run_segments_total counter
-etcdops_backup_run_segments_total 5
-# HELP etcdops_backup_run_changes_total Changes published in delta segments.
-# TYPE etcdops_backup_run_changes_total counter
-etcdops_backup_run_changes_total 30
-# HELP etcdops_backup_run_failures_total Failed steps (retried).
-# TYPE etcdops_backup_run_failures_total counter
-etcdops_backup_run_failures_total 3
-";
-        assert_eq!(state.metrics_text(now), expected);
-        // Nothing stored yet: zero times, zero lag.
-        let empty = RunState::default().metrics_text(now);
-        assert!(
-            empty.contains("\netcdops_backup_run_last_full_timestamp_seconds 0\n"),
-            "{empty}"
-        );
-        assert!(
-            empty.contains("\netcdops_backup_run_lag_seconds 0\n"),
-            "{empty}"
-        );
-    }
+    /// Failures since the start, by reason.
+    pub failures_by_reason: BTreeMap<FailureReason, u64>,
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use etcd_core::MemberId;
 
 use super::chain::backoff_after;
-use super::events::RunEvent;
+use super::events::{FailureReason, RunEvent};
 use super::runner::{Runner, Stop, pause, store_header};
 use crate::error::{Result, SnapshotError};
 use etcd_common::InvalidOption;
@@ -117,6 +117,7 @@ pub(super) async fn cluster_id<F: Future<Output = ()>>(
             }
             Ok(Some(cluster)) => return Ok(Some((cluster, revision))),
             Ok(None) => runner.emit(RunEvent::Failed {
+                reason: FailureReason::Watch,
                 error: format!("no member answers: {}", errors.join("; ")),
             }),
         }

@@ -8,6 +8,8 @@ mod format;
 mod history;
 mod lock;
 mod manifest;
+mod metrics;
+mod metrics_server;
 mod plan;
 mod read;
 mod replay;
@@ -29,6 +31,7 @@ pub use manifest::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object,
 };
+pub use metrics::{METRICS_CONTENT_TYPE, Readiness, RunMetrics};
 pub use plan::{PitrPlan, plan_candidates};
 #[cfg(test)]
 pub(crate) use read::tests::publish_segment;
@@ -37,7 +40,9 @@ pub(crate) use read::{decode_segment, fetch_stored};
 pub use replay::{
     DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry, segment_needs_reading,
 };
-pub use run::{DEFAULT_SEGMENT_BYTES, RunEvent, RunObserver, RunRequest, RunState, run_backups};
+pub use run::{
+    DEFAULT_SEGMENT_BYTES, FailureReason, RunEvent, RunObserver, RunRequest, RunState, run_backups,
+};
 pub use segment::{ChainPosition, SegmentBuilder, SegmentSource};
 pub(crate) use timeline::Timeline;
 pub use timeline::{ClockStep, TimeSeenAgain};

@@ -8,8 +8,10 @@
 //! does the I/O (watch, store, clock) they are fed from and carries out what they decide.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -25,10 +27,12 @@ use super::chain::{
     LAST_SEGMENT_ATTEMPTS, Next, Response, Resumed, RunMachine, ended_early, record_fits, stopped,
 };
 use super::compact_after::{CompactAfter, Compactions};
-pub use super::events::{RunEvent, RunObserver, RunState};
+pub use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
 use super::history::{cluster_id, one_line};
 use super::lock::{LockKeeper, lock_ttl};
+use super::metrics::RunMetrics;
+use super::metrics_server::MetricsServer;
 use super::resume::resumable_chain;
 use super::runner::{Guard, Runner, Stop, StoreHeader, pause};
 use super::segment::{ChainPosition, SegmentBuilder, SegmentSource};
@@ -59,6 +63,8 @@ pub struct RunRequest {
     pub save: SaveRequest,
     /// Prometheus textfile to keep up to date.
     pub metrics_file: Option<PathBuf>,
+    /// Serve `/metrics`, `/healthz` and `/readyz` on this address while the run lasts.
+    pub metrics_addr: Option<SocketAddr>,
     /// How often the store revision is read, for lag and time marks.
     pub check_every: Duration,
     /// After each full backup, prune with these rules (none: no pruning). A full backup and
@@ -86,6 +92,7 @@ impl Default for RunRequest {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             save: SaveRequest::default(),
             metrics_file: None,
+            metrics_addr: None,
             check_every: Duration::from_secs(1),
             retention: RetentionPolicy::default(),
             orphan_grace: DEFAULT_ORPHAN_GRACE,
@@ -122,6 +129,11 @@ pub async fn run_backups(
     stop: impl Future<Output = ()>,
 ) -> Result<RunState> {
     validate(request)?;
+    let metrics = Arc::new(RunMetrics::new(request.full_every, request.delta_every));
+    let _server = match request.metrics_addr {
+        Some(addr) => Some(MetricsServer::start(addr, metrics.clone()).await?),
+        None => None,
+    };
     let mut stop = pin!(stop.fuse());
     let mut runner = Runner {
         config,
@@ -129,6 +141,7 @@ pub async fn run_backups(
         request,
         observer,
         state: RunState::default(),
+        metrics,
         lock: None,
         taken_over: None,
         cluster: MemberId(0),
@@ -338,6 +351,7 @@ async fn follow_chain<F: Future<Output = ()>>(
             Err(e) => {
                 // A member of another cluster was reported by `connect` and is never used.
                 runner.emit(RunEvent::Failed {
+                    reason: FailureReason::Watch,
                     error: format!("watch: no member answers: {e}"),
                 });
                 let wait = follow.machine.on_connect_failed();
@@ -358,6 +372,7 @@ async fn follow_chain<F: Future<Output = ()>>(
             WatchEnd::Chain(end) => return end,
             WatchEnd::Reconnect(reason) => {
                 runner.emit(RunEvent::Failed {
+                    reason: FailureReason::Watch,
                     error: format!("watch on {}: {reason}", client.endpoint()),
                 });
                 let wait = follow.machine.on_watch_lost(client.endpoint());
@@ -422,6 +437,7 @@ async fn publish<F: Future<Output = ()>>(
     let mut attempts = Attempts::new(attempts);
     loop {
         let changes = follow.segment.changes();
+        let started = std::time::Instant::now();
         let published = match runner.guard(Some(&chain.base)).await {
             Guard::Go => follow
                 .segment
@@ -443,6 +459,10 @@ async fn publish<F: Future<Output = ()>>(
                 runner.state.last_delta_revision = manifest.to_revision;
                 runner.state.segments += 1;
                 runner.state.changes += changes;
+                runner.state.delta_bytes_stored += manifest.object_size;
+                runner
+                    .metrics
+                    .observe_segment_publish(started.elapsed().as_secs_f64());
                 runner.emit(RunEvent::SegmentPublished {
                     object: manifest.object,
                     sequence: manifest.sequence,
@@ -465,6 +485,7 @@ async fn publish<F: Future<Output = ()>>(
             return Err(ChainEnd::Gap(e));
         };
         runner.emit(RunEvent::Failed {
+            reason: FailureReason::Segment,
             error: format!(
                 "publishing segment {} of {}: {e}; trying again in {} s",
                 chain.next_sequence,
@@ -571,6 +592,7 @@ async fn check<F: Future<Output = ()>>(
             mark: caught_up,
         } => {
             runner.state.lag_revisions = lag;
+            runner.state.cluster_revision = revision;
             if let Some(revision) = caught_up
                 && let Err(end) = mark(follow, revision)
             {

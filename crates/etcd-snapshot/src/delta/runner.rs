@@ -12,9 +12,10 @@ use etcd_store::Store;
 use futures::future::FusedFuture;
 
 use super::compact_after::Compactions;
-use super::events::{RunEvent, RunObserver, RunState};
+use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::history::foreign_cluster;
 use super::lock::{LockCheck, LockKeeper};
+use super::metrics::RunMetrics;
 use super::run::RunRequest;
 use crate::error::{Result, SnapshotError};
 use crate::manifest::Manifest;
@@ -43,6 +44,8 @@ pub(super) struct Runner<'a> {
     pub(super) request: &'a RunRequest,
     pub(super) observer: &'a dyn RunObserver,
     pub(super) state: RunState,
+    /// The metrics the state is copied into (the textfile and the endpoint read them).
+    pub(super) metrics: std::sync::Arc<RunMetrics>,
     /// The store's writer lock for this cluster's chain, once taken.
     pub(super) lock: Option<LockKeeper>,
     /// Set when another holder took the lock over: the run stops with this error.
@@ -84,24 +87,35 @@ pub(super) async fn pause<F: Future<Output = ()>>(stop: &mut Stop<'_, F>, delay:
 
 impl Runner<'_> {
     pub(super) fn emit(&mut self, event: RunEvent) {
-        if let RunEvent::Failed { .. } = event {
-            self.state.failures += 1;
+        match &event {
+            RunEvent::Failed { reason, .. } => self.count_failure(*reason),
+            RunEvent::Locked { .. } => self.state.lock_held = true,
+            _ => {}
         }
         // The metrics file first: whoever reads the event finds the metrics showing it.
         self.write_metrics();
         self.observer.on_event(&event);
     }
 
+    fn count_failure(&mut self, reason: FailureReason) {
+        self.state.failures += 1;
+        *self.state.failures_by_reason.entry(reason).or_default() += 1;
+    }
+
+    /// Copies the state into the metrics, and writes the metrics file (when asked for).
     pub(super) fn write_metrics(&mut self) {
+        self.metrics.update(&self.state);
         let Some(path) = &self.request.metrics_file else {
             return;
         };
-        let text = self.state.metrics_text(Utc::now());
+        let text = self.metrics.render(Utc::now());
         if let Err(e) = etcd_common::write_file_atomically(path, text.as_bytes(), 0o644, None) {
             let event = RunEvent::Failed {
+                reason: FailureReason::MetricsFile,
                 error: format!("cannot write the metrics file: {e}"),
             };
-            self.state.failures += 1;
+            self.count_failure(FailureReason::MetricsFile);
+            self.metrics.update(&self.state);
             self.observer.on_event(&event);
         }
     }
@@ -111,12 +125,16 @@ impl Runner<'_> {
     /// the manifest gives (one HEAD each).
     pub(super) async fn guard(&mut self, base: Option<&str>) -> Guard {
         if let Some(error) = self.lock.as_ref().and_then(LockKeeper::take_renew_error) {
-            self.emit(RunEvent::Failed { error });
+            self.emit(RunEvent::Failed {
+                reason: FailureReason::Lock,
+                error,
+            });
         }
         if let Some(lock) = &self.lock {
             match lock.check().await {
                 LockCheck::Held => {}
                 LockCheck::TakenOver(message) => {
+                    self.state.lock_held = false;
                     self.taken_over = Some(message.clone());
                     return Guard::TakenOver(message);
                 }
@@ -163,8 +181,12 @@ impl Runner<'_> {
         let Some(lock) = &self.lock else { return };
         match lock.set_chains(full, previous).await {
             Ok(()) => {}
-            Err(SnapshotError::RunLocked { reason }) => self.taken_over = Some(reason),
+            Err(SnapshotError::RunLocked { reason }) => {
+                self.state.lock_held = false;
+                self.taken_over = Some(reason);
+            }
             Err(e) => self.emit(RunEvent::Failed {
+                reason: FailureReason::Lock,
                 error: format!("writing the lock: {e}"),
             }),
         }
@@ -247,6 +269,10 @@ impl Runner<'_> {
             Ok(full) => {
                 self.state.last_full_at = Some(full.manifest.completed_at);
                 self.state.last_full_revision = full.manifest.revision;
+                self.state.last_full_duration_seconds = full.duration_seconds;
+                self.state.last_full_bytes = full.manifest.object_size;
+                self.state.full_backups += 1;
+                self.state.full_bytes_stored += full.manifest.object_size;
                 self.emit(RunEvent::FullSaved {
                     object: full.manifest.object.clone(),
                     revision: full.manifest.revision,
@@ -254,7 +280,14 @@ impl Runner<'_> {
                 Ok(full)
             }
             Err(e) => {
+                let reason = match e {
+                    SnapshotError::TrailerMismatch { .. }
+                    | SnapshotError::Truncated { .. }
+                    | SnapshotError::VerifyFailed { .. } => FailureReason::Verification,
+                    _ => FailureReason::FullBackup,
+                };
                 self.emit(RunEvent::Failed {
+                    reason,
                     error: format!("full backup: {e}"),
                 });
                 Err(e)
@@ -292,6 +325,7 @@ impl Runner<'_> {
             }),
             Ok(_) => {}
             Err(e) => self.emit(RunEvent::Failed {
+                reason: FailureReason::Prune,
                 error: format!("prune: {e}"),
             }),
         }
@@ -362,7 +396,10 @@ impl Runner<'_> {
     ) -> std::result::Result<(), String> {
         match foreign_cluster(endpoint, cluster, self.cluster) {
             Some(why) if self.cluster.0 != 0 => {
-                self.emit(RunEvent::Failed { error: why.clone() });
+                self.emit(RunEvent::Failed {
+                    reason: FailureReason::Watch,
+                    error: why.clone(),
+                });
                 Err(why)
             }
             _ => Ok(()),

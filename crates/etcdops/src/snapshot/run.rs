@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,6 +43,8 @@ pub struct BackupRunRequest {
     pub all_clusters: bool,
     /// Keep Prometheus metrics here.
     pub metrics_file: Option<PathBuf>,
+    /// Serve `/metrics`, `/healthz` and `/readyz` here while running.
+    pub metrics_addr: Option<SocketAddr>,
     /// How long a full backup in progress may finish after a stop.
     pub stop_grace: Duration,
     /// How the store is reached.
@@ -85,6 +88,7 @@ pub async fn backup_run(
             follows: None,
         },
         metrics_file: request.metrics_file.clone(),
+        metrics_addr: request.metrics_addr,
         retention: request.retention.policy()?,
         orphan_grace: request.retention.orphan_grace,
         stop_grace: request.stop_grace,
@@ -157,6 +161,6 @@ pub fn event_line(event: &RunEvent) -> String {
         } => format!(
             "compacted the chain of {source} ({segments} segments, up to revision {to_revision}) into {object}"
         ),
-        RunEvent::Failed { error } => format!("failed, will retry: {error}"),
+        RunEvent::Failed { error, .. } => format!("failed, will retry: {error}"),
     }
 }

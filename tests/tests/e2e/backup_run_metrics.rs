@@ -1,0 +1,217 @@
+//! `backup run --metrics-addr`, scraped for real: `/metrics` shows what the run did (the same
+//! series as its textfile), `/readyz` turns 503 when the store stops accepting writes and 200
+//! again once it recovers, `/healthz` answers throughout. The names the alert rules, their
+//! tests and the dashboard under `deploy/monitoring/` use are checked against what the binary
+//! serves and writes, so no rule watches a series that does not exist.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use etcdops_tests::{Cluster, Security, args, etcdops, free_port};
+
+use crate::backup_run::{BackupRun, write_changes};
+
+/// A plain HTTP/1.1 GET: the status code and the body.
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head}"));
+    if path == "/metrics" {
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: text/plain; version=0.0.4"),
+            "{head}"
+        );
+    }
+    (status, body.to_string())
+}
+
+/// Polls `path` until its status is `status` (60 s at most), returning the body.
+fn wait_status(addr: &str, path: &str, status: u16) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (got, body) = http_get(addr, path);
+        if got == status {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} stayed {got} ({body}), expected {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of `series` (a name with its labels, as printed) in a metrics text.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{series} ")))
+        .unwrap_or_else(|| panic!("{series} is missing:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// The metric names of a metrics text (`# TYPE` lines: a histogram by its base name).
+fn metric_names(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+fn monitoring_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/monitoring")
+}
+
+#[test]
+fn the_metrics_endpoint_shows_the_run_and_readyz_follows_the_store() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("metrics-store");
+    let textfile = cluster.dir().join("backup-run.prom");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let backup = BackupRun::start(
+        &cluster,
+        &store,
+        &[
+            "--metrics-addr",
+            &addr,
+            "--metrics-file",
+            &textfile.display().to_string(),
+        ],
+    );
+    let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let ready = wait_status(&addr, "/readyz", 200);
+    assert!(ready.starts_with("ready: the chain is current"), "{ready}");
+    let written = write_changes(&cluster, "metrics-a", 2);
+    let last = *written.last().unwrap();
+    backup.wait_published(last);
+
+    let (status, text) = http_get(&addr, "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(
+        sample(&text, "etcdops_backup_run_last_full_revision"),
+        full["revision"].as_f64().unwrap(),
+        "{text}"
+    );
+    assert!(sample(&text, "etcdops_backup_run_last_delta_revision") >= last as f64);
+    assert!(sample(&text, "etcdops_backup_run_cluster_revision") >= last as f64);
+    assert!(sample(&text, "etcdops_backup_run_changes_total") >= written.len() as f64);
+    assert!(sample(&text, "etcdops_backup_run_segments_total") >= 1.0);
+    assert_eq!(sample(&text, "etcdops_backup_run_full_backups_total"), 1.0);
+    assert!(
+        sample(
+            &text,
+            "etcdops_backup_run_stored_bytes_total{kind=\"full\"}"
+        ) > 0.0
+    );
+    assert!(
+        sample(
+            &text,
+            "etcdops_backup_run_stored_bytes_total{kind=\"delta\"}"
+        ) > 0.0
+    );
+    assert!(sample(&text, "etcdops_backup_run_last_full_bytes") > 0.0);
+    assert!(
+        sample(
+            &text,
+            "etcdops_backup_run_segment_publish_duration_seconds_count"
+        ) >= 1.0
+    );
+    assert_eq!(sample(&text, "etcdops_backup_run_lock_held"), 1.0);
+    assert_eq!(
+        sample(&text, "etcdops_backup_run_delta_interval_seconds"),
+        1.0
+    );
+    assert_eq!(
+        sample(&text, "etcdops_backup_run_full_interval_seconds"),
+        3600.0
+    );
+    assert_eq!(sample(&text, "etcdops_backup_run_gaps_total"), 0.0);
+    // The textfile holds the same series.
+    let file = std::fs::read_to_string(&textfile).unwrap();
+    assert_eq!(metric_names(&file), metric_names(&text));
+
+    // The store stops accepting writes: its directory is replaced by a file.
+    let away = cluster.dir().join("metrics-store.away");
+    std::fs::rename(&store, &away).unwrap();
+    std::fs::write(&store, b"not a directory").unwrap();
+    let not_ready = wait_status(&addr, "/readyz", 503);
+    assert!(
+        not_ready.starts_with("not ready: nothing published for"),
+        "{not_ready}"
+    );
+    let (healthy, _) = http_get(&addr, "/healthz");
+    assert_eq!(healthy, 200, "the process still answers");
+    let (_, failing) = http_get(&addr, "/metrics");
+    assert!(
+        sample(
+            &failing,
+            "etcdops_backup_run_failures_total{reason=\"segment\"}"
+        ) >= 1.0,
+        "{failing}"
+    );
+    assert_eq!(sample(&failing, "etcdops_backup_run_ready"), 0.0);
+
+    // It recovers: the held-back segment is published and the run is ready again.
+    std::fs::remove_file(&store).unwrap();
+    std::fs::rename(&away, &store).unwrap();
+    let again = wait_status(&addr, "/readyz", 200);
+    assert!(again.starts_with("ready:"), "{again}");
+    let (_, recovered) = http_get(&addr, "/metrics");
+    assert_eq!(sample(&recovered, "etcdops_backup_run_ready"), 1.0);
+    assert_eq!(sample(&recovered, "etcdops_backup_run_gaps_total"), 0.0);
+    let events = backup.stop();
+    assert!(!events.iter().any(|e| e["event"] == "gap"), "{events:#?}");
+    let failed = events
+        .iter()
+        .find(|e| e["event"] == "failed")
+        .expect("the outage was reported");
+    assert_eq!(failed["reason"], "segment", "{failed}");
+
+    // Every name deploy/monitoring relies on is one the binary serves or writes: the run's
+    // series as scraped, snapshot save's from its textfile.
+    let save_file = cluster.dir().join("save.prom");
+    let mut save = cluster.client_flags();
+    save.extend(args(&[
+        "snapshot",
+        "save",
+        &cluster.dir().join("saves").display().to_string(),
+        "--metrics-file",
+        &save_file.display().to_string(),
+        "--quiet",
+    ]));
+    etcdops(&save, &[]).expect_code(0);
+    let mut served = metric_names(&text);
+    served.extend(metric_names(&std::fs::read_to_string(&save_file).unwrap()));
+    let listed: BTreeSet<String> = std::fs::read_to_string(monitoring_dir().join("metrics.txt"))
+        .expect("deploy/monitoring/metrics.txt")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        listed, served,
+        "deploy/monitoring/metrics.txt must list exactly the metrics etcdops emits"
+    );
+}
