@@ -215,3 +215,35 @@ fn the_metrics_endpoint_shows_the_run_and_readyz_follows_the_store() {
         "deploy/monitoring/metrics.txt must list exactly the metrics etcdops emits"
     );
 }
+
+#[test]
+fn the_textfile_left_by_a_stopped_run_shows_the_lock_released_and_not_ready() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("stopped-store");
+    let textfile = cluster.dir().join("stopped.prom");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let backup = BackupRun::start(
+        &cluster,
+        &store,
+        &[
+            "--metrics-addr",
+            &addr,
+            "--metrics-file",
+            &textfile.display().to_string(),
+        ],
+    );
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    wait_status(&addr, "/readyz", 200);
+    let written = write_changes(&cluster, "stopped", 1);
+    backup.wait_published(*written.last().unwrap());
+    let running = std::fs::read_to_string(&textfile).unwrap();
+    assert_eq!(sample(&running, "etcdops_backup_run_lock_held"), 1.0);
+    backup.stop();
+    // node_exporter keeps serving the file after the run exits: it must not claim the lock
+    // or readiness the run no longer has.
+    let left = std::fs::read_to_string(&textfile).unwrap();
+    assert_eq!(sample(&left, "etcdops_backup_run_lock_held"), 0.0, "{left}");
+    assert_eq!(sample(&left, "etcdops_backup_run_ready"), 0.0, "{left}");
+    // The server stopped with the run.
+    assert!(TcpStream::connect(&addr).is_err(), "{addr} still answers");
+}

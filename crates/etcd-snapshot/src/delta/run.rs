@@ -154,6 +154,10 @@ pub async fn run_backups(
     let result = run_locked(&mut runner, &mut stop).await;
     if let Some(lock) = runner.lock.take() {
         lock.release().await;
+        // The textfile outlives the run: it says the lock is released (and the run not
+        // ready), not what it was at the last event.
+        runner.state.lock_held = false;
+        runner.write_metrics();
     }
     result.map(|()| runner.state)
 }
