@@ -247,3 +247,40 @@ fn the_textfile_left_by_a_stopped_run_shows_the_lock_released_and_not_ready() {
     // The server stopped with the run.
     assert!(TcpStream::connect(&addr).is_err(), "{addr} still answers");
 }
+
+/// Polls `/readyz` for `span`: the answers that were not 200.
+fn not_ready_during(addr: &str, span: Duration) -> Vec<String> {
+    let deadline = Instant::now() + span;
+    let mut not_ready = Vec::new();
+    while Instant::now() < deadline {
+        let (status, body) = http_get(addr, "/readyz");
+        if status != 200 {
+            not_ready.push(body);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    not_ready
+}
+
+#[test]
+fn an_idle_cluster_publishes_every_delta_interval_and_stays_ready() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("idle-store");
+    let addr = format!("127.0.0.1:{}", free_port());
+    // --delta-every equal to --check-every (1 s both): a segment of time marks each second,
+    // not at the check after it was due (every 2 s, at the edge of what /readyz allows).
+    let backup = BackupRun::start(&cluster, &store, &["--metrics-addr", &addr]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    wait_status(&addr, "/readyz", 200);
+    let not_ready = not_ready_during(&addr, Duration::from_secs(12));
+    let events = backup.stop();
+    assert!(not_ready.is_empty(), "{not_ready:#?}");
+    let segments = events
+        .iter()
+        .filter(|e| e["event"] == "segment_published")
+        .count();
+    assert!(
+        segments >= 9,
+        "{segments} segments in about 12 s:\n{events:#?}"
+    );
+}

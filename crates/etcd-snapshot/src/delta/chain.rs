@@ -373,6 +373,11 @@ impl<F> ChainMachine<F> {
         now >= self.segment_due
     }
 
+    /// When the segment being filled is due (cut then, not at the next check after it).
+    pub(super) fn segment_due_at(&self) -> Instant {
+        self.segment_due
+    }
+
     /// A segment was published (or the chain started) and a new one opened at `now`.
     pub(super) fn on_segment_opened(&mut self, now: Instant) {
         self.segment_due = now + self.cadence.delta_every;

@@ -688,6 +688,13 @@ async fn watch_once<F: Future<Output = ()>>(
                     return end;
                 }
             }
+            // Due between two checks: published now, not up to --check-every later (a
+            // segment every --delta-every, as /readyz expects, also when both are 1 s).
+            () = tokio::time::sleep_until(follow.machine.segment_due_at()) => {
+                if let Err(end) = cut(runner, chain, follow, stop).await {
+                    return WatchEnd::Chain(end);
+                }
+            }
             message = stream.message() => {
                 let response = match message {
                     Ok(Some(response)) => response,
