@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use etcdops_tests::{Cluster, Security, args, etcdops, free_port};
+use etcdops_tests::{Cluster, Security, args, block_on, etcdops, free_port};
 
 use crate::backup_run::{BackupRun, write_changes};
 
@@ -283,4 +283,53 @@ fn an_idle_cluster_publishes_every_delta_interval_and_stays_ready() {
         segments >= 9,
         "{segments} segments in about 12 s:\n{events:#?}"
     );
+}
+
+/// Fills the cluster with `megabytes` of values that do not compress.
+fn fill(cluster: &Cluster, megabytes: usize) {
+    let urls = cluster.client_urls();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    block_on(async {
+        let mut client = etcd_client::Client::connect(urls, None).await?;
+        for i in 0..megabytes {
+            let value: Vec<u8> = (0..(1 << 20) / 8)
+                .flat_map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed.to_le_bytes()
+                })
+                .collect();
+            client.put(format!("/fill/{i}"), value, None).await?;
+        }
+        Ok::<_, etcd_client::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+#[ignore = "a full backup is taken inside the watch loop's check: no segment is published \
+            until it is stored, so /readyz turns 503 whenever a full backup lasts longer than \
+            about twice --delta-every (not fixed: the full backup must run beside the loop)"]
+fn readiness_holds_while_a_full_backup_is_taken_beside_the_chain() {
+    let cluster = Cluster::start(1, Security::Plain);
+    // Large enough that a full backup takes a few seconds, more than twice --delta-every.
+    fill(&cluster, 400);
+    let store = cluster.dir().join("busy-store");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let backup = BackupRun::start(
+        &cluster,
+        &store,
+        &["--metrics-addr", &addr, "--full-every", "8s"],
+    );
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    wait_status(&addr, "/readyz", 200);
+    // The next full backup is due within 8 s; it is taken while the chain goes on.
+    let not_ready = not_ready_during(&addr, Duration::from_secs(20));
+    let events = backup.stop();
+    assert!(
+        events.iter().filter(|e| e["event"] == "full_saved").count() >= 2,
+        "{events:#?}"
+    );
+    assert!(not_ready.is_empty(), "{not_ready:#?}");
 }
