@@ -972,7 +972,10 @@ fn a_store_that_fails_for_a_while_delays_segments_without_ending_the_chain() {
             .parse()
             .unwrap()
     };
-    assert!(gauge("etcdops_backup_run_failures_total") >= 1.0, "{text}");
+    assert!(
+        gauge("etcdops_backup_run_failures_total{reason=\"segment\"}") >= 1.0,
+        "{text}"
+    );
     assert_eq!(gauge("etcdops_backup_run_gaps_total"), 0.0, "{text}");
     assert_eq!(
         gauge("etcdops_backup_run_last_delta_revision"),
