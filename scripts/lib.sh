@@ -24,6 +24,9 @@ GALAXY_VENV="$DEPS_DIR/ansible-galaxy"
 # ansible-test's linters), with the same ansible-core.
 ANSIBLE_LINT_VENV="$DEPS_DIR/ansible-lint"
 ANSIBLE_LINT_VERSION="26.10.1"
+# promtool (Debian's prometheus package, only this binary taken out of it) for
+# scripts/check-monitoring: checks and unit-tests the alert rules in deploy/monitoring.
+PROMTOOL_DIR="$DEPS_DIR/promtool"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
