@@ -827,3 +827,114 @@ fn the_openshift_scc_admits_the_pods_and_only_etcdops_may_use_it() {
     assert_eq!(binding["subjects"][0]["name"], "etcdops");
     assert_eq!(binding["subjects"][0]["namespace"], "etcdops");
 }
+
+/// `buildah ARGS` with the test's own image storage; its stdout.
+fn buildah(storage: &Path, args: &[&str]) -> String {
+    let out = Command::new("buildah")
+        .arg("--storage-driver=vfs")
+        .arg(format!("--root={}", storage.join("root").display()))
+        .arg(format!("--runroot={}", storage.join("run").display()))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("buildah: {e} (apt-get install buildah)"));
+    assert!(
+        out.status.success(),
+        "buildah {}: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// deploy/build-image builds the image from the built binary (its own check runs
+/// `etcdops --version` in it as 65532); then, as uid 65532 inside the image, with only the
+/// image's loader, libraries and CA bundle, etcdops saves a real TLS etcd into a mounted
+/// store that the binary outside lists and verifies.
+#[test]
+fn the_image_built_offline_saves_a_backup_as_nonroot() {
+    let cluster = Cluster::start(1, Security::Tls);
+    cluster.put_keys("/registry/configmaps/", 20);
+    let certs = cluster.certs.clone().unwrap();
+    let storage = cluster.dir().join("containers");
+    let tag = format!("localhost/etcdops-e2e:{}", rand_u32());
+    let out = Command::new(deploy_dir().join("build-image"))
+        .arg("--binary")
+        .arg(etcdops_path())
+        .args(["--tag", &tag, "--check", "--storage-driver", "vfs"])
+        .arg("--root")
+        .arg(storage.join("root"))
+        .arg("--runroot")
+        .arg(storage.join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "deploy/build-image: {stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), tag, "{stderr}");
+    assert!(stderr.contains("runs 'etcdops "), "{stderr}");
+
+    // What a pod mounts: the client certificate (readable by 65532) and a writable store.
+    let secret = cluster.dir().join("image-secret");
+    let store = cluster.dir().join("image-store");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::create_dir_all(&store).unwrap();
+    for (from, name) in [
+        (&certs.ca, "ca.crt"),
+        (&certs.client_cert, "tls.crt"),
+        (&certs.client_key, "tls.key"),
+    ] {
+        std::fs::copy(from, secret.join(name)).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for name in ["ca.crt", "tls.crt", "tls.key"] {
+        std::fs::set_permissions(secret.join(name), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+    }
+    let container = buildah(&storage, &["from", "--quiet", &tag]);
+    let secret_mount = format!("{}:/etc/etcdops/etcd-client:ro", secret.display());
+    let store_mount = format!("{}:/store", store.display());
+    let endpoint = cluster.members[0].client_url.clone();
+    let saved = buildah(
+        &storage,
+        &[
+            "run",
+            "--isolation",
+            "chroot",
+            "--user",
+            "65532:65532",
+            "-v",
+            &secret_mount,
+            "-v",
+            &store_mount,
+            "--env",
+            &format!("ETCDCTL_ENDPOINTS={endpoint}"),
+            "--env",
+            "ETCDCTL_CACERT=/etc/etcdops/etcd-client/ca.crt",
+            "--env",
+            "ETCDCTL_CERT=/etc/etcdops/etcd-client/tls.crt",
+            "--env",
+            "ETCDCTL_KEY=/etc/etcdops/etcd-client/tls.key",
+            &container,
+            "--",
+            "/etcdops",
+            "-w",
+            "json",
+            "snapshot",
+            "save",
+            "/store",
+        ],
+    );
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    buildah(&storage, &["rm", &container]);
+    buildah(&storage, &["rmi", &tag]);
+    let backups = list_backups(&store);
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    assert_eq!(backups[0]["complete"], true);
+    let manifest = &saved["manifest"];
+    assert!(manifest["revision"].as_i64().unwrap() > 20, "{saved}");
+    assert_eq!(
+        backups[0]["object"], manifest["object"],
+        "{saved} vs {backups:?}"
+    );
+}
