@@ -24,6 +24,13 @@ GALAXY_VENV="$DEPS_DIR/ansible-galaxy"
 # ansible-test's linters), with the same ansible-core.
 ANSIBLE_LINT_VENV="$DEPS_DIR/ansible-lint"
 ANSIBLE_LINT_VERSION="26.10.1"
+# promtool (Debian's prometheus package, only this binary taken out of it) for
+# scripts/check-monitoring: checks and unit-tests the alert rules in deploy/monitoring.
+PROMTOOL_DIR="$DEPS_DIR/promtool"
+# kubectl 1.31 with kustomize v5 (scripts/check-manifests, e2e deploy_manifests) and
+# kubernetes-validate (Kubernetes' OpenAPI schemas, offline) for deploy/kubernetes.
+KUBECTL_DIR="$DEPS_DIR/kubectl"
+KUBERNETES_VALIDATE_VENV="$DEPS_DIR/kubernetes-validate"
 
 log() { printf '==> %s\n' "$*" >&2; }
 

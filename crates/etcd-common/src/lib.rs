@@ -27,7 +27,6 @@ mod hint;
 mod invalid;
 pub mod options;
 pub mod private;
-mod prometheus;
 mod redact;
 mod size;
 
@@ -35,6 +34,5 @@ pub use duration::parse_duration;
 pub use file::{FileError, write_file_atomically};
 pub use hint::{ErrorKind, Hint, Hinted, OptionId, OptionKind, Style, with_hint};
 pub use invalid::InvalidOption;
-pub use prometheus::{MetricKind, PrometheusText, SampleValue};
 pub use redact::{redact_endpoint, redact_urls};
 pub use size::parse_size;

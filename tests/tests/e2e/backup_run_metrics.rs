@@ -79,6 +79,35 @@ fn metric_names(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// `promtool check metrics` (the linter of Prometheus' exposition format) on `text`.
+fn promtool_check_metrics(text: &str) {
+    use std::process::{Command, Stdio};
+    let promtool = std::env::var("ETCDOPS_PROMTOOL").unwrap_or_else(|_| {
+        let deps = std::env::var("ETCDOPS_DEPS_DIR").unwrap_or("/opt/etcdops-deps".into());
+        format!("{deps}/promtool/promtool")
+    });
+    let mut child = Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{promtool}: {e} (run scripts/install-deps)"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn monitoring_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/monitoring")
 }
@@ -201,8 +230,13 @@ fn the_metrics_endpoint_shows_the_run_and_readyz_follows_the_store() {
         "--quiet",
     ]));
     etcdops(&save, &[]).expect_code(0);
+    let saved = std::fs::read_to_string(&save_file).unwrap();
+    // Prometheus' own linter accepts both expositions.
+    for exposition in [&text, &saved] {
+        promtool_check_metrics(exposition);
+    }
     let mut served = metric_names(&text);
-    served.extend(metric_names(&std::fs::read_to_string(&save_file).unwrap()));
+    served.extend(metric_names(&saved));
     let listed: BTreeSet<String> = std::fs::read_to_string(monitoring_dir().join("metrics.txt"))
         .expect("deploy/monitoring/metrics.txt")
         .lines()

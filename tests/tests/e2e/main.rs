@@ -52,6 +52,7 @@ mod compat_watch;
 mod completion;
 mod data_dir_inspect;
 mod data_dir_tail;
+mod deploy_manifests;
 mod discovery;
 mod downgrade;
 mod endpoint;
