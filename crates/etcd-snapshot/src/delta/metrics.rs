@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
-    Opts, Registry, TextEncoder,
+    Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
 };
 
 use super::events::{FailureReason, RunState};
+use crate::metrics::{encode, gauge, registered};
 
 /// Upper bounds of the segment publication histogram, in seconds: a local disk answers in
 /// milliseconds, an object store in tens to hundreds, a failing one in its retries.
@@ -60,23 +61,6 @@ impl std::fmt::Debug for RunMetrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunMetrics").finish_non_exhaustive()
     }
-}
-
-/// Registers `collector` (a name declared twice is a bug of this file, caught by its tests).
-fn registered<C: prometheus::core::Collector + Clone + 'static>(
-    registry: &Registry,
-    collector: C,
-) -> C {
-    #[allow(clippy::expect_used)]
-    registry
-        .register(Box::new(collector.clone()))
-        .expect("each metric is declared once");
-    collector
-}
-
-#[allow(clippy::expect_used)]
-fn gauge(registry: &Registry, name: &str, help: &str) -> Gauge {
-    registered(registry, Gauge::new(name, help).expect("valid metric name"))
 }
 
 #[allow(clippy::expect_used)]
@@ -352,10 +336,7 @@ impl RunMetrics {
         self.lag_seconds
             .set(if publication > 0.0 { lag } else { 0.0 });
         self.ready.set(i64::from(self.readiness(now).ready));
-        let mut text = Vec::new();
-        // Encoding into a Vec fails only on a metric the registry itself rejected.
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut text);
-        String::from_utf8_lossy(&text).into_owned()
+        encode(&self.registry)
     }
 }
 
