@@ -108,6 +108,35 @@ fn promtool_check_metrics(text: &str) {
     );
 }
 
+/// A `backup run` serving its metrics on a free port and keeping its textfile, its store in
+/// the cluster's dir.
+struct MetricsRun {
+    backup: BackupRun,
+    store: std::path::PathBuf,
+    textfile: std::path::PathBuf,
+    addr: String,
+}
+
+impl MetricsRun {
+    fn start(cluster: &Cluster, name: &str) -> MetricsRun {
+        let store = cluster.dir().join(format!("{name}-store"));
+        let textfile = cluster.dir().join(format!("{name}.prom"));
+        let addr = format!("127.0.0.1:{}", free_port());
+        let metrics_file = textfile.display().to_string();
+        let backup = BackupRun::start(
+            cluster,
+            &store,
+            &["--metrics-addr", &addr, "--metrics-file", &metrics_file],
+        );
+        MetricsRun {
+            backup,
+            store,
+            textfile,
+            addr,
+        }
+    }
+}
+
 fn monitoring_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/monitoring")
 }
@@ -115,19 +144,12 @@ fn monitoring_dir() -> std::path::PathBuf {
 #[test]
 fn the_metrics_endpoint_shows_the_run_and_readyz_follows_the_store() {
     let cluster = Cluster::start(1, Security::Plain);
-    let store = cluster.dir().join("metrics-store");
-    let textfile = cluster.dir().join("backup-run.prom");
-    let addr = format!("127.0.0.1:{}", free_port());
-    let backup = BackupRun::start(
-        &cluster,
-        &store,
-        &[
-            "--metrics-addr",
-            &addr,
-            "--metrics-file",
-            &textfile.display().to_string(),
-        ],
-    );
+    let MetricsRun {
+        backup,
+        store,
+        textfile,
+        addr,
+    } = MetricsRun::start(&cluster, "metrics");
     let full = backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     let ready = wait_status(&addr, "/readyz", 200);
     assert!(ready.starts_with("ready: the chain is current"), "{ready}");
@@ -253,19 +275,12 @@ fn the_metrics_endpoint_shows_the_run_and_readyz_follows_the_store() {
 #[test]
 fn the_textfile_left_by_a_stopped_run_shows_the_lock_released_and_not_ready() {
     let cluster = Cluster::start(1, Security::Plain);
-    let store = cluster.dir().join("stopped-store");
-    let textfile = cluster.dir().join("stopped.prom");
-    let addr = format!("127.0.0.1:{}", free_port());
-    let backup = BackupRun::start(
-        &cluster,
-        &store,
-        &[
-            "--metrics-addr",
-            &addr,
-            "--metrics-file",
-            &textfile.display().to_string(),
-        ],
-    );
+    let MetricsRun {
+        backup,
+        textfile,
+        addr,
+        ..
+    } = MetricsRun::start(&cluster, "stopped");
     backup.wait_for("a full backup", |e| e["event"] == "full_saved");
     wait_status(&addr, "/readyz", 200);
     let written = write_changes(&cluster, "stopped", 1);
