@@ -66,7 +66,7 @@ pub enum Verdict {
     /// These members (named) hash the backup's revision differently from the backup.
     Differs {
         /// The members that differ.
-        members: Vec<String>,
+        differing: Vec<String>,
     },
     /// No member could be compared (not a failure of the backup).
     CannotCompare {
@@ -104,10 +104,10 @@ impl AgainstCluster {
                 "the backup matches the cluster at revision {} (hash {})",
                 self.revision, self.hash
             ),
-            Verdict::Differs { members } => format!(
+            Verdict::Differs { differing } => format!(
                 "the backup differs from the cluster at revision {}: {} hash(es) it differently",
                 self.revision,
-                members.join(", ")
+                differing.join(", ")
             ),
             Verdict::CannotCompare { reason } => {
                 format!("cannot compare the backup with the cluster: {reason}")
@@ -216,7 +216,7 @@ fn verdict(members: &[MemberHash]) -> Verdict {
         .map(MemberHash::name)
         .collect();
     if !differ.is_empty() {
-        return Verdict::Differs { members: differ };
+        return Verdict::Differs { differing: differ };
     }
     if members.iter().any(|m| m.outcome == MemberOutcome::Match) {
         return Verdict::Match;
