@@ -237,3 +237,66 @@ fn verdict(members: &[MemberHash]) -> Verdict {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(endpoint: &str, outcome: MemberOutcome) -> MemberHash {
+        MemberHash {
+            endpoint: endpoint.into(),
+            member_id: Some(MemberId(0xab)),
+            hash: Some(1),
+            compact_revision: Some(-1),
+            backup_hash: Some(1),
+            outcome,
+        }
+    }
+
+    #[test]
+    fn a_differing_member_is_named_and_wins_over_matches_and_cannot_compare() {
+        let members = [
+            member("http://a", MemberOutcome::Match),
+            member("http://b", MemberOutcome::Differs),
+            member("http://c", MemberOutcome::CannotCompare("gone".into())),
+        ];
+        assert_eq!(
+            verdict(&members),
+            Verdict::Differs {
+                differing: vec!["member ab (http://b)".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn one_match_is_a_match_and_none_compared_says_why() {
+        let compacted = MemberOutcome::CannotCompare(
+            "the cluster compacted past revision 9; cannot compare".into(),
+        );
+        let members = [
+            member("http://a", MemberOutcome::Match),
+            member("http://b", compacted.clone()),
+        ];
+        assert_eq!(verdict(&members), Verdict::Match);
+        let members = [
+            member("http://a", compacted.clone()),
+            member("http://b", compacted),
+        ];
+        assert_eq!(
+            verdict(&members),
+            Verdict::CannotCompare {
+                reason: "the cluster compacted past revision 9; cannot compare".into()
+            }
+        );
+        assert_eq!(
+            verdict(&[]),
+            Verdict::CannotCompare {
+                reason: "no member answered".into()
+            }
+        );
+        // The JSON keeps the member rows and the differing names apart.
+        let json = serde_json::to_value(member("http://a", MemberOutcome::Differs)).unwrap();
+        assert_eq!(json["outcome"], "differs");
+        assert_eq!(json["member_id"], "ab");
+    }
+}
