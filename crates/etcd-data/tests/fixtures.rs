@@ -78,18 +78,58 @@ fn hashkv_of_the_stopped_member_is_the_live_members_endpoint_hashkv() {
         assert_eq!(from_snapshot, got, "{v}");
         // An older revision hashes less; one below the compaction or past the end is refused.
         let older = snapshot
-            .hash_kv("snapshot", &HashKvRequest { revision: 30 })
+            .hash_kv(
+                "snapshot",
+                &HashKvRequest {
+                    revision: 30,
+                    ..Default::default()
+                },
+            )
             .unwrap();
         assert_eq!(older.hash_revision, 30, "{v}");
         assert_ne!(older.hash, got.hash, "{v}");
         let err = snapshot
-            .hash_kv("snapshot", &HashKvRequest { revision: 10 })
+            .hash_kv(
+                "snapshot",
+                &HashKvRequest {
+                    revision: 10,
+                    ..Default::default()
+                },
+            )
             .unwrap_err();
         assert!(err.to_string().contains("compacted"), "{v}: {err}");
         let err = snapshot
-            .hash_kv("snapshot", &HashKvRequest { revision: 99 })
+            .hash_kv(
+                "snapshot",
+                &HashKvRequest {
+                    revision: 99,
+                    ..Default::default()
+                },
+            )
             .unwrap_err();
         assert!(err.to_string().contains("past"), "{v}: {err}");
+        // The db's own compaction asked for is no change; one older than it is refused (the
+        // db no longer holds what a member compacted there hashes).
+        let same = snapshot
+            .hash_kv(
+                "snapshot",
+                &HashKvRequest {
+                    compact_revision: Some(got.compact_revision),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(same, got, "{v}");
+        let err = snapshot
+            .hash_kv(
+                "snapshot",
+                &HashKvRequest {
+                    compact_revision: Some(got.compact_revision - 1),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("compacted"), "{v}: {err}");
     }
 }
 

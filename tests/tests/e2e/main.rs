@@ -80,6 +80,7 @@ mod restore_safety;
 mod restore_stream;
 mod secrets;
 mod snapshot;
+mod snapshot_against_cluster;
 mod snapshot_compact;
 mod snapshot_compact_chains;
 mod snapshot_copy;

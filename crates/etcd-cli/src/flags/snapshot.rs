@@ -432,6 +432,12 @@ pub struct VerifyArgs {
     /// Identities to decrypt an encrypted backup with
     #[command(flatten)]
     pub identity: IdentityFlags,
+    /// Also compare the backup with the live cluster (--endpoints): etcd's KV hash of the
+    /// backup at its revision against each member's hashkv at that revision. Exit 1 when a
+    /// member differs, 2 when none can be compared (compacted past the backup's revision).
+    /// A full backup only
+    #[arg(long)]
+    pub against_cluster: bool,
 }
 
 /// Arguments of `snapshot keygen`.

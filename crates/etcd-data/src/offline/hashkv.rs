@@ -23,6 +23,11 @@ pub struct HashKvRequest {
     /// The hash revision; 0: the db's latest (etcdutl's `--rev`).
     #[serde(default)]
     pub revision: i64,
+    /// Hash as a member compacted at this revision would (a later compaction than the db's,
+    /// at or below the hash revision): what a live member that compacted after the db was
+    /// taken hashes. `None`: the db's own compaction.
+    #[serde(default)]
+    pub compact_revision: Option<i64>,
 }
 
 /// etcd's KV hash of a db, with the revisions it covers (etcdutl's `hash`, `hashRevision`,
@@ -99,11 +104,23 @@ pub fn hash_kv<S: PageSource>(name: &str, source: S, request: &HashKvRequest) ->
     let db = BoltDb::open(source).map_err(bad_db)?;
     let finished = meta_revision(&db, b"finishedCompactRev").map_err(bad_db)?;
     let scheduled = meta_revision(&db, b"scheduledCompactRev").map_err(bad_db)?;
-    let compact = match (finished, scheduled) {
+    let own_compact = match (finished, scheduled) {
         (f, Some(s)) if s != 0 && s > f.unwrap_or(-1) => s,
         (Some(f), _) => f,
         (None, _) => -1,
     };
+    // A later compaction asked for: the db still holds revisions such a compaction removes.
+    let later = request.compact_revision.filter(|c| *c > own_compact);
+    if let Some(c) = request.compact_revision
+        && c < own_compact
+    {
+        return Err(Error::Compacted {
+            name: name.to_string(),
+            revision: c,
+            compacted: own_compact,
+        });
+    }
+    let compact = later.unwrap_or(own_compact);
     let Some(keys) = db.bucket(&db.root(), b"key").map_err(bad_db)? else {
         return Err(not_etcd("it has no key bucket".into()));
     };
@@ -112,6 +129,9 @@ pub fn hash_kv<S: PageSource>(name: &str, source: S, request: &HashKvRequest) ->
     // what a compaction at the hash revision keeps.
     let mut latest = 0i64;
     let mut at_rev: HashMap<u64, ((i64, i64), bool)> = HashMap::new();
+    // With a later compaction: each key's latest revision at it (what that compaction keeps
+    // in the db when it is not a deletion).
+    let mut at_compact: HashMap<u64, ((i64, i64), bool)> = HashMap::new();
     db.for_each(&keys, |entry| {
         let (rev, tombstone) = revision_of(entry.key).ok_or_else(|| {
             not_etcd(format!(
@@ -128,6 +148,9 @@ pub fn hash_kv<S: PageSource>(name: &str, source: S, request: &HashKvRequest) ->
                 ))
             })?;
             at_rev.insert(id, (rev, tombstone));
+            if later.is_some_and(|c| rev.0 <= c) {
+                at_compact.insert(id, (rev, tombstone));
+            }
         }
         Ok::<(), Fail>(())
     })
@@ -157,6 +180,15 @@ pub fn hash_kv<S: PageSource>(name: &str, source: S, request: &HashKvRequest) ->
         .map(|(rev, _)| *rev)
         .collect();
     let any_kept = at_rev.values().any(|(_, tombstone)| !tombstone);
+    // What a later compaction left in the member's db at or below it (etcd hashes all of it
+    // when no key is live at the hash revision).
+    let compacted_away: Option<std::collections::HashSet<(i64, i64)>> = later.map(|_| {
+        at_compact
+            .values()
+            .filter(|(_, tombstone)| !tombstone)
+            .map(|(rev, _)| *rev)
+            .collect()
+    });
     // Pass 2: the hash.
     let mut hash = crc32c::crc32c(b"key");
     db.for_each(&keys, |entry| {
@@ -167,6 +199,12 @@ pub fn hash_kv<S: PageSource>(name: &str, source: S, request: &HashKvRequest) ->
             return Ok(());
         }
         if rev.0 <= compact && any_kept && !keep.contains(&rev) {
+            return Ok(());
+        }
+        if let Some(left) = &compacted_away
+            && rev.0 <= compact
+            && !left.contains(&rev)
+        {
             return Ok(());
         }
         if rev.0 == compact && tombstone {

@@ -2,11 +2,11 @@
 //! result's JSON.
 
 use chrono::Utc;
+use etcdops::snapshot::{AgainstCluster, ConsolidateResult, Restored, Saved, StatusResult};
 use etcdops::snapshot::{
     Catalog, ChainReport, ChainSummary, CopyAction, CopyReport, PruneReport, TrailerCheck,
     VerifyReport,
 };
-use etcdops::snapshot::{ConsolidateResult, Restored, Saved, StatusResult};
 
 use crate::output::{Render, cell, human_bytes, plain};
 use crate::{OutputFormat, Printer};
@@ -395,6 +395,9 @@ pub struct VerifyView {
     /// Absent for a backup without segments, so its output is as before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainReport>,
+    /// `--against-cluster`: the backup's KV hash against each member's at its revision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against_cluster: Option<AgainstCluster>,
 }
 
 impl Render for VerifyView {
@@ -458,6 +461,34 @@ impl Render for VerifyView {
                 rows.push(vec!["chain problem".into(), problem.clone()]);
             }
         }
+        if let Some(against) = &self.against_cluster {
+            rows.push(vec!["backup revision".into(), against.revision.to_string()]);
+            rows.push(vec![
+                "backup kv hash".into(),
+                format!(
+                    "{} (compacted at {})",
+                    against.hash, against.compact_revision
+                ),
+            ]);
+            for member in &against.members {
+                let hash = match (member.hash, member.compact_revision) {
+                    (Some(hash), Some(compact)) => format!("{hash} (compacted at {compact})"),
+                    _ => "-".into(),
+                };
+                let outcome = match &member.outcome {
+                    etcdops::snapshot::MemberOutcome::Match => "MATCH".to_string(),
+                    etcdops::snapshot::MemberOutcome::Differs => format!(
+                        "DIFFERS (backup: {})",
+                        member.backup_hash.map_or("-".into(), |h| h.to_string())
+                    ),
+                    etcdops::snapshot::MemberOutcome::CannotCompare(why) => {
+                        format!("CANNOT COMPARE ({why})")
+                    }
+                };
+                rows.push(vec![member.name(), format!("{hash}: {outcome}")]);
+            }
+            rows.push(vec!["against cluster".into(), against.message()]);
+        }
         rows
     }
 
@@ -477,6 +508,9 @@ impl Render for VerifyView {
                     self.report.object, chain.to_revision
                 ));
             }
+        }
+        if let Some(against) = &self.against_cluster {
+            lines.push(format!("{}: {}", self.report.object, against.message()));
         }
         lines
     }

@@ -8,6 +8,7 @@
 //! The library's own types these workflows take and return (reports, events, errors, the
 //! catalog) are re-exported here; the library crate itself is not.
 
+mod against;
 mod catalog;
 mod consolidate;
 mod local_copy;
@@ -19,6 +20,7 @@ mod settings;
 mod status;
 mod verify;
 
+pub use against::{AgainstCluster, MemberHash, MemberOutcome, Verdict, verify_against_cluster};
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };

@@ -60,6 +60,7 @@ pub struct HashKvResult {
 pub async fn hash_kv(request: &HashKvFileRequest) -> Result<HashKvResult> {
     let revision = HashKvRequest {
         revision: request.revision,
+        compact_revision: None,
     };
     match (&request.snapshot, &request.data_dir) {
         (None, Some(dir)) => Ok(HashKvResult {

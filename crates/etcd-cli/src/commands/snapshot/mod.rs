@@ -62,7 +62,7 @@ pub async fn run(
             }
             Ok(ExitStatus::Success)
         }
-        SnapshotCommand::Verify(args) => verify(args, printer).await,
+        SnapshotCommand::Verify(args) => verify(config, args, printer).await,
         SnapshotCommand::Compact(args) => compact::compact(args, printer).await,
         SnapshotCommand::Delete(args) => {
             let report = etcdops::snapshot::delete(&args.url, &settings(&args.store_flags)).await?;
@@ -219,8 +219,10 @@ pub(super) fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
     }
 }
 
-/// `snapshot verify`: the backup, then its chain; exit 1 when either fails the check.
-async fn verify(args: &VerifyArgs, printer: Printer) -> Result<ExitStatus> {
+/// `snapshot verify`: the backup, then its chain; exit 1 when either fails the check. With
+/// `--against-cluster`, then the backup against the live cluster: exit 1 when a member
+/// differs, 2 when no member can be compared.
+async fn verify(config: &ClusterConfig, args: &VerifyArgs, printer: Printer) -> Result<ExitStatus> {
     let request = VerifyRequest {
         snapshot: args.backup.url.clone(),
         identity: identity_settings(&args.identity),
@@ -229,17 +231,41 @@ async fn verify(args: &VerifyArgs, printer: Printer) -> Result<ExitStatus> {
     let bar = bar("verify", args.backup.quiet, printer);
     let verified = etcdops::snapshot::verify(&request, progress(&bar)).await?;
     warn_all(&verified.warnings);
+    let against = match (&verified.report, args.against_cluster) {
+        (Some(_), true) if verified.ok() => {
+            Some(etcdops::snapshot::verify_against_cluster(config, &request).await?)
+        }
+        _ => None,
+    };
     if let Some(report) = &verified.report {
         let view = VerifyView {
             report: report.clone(),
             chain: verified.chain.clone(),
+            against_cluster: against.clone(),
         };
         printer.print(&view)?;
     }
     for failure in &verified.failures {
         note(&format!("verify failed: {failure}"));
     }
-    Ok(ExitStatus::from_ok(verified.ok()))
+    if !verified.ok() {
+        return Ok(ExitStatus::Failure);
+    }
+    let Some(against) = against else {
+        return Ok(ExitStatus::Success);
+    };
+    use etcdops::snapshot::Verdict;
+    Ok(match against.verdict {
+        Verdict::Match => ExitStatus::Success,
+        Verdict::Differs { .. } => {
+            note(&format!("verify failed: {}", against.message()));
+            ExitStatus::Failure
+        }
+        Verdict::CannotCompare { .. } => {
+            note(&against.message());
+            ExitStatus::Error
+        }
+    })
 }
 
 /// `snapshot restore`: from a file, a stored object, a member's data dir or a point in time.
