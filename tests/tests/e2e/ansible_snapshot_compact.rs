@@ -155,12 +155,18 @@ fn compact_module_previews_refuses_a_held_chain_compacts_once_and_then_changes_n
     let compacted = &results["compacted"];
     assert_eq!(compacted["changed"], true, "{compacted:#}");
     assert_eq!(compacted["source"], full.as_str(), "{compacted:#}");
-    assert_eq!(compacted["segments"], predicted["segments"], "{compacted:#}");
+    assert_eq!(
+        compacted["segments"], predicted["segments"],
+        "{compacted:#}"
+    );
     assert!(
         compacted["changes_applied"].as_u64().unwrap() > 0,
         "{compacted:#}"
     );
-    assert!(compacted["verify"]["db_sha256"].is_string(), "{compacted:#}");
+    assert!(
+        compacted["verify"]["db_sha256"].is_string(),
+        "{compacted:#}"
+    );
     assert!(compacted["duration_seconds"].is_number(), "{compacted:#}");
     let manifest = &compacted["manifest"];
     assert_eq!(manifest["revision"], last, "{compacted:#}");
@@ -189,7 +195,10 @@ fn compact_module_previews_refuses_a_held_chain_compacts_once_and_then_changes_n
     ];
     want.sort();
     assert_eq!(added, want, "{after:#?}");
-    assert!(before.iter().all(|f| after.contains(f)), "the chain changed");
+    assert!(
+        before.iter().all(|f| after.contains(f)),
+        "the chain changed"
+    );
 
     // Restored: what the source served at the chain's last revision.
     let url = format!("{}/{object}", store.display());

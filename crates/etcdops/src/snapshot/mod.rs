@@ -47,8 +47,8 @@ pub use verify::{Verified, VerifyRequest, verify};
 
 /// The snapshot library's own types that the workflows return or take.
 pub use etcd_snapshot::{
-    Catalog, ChainReport, ChainSummary, Compression, ConsolidatePreview, ConsolidateResult, CopyAction, CopyReport,
-    DEFAULT_SEGMENT_BYTES, DEFAULT_ZSTD_LEVEL, Identities, NoProgress, Progress, PruneReport,
-    RestoreError, RunEvent, RunObserver, SnapshotError, SnapshotStatus, TrailerCheck, VerifyReport,
-    new_identity_file,
+    Catalog, ChainReport, ChainSummary, Compression, ConsolidatePreview, ConsolidateResult,
+    CopyAction, CopyReport, DEFAULT_SEGMENT_BYTES, DEFAULT_ZSTD_LEVEL, Identities, NoProgress,
+    Progress, PruneReport, RestoreError, RunEvent, RunObserver, SnapshotError, SnapshotStatus,
+    TrailerCheck, VerifyReport, new_identity_file,
 };
