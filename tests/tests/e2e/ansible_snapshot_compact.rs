@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use etcdops_tests::{Cluster, Collection, Security};
+use etcdops_tests::{Cluster, Collection, Security, args, etcdops};
 use serde_json::{Value, json};
 
 use crate::backup_run::{BackupRun, assert_restored, keys_at, write_changes};
@@ -111,6 +111,24 @@ fn compact_module_previews_refuses_a_held_chain_compacts_once_and_then_changes_n
     );
     assert!(predicted.get("compacted").is_none(), "{predicted:#}");
     assert_eq!(listing(&store), before, "check mode wrote to the store");
+    // The CLI's --dry-run is the same preview.
+    let dry = etcdops(
+        &args(&[
+            "snapshot",
+            "compact",
+            &store.display().to_string(),
+            "--dry-run",
+            "-w",
+            "json",
+        ]),
+        &[],
+    );
+    dry.expect_code(0);
+    let dry = dry.json();
+    for field in ["changed", "source", "segments", "to_revision", "to_time"] {
+        assert_eq!(dry[field], predicted[field], "{field}: {dry:#}");
+    }
+    assert_eq!(listing(&store), before, "--dry-run wrote to the store");
 
     // A chain another compaction holds: the task fails, nothing is written; then the lock
     // is gone, the chain compacted, compacted again, and previewed again.
