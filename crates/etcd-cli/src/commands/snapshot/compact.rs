@@ -128,6 +128,11 @@ mod tests {
         assert!(!args.dry_run);
         // Only the store is required.
         assert!(Cli::try_parse_from(["etcdops", "snapshot", "compact"]).is_err());
+        let cli = Cli::try_parse_from(["etcdops", "snapshot", "compact", "/s", "--dry-run"]);
+        let Command::Snapshot(SnapshotCommand::Compact(args)) = cli.unwrap().command else {
+            panic!("not compact");
+        };
+        assert!(args.dry_run);
     }
 
     #[test]
