@@ -271,11 +271,10 @@ mod tests {
             .map(|o| o.name)
             .filter(|name| collection_option(name).is_none())
             .collect();
-        // Options of what no module does: `backup run` (its metrics address too) and
-        // `snapshot compact`, keepalives, user passwords, watch and hashkv revisions,
+        // Options of what no module does: `backup run` (its metrics address too),
+        // keepalives, user passwords, watch and hashkv revisions,
         // downgrades (and `check_every`, which only library callers set).
         let cli_only = [
-            "chain",
             "check_every",
             "compact_after",
             "delta_every",
@@ -290,7 +289,6 @@ mod tests {
             "segment_bytes",
             "until_rev",
             "version",
-            "work_dir",
         ];
         let mut expected: Vec<&str> = cli_only.to_vec();
         expected.sort_unstable();

@@ -197,6 +197,57 @@ fn already_compacted<'a>(
     })
 }
 
+/// What a compaction of a chain would do, read from the store's catalog alone (nothing is
+/// downloaded, nothing written): [`preview_consolidation`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsolidatePreview {
+    /// Whether a compaction would write a new backup (false: this chain, up to its last
+    /// revision, is compacted already); what [`consolidate_chain`] would report.
+    pub changed: bool,
+    /// The store's URL.
+    pub store: String,
+    /// The chain's full backup.
+    pub source: String,
+    /// Its revision.
+    pub source_revision: i64,
+    /// Segments of the chain that would be compacted.
+    pub segments: usize,
+    /// The revision the compacted backup would hold (the chain's last replayable one).
+    pub to_revision: i64,
+    /// When every change up to `to_revision` had been received (the compacted backup's date).
+    pub to_time: DateTime<Utc>,
+    /// The compacted backup already in the store (object name), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compacted: Option<String>,
+    /// What the caller should know (a broken chain would be compacted up to its break).
+    pub warnings: Vec<String>,
+}
+
+/// Says what [`consolidate_chain`] would do with `request` (which chain, how many segments,
+/// up to which revision, whether it is compacted already), from the catalog only: the same
+/// choice of chain and the same reach, so its `changed` is what a real run would report
+/// (unless the store changes in between).
+pub async fn preview_consolidation(
+    store: &Store,
+    request: &ConsolidateRequest,
+) -> Result<ConsolidatePreview, RestoreError> {
+    let catalog = list_backups(store).await?;
+    let full = choose_chain(store, &catalog.backups, request)?;
+    let reach = reach(full)?;
+    let done = already_compacted(&catalog.backups, full, reach.to_revision);
+    Ok(ConsolidatePreview {
+        changed: done.is_none(),
+        store: store.url().to_string(),
+        source: full.object.clone(),
+        source_revision: full.manifest.revision,
+        segments: reach.segments.len(),
+        to_revision: reach.to_revision,
+        to_time: reach.to_time,
+        compacted: done.map(|b| b.object.clone()),
+        warnings: reach.warning.into_iter().collect(),
+    })
+}
+
 /// The zstd levels a save takes (and so a compaction keeps): a manifest is data from the
 /// store, and a crafted level (zstd clamps anything above 22 to its slowest, most
 /// memory-hungry level) must not choose how much a compaction uses.

@@ -246,3 +246,38 @@ fn a_full_work_dir_is_told_as_such_and_other_errors_are_left_alone() {
     let kept = out_of_room(other, Path::new("/w")).to_string();
     assert!(!kept.contains("ran out of space"), "{kept}");
 }
+
+#[tokio::test]
+async fn a_preview_names_the_chain_its_segments_and_revision_and_writes_nothing() {
+    let (_dir, store) = store();
+    let full = crate::catalog::tests::publish_full(&store, 1, 10).await;
+    crate::delta::publish_segment(&store, &full, 10, 1, (10, 12), &[11, 12]).await;
+    let before = crate::catalog::tests::names(&store).await;
+    let preview = preview_consolidation(&store, &ConsolidateRequest::default())
+        .await
+        .unwrap();
+    assert!(preview.changed);
+    assert_eq!(preview.source, full);
+    assert_eq!(preview.source_revision, 10);
+    assert_eq!(preview.segments, 1);
+    assert_eq!(preview.to_revision, 12);
+    assert!(preview.compacted.is_none());
+    assert!(preview.warnings.is_empty());
+    assert_eq!(crate::catalog::tests::names(&store).await, before);
+}
+
+#[tokio::test]
+async fn a_preview_refuses_what_a_compaction_refuses() {
+    let (_dir, store) = store();
+    crate::catalog::tests::publish_full(&store, 1, 10).await;
+    let e = preview_consolidation(&store, &ConsolidateRequest::default())
+        .await
+        .unwrap_err();
+    assert!(error_text(e).contains("holds no chain to compact"));
+    let named = ConsolidateRequest {
+        chain: Some("nothing.db.zst".into()),
+        ..ConsolidateRequest::default()
+    };
+    let e = preview_consolidation(&store, &named).await.unwrap_err();
+    assert!(error_text(e).contains("no complete full backup named"));
+}

@@ -65,7 +65,10 @@ pub use catalog::{
     list_backups, object_name, verify_backup,
 };
 pub use catalog::{ChainReport, ChainSummary, DeltaEntry, SegmentCheck, verify_chain};
-pub use consolidate::{ConsolidateRequest, ConsolidateResult, consolidate_chain};
+pub use consolidate::{
+    ConsolidatePreview, ConsolidateRequest, ConsolidateResult, consolidate_chain,
+    preview_consolidation,
+};
 pub use consolidate_lock::{
     COMPACT_LOCK_FILE, COMPACT_LOCK_FORMAT_VERSION, ConsolidateLock, consolidate_lock_name,
 };

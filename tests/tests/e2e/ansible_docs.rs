@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use etcdops_tests::{Cluster, Collection, Security, block_on, free_port};
 use serde_json::{Value, json};
 
+use crate::backup_run::{BackupRun, write_changes};
 use crate::platform::KubeadmNode;
 
 const LOCAL: &str = "target ansible_connection=local\n";
@@ -127,6 +128,13 @@ fn shadowing(prefix: &str, value: &Value, docs: &serde_yaml_ng::Value, out: &mut
 /// One real run of every module (read-only ones and changes in a scratch cluster and dirs),
 /// each result registered and written to `results.json` as `{module: [result, ...]}`.
 fn run_every_module(cluster: &Cluster, node: &KubeadmNode, dir: &Path) -> Value {
+    // A chain for etcd_snapshot_compact: a full backup and a segment of changes.
+    let chain_store = dir.join("chain");
+    let backup = BackupRun::start(cluster, &chain_store, &[]);
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let revisions = write_changes(cluster, "docs-chain", 1);
+    backup.wait_published(*revisions.last().unwrap());
+    backup.stop();
     let collection = Collection::install();
     let peer = format!("http://127.0.0.1:{}", free_port());
     let (new_peer, _) = cluster.new_member_urls();
@@ -136,6 +144,7 @@ fn run_every_module(cluster: &Cluster, node: &KubeadmNode, dir: &Path) -> Value 
         "peer": peer,
         "new_peer": new_peer,
         "node_root": node.root(),
+        "chain_store": chain_store,
     });
     let playbook = include_str!("ansible_docs_play.yml");
     let run = collection.playbook(playbook, LOCAL, &vars, &[], &[]);

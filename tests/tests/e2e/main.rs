@@ -26,6 +26,7 @@ mod ansible_role_variables;
 mod ansible_roles;
 mod ansible_service_role;
 mod ansible_shim;
+mod ansible_snapshot_compact;
 mod ansible_usage;
 mod auth;
 mod auth_tokens;

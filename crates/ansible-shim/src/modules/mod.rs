@@ -14,6 +14,7 @@ mod member;
 mod platform_info;
 mod quorum_recovery;
 mod snapshot;
+mod snapshot_compact;
 mod snapshot_copy;
 mod snapshot_info;
 mod snapshot_restore;
@@ -80,6 +81,11 @@ pub const MODULES: &[ModuleDef] = &[
     ModuleDef {
         name: "etcd_snapshot_copy",
         options: ModuleSpec::of::<etcdops::snapshot::LocalCopyRequest>,
+        connection: false,
+    },
+    ModuleDef {
+        name: "etcd_snapshot_compact",
+        options: ModuleSpec::of::<etcdops::snapshot::ConsolidateRequest>,
         connection: false,
     },
     ModuleDef {
@@ -167,6 +173,7 @@ pub async fn run(context: &Context) -> Outcome {
         "etcd_snapshot" => snapshot::run(context).await,
         "etcd_snapshot_info" => snapshot_info::run(context).await,
         "etcd_snapshot_copy" => snapshot_copy::run(context).await,
+        "etcd_snapshot_compact" => snapshot_compact::run(context).await,
         "etcd_snapshot_restore" => snapshot_restore::run(context).await,
         "etcd_maintenance" => maintenance::run(context).await,
         "etcd_kv_info" => kv_info::run(context).await,

@@ -66,6 +66,10 @@ pub struct SnapshotCompactArgs {
     /// Where the db is rebuilt (needs room for the db and the segments; default: $TMPDIR)
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Say which chain would be compacted, with how many segments, up to which revision, and
+    /// whether it is compacted already, from the store's catalog alone; writes nothing
+    #[arg(long)]
+    pub dry_run: bool,
     /// No progress bar
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -2,7 +2,9 @@
 //! result's JSON.
 
 use chrono::Utc;
-use etcdops::snapshot::{AgainstCluster, ConsolidateResult, Restored, Saved, StatusResult};
+use etcdops::snapshot::{
+    AgainstCluster, ConsolidatePreview, ConsolidateResult, Restored, Saved, StatusResult,
+};
 use etcdops::snapshot::{
     Catalog, ChainReport, ChainSummary, CopyAction, CopyReport, PruneReport, TrailerCheck,
     VerifyReport,
@@ -821,6 +823,57 @@ impl Render for CompactView {
             "{verb} the chain of {} ({} segments) into {} at revision {}",
             r.source, r.segments, r.manifest.object, r.manifest.revision
         )]
+    }
+}
+
+/// `snapshot compact --dry-run`: what a compaction of the chain would do.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub struct CompactPreviewView(pub ConsolidatePreview);
+
+impl Render for CompactPreviewView {
+    fn headers(&self) -> Vec<&'static str> {
+        vec!["FIELD", "VALUE"]
+    }
+
+    fn rows(&self) -> Vec<Vec<String>> {
+        let p = &self.0;
+        let mut rows = vec![
+            vec![
+                "result".into(),
+                if p.changed {
+                    "would compact".into()
+                } else {
+                    "already compacted".into()
+                },
+            ],
+            vec!["chain".into(), p.source.clone()],
+            vec!["chain revision".into(), p.source_revision.to_string()],
+            vec!["segments".into(), p.segments.to_string()],
+            vec!["to revision".into(), p.to_revision.to_string()],
+            vec![
+                "to time (UTC)".into(),
+                p.to_time.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ],
+        ];
+        if let Some(done) = &p.compacted {
+            rows.push(vec!["compacted by".into(), done.clone()]);
+        }
+        rows
+    }
+
+    fn simple_lines(&self) -> Vec<String> {
+        let p = &self.0;
+        vec![match &p.compacted {
+            Some(done) => format!(
+                "the chain of {} is already compacted up to revision {} ({done})",
+                p.source, p.to_revision
+            ),
+            None => format!(
+                "would compact the chain of {} ({} segments) into one full backup at revision {} (dry run: nothing written)",
+                p.source, p.segments, p.to_revision
+            ),
+        }]
     }
 }
 

@@ -5,14 +5,16 @@
 
 use std::path::PathBuf;
 
-use etcd_snapshot::{ConsolidateResult, Progress, consolidate_chain};
+use etcd_snapshot::{
+    ConsolidatePreview, ConsolidateResult, Progress, consolidate_chain, preview_consolidation,
+};
 use serde::{Deserialize, Serialize};
 
 use super::settings::{IdentitySettings, StoreSettings};
 use crate::error::Result;
 
 /// The chain to consolidate, and where.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 pub struct ConsolidateRequest {
     /// The store (`backup run`'s STORE).
     pub store: String,
@@ -29,6 +31,16 @@ pub struct ConsolidateRequest {
     /// How the store is reached.
     #[serde(flatten)]
     pub settings: StoreSettings,
+}
+
+impl ConsolidateRequest {
+    /// The library's request.
+    fn library(&self) -> etcd_snapshot::ConsolidateRequest {
+        etcd_snapshot::ConsolidateRequest {
+            chain: self.chain.clone(),
+            work_dir: self.work_dir.clone(),
+        }
+    }
 }
 
 /// What a consolidation did.
@@ -50,13 +62,18 @@ pub async fn consolidate(
 ) -> Result<Consolidated> {
     let (identities, mut warnings) = request.identity.identities()?;
     let store = request.settings.open(&request.store)?;
-    let library = etcd_snapshot::ConsolidateRequest {
-        chain: request.chain.clone(),
-        work_dir: request.work_dir.clone(),
-    };
-    let result = consolidate_chain(&store, &library, &identities, progress).await?;
+    let result = consolidate_chain(&store, &request.library(), &identities, progress).await?;
     warnings.extend(result.warnings.iter().cloned());
     Ok(Consolidated { result, warnings })
+}
+
+/// What [`consolidate`] would do (the CLI's `snapshot compact --dry-run`, the module's check
+/// mode): which chain, how many segments, up to which revision, and whether it is compacted
+/// already, from the store's catalog alone (nothing downloaded, decrypted or written; the
+/// identities are not read).
+pub async fn preview_consolidate(request: &ConsolidateRequest) -> Result<ConsolidatePreview> {
+    let store = request.settings.open(&request.store)?;
+    Ok(preview_consolidation(&store, &request.library()).await?)
 }
 
 #[cfg(test)]

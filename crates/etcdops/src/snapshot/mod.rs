@@ -24,7 +24,7 @@ pub use against::{AgainstCluster, MemberHash, MemberOutcome, Verdict, verify_aga
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
-pub use consolidate::{ConsolidateRequest, Consolidated, consolidate};
+pub use consolidate::{ConsolidateRequest, Consolidated, consolidate, preview_consolidate};
 /// The snapshot options errors name (`chain`, the retention rules).
 pub use etcd_snapshot::opts;
 /// etcdutl's defaults for the restore flags not given (`--name`, `--initial-cluster`, ...):
@@ -49,8 +49,8 @@ pub use verify::{Verified, VerifyRequest, verify};
 
 /// The snapshot library's own types that the workflows return or take.
 pub use etcd_snapshot::{
-    Catalog, ChainReport, ChainSummary, Compression, ConsolidateResult, CopyAction, CopyReport,
-    DEFAULT_SEGMENT_BYTES, DEFAULT_ZSTD_LEVEL, Identities, NoProgress, Progress, PruneReport,
-    RestoreError, RunEvent, RunObserver, SnapshotError, SnapshotStatus, TrailerCheck, VerifyReport,
-    new_identity_file,
+    Catalog, ChainReport, ChainSummary, Compression, ConsolidatePreview, ConsolidateResult,
+    CopyAction, CopyReport, DEFAULT_SEGMENT_BYTES, DEFAULT_ZSTD_LEVEL, Identities, NoProgress,
+    Progress, PruneReport, RestoreError, RunEvent, RunObserver, SnapshotError, SnapshotStatus,
+    TrailerCheck, VerifyReport, new_identity_file,
 };

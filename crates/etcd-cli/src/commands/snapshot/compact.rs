@@ -8,9 +8,10 @@ use super::{bar, identity_settings, progress, settings, warn_all};
 use crate::commands::ExitStatus;
 use crate::flags::SnapshotCompactArgs;
 use etcdops_printer::Printer;
-use etcdops_printer::views::snapshot::CompactView;
+use etcdops_printer::views::snapshot::{CompactPreviewView, CompactView};
 
-/// Compacts the chain and prints the new backup (or the one that already compacted it).
+/// Compacts the chain and prints the new backup (or the one that already compacted it); with
+/// `--dry-run`, prints what it would do.
 pub(super) async fn compact(args: &SnapshotCompactArgs, printer: Printer) -> Result<ExitStatus> {
     let request = ConsolidateRequest {
         store: args.store.clone(),
@@ -19,6 +20,14 @@ pub(super) async fn compact(args: &SnapshotCompactArgs, printer: Printer) -> Res
         identity: identity_settings(&args.identity),
         settings: settings(&args.store_flags),
     };
+    if args.dry_run {
+        let preview = etcdops::snapshot::preview_consolidate(&request)
+            .await
+            .map_err(in_flag_words)?;
+        warn_all(&preview.warnings);
+        printer.print(&CompactPreviewView(preview))?;
+        return Ok(ExitStatus::Success);
+    }
     let bar = bar("compact", args.quiet, printer);
     let compacted = etcdops::snapshot::consolidate(&request, progress(&bar))
         .await
@@ -116,8 +125,14 @@ mod tests {
         assert_eq!(args.chain.as_deref(), Some("etcd-abc/x.db.zst"));
         assert_eq!(args.work_dir, Some("/var/tmp".into()));
         assert_eq!(args.identity.identity, [std::path::PathBuf::from("/k")]);
+        assert!(!args.dry_run);
         // Only the store is required.
         assert!(Cli::try_parse_from(["etcdops", "snapshot", "compact"]).is_err());
+        let cli = Cli::try_parse_from(["etcdops", "snapshot", "compact", "/s", "--dry-run"]);
+        let Command::Snapshot(SnapshotCommand::Compact(args)) = cli.unwrap().command else {
+            panic!("not compact");
+        };
+        assert!(args.dry_run);
     }
 
     #[test]
