@@ -4,7 +4,8 @@
 //! checksum good, fails naming the member; a cluster compacted past the backup's revision
 //! cannot be compared (exit 2, said so).
 
-use etcdops_tests::{Cluster, Security};
+use etcdops_tests::{Cluster, Run, Security};
+use serde_json::Value;
 
 use crate::run;
 
@@ -30,6 +31,31 @@ fn write_history(cluster: &Cluster, value: &str) -> i64 {
     cluster.put("/k/y", "y")
 }
 
+/// `snapshot verify URL --against-cluster -w json` through `cluster`, expecting exit `code`:
+/// the run and its JSON.
+fn verify_against(cluster: &Cluster, url: &str, code: i32) -> (Run, Value) {
+    let verify = run(
+        cluster,
+        &["snapshot", "verify", url, "--against-cluster", "-w", "json"],
+    );
+    verify.expect_code(code);
+    let out = verify.json();
+    (verify, out)
+}
+
+/// etcdctl's `compact REV --physical` on `cluster`.
+fn compact_physically(cluster: &Cluster, revision: i64) {
+    let revision = revision.to_string();
+    let compacted = cluster.etcdctl(&[
+        "--endpoints",
+        &cluster.endpoints(),
+        "compact",
+        &revision,
+        "--physical",
+    ]);
+    assert!(compacted.status.success(), "{compacted:?}");
+}
+
 #[test]
 fn a_good_backup_matches_even_after_a_later_compaction_and_not_once_compacted_past() {
     let cluster = Cluster::start(1, Security::Plain);
@@ -38,19 +64,7 @@ fn a_good_backup_matches_even_after_a_later_compaction_and_not_once_compacted_pa
     let (url, revision) = save(&cluster, &store);
     assert_eq!(revision, last);
 
-    let verify = run(
-        &cluster,
-        &[
-            "snapshot",
-            "verify",
-            &url,
-            "--against-cluster",
-            "-w",
-            "json",
-        ],
-    );
-    verify.expect_code(0);
-    let out = verify.json();
+    let (_, out) = verify_against(&cluster, &url, 0);
     let against = &out["against_cluster"];
     assert_eq!(against["verdict"], "match", "{out}");
     assert_eq!(against["revision"], revision);
@@ -62,28 +76,8 @@ fn a_good_backup_matches_even_after_a_later_compaction_and_not_once_compacted_pa
     // deleted keys' old revisions go): still the same history at the backup's revision.
     cluster.put("/k/z", "z");
     cluster.put("/k/w", "w");
-    let compact = (revision - 1).to_string();
-    let compacted = cluster.etcdctl(&[
-        "--endpoints",
-        &cluster.endpoints(),
-        "compact",
-        &compact,
-        "--physical",
-    ]);
-    assert!(compacted.status.success(), "{compacted:?}");
-    let verify = run(
-        &cluster,
-        &[
-            "snapshot",
-            "verify",
-            &url,
-            "--against-cluster",
-            "-w",
-            "json",
-        ],
-    );
-    verify.expect_code(0);
-    let out = verify.json();
+    compact_physically(&cluster, revision - 1);
+    let (_, out) = verify_against(&cluster, &url, 0);
     let against = &out["against_cluster"];
     assert_eq!(against["verdict"], "match", "{out}");
     assert_eq!(
@@ -101,15 +95,7 @@ fn a_good_backup_matches_even_after_a_later_compaction_and_not_once_compacted_pa
     );
 
     // Compacted past the backup's revision: nothing to compare with, and said so.
-    let past = (revision + 1).to_string();
-    let compacted = cluster.etcdctl(&[
-        "--endpoints",
-        &cluster.endpoints(),
-        "compact",
-        &past,
-        "--physical",
-    ]);
-    assert!(compacted.status.success(), "{compacted:?}");
+    compact_physically(&cluster, revision + 1);
     let verify = run(&cluster, &["snapshot", "verify", &url, "--against-cluster"]);
     verify.expect_code(2);
     assert!(
@@ -138,19 +124,7 @@ fn a_backup_with_other_content_at_the_same_revision_fails_naming_the_member() {
     // The backup alone passes.
     run(&live, &["snapshot", "verify", &url]).expect_code(0);
 
-    let verify = run(
-        &live,
-        &[
-            "snapshot",
-            "verify",
-            &url,
-            "--against-cluster",
-            "-w",
-            "json",
-        ],
-    );
-    verify.expect_code(1);
-    let out = verify.json();
+    let (verify, out) = verify_against(&live, &url, 1);
     let against = &out["against_cluster"];
     assert_eq!(against["verdict"], "differs", "{out}");
     assert_eq!(against["members"][0]["outcome"], "differs", "{out}");
