@@ -65,6 +65,8 @@ pub struct ConsolidateResult {
     pub changes_applied: u64,
     /// Leases the changes use that the full backup lacked, added (IDs in hex).
     pub leases_recreated: Vec<String>,
+    /// Leases of the full backup gone by the compacted revision, removed (IDs in hex).
+    pub leases_removed: Vec<String>,
     /// Leases whose TTL was never recorded, taken off the keys that used them (IDs in hex).
     pub leases_detached: Vec<String>,
     /// The compacted backup's manifest (the one written, or the one found). With `busy`,
@@ -310,6 +312,7 @@ pub async fn consolidate_chain(
         segments: reach.segments.len(),
         changes_applied: 0,
         leases_recreated: Vec::new(),
+        leases_removed: Vec::new(),
         leases_detached: Vec::new(),
         manifest: full.manifest.clone(),
         manifest_name: String::new(),
@@ -376,6 +379,7 @@ async fn compact_claimed(
         .map_err(|e| out_of_room(e, &work_root))?;
     result.changes_applied = replay.summary.changes_applied;
     result.leases_recreated = replay.summary.leases_recreated.clone();
+    result.leases_removed = replay.summary.leases_removed.clone();
     result.leases_detached = replay.summary.leases_detached.clone();
     let from = CompactedFrom {
         full_backup: full.object.clone(),

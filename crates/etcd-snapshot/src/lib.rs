@@ -81,8 +81,8 @@ pub use delta::{
     SegmentSource, run_backups,
 };
 pub use delta::{
-    ClockStep, DeltaReplay, PitrPlan, PointInTime, ReplayChanges, ReplaySummary, TimeSeenAgain,
-    lease_entry, plan_candidates, segment_needs_reading,
+    ClockStep, DeltaReplay, PitrPlan, PlannedLeases, PointInTime, ReplayChanges, ReplaySummary,
+    TimeSeenAgain, lease_entry, plan_candidates, segment_needs_reading,
 };
 pub use delta::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,

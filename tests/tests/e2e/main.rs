@@ -34,6 +34,7 @@ mod auto_tls;
 mod backup_before_change;
 mod backup_run;
 mod backup_run_compaction;
+mod backup_run_leases;
 mod backup_run_metrics;
 mod backup_run_safety;
 mod backup_run_seams;

@@ -77,14 +77,17 @@ impl Rewrite<'_> {
                 .keys()
                 .filter_map(|k| k.as_slice().try_into().ok().map(i64::from_be_bytes))
                 .collect();
-            let (recreate, detached) = replay
+            let plan = replay
                 .plan_leases(self.db_revision, &existing)
                 .map_err(&failed)?;
-            if !recreate.is_empty() {
-                leases.extend(recreate);
+            if !plan.add.is_empty() || !plan.remove.is_empty() {
+                for id in &plan.remove {
+                    leases.remove(id.to_be_bytes().as_slice());
+                }
+                leases.extend(plan.add);
                 replace.insert(b"lease".to_vec(), leases);
             }
-            detach = detached;
+            detach = plan.detach;
         }
         let mut revision = self.db_revision.max(self.to_revision.unwrap_or(0));
         let append = self.bump(&mut revision, &mut meta)?;

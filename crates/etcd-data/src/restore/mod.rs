@@ -50,7 +50,7 @@ pub use ids::{RestoredMember, cluster_id, member_id, parse_initial_cluster};
 pub use lock::{db_of, lock_shared, refuse_if_running};
 pub use marker::{MARKER_FILE, RestoreMarker, read_marker, wal_usage};
 pub use release::V2Snapshot;
-pub use replay::{AppendChanges, Changes, KeyEntry, NoReplay, Replay};
+pub use replay::{AppendChanges, Changes, KeyEntry, LeasePlan, NoReplay, Replay};
 pub use replayed::{ReplayedDb, replay_into_db};
 pub use run::{restore_snapshot, restore_with_replay};
 pub use validate::{restore_spool_dir, validate_restore_request};

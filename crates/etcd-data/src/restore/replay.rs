@@ -16,6 +16,19 @@ pub type Changes<'a> = dyn Iterator<Item = Result<KeyEntry, BoltError>> + 'a;
 /// What appends a replay's changes to the db (see [`Replay::replay_into`]).
 pub type AppendChanges<'a> = dyn FnMut(&mut Changes<'_>) -> Result<AppendReport, BoltError> + 'a;
 
+/// What a replay changes in the restored db's `lease` bucket: a point-in-time restore holds
+/// the leases of its target revision, not of the snapshot's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeasePlan {
+    /// Entries to add (leases granted after the snapshot that the target holds), in etcd's
+    /// `leasepb.Lease` form, keyed by the ID's 8 big-endian bytes.
+    pub add: Vec<KeyEntry>,
+    /// IDs of the snapshot's leases that were gone at the target.
+    pub remove: BTreeSet<i64>,
+    /// IDs to take off the changes (their TTL is unknown).
+    pub detach: BTreeSet<i64>,
+}
+
 /// Changes after a snapshot's revision, appended to the restored db's `key` bucket up to a
 /// target revision, with the leases they use (see [`super::restore_with_replay`]).
 pub trait Replay {
@@ -31,14 +44,13 @@ pub trait Replay {
     /// The snapshot the changes continue, for messages.
     fn base_name(&self) -> &str;
 
-    /// The `lease` bucket entries to add (leases the changes use that the db lacks, in
-    /// etcd's `leasepb.Lease` form) and the lease IDs to take off the changes (their TTL is
-    /// unknown). `existing` are the IDs the db's `lease` bucket holds.
+    /// How the db's `lease` bucket becomes the target's: entries to add, IDs to take out,
+    /// and IDs to take off the changes. `existing` are the IDs the db's `lease` bucket holds.
     fn plan_leases(
         &mut self,
         db_revision: i64,
         existing: &BTreeSet<i64>,
-    ) -> Result<(Vec<KeyEntry>, BTreeSet<i64>), BoltError>;
+    ) -> Result<LeasePlan, BoltError>;
 
     /// Hands `write` the changes after `db_revision` up to the target, in revision order,
     /// leases in `detach` taken off; records what was applied for [`Replay::summary`].
@@ -72,11 +84,7 @@ impl Replay for NoReplay {
         match *self {}
     }
 
-    fn plan_leases(
-        &mut self,
-        _: i64,
-        _: &BTreeSet<i64>,
-    ) -> Result<(Vec<KeyEntry>, BTreeSet<i64>), BoltError> {
+    fn plan_leases(&mut self, _: i64, _: &BTreeSet<i64>) -> Result<LeasePlan, BoltError> {
         match *self {}
     }
 

@@ -83,6 +83,14 @@ pub enum RunEvent {
         /// How many.
         changes: u64,
     },
+    /// The cluster's leases changed (or a chain began): the set seen at `revision` is in the
+    /// segment being filled, so a restore at or after it holds exactly these leases.
+    LeasesRecorded {
+        /// The revision the cluster was at when they were listed.
+        revision: i64,
+        /// How many leases it held.
+        leases: usize,
+    },
     /// The chain ended early: the changes after `covered_revision` could not be watched. A
     /// new full backup follows at once.
     Gap {

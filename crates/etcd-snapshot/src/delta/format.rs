@@ -9,6 +9,10 @@
 //! - `2` lease: `id: i64 LE`, `granted TTL seconds: i64 LE` (a lease a change was attached to).
 //! - `3` mark: `revision: i64 LE`, `unix ms: i64 LE`: every change up to the revision was
 //!   received by then (used for `--to-time`).
+//! - `4` leases (format version 2): `revision: i64 LE`, then `id: i64 LE`, `granted TTL seconds:
+//!   i64 LE` for each lease the cluster held when `backup run` last looked while it was at that
+//!   revision (etcd's watch carries no lease grants or revocations; this is how a replay learns
+//!   them). Written when the set differs from the one written before in the chain.
 //! - `255` end: `records before it: u64 LE`.
 
 use crate::mvcc::{REVISION_KEY_LEN, next_field, parse_revision_key};
@@ -19,6 +23,7 @@ pub const SEGMENT_MAGIC: &[u8; 8] = b"EOPSDLT1";
 const TAG_CHANGE: u8 = 1;
 const TAG_LEASE: u8 = 2;
 const TAG_MARK: u8 = 3;
+const TAG_LEASES: u8 = 4;
 const TAG_END: u8 = 255;
 
 /// One record of a segment.
@@ -45,6 +50,13 @@ pub enum DeltaRecord {
         revision: i64,
         /// Milliseconds since the Unix epoch.
         unix_ms: i64,
+    },
+    /// Every lease the cluster held at `revision` (as last seen there), with its granted TTL.
+    Leases {
+        /// The cluster's revision when the leases were listed.
+        revision: i64,
+        /// Lease ID to granted TTL in seconds, in ID order.
+        leases: Vec<(i64, i64)>,
     },
 }
 
@@ -171,6 +183,7 @@ impl SegmentEncoder {
             DeltaRecord::Change { key, value } => (TAG_CHANGE, 4 + key.len() + value.len()),
             DeltaRecord::Lease { .. } => (TAG_LEASE, 16),
             DeltaRecord::Mark { .. } => (TAG_MARK, 16),
+            DeltaRecord::Leases { leases, .. } => (TAG_LEASES, 8 + 16 * leases.len()),
         };
         out.push(tag);
         out.extend_from_slice(&(payload_len as u32).to_le_bytes());
@@ -187,6 +200,13 @@ impl SegmentEncoder {
             DeltaRecord::Mark { revision, unix_ms } => {
                 out.extend_from_slice(&revision.to_le_bytes());
                 out.extend_from_slice(&unix_ms.to_le_bytes());
+            }
+            DeltaRecord::Leases { revision, leases } => {
+                out.extend_from_slice(&revision.to_le_bytes());
+                for (id, ttl) in leases {
+                    out.extend_from_slice(&id.to_le_bytes());
+                    out.extend_from_slice(&ttl.to_le_bytes());
+                }
             }
         }
         self.records += 1;
@@ -282,6 +302,21 @@ impl<R: std::io::Read> SegmentReader<R> {
                 revision: i64_at(0)?,
                 unix_ms: i64_at(8)?,
             },
+            TAG_LEASES => {
+                if len < 8 || (len - 8) % 16 != 0 {
+                    return Err(SegmentError(format!(
+                        "a leases record of {len} bytes is not a revision and whole leases"
+                    )));
+                }
+                let leases = (8..len)
+                    .step_by(16)
+                    .map(|at| Ok((i64_at(at)?, i64_at(at + 8)?)))
+                    .collect::<Result<Vec<_>, SegmentError>>()?;
+                DeltaRecord::Leases {
+                    revision: i64_at(0)?,
+                    leases,
+                }
+            }
             TAG_END => {
                 let count = i64_at(0)? as u64;
                 if count != self.records {
@@ -355,6 +390,14 @@ pub(crate) mod tests {
                 revision: 8,
                 unix_ms: 1_700_000_000_000,
             },
+            DeltaRecord::Leases {
+                revision: 8,
+                leases: vec![(0x1234, 60), (i64::MAX, 1)],
+            },
+            DeltaRecord::Leases {
+                revision: 9,
+                leases: Vec::new(),
+            },
         ];
         let bytes = encode(&records);
         assert_eq!(decode(&bytes).unwrap(), records);
@@ -396,5 +439,15 @@ pub(crate) mod tests {
         assert_eq!(key_value_lease(&leased.encode()), 0x7fff_0000_1234);
         assert_eq!(key_value_lease(&kv.encode()), 0);
         assert_eq!(without_lease(&leased.encode()), kv.encode());
+    }
+
+    #[test]
+    fn a_leases_record_that_is_not_whole_leases_is_refused() {
+        let mut bytes = SegmentEncoder::header().to_vec();
+        bytes.push(TAG_LEASES);
+        bytes.extend_from_slice(&12u32.to_le_bytes());
+        bytes.extend_from_slice(&[0u8; 12]);
+        let error = decode(&bytes).unwrap_err();
+        assert!(error.0.contains("not a revision and whole leases"), "{error}");
     }
 }

@@ -9,8 +9,12 @@ use crate::crypt::Encryption;
 use crate::error::{Result, SnapshotError};
 use crate::manifest::{ENCRYPTED_SUFFIX, MANIFEST_SUFFIX, manifest_json};
 
-/// The delta manifest format this build writes.
-pub const DELTA_FORMAT_VERSION: u32 = 1;
+/// The newest delta format this build reads and writes: 2 when a segment holds a leases
+/// record (older etcdops refuse it, saying to upgrade).
+pub const DELTA_FORMAT_VERSION: u32 = 2;
+
+/// The format of a segment without a leases record: what etcdops before 2 read.
+pub const DELTA_FORMAT_VERSION_WITHOUT_LEASES: u32 = 1;
 
 /// `kind` of every delta manifest (full backups' manifests have none).
 pub const DELTA_KIND: &str = "delta";
@@ -142,7 +146,7 @@ pub(crate) mod tests {
     pub(crate) fn sample(base: &str, sequence: u64, after: i64, to: i64) -> DeltaManifest {
         let at = Utc.with_ymd_and_hms(2026, 11, 30, 1, 0, 0).unwrap();
         DeltaManifest {
-            format_version: DELTA_FORMAT_VERSION,
+            format_version: DELTA_FORMAT_VERSION_WITHOUT_LEASES,
             kind: DELTA_KIND.into(),
             tool: "etcdops".into(),
             tool_version: "0.1.0".into(),

@@ -6,6 +6,7 @@ mod compact_after;
 mod events;
 mod format;
 mod history;
+mod lease_looks;
 mod lock;
 mod manifest;
 mod metrics;
@@ -38,7 +39,8 @@ pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub(crate) use read::{decode_segment, fetch_stored};
 pub use replay::{
-    DeltaReplay, PointInTime, ReplayChanges, ReplaySummary, lease_entry, segment_needs_reading,
+    DeltaReplay, PlannedLeases, PointInTime, ReplayChanges, ReplaySummary, lease_entry,
+    segment_needs_reading,
 };
 pub use run::{
     DEFAULT_SEGMENT_BYTES, FailureReason, RunEvent, RunObserver, RunRequest, RunState, run_backups,

@@ -383,7 +383,9 @@ fn plan_for(
     let mut later: Vec<(i64, DateTime<Utc>)> = Vec::new();
     match point {
         PointInTime::Revision(r) => {
-            needed.extend(deltas.iter().take_while(|d| d.manifest.after_revision < r));
+            // A segment starting at `r` holds no change at or before it, but may hold the
+            // look at the leases at `r` (its changes past `r` are not replayed).
+            needed.extend(deltas.iter().take_while(|d| d.manifest.after_revision <= r));
         }
         PointInTime::Time(t) => {
             let mut high = prior.map_or(full.manifest.created_at, |p| {

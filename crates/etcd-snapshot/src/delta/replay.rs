@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::format::{DeltaRecord, SegmentReader, key_value_lease, without_lease};
-use super::manifest::DeltaManifest;
+use super::manifest::{DELTA_FORMAT_VERSION_WITHOUT_LEASES, DeltaManifest};
 use super::timeline::{ClockStep, TimeSeenAgain, Timeline};
 use crate::bbolt::BoltError;
 use crate::error::{Result, SnapshotError};
@@ -45,6 +45,9 @@ pub struct ReplaySummary {
     /// Leases granted after the full backup that keys still used, recreated with their
     /// granted TTL (restarting when etcd starts), hex IDs.
     pub leases_recreated: Vec<String>,
+    /// Leases of the full backup that were gone at the target (revoked or expired: the
+    /// chain's last look at the leases before the target did not list them), hex IDs.
+    pub leases_removed: Vec<String>,
     /// Leases whose TTL was never learned (they ended before `backup run` could ask): the
     /// keys attached to them are restored without a lease, hex IDs.
     pub leases_detached: Vec<String>,
@@ -100,10 +103,13 @@ fn refused(name: &str, reason: String) -> SnapshotError {
     }
 }
 
-/// Whether a segment must be read for a replay: one whose manifest says it holds no change
-/// and ends where it starts adds nothing (its times are in its manifest).
+/// Whether a segment must be read for a replay: one whose manifest says it holds no change,
+/// ends where it starts and has no leases record (format version 1) adds nothing (its times
+/// are in its manifest).
 pub fn segment_needs_reading(manifest: &DeltaManifest) -> bool {
-    manifest.changes > 0 || manifest.to_revision != manifest.after_revision
+    manifest.changes > 0
+        || manifest.to_revision != manifest.after_revision
+        || manifest.format_version > DELTA_FORMAT_VERSION_WITHOUT_LEASES
 }
 
 impl DeltaReplay {
@@ -196,6 +202,7 @@ impl DeltaReplay {
                 DeltaRecord::Change { .. } => {
                     content_end = content_end.max(record.revision().unwrap_or(0));
                 }
+                DeltaRecord::Leases { revision, .. } => content_end = content_end.max(revision),
                 DeltaRecord::Lease { .. } => {}
             }
         }
@@ -300,22 +307,35 @@ impl DeltaReplay {
         Ok(())
     }
 
-    /// The leases to add to the `lease` bucket (ID to granted TTL) and those to detach: the
-    /// leases that keys live at the target use, when the db does not hold them already (a
-    /// lease revoked before the target took its keys with it, and is not recreated). Memory:
-    /// one entry per key changed after `db_revision`.
+    /// What the restored db's `lease` bucket needs so it holds the leases of the target:
+    /// - with a leases record at or before the target (the chain's last look at the leases,
+    ///   written by `backup run` since format version 2): exactly that set, plus any lease a
+    ///   key live at the target still uses; leases of the db the set lacks are removed (revoked
+    ///   or expired by then), leases it adds are recreated with their granted TTL;
+    /// - without one (an older chain): the db's leases, plus the leases keys live at the target
+    ///   use that the db lacks.
+    ///
+    /// A lease a live key uses whose TTL was never learned is detached from its keys. Memory:
+    /// one entry per key changed after `db_revision`, and one lease set.
     pub fn plan_leases(
         &mut self,
         db_revision: i64,
         existing: &BTreeSet<i64>,
-    ) -> std::result::Result<(BTreeMap<i64, i64>, BTreeSet<i64>), BoltError> {
+    ) -> std::result::Result<PlannedLeases, BoltError> {
         let target = self.target_revision();
         let mut live: HashMap<Vec<u8>, i64> = HashMap::new();
         let mut granted: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut seen: Option<Vec<(i64, i64)>> = None;
         self.for_each_record(|record| {
             match &record {
                 DeltaRecord::Lease { id, ttl } => {
                     granted.insert(*id, *ttl);
+                }
+                DeltaRecord::Leases { revision, leases } => {
+                    // The last look at or before the target, and not before the db's own.
+                    if (db_revision..=target).contains(revision) {
+                        seen = Some(leases.clone());
+                    }
                 }
                 DeltaRecord::Change { key, value } => {
                     let revision = record.revision().unwrap_or(0);
@@ -336,25 +356,40 @@ impl DeltaReplay {
             }
             Ok(true)
         })?;
-        let used: BTreeSet<i64> = live
-            .into_values()
-            .filter(|lease| *lease != 0 && !existing.contains(lease))
-            .collect();
-        let mut recreate = BTreeMap::new();
-        let mut detach = BTreeSet::new();
+        let used: BTreeSet<i64> = live.into_values().filter(|lease| *lease != 0).collect();
+        let mut plan = PlannedLeases::default();
+        if let Some(seen) = &seen {
+            for (id, ttl) in seen {
+                granted.insert(*id, *ttl);
+                if !existing.contains(id) && *ttl > 0 {
+                    plan.recreate.insert(*id, *ttl);
+                }
+            }
+            let kept: BTreeSet<i64> = seen.iter().map(|(id, _)| *id).collect();
+            plan.remove = existing
+                .iter()
+                .filter(|id| !kept.contains(id) && !used.contains(id))
+                .copied()
+                .collect();
+        }
         for lease in used {
+            if existing.contains(&lease) || plan.recreate.contains_key(&lease) {
+                continue;
+            }
             match granted.get(&lease) {
                 Some(ttl) if *ttl > 0 => {
-                    recreate.insert(lease, *ttl);
+                    plan.recreate.insert(lease, *ttl);
                 }
                 _ => {
-                    detach.insert(lease);
+                    plan.detach.insert(lease);
                 }
             }
         }
-        self.summary.leases_recreated = recreate.keys().map(|id| format!("{id:016x}")).collect();
-        self.summary.leases_detached = detach.iter().map(|id| format!("{id:016x}")).collect();
-        Ok((recreate, detach))
+        let hex = |id: &i64| format!("{id:016x}");
+        self.summary.leases_recreated = plan.recreate.keys().map(hex).collect();
+        self.summary.leases_removed = plan.remove.iter().map(hex).collect();
+        self.summary.leases_detached = plan.detach.iter().map(hex).collect();
+        Ok(plan)
     }
 
     /// The changes after `db_revision` up to the target, in revision order, as `key` bucket
@@ -372,6 +407,18 @@ impl DeltaReplay {
             done: false,
         }
     }
+}
+
+/// What a replay changes in the restored db's `lease` bucket (see
+/// [`DeltaReplay::plan_leases`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlannedLeases {
+    /// Leases to add, ID to granted TTL.
+    pub recreate: BTreeMap<i64, i64>,
+    /// Leases of the db to take out.
+    pub remove: BTreeSet<i64>,
+    /// Leases to take off the changes (their TTL is unknown).
+    pub detach: BTreeSet<i64>,
 }
 
 /// One entry of etcd's `key` bucket: revision key and `mvccpb.KeyValue` bytes.

@@ -196,9 +196,10 @@ fn a_replay_stops_at_the_target_skips_the_full_and_plans_leases() {
         replay
     };
     let mut replay = build(PointInTime::Revision(12));
-    let (recreate, detach) = replay.plan_leases(10, &BTreeSet::new()).unwrap();
-    assert_eq!(recreate, BTreeMap::from([(7, 30)]));
-    assert_eq!(detach, BTreeSet::from([9]));
+    let plan = replay.plan_leases(10, &BTreeSet::new()).unwrap();
+    assert_eq!(plan.recreate, BTreeMap::from([(7, 30)]));
+    assert_eq!(plan.detach, BTreeSet::from([9]));
+    let detach = plan.detach;
     let mut changes = replay.changes(10, &detach);
     let keys: Vec<(Vec<u8>, i64)> = changes
         .by_ref()
@@ -245,12 +246,89 @@ fn a_lease_whose_keys_were_deleted_before_the_target_is_not_recreated() {
     replay
         .add_segment(&manifest(1, 10, 13, 3), "s1", Some(&segment), None)
         .unwrap();
-    let (recreate, detach) = replay.plan_leases(10, &BTreeSet::new()).unwrap();
-    assert_eq!(recreate, BTreeMap::from([(8, 60)]));
-    assert!(detach.is_empty());
-    // A lease the db holds already is left alone.
-    let (recreate, _) = replay.plan_leases(10, &BTreeSet::from([8])).unwrap();
-    assert!(recreate.is_empty());
+    let plan = replay.plan_leases(10, &BTreeSet::new()).unwrap();
+    assert_eq!(plan.recreate, BTreeMap::from([(8, 60)]));
+    assert!(plan.detach.is_empty());
+    // A lease the db holds already is left alone; without a leases record nothing is removed.
+    let plan = replay.plan_leases(10, &BTreeSet::from([8, 3])).unwrap();
+    assert!(plan.recreate.is_empty());
+    assert!(plan.remove.is_empty());
+}
+
+#[test]
+fn the_last_leases_record_at_or_before_the_target_decides_the_lease_bucket() {
+    // The db (revision 10) holds leases 1 and 2. Lease 3 is granted with no key (seen at 11),
+    // lease 1 is revoked (seen at 12), lease 4 is granted and used at 13 but not yet seen.
+    let segment = segment(&[
+        put(11, b"a", 0),
+        DeltaRecord::Leases {
+            revision: 11,
+            leases: vec![(1, 10), (2, 20), (3, 30)],
+        },
+        put(12, b"b", 0),
+        DeltaRecord::Leases {
+            revision: 12,
+            leases: vec![(2, 20), (3, 30)],
+        },
+        DeltaRecord::Lease { id: 4, ttl: 40 },
+        put(13, b"c", 4),
+        DeltaRecord::Leases {
+            revision: 14,
+            leases: vec![(3, 30), (4, 40)],
+        },
+        put(14, b"d", 0),
+    ]);
+    let plan_at = |target: i64| {
+        let mut replay = DeltaReplay::new("full", PointInTime::Revision(target), 10);
+        replay
+            .add_segment(&manifest(1, 10, 14, 4), "s1", Some(&segment), None)
+            .unwrap();
+        let plan = replay.plan_leases(10, &BTreeSet::from([1, 2])).unwrap();
+        assert_eq!(
+            replay.summary.leases_removed,
+            plan.remove
+                .iter()
+                .map(|id| format!("{id:016x}"))
+                .collect::<Vec<_>>()
+        );
+        plan
+    };
+    // Before any look: the db's leases as they are.
+    let at10 = plan_at(10);
+    assert!(at10.recreate.is_empty() && at10.remove.is_empty());
+    let at11 = plan_at(11);
+    assert_eq!(at11.recreate, BTreeMap::from([(3, 30)]));
+    assert!(at11.remove.is_empty());
+    let at12 = plan_at(12);
+    assert_eq!(at12.remove, BTreeSet::from([1]));
+    // Lease 4 is used by a live key at 13: recreated though no look has listed it yet.
+    let at13 = plan_at(13);
+    assert_eq!(at13.recreate, BTreeMap::from([(3, 30), (4, 40)]));
+    assert_eq!(at13.remove, BTreeSet::from([1]));
+    let at14 = plan_at(14);
+    assert_eq!(at14.recreate, BTreeMap::from([(3, 30), (4, 40)]));
+    assert_eq!(at14.remove, BTreeSet::from([1, 2]));
+    assert!(at14.detach.is_empty());
+}
+
+#[test]
+fn a_lease_a_live_key_uses_is_kept_whatever_a_look_said() {
+    // A look listed while a revocation was being applied can miss a lease whose key is still
+    // live at the target: the key keeps it.
+    let segment = segment(&[
+        put(11, b"a", 1),
+        DeltaRecord::Leases {
+            revision: 11,
+            leases: Vec::new(),
+        },
+    ]);
+    let mut replay = DeltaReplay::new("full", PointInTime::Revision(11), 10);
+    replay
+        .add_segment(&manifest(1, 10, 11, 1), "s1", Some(&segment), None)
+        .unwrap();
+    let plan = replay.plan_leases(10, &BTreeSet::from([1, 2])).unwrap();
+    assert_eq!(plan.remove, BTreeSet::from([2]));
+    assert!(plan.detach.is_empty() && plan.recreate.is_empty());
 }
 
 #[test]

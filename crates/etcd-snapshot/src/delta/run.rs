@@ -30,6 +30,7 @@ use super::compact_after::{CompactAfter, Compactions};
 pub use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
 use super::history::{cluster_id, one_line};
+use super::lease_looks::{LeaseLooks, granted_ttl, list_leases};
 use super::lock::{LockKeeper, lock_ttl};
 use super::metrics::RunMetrics;
 use super::metrics_server::MetricsServer;
@@ -294,6 +295,7 @@ struct Follow {
     machine: ChainMachine<SaveResult>,
     segment: SegmentBuilder,
     source: SegmentSource,
+    leases: LeaseLooks,
 }
 
 type Ended = std::result::Result<(), ChainEnd<SaveResult>>;
@@ -332,6 +334,7 @@ async fn follow_chain<F: Future<Output = ()>>(
             member_id: MemberId(0),
             endpoint: endpoint.to_string(),
         },
+        leases: LeaseLooks::new(chain.covered_revision),
     };
     loop {
         // A fused stop that already fired (while a full backup was finished) never fires
@@ -508,38 +511,60 @@ async fn publish<F: Future<Output = ()>>(
     }
 }
 
-/// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);
-/// an error when etcd could not be asked.
-async fn granted_ttl(
-    client: &EndpointClient,
-    id: i64,
-) -> etcd_core::Result<(Option<i64>, MemberId)> {
-    let response = client
-        .call("lease time-to-live", |mut c| async move {
-            c.lease_time_to_live(id, None).await
-        })
-        .await?;
-    let cluster = MemberId(
-        response
-            .header()
-            .map(|h| h.cluster_id())
-            .unwrap_or_default(),
-    );
-    let ttl = (response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl());
-    Ok((ttl, cluster))
-}
-
 fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
 }
 
-/// Records a time mark: every change up to `revision` was received.
-fn mark(follow: &mut Follow, revision: i64) -> Ended {
+/// Records a time mark: every change up to `revision` was received; and the look at the
+/// leases that waited for it.
+fn mark(runner: &mut Runner<'_>, follow: &mut Follow, revision: i64) -> Ended {
     let mark = DeltaRecord::Mark {
         revision,
         unix_ms: now_ms(),
     };
-    follow.segment.push(&mark).map_err(gap)
+    follow.segment.push(&mark).map_err(gap)?;
+    let leases = follow.leases.on_recorded(revision);
+    write_leases(runner, follow, leases)
+}
+
+/// Writes a look at the leases into the segment.
+fn write_leases(runner: &mut Runner<'_>, follow: &mut Follow, record: Option<DeltaRecord>) -> Ended {
+    let Some(record) = record else {
+        return Ok(());
+    };
+    follow.segment.push(&record).map_err(gap)?;
+    if let DeltaRecord::Leases { revision, leases } = record {
+        runner.emit(RunEvent::LeasesRecorded {
+            revision,
+            leases: leases.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Lists the cluster's leases (see `lease_looks.rs`). A failure is reported and left to the
+/// next check; an answer of another cluster is not used.
+async fn look_at_leases(
+    runner: &mut Runner<'_>,
+    follow: &mut Follow,
+    client: &EndpointClient,
+) -> Ended {
+    match list_leases(client, &follow.leases).await {
+        Ok((revision, leases, cluster)) => {
+            if runner.check_cluster(client.endpoint(), cluster).is_err() {
+                return Ok(());
+            }
+            let record = follow.leases.seen(revision, leases);
+            write_leases(runner, follow, record)
+        }
+        Err(e) => {
+            runner.emit(RunEvent::Failed {
+                reason: FailureReason::Watch,
+                error: format!("listing the leases on {}: {e}", client.endpoint()),
+            });
+            Ok(())
+        }
+    }
 }
 
 /// Cuts the segment and ends the chain when the next full backup is stored and every change
@@ -598,8 +623,11 @@ async fn check<F: Future<Output = ()>>(
             runner.state.lag_revisions = lag;
             runner.state.cluster_revision = revision;
             if let Some(revision) = caught_up
-                && let Err(end) = mark(follow, revision)
+                && let Err(end) = mark(runner, follow, revision)
             {
+                return Some(WatchEnd::Chain(end));
+            }
+            if let Err(end) = look_at_leases(runner, follow, client).await {
                 return Some(WatchEnd::Chain(end));
             }
         }
@@ -745,7 +773,7 @@ async fn record_events<F: Future<Output = ()>>(
             Change::Skip => continue,
             Change::Record { sub, cut_at } => {
                 if let Some(revision) = cut_at {
-                    mark(follow, revision)?;
+                    mark(runner, follow, revision)?;
                     cut(runner, chain, follow, stop).await?;
                 }
                 sub
@@ -795,7 +823,7 @@ async fn record_events<F: Future<Output = ()>>(
         follow.machine.on_recorded(main);
     }
     if let Some(revision) = follow.machine.end_of_response() {
-        mark(follow, revision)?;
+        mark(runner, follow, revision)?;
     }
     Ok(())
 }

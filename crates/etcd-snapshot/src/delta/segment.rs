@@ -12,7 +12,10 @@ use etcd_store::Store;
 use sha2::{Digest, Sha256};
 
 use super::format::{DeltaRecord, SegmentEncoder};
-use super::manifest::{DELTA_FORMAT_VERSION, DELTA_KIND, DeltaManifest, delta_object_name};
+use super::manifest::{
+    DELTA_FORMAT_VERSION, DELTA_FORMAT_VERSION_WITHOUT_LEASES, DELTA_KIND, DeltaManifest,
+    delta_object_name,
+};
 use crate::crypt::{Encryption, Recipients, encryptor};
 use crate::error::{Result, SnapshotError};
 use crate::manifest::Manifest;
@@ -74,6 +77,8 @@ pub struct SegmentBuilder {
     scratch: Vec<u8>,
     raw_bytes: u64,
     changes: u64,
+    /// Whether a leases record is in it (it then needs a reader of format version 2).
+    lease_sets: bool,
     after_revision: i64,
     to_revision: i64,
     from_time: DateTime<Utc>,
@@ -94,6 +99,7 @@ impl SegmentBuilder {
             scratch: Vec::new(),
             raw_bytes: 0,
             changes: 0,
+            lease_sets: false,
             after_revision,
             to_revision: after_revision,
             from_time: now,
@@ -102,7 +108,8 @@ impl SegmentBuilder {
     }
 
     /// Adds a record. A change raises `to_revision` to its revision; a mark raises it to the
-    /// mark's revision and sets `to_time`.
+    /// mark's revision and sets `to_time`; a leases record (pushed only once every change up to
+    /// its revision was received) raises it to its revision.
     pub fn push(&mut self, record: &DeltaRecord) -> Result<()> {
         let Some(zstd) = self.zstd.as_mut() else {
             return Err(SnapshotError::Codec {
@@ -135,6 +142,10 @@ impl SegmentBuilder {
                 if let Some(at) = DateTime::<Utc>::from_timestamp_millis(*unix_ms) {
                     self.to_time = self.to_time.max(at);
                 }
+            }
+            DeltaRecord::Leases { revision, .. } => {
+                self.lease_sets = true;
+                self.to_revision = self.to_revision.max(*revision);
             }
             DeltaRecord::Lease { .. } => {}
         }
@@ -197,7 +208,12 @@ impl SegmentBuilder {
         let object_size = stored.len() as u64;
         store.put_small(&object, Bytes::from(stored)).await?;
         let manifest = DeltaManifest {
-            format_version: DELTA_FORMAT_VERSION,
+            // Readable by older etcdops unless it holds a leases record.
+            format_version: if self.lease_sets {
+                DELTA_FORMAT_VERSION
+            } else {
+                DELTA_FORMAT_VERSION_WITHOUT_LEASES
+            },
             kind: DELTA_KIND.into(),
             tool: "etcdops".into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),

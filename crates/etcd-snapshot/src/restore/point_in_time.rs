@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use bbolt::{AppendReport, BoltError};
 use etcd_common::OptionId;
-use etcd_data::restore::{AppendChanges, KeyEntry, Replay, RestoreError, opts};
+use etcd_data::restore::{AppendChanges, LeasePlan, Replay, RestoreError, opts};
 
 use crate::delta::{DeltaReplay, ReplaySummary, lease_entry};
 use crate::error::SnapshotError;
@@ -33,13 +33,17 @@ impl Replay for DeltaReplay {
         &mut self,
         db_revision: i64,
         existing: &BTreeSet<i64>,
-    ) -> Result<(Vec<KeyEntry>, BTreeSet<i64>), BoltError> {
-        let (recreate, detach) = DeltaReplay::plan_leases(self, db_revision, existing)?;
-        let entries = recreate
-            .into_iter()
-            .map(|(id, ttl)| lease_entry(id, ttl))
-            .collect();
-        Ok((entries, detach))
+    ) -> Result<LeasePlan, BoltError> {
+        let planned = DeltaReplay::plan_leases(self, db_revision, existing)?;
+        Ok(LeasePlan {
+            add: planned
+                .recreate
+                .into_iter()
+                .map(|(id, ttl)| lease_entry(id, ttl))
+                .collect(),
+            remove: planned.remove,
+            detach: planned.detach,
+        })
     }
 
     fn replay_into(

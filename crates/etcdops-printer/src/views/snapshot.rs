@@ -109,9 +109,10 @@ impl Render for RestoreView<'_> {
         ));
         if let Some(pitr) = &r.point_in_time {
             lines.push(format!(
-                "replayed {} changes; leases recreated: {}; detached: {}",
+                "replayed {} changes; leases recreated: {}; removed: {}; detached: {}",
                 pitr.changes_applied,
                 pitr.leases_recreated.len(),
+                pitr.leases_removed.len(),
                 pitr.leases_detached.len()
             ));
         }
@@ -799,6 +800,9 @@ impl Render for CompactView {
                 "leases recreated".into(),
                 r.leases_recreated.join(", "),
             ]);
+        }
+        if !r.leases_removed.is_empty() {
+            rows.push(vec!["leases removed".into(), r.leases_removed.join(", ")]);
         }
         if !r.leases_detached.is_empty() {
             rows.push(vec!["leases detached".into(), r.leases_detached.join(", ")]);

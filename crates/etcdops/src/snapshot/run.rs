@@ -127,6 +127,9 @@ pub fn event_line(event: &RunEvent) -> String {
             "segment {object}: {changes} changes, revisions {}..={to_revision}",
             after_revision + 1
         ),
+        RunEvent::LeasesRecorded { revision, leases } => {
+            format!("leases at revision {revision}: {leases} recorded")
+        }
         RunEvent::Gap {
             base,
             covered_revision,

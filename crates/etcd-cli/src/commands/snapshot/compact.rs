@@ -76,6 +76,7 @@ mod tests {
             segments: 3,
             changes_applied: 0,
             leases_recreated: Vec::new(),
+            leases_removed: Vec::new(),
             leases_detached: Vec::new(),
             manifest: serde_json::from_value(manifest).unwrap(),
             manifest_name: String::new(),

@@ -1,0 +1,173 @@
+//! The leases of a chain. etcd's watch carries key changes only: a lease granted or revoked
+//! with no key change makes no event, and a revocation's deletions do not say they were one.
+//! So `backup run` lists the cluster's leases at every check (one `LeaseLeases` call, plus a
+//! `LeaseTimeToLive` for each lease it has not met before, for its granted TTL) and writes the
+//! set into the segment, with the revision the member answered at, whenever it differs from
+//! the set written before in the chain (the first look of each chain is always written).
+//!
+//! A look is written once every change up to its revision is in the segment, so a replay
+//! reads the sets in revision order beside the changes, and a point-in-time restore at `R`
+//! holds the leases of the last look at or before `R` (plus any lease a key live at `R`
+//! uses). The guarantee: the leases at `R` as `backup run` last saw them while the cluster
+//! was at `R`; a lease granted and revoked between two looks (`--check-every`, 1 s) with no
+//! key is never seen.
+
+use std::collections::{BTreeMap, HashMap};
+
+use etcd_core::{EndpointClient, MemberId};
+
+use super::format::DeltaRecord;
+
+/// What the run knows of the leases: the sets it saw and wrote, and their granted TTLs.
+#[derive(Debug, Default)]
+pub(super) struct LeaseLooks {
+    /// Granted TTL of each lease of the last look (asked once per lease).
+    ttls: HashMap<i64, i64>,
+    /// The set last written in this chain.
+    written: Option<BTreeMap<i64, i64>>,
+    /// A look not yet written: its revision is past the changes recorded so far.
+    pending: Option<(i64, BTreeMap<i64, i64>)>,
+    /// Every change up to this revision is in the chain.
+    recorded: i64,
+}
+
+impl LeaseLooks {
+    /// Nothing seen yet, in a chain whose changes up to `covered` are published.
+    pub(super) fn new(covered: i64) -> Self {
+        LeaseLooks {
+            recorded: covered,
+            ..LeaseLooks::default()
+        }
+    }
+
+    /// The granted TTL of `id` when a look met it before.
+    fn known_ttl(&self, id: i64) -> Option<i64> {
+        self.ttls.get(&id).copied()
+    }
+
+    /// A look answered at `revision`: the record to write now, if its revision is recorded
+    /// already and the set differs from the last written; otherwise it waits (a later look
+    /// replaces it).
+    pub(super) fn seen(&mut self, revision: i64, leases: BTreeMap<i64, i64>) -> Option<DeltaRecord> {
+        self.ttls = leases.iter().map(|(id, ttl)| (*id, *ttl)).collect();
+        self.pending = Some((revision, leases));
+        self.flush()
+    }
+
+    /// Every change up to `revision` is in the segment: the waiting look to write, if any.
+    pub(super) fn on_recorded(&mut self, revision: i64) -> Option<DeltaRecord> {
+        self.recorded = self.recorded.max(revision);
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Option<DeltaRecord> {
+        let (revision, _) = self.pending.as_ref()?;
+        if *revision > self.recorded {
+            return None;
+        }
+        let (revision, leases) = self.pending.take()?;
+        if self.written.as_ref() == Some(&leases) {
+            return None;
+        }
+        let record = DeltaRecord::Leases {
+            revision,
+            leases: leases.iter().map(|(id, ttl)| (*id, *ttl)).collect(),
+        };
+        self.written = Some(leases);
+        Some(record)
+    }
+}
+
+/// The cluster's leases now, with their granted TTLs, and the revision and cluster the
+/// member answered with. A lease revoked between the list and its TTL lookup is left out.
+pub(super) async fn list_leases(
+    client: &EndpointClient,
+    looks: &LeaseLooks,
+) -> etcd_core::Result<(i64, BTreeMap<i64, i64>, MemberId)> {
+    let response = client
+        .call("lease list", |mut c| async move { c.leases().await })
+        .await?;
+    let header = response.header();
+    let revision = header.map(|h| h.revision()).unwrap_or_default();
+    let cluster = MemberId(header.map(|h| h.cluster_id()).unwrap_or_default());
+    let mut leases = BTreeMap::new();
+    for status in response.leases() {
+        let id = status.id();
+        let ttl = match looks.known_ttl(id) {
+            Some(ttl) => Some(ttl),
+            None => granted_ttl(client, id).await?.0,
+        };
+        if let Some(ttl) = ttl {
+            leases.insert(id, ttl);
+        }
+    }
+    Ok((revision, leases, cluster))
+}
+
+/// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);
+/// an error when etcd could not be asked.
+pub(super) async fn granted_ttl(
+    client: &EndpointClient,
+    id: i64,
+) -> etcd_core::Result<(Option<i64>, MemberId)> {
+    let response = client
+        .call("lease time-to-live", |mut c| async move {
+            c.lease_time_to_live(id, None).await
+        })
+        .await?;
+    let cluster = MemberId(
+        response
+            .header()
+            .map(|h| h.cluster_id())
+            .unwrap_or_default(),
+    );
+    let ttl = (response.ttl() >= 0 && response.granted_ttl() > 0).then(|| response.granted_ttl());
+    Ok((ttl, cluster))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(leases: &[(i64, i64)]) -> BTreeMap<i64, i64> {
+        leases.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_look_is_written_once_its_revision_is_recorded_and_only_when_it_changed() {
+        let mut looks = LeaseLooks::new(10);
+        // The first look of a chain is written, even with no lease.
+        assert_eq!(
+            looks.seen(10, set(&[])),
+            Some(DeltaRecord::Leases {
+                revision: 10,
+                leases: vec![]
+            })
+        );
+        assert_eq!(looks.seen(10, set(&[])), None, "unchanged");
+        // Answered at 12 while only 11 is recorded: waits for 12.
+        assert_eq!(looks.seen(12, set(&[(7, 30)])), None);
+        assert_eq!(looks.on_recorded(11), None);
+        assert_eq!(
+            looks.on_recorded(12),
+            Some(DeltaRecord::Leases {
+                revision: 12,
+                leases: vec![(7, 30)]
+            })
+        );
+        assert_eq!(looks.on_recorded(13), None, "written once");
+        assert_eq!(looks.known_ttl(7), Some(30));
+        // A later look replaces one still waiting.
+        assert_eq!(looks.seen(20, set(&[(7, 30), (8, 5)])), None);
+        assert_eq!(looks.seen(21, set(&[(8, 5)])), None);
+        assert_eq!(
+            looks.on_recorded(25),
+            Some(DeltaRecord::Leases {
+                revision: 21,
+                leases: vec![(8, 5)]
+            })
+        );
+        // TTLs are kept for the leases of the last look only.
+        assert_eq!(looks.known_ttl(7), None);
+    }
+}
