@@ -138,9 +138,10 @@ pub(crate) fn decode_segment(
 
 /// Reads every record of a decompressed segment: the end record must be there and last, each
 /// change's revision within (`after_revision`, `to_revision`] and not below the one before,
-/// each time mark's within [`after_revision`, `to_revision`], the number of changes the
-/// manifest's, and the segment must end where its manifest says: `to_revision` is the last
-/// revision its records reach (a change or a mark; `after_revision` when it holds none), so
+/// each time mark's and lease set's within [`after_revision`, `to_revision`], the number of
+/// changes the manifest's, and the segment must end where its manifest says: `to_revision` is
+/// the last revision its records reach (a change, a mark or a lease set; `after_revision` when
+/// it holds none), so
 /// a manifest edited to claim a longer reach is refused.
 fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<()> {
     let unreadable = |e: super::SegmentError| failed(name, format!("unreadable segment: {e}"));
@@ -151,12 +152,17 @@ fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<(
     let mut end = after;
     let mut changes = 0u64;
     while let Some(record) = reader.next_record().map_err(unreadable)? {
-        if let super::DeltaRecord::Mark { revision, .. } = record {
+        let stamp = match &record {
+            super::DeltaRecord::Mark { revision, .. } => Some(("a time mark", *revision)),
+            super::DeltaRecord::Leases { revision, .. } => Some(("a lease set", *revision)),
+            _ => None,
+        };
+        if let Some((what, revision)) = stamp {
             if revision < after || revision > to {
                 return Err(failed(
                     name,
                     format!(
-                        "it holds a time mark at revision {revision}, outside its range [{after}, {to}]"
+                        "it holds {what} at revision {revision}, outside its range [{after}, {to}]"
                     ),
                 ));
             }
