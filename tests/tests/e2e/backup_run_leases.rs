@@ -173,7 +173,9 @@ fn a_point_in_time_restore_holds_exactly_the_leases_of_each_revision() {
         "{events:#?}"
     );
     assert!(
-        expected[&full_revision].iter().all(|(id, ..)| *id != unused),
+        expected[&full_revision]
+            .iter()
+            .all(|(id, ..)| *id != unused),
         "the oracle saw the revocation"
     );
 

@@ -448,6 +448,9 @@ pub(crate) mod tests {
         bytes.extend_from_slice(&12u32.to_le_bytes());
         bytes.extend_from_slice(&[0u8; 12]);
         let error = decode(&bytes).unwrap_err();
-        assert!(error.0.contains("not a revision and whole leases"), "{error}");
+        assert!(
+            error.0.contains("not a revision and whole leases"),
+            "{error}"
+        );
     }
 }

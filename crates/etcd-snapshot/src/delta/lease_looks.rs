@@ -48,7 +48,11 @@ impl LeaseLooks {
     /// A look answered at `revision`: the record to write now, if its revision is recorded
     /// already and the set differs from the last written; otherwise it waits (a later look
     /// replaces it).
-    pub(super) fn seen(&mut self, revision: i64, leases: BTreeMap<i64, i64>) -> Option<DeltaRecord> {
+    pub(super) fn seen(
+        &mut self,
+        revision: i64,
+        leases: BTreeMap<i64, i64>,
+    ) -> Option<DeltaRecord> {
         self.ttls = leases.iter().map(|(id, ttl)| (*id, *ttl)).collect();
         self.pending = Some((revision, leases));
         self.flush()

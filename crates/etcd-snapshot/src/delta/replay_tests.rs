@@ -337,3 +337,11 @@ fn lease_entries_encode_as_etcd_stores_them() {
     assert_eq!(key, 0x1234i64.to_be_bytes());
     assert_eq!(value, [0x08, 0xb4, 0x24, 0x10, 60]);
 }
+
+#[test]
+fn an_idle_segment_is_read_only_when_it_may_hold_a_lease_set() {
+    let mut idle = manifest(4, 12, 12, 0);
+    assert!(!segment_needs_reading(&idle));
+    idle.format_version = crate::delta::DELTA_FORMAT_VERSION;
+    assert!(segment_needs_reading(&idle));
+}

@@ -528,7 +528,11 @@ fn mark(runner: &mut Runner<'_>, follow: &mut Follow, revision: i64) -> Ended {
 }
 
 /// Writes a look at the leases into the segment.
-fn write_leases(runner: &mut Runner<'_>, follow: &mut Follow, record: Option<DeltaRecord>) -> Ended {
+fn write_leases(
+    runner: &mut Runner<'_>,
+    follow: &mut Follow,
+    record: Option<DeltaRecord>,
+) -> Ended {
     let Some(record) = record else {
         return Ok(());
     };
