@@ -12,7 +12,9 @@
 //! was at `R`; a lease granted and revoked between two looks (`--check-every`, 1 s) with no
 //! key is never seen.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use futures::StreamExt;
 
 use etcd_core::{EndpointClient, MemberId};
 
@@ -23,6 +25,8 @@ use super::format::DeltaRecord;
 pub(super) struct LeaseLooks {
     /// Granted TTL of each lease of the last look (asked once per lease).
     ttls: HashMap<i64, i64>,
+    /// Leases listed but gone when their TTL was asked (revoked meanwhile): left out.
+    gone: HashSet<i64>,
     /// The set last written in this chain.
     written: Option<BTreeMap<i64, i64>>,
     /// A look not yet written: its revision is past the changes recorded so far.
@@ -82,30 +86,56 @@ impl LeaseLooks {
     }
 }
 
+/// At most this many leases met for the first time are asked their TTL in one look (16 at a
+/// time): a burst of thousands of new leases is learned over a few checks instead of holding
+/// up the watch loop; the look is written once every lease of it is known.
+const NEW_LEASES_PER_LOOK: usize = 1024;
+
 /// The cluster's leases now, with their granted TTLs, and the revision and cluster the
-/// member answered with. A lease revoked between the list and its TTL lookup is left out.
+/// member answered with; `None` for the set while more new leases were met than one look
+/// asks about (their TTLs learned so far are kept for the next look). A lease revoked
+/// between the list and its TTL lookup is left out.
 pub(super) async fn list_leases(
     client: &EndpointClient,
-    looks: &LeaseLooks,
-) -> etcd_core::Result<(i64, BTreeMap<i64, i64>, MemberId)> {
+    looks: &mut LeaseLooks,
+) -> etcd_core::Result<(i64, Option<BTreeMap<i64, i64>>, MemberId)> {
     let response = client
         .call("lease list", |mut c| async move { c.leases().await })
         .await?;
     let header = response.header();
     let revision = header.map(|h| h.revision()).unwrap_or_default();
     let cluster = MemberId(header.map(|h| h.cluster_id()).unwrap_or_default());
-    let mut leases = BTreeMap::new();
-    for status in response.leases() {
-        let id = status.id();
-        let ttl = match looks.known_ttl(id) {
-            Some(ttl) => Some(ttl),
-            None => granted_ttl(client, id).await?.0,
-        };
-        if let Some(ttl) = ttl {
-            leases.insert(id, ttl);
+    let ids: Vec<i64> = response.leases().iter().map(|l| l.id()).collect();
+    let unknown: Vec<i64> = ids
+        .iter()
+        .copied()
+        .filter(|id| looks.known_ttl(*id).is_none() && !looks.gone.contains(id))
+        .collect();
+    let complete = unknown.len() <= NEW_LEASES_PER_LOOK;
+    let asked: Vec<(i64, etcd_core::Result<(Option<i64>, MemberId)>)> =
+        futures::stream::iter(unknown.into_iter().take(NEW_LEASES_PER_LOOK))
+            .map(|id| async move { (id, granted_ttl(client, id).await) })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+    for (id, answer) in asked {
+        match answer? {
+            (Some(ttl), _) => {
+                looks.ttls.insert(id, ttl);
+            }
+            (None, _) => {
+                looks.gone.insert(id);
+            }
         }
     }
-    Ok((revision, leases, cluster))
+    if !complete {
+        return Ok((revision, None, cluster));
+    }
+    let leases = ids
+        .iter()
+        .filter_map(|id| looks.known_ttl(*id).map(|ttl| (*id, ttl)))
+        .collect();
+    Ok((revision, Some(leases), cluster))
 }
 
 /// A lease's granted TTL: `Some(ttl)`, or `None` once it is gone (it can never be learned);

@@ -553,11 +553,15 @@ async fn look_at_leases(
     follow: &mut Follow,
     client: &EndpointClient,
 ) -> Ended {
-    match list_leases(client, &follow.leases).await {
+    match list_leases(client, &mut follow.leases).await {
         Ok((revision, leases, cluster)) => {
             if runner.check_cluster(client.endpoint(), cluster).is_err() {
                 return Ok(());
             }
+            // Incomplete (a burst of new leases): written at a later check.
+            let Some(leases) = leases else {
+                return Ok(());
+            };
             let record = follow.leases.seen(revision, leases);
             write_leases(runner, follow, record)
         }
