@@ -213,3 +213,134 @@ fn a_point_in_time_restore_holds_exactly_the_leases_of_each_revision() {
     by_copy.start_restored();
     assert_eq!(lease_state(&by_copy), expected[&last]);
 }
+
+/// How many segments the run published.
+fn segments(events: &[Value]) -> usize {
+    events
+        .iter()
+        .filter(|e| e["event"] == "segment_published")
+        .count()
+}
+
+#[test]
+fn lease_sets_under_steady_writes_stay_in_order_within_the_segment_size_and_follow_a_reused_id() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let store = cluster.dir().join("lease-storm");
+    // Segments are published only when full (an hour apart otherwise).
+    let backup = BackupRun::start(
+        &cluster,
+        &store,
+        &["--delta-every", "1h", "--segment-bytes", "4096"],
+    );
+    backup.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let grant_and_wait = |rounds: i64| {
+        block_on(async {
+            let mut c = cluster.client().await;
+            for round in 0..rounds {
+                for _ in 0..50 {
+                    c.lease_grant(600 + round, None).await?;
+                }
+                let count = c.leases().await?.leases().len();
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while !backup
+                    .events()
+                    .iter()
+                    .any(|e| e["event"] == "leases_recorded" && e["leases"] == count as u64)
+                {
+                    assert!(Instant::now() < deadline, "{count} leases never recorded");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            Ok::<_, etcd_client::Error>(())
+        })
+        .unwrap()
+    };
+    // Lease sets alone (800 to 4,800 bytes each, no change at all) fill segments.
+    grant_and_wait(6);
+    assert!(
+        segments(&backup.events()) >= 3,
+        "lease sets never filled a segment: {:#?}",
+        backup.events()
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let urls: Vec<String> = cluster
+        .members
+        .iter()
+        .map(|m| m.client_url.clone())
+        .collect();
+    std::thread::scope(|scope| {
+        // Puts all along, so lease sets wait for their revision between changes.
+        scope.spawn(|| {
+            block_on(async {
+                let mut c = etcd_client::Client::connect(urls.clone(), None).await?;
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    c.put(format!("/storm/{}", i % 50), i.to_string(), None)
+                        .await?;
+                    i += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok::<_, etcd_client::Error>(())
+            })
+            .unwrap();
+        });
+        grant_and_wait(4);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    // A lease ID granted again with another TTL, and a key on it.
+    let reused = 0x1234;
+    block_on(async {
+        let mut c = cluster.client().await;
+        c.lease_grant(
+            30,
+            Some(etcd_client::LeaseGrantOptions::new().with_id(reused)),
+        )
+        .await?;
+        Ok::<_, etcd_client::Error>(())
+    })
+    .unwrap();
+    let count = lease_state(&cluster).len();
+    backup.wait_for("the lease of TTL 30 recorded", |e| {
+        e["event"] == "leases_recorded" && e["leases"] == count as u64
+    });
+    let seen = backup.events().len();
+    let last = block_on(async {
+        let mut c = cluster.client().await;
+        c.lease_revoke(reused).await?;
+        c.lease_grant(
+            1000,
+            Some(etcd_client::LeaseGrantOptions::new().with_id(reused)),
+        )
+        .await?;
+        let put = c
+            .put("/reused", "v", Some(PutOptions::new().with_lease(reused)))
+            .await?;
+        Ok::<_, etcd_client::Error>(put.header().unwrap().revision())
+    })
+    .unwrap();
+    // Asked again in turn: the new TTL makes a new set.
+    wait_recorded(&backup, seen, last, count);
+    let events = backup.stop();
+    // Every segment verifies: sets in revision order beside the changes, sizes bounded.
+    let full = events.iter().find(|e| e["event"] == "full_saved").unwrap()["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let verified = crate::snapshot_compact_chains::snapshot_json(&[
+        "verify",
+        &format!("{}/{full}", store.display()),
+    ]);
+    verified.expect_code(0);
+    let report = verified.json();
+    assert!(
+        report.to_string().contains("segment"),
+        "the chain's segments are checked: {report:#}"
+    );
+    let (restored, result) = restore_point(&store, &["--to-revision", &last.to_string()]);
+    assert_eq!(lease_state(&restored), lease_state(&cluster), "{result:#}");
+    assert!(
+        lease_state(&restored)
+            .iter()
+            .any(|(id, ttl, keys)| *id == reused && *ttl == 1000 && keys.len() == 1)
+    );
+}

@@ -27,11 +27,13 @@ pub enum FailureReason {
     Compaction,
     /// The metrics file could not be written.
     MetricsFile,
+    /// The cluster's leases could not be listed (restores keep the last set written).
+    Leases,
 }
 
 impl FailureReason {
     /// Every reason, each a series of the failure counter from the start.
-    pub const ALL: [FailureReason; 9] = [
+    pub const ALL: [FailureReason; 10] = [
         FailureReason::FullBackup,
         FailureReason::Verification,
         FailureReason::Segment,
@@ -41,6 +43,7 @@ impl FailureReason {
         FailureReason::Prune,
         FailureReason::Compaction,
         FailureReason::MetricsFile,
+        FailureReason::Leases,
     ];
 
     /// The label value.
@@ -55,6 +58,7 @@ impl FailureReason {
             FailureReason::Prune => "prune",
             FailureReason::Compaction => "compaction",
             FailureReason::MetricsFile => "metrics_file",
+            FailureReason::Leases => "leases",
         }
     }
 }

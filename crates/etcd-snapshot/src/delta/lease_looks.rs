@@ -20,13 +20,58 @@ use etcd_core::{EndpointClient, MemberId};
 
 use super::format::DeltaRecord;
 
-/// What the run knows of the leases: the sets it saw and wrote, and their granted TTLs.
+/// The granted TTLs `backup run` learned, kept for the whole run (a new chain does not ask
+/// again): each lease's is asked when it is first listed, and asked again in turn (a few per
+/// look) so a lease ID revoked and granted again with another TTL is noticed.
 #[derive(Debug, Default)]
-pub(super) struct LeaseLooks {
-    /// Granted TTL of each lease of the last look (asked once per lease).
+pub(super) struct LeaseTtls {
+    /// Granted TTL of each lease of the last look.
     ttls: HashMap<i64, i64>,
     /// Leases listed but gone when their TTL was asked (revoked meanwhile): left out.
     gone: HashSet<i64>,
+    /// The known lease asked again last; the next look goes on after it.
+    refreshed_after: i64,
+    /// When a failure to list was last reported (reported at most once a minute).
+    pub(super) reported_at: Option<std::time::Instant>,
+}
+
+impl LeaseTtls {
+    /// The granted TTL of `id` when a look met it before.
+    fn known_ttl(&self, id: i64) -> Option<i64> {
+        self.ttls.get(&id).copied()
+    }
+
+    /// Keeps the TTLs of `leases` only (the last look's).
+    fn keep_only(&mut self, leases: &BTreeMap<i64, i64>) {
+        self.ttls.retain(|id, _| leases.contains_key(id));
+        self.gone.clear();
+    }
+
+    /// Up to `count` known leases of `listed` to ask again, in turn (sorted IDs, wrapping).
+    fn due_again(&mut self, listed: &[i64], count: usize) -> Vec<i64> {
+        let mut known: Vec<i64> = listed
+            .iter()
+            .copied()
+            .filter(|id| self.ttls.contains_key(id))
+            .collect();
+        known.sort_unstable();
+        let start = known.partition_point(|id| *id <= self.refreshed_after);
+        let due: Vec<i64> = known[start..]
+            .iter()
+            .chain(&known[..start])
+            .take(count)
+            .copied()
+            .collect();
+        if let Some(last) = due.last() {
+            self.refreshed_after = *last;
+        }
+        due
+    }
+}
+
+/// The lease sets of one chain: the last written, and a look waiting for its revision.
+#[derive(Debug, Default)]
+pub(super) struct LeaseLooks {
     /// The set last written in this chain.
     written: Option<BTreeMap<i64, i64>>,
     /// A look not yet written: its revision is past the changes recorded so far.
@@ -44,11 +89,6 @@ impl LeaseLooks {
         }
     }
 
-    /// The granted TTL of `id` when a look met it before.
-    fn known_ttl(&self, id: i64) -> Option<i64> {
-        self.ttls.get(&id).copied()
-    }
-
     /// A look answered at `revision`: the record to write now, if its revision is recorded
     /// already and the set differs from the last written; otherwise it waits (a later look
     /// replaces it).
@@ -57,12 +97,12 @@ impl LeaseLooks {
         revision: i64,
         leases: BTreeMap<i64, i64>,
     ) -> Option<DeltaRecord> {
-        self.ttls = leases.iter().map(|(id, ttl)| (*id, *ttl)).collect();
         self.pending = Some((revision, leases));
         self.flush()
     }
 
-    /// Every change up to `revision` is in the segment: the waiting look to write, if any.
+    /// Every change up to `revision` is in the segment (a mark, or a change past it about to
+    /// be added): the waiting look to write, if any, so sets stay in revision order.
     pub(super) fn on_recorded(&mut self, revision: i64) -> Option<DeltaRecord> {
         self.recorded = self.recorded.max(revision);
         self.flush()
@@ -91,13 +131,16 @@ impl LeaseLooks {
 /// up the watch loop; the look is written once every lease of it is known.
 const NEW_LEASES_PER_LOOK: usize = 1024;
 
+/// Known leases asked their TTL again at each look, in turn.
+const KNOWN_LEASES_PER_LOOK: usize = 64;
+
 /// The cluster's leases now, with their granted TTLs, and the revision and cluster the
 /// member answered with; `None` for the set while more new leases were met than one look
 /// asks about (their TTLs learned so far are kept for the next look). A lease revoked
 /// between the list and its TTL lookup is left out.
 pub(super) async fn list_leases(
     client: &EndpointClient,
-    looks: &mut LeaseLooks,
+    ttls: &mut LeaseTtls,
 ) -> etcd_core::Result<(i64, Option<BTreeMap<i64, i64>>, MemberId)> {
     let response = client
         .call("lease list", |mut c| async move { c.leases().await })
@@ -109,32 +152,35 @@ pub(super) async fn list_leases(
     let unknown: Vec<i64> = ids
         .iter()
         .copied()
-        .filter(|id| looks.known_ttl(*id).is_none() && !looks.gone.contains(id))
+        .filter(|id| ttls.known_ttl(*id).is_none() && !ttls.gone.contains(id))
         .collect();
     let complete = unknown.len() <= NEW_LEASES_PER_LOOK;
-    let asked: Vec<(i64, etcd_core::Result<(Option<i64>, MemberId)>)> =
-        futures::stream::iter(unknown.into_iter().take(NEW_LEASES_PER_LOOK))
-            .map(|id| async move { (id, granted_ttl(client, id).await) })
-            .buffer_unordered(16)
-            .collect()
-            .await;
+    let mut ask: Vec<i64> = unknown.into_iter().take(NEW_LEASES_PER_LOOK).collect();
+    ask.extend(ttls.due_again(&ids, KNOWN_LEASES_PER_LOOK));
+    let asked: Vec<(i64, etcd_core::Result<(Option<i64>, MemberId)>)> = futures::stream::iter(ask)
+        .map(|id| async move { (id, granted_ttl(client, id).await) })
+        .buffer_unordered(16)
+        .collect()
+        .await;
     for (id, answer) in asked {
         match answer? {
             (Some(ttl), _) => {
-                looks.ttls.insert(id, ttl);
+                ttls.ttls.insert(id, ttl);
             }
             (None, _) => {
-                looks.gone.insert(id);
+                ttls.ttls.remove(&id);
+                ttls.gone.insert(id);
             }
         }
     }
     if !complete {
         return Ok((revision, None, cluster));
     }
-    let leases = ids
+    let leases: BTreeMap<i64, i64> = ids
         .iter()
-        .filter_map(|id| looks.known_ttl(*id).map(|ttl| (*id, ttl)))
+        .filter_map(|id| ttls.known_ttl(*id).map(|ttl| (*id, ttl)))
         .collect();
+    ttls.keep_only(&leases);
     Ok((revision, Some(leases), cluster))
 }
 
@@ -190,7 +236,6 @@ mod tests {
             })
         );
         assert_eq!(looks.on_recorded(13), None, "written once");
-        assert_eq!(looks.known_ttl(7), Some(30));
         // A later look replaces one still waiting.
         assert_eq!(looks.seen(20, set(&[(7, 30), (8, 5)])), None);
         assert_eq!(looks.seen(21, set(&[(8, 5)])), None);
@@ -201,7 +246,20 @@ mod tests {
                 leases: vec![(8, 5)]
             })
         );
-        // TTLs are kept for the leases of the last look only.
-        assert_eq!(looks.known_ttl(7), None);
+    }
+
+    #[test]
+    fn known_leases_are_asked_again_in_turn() {
+        let mut ttls = LeaseTtls::default();
+        for id in [3, 5, 7, 9] {
+            ttls.ttls.insert(id, 60);
+        }
+        let listed = [9, 3, 5, 7, 11];
+        assert_eq!(ttls.due_again(&listed, 3), vec![3, 5, 7]);
+        assert_eq!(ttls.due_again(&listed, 3), vec![9, 3, 5]);
+        assert_eq!(ttls.due_again(&listed, 10), vec![7, 9, 3, 5]);
+        ttls.keep_only(&set(&[(5, 60)]));
+        assert_eq!(ttls.known_ttl(3), None);
+        assert_eq!(ttls.known_ttl(5), Some(60));
     }
 }

@@ -151,7 +151,21 @@ fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<(
     let mut last = after;
     let mut end = after;
     let mut changes = 0u64;
+    // The last lease set's revision: sets sit after the changes up to their revision and
+    // before any change past it (a replay stops reading at the first change past its target).
+    let mut lease_set: Option<i64> = None;
     while let Some(record) = reader.next_record().map_err(unreadable)? {
+        if let super::DeltaRecord::Leases { revision, .. } = &record {
+            if *revision < last {
+                return Err(failed(
+                    name,
+                    format!(
+                        "its lease set at revision {revision} follows a change at revision {last}"
+                    ),
+                ));
+            }
+            lease_set = Some(*revision);
+        }
         let stamp = match &record {
             super::DeltaRecord::Mark { revision, .. } => Some(("a time mark", *revision)),
             super::DeltaRecord::Leases { revision, .. } => Some(("a lease set", *revision)),
@@ -184,6 +198,14 @@ fn check_records(name: &str, manifest: &DeltaManifest, bytes: &[u8]) -> Result<(
             return Err(failed(
                 name,
                 format!("its changes are out of order: revision {revision} follows {last}"),
+            ));
+        }
+        if let Some(set) = lease_set
+            && revision <= set
+        {
+            return Err(failed(
+                name,
+                format!("a change at revision {revision} follows the lease set at revision {set}"),
             ));
         }
         last = revision;
@@ -437,6 +459,44 @@ pub(crate) mod tests {
         assert!(
             err.contains("a time mark at revision 30, outside its range [10, 11]"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_lease_set_out_of_revision_order_is_refused() {
+        let put = |revision: i64| DeltaRecord::Change {
+            key: revision_key(revision, 0, false),
+            value: KeyValueFields {
+                key: b"/k",
+                mod_revision: revision,
+                ..Default::default()
+            }
+            .encode(),
+        };
+        let set = |revision: i64| DeltaRecord::Leases {
+            revision,
+            leases: vec![(7, 30)],
+        };
+        let check = |records: &[DeltaRecord]| {
+            let mut manifest = crate::delta::manifest::tests::sample("b", 1, 10, 13);
+            manifest.changes = 2;
+            check_records(
+                "s",
+                &manifest,
+                &crate::delta::format::tests::encode(records),
+            )
+        };
+        check(&[put(11), set(12), put(13)]).unwrap();
+        check(&[put(11), set(11), put(13)]).unwrap();
+        let late = check(&[put(11), put(13), set(12)]).unwrap_err().to_string();
+        assert!(
+            late.contains("lease set at revision 12 follows a change at revision 13"),
+            "{late}"
+        );
+        let early = check(&[set(12), put(11), put(13)]).unwrap_err().to_string();
+        assert!(
+            early.contains("change at revision 11 follows the lease set at revision 12"),
+            "{early}"
         );
     }
 

@@ -325,16 +325,18 @@ impl DeltaReplay {
         let target = self.target_revision();
         let mut live: HashMap<Vec<u8>, i64> = HashMap::new();
         let mut granted: BTreeMap<i64, i64> = BTreeMap::new();
-        let mut seen: Option<Vec<(i64, i64)>> = None;
+        let mut seen: Option<BTreeSet<i64>> = None;
         self.for_each_record(|record| {
             match &record {
                 DeltaRecord::Lease { id, ttl } => {
                     granted.insert(*id, *ttl);
                 }
                 DeltaRecord::Leases { revision, leases } => {
-                    // The last look at or before the target, and not before the db's own.
+                    // The last look at or before the target, and not before the db's own;
+                    // a TTL learned later (a lease ID granted again) wins.
                     if (db_revision..=target).contains(revision) {
-                        seen = Some(leases.clone());
+                        granted.extend(leases.iter().copied());
+                        seen = Some(leases.iter().map(|(id, _)| *id).collect());
                     }
                 }
                 DeltaRecord::Change { key, value } => {
@@ -358,14 +360,15 @@ impl DeltaReplay {
         })?;
         let used: BTreeSet<i64> = live.into_values().filter(|lease| *lease != 0).collect();
         let mut plan = PlannedLeases::default();
-        if let Some(seen) = &seen {
-            for (id, ttl) in seen {
-                granted.insert(*id, *ttl);
-                if !existing.contains(id) && *ttl > 0 {
-                    plan.recreate.insert(*id, *ttl);
+        if let Some(kept) = &seen {
+            for id in kept {
+                match granted.get(id) {
+                    Some(ttl) if *ttl > 0 && !existing.contains(id) => {
+                        plan.recreate.insert(*id, *ttl);
+                    }
+                    _ => {}
                 }
             }
-            let kept: BTreeSet<i64> = seen.iter().map(|(id, _)| *id).collect();
             plan.remove = existing
                 .iter()
                 .filter(|id| !kept.contains(id) && !used.contains(id))

@@ -30,7 +30,7 @@ use super::compact_after::{CompactAfter, Compactions};
 pub use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
 use super::history::{cluster_id, one_line};
-use super::lease_looks::{LeaseLooks, granted_ttl, list_leases};
+use super::lease_looks::{LeaseLooks, LeaseTtls, granted_ttl, list_leases};
 use super::lock::{LockKeeper, lock_ttl};
 use super::metrics::RunMetrics;
 use super::metrics_server::MetricsServer;
@@ -147,6 +147,7 @@ pub async fn run_backups(
         taken_over: None,
         cluster: MemberId(0),
         full_size: None,
+        lease_ttls: LeaseTtls::default(),
         compactions: request
             .compact_after
             .as_ref()
@@ -546,14 +547,14 @@ fn write_leases(
     Ok(())
 }
 
-/// Lists the cluster's leases (see `lease_looks.rs`). A failure is reported and left to the
-/// next check; an answer of another cluster is not used.
+/// Lists the cluster's leases (see `lease_looks.rs`). A failure is reported (at most once a
+/// minute) and left to the next check; an answer of another cluster is not used.
 async fn look_at_leases(
     runner: &mut Runner<'_>,
     follow: &mut Follow,
     client: &EndpointClient,
 ) -> Ended {
-    match list_leases(client, &mut follow.leases).await {
+    match list_leases(client, &mut runner.lease_ttls).await {
         Ok((revision, leases, cluster)) => {
             if runner.check_cluster(client.endpoint(), cluster).is_err() {
                 return Ok(());
@@ -566,13 +567,37 @@ async fn look_at_leases(
             write_leases(runner, follow, record)
         }
         Err(e) => {
-            runner.emit(RunEvent::Failed {
-                reason: FailureReason::Watch,
-                error: format!("listing the leases on {}: {e}", client.endpoint()),
-            });
+            let now = std::time::Instant::now();
+            let quiet = runner
+                .lease_ttls
+                .reported_at
+                .is_some_and(|at| now.duration_since(at) < Duration::from_secs(60));
+            if !quiet {
+                runner.lease_ttls.reported_at = Some(now);
+                runner.emit(RunEvent::Failed {
+                    reason: FailureReason::Leases,
+                    error: format!(
+                        "listing the leases on {}: {e}; restores keep the last lease set written",
+                        client.endpoint()
+                    ),
+                });
+            }
             Ok(())
         }
     }
+}
+
+/// Cuts the segment when lease sets (which come without changes) filled it to its size.
+async fn cut_if_full<F: Future<Output = ()>>(
+    runner: &mut Runner<'_>,
+    chain: &mut ChainPosition,
+    follow: &mut Follow,
+    stop: &mut Stop<'_, F>,
+) -> Ended {
+    if follow.segment.raw_bytes() >= runner.request.segment_bytes {
+        cut(runner, chain, follow, stop).await?;
+    }
+    Ok(())
 }
 
 /// Cuts the segment and ends the chain when the next full backup is stored and every change
@@ -636,6 +661,9 @@ async fn check<F: Future<Output = ()>>(
                 return Some(WatchEnd::Chain(end));
             }
             if let Err(end) = look_at_leases(runner, follow, client).await {
+                return Some(WatchEnd::Chain(end));
+            }
+            if let Err(end) = cut_if_full(runner, chain, follow, stop).await {
                 return Some(WatchEnd::Chain(end));
             }
         }
@@ -756,6 +784,9 @@ async fn watch_once<F: Future<Output = ()>>(
                 if let Err(end) = record_events(runner, chain, follow, client, response.events(), stop).await {
                     return WatchEnd::Chain(end);
                 }
+                if let Err(end) = cut_if_full(runner, chain, follow, stop).await {
+                    return WatchEnd::Chain(end);
+                }
                 if let Some(end) = switch_if_ready(runner, chain, follow, stop).await {
                     return WatchEnd::Chain(end);
                 }
@@ -787,6 +818,9 @@ async fn record_events<F: Future<Output = ()>>(
                 sub
             }
         };
+        // Every change before this one is recorded: a lease set waiting for it goes first.
+        let waiting = follow.leases.on_recorded(main - 1);
+        write_leases(runner, follow, waiting)?;
         let (key, value) = match event.event_type() {
             EventType::Put => {
                 let lease = kv.lease();

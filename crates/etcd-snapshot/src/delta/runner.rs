@@ -57,6 +57,8 @@ pub(super) struct Runner<'a> {
     pub(super) full_size: Option<(String, u64)>,
     /// `--compact-after`: the chain's compactions in the background.
     pub(super) compactions: Option<Compactions>,
+    /// The leases' granted TTLs, learned once for the whole run.
+    pub(super) lease_ttls: super::lease_looks::LeaseTtls,
 }
 
 /// What the check before a publication found.
