@@ -293,6 +293,20 @@ pub(crate) async fn read_catalog(store: &Store) -> Result<Catalog> {
         sort_deltas(&mut chain);
         let backup = &mut backups[i];
         backup.chain = analyse_chain(&backup.manifest, &chain).map(|a| a.summary);
+        // A segment whose manifest cannot be read (a newer format, damage) is missing from
+        // the chain: say why beside it.
+        if let Some(summary) = backup.chain.as_mut() {
+            let stem = backup_stem(&backup.object);
+            for unread in broken
+                .iter()
+                .filter(|b| is_delta_manifest(&b.name) && chain_stem(&b.name) == Some(stem))
+            {
+                summary.problems.push(format!(
+                    "the manifest {} cannot be read: {}",
+                    unread.name, unread.error
+                ));
+            }
+        }
         backup.deltas = chain;
     }
     sort_deltas(&mut dangling);

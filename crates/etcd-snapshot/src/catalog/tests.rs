@@ -375,3 +375,31 @@ async fn verify_checks_a_segments_reach_against_its_records_and_reports_a_clock_
     assert_eq!(at, [35], "{:?}", report.clock_steps);
     assert_eq!(report.clock_steps[0].back_ms(), 20_000);
 }
+
+#[tokio::test]
+async fn a_segment_of_a_newer_format_breaks_the_chain_saying_to_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let full = publish_full(&store, 1, 10).await;
+    publish_segment(&store, &full, 10, 1, (10, 15), &[11]).await;
+    let newer = publish_segment(&store, &full, 10, 2, (15, 20), &[16]).await;
+    publish_segment(&store, &full, 10, 3, (20, 25), &[21]).await;
+    let name = Manifest::name_for(&newer.object);
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&store.get_small(&name).await.unwrap()).unwrap();
+    json["format_version"] = 99.into();
+    store
+        .put_small(&name, bytes::Bytes::from(json.to_string()))
+        .await
+        .unwrap();
+    let catalog = list_backups(&store).await.unwrap();
+    let chain = catalog.backups[0].chain.clone().unwrap();
+    assert!(!chain.continuous);
+    assert_eq!(chain.problems[0], "segment 2 is missing");
+    assert!(
+        chain.problems[1].contains("cannot be read")
+            && chain.problems[1].contains("upgrade etcdops"),
+        "{:?}",
+        chain.problems
+    );
+}
