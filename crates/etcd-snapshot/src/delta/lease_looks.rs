@@ -131,6 +131,9 @@ impl LeaseLooks {
 /// up the watch loop; the look is written once every lease of it is known.
 const NEW_LEASES_PER_LOOK: usize = 1024;
 
+/// A lease's granted TTL as [`granted_ttl`] answers it.
+type TtlAnswer = etcd_core::Result<(Option<i64>, MemberId)>;
+
 /// Known leases asked their TTL again at each look, in turn.
 const KNOWN_LEASES_PER_LOOK: usize = 64;
 
@@ -157,7 +160,7 @@ pub(super) async fn list_leases(
     let complete = unknown.len() <= NEW_LEASES_PER_LOOK;
     let mut ask: Vec<i64> = unknown.into_iter().take(NEW_LEASES_PER_LOOK).collect();
     ask.extend(ttls.due_again(&ids, KNOWN_LEASES_PER_LOOK));
-    let asked: Vec<(i64, etcd_core::Result<(Option<i64>, MemberId)>)> = futures::stream::iter(ask)
+    let asked: Vec<(i64, TtlAnswer)> = futures::stream::iter(ask)
         .map(|id| async move { (id, granted_ttl(client, id).await) })
         .buffer_unordered(16)
         .collect()
