@@ -20,6 +20,7 @@ use crate::delta::backup_stem;
 use crate::error::{Result, SnapshotError};
 use crate::layout::cluster_of;
 use crate::manifest::Manifest;
+use crate::object_lock::{describe, holding};
 use crate::progress::NoProgress;
 use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
 use crate::run_lock::{RUN_LOCK_FILE, RunLock, run_lock_name};
@@ -131,9 +132,25 @@ pub struct PruneReport {
     /// their cluster was deleted (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub verify_failed: Vec<String>,
+    /// Backups the rules would delete but whose S3 Object Lock retention (recorded in their
+    /// manifest) still holds: kept until the date, when a prune deletes them (absent from
+    /// JSON when none). Never an error: the run goes on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldBackup>,
     /// What the user should know, one sentence each (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// A backup the rules would delete that its Object Lock holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldBackup {
+    /// The backup object.
+    pub object: String,
+    /// The retention's mode (`governance`, `compliance`).
+    pub mode: etcd_store::LockMode,
+    /// Until when it is held (UTC).
+    pub retain_until: DateTime<Utc>,
 }
 
 /// Deletes the backups no rule keeps, with their chains; segments whose full backup is gone;
@@ -298,6 +315,16 @@ fn decide(
             report.kept_live.push(backup.object.clone());
             kept_by.push(reason);
         }
+        if let Some(held) = holding(&backup.manifest, now) {
+            if kept_by.is_empty() {
+                report.held.push(HeldBackup {
+                    object: backup.object.clone(),
+                    mode: held.mode,
+                    retain_until: held.retain_until,
+                });
+            }
+            kept_by.push(format!("held by its S3 Object Lock ({})", describe(&held)));
+        }
         decided.push((backup, kept_by));
     }
     keep_chains_past_their_copies(&future, &mut decided);
@@ -415,6 +442,7 @@ pub async fn prune_store(
         unfinished_deleted: Vec::new(),
         future_dated: Vec::new(),
         verify_failed: Vec::new(),
+        held: Vec::new(),
         warnings: Vec::new(),
     };
     let mut locks: BTreeMap<MemberId, RunLock> = BTreeMap::new();

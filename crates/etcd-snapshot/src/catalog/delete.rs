@@ -71,7 +71,9 @@ async fn chain_objects(store: &Store, prefix: &str) -> Result<Vec<ObjectInfo>> {
 /// Deletes a backup with its chain: the segments newest first (each manifest, then object),
 /// then the backup's manifest (so it stops counting as a backup at once), then its object.
 /// Interrupted, it leaves a shorter chain that is still continuous. Naming something that is
-/// not there is an error; naming a single segment is refused (delete its full backup).
+/// not there is an error; naming a single segment is refused (delete its full backup), and so
+/// is a backup whose S3 Object Lock retention (recorded in its manifest) still holds
+/// ([`SnapshotError::ObjectLocked`]).
 pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
     let object = object_name(name);
     if names_segment(object) {
@@ -97,6 +99,15 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
             name: object.to_string(),
         }
         .into());
+    }
+    if manifest.is_some() {
+        // A retention that still holds: S3 would only hide the backup behind a delete marker.
+        // An unreadable manifest is deleted as before (it records no retention to honour).
+        if let Ok(bytes) = store.get_small(&manifest_name).await
+            && let Ok(read) = Manifest::from_json(&manifest_name, &bytes)
+        {
+            crate::object_lock::refuse_if_held(&read, chrono::Utc::now())?;
+        }
     }
     let mut deleted = Vec::new();
     delete_segments(store, &chain, &mut deleted).await?;

@@ -86,6 +86,7 @@ pub async fn backup_run(
             verify_after_upload: false,
             encrypt_to: recipients(&request.encrypt_to, &request.encrypt_to_file)?,
             follows: None,
+            object_lock: None,
         },
         metrics_file: request.metrics_file.clone(),
         metrics_addr: request.metrics_addr,

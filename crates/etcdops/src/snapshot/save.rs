@@ -15,7 +15,8 @@ use etcd_snapshot::{
     RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
     prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
 };
-use etcd_store::Store;
+use etcd_snapshot::LockRequest;
+use etcd_store::{LockMode, Store};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::settings::{StoreSettings, one_or_many, recipients};
@@ -114,6 +115,12 @@ fn max_age<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Durati
     duration(d, "max_age")
 }
 
+fn object_lock_retain<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    duration(d, "object_lock_retain")
+}
+
 fn orphan_grace<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration, D::Error> {
     Ok(duration(d, "orphan_grace")?.unwrap_or(DEFAULT_ORPHAN_GRACE))
 }
@@ -163,6 +170,14 @@ pub struct SaveRequest {
     /// How the store is reached.
     #[serde(flatten)]
     pub store: StoreSettings,
+    /// Set an S3 Object Lock retention of this mode on the backup object and its manifest
+    /// (the bucket must have Object Lock enabled).
+    #[serde(default)]
+    pub object_lock_mode: Option<LockMode>,
+    /// How long after the backup's date its Object Lock holds (`30d`); `max_age` when unset.
+    #[serde(default, deserialize_with = "object_lock_retain")]
+    #[schemars(with = "Option<String>")]
+    pub object_lock_retain: Option<Duration>,
     /// The directory standing for the host's `/` (where the OpenShift pair's static pod
     /// resources are found); `/` when absent.
     #[serde(skip)]
@@ -222,6 +237,32 @@ struct Checked {
 }
 
 impl SaveRequest {
+    /// The Object Lock asked: a mode with a period, the period `object_lock_retain` or else
+    /// `max_age` (every backup younger than `max_age` is kept by the rules anyway, so a lock
+    /// that long never holds a backup the rules would delete). A period without a mode, or a
+    /// mode with neither, is refused.
+    fn object_lock(&self) -> Result<Option<LockRequest>> {
+        let refuse = |option, reason: &str| -> Result<Option<LockRequest>> {
+            Err(SnapshotError::from(InvalidOption::new(option, reason)).into())
+        };
+        match (
+            self.object_lock_mode,
+            self.object_lock_retain.or(self.retention.max_age),
+        ) {
+            (None, _) if self.object_lock_retain.is_some() => refuse(
+                opts::OBJECT_LOCK_MODE,
+                "is needed with object_lock_retain: governance or compliance",
+            ),
+            (None, _) => Ok(None),
+            (Some(_), None) => refuse(
+                opts::OBJECT_LOCK_RETAIN,
+                "is needed with object_lock_mode (how long after the backup's date it is \
+                 locked, e.g. 30d), or give max_age, which it then defaults to",
+            ),
+            (Some(mode), Some(retain)) => Ok(Some(LockRequest { mode, retain })),
+        }
+    }
+
     /// Opens the store and refuses bad rules, recipients or an OpenShift pair that cannot
     /// be written, before anything is saved.
     fn check(&self) -> Result<Checked> {
@@ -247,8 +288,12 @@ impl SaveRequest {
             verify_after_upload: self.verify_after_upload,
             encrypt_to,
             follows: None,
+            object_lock: self.object_lock()?,
         };
         save.validate()?;
+        if let Some(lock) = &save.object_lock {
+            lock.check(&store)?;
+        }
         Ok(Checked {
             store,
             policy,
