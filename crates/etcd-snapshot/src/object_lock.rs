@@ -59,9 +59,9 @@ impl LockRequest {
             return Err(InvalidOption::new(
                 OBJECT_LOCK_MODE,
                 format!(
-                    "{} is not an S3 store: Object Lock is set on S3 buckets only (not on local \
-                     dirs, GCS or Azure); save to an s3:// bucket created with Object Lock, or \
-                     drop the lock",
+                    "needs an S3 store: {} is not one (Object Lock is set on S3 buckets only, \
+                     not on local dirs, GCS or Azure); save to an s3:// bucket created with \
+                     Object Lock, or drop the lock",
                     store.url()
                 ),
             )
@@ -147,7 +147,7 @@ mod tests {
                 .check(&local)
                 .unwrap_err()
                 .to_string()
-                .contains("S3 buckets only")
+                .contains("needs an S3 store")
         );
     }
 

@@ -594,9 +594,9 @@ pub(crate) fn lock_unsupported(store: &str) -> StoreError {
     InvalidOption::new(
         OBJECT_LOCK_MODE,
         format!(
-            "{store} is not an S3 store: Object Lock is set on S3 buckets only (not on local \
-             dirs, GCS or Azure); save to an s3:// bucket created with Object Lock, or drop \
-             the lock"
+            "needs an S3 store: {store} is not one (Object Lock is set on S3 buckets only, not \
+             on local dirs, GCS or Azure); save to an s3:// bucket created with Object Lock, \
+             or drop the lock"
         ),
     )
     .into()
@@ -615,7 +615,7 @@ pub(crate) fn lock_failed(
         return InvalidOption::new(
             OBJECT_LOCK_MODE,
             format!(
-                "bucket '{}' of {} has no Object Lock enabled ({reason}); create the bucket \
+                "bucket '{}' of {} has no Object Lock enabled ({reason}): create the bucket \
                  with Object Lock enabled, or drop the lock",
                 ctx.bucket, ctx.store
             ),

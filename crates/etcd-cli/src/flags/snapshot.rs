@@ -301,12 +301,28 @@ pub struct SaveArgs {
     /// Write Prometheus metrics here (node_exporter textfile collector), atomically
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// S3 Object Lock: set a retention of this mode on the backup object and its manifest
+    /// (the bucket must have Object Lock enabled); prune keeps the backup until its date
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub object_lock_mode: Option<LockModeArg>,
+    /// How long after the backup's date the Object Lock holds, e.g. 30d [default: --max-age]
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub object_lock_retain: Option<Duration>,
     /// No progress bar
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,
+}
+
+/// S3 Object Lock modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockModeArg {
+    /// Only an identity allowed to bypass governance may delete or shorten it early
+    Governance,
+    /// No one may delete it or shorten it before the date
+    Compliance,
 }
 
 fn cluster_id(text: &str) -> Result<etcdops::member::MemberId, String> {

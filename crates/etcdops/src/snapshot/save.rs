@@ -251,13 +251,13 @@ impl SaveRequest {
         ) {
             (None, _) if self.object_lock_retain.is_some() => refuse(
                 opts::OBJECT_LOCK_MODE,
-                "is needed with object_lock_retain: governance or compliance",
+                "not set, but a lock period is: give governance or compliance",
             ),
             (None, _) => Ok(None),
             (Some(_), None) => refuse(
                 opts::OBJECT_LOCK_RETAIN,
-                "is needed with object_lock_mode (how long after the backup's date it is \
-                 locked, e.g. 30d), or give max_age, which it then defaults to",
+                "not set, but a lock mode is: give how long after the backup's date it is \
+                 locked (e.g. 30d), or a max-age retention rule, whose period is then taken",
             ),
             (Some(mode), Some(retain)) => Ok(Some(LockRequest { mode, retain })),
         }

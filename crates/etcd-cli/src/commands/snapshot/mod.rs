@@ -20,7 +20,7 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
+    CompressionArg, IdentityFlags, LockModeArg, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
     StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, note, warn};
@@ -182,6 +182,8 @@ const RULES: &[&str] = &[
     "keep_monthly",
     "max_age",
     "compact_after",
+    "object_lock_mode",
+    "object_lock_retain",
 ];
 
 /// A workflow's refusal in the flags' words: a bad rule named as its flag, a cluster not in
@@ -384,6 +386,11 @@ async fn save(
         retention: retention(&args.retention),
         all_clusters: args.all_clusters,
         store: settings(&args.store_flags),
+        object_lock_mode: args.object_lock_mode.map(|mode| match mode {
+            LockModeArg::Governance => etcdops::store::LockMode::Governance,
+            LockModeArg::Compliance => etcdops::store::LockMode::Compliance,
+        }),
+        object_lock_retain: args.object_lock_retain,
         platform_root: platform_root.map(Path::to_path_buf),
     };
     let bar = bar("save", args.quiet, printer);
@@ -426,6 +433,8 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
         (r.keep_monthly.is_some(), "--keep-monthly"),
         (r.max_age.is_some(), "--max-age"),
         (args.all_clusters, "--all-clusters"),
+        (args.object_lock_mode.is_some(), "--object-lock-mode"),
+        (args.object_lock_retain.is_some(), "--object-lock-retain"),
     ];
     given
         .into_iter()
