@@ -245,6 +245,68 @@ impl S3Server {
         );
     }
 
+    /// Creates a bucket with S3 Object Lock enabled (which turns versioning on).
+    pub fn create_locked_bucket(&self, bucket: &str) {
+        let response = http_request(
+            self.port,
+            "PUT",
+            &format!("/{bucket}"),
+            &[("x-amz-bucket-object-lock-enabled", "true")],
+            b"",
+        )
+        .expect("create bucket request");
+        assert_eq!(
+            response.status, 200,
+            "creating bucket {bucket}: {}",
+            response.body
+        );
+    }
+
+    /// Every version of `bucket`'s objects (ListObjectVersions) as `(key, version id)`, and
+    /// the keys that have a delete marker.
+    pub fn versions(&self, bucket: &str) -> (Vec<(String, String)>, Vec<String>) {
+        let response = http_request(self.port, "GET", &format!("/{bucket}?versions"), &[], b"")
+            .expect("list object versions");
+        assert_eq!(response.status, 200, "{}", response.body);
+        let section = |tag: &str| -> Vec<String> {
+            let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+            response
+                .body
+                .split(&open)
+                .skip(1)
+                .filter_map(|rest| rest.split(&close).next().map(str::to_string))
+                .collect()
+        };
+        let versions = section("Version")
+            .iter()
+            .map(|v| {
+                (
+                    xml_values(v, "Key").remove(0),
+                    xml_values(v, "VersionId").remove(0),
+                )
+            })
+            .collect();
+        let markers = section("DeleteMarker")
+            .iter()
+            .map(|m| xml_values(m, "Key").remove(0))
+            .collect();
+        (versions, markers)
+    }
+
+    /// Deletes one version of an object (DELETE with its version id): the HTTP status (403
+    /// while an Object Lock retention holds it, 204 after).
+    pub fn delete_version(&self, bucket: &str, key: &str, version: &str) -> u16 {
+        http_request(
+            self.port,
+            "DELETE",
+            &format!("/{bucket}/{key}?versionId={version}"),
+            &[],
+            b"",
+        )
+        .expect("delete a version")
+        .status
+    }
+
     /// Keys of multipart uploads still in progress in `bucket` (to check aborts).
     pub fn multipart_uploads(&self, bucket: &str) -> Vec<String> {
         let response = http_request(self.port, "GET", &format!("/{bucket}?uploads"), &[], b"")
