@@ -93,7 +93,7 @@ fn an_object_locked_backup_is_held_by_prune_until_its_date_then_deleted() {
         table
             .stdout
             .lines()
-            .any(|l| l.starts_with("held") && l.contains(&locked) && l.contains("compliance")),
+            .any(|l| l.starts_with("| held ") && l.contains(&locked) && l.contains("compliance")),
         "{table}"
     );
 
