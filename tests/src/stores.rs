@@ -215,8 +215,12 @@ impl S3Server {
         let port = free_port();
         let mut server = Server::spawn("moto-signed", |_| {
             let mut cmd = Command::new(moto_server_path());
-            cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", "4")
-                .args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+            cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", "4").args([
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ]);
             cmd
         });
         // A request would count as one of the four: wait for the port only.

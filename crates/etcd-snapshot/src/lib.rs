@@ -116,8 +116,8 @@ pub use manifest::{
     Manifest, backup_object_name,
 };
 pub use metrics::write_save_metrics;
-pub use object_lock::LockRequest;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use object_lock::LockRequest;
 pub use progress::{NoProgress, Progress};
 pub use prune::{
     FUTURE_TOLERANCE, HeldBackup, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,

@@ -136,7 +136,8 @@ mod tests {
             (60, "object_lock_mode"),
         ] {
             let err = request(secs).check(&local).unwrap_err();
-            let hint = etcd_common::Hinted::hint(&err).map(|h| h.render(etcd_common::Style::Module));
+            let hint =
+                etcd_common::Hinted::hint(&err).map(|h| h.render(etcd_common::Style::Module));
             assert!(
                 hint.as_deref().is_some_and(|h| h.contains(option)),
                 "{secs}: {err} ({hint:?})"

@@ -632,7 +632,10 @@ pub(crate) fn lock_failed(
         operation: "lock",
         store: ctx.store.clone(),
         name: name.to_string(),
-        reason: format!("{}{reason}{advice}", code.map(|c| format!("{c}: ")).unwrap_or_default()),
+        reason: format!(
+            "{}{reason}{advice}",
+            code.map(|c| format!("{c}: ")).unwrap_or_default()
+        ),
     }
 }
 

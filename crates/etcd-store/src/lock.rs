@@ -196,7 +196,9 @@ mod tests {
         };
         let xml = lock.retention_xml();
         assert!(
-            xml.contains("<Mode>COMPLIANCE</Mode><RetainUntilDate>2026-12-31T23:59:59Z</RetainUntilDate>"),
+            xml.contains(
+                "<Mode>COMPLIANCE</Mode><RetainUntilDate>2026-12-31T23:59:59Z</RetainUntilDate>"
+            ),
             "{xml}"
         );
         assert!(lock.holds_at("2026-12-31T23:59:58Z".parse().unwrap()));

@@ -19,9 +19,14 @@ fn run(cluster: &Cluster, s3: &S3Server, rest: &[&str]) -> Run {
     let mut args = cluster.client_flags();
     args.extend(rest.iter().map(|s| s.to_string()));
     args.extend(
-        ["--s3-endpoint", &s3.endpoint, "--allow-http", "--s3-path-style"]
-            .iter()
-            .map(|s| s.to_string()),
+        [
+            "--s3-endpoint",
+            &s3.endpoint,
+            "--allow-http",
+            "--s3-path-style",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
     );
     etcdops(&args, &S3_ENV)
 }
@@ -81,13 +86,20 @@ fn an_object_locked_backup_is_held_by_prune_until_its_date_then_deleted() {
     );
     prune.expect_code(0);
     let report = prune.json();
-    assert!(Utc::now() < until, "the prune ran after the date: retain longer");
+    assert!(
+        Utc::now() < until,
+        "the prune ran after the date: retain longer"
+    );
     assert_eq!(report["deleted"], serde_json::json!([]), "{report}");
     assert_eq!(report["held"][0]["object"], locked.as_str(), "{report}");
     assert_eq!(report["held"][0]["mode"], "compliance");
     assert_eq!(date(&report["held"][0]["retain_until"]), until);
     // The table says it too.
-    let table = run(&cluster, &s3, &["snapshot", "prune", store, "--keep-last", "1"]);
+    let table = run(
+        &cluster,
+        &s3,
+        &["snapshot", "prune", store, "--keep-last", "1"],
+    );
     table.expect_code(0);
     assert!(
         table
@@ -115,7 +127,11 @@ fn an_object_locked_backup_is_held_by_prune_until_its_date_then_deleted() {
         403
     );
     // Deleting it by name is refused too, with the date.
-    let delete = run(&cluster, &s3, &["snapshot", "delete", &format!("{store}/{locked}")]);
+    let delete = run(
+        &cluster,
+        &s3,
+        &["snapshot", "delete", &format!("{store}/{locked}")],
+    );
     assert_ne!(delete.code, 0, "{delete}");
     assert!(
         delete.stderr.contains("held by its S3 Object Lock") && delete.stderr.lines().count() == 1,
@@ -145,7 +161,10 @@ fn an_object_locked_backup_is_held_by_prune_until_its_date_then_deleted() {
         .collect();
     assert_eq!(listed, [unlocked]);
     let (_, markers) = s3.versions("locked");
-    assert!(markers.contains(&key) && markers.contains(&manifest_key), "{markers:?}");
+    assert!(
+        markers.contains(&key) && markers.contains(&manifest_key),
+        "{markers:?}"
+    );
     assert_eq!(s3.delete_version("locked", &key, &object_version), 204);
 }
 
@@ -159,22 +178,42 @@ fn object_lock_bad_input_is_refused_in_one_line_and_nothing_is_left() {
     let local = dir.path().join("backups");
     let local = local.to_str().unwrap();
 
-    let lock = ["--object-lock-mode", "compliance", "--object-lock-retain", "1d"];
+    let lock = [
+        "--object-lock-mode",
+        "compliance",
+        "--object-lock-retain",
+        "1d",
+    ];
     let mut args = vec!["snapshot", "save", local];
     args.extend(lock);
-    assert_clear_error(&run(&cluster, &s3, &args), "--object-lock-mode needs an S3 store");
+    assert_clear_error(
+        &run(&cluster, &s3, &args),
+        "--object-lock-mode needs an S3 store",
+    );
     assert!(!dir.path().join("backups").exists(), "nothing written");
 
     let missing_period = run(
         &cluster,
         &s3,
-        &["snapshot", "save", "s3://locked/p", "--object-lock-mode", "governance"],
+        &[
+            "snapshot",
+            "save",
+            "s3://locked/p",
+            "--object-lock-mode",
+            "governance",
+        ],
     );
     assert_clear_error(&missing_period, "--object-lock-retain not set");
     let missing_mode = run(
         &cluster,
         &s3,
-        &["snapshot", "save", "s3://locked/p", "--object-lock-retain", "1d"],
+        &[
+            "snapshot",
+            "save",
+            "s3://locked/p",
+            "--object-lock-retain",
+            "1d",
+        ],
     );
     assert_clear_error(&missing_mode, "--object-lock-mode not set");
     let (versions, _) = s3.versions("locked");
@@ -184,7 +223,11 @@ fn object_lock_bad_input_is_refused_in_one_line_and_nothing_is_left() {
     let mut args = vec!["snapshot", "save", "s3://plain/p"];
     args.extend(lock);
     assert_clear_error(&run(&cluster, &s3, &args), "has no Object Lock enabled");
-    let list = run(&cluster, &s3, &["snapshot", "list", "s3://plain/p", "-w", "json"]);
+    let list = run(
+        &cluster,
+        &s3,
+        &["snapshot", "list", "s3://plain/p", "-w", "json"],
+    );
     list.expect_code(0);
     assert_eq!(list.json()["backups"], serde_json::json!([]), "{list}");
     let (versions, _) = s3.versions("plain");
@@ -254,8 +297,14 @@ fn the_retention_request_is_signed_as_s3_checks_it() {
     };
     let refused = save("not-the-secret");
     assert_ne!(refused.code, 0, "{refused}");
-    assert!(refused.stderr.contains("SignatureDoesNotMatch"), "{refused}");
+    assert!(
+        refused.stderr.contains("SignatureDoesNotMatch"),
+        "{refused}"
+    );
     let saved = save(&secret);
     saved.expect_code(0);
-    assert_eq!(saved.json()["manifest"]["object_lock"]["mode"], "compliance");
+    assert_eq!(
+        saved.json()["manifest"]["object_lock"]["mode"],
+        "compliance"
+    );
 }

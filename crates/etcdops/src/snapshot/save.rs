@@ -9,13 +9,13 @@ use chrono::Utc;
 use etcd_common::{InvalidOption, OptionId};
 use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
+use etcd_snapshot::LockRequest;
 use etcd_snapshot::opts;
 use etcd_snapshot::{
     Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
     RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
     prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
 };
-use etcd_snapshot::LockRequest;
 use etcd_store::{LockMode, Store};
 use serde::{Deserialize, Deserializer, Serialize};
 

@@ -20,8 +20,8 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, LockModeArg, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
-    StatusArgs, StoreFlags, VerifyArgs,
+    CompressionArg, IdentityFlags, LockModeArg, RestoreArgs, RetentionFlags, SaveArgs,
+    SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, note, warn};
 use crate::progress::BarProgress;
