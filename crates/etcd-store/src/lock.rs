@@ -84,11 +84,14 @@ impl ObjectLock {
 /// What sets retentions on one S3 bucket: its client, credentials and URL.
 #[derive(Clone)]
 pub(crate) struct S3Retention {
-    pub s3: Arc<AmazonS3>,
-    pub http: HttpClient,
+    s3: Arc<AmazonS3>,
+    /// The HTTP client's options (the CA bundle); the client is made on the first lock only,
+    /// so that a store that never locks pays nothing for it.
+    client: object_store::ClientOptions,
+    http: Arc<std::sync::OnceLock<HttpClient>>,
     /// `https://bucket.s3.region.amazonaws.com`, `http://endpoint/bucket`: where keys are.
-    pub bucket_url: String,
-    pub region: String,
+    bucket_url: String,
+    region: String,
 }
 
 /// How many times a request that failed on the way (no answer, or a 5xx) is sent.
@@ -97,16 +100,27 @@ const ATTEMPTS: usize = 3;
 impl S3Retention {
     pub fn new(
         s3: Arc<AmazonS3>,
-        client: &object_store::ClientOptions,
+        client: object_store::ClientOptions,
         bucket_url: String,
         region: String,
-    ) -> object_store::Result<S3Retention> {
-        Ok(S3Retention {
+    ) -> S3Retention {
+        S3Retention {
             s3,
-            http: ReqwestConnector::default().connect(client)?,
+            client,
+            http: Arc::new(std::sync::OnceLock::new()),
             bucket_url,
             region,
-        })
+        }
+    }
+
+    fn http(&self) -> Result<&HttpClient, (Option<String>, String)> {
+        if let Some(http) = self.http.get() {
+            return Ok(http);
+        }
+        let http = ReqwestConnector::default()
+            .connect(&self.client)
+            .map_err(|e| (None, e.to_string()))?;
+        Ok(self.http.get_or_init(|| http))
     }
 
     /// Sets `lock` on the current version of `key`. Errors are text (what S3 said, with its
@@ -114,6 +128,7 @@ impl S3Retention {
     pub async fn put(&self, key: &Path, lock: &ObjectLock) -> Result<(), (Option<String>, String)> {
         let body = Bytes::from(lock.retention_xml());
         let md5 = base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&body));
+        let client = self.http()?;
         let url = format!("{}/{}?retention", self.bucket_url, encode_key(key.as_ref()));
         let mut last = (None, String::new());
         for attempt in 0..ATTEMPTS {
@@ -136,7 +151,7 @@ impl S3Retention {
             AwsAuthorizer::new(&credential, "s3", &self.region)
                 .try_authorize(&mut request, None)
                 .map_err(|e| (None, e.to_string()))?;
-            let response = match self.http.execute(request).await {
+            let response = match client.execute(request).await {
                 Ok(response) => response,
                 Err(e) => {
                     last = (None, e.to_string());

@@ -201,15 +201,12 @@ impl ObjectBackend {
             StoreKind::S3 => {
                 let (s3, bucket_url) = build_s3(bucket, options)?;
                 let region = options.s3_region.as_deref().unwrap_or(DEFAULT_REGION);
-                retention = Some(
-                    S3Retention::new(
-                        s3.clone(),
-                        &client_options(options)?,
-                        bucket_url,
-                        region.to_string(),
-                    )
-                    .map_err(|e| invalid_setting("s3", crate::error::scrub(&e.to_string())))?,
-                );
+                retention = Some(S3Retention::new(
+                    s3.clone(),
+                    client_options(options)?,
+                    bucket_url,
+                    region.to_string(),
+                ));
                 (s3, s3_hint(options))
             }
             StoreKind::Azure => {

@@ -308,3 +308,74 @@ fn the_retention_request_is_signed_as_s3_checks_it() {
         "compliance"
     );
 }
+
+#[test]
+fn the_module_locks_and_reports_held_and_the_continuous_role_refuses_a_lock() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let s3 = S3Server::start();
+    s3.create_locked_bucket("locked");
+    let collection = etcdops_tests::Collection::install();
+    let store = serde_json::json!({
+        "dest": "s3://locked/p", "s3_endpoint": s3.endpoint, "s3_path_style": true,
+        "allow_http": true,
+    });
+    let with = |extra: serde_json::Value| {
+        let mut args = store.clone();
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args
+    };
+    let playbook = serde_json::json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "module_defaults": {"group/etcd.core.etcd": {"endpoints": cluster.client_urls()}},
+        "tasks": [
+            {"etcd.core.etcd_snapshot": with(serde_json::json!({
+                "object_lock_mode": "compliance", "object_lock_retain": "1h"})),
+             "register": "locked"},
+            {"etcd.core.etcd_snapshot": with(serde_json::json!({"keep_last": 1})),
+             "register": "newer"},
+            {"ansible.builtin.assert": {"that": [
+                "locked.manifest.object_lock.mode == 'compliance'",
+                "newer.prune_report.held | length == 1",
+                "newer.prune_report.held[0].object == locked.manifest.object",
+                "newer.prune_report.held[0].mode == 'compliance'",
+                "newer.pruned | length == 0",
+            ]}},
+        ],
+    }])
+    .to_string();
+    let played = collection.playbook(
+        &playbook,
+        "target ansible_connection=local\n",
+        &serde_json::json!({}),
+        &S3_ENV,
+        &[],
+    );
+    assert_eq!(played.code, 0, "{played}");
+
+    let role = serde_json::json!([{
+        "hosts": "target",
+        "gather_facts": false,
+        "roles": [{"role": "etcd.core.backup", "vars": {
+            "backup_dest": "s3://locked/p", "backup_mode": "continuous",
+            "backup_object_lock_mode": "governance", "backup_object_lock_retain": "1d",
+        }}],
+    }])
+    .to_string();
+    let refused = collection.playbook(
+        &role,
+        "target ansible_connection=local\n",
+        &serde_json::json!({}),
+        &[],
+        &[],
+    );
+    assert_ne!(refused.code, 0, "{refused}");
+    assert!(
+        refused
+            .stdout
+            .contains("continuous backups (etcdops backup run) set no Object Lock"),
+        "{refused}"
+    );
+}
