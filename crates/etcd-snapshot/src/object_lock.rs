@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use etcd_common::InvalidOption;
 use etcd_store::{LockMode, ObjectLock, Store};
 
+use crate::catalog::BackupEntry;
 use crate::error::{Result, SnapshotError};
-use crate::manifest::Manifest;
 use crate::opts::{OBJECT_LOCK_MODE, OBJECT_LOCK_RETAIN};
 
 /// The retention a save sets: its mode, and how long after the backup's date it holds.
@@ -71,9 +71,26 @@ impl LockRequest {
     }
 }
 
-/// The retention a backup's manifest records, when it still holds at `now`.
-pub(crate) fn holding(manifest: &Manifest, now: DateTime<Utc>) -> Option<ObjectLock> {
-    manifest.object_lock.filter(|lock| lock.holds_at(now))
+/// The latest of `locks` that still holds at `now`.
+fn latest_holding(
+    locks: impl IntoIterator<Item = ObjectLock>,
+    now: DateTime<Utc>,
+) -> Option<ObjectLock> {
+    locks
+        .into_iter()
+        .filter(|lock| lock.holds_at(now))
+        .max_by_key(|lock| lock.retain_until)
+}
+
+/// The retention that holds a backup and its chain at `now`: the latest among its manifest's
+/// and its segments' that still holds.
+pub(crate) fn holding(backup: &BackupEntry, now: DateTime<Utc>) -> Option<ObjectLock> {
+    latest_holding(
+        std::iter::once(backup.manifest.object_lock)
+            .chain(backup.deltas.iter().map(|d| d.manifest.object_lock))
+            .flatten(),
+        now,
+    )
 }
 
 /// How a retention is said: `compliance lock until 2026-12-31T23:59:59Z`.
@@ -85,11 +102,15 @@ pub(crate) fn describe(lock: &ObjectLock) -> String {
     )
 }
 
-/// Refuses to delete a backup whose manifest records a retention that still holds.
-pub(crate) fn refuse_if_held(manifest: &Manifest, now: DateTime<Utc>) -> Result<()> {
-    match holding(manifest, now) {
+/// Refuses to delete `object` when one of `locks` (its own and its chain's) still holds.
+pub(crate) fn refuse_if_any_holds(
+    object: &str,
+    locks: impl IntoIterator<Item = ObjectLock>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    match latest_holding(locks, now) {
         Some(lock) => Err(SnapshotError::ObjectLocked {
-            object: manifest.object.clone(),
+            object: object.to_string(),
             lock: describe(&lock),
         }),
         None => Ok(()),
@@ -153,22 +174,28 @@ mod tests {
     }
 
     #[test]
-    fn a_backup_is_held_until_its_date_and_not_after() {
-        let lock = ObjectLock {
+    fn a_backup_is_held_until_the_latest_date_of_its_chain_and_not_after() {
+        let lock = |until: &str| ObjectLock {
             mode: LockMode::Compliance,
-            retain_until: at("2026-12-08T10:00:00Z"),
+            retain_until: at(until),
         };
-        let mut manifest = crate::manifest::tests::sample();
-        assert_eq!(holding(&manifest, at("2026-12-01T00:00:00Z")), None);
-        manifest.object_lock = Some(lock);
-        assert_eq!(holding(&manifest, at("2026-12-08T09:59:59Z")), Some(lock));
-        assert_eq!(holding(&manifest, at("2026-12-08T10:00:00Z")), None);
-        let err = refuse_if_held(&manifest, at("2026-12-01T00:00:00Z")).unwrap_err();
+        let (early, late) = (lock("2026-12-08T10:00:00Z"), lock("2026-12-09T10:00:00Z"));
+        assert_eq!(
+            latest_holding([early, late], at("2026-12-01T00:00:00Z")),
+            Some(late)
+        );
+        assert_eq!(
+            latest_holding([early, late], at("2026-12-08T10:00:00Z")),
+            Some(late)
+        );
+        assert_eq!(latest_holding([early], at("2026-12-08T10:00:00Z")), None);
+        assert_eq!(latest_holding([], at("2026-12-01T00:00:00Z")), None);
+        let err = refuse_if_any_holds("b", [early, late], at("2026-12-01T00:00:00Z")).unwrap_err();
         assert!(
             err.to_string()
-                .contains("compliance lock until 2026-12-08T10:00:00Z"),
+                .contains("compliance lock until 2026-12-09T10:00:00Z"),
             "{err}"
         );
-        refuse_if_held(&manifest, at("2026-12-09T00:00:00Z")).unwrap();
+        refuse_if_any_holds("b", [early, late], at("2026-12-10T00:00:00Z")).unwrap();
     }
 }

@@ -12,7 +12,7 @@ use etcd_store::{Store, StoreError};
 use serde::Serialize;
 
 use crate::catalog::{
-    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, chain_stem, delete_backup,
+    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, chain_stem, delete_backup_with,
     list_backups, remove_chain_folder, verify_backup,
 };
 use crate::crypt::Identities;
@@ -133,8 +133,9 @@ pub struct PruneReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub verify_failed: Vec<String>,
     /// Backups the rules would delete but whose S3 Object Lock retention (recorded in their
-    /// manifest) still holds: kept until the date, when a prune deletes them (absent from
-    /// JSON when none). Never an error: the run goes on.
+    /// manifest or one of their chain's segments') still holds, and segments without their
+    /// full backup that their own retention holds: kept until the date, when a prune deletes
+    /// them (absent from JSON when none). Never an error: the run goes on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<HeldBackup>,
     /// What the user should know, one sentence each (absent from JSON when none).
@@ -142,7 +143,8 @@ pub struct PruneReport {
     pub warnings: Vec<String>,
 }
 
-/// A backup the rules would delete that its Object Lock holds.
+/// A backup the rules would delete (with its chain), or a segment whose full backup is gone,
+/// that an Object Lock retention holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HeldBackup {
     /// The backup object.
@@ -315,7 +317,7 @@ fn decide(
             report.kept_live.push(backup.object.clone());
             kept_by.push(reason);
         }
-        if let Some(held) = holding(&backup.manifest, now) {
+        if let Some(held) = holding(backup, now) {
             if kept_by.is_empty() {
                 report.held.push(HeldBackup {
                     object: backup.object.clone(),
@@ -468,6 +470,20 @@ pub async fn prune_store(
         catalog.foreign_entry(&d.object).is_none()
             && catalog.foreign_entry(&d.manifest_name).is_none()
     });
+    // A segment whose own retention still holds stays, reported as held.
+    dangling.retain(
+        |d| match d.manifest.object_lock.filter(|l| l.holds_at(now)) {
+            Some(lock) => {
+                report.held.push(HeldBackup {
+                    object: d.object.clone(),
+                    mode: lock.mode,
+                    retain_until: lock.retain_until,
+                });
+                false
+            }
+            None => true,
+        },
+    );
     report.dangling_deleted = dangling.iter().map(|d| d.object.clone()).collect();
     report.orphans_deleted = catalog
         .orphans
@@ -623,7 +639,7 @@ fn keep_what_touches_foreign_entries(
 /// report.
 async fn apply(store: &Store, report: &mut PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
     for entry in &report.deleted {
-        match delete_backup(store, &entry.object).await {
+        match delete_backup_with(store, &entry.object, false).await {
             Ok(_) | Err(SnapshotError::Store(StoreError::NotFound { .. })) => {}
             Err(e) => return Err(e),
         }

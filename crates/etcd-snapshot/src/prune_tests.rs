@@ -1,6 +1,7 @@
 //! Tests of [`super::prune_store`]: per-cluster rules, live chains, foreign files, leftovers.
 
 use super::*;
+use crate::catalog::delete_backup;
 use crate::catalog::tests::{local_store, names, publish_full, publish_full_of};
 use crate::delta::publish_segment;
 use crate::manifest::Manifest;
@@ -577,4 +578,46 @@ async fn a_backup_whose_object_lock_holds_is_kept_and_reported_held_until_its_da
     assert!(names(&store).await.contains(&newest));
     lock_in_manifest(&store, &newest, at(5)).await;
     delete_backup(&store, &newest).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_chain_is_held_until_its_latest_segment_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let old = publish_full(&store, 1, 10).await;
+    let mut segment = publish_segment(&store, &old, 10, 1, (10, 15), &[11]).await;
+    segment.object_lock = Some(etcd_store::ObjectLock {
+        mode: etcd_store::LockMode::Governance,
+        retain_until: at(6),
+    });
+    store
+        .put_small(
+            &Manifest::name_for(&segment.object),
+            Bytes::from(segment.to_json()),
+        )
+        .await
+        .unwrap();
+    publish_full(&store, 2, 20).await;
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(4))
+        .await
+        .unwrap();
+    assert_eq!(report.held.len(), 1, "{report:?}");
+    assert_eq!(
+        (report.held[0].object.as_str(), report.held[0].retain_until),
+        (old.as_str(), at(6))
+    );
+    assert!(report.deleted.is_empty());
+    assert!(names(&store).await.contains(&segment.object));
+    // Its full backup gone (deleted by hand past the check): the segment, dangling, is still
+    // held by its own lock, and goes after the date.
+    store.delete(&Manifest::name_for(&old)).await.unwrap();
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(5))
+        .await
+        .unwrap();
+    assert_eq!(report.held[0].object, segment.object);
+    assert!(report.dangling_deleted.is_empty());
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(6))
+        .await
+        .unwrap();
+    assert_eq!(report.dangling_deleted, [segment.object.clone()]);
 }

@@ -82,13 +82,12 @@ impl ObjectLock {
 }
 
 /// What sets retentions on one S3 bucket: its client, credentials and URL.
-#[derive(Clone)]
 pub(crate) struct S3Retention {
     s3: Arc<AmazonS3>,
     /// The HTTP client's options (the CA bundle); the client is made on the first lock only,
     /// so that a store that never locks pays nothing for it.
     client: object_store::ClientOptions,
-    http: Arc<std::sync::OnceLock<HttpClient>>,
+    http: std::sync::OnceLock<HttpClient>,
     /// `https://bucket.s3.region.amazonaws.com`, `http://endpoint/bucket`: where keys are.
     bucket_url: String,
     region: String,
@@ -107,7 +106,7 @@ impl S3Retention {
         S3Retention {
             s3,
             client,
-            http: Arc::new(std::sync::OnceLock::new()),
+            http: std::sync::OnceLock::new(),
             bucket_url,
             region,
         }

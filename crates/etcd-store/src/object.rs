@@ -34,8 +34,8 @@ pub(crate) struct ObjectBackend {
     /// Prefix without leading or trailing `/`, `""` for the bucket's root.
     prefix: String,
     part_size: usize,
-    /// S3 only: what sets Object Lock retentions.
-    retention: Option<S3Retention>,
+    /// S3 only: what sets Object Lock retentions (boxed: its client options are large).
+    retention: Option<Arc<S3Retention>>,
     pub ctx: ErrorContext,
 }
 
@@ -201,12 +201,12 @@ impl ObjectBackend {
             StoreKind::S3 => {
                 let (s3, bucket_url) = build_s3(bucket, options)?;
                 let region = options.s3_region.as_deref().unwrap_or(DEFAULT_REGION);
-                retention = Some(S3Retention::new(
+                retention = Some(Arc::new(S3Retention::new(
                     s3.clone(),
                     client_options(options)?,
                     bucket_url,
                     region.to_string(),
-                ));
+                )));
                 (s3, s3_hint(options))
             }
             StoreKind::Azure => {

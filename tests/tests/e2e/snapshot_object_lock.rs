@@ -310,7 +310,7 @@ fn the_retention_request_is_signed_as_s3_checks_it() {
 }
 
 #[test]
-fn the_module_locks_and_reports_held_and_the_continuous_role_refuses_a_lock() {
+fn the_module_locks_the_backup_and_its_prune_reports_held() {
     let cluster = Cluster::start(1, Security::Plain);
     let s3 = S3Server::start();
     s3.create_locked_bucket("locked");
@@ -354,28 +354,76 @@ fn the_module_locks_and_reports_held_and_the_continuous_role_refuses_a_lock() {
         &[],
     );
     assert_eq!(played.code, 0, "{played}");
+}
 
-    let role = serde_json::json!([{
-        "hosts": "target",
-        "gather_facts": false,
-        "roles": [{"role": "etcd.core.backup", "vars": {
-            "backup_dest": "s3://locked/p", "backup_mode": "continuous",
-            "backup_object_lock_mode": "governance", "backup_object_lock_retain": "1d",
-        }}],
-    }])
-    .to_string();
-    let refused = collection.playbook(
-        &role,
-        "target ansible_connection=local\n",
-        &serde_json::json!({}),
-        &[],
-        &[],
+#[test]
+fn backup_run_locks_its_full_backups_segments_and_their_manifests() {
+    let cluster = Cluster::start(1, Security::Plain);
+    let s3 = S3Server::start();
+    s3.create_locked_bucket("locked");
+    let run = crate::backup_run::BackupRun::start_at(
+        &cluster,
+        "s3://locked/run",
+        &[
+            "--s3-endpoint",
+            &s3.endpoint,
+            "--allow-http",
+            "--s3-path-style",
+            "--object-lock-mode",
+            "governance",
+            "--object-lock-retain",
+            "2h",
+        ],
+        &S3_ENV,
     );
-    assert_ne!(refused.code, 0, "{refused}");
-    assert!(
-        refused
-            .stdout
-            .contains("continuous backups (etcdops backup run) set no Object Lock"),
-        "{refused}"
-    );
+    let full = run.wait_for("a full backup", |e| e["event"] == "full_saved");
+    let full = full["object"].as_str().unwrap().to_string();
+    let revision = cluster.put("/locked/k", "v");
+    run.wait_published(revision);
+    let events = run.stop();
+    let segment = events
+        .iter()
+        .find(|e| e["event"] == "segment_published")
+        .expect("a segment")["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for object in [&full, &segment] {
+        let manifest_key = format!("run/{object}.manifest.json");
+        // moto refuses an anonymous GET of a private object; any signature passes (no IAM).
+        let signed = (
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=test-key-id/20260101/us-east-1/s3/aws4_request, \
+             SignedHeaders=host, Signature=test",
+        );
+        let got = etcdops_tests::http_request(
+            s3.port,
+            "GET",
+            &format!("/locked/{manifest_key}"),
+            &[signed],
+            b"",
+        )
+        .expect("get the manifest");
+        assert_eq!(got.status, 200, "{}", got.body);
+        let manifest: serde_json::Value = serde_json::from_str(&got.body).unwrap();
+        let lock = &manifest["object_lock"];
+        assert_eq!(lock["mode"], "governance", "{manifest}");
+        let minutes = (date(&lock["retain_until"]) - Utc::now()).num_minutes();
+        assert!((100..=120).contains(&minutes), "{manifest}");
+        let (versions, markers) = s3.versions("locked");
+        // (the run's writer lock, removed at the stop, is the one delete marker: it is never
+        // locked)
+        assert!(
+            markers.iter().all(|m| m.ends_with("/backup-run.lock.json")),
+            "{markers:?}"
+        );
+        for key in [format!("run/{object}"), manifest_key] {
+            let version = &versions
+                .iter()
+                .find(|(k, _)| *k == key)
+                .expect("a version")
+                .1;
+            assert_eq!(s3.delete_version("locked", &key, version), 403, "{key}");
+        }
+    }
 }

@@ -301,19 +301,28 @@ pub struct SaveArgs {
     /// Write Prometheus metrics here (node_exporter textfile collector), atomically
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
-    /// S3 Object Lock: set a retention of this mode on the backup object and its manifest
-    /// (the bucket must have Object Lock enabled); prune keeps the backup until its date
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub object_lock_mode: Option<LockModeArg>,
-    /// How long after the backup's date the Object Lock holds, e.g. 30d [default: --max-age]
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub object_lock_retain: Option<Duration>,
+    /// S3 Object Lock on the backup and its manifest
+    #[command(flatten)]
+    pub object_lock: ObjectLockFlags,
     /// No progress bar
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,
+}
+
+/// S3 Object Lock: a retention on each object a backup writes (the bucket must have Object
+/// Lock enabled); prune keeps the backup until its date.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ObjectLockFlags {
+    /// S3 Object Lock: set a retention of this mode on each backup object and manifest (the
+    /// bucket must have Object Lock enabled); prune keeps a backup until its date
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub object_lock_mode: Option<LockModeArg>,
+    /// How long after the backup's date the Object Lock holds, e.g. 30d [default: --max-age]
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub object_lock_retain: Option<Duration>,
 }
 
 /// S3 Object Lock modes.
@@ -412,6 +421,9 @@ pub struct RunArgs {
     /// Identities that decrypt the chains for --compact-after
     #[command(flatten)]
     pub identity: IdentityFlags,
+    /// S3 Object Lock on every full backup, segment and manifest the run writes
+    #[command(flatten)]
+    pub object_lock: ObjectLockFlags,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,

@@ -80,6 +80,33 @@ impl Retention {
     }
 }
 
+/// The Object Lock asked: a mode with a period, the period `retain` or else the rules'
+/// `max_age` (every backup younger than `max_age` is kept by the rules anyway, so a lock that
+/// long never holds a backup the rules would delete). A period without a mode, or a mode with
+/// neither, is refused.
+pub(crate) fn lock_request(
+    mode: Option<LockMode>,
+    retain: Option<Duration>,
+    retention: &Retention,
+) -> Result<Option<LockRequest>> {
+    let refuse = |option, reason: &str| -> Result<Option<LockRequest>> {
+        Err(SnapshotError::from(InvalidOption::new(option, reason)).into())
+    };
+    match (mode, retain.or(retention.max_age)) {
+        (None, _) if retain.is_some() => refuse(
+            opts::OBJECT_LOCK_MODE,
+            "not set, but a lock period is: give governance or compliance",
+        ),
+        (None, _) => Ok(None),
+        (Some(_), None) => refuse(
+            opts::OBJECT_LOCK_RETAIN,
+            "not set, but a lock mode is: give how long after the backup's date it is \
+             locked (e.g. 30d), or a max-age retention rule, whose period is then taken",
+        ),
+        (Some(mode), Some(retain)) => Ok(Some(LockRequest { mode, retain })),
+    }
+}
+
 /// A retention rule's count, refused outside 1..=4294967295 with the rule's name (0 by
 /// [`RetentionPolicy::validate`], which says why 0 is not "no limit").
 fn rule_count(option: OptionId, count: Option<i64>) -> Result<Option<u32>> {
@@ -237,30 +264,13 @@ struct Checked {
 }
 
 impl SaveRequest {
-    /// The Object Lock asked: a mode with a period, the period `object_lock_retain` or else
-    /// `max_age` (every backup younger than `max_age` is kept by the rules anyway, so a lock
-    /// that long never holds a backup the rules would delete). A period without a mode, or a
-    /// mode with neither, is refused.
+    /// The Object Lock asked ([`lock_request`]).
     fn object_lock(&self) -> Result<Option<LockRequest>> {
-        let refuse = |option, reason: &str| -> Result<Option<LockRequest>> {
-            Err(SnapshotError::from(InvalidOption::new(option, reason)).into())
-        };
-        match (
+        lock_request(
             self.object_lock_mode,
-            self.object_lock_retain.or(self.retention.max_age),
-        ) {
-            (None, _) if self.object_lock_retain.is_some() => refuse(
-                opts::OBJECT_LOCK_MODE,
-                "not set, but a lock period is: give governance or compliance",
-            ),
-            (None, _) => Ok(None),
-            (Some(_), None) => refuse(
-                opts::OBJECT_LOCK_RETAIN,
-                "not set, but a lock mode is: give how long after the backup's date it is \
-                 locked (e.g. 30d), or a max-age retention rule, whose period is then taken",
-            ),
-            (Some(mode), Some(retain)) => Ok(Some(LockRequest { mode, retain })),
-        }
+            self.object_lock_retain,
+            &self.retention,
+        )
     }
 
     /// Opens the store and refuses bad rules, recipients or an OpenShift pair that cannot
