@@ -312,28 +312,6 @@ pub struct SaveArgs {
     pub store_flags: StoreFlags,
 }
 
-/// S3 Object Lock: a retention on each object a backup writes (the bucket must have Object
-/// Lock enabled); prune keeps the backup until its date.
-#[derive(Debug, Args, Clone, Default)]
-pub struct ObjectLockFlags {
-    /// S3 Object Lock: set a retention of this mode on each backup object and manifest (the
-    /// bucket must have Object Lock enabled); prune keeps a backup until its date
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub object_lock_mode: Option<LockModeArg>,
-    /// How long after the backup's date the Object Lock holds, e.g. 30d [default: --max-age]
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub object_lock_retain: Option<Duration>,
-}
-
-/// S3 Object Lock modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LockModeArg {
-    /// Only an identity allowed to bypass governance may delete or shorten it early
-    Governance,
-    /// No one may delete it or shorten it before the date
-    Compliance,
-}
-
 fn cluster_id(text: &str) -> Result<etcdops::member::MemberId, String> {
     text.parse::<etcdops::member::MemberId>()
         .map_err(|_| format!("'{text}' is not a cluster ID (hex, as `snapshot list` shows it)"))
