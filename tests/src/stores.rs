@@ -206,6 +206,66 @@ impl S3Server {
         }
     }
 
+    /// Starts `moto_server` checking every request's SigV4 signature and IAM permissions
+    /// (moto's `INITIAL_NO_AUTH_ACTION_COUNT`): its first four requests, unsigned, create an
+    /// IAM user, its access key, a policy allowing it `s3:*`, and `bucket` with Object Lock
+    /// enabled; every later request must be signed with that key. Returns the server, the
+    /// key id and the secret.
+    pub fn start_signed(bucket: &str) -> (S3Server, String, String) {
+        let port = free_port();
+        let mut server = Server::spawn("moto-signed", |_| {
+            let mut cmd = Command::new(moto_server_path());
+            cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", "4").args([
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ]);
+            cmd
+        });
+        // A request would count as one of the four: wait for the port only.
+        server.wait_ready("moto_server (signed)", Duration::from_secs(30), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let unsigned = (
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=setup/20260101/us-east-1/iam/aws4_request, \
+             SignedHeaders=host, Signature=setup",
+        );
+        let iam = |body: &str| {
+            let response = http_request(
+                port,
+                "POST",
+                "/",
+                &[
+                    unsigned,
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                ],
+                format!("{body}&Version=2010-05-08").as_bytes(),
+            )
+            .expect("IAM request");
+            assert_eq!(response.status, 200, "{body}: {}", response.body);
+            response.body
+        };
+        iam("Action=CreateUser&UserName=etcdops");
+        let key = iam("Action=CreateAccessKey&UserName=etcdops");
+        let policy = "%7B%22Version%22%3A%222012-10-17%22%2C%22Statement%22%3A%5B%7B%22Effect%22\
+                      %3A%22Allow%22%2C%22Action%22%3A%22s3%3A%2A%22%2C%22Resource%22%3A%22%2A%22\
+                      %7D%5D%7D";
+        iam(&format!(
+            "Action=PutUserPolicy&UserName=etcdops&PolicyName=s3&PolicyDocument={policy}"
+        ));
+        let s3 = S3Server {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            _server: server,
+        };
+        s3.create_locked_bucket(bucket);
+        let id = xml_values(&key, "AccessKeyId").remove(0);
+        let secret = xml_values(&key, "SecretAccessKey").remove(0);
+        (s3, id, secret)
+    }
+
     /// Starts `moto_server` over https with `cert` and `key` (a private CA's server
     /// certificate for localhost) and waits until its port takes connections.
     pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> S3Server {
@@ -243,6 +303,68 @@ impl S3Server {
             "creating bucket {bucket}: {}",
             response.body
         );
+    }
+
+    /// Creates a bucket with S3 Object Lock enabled (which turns versioning on).
+    pub fn create_locked_bucket(&self, bucket: &str) {
+        let response = http_request(
+            self.port,
+            "PUT",
+            &format!("/{bucket}"),
+            &[("x-amz-bucket-object-lock-enabled", "true")],
+            b"",
+        )
+        .expect("create bucket request");
+        assert_eq!(
+            response.status, 200,
+            "creating bucket {bucket}: {}",
+            response.body
+        );
+    }
+
+    /// Every version of `bucket`'s objects (ListObjectVersions) as `(key, version id)`, and
+    /// the keys that have a delete marker.
+    pub fn versions(&self, bucket: &str) -> (Vec<(String, String)>, Vec<String>) {
+        let response = http_request(self.port, "GET", &format!("/{bucket}?versions"), &[], b"")
+            .expect("list object versions");
+        assert_eq!(response.status, 200, "{}", response.body);
+        let section = |tag: &str| -> Vec<String> {
+            let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+            response
+                .body
+                .split(&open)
+                .skip(1)
+                .filter_map(|rest| rest.split(&close).next().map(str::to_string))
+                .collect()
+        };
+        let versions = section("Version")
+            .iter()
+            .map(|v| {
+                (
+                    xml_values(v, "Key").remove(0),
+                    xml_values(v, "VersionId").remove(0),
+                )
+            })
+            .collect();
+        let markers = section("DeleteMarker")
+            .iter()
+            .map(|m| xml_values(m, "Key").remove(0))
+            .collect();
+        (versions, markers)
+    }
+
+    /// Deletes one version of an object (DELETE with its version id): the HTTP status (403
+    /// while an Object Lock retention holds it, 204 after).
+    pub fn delete_version(&self, bucket: &str, key: &str, version: &str) -> u16 {
+        http_request(
+            self.port,
+            "DELETE",
+            &format!("/{bucket}/{key}?versionId={version}"),
+            &[],
+            b"",
+        )
+        .expect("delete a version")
+        .status
     }
 
     /// Keys of multipart uploads still in progress in `bucket` (to check aborts).

@@ -137,6 +137,10 @@ option_ids! {
     NAME = value("name");
     /// A user without a password (client-certificate authentication).
     NO_PASSWORD = switch("no_password");
+    /// S3 Object Lock on the backups a save writes: governance or compliance.
+    OBJECT_LOCK_MODE = value("object_lock_mode");
+    /// How long an Object-Locked backup is retained, from its date.
+    OBJECT_LOCK_RETAIN = value("object_lock_retain");
     /// OpenShift's backup pair's directory.
     OPENSHIFT_BACKUP_DIR = value("openshift_backup_dir");
     /// The owner of the restored tree.

@@ -572,6 +572,8 @@ async fn store_db(
         tool_version: env!("CARGO_PKG_VERSION").into(),
         compacted_from: Some(from),
         follows: None,
+        // The compacted copy is not locked (its source's retention stays on the source).
+        object_lock: None,
         ..source.clone()
     };
     let checked = if info.size != manifest.object_size {

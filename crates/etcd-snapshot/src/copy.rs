@@ -271,6 +271,17 @@ pub async fn copy_backups(
     Ok(report)
 }
 
+/// A full backup's manifest without its `object_lock` record; any other bytes as they are.
+fn without_object_lock(name: &str, bytes: bytes::Bytes) -> bytes::Bytes {
+    match crate::Manifest::from_json(name, &bytes) {
+        Ok(mut manifest) if manifest.object_lock.is_some() => {
+            manifest.object_lock = None;
+            bytes::Bytes::from(manifest.to_json())
+        }
+        _ => bytes,
+    }
+}
+
 /// Streams one object across, checks it against its manifest, then writes the manifest.
 async fn copy_object(
     source: &Store,
@@ -278,8 +289,12 @@ async fn copy_object(
     item: Described<'_>,
     progress: &dyn Progress,
 ) -> Result<()> {
-    // The manifest as stored, so the copy's is the same bytes.
-    let manifest_bytes = source.get_small(item.manifest_name).await?;
+    // The manifest as stored, so the copy's is the same bytes; but for an Object Lock record:
+    // the copy is not locked, and its manifest must not say it is.
+    let manifest_bytes = without_object_lock(
+        item.manifest_name,
+        source.get_small(item.manifest_name).await?,
+    );
     let (_, mut chunks) = source.get(item.object).await?;
     let mut upload = destination.begin_upload(item.object).await?;
     progress.start(Some(item.size));
@@ -493,5 +508,21 @@ mod tests {
             "nested: {all:?}"
         );
         assert_eq!(list_backups(&inner).await.unwrap().backups.len(), 1);
+    }
+
+    #[test]
+    fn a_copied_manifest_drops_its_object_lock_and_keeps_everything_else() {
+        let mut manifest = crate::manifest::tests::sample();
+        let plain = bytes::Bytes::from(manifest.to_json());
+        assert_eq!(without_object_lock("m", plain.clone()), plain);
+        manifest.object_lock = Some(etcd_store::ObjectLock {
+            mode: etcd_store::LockMode::Compliance,
+            retain_until: manifest.created_at,
+        });
+        let copied = without_object_lock("m", bytes::Bytes::from(manifest.to_json()));
+        manifest.object_lock = None;
+        assert_eq!(Manifest::from_json("m", &copied).unwrap(), manifest);
+        let other = bytes::Bytes::from_static(b"{\"kind\": \"delta\"}");
+        assert_eq!(without_object_lock("m", other.clone()), other);
     }
 }

@@ -114,6 +114,17 @@ pub enum SnapshotError {
     /// A snapshot file, its status, or an identity (etcd-data).
     #[error(transparent)]
     Data(#[from] etcd_data::Error),
+    /// A backup whose S3 Object Lock retention (recorded in its manifest) still holds: S3
+    /// would only hide it behind a delete marker, so it is not deleted.
+    #[error(
+        "backup {object} is held by its S3 Object Lock ({lock}): it cannot be deleted before that date; delete it after"
+    )]
+    ObjectLocked {
+        /// The backup object.
+        object: String,
+        /// The retention (`compliance lock until 2026-12-31T23:59:59Z`).
+        lock: String,
+    },
 }
 
 /// Each member's failure on one line.
@@ -164,7 +175,9 @@ impl Hinted for SnapshotError {
             }
             SnapshotError::InvalidOption(e) => return e.kind(),
             SnapshotError::NoRetentionRule => ErrorKind::InvalidInput,
-            SnapshotError::RunLocked { .. } => ErrorKind::Refused,
+            SnapshotError::RunLocked { .. } | SnapshotError::ObjectLocked { .. } => {
+                ErrorKind::Refused
+            }
             SnapshotError::TrailerMismatch { .. }
             | SnapshotError::Truncated { .. }
             | SnapshotError::VerifyFailed { .. }

@@ -38,6 +38,7 @@ mod input;
 mod layout;
 mod manifest;
 mod metrics;
+mod object_lock;
 pub mod opts;
 mod progress;
 mod prune;
@@ -116,9 +117,10 @@ pub use manifest::{
 };
 pub use metrics::write_save_metrics;
 pub use mvcc::{REVISION_KEY_LEN, key_value_fields, parse_revision_key};
+pub use object_lock::LockRequest;
 pub use progress::{NoProgress, Progress};
 pub use prune::{
-    FUTURE_TOLERANCE, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,
+    FUTURE_TOLERANCE, HeldBackup, PruneEntry, PruneReport, PruneRequest, prune_backups, prune_store,
 };
 pub use restore::{
     MARKER_FILE, PointInTimeSource, RestoreError, RestoreGuard, RestoreMarker, RestoreRequest,

@@ -85,6 +85,11 @@ pub struct Manifest {
     /// (a clock stepped back can date this one before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follows: Option<Follows>,
+    /// The S3 Object Lock retention the save set on the backup object and this manifest
+    /// (`--object-lock-mode`, `--object-lock-retain`): prune keeps the backup, and delete
+    /// refuses it, until the date. Absent when the save set none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_lock: Option<etcd_store::ObjectLock>,
 }
 
 /// The chain `backup run` was following when it took a full backup.
@@ -285,6 +290,7 @@ pub(crate) mod tests {
             encryption: None,
             compacted_from: None,
             follows: None,
+            object_lock: None,
         }
     }
 

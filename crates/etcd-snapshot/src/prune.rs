@@ -12,7 +12,7 @@ use etcd_store::{Store, StoreError};
 use serde::Serialize;
 
 use crate::catalog::{
-    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, chain_stem, delete_backup,
+    BackupEntry, Catalog, DEFAULT_ORPHAN_GRACE, DeltaEntry, chain_stem, delete_backup_with,
     list_backups, remove_chain_folder, verify_backup,
 };
 use crate::crypt::Identities;
@@ -20,6 +20,7 @@ use crate::delta::backup_stem;
 use crate::error::{Result, SnapshotError};
 use crate::layout::cluster_of;
 use crate::manifest::Manifest;
+use crate::object_lock::{describe, holding};
 use crate::progress::NoProgress;
 use crate::retention::{RetentionItem, RetentionPolicy, apply_retention};
 use crate::run_lock::{RUN_LOCK_FILE, RunLock, run_lock_name};
@@ -131,9 +132,27 @@ pub struct PruneReport {
     /// their cluster was deleted (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub verify_failed: Vec<String>,
+    /// Backups the rules would delete but whose S3 Object Lock retention (recorded in their
+    /// manifest or one of their chain's segments') still holds, and segments without their
+    /// full backup that their own retention holds: kept until the date, when a prune deletes
+    /// them (absent from JSON when none). Never an error: the run goes on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldBackup>,
     /// What the user should know, one sentence each (absent from JSON when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// A backup the rules would delete (with its chain), or a segment whose full backup is gone,
+/// that an Object Lock retention holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldBackup {
+    /// The backup object.
+    pub object: String,
+    /// The retention's mode (`governance`, `compliance`).
+    pub mode: etcd_store::LockMode,
+    /// Until when it is held (UTC).
+    pub retain_until: DateTime<Utc>,
 }
 
 /// Deletes the backups no rule keeps, with their chains; segments whose full backup is gone;
@@ -298,6 +317,16 @@ fn decide(
             report.kept_live.push(backup.object.clone());
             kept_by.push(reason);
         }
+        if let Some(held) = holding(backup, now) {
+            if kept_by.is_empty() {
+                report.held.push(HeldBackup {
+                    object: backup.object.clone(),
+                    mode: held.mode,
+                    retain_until: held.retain_until,
+                });
+            }
+            kept_by.push(format!("held by its S3 Object Lock ({})", describe(&held)));
+        }
         decided.push((backup, kept_by));
     }
     keep_chains_past_their_copies(&future, &mut decided);
@@ -415,6 +444,7 @@ pub async fn prune_store(
         unfinished_deleted: Vec::new(),
         future_dated: Vec::new(),
         verify_failed: Vec::new(),
+        held: Vec::new(),
         warnings: Vec::new(),
     };
     let mut locks: BTreeMap<MemberId, RunLock> = BTreeMap::new();
@@ -440,6 +470,20 @@ pub async fn prune_store(
         catalog.foreign_entry(&d.object).is_none()
             && catalog.foreign_entry(&d.manifest_name).is_none()
     });
+    // A segment whose own retention still holds stays, reported as held.
+    dangling.retain(
+        |d| match d.manifest.object_lock.filter(|l| l.holds_at(now)) {
+            Some(lock) => {
+                report.held.push(HeldBackup {
+                    object: d.object.clone(),
+                    mode: lock.mode,
+                    retain_until: lock.retain_until,
+                });
+                false
+            }
+            None => true,
+        },
+    );
     report.dangling_deleted = dangling.iter().map(|d| d.object.clone()).collect();
     report.orphans_deleted = catalog
         .orphans
@@ -595,7 +639,7 @@ fn keep_what_touches_foreign_entries(
 /// report.
 async fn apply(store: &Store, report: &mut PruneReport, dangling: &[&DeltaEntry]) -> Result<()> {
     for entry in &report.deleted {
-        match delete_backup(store, &entry.object).await {
+        match delete_backup_with(store, &entry.object, false).await {
             Ok(_) | Err(SnapshotError::Store(StoreError::NotFound { .. })) => {}
             Err(e) => return Err(e),
         }

@@ -2,6 +2,7 @@
 //! the future, a cluster the store does not hold, empty chain folders, `verify_newest`.
 
 use super::*;
+use crate::catalog::delete_backup;
 use crate::catalog::tests::{local_store, names, publish_full, publish_full_of};
 use crate::delta::publish_segment;
 use crate::manifest::Manifest;

@@ -1,6 +1,7 @@
 //! Tests of [`super::prune_store`]: per-cluster rules, live chains, foreign files, leftovers.
 
 use super::*;
+use crate::catalog::delete_backup;
 use crate::catalog::tests::{local_store, names, publish_full, publish_full_of};
 use crate::delta::publish_segment;
 use crate::manifest::Manifest;
@@ -507,4 +508,116 @@ async fn entries_that_are_not_files_are_foreign_kept_and_reported() {
     );
     assert!(!err.contains("TOP-SECRET"), "{err}");
     assert_eq!(names(&store).await, before);
+}
+
+/// Rewrites the manifest of `object` with an Object Lock retention until `until`.
+async fn lock_in_manifest(store: &Store, object: &str, until: DateTime<Utc>) {
+    let name = Manifest::name_for(object);
+    let mut manifest = Manifest::from_json(&name, &store.get_small(&name).await.unwrap()).unwrap();
+    manifest.object_lock = Some(etcd_store::ObjectLock {
+        mode: etcd_store::LockMode::Compliance,
+        retain_until: until,
+    });
+    store
+        .put_small(&name, Bytes::from(manifest.to_json()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_backup_whose_object_lock_holds_is_kept_and_reported_held_until_its_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let locked = publish_full(&store, 1, 10).await;
+    let unlocked = publish_full(&store, 2, 20).await;
+    let newest = publish_full(&store, 3, 30).await;
+    lock_in_manifest(&store, &locked, at(5)).await;
+    // Held: kept, reported, and the run goes on (the unlocked one is deleted).
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(4))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.held,
+        [HeldBackup {
+            object: locked.clone(),
+            mode: etcd_store::LockMode::Compliance,
+            retain_until: at(5),
+        }]
+    );
+    let kept = report.kept.iter().find(|e| e.object == locked).unwrap();
+    assert_eq!(
+        kept.kept_by,
+        ["held by its S3 Object Lock (compliance lock until 2026-11-30T05:00:00Z)"]
+    );
+    assert_eq!(report.deleted.len(), 1);
+    assert_eq!(report.deleted[0].object, unlocked);
+    let left = names(&store).await;
+    assert!(left.contains(&locked) && left.contains(&newest) && !left.contains(&unlocked));
+    // A backup the rules keep anyway is not "held": the lock is one more reason.
+    let report = prune_backups(&store, &keep_last(2), DEFAULT_ORPHAN_GRACE, true, at(4))
+        .await
+        .unwrap();
+    assert!(report.held.is_empty(), "{:?}", report.held);
+    // At the date, the lock is over: deleted.
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(5))
+        .await
+        .unwrap();
+    assert!(report.held.is_empty());
+    assert_eq!(report.deleted[0].object, locked);
+    assert!(!names(&store).await.contains(&locked));
+    // An explicit delete (which reads the clock) of a backup held beyond now is refused,
+    // naming the date; once the date is behind, it goes.
+    let until = Utc::now() + chrono::Duration::days(1);
+    lock_in_manifest(&store, &newest, until).await;
+    let err = delete_backup(&store, &newest).await.unwrap_err();
+    let date = until.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    assert!(
+        matches!(err, SnapshotError::ObjectLocked { .. }) && err.to_string().contains(&date),
+        "{err}"
+    );
+    assert!(names(&store).await.contains(&newest));
+    lock_in_manifest(&store, &newest, at(5)).await;
+    delete_backup(&store, &newest).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_chain_is_held_until_its_latest_segment_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(&dir);
+    let old = publish_full(&store, 1, 10).await;
+    let mut segment = publish_segment(&store, &old, 10, 1, (10, 15), &[11]).await;
+    segment.object_lock = Some(etcd_store::ObjectLock {
+        mode: etcd_store::LockMode::Governance,
+        retain_until: at(6),
+    });
+    store
+        .put_small(
+            &Manifest::name_for(&segment.object),
+            Bytes::from(segment.to_json()),
+        )
+        .await
+        .unwrap();
+    publish_full(&store, 2, 20).await;
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(4))
+        .await
+        .unwrap();
+    assert_eq!(report.held.len(), 1, "{report:?}");
+    assert_eq!(
+        (report.held[0].object.as_str(), report.held[0].retain_until),
+        (old.as_str(), at(6))
+    );
+    assert!(report.deleted.is_empty());
+    assert!(names(&store).await.contains(&segment.object));
+    // Its full backup gone (deleted by hand past the check): the segment, dangling, is still
+    // held by its own lock, and goes after the date.
+    store.delete(&Manifest::name_for(&old)).await.unwrap();
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(5))
+        .await
+        .unwrap();
+    assert_eq!(report.held[0].object, segment.object);
+    assert!(report.dangling_deleted.is_empty());
+    let report = prune_backups(&store, &keep_last(1), DEFAULT_ORPHAN_GRACE, false, at(6))
+        .await
+        .unwrap();
+    assert_eq!(report.dangling_deleted, [segment.object.clone()]);
 }

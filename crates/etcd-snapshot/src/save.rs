@@ -97,6 +97,9 @@ pub struct SaveRequest {
     /// The full backup whose chain `backup run` follows, unbroken, while it takes this one
     /// (recorded as the manifest's `follows`).
     pub follows: Option<crate::manifest::Follows>,
+    /// Set this S3 Object Lock retention on the backup object and its manifest (recorded in
+    /// the manifest as `object_lock`); `None`: no lock.
+    pub object_lock: Option<crate::object_lock::LockRequest>,
 }
 
 impl Default for SaveRequest {
@@ -109,6 +112,7 @@ impl Default for SaveRequest {
             verify_after_upload: false,
             encrypt_to: Recipients::none(),
             follows: None,
+            object_lock: None,
         }
     }
 }
@@ -160,6 +164,9 @@ pub async fn save_snapshot(
     progress: &dyn Progress,
 ) -> Result<SaveResult> {
     request.validate()?;
+    if let Some(lock) = &request.object_lock {
+        lock.check(store)?;
+    }
     let started = Instant::now();
     let (source, client) = choose_source(config, request.endpoint.as_deref()).await?;
     let created_at = Utc::now();
@@ -211,8 +218,22 @@ pub async fn save_snapshot(
         }
         manifest.verified_after_upload = true;
     }
+    if let Some(request) = &request.object_lock {
+        let lock = request.until(created_at);
+        if let Err(e) = store.lock(&object, &lock).await {
+            // Not locked, so it can go: without its retention it is not the backup asked for.
+            let _ = store.delete(&object).await;
+            return Err(e.into());
+        }
+        manifest.object_lock = Some(lock);
+    }
     manifest.completed_at = Utc::now();
     let manifest_name = publish_manifest(store, &manifest).await?;
+    if let Some(lock) = &manifest.object_lock {
+        // The backup is complete and its object locked; a manifest left unlocked could be
+        // deleted, which would leave the locked object an orphan: the save says so.
+        store.lock(&manifest_name, lock).await?;
+    }
     Ok(SaveResult {
         manifest,
         manifest_name,
@@ -308,6 +329,7 @@ fn build_manifest(
         encryption: (!request.encrypt_to.is_empty()).then(|| Encryption::age(&request.encrypt_to)),
         compacted_from: None,
         follows: request.follows.clone(),
+        object_lock: None,
     }
 }
 

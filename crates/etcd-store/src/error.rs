@@ -586,8 +586,58 @@ impl ErrorInfo {
 }
 
 pub(crate) use etcd_common::options::{
-    ALLOW_HTTP, PART_SIZE, S3_ENDPOINT, STORE_CA_BUNDLE, STORE_ENDPOINT,
+    ALLOW_HTTP, OBJECT_LOCK_MODE, PART_SIZE, S3_ENDPOINT, STORE_CA_BUNDLE, STORE_ENDPOINT,
 };
+
+/// Object Lock asked of a store that is not S3.
+pub(crate) fn lock_unsupported(store: &str) -> StoreError {
+    InvalidOption::new(
+        OBJECT_LOCK_MODE,
+        format!(
+            "needs an S3 store: {store} is not one (Object Lock is set on S3 buckets only, not \
+             on local dirs, GCS or Azure); save to an s3:// bucket created with Object Lock, \
+             or drop the lock"
+        ),
+    )
+    .into()
+}
+
+/// A retention S3 did not set: a bucket without Object Lock is bad input (the option's
+/// hint); anything else is said as S3 said it.
+pub(crate) fn lock_failed(
+    ctx: &ErrorContext,
+    name: &str,
+    code: Option<&str>,
+    reason: &str,
+) -> StoreError {
+    let reason = ctx.scrub(reason);
+    if code == Some("InvalidRequest") && reason.contains("ObjectLockConfiguration") {
+        return InvalidOption::new(
+            OBJECT_LOCK_MODE,
+            format!(
+                "bucket '{}' of {} has no Object Lock enabled ({reason}): create the bucket \
+                 with Object Lock enabled, or drop the lock",
+                ctx.bucket, ctx.store
+            ),
+        )
+        .into();
+    }
+    let advice = if code == Some("AccessDenied") {
+        "; the identity needs s3:PutObjectRetention (and s3:BypassGovernanceRetention to \
+         shorten a governance retention)"
+    } else {
+        ""
+    };
+    StoreError::Operation {
+        operation: "lock",
+        store: ctx.store.clone(),
+        name: name.to_string(),
+        reason: format!(
+            "{}{reason}{advice}",
+            code.map(|c| format!("{c}: ")).unwrap_or_default()
+        ),
+    }
+}
 
 /// An invalid store option: the message calls it a store option, and it is the hint.
 pub(crate) fn invalid_option(option: OptionId, reason: impl Into<String>) -> StoreError {

@@ -43,6 +43,7 @@ mod error;
 mod local;
 mod local_fs;
 mod location;
+mod lock;
 mod object;
 mod options;
 mod parse;
@@ -59,6 +60,7 @@ pub use error::{Result, StoreError, scrub};
 pub use etcd_common::parse_size;
 pub use local_fs::NotRegularEntry;
 pub use location::Location;
+pub use lock::{LockMode, ObjectLock};
 pub use object::dropped_uploads_settled;
 pub use options::{DEFAULT_PART_SIZE, MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 pub use parse::{StoreKind, StoreLocation, parse_store_url, split_object_url};
@@ -347,6 +349,30 @@ impl Store {
         match &*self.backend {
             Backend::Local(s) => s.remove_empty_folder(folder).await,
             Backend::Object(_) => Ok(false),
+        }
+    }
+
+    /// Whether [`Store::lock`] can set a retention here: S3 stores only (a bucket created
+    /// with Object Lock enabled takes it; others refuse it on the first lock).
+    pub fn supports_object_lock(&self) -> bool {
+        match &*self.backend {
+            Backend::Local(_) => false,
+            Backend::Object(s) => s.supports_object_lock(),
+        }
+    }
+
+    /// Sets an S3 Object Lock retention on the current version of `name` (PutObjectRetention):
+    /// until `lock.retain_until` that version cannot be deleted (compliance), or only by an
+    /// identity allowed to bypass governance. A DELETE without a version id still succeeds on
+    /// such a bucket (a delete marker hides the object, the locked version stays): a caller
+    /// that locks must remember the date and not delete before it. Other stores refuse it
+    /// ([`StoreError::InvalidOption`] naming `object_lock_mode`), as does a bucket without
+    /// Object Lock.
+    pub async fn lock(&self, name: &str, lock: &ObjectLock) -> Result<()> {
+        self.check(name)?;
+        match &*self.backend {
+            Backend::Local(_) => Err(error::lock_unsupported(&self.url)),
+            Backend::Object(s) => s.lock(name, lock).await,
         }
     }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path;
@@ -14,6 +14,7 @@ use crate::error::{
     ErrorContext, PART_SIZE, S3_ENDPOINT, STORE_CA_BUNDLE, STORE_ENDPOINT, invalid_named,
     invalid_option, invalid_setting, map_object,
 };
+use crate::lock::{ObjectLock, S3Retention};
 use crate::options::{MAX_PART_SIZE, MIN_S3_PART_SIZE, StoreOptions};
 use crate::parse::StoreKind;
 use crate::{ByteStream, ObjectInfo, Result, StoreError};
@@ -33,6 +34,8 @@ pub(crate) struct ObjectBackend {
     /// Prefix without leading or trailing `/`, `""` for the bucket's root.
     prefix: String,
     part_size: usize,
+    /// S3 only: what sets Object Lock retentions (boxed: its client options are large).
+    retention: Option<Arc<S3Retention>>,
     pub ctx: ErrorContext,
 }
 
@@ -193,8 +196,19 @@ impl ObjectBackend {
             ));
         }
         let mut secrets = options.secret_values();
+        let mut retention = None;
         let (store, auth_hint): (Arc<dyn ObjectStore>, String) = match kind {
-            StoreKind::S3 => (build_s3(bucket, options)?, s3_hint(options)),
+            StoreKind::S3 => {
+                let (s3, bucket_url) = build_s3(bucket, options)?;
+                let region = options.s3_region.as_deref().unwrap_or(DEFAULT_REGION);
+                retention = Some(Arc::new(S3Retention::new(
+                    s3.clone(),
+                    client_options(options)?,
+                    bucket_url,
+                    region.to_string(),
+                )));
+                (s3, s3_hint(options))
+            }
             StoreKind::Azure => {
                 if options.azure_use_emulator {
                     secrets.push(EMULATOR_KEY.to_string());
@@ -225,6 +239,7 @@ impl ObjectBackend {
             store,
             prefix: prefix.to_string(),
             part_size,
+            retention,
             ctx: ErrorContext {
                 store: url.to_string(),
                 bucket: bucket.to_string(),
@@ -424,6 +439,22 @@ impl ObjectBackend {
         Ok(out)
     }
 
+    /// Whether retentions can be set here (S3).
+    pub fn supports_object_lock(&self) -> bool {
+        self.retention.is_some()
+    }
+
+    /// Sets `lock` on the current version of `name` (S3 only).
+    pub async fn lock(&self, name: &str, lock: &ObjectLock) -> Result<()> {
+        let path = self.path(name)?;
+        let Some(retention) = &self.retention else {
+            return Err(crate::error::lock_unsupported(&self.ctx.store));
+        };
+        retention.put(&path, lock).await.map_err(|(code, reason)| {
+            crate::error::lock_failed(&self.ctx, name, code.as_deref(), &reason)
+        })
+    }
+
     pub async fn delete(&self, name: &str) -> Result<()> {
         let path = self.path(name)?;
         match self.store.delete(&path).await {
@@ -516,7 +547,13 @@ fn s3_hint(options: &StoreOptions) -> String {
     hint
 }
 
-fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
+/// The region of S3 when none is given.
+const DEFAULT_REGION: &str = "us-east-1";
+
+/// The S3 client of `bucket`, and the URL its keys are under (as object_store addresses
+/// them: `endpoint/bucket` path style, `bucket.endpoint` virtual-hosted style).
+fn build_s3(bucket: &str, options: &StoreOptions) -> Result<(Arc<AmazonS3>, String)> {
+    let region = options.s3_region.as_deref().unwrap_or(DEFAULT_REGION);
     let mut builder = AmazonS3Builder::new()
         .with_bucket_name(bucket)
         .with_client_options(client_options(options)?)
@@ -525,7 +562,8 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
     for (key, value) in extra_for::<AmazonS3ConfigKey>(options, StoreKind::S3) {
         builder = builder.with_config(key, value);
     }
-    builder = builder.with_region(options.s3_region.as_deref().unwrap_or("us-east-1"));
+    builder = builder.with_region(region);
+    let bucket_url;
     let endpoint = options
         .s3_endpoint
         .as_deref()
@@ -541,25 +579,32 @@ fn build_s3(bucket: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>
                 .and_then(|u| u.host().map(|h| !matches!(h, url::Host::Domain(_))))
                 .unwrap_or(false);
             if options.s3_path_style || by_ip {
+                bucket_url = format!("{endpoint}/{bucket}");
                 builder = builder
                     .with_endpoint(endpoint)
                     .with_virtual_hosted_style_request(false);
             } else {
                 // Virtual-hosted style: object_store wants the bucket in the endpoint.
                 let (scheme, host) = endpoint.split_once("://").unwrap_or(("https", &endpoint));
+                bucket_url = format!("{scheme}://{bucket}.{host}");
                 builder = builder
-                    .with_endpoint(format!("{scheme}://{bucket}.{host}"))
+                    .with_endpoint(bucket_url.clone())
                     .with_virtual_hosted_style_request(true);
             }
         }
         None => {
+            bucket_url = if options.s3_path_style {
+                format!("https://s3.{region}.amazonaws.com/{bucket}")
+            } else {
+                format!("https://{bucket}.s3.{region}.amazonaws.com")
+            };
             builder = builder.with_virtual_hosted_style_request(!options.s3_path_style);
         }
     }
     let store = builder
         .build()
         .map_err(|e| invalid_setting("s3", crate::error::scrub(&e.to_string())))?;
-    Ok(Arc::new(store))
+    Ok((Arc::new(store), bucket_url))
 }
 
 fn build_azure(container: &str, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {

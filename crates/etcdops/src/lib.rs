@@ -112,7 +112,7 @@ pub mod kubernetes {
 
 pub mod store {
     //! Where backups live: a local dir or an object store, and how to reach it.
-    pub use etcd_store::{StoreError, StoreOptions, parse_size};
+    pub use etcd_store::{LockMode, ObjectLock, StoreError, StoreOptions, parse_size};
 }
 
 pub mod hints {

@@ -89,6 +89,7 @@ mod snapshot_copy;
 mod snapshot_encryption;
 mod snapshot_failures;
 mod snapshot_learner;
+mod snapshot_object_lock;
 mod snapshot_restore;
 mod snapshot_restore_parity;
 mod snapshot_save_pipeline;

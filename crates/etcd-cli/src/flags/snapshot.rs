@@ -301,6 +301,9 @@ pub struct SaveArgs {
     /// Write Prometheus metrics here (node_exporter textfile collector), atomically
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// S3 Object Lock on the backup and its manifest
+    #[command(flatten)]
+    pub object_lock: ObjectLockFlags,
     /// No progress bar
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -396,6 +399,9 @@ pub struct RunArgs {
     /// Identities that decrypt the chains for --compact-after
     #[command(flatten)]
     pub identity: IdentityFlags,
+    /// S3 Object Lock on every full backup, segment and manifest the run writes
+    #[command(flatten)]
+    pub object_lock: ObjectLockFlags,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,

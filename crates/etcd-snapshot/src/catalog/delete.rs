@@ -71,8 +71,20 @@ async fn chain_objects(store: &Store, prefix: &str) -> Result<Vec<ObjectInfo>> {
 /// Deletes a backup with its chain: the segments newest first (each manifest, then object),
 /// then the backup's manifest (so it stops counting as a backup at once), then its object.
 /// Interrupted, it leaves a shorter chain that is still continuous. Naming something that is
-/// not there is an error; naming a single segment is refused (delete its full backup).
+/// not there is an error; naming a single segment is refused (delete its full backup), and so
+/// is a backup whose S3 Object Lock retention (recorded in its manifest) still holds
+/// ([`SnapshotError::ObjectLocked`]).
 pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
+    delete_backup_with(store, name, true).await
+}
+
+/// [`delete_backup`]; `check_locks: false` for a prune, which decided from the catalog's
+/// manifests that no retention holds the backup or its chain.
+pub(crate) async fn delete_backup_with(
+    store: &Store,
+    name: &str,
+    check_locks: bool,
+) -> Result<DeleteReport> {
     let object = object_name(name);
     if names_segment(object) {
         return Err(segment_named(store, object, "delete", "which removes the whole chain").await);
@@ -98,6 +110,9 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
         }
         .into());
     }
+    if check_locks {
+        refuse_held(store, object, manifest.is_some(), &chain).await?;
+    }
     let mut deleted = Vec::new();
     delete_segments(store, &chain, &mut deleted).await?;
     if manifest.is_some() {
@@ -113,6 +128,32 @@ pub async fn delete_backup(store: &Store, name: &str) -> Result<DeleteReport> {
     delete_segments(store, &late, &mut deleted).await?;
     remove_chain_folder(store, backup_stem(object)).await;
     Ok(DeleteReport { deleted })
+}
+
+/// Refuses when a retention recorded in the backup's manifest or in one of its chain's segment
+/// manifests still holds: S3 would only hide them behind delete markers. An unreadable
+/// manifest records no retention to honour.
+async fn refuse_held(
+    store: &Store,
+    object: &str,
+    has_manifest: bool,
+    chain: &[ObjectInfo],
+) -> Result<()> {
+    let mut locks = Vec::new();
+    if has_manifest
+        && let Ok(bytes) = store.get_small(&Manifest::name_for(object)).await
+        && let Ok(read) = Manifest::from_json(object, &bytes)
+    {
+        locks.extend(read.object_lock);
+    }
+    for info in chain.iter().filter(|i| i.name.ends_with(MANIFEST_SUFFIX)) {
+        if let Ok(bytes) = store.get_small(&info.name).await
+            && let Ok(read) = crate::delta::DeltaManifest::from_json(&info.name, &bytes)
+        {
+            locks.extend(read.object_lock);
+        }
+    }
+    crate::object_lock::refuse_if_any_holds(object, locks, chrono::Utc::now())
 }
 
 /// Removes the `.deltas/` folder of the full backup `stem` once it is empty, as deleting its

@@ -32,6 +32,7 @@ mod delete;
 
 use chain::analyse_chain;
 pub use chain::{ChainReport, ChainSummary, SegmentCheck, verify_chain};
+pub(crate) use delete::delete_backup_with;
 pub(crate) use delete::remove_chain_folder;
 pub use delete::{DeleteReport, delete_backup};
 

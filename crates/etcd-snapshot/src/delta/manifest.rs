@@ -71,6 +71,10 @@ pub struct DeltaManifest {
     /// How the stored object is encrypted, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Encryption>,
+    /// The S3 Object Lock retention set on the segment and this manifest (`backup run
+    /// --object-lock-mode`): its chain is kept, and not deleted, until the date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_lock: Option<etcd_store::ObjectLock>,
 }
 
 impl DeltaManifest {
@@ -166,6 +170,7 @@ pub(crate) mod tests {
             object_size: 99,
             completed_at: at,
             encryption: None,
+            object_lock: None,
         }
     }
 

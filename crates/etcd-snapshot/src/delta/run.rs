@@ -454,6 +454,7 @@ async fn publish<F: Future<Output = ()>>(
                     chain,
                     &follow.source,
                     &runner.request.save.encrypt_to,
+                    runner.request.save.object_lock.as_ref(),
                 )
                 .await
                 .map_err(|e| e.to_string()),

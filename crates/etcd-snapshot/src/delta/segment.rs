@@ -187,14 +187,16 @@ impl SegmentBuilder {
         Ok(self.sealed.as_deref().unwrap_or_default())
     }
 
-    /// Seals the segment, uploads the object and then its manifest, and moves `chain` on past
-    /// it. When it fails, nothing is listed and it can be called again (same bytes, same name).
+    /// Seals the segment, uploads the object and then its manifest (with `lock`, each locked
+    /// until now plus its period once written), and moves `chain` on past it. When it fails,
+    /// nothing is listed and it can be called again (same bytes, same name).
     pub async fn publish(
         &mut self,
         store: &Store,
         chain: &mut ChainPosition,
         source: &SegmentSource,
         recipients: &Recipients,
+        lock: Option<&crate::object_lock::LockRequest>,
     ) -> Result<DeltaManifest> {
         let stored = self.seal(recipients)?.to_vec();
         let object = delta_object_name(
@@ -207,6 +209,10 @@ impl SegmentBuilder {
         let object_sha256 = hex::encode(Sha256::digest(&stored));
         let object_size = stored.len() as u64;
         store.put_small(&object, Bytes::from(stored)).await?;
+        let object_lock = lock.map(|lock| lock.until(Utc::now()));
+        if let Some(lock) = &object_lock {
+            store.lock(&object, lock).await?;
+        }
         let manifest = DeltaManifest {
             // Readable by older etcdops unless it holds a leases record.
             format_version: if self.lease_sets {
@@ -233,13 +239,15 @@ impl SegmentBuilder {
             object_size,
             completed_at: Utc::now(),
             encryption: (!recipients.is_empty()).then(|| Encryption::age(recipients)),
+            object_lock,
         };
+        let manifest_name = Manifest::name_for(&object);
         store
-            .put_small(
-                &Manifest::name_for(&object),
-                Bytes::from(manifest.to_json()),
-            )
+            .put_small(&manifest_name, Bytes::from(manifest.to_json()))
             .await?;
+        if let Some(lock) = &object_lock {
+            store.lock(&manifest_name, lock).await?;
+        }
         chain.next_sequence += 1;
         chain.covered_revision = self.to_revision;
         chain.highest_time = chain.highest_time.max(self.from_time).max(self.to_time);

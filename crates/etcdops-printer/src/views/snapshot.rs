@@ -690,8 +690,10 @@ impl Render for PruneView {
         };
         let mut rows: Vec<Vec<String>> = Vec::new();
         for entry in &self.0.kept {
+            // Kept only by its Object Lock: the rules would delete it.
+            let held = self.0.held.iter().any(|h| h.object == entry.object);
             rows.push(vec![
-                "keep".into(),
+                if held { "held" } else { "keep" }.into(),
                 entry.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
                 entry.object.clone(),
                 entry.kept_by.join("; "),

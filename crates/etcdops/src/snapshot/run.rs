@@ -55,6 +55,11 @@ pub struct BackupRunRequest {
     pub identity: IdentitySettings,
     /// Where compactions rebuild the db; default: the system's temporary directory.
     pub compact_work_dir: Option<PathBuf>,
+    /// Set an S3 Object Lock retention of this mode on every full backup, segment and their
+    /// manifests.
+    pub object_lock_mode: Option<etcd_store::LockMode>,
+    /// How long after its date each object's lock holds; the rules' `max_age` when unset.
+    pub object_lock_retain: Option<Duration>,
 }
 
 /// Runs continuous backup until `stop` resolves, telling `observer` each thing it did. Bad
@@ -86,6 +91,11 @@ pub async fn backup_run(
             verify_after_upload: false,
             encrypt_to: recipients(&request.encrypt_to, &request.encrypt_to_file)?,
             follows: None,
+            object_lock: super::save::lock_request(
+                request.object_lock_mode,
+                request.object_lock_retain,
+                &request.retention,
+            )?,
         },
         metrics_file: request.metrics_file.clone(),
         metrics_addr: request.metrics_addr,
@@ -96,6 +106,9 @@ pub async fn backup_run(
         compact_after,
         ..RunRequest::default()
     };
+    if let Some(lock) = &run.save.object_lock {
+        lock.check(&store)?;
+    }
     run_backups(config, &store, &run, observer, stop).await?;
     Ok(())
 }

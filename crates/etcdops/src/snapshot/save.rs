@@ -9,13 +9,14 @@ use chrono::Utc;
 use etcd_common::{InvalidOption, OptionId};
 use etcd_core::ClusterConfig;
 use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_backup};
+use etcd_snapshot::LockRequest;
 use etcd_snapshot::opts;
 use etcd_snapshot::{
     Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
     RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
     prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
 };
-use etcd_store::Store;
+use etcd_store::{LockMode, Store};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::settings::{StoreSettings, one_or_many, recipients};
@@ -79,6 +80,33 @@ impl Retention {
     }
 }
 
+/// The Object Lock asked: a mode with a period, the period `retain` or else the rules'
+/// `max_age` (every backup younger than `max_age` is kept by the rules anyway, so a lock that
+/// long never holds a backup the rules would delete). A period without a mode, or a mode with
+/// neither, is refused.
+pub(crate) fn lock_request(
+    mode: Option<LockMode>,
+    retain: Option<Duration>,
+    retention: &Retention,
+) -> Result<Option<LockRequest>> {
+    let refuse = |option, reason: &str| -> Result<Option<LockRequest>> {
+        Err(SnapshotError::from(InvalidOption::new(option, reason)).into())
+    };
+    match (mode, retain.or(retention.max_age)) {
+        (None, _) if retain.is_some() => refuse(
+            opts::OBJECT_LOCK_MODE,
+            "not set, but a lock period is: give governance or compliance",
+        ),
+        (None, _) => Ok(None),
+        (Some(_), None) => refuse(
+            opts::OBJECT_LOCK_RETAIN,
+            "not set, but a lock mode is: give how long after the backup's date it is \
+             locked (e.g. 30d), or a max-age retention rule, whose period is then taken",
+        ),
+        (Some(mode), Some(retain)) => Ok(Some(LockRequest { mode, retain })),
+    }
+}
+
 /// A retention rule's count, refused outside 1..=4294967295 with the rule's name (0 by
 /// [`RetentionPolicy::validate`], which says why 0 is not "no limit").
 fn rule_count(option: OptionId, count: Option<i64>) -> Result<Option<u32>> {
@@ -112,6 +140,12 @@ fn duration<'de, D: Deserializer<'de>>(
 
 fn max_age<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Duration>, D::Error> {
     duration(d, "max_age")
+}
+
+fn object_lock_retain<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    duration(d, "object_lock_retain")
 }
 
 fn orphan_grace<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration, D::Error> {
@@ -163,6 +197,14 @@ pub struct SaveRequest {
     /// How the store is reached.
     #[serde(flatten)]
     pub store: StoreSettings,
+    /// Set an S3 Object Lock retention of this mode on the backup object and its manifest
+    /// (the bucket must have Object Lock enabled).
+    #[serde(default)]
+    pub object_lock_mode: Option<LockMode>,
+    /// How long after the backup's date its Object Lock holds (`30d`); `max_age` when unset.
+    #[serde(default, deserialize_with = "object_lock_retain")]
+    #[schemars(with = "Option<String>")]
+    pub object_lock_retain: Option<Duration>,
     /// The directory standing for the host's `/` (where the OpenShift pair's static pod
     /// resources are found); `/` when absent.
     #[serde(skip)]
@@ -222,6 +264,15 @@ struct Checked {
 }
 
 impl SaveRequest {
+    /// The Object Lock asked ([`lock_request`]).
+    fn object_lock(&self) -> Result<Option<LockRequest>> {
+        lock_request(
+            self.object_lock_mode,
+            self.object_lock_retain,
+            &self.retention,
+        )
+    }
+
     /// Opens the store and refuses bad rules, recipients or an OpenShift pair that cannot
     /// be written, before anything is saved.
     fn check(&self) -> Result<Checked> {
@@ -247,8 +298,12 @@ impl SaveRequest {
             verify_after_upload: self.verify_after_upload,
             encrypt_to,
             follows: None,
+            object_lock: self.object_lock()?,
         };
         save.validate()?;
+        if let Some(lock) = &save.object_lock {
+            lock.check(&store)?;
+        }
         Ok(Checked {
             store,
             policy,

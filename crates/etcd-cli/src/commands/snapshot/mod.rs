@@ -20,8 +20,8 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
-    StatusArgs, StoreFlags, VerifyArgs,
+    CompressionArg, IdentityFlags, LockModeArg, ObjectLockFlags, RestoreArgs, RetentionFlags,
+    SaveArgs, SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, note, warn};
 use crate::progress::BarProgress;
@@ -172,6 +172,14 @@ pub(crate) fn retention(flags: &RetentionFlags) -> Retention {
     }
 }
 
+/// The Object Lock mode of the flags.
+pub(crate) fn lock_mode(flags: &ObjectLockFlags) -> Option<etcdops::store::LockMode> {
+    flags.object_lock_mode.map(|mode| match mode {
+        LockModeArg::Governance => etcdops::store::LockMode::Governance,
+        LockModeArg::Compliance => etcdops::store::LockMode::Compliance,
+    })
+}
+
 /// The options a refusal may name (retention rules such as `keep_last`, and
 /// `compact_after`), each also a flag (`--keep-last`).
 const RULES: &[&str] = &[
@@ -182,6 +190,8 @@ const RULES: &[&str] = &[
     "keep_monthly",
     "max_age",
     "compact_after",
+    "object_lock_mode",
+    "object_lock_retain",
 ];
 
 /// A workflow's refusal in the flags' words: a bad rule named as its flag, a cluster not in
@@ -384,6 +394,8 @@ async fn save(
         retention: retention(&args.retention),
         all_clusters: args.all_clusters,
         store: settings(&args.store_flags),
+        object_lock_mode: lock_mode(&args.object_lock),
+        object_lock_retain: args.object_lock.object_lock_retain,
         platform_root: platform_root.map(Path::to_path_buf),
     };
     let bar = bar("save", args.quiet, printer);
@@ -426,6 +438,14 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
         (r.keep_monthly.is_some(), "--keep-monthly"),
         (r.max_age.is_some(), "--max-age"),
         (args.all_clusters, "--all-clusters"),
+        (
+            args.object_lock.object_lock_mode.is_some(),
+            "--object-lock-mode",
+        ),
+        (
+            args.object_lock.object_lock_retain.is_some(),
+            "--object-lock-retain",
+        ),
     ];
     given
         .into_iter()
