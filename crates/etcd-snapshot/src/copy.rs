@@ -33,6 +33,10 @@ pub struct CopyRequest {
     pub objects: Vec<String>,
     /// Say what would be copied, copy nothing.
     pub dry_run: bool,
+    /// Read each copied object back from the destination and check its SHA-256 and size
+    /// against its manifest before the manifest is written there (as a save's
+    /// `verify_after_upload` does): what the destination serves, not only what was sent.
+    pub read_back: bool,
 }
 
 /// What happened to one backup.
@@ -231,7 +235,7 @@ pub async fn copy_backups(
             report.copied += 1;
             CopyAction::WouldCopy
         } else {
-            copy_object(source, destination, backup.into(), progress).await?;
+            copy_object(source, destination, backup.into(), request.read_back, progress).await?;
             report.copied += 1;
             CopyAction::Copied
         };
@@ -255,7 +259,8 @@ pub async fn copy_backups(
                 report.segments_copied += 1;
                 CopyAction::WouldCopy
             } else {
-                copy_object(source, destination, segment.into(), progress).await?;
+                copy_object(source, destination, segment.into(), request.read_back, progress)
+                    .await?;
                 report.segments_copied += 1;
                 CopyAction::Copied
             };
@@ -271,11 +276,13 @@ pub async fn copy_backups(
     Ok(report)
 }
 
-/// Streams one object across, checks it against its manifest, then writes the manifest.
+/// Streams one object across, checks it against its manifest (with `read_back`, also as the
+/// destination serves it), then writes the manifest.
 async fn copy_object(
     source: &Store,
     destination: &Store,
     item: Described<'_>,
+    read_back: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
     // The manifest as stored, so the copy's is the same bytes.
@@ -329,10 +336,37 @@ async fn copy_object(
             ),
         });
     }
+    if read_back && let Err(e) = check_stored(destination, &item).await {
+        let _ = destination.delete(item.object).await;
+        return Err(e);
+    }
     destination
         .put_small(item.manifest_name, manifest_bytes)
         .await?;
     Ok(())
+}
+
+/// Reads `item` back from `store` and checks its size and SHA-256 against its manifest.
+async fn check_stored(store: &Store, item: &Described<'_>) -> Result<()> {
+    let (_, mut chunks) = store.get(item.object).await?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        hasher.update(&chunk);
+        size += chunk.len() as u64;
+    }
+    let sha = hex::encode(hasher.finalize());
+    if size == item.size && sha == item.sha256 {
+        return Ok(());
+    }
+    Err(SnapshotError::VerifyFailed {
+        name: format!("{}/{}", store.url(), item.object),
+        reason: format!(
+            "read back: {size} bytes with SHA-256 {sha}, the manifest says {} bytes with {}",
+            item.size, item.sha256
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -355,6 +389,7 @@ mod tests {
         let dry = CopyRequest {
             objects: vec![full.clone()],
             dry_run: true,
+            read_back: false,
         };
         let report = copy_backups(&source, &destination, &dry, &NoProgress)
             .await
@@ -362,7 +397,10 @@ mod tests {
         assert_eq!((report.copied, report.segments_copied), (1, 2));
         assert!(destination.list("").await.unwrap().is_empty(), "dry run");
 
-        let all = CopyRequest::default();
+        let all = CopyRequest {
+            read_back: true,
+            ..CopyRequest::default()
+        };
         let report = copy_backups(&source, &destination, &all, &NoProgress)
             .await
             .unwrap();
@@ -414,7 +452,7 @@ mod tests {
         // A backup without a chain reports as before.
         let only = CopyRequest {
             objects: vec![plain.clone()],
-            dry_run: false,
+            ..CopyRequest::default()
         };
         let report = copy_backups(&source, &destination, &only, &NoProgress)
             .await
@@ -426,7 +464,7 @@ mod tests {
         // Naming a segment points at its full backup.
         let one = CopyRequest {
             objects: vec![s1.object.clone()],
-            dry_run: false,
+            ..CopyRequest::default()
         };
         let err = copy_backups(&source, &destination, &one, &NoProgress)
             .await

@@ -90,6 +90,7 @@ pub use delta::{
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object, key_value_lease,
     revision_key,
 };
+pub use delta::{CopyTarget, MAX_PENDING_CHAINS};
 pub use delta::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub use error::{Result, SnapshotError};
 /// etcd-data's error (snapshot files, their status, identities), as [`SnapshotError::Data`]
