@@ -276,6 +276,48 @@ pub async fn copy_backups(
     Ok(report)
 }
 
+/// `snapshot save --copy-to`: copies the backup `saved` just stored in `source` to
+/// `destination`, read back there, after the backups of its cluster that are newer than the
+/// newest one `destination` holds of it (those an earlier save could not copy, its second
+/// store down), oldest first. A destination that holds no backup of that cluster gets only
+/// `saved`: a second site starts with the backups taken once it was set.
+pub async fn copy_saved(
+    source: &Store,
+    destination: &Store,
+    saved: &crate::Manifest,
+) -> Result<CopyReport> {
+    let present = read_catalog(destination).await?;
+    let cluster = saved.cluster_id;
+    let newest_held = present
+        .backups
+        .iter()
+        .filter(|b| b.complete && b.manifest.cluster_id == cluster)
+        .map(|b| b.manifest.created_at)
+        .max();
+    let mut objects = match newest_held {
+        Some(newest) => list_backups(source)
+            .await?
+            .backups
+            .into_iter()
+            .filter(|b| {
+                b.complete
+                    && b.manifest.cluster_id == cluster
+                    && b.manifest.created_at > newest
+                    && b.object != saved.object
+            })
+            .map(|b| b.object)
+            .collect(),
+        None => Vec::new(),
+    };
+    objects.push(saved.object.clone());
+    let request = CopyRequest {
+        objects,
+        dry_run: false,
+        read_back: true,
+    };
+    copy_backups(source, destination, &request, &crate::NoProgress).await
+}
+
 /// Streams one object across, checks it against its manifest (with `read_back`, also as the
 /// destination serves it), then writes the manifest.
 async fn copy_object(

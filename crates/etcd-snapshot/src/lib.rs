@@ -73,7 +73,7 @@ pub use consolidate_lock::{
     COMPACT_LOCK_FILE, COMPACT_LOCK_FORMAT_VERSION, ConsolidateLock, consolidate_lock_name,
 };
 pub use copy::CopySegment;
-pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
+pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups, copy_saved};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
 pub use delta::{
     ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, FailureReason, METRICS_CONTENT_TYPE,

@@ -261,10 +261,9 @@ impl Worker {
             match self.copy(batch).await {
                 Ok(()) => wait = Duration::from_secs(1),
                 Err(error) => {
-                    let destination = self.target.store.url().to_string();
                     self.shared.with(|q| {
                         q.failed(format!(
-                            "copying to {destination}: {error}; the first store is not affected, trying again"
+                            "{error}; the first store is not affected, trying again"
                         ));
                     });
                     tokio::select! {
@@ -328,13 +327,12 @@ impl Worker {
             ..PruneRequest::default()
         };
         let pruned = prune_store(&self.target.store, &request, Utc::now()).await;
-        let destination = self.target.store.url().to_string();
         self.shared.with(|q| match pruned {
             Ok(report) if !report.deleted.is_empty() => q.outcome(CopyOutcome::Pruned(
                 report.deleted.into_iter().map(|d| d.object).collect(),
             )),
             Ok(_) => {}
-            Err(e) => q.failed(format!("pruning {destination}: {e}")),
+            Err(e) => q.failed(format!("pruning: {e}")),
         });
     }
 }

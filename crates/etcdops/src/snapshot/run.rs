@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use etcd_core::ClusterConfig;
 use etcd_snapshot::{
-    CompactAfter, Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups,
+    CompactAfter, Compression, CopyTarget, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups,
 };
 
-use super::save::Retention;
+use super::save::{CopyRetention, Retention, second_store};
 use super::settings::{IdentitySettings, StoreSettings, recipients};
 use crate::error::Result;
 
@@ -55,6 +55,11 @@ pub struct BackupRunRequest {
     pub identity: IdentitySettings,
     /// Where compactions rebuild the db; default: the system's temporary directory.
     pub compact_work_dir: Option<PathBuf>,
+    /// Copy every full backup and segment to this second store once published (reached
+    /// with the same settings; credentials from the environment).
+    pub copy_to: Option<String>,
+    /// The second store's own retention; none given: `retention`'s rules.
+    pub copy_retention: CopyRetention,
 }
 
 /// Runs continuous backup until `stop` resolves, telling `observer` each thing it did. Bad
@@ -74,6 +79,15 @@ pub async fn backup_run(
         }),
         None => None,
     };
+    let retention = request.retention.policy()?;
+    let copy_to = match &request.copy_to {
+        Some(url) => Some(CopyTarget {
+            store: second_store(&request.settings, &store, url)?,
+            retention: request.copy_retention.policy(&retention)?,
+            orphan_grace: request.retention.orphan_grace,
+        }),
+        None => None,
+    };
     let run = RunRequest {
         full_every: request.full_every,
         delta_every: request.delta_every,
@@ -89,11 +103,12 @@ pub async fn backup_run(
         },
         metrics_file: request.metrics_file.clone(),
         metrics_addr: request.metrics_addr,
-        retention: request.retention.policy()?,
+        retention,
         orphan_grace: request.retention.orphan_grace,
         stop_grace: request.stop_grace,
         all_clusters: request.all_clusters,
         compact_after,
+        copy_to,
         ..RunRequest::default()
     };
     run_backups(config, &store, &run, observer, stop).await?;
@@ -161,6 +176,17 @@ pub fn event_line(event: &RunEvent) -> String {
         } => format!(
             "compacted the chain of {source} ({segments} segments, up to revision {to_revision}) into {object}"
         ),
+        RunEvent::Copied {
+            destination,
+            objects,
+        } => format!("copied to {destination}: {}", objects.join(", ")),
+        RunEvent::CopyFailed { destination, error } => {
+            format!("warning: copy to {destination}: {error}")
+        }
+        RunEvent::CopyPruned {
+            destination,
+            deleted,
+        } => format!("pruned in {destination}: {}", deleted.join(", ")),
         RunEvent::Failed { error, .. } => format!("failed, will retry: {error}"),
     }
 }

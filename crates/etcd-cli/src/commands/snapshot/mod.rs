@@ -10,7 +10,7 @@ use etcdops::client::ClusterConfig;
 use etcdops::guard::{Force, Guards};
 use etcdops::hints::{Style, with_hint};
 use etcdops::snapshot::{
-    CopyRequest, IdentitySettings, ListRequest, ListWarning, PruneRequest, RestoreRequest,
+    CopyRequest, CopyRetention, IdentitySettings, ListRequest, ListWarning, PruneRequest, RestoreRequest,
     Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
 };
 use etcdops::snapshot::{
@@ -20,7 +20,7 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
+    CompressionArg, CopyToFlags, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
     StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, note, warn};
@@ -169,6 +169,14 @@ pub(crate) fn retention(flags: &RetentionFlags) -> Retention {
         keep_monthly: flags.keep_monthly.map(i64::from),
         max_age: flags.max_age,
         orphan_grace: flags.orphan_grace,
+    }
+}
+
+/// The second store's own retention rules of the flags.
+pub(crate) fn copy_retention(flags: &CopyToFlags) -> CopyRetention {
+    CopyRetention {
+        copy_keep_last: flags.copy_keep_last.map(i64::from),
+        copy_max_age: flags.copy_max_age,
     }
 }
 
@@ -383,6 +391,8 @@ async fn save(
         metrics_file: args.metrics_file.clone(),
         retention: retention(&args.retention),
         all_clusters: args.all_clusters,
+        copy_to: args.copy.copy_to.clone(),
+        copy_retention: copy_retention(&args.copy),
         store: settings(&args.store_flags),
         platform_root: platform_root.map(Path::to_path_buf),
     };
@@ -426,6 +436,7 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
         (r.keep_monthly.is_some(), "--keep-monthly"),
         (r.max_age.is_some(), "--max-age"),
         (args.all_clusters, "--all-clusters"),
+        (args.copy.copy_to.is_some(), "--copy-to"),
     ];
     given
         .into_iter()
