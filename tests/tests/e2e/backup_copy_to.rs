@@ -357,3 +357,38 @@ fn a_hanging_second_store_never_delays_the_first() {
     assert_eq!(chains, [true]);
     drop(hanging);
 }
+
+#[test]
+fn the_backup_role_copies_each_backup_to_a_second_store_with_its_own_retention() {
+    use etcdops_tests::{Collection, StandaloneHost, StandaloneHosts};
+    use serde_json::json;
+    if etcdops_tests::skip_on_etcd_3_4("the role's options; the copy itself runs on both releases")
+    {
+        return;
+    }
+    let hosts = StandaloneHosts::plan(1);
+    hosts.start_by_hand("copy-role");
+    let endpoints: Vec<String> = hosts.hosts.iter().map(|h| h.client_url()).collect();
+    let collection = Collection::install();
+    let (first, second) = (hosts.dir().join("first"), hosts.dir().join("second"));
+    let all: Vec<&StandaloneHost> = hosts.hosts.iter().collect();
+    let inventory = format!("[etcd]\n{}", hosts.inventory(&all, ""));
+    let vars = json!({
+        "backup_dest": first, "backup_copy_to": second, "backup_copy_keep_last": 1,
+    });
+    let play = json!([{
+        "hosts": "etcd",
+        "gather_facts": false,
+        "module_defaults": {"group/etcd.core.etcd": {"endpoints": endpoints}},
+        "roles": [{"role": "etcd.core.backup", "vars": vars}],
+    }])
+    .to_string();
+    for _ in 0..2 {
+        let taken = collection.playbook(&play, &inventory, &json!({}), &[], &[]);
+        assert_eq!(taken.code, 0, "{taken}");
+    }
+    let (in_first, _) = stored(&first.display().to_string(), &[], &[]);
+    let (in_second, _) = stored(&second.display().to_string(), &[], &[]);
+    assert_eq!(in_first.len(), 2, "the first store keeps 7");
+    assert_eq!(in_second, in_first[1..], "the second keeps its newest one");
+}
