@@ -235,7 +235,14 @@ pub async fn copy_backups(
             report.copied += 1;
             CopyAction::WouldCopy
         } else {
-            copy_object(source, destination, backup.into(), request.read_back, progress).await?;
+            copy_object(
+                source,
+                destination,
+                backup.into(),
+                request.read_back,
+                progress,
+            )
+            .await?;
             report.copied += 1;
             CopyAction::Copied
         };
@@ -259,8 +266,14 @@ pub async fn copy_backups(
                 report.segments_copied += 1;
                 CopyAction::WouldCopy
             } else {
-                copy_object(source, destination, segment.into(), request.read_back, progress)
-                    .await?;
+                copy_object(
+                    source,
+                    destination,
+                    segment.into(),
+                    request.read_back,
+                    progress,
+                )
+                .await?;
                 report.segments_copied += 1;
                 CopyAction::Copied
             };

@@ -84,13 +84,13 @@ pub use delta::{
     ClockStep, DeltaReplay, PitrPlan, PointInTime, ReplayChanges, ReplaySummary, TimeSeenAgain,
     lease_entry, plan_candidates, segment_needs_reading,
 };
+pub use delta::{CopyTarget, MAX_PENDING_CHAINS};
 pub use delta::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,
     KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader, backup_stem,
     delta_object_name, deltas_prefix, is_delta_manifest, is_delta_object, key_value_lease,
     revision_key,
 };
-pub use delta::{CopyTarget, MAX_PENDING_CHAINS};
 pub use delta::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
 pub use error::{Result, SnapshotError};
 /// etcd-data's error (snapshot files, their status, identities), as [`SnapshotError::Data`]

@@ -96,12 +96,22 @@ fn backup_run_copy_to_s3_holds_every_publication_and_restores_alone() {
         "{events:#?}"
     );
     let publications = published(&events);
-    assert!(publications.len() >= 3, "a full backup and segments: {publications:?}");
-    assert_eq!(copied(&events), publications, "every publication is copied once");
+    assert!(
+        publications.len() >= 3,
+        "a full backup and segments: {publications:?}"
+    );
+    assert_eq!(
+        copied(&events),
+        publications,
+        "every publication is copied once"
+    );
     let (in_first, first_chains) = stored(&first_arg, &[], &[]);
     let (in_second, second_chains) = stored(second, &s3_flags, &S3_ENV);
     assert_eq!(in_first, publications);
-    assert_eq!(in_second, in_first, "the second store holds what the first holds");
+    assert_eq!(
+        in_second, in_first,
+        "the second store holds what the first holds"
+    );
     assert!(first_chains.iter().chain(&second_chains).all(|c| *c));
 
     // The second store alone restores any point.
@@ -185,7 +195,10 @@ fn a_lost_second_store_is_a_warning_and_is_caught_up_without_a_hole() {
         "{events:#?}"
     );
     assert!(metric(&metrics, "etcdops_backup_run_copy_failures_total") >= 1.0);
-    assert_eq!(metric(&metrics, "etcdops_backup_run_copy_pending_chains"), 1.0);
+    assert_eq!(
+        metric(&metrics, "etcdops_backup_run_copy_pending_chains"),
+        1.0
+    );
     assert_eq!(
         metric(
             &metrics,
@@ -208,16 +221,21 @@ fn a_lost_second_store_is_a_warning_and_is_caught_up_without_a_hole() {
         {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "never caught up:\n{events:#?}"
-        );
+        assert!(Instant::now() < deadline, "never caught up:\n{events:#?}");
         std::thread::sleep(Duration::from_millis(200));
     }
     let events = backup.stop();
     // Stopped with everything copied.
-    assert_eq!(metric(&metrics, "etcdops_backup_run_copy_pending_chains"), 0.0);
-    assert!(metric(&metrics, "etcdops_backup_run_copy_last_caught_up_timestamp_seconds") > 0.0);
+    assert_eq!(
+        metric(&metrics, "etcdops_backup_run_copy_pending_chains"),
+        0.0
+    );
+    assert!(
+        metric(
+            &metrics,
+            "etcdops_backup_run_copy_last_caught_up_timestamp_seconds"
+        ) > 0.0
+    );
     assert_eq!(copied(&events), published(&events));
     let (in_first, _) = stored(&first_arg, &[], &[]);
     let (in_second, second_chains) = stored(&second_arg, &[], &[]);
@@ -257,9 +275,12 @@ fn snapshot_save_copy_to_warns_when_the_second_store_is_down_and_catches_up_next
     };
     let saved = save();
     saved.expect_code(0);
-    let object = saved.json()["manifest"]["object"].as_str().unwrap().to_string();
+    let object = saved.json()["manifest"]["object"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(saved.json()["copied"]["copied"], 1, "{saved}");
-    assert_eq!(stored(&second_arg, &[], &[]).0, [object.clone()]);
+    assert_eq!(stored(&second_arg, &[], &[]).0, std::slice::from_ref(&object));
 
     // Down: the save succeeds, says why the copy failed, and the first store has it.
     let outage = Outage::begin(&second);
@@ -267,7 +288,8 @@ fn snapshot_save_copy_to_warns_when_the_second_store_is_down_and_catches_up_next
     missed.expect_code(0);
     assert!(missed.json().get("copied").is_none(), "{missed}");
     assert!(
-        missed.stderr.contains("copying it to") && missed.stderr.contains("the next save copies it"),
+        missed.stderr.contains("copying it to")
+            && missed.stderr.contains("the next save copies it"),
         "{missed}"
     );
     let missed_object = missed.json()["manifest"]["object"]
@@ -296,7 +318,11 @@ fn snapshot_save_copy_to_warns_when_the_second_store_is_down_and_catches_up_next
     let mut expected = vec![missed_object, newest];
     expected.sort();
     assert_eq!(stored(&second_arg, &[], &[]).0, expected);
-    assert_eq!(stored(&first_arg, &[], &[]).0.len(), 3, "the first store keeps its own");
+    assert_eq!(
+        stored(&first_arg, &[], &[]).0.len(),
+        3,
+        "the first store keeps its own"
+    );
 
     // The second store is never the first.
     let same = run(
@@ -339,13 +365,19 @@ fn a_hanging_second_store_never_delays_the_first() {
     let events = backup.events();
     assert!(copied(&events).is_empty(), "{events:#?}");
     assert!(
-        !events.iter().any(|e| e["event"] == "failed" || e["event"] == "gap"),
+        !events
+            .iter()
+            .any(|e| e["event"] == "failed" || e["event"] == "gap"),
         "{events:#?}"
     );
     // A stop waits a bounded time for the copies, then says what was left.
     let stopping = Instant::now();
     let events = backup.stop();
-    assert!(stopping.elapsed() < Duration::from_secs(50), "{:?}", stopping.elapsed());
+    assert!(
+        stopping.elapsed() < Duration::from_secs(50),
+        "{:?}",
+        stopping.elapsed()
+    );
     let left = events
         .iter()
         .filter(|e| e["event"] == "copy_failed")

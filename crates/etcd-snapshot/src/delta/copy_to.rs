@@ -121,7 +121,8 @@ impl Queue {
 
     /// Removes `base` when it was not named again since `generation`.
     fn done(&mut self, base: &str, generation: u64) {
-        self.pending.retain(|(b, g)| !(b == base && *g == generation));
+        self.pending
+            .retain(|(b, g)| !(b == base && *g == generation));
         self.report.pending_chains = self.pending.len();
     }
 }
@@ -365,8 +366,7 @@ mod tests {
             all.failures = report.failures;
             all.caught_up_at = report.caught_up_at;
             all.pending_chains = report.pending_chains;
-            if all.pending_chains == 0 && all.failures >= failures && all.caught_up_at.is_some()
-            {
+            if all.pending_chains == 0 && all.failures >= failures && all.caught_up_at.is_some() {
                 return all;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -452,7 +452,11 @@ mod tests {
     async fn the_second_store_is_pruned_by_its_own_rules_once_everything_is_copied() {
         let (src_dir, dst_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (source, destination) = (local_store(&src_dir), local_store(&dst_dir));
-        let mut copy = CopyTo::start(&source, &target(destination.clone(), Some(1)), MemberId(0xabc));
+        let mut copy = CopyTo::start(
+            &source,
+            &target(destination.clone(), Some(1)),
+            MemberId(0xabc),
+        );
         let first = publish_full(&source, 2, 10).await;
         copy.chain_grew(&first);
         let second = publish_full(&source, 3, 20).await;
@@ -471,7 +475,7 @@ mod tests {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert_eq!(pruned, [first.clone()]);
+        assert_eq!(pruned, [first]);
         let left: Vec<String> = list_backups(&destination)
             .await
             .unwrap()

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use etcd_core::ClusterConfig;
 use etcd_snapshot::{
-    CompactAfter, Compression, CopyTarget, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups,
+    CompactAfter, Compression, CopyTarget, RunEvent, RunObserver, RunRequest, SaveRequest,
+    run_backups,
 };
 
 use super::save::{CopyRetention, Retention, second_store};

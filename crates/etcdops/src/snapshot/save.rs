@@ -12,9 +12,8 @@ use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_ba
 use etcd_snapshot::opts;
 use etcd_snapshot::{
     Compression, CopyReport, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry,
-    PruneReport,
-    RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
-    copy_saved, prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
+    PruneReport, RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError,
+    choose_source, copy_saved, prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
 };
 use etcd_store::Store;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -416,10 +415,9 @@ async fn copy_saved_to(
     if policy.is_empty() {
         return;
     }
-    let prune =
-        saved
-            .result
-            .prune_request(policy.clone(), false, request.retention.orphan_grace);
+    let prune = saved
+        .result
+        .prune_request(policy.clone(), false, request.retention.orphan_grace);
     match prune_store(second, &prune, Utc::now()).await {
         Ok(report) => saved.copy_pruned = Some(report),
         Err(e) => saved

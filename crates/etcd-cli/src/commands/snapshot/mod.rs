@@ -10,8 +10,8 @@ use etcdops::client::ClusterConfig;
 use etcdops::guard::{Force, Guards};
 use etcdops::hints::{Style, with_hint};
 use etcdops::snapshot::{
-    CopyRequest, CopyRetention, IdentitySettings, ListRequest, ListWarning, PruneRequest, RestoreRequest,
-    Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
+    CopyRequest, CopyRetention, IdentitySettings, ListRequest, ListWarning, PruneRequest,
+    RestoreRequest, Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
 };
 use etcdops::snapshot::{
     Identities, NoProgress, Progress, PruneReport, SnapshotError, TrailerCheck, new_identity_file,
@@ -20,8 +20,8 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, CopyToFlags, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs, SnapshotCommand,
-    StatusArgs, StoreFlags, VerifyArgs,
+    CompressionArg, CopyToFlags, IdentityFlags, RestoreArgs, RetentionFlags, SaveArgs,
+    SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, note, warn};
 use crate::progress::BarProgress;
