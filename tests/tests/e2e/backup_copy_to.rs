@@ -280,7 +280,10 @@ fn snapshot_save_copy_to_warns_when_the_second_store_is_down_and_catches_up_next
         .unwrap()
         .to_string();
     assert_eq!(saved.json()["copied"]["copied"], 1, "{saved}");
-    assert_eq!(stored(&second_arg, &[], &[]).0, std::slice::from_ref(&object));
+    assert_eq!(
+        stored(&second_arg, &[], &[]).0,
+        std::slice::from_ref(&object)
+    );
 
     // Down: the save succeeds, says why the copy failed, and the first store has it.
     let outage = Outage::begin(&second);

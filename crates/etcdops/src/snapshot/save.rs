@@ -617,6 +617,46 @@ mod tests {
     }
 
     #[test]
+    fn the_second_store_keeps_the_first_stores_rules_unless_given_its_own() {
+        let first = Retention {
+            keep_daily: Some(7),
+            ..Retention::default()
+        }
+        .policy()
+        .unwrap();
+        let none: SaveRequest = serde_json::from_value(serde_json::json!({
+            "store": "/b", "keep_daily": 7, "copy_to": "/dr"
+        }))
+        .unwrap();
+        assert_eq!(none.copy_to.as_deref(), Some("/dr"));
+        assert_eq!(none.copy_retention.policy(&first).unwrap(), first);
+        let own: SaveRequest = serde_json::from_value(serde_json::json!({
+            "store": "/b", "copy_to": "/dr", "copy_keep_last": 2, "copy_max_age": "30d"
+        }))
+        .unwrap();
+        let policy = own.copy_retention.policy(&first).unwrap();
+        assert_eq!(
+            (policy.keep_last, policy.keep_daily, policy.max_age),
+            (Some(2), None, Some(Duration::from_secs(30 * 86400)))
+        );
+        for bad in [0, -1] {
+            let refused = CopyRetention {
+                copy_keep_last: Some(bad),
+                copy_max_age: None,
+            }
+            .policy(&first)
+            .unwrap_err()
+            .to_string();
+            assert!(refused.contains("copy_keep_last"), "{refused}");
+        }
+        let store = Store::open("/b", &etcd_store::StoreOptions::default()).unwrap();
+        let same = second_store(&StoreSettings::default(), &store, "/b/")
+            .unwrap_err()
+            .to_string();
+        assert!(same.contains("name a second store"), "{same}");
+    }
+
+    #[test]
     fn a_rule_of_zero_is_refused_naming_it() {
         let retention = Retention {
             keep_daily: Some(0),
