@@ -36,6 +36,9 @@ pub const MAX_PENDING_CHAINS: usize = 32;
 /// The longest wait before a failed copy is tried again (a new publication tries at once).
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 
+/// The longest a stopping run waits for its copies.
+pub(super) const COPY_STOP_GRACE: Duration = Duration::from_secs(20);
+
 /// The most outcomes kept between two reports; more are counted, not kept.
 const MAX_OUTCOMES: usize = 256;
 
@@ -49,6 +52,20 @@ pub struct CopyTarget {
     pub retention: RetentionPolicy,
     /// With `retention`: objects without a manifest older than this are removed there.
     pub orphan_grace: Duration,
+}
+
+impl CopyTarget {
+    /// Refuses a second store that is the first (`first`).
+    pub(super) fn check(&self, first: &Store) -> crate::error::Result<()> {
+        if self.store.url().trim_end_matches('/') != first.url().trim_end_matches('/') {
+            return Ok(());
+        }
+        let reason = format!(
+            "{} is the store the run writes to; name a second store to copy to",
+            self.store.url()
+        );
+        Err(etcd_common::InvalidOption::input("copy_to", reason).into())
+    }
 }
 
 /// Something the copier did, for the run to report.

@@ -50,9 +50,6 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
 /// Default [`RunRequest::stop_grace`]: below systemd's default stop timeout (90 s).
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(60);
 
-/// The longest a stopping run waits for its copies to the second store (`--copy-to`).
-const COPY_STOP_GRACE: Duration = Duration::from_secs(20);
-
 /// What `backup run` does and how often.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -137,14 +134,8 @@ pub async fn run_backups(
     stop: impl Future<Output = ()>,
 ) -> Result<RunState> {
     validate(request)?;
-    if let Some(target) = &request.copy_to
-        && target.store.url().trim_end_matches('/') == store.url().trim_end_matches('/')
-    {
-        let reason = format!(
-            "{} is the store the run writes to; name a second store to copy to",
-            target.store.url()
-        );
-        return Err(InvalidOption::input("copy_to", reason).into());
+    if let Some(target) = &request.copy_to {
+        target.check(store)?;
     }
     let metrics = Arc::new(RunMetrics::new(request.full_every, request.delta_every));
     let _server = match request.metrics_addr {
@@ -170,13 +161,7 @@ pub async fn run_backups(
         copy_to: None,
     };
     let result = run_locked(&mut runner, &mut stop).await;
-    if let Some(mut copy) = runner.copy_to.take() {
-        // What waits is copied within the stop grace; then the last reports.
-        copy.finish(request.stop_grace.min(COPY_STOP_GRACE)).await;
-        runner.copy_to = Some(copy);
-        runner.report_copies();
-        runner.copy_to = None;
-    }
+    runner.finish_copies().await;
     if let Some(lock) = runner.lock.take() {
         lock.release().await;
         // The textfile outlives the run: it says the lock is released (and the run not

@@ -12,7 +12,7 @@ use etcd_store::Store;
 use futures::future::FusedFuture;
 
 use super::compact_after::Compactions;
-use super::copy_to::{CopyOutcome, CopyTo};
+use super::copy_to::{COPY_STOP_GRACE, CopyOutcome, CopyTo};
 use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::history::foreign_cluster;
 use super::lock::{LockCheck, LockKeeper};
@@ -148,6 +148,18 @@ impl Runner<'_> {
         for event in events {
             self.emit(event);
         }
+    }
+
+    /// The run stops: what waits is copied within the stop grace (at most
+    /// [`COPY_STOP_GRACE`]), then the last reports.
+    pub(super) async fn finish_copies(&mut self) {
+        let Some(copy) = &mut self.copy_to else {
+            return;
+        };
+        copy.finish(self.request.stop_grace.min(COPY_STOP_GRACE))
+            .await;
+        self.report_copies();
+        self.copy_to = None;
     }
 
     fn count_failure(&mut self, reason: FailureReason) {
