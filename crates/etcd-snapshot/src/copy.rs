@@ -33,6 +33,10 @@ pub struct CopyRequest {
     pub objects: Vec<String>,
     /// Say what would be copied, copy nothing.
     pub dry_run: bool,
+    /// Read each copied object back from the destination and check its SHA-256 and size
+    /// against its manifest before the manifest is written there (as a save's
+    /// `verify_after_upload` does): what the destination serves, not only what was sent.
+    pub read_back: bool,
 }
 
 /// What happened to one backup.
@@ -231,7 +235,14 @@ pub async fn copy_backups(
             report.copied += 1;
             CopyAction::WouldCopy
         } else {
-            copy_object(source, destination, backup.into(), progress).await?;
+            copy_object(
+                source,
+                destination,
+                backup.into(),
+                request.read_back,
+                progress,
+            )
+            .await?;
             report.copied += 1;
             CopyAction::Copied
         };
@@ -255,7 +266,14 @@ pub async fn copy_backups(
                 report.segments_copied += 1;
                 CopyAction::WouldCopy
             } else {
-                copy_object(source, destination, segment.into(), progress).await?;
+                copy_object(
+                    source,
+                    destination,
+                    segment.into(),
+                    request.read_back,
+                    progress,
+                )
+                .await?;
                 report.segments_copied += 1;
                 CopyAction::Copied
             };
@@ -282,11 +300,55 @@ fn without_object_lock(name: &str, bytes: bytes::Bytes) -> bytes::Bytes {
     }
 }
 
-/// Streams one object across, checks it against its manifest, then writes the manifest.
+/// `snapshot save --copy-to`: copies the backup `saved` just stored in `source` to
+/// `destination`, read back there, after the backups of its cluster that are newer than the
+/// newest one `destination` holds of it (those an earlier save could not copy, its second
+/// store down), oldest first. A destination that holds no backup of that cluster gets only
+/// `saved`: a second site starts with the backups taken once it was set.
+pub async fn copy_saved(
+    source: &Store,
+    destination: &Store,
+    saved: &crate::Manifest,
+) -> Result<CopyReport> {
+    let present = read_catalog(destination).await?;
+    let cluster = saved.cluster_id;
+    let newest_held = present
+        .backups
+        .iter()
+        .filter(|b| b.complete && b.manifest.cluster_id == cluster)
+        .map(|b| b.manifest.created_at)
+        .max();
+    let mut objects = match newest_held {
+        Some(newest) => list_backups(source)
+            .await?
+            .backups
+            .into_iter()
+            .filter(|b| {
+                b.complete
+                    && b.manifest.cluster_id == cluster
+                    && b.manifest.created_at > newest
+                    && b.object != saved.object
+            })
+            .map(|b| b.object)
+            .collect(),
+        None => Vec::new(),
+    };
+    objects.push(saved.object.clone());
+    let request = CopyRequest {
+        objects,
+        dry_run: false,
+        read_back: true,
+    };
+    copy_backups(source, destination, &request, &crate::NoProgress).await
+}
+
+/// Streams one object across, checks it against its manifest (with `read_back`, also as the
+/// destination serves it), then writes the manifest.
 async fn copy_object(
     source: &Store,
     destination: &Store,
     item: Described<'_>,
+    read_back: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
     // The manifest as stored, so the copy's is the same bytes; but for an Object Lock record:
@@ -344,10 +406,37 @@ async fn copy_object(
             ),
         });
     }
+    if read_back && let Err(e) = check_stored(destination, &item).await {
+        let _ = destination.delete(item.object).await;
+        return Err(e);
+    }
     destination
         .put_small(item.manifest_name, manifest_bytes)
         .await?;
     Ok(())
+}
+
+/// Reads `item` back from `store` and checks its size and SHA-256 against its manifest.
+async fn check_stored(store: &Store, item: &Described<'_>) -> Result<()> {
+    let (_, mut chunks) = store.get(item.object).await?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        hasher.update(&chunk);
+        size += chunk.len() as u64;
+    }
+    let sha = hex::encode(hasher.finalize());
+    if size == item.size && sha == item.sha256 {
+        return Ok(());
+    }
+    Err(SnapshotError::VerifyFailed {
+        name: format!("{}/{}", store.url(), item.object),
+        reason: format!(
+            "read back: {size} bytes with SHA-256 {sha}, the manifest says {} bytes with {}",
+            item.size, item.sha256
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -370,6 +459,7 @@ mod tests {
         let dry = CopyRequest {
             objects: vec![full.clone()],
             dry_run: true,
+            read_back: false,
         };
         let report = copy_backups(&source, &destination, &dry, &NoProgress)
             .await
@@ -377,7 +467,10 @@ mod tests {
         assert_eq!((report.copied, report.segments_copied), (1, 2));
         assert!(destination.list("").await.unwrap().is_empty(), "dry run");
 
-        let all = CopyRequest::default();
+        let all = CopyRequest {
+            read_back: true,
+            ..CopyRequest::default()
+        };
         let report = copy_backups(&source, &destination, &all, &NoProgress)
             .await
             .unwrap();
@@ -429,7 +522,7 @@ mod tests {
         // A backup without a chain reports as before.
         let only = CopyRequest {
             objects: vec![plain.clone()],
-            dry_run: false,
+            ..CopyRequest::default()
         };
         let report = copy_backups(&source, &destination, &only, &NoProgress)
             .await
@@ -441,7 +534,7 @@ mod tests {
         // Naming a segment points at its full backup.
         let one = CopyRequest {
             objects: vec![s1.object.clone()],
-            dry_run: false,
+            ..CopyRequest::default()
         };
         let err = copy_backups(&source, &destination, &one, &NoProgress)
             .await

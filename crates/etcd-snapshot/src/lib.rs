@@ -74,7 +74,7 @@ pub use consolidate_lock::{
     COMPACT_LOCK_FILE, COMPACT_LOCK_FORMAT_VERSION, ConsolidateLock, consolidate_lock_name,
 };
 pub use copy::CopySegment;
-pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups};
+pub use copy::{CopyAction, CopyEntry, CopyReport, CopyRequest, copy_backups, copy_saved};
 pub use crypt::{AGE_MAGIC, Encryption, Identities, Recipients, is_age, new_identity_file};
 pub use delta::{
     ChainPosition, CompactAfter, DEFAULT_SEGMENT_BYTES, FailureReason, METRICS_CONTENT_TYPE,
@@ -85,6 +85,7 @@ pub use delta::{
     ClockStep, DeltaReplay, PitrPlan, PlannedLeases, PointInTime, ReplayChanges, ReplaySummary,
     TimeSeenAgain, lease_entry, plan_candidates, segment_needs_reading,
 };
+pub use delta::{CopyTarget, MAX_PENDING_CHAINS};
 pub use delta::{
     DELTA_FORMAT_VERSION, DELTA_KIND, DELTA_SUFFIX, DELTAS_DIR, DeltaManifest, DeltaRecord,
     KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader, backup_stem,

@@ -761,7 +761,11 @@ fn an_encrypted_chain_in_s3_copies_off_site_and_restores_through_the_module() {
 
 /// Restores `store` (a path or URL) to a point as one new member with `env` (store
 /// credentials), starts it and returns it with the restore's JSON.
-fn restore_point_env(store: &str, point: &[&str], env: &[(&str, &str)]) -> (Cluster, Value) {
+pub(crate) fn restore_point_env(
+    store: &str,
+    point: &[&str],
+    env: &[(&str, &str)],
+) -> (Cluster, Value) {
     let mut restored = Cluster::plan_restore(1, "p");
     let done = restore_from(store, &restored, 0, point, env);
     done.expect_code(0);

@@ -32,6 +32,7 @@ mod auth;
 mod auth_tokens;
 mod auto_tls;
 mod backup_before_change;
+mod backup_copy_to;
 mod backup_run;
 mod backup_run_compaction;
 mod backup_run_leases;

@@ -44,6 +44,13 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             .with("pruned", &report.deleted)
             .with("prune_report", report);
     }
+    if let Some(report) = &saved.copied {
+        outcome = outcome.with("copied", report);
+    }
+    if let Some(report) = &saved.copy_pruned {
+        outcome.warnings.extend(report.warnings.iter().cloned());
+        outcome = outcome.with("copy_pruned", &report.deleted);
+    }
     if let Some(error) = &saved.prune_error {
         // The backup is saved: the task fails, and says so with the backup's values.
         outcome.failed = true;

@@ -9,7 +9,9 @@ use etcdops::snapshot::{BackupRunRequest, backup_run};
 use etcdops::snapshot::{RunEvent, RunObserver};
 
 use super::ExitStatus;
-use super::snapshot::{identity_settings, in_flag_words, lock_mode, retention, settings};
+use super::snapshot::{
+    copy_retention, identity_settings, in_flag_words, lock_mode, retention, settings,
+};
 use crate::flags::{BackupCommand, RunArgs};
 use crate::output::{json_line, plain};
 use etcdops_printer::Printer;
@@ -82,6 +84,8 @@ async fn run_loop(config: &ClusterConfig, args: &RunArgs, printer: Printer) -> R
         compact_work_dir: args.compact_work_dir.clone(),
         object_lock_mode: lock_mode(&args.object_lock),
         object_lock_retain: args.object_lock.object_lock_retain,
+        copy_to: args.copy.copy_to.clone(),
+        copy_retention: copy_retention(&args.copy),
     };
     let printer = LinePrinter {
         json: printer.format().is_json(),

@@ -238,6 +238,24 @@ pub struct RetentionFlags {
     pub orphan_grace: Duration,
 }
 
+/// A second store every backup is copied to, and its own retention.
+#[derive(Debug, Args, Clone, Default)]
+pub struct CopyToFlags {
+    /// Also copy each backup (and, for `backup run`, each segment) to this second store once
+    /// stored, read back and checked there; the same store flags and environment credentials
+    /// reach both. A second store that fails is a warning, never a failure, and is caught up
+    /// when it answers again
+    #[arg(long, value_name = "STORE")]
+    pub copy_to: Option<String>,
+    /// Keep the N newest backups in the second store (its own rule; with neither
+    /// --copy-keep-last nor --copy-max-age, the --keep-* and --max-age rules apply there too)
+    #[arg(long, value_name = "N", requires = "copy_to")]
+    pub copy_keep_last: Option<u32>,
+    /// Keep every backup younger than this in the second store, e.g. 30d
+    #[arg(long, value_parser = duration, value_name = "DURATION", requires = "copy_to")]
+    pub copy_max_age: Option<Duration>,
+}
+
 /// Compression of stored backups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum CompressionArg {
@@ -304,6 +322,9 @@ pub struct SaveArgs {
     /// S3 Object Lock on the backup and its manifest
     #[command(flatten)]
     pub object_lock: ObjectLockFlags,
+    /// A second store (after the catch-up of backups an earlier save could not copy there)
+    #[command(flatten)]
+    pub copy: CopyToFlags,
     /// No progress bar
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -402,6 +423,9 @@ pub struct RunArgs {
     /// S3 Object Lock on every full backup, segment and manifest the run writes
     #[command(flatten)]
     pub object_lock: ObjectLockFlags,
+    /// A second store, copied to beside the run (a slow or lost one never delays the first)
+    #[command(flatten)]
+    pub copy: CopyToFlags,
     /// Store settings
     #[command(flatten)]
     pub store_flags: StoreFlags,

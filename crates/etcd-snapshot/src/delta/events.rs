@@ -159,6 +159,30 @@ pub enum RunEvent {
         /// The revision it holds (the chain's, when the compaction started).
         to_revision: i64,
     },
+    /// `--copy-to`: full backups and segments were copied to the second store and verified
+    /// there (in order: a chain there never has a hole).
+    Copied {
+        /// The second store.
+        destination: String,
+        /// The objects copied.
+        objects: Vec<String>,
+    },
+    /// `--copy-to`: a warning: copying to the second store failed (it is tried again, and
+    /// what it lacks is copied once it answers), pruning it failed, or a chain was dropped
+    /// from the copy queue. The first store is not affected; not a failure of the run.
+    CopyFailed {
+        /// The second store.
+        destination: String,
+        /// What went wrong (one line).
+        error: String,
+    },
+    /// `--copy-to`: backups the second store's retention no longer keeps were deleted there.
+    CopyPruned {
+        /// The second store.
+        destination: String,
+        /// The full backups deleted (with their chains).
+        deleted: Vec<String>,
+    },
     /// A step failed and will be retried.
     Failed {
         /// What kind of step failed.
@@ -213,4 +237,12 @@ pub struct RunState {
     pub failures: u64,
     /// Failures since the start, by reason.
     pub failures_by_reason: BTreeMap<FailureReason, u64>,
+    /// `--copy-to`: objects (full backups, segments) copied to the second store.
+    pub copied_objects: u64,
+    /// `--copy-to`: failed copies (and prunes) of the second store: warnings.
+    pub copy_failures: u64,
+    /// `--copy-to`: when the second store last held everything published.
+    pub copy_caught_up_at: Option<DateTime<Utc>>,
+    /// `--copy-to`: chains with publications the second store does not hold yet.
+    pub copy_pending_chains: u64,
 }

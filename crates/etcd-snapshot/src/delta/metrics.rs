@@ -55,6 +55,10 @@ pub struct RunMetrics {
     stored_bytes: IntCounterVec,
     failures: IntCounterVec,
     segment_publish: Histogram,
+    copied_objects: IntCounter,
+    copy_failures: IntCounter,
+    copy_caught_up: Gauge,
+    copy_pending: IntGauge,
 }
 
 impl std::fmt::Debug for RunMetrics {
@@ -240,6 +244,26 @@ impl RunMetrics {
                 "etcdops_backup_run_changes_total",
                 "Changes published in delta segments.",
             ),
+            copied_objects: counter(
+                &r,
+                "etcdops_backup_run_copied_objects_total",
+                "Full backups and segments copied to the second store (--copy-to) and verified there.",
+            ),
+            copy_failures: counter(
+                &r,
+                "etcdops_backup_run_copy_failures_total",
+                "Failed copies to (or prunes of) the second store (--copy-to), each retried; the first store is not affected.",
+            ),
+            copy_caught_up: gauge(
+                &r,
+                "etcdops_backup_run_copy_last_caught_up_timestamp_seconds",
+                "Time the second store (--copy-to) last held everything published (0: not yet, or no --copy-to).",
+            ),
+            copy_pending: int_gauge(
+                &r,
+                "etcdops_backup_run_copy_pending_chains",
+                "Chains with publications the second store (--copy-to) does not hold yet.",
+            ),
             stored_bytes,
             failures,
             segment_publish,
@@ -276,6 +300,11 @@ impl RunMetrics {
         for (reason, total) in &state.failures_by_reason {
             advance(&self.failures.with_label_values(&[reason.as_str()]), *total);
         }
+        advance(&self.copied_objects, state.copied_objects);
+        advance(&self.copy_failures, state.copy_failures);
+        self.copy_caught_up.set(seconds(state.copy_caught_up_at));
+        self.copy_pending
+            .set(i64::try_from(state.copy_pending_chains).unwrap_or(i64::MAX));
     }
 
     /// A segment took `seconds` to publish.
@@ -383,6 +412,10 @@ mod tests {
             delta_bytes_stored: 700,
             failures: 3,
             failures_by_reason: failures,
+            copied_objects: 6,
+            copy_failures: 2,
+            copy_caught_up_at: Some(at(1_700_000_020_000)),
+            copy_pending_chains: 1,
         }
     }
 
@@ -431,6 +464,13 @@ mod tests {
                 1.0,
             ),
             ("etcdops_backup_run_failures_total{reason=\"watch\"}", 0.0),
+            ("etcdops_backup_run_copied_objects_total", 6.0),
+            ("etcdops_backup_run_copy_failures_total", 2.0),
+            (
+                "etcdops_backup_run_copy_last_caught_up_timestamp_seconds",
+                1_700_000_020.0,
+            ),
+            ("etcdops_backup_run_copy_pending_chains", 1.0),
             (
                 "etcdops_backup_run_segment_publish_duration_seconds_count",
                 1.0,

@@ -3,6 +3,7 @@
 
 mod chain;
 mod compact_after;
+mod copy_to;
 mod events;
 mod format;
 mod history;
@@ -23,6 +24,7 @@ pub(crate) mod test_fixtures;
 mod timeline;
 
 pub use compact_after::CompactAfter;
+pub use copy_to::{CopyTarget, MAX_PENDING_CHAINS};
 pub use format::{
     DeltaRecord, KeyValueFields, SEGMENT_MAGIC, SegmentEncoder, SegmentError, SegmentReader,
     key_value_lease, revision_key,

@@ -27,6 +27,7 @@ use super::chain::{
     LAST_SEGMENT_ATTEMPTS, Next, Response, Resumed, RunMachine, ended_early, record_fits, stopped,
 };
 use super::compact_after::{CompactAfter, Compactions};
+use super::copy_to::{CopyTarget, CopyTo};
 pub use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
 use super::history::{cluster_id, one_line};
@@ -83,6 +84,9 @@ pub struct RunRequest {
     /// Compact the chain into a new full backup every this many segments, in the
     /// background (`--compact-after`); none: never.
     pub compact_after: Option<CompactAfter>,
+    /// `--copy-to`: copy every full backup and segment, once published, to this second
+    /// store (in the background: it never delays the first), pruned by its own rules.
+    pub copy_to: Option<CopyTarget>,
 }
 
 impl Default for RunRequest {
@@ -100,6 +104,7 @@ impl Default for RunRequest {
             stop_grace: DEFAULT_STOP_GRACE,
             all_clusters: false,
             compact_after: None,
+            copy_to: None,
         }
     }
 }
@@ -130,6 +135,9 @@ pub async fn run_backups(
     stop: impl Future<Output = ()>,
 ) -> Result<RunState> {
     validate(request)?;
+    if let Some(target) = &request.copy_to {
+        target.check(store)?;
+    }
     let metrics = Arc::new(RunMetrics::new(request.full_every, request.delta_every));
     let _server = match request.metrics_addr {
         Some(addr) => Some(MetricsServer::start(addr, metrics.clone()).await?),
@@ -152,8 +160,10 @@ pub async fn run_backups(
             .compact_after
             .as_ref()
             .map(|settings| Compactions::new(settings, store)),
+        copy_to: None,
     };
     let result = run_locked(&mut runner, &mut stop).await;
+    runner.finish_copies().await;
     if let Some(lock) = runner.lock.take() {
         lock.release().await;
         // The textfile outlives the run: it says the lock is released (and the run not
@@ -179,6 +189,9 @@ async fn run_locked<F: Future<Output = ()>>(
         expires_at: lock.expires_at(),
     });
     runner.lock = Some(lock);
+    if let Some(target) = &request.copy_to {
+        runner.copy_to = Some(CopyTo::start(runner.store, target, cluster));
+    }
     let mut machine = RunMachine::<SaveResult>::default();
     // The chain an earlier run left is continued, whatever its full backup's age.
     loop {
@@ -210,6 +223,8 @@ async fn run_locked<F: Future<Output = ()>>(
             Next::Stop => return Ok(()),
             Next::Continue(resumed) => {
                 runner.lock_chains(Some(&resumed.chain.base), None).await;
+                // What the second store lacks of it (a run stopped before copying it all).
+                runner.copy_chain(&resumed.chain.base);
                 resumed
             }
             Next::TakeFull => {
@@ -472,6 +487,7 @@ async fn publish<F: Future<Output = ()>>(
                 runner
                     .metrics
                     .observe_segment_publish(started.elapsed().as_secs_f64());
+                runner.copy_chain(&chain.base);
                 runner.emit(RunEvent::SegmentPublished {
                     object: manifest.object,
                     sequence: manifest.sequence,
@@ -696,6 +712,7 @@ async fn check<F: Future<Output = ()>>(
             Err(_) => follow.machine.on_full_failed(Instant::now()),
         }
     }
+    runner.report_copies();
     match follow.machine.after_check(Instant::now()) {
         AfterCheck::Switch => switch(runner, chain, follow, stop)
             .await

@@ -12,6 +12,7 @@ use etcd_store::Store;
 use futures::future::FusedFuture;
 
 use super::compact_after::Compactions;
+use super::copy_to::{COPY_STOP_GRACE, CopyOutcome, CopyTo};
 use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::history::foreign_cluster;
 use super::lock::{LockCheck, LockKeeper};
@@ -59,6 +60,8 @@ pub(super) struct Runner<'a> {
     pub(super) compactions: Option<Compactions>,
     /// The leases' granted TTLs, learned once for the whole run.
     pub(super) lease_ttls: super::lease_looks::LeaseTtls,
+    /// `--copy-to`: the copies to the second store, in the background.
+    pub(super) copy_to: Option<CopyTo>,
 }
 
 /// What the check before a publication found.
@@ -97,6 +100,68 @@ impl Runner<'_> {
         // The metrics file first: whoever reads the event finds the metrics showing it.
         self.write_metrics();
         self.observer.on_event(&event);
+    }
+
+    /// `--copy-to`: `base`'s chain grew (a full backup or segment published): copy it.
+    pub(super) fn copy_chain(&self, base: &str) {
+        if let Some(copy) = &self.copy_to {
+            copy.chain_grew(base);
+        }
+    }
+
+    /// `--copy-to`: reports what the copies did since the last report (warnings, never
+    /// failures of the run) and copies their totals into the state.
+    pub(super) fn report_copies(&mut self) {
+        let Some(copy) = &self.copy_to else { return };
+        let report = copy.take_report();
+        let destination = copy.destination().to_string();
+        self.state.copied_objects = report.copied_objects;
+        self.state.copy_failures = report.failures;
+        self.state.copy_caught_up_at = report.caught_up_at;
+        self.state.copy_pending_chains = report.pending_chains as u64;
+        let mut events: Vec<RunEvent> = report
+            .outcomes
+            .into_iter()
+            .map(|outcome| match outcome {
+                CopyOutcome::Copied(objects) => RunEvent::Copied {
+                    destination: destination.clone(),
+                    objects,
+                },
+                CopyOutcome::Failed(error) => RunEvent::CopyFailed {
+                    destination: destination.clone(),
+                    error,
+                },
+                CopyOutcome::Pruned(deleted) => RunEvent::CopyPruned {
+                    destination: destination.clone(),
+                    deleted,
+                },
+            })
+            .collect();
+        if report.dropped_outcomes > 0 {
+            events.push(RunEvent::CopyFailed {
+                destination: destination.clone(),
+                error: format!(
+                    "{} more reports of the copier were not kept (see the copy metrics)",
+                    report.dropped_outcomes
+                ),
+            });
+        }
+        // Without events, the totals reach the metrics file at the run's next write.
+        for event in events {
+            self.emit(event);
+        }
+    }
+
+    /// The run stops: what waits is copied within the stop grace (at most
+    /// [`COPY_STOP_GRACE`]), then the last reports.
+    pub(super) async fn finish_copies(&mut self) {
+        let Some(copy) = &mut self.copy_to else {
+            return;
+        };
+        copy.finish(self.request.stop_grace.min(COPY_STOP_GRACE))
+            .await;
+        self.report_copies();
+        self.copy_to = None;
     }
 
     fn count_failure(&mut self, reason: FailureReason) {
@@ -275,6 +340,7 @@ impl Runner<'_> {
                 self.state.last_full_bytes = full.manifest.object_size;
                 self.state.full_backups += 1;
                 self.state.full_bytes_stored += full.manifest.object_size;
+                self.copy_chain(&full.manifest.object);
                 self.emit(RunEvent::FullSaved {
                     object: full.manifest.object.clone(),
                     revision: full.manifest.revision,
@@ -300,6 +366,9 @@ impl Runner<'_> {
     /// Applies the retention rules, between two chains (never while a chain being written
     /// could lose its full backup).
     pub(super) async fn prune(&mut self) {
+        if let Some(copy) = &self.copy_to {
+            copy.prune_when_copied();
+        }
         if self.request.retention.is_empty() {
             return;
         }

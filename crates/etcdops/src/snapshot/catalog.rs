@@ -184,6 +184,7 @@ pub async fn copy(request: &CopyRequest, progress: &dyn Progress) -> Result<Copy
     let copy = etcd_snapshot::CopyRequest {
         objects: request.backups.clone(),
         dry_run: request.dry_run,
+        read_back: false,
     };
     Ok(copy_backups(&source, &destination, &copy, progress).await?)
 }

@@ -127,6 +127,7 @@ pub async fn copy_for_restore(
     let copy = etcd_snapshot::CopyRequest {
         objects: backups.clone(),
         dry_run: request.dry_run,
+        read_back: false,
     };
     let report = copy_backups(&source, &destination, &copy, progress).await?;
     let snapshot = if point.is_some() {

@@ -39,7 +39,8 @@ pub use offline::{
 pub use restore::{Previous, RestoreRequest, RestoreWarning, Restored, V2Snapshot, restore};
 pub use run::{BackupRunRequest, backup_run, event_line};
 pub use save::{
-    Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save, save, save_file,
+    CopyRetention, Retention, SavePreview, SaveRequest, Saved, is_file_destination, preview_save,
+    save, save_file,
 };
 pub use settings::{IdentitySettings, StoreSettings};
 

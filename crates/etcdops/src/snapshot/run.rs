@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use etcd_core::ClusterConfig;
 use etcd_snapshot::{
-    CompactAfter, Compression, RunEvent, RunObserver, RunRequest, SaveRequest, run_backups,
+    CompactAfter, Compression, CopyTarget, RunEvent, RunObserver, RunRequest, SaveRequest,
+    run_backups,
 };
 
-use super::save::Retention;
+use super::save::{CopyRetention, Retention, second_store};
 use super::settings::{IdentitySettings, StoreSettings, recipients};
 use crate::error::Result;
 
@@ -60,6 +61,11 @@ pub struct BackupRunRequest {
     pub object_lock_mode: Option<etcd_store::LockMode>,
     /// How long after its date each object's lock holds; the rules' `max_age` when unset.
     pub object_lock_retain: Option<Duration>,
+    /// Copy every full backup and segment to this second store once published (reached
+    /// with the same settings; credentials from the environment).
+    pub copy_to: Option<String>,
+    /// The second store's own retention; none given: `retention`'s rules.
+    pub copy_retention: CopyRetention,
 }
 
 /// Runs continuous backup until `stop` resolves, telling `observer` each thing it did. Bad
@@ -76,6 +82,15 @@ pub async fn backup_run(
             segments,
             identities: request.identity.identities()?.0,
             work_dir: request.compact_work_dir.clone(),
+        }),
+        None => None,
+    };
+    let retention = request.retention.policy()?;
+    let copy_to = match &request.copy_to {
+        Some(url) => Some(CopyTarget {
+            store: second_store(&request.settings, &store, url)?,
+            retention: request.copy_retention.policy(&retention)?,
+            orphan_grace: request.retention.orphan_grace,
         }),
         None => None,
     };
@@ -99,11 +114,12 @@ pub async fn backup_run(
         },
         metrics_file: request.metrics_file.clone(),
         metrics_addr: request.metrics_addr,
-        retention: request.retention.policy()?,
+        retention,
         orphan_grace: request.retention.orphan_grace,
         stop_grace: request.stop_grace,
         all_clusters: request.all_clusters,
         compact_after,
+        copy_to,
         ..RunRequest::default()
     };
     if let Some(lock) = &run.save.object_lock {
@@ -177,6 +193,17 @@ pub fn event_line(event: &RunEvent) -> String {
         } => format!(
             "compacted the chain of {source} ({segments} segments, up to revision {to_revision}) into {object}"
         ),
+        RunEvent::Copied {
+            destination,
+            objects,
+        } => format!("copied to {destination}: {}", objects.join(", ")),
+        RunEvent::CopyFailed { destination, error } => {
+            format!("warning: copy to {destination}: {error}")
+        }
+        RunEvent::CopyPruned {
+            destination,
+            deleted,
+        } => format!("pruned in {destination}: {}", deleted.join(", ")),
         RunEvent::Failed { error, .. } => format!("failed, will retry: {error}"),
     }
 }

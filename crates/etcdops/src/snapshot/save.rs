@@ -12,9 +12,9 @@ use etcd_k8s::{OpenshiftBackupRequest, OpenshiftBackupResult, write_openshift_ba
 use etcd_snapshot::LockRequest;
 use etcd_snapshot::opts;
 use etcd_snapshot::{
-    Compression, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry, PruneReport,
-    RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError, choose_source,
-    prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
+    Compression, CopyReport, DEFAULT_ORPHAN_GRACE, DEFAULT_ZSTD_LEVEL, Progress, PruneEntry,
+    PruneReport, RetentionPolicy, SaveFileRequest, SaveFileResult, SaveResult, SnapshotError,
+    choose_source, copy_saved, prune_store, save_snapshot, save_snapshot_file, write_save_metrics,
 };
 use etcd_store::{LockMode, Store};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -152,6 +152,50 @@ fn orphan_grace<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration
     Ok(duration(d, "orphan_grace")?.unwrap_or(DEFAULT_ORPHAN_GRACE))
 }
 
+/// The second store's own retention (`copy_to`). Neither rule given: the first store's rules
+/// apply there too.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct CopyRetention {
+    /// Keep the N newest backups in the second store.
+    pub copy_keep_last: Option<i64>,
+    /// Keep every backup younger than this in the second store (`36h`, `7d`).
+    #[serde(deserialize_with = "copy_max_age")]
+    #[schemars(with = "Option<String>")]
+    pub copy_max_age: Option<Duration>,
+}
+
+impl CopyRetention {
+    /// The second store's rules, checked: these, or `first` when none is given.
+    pub fn policy(&self, first: &RetentionPolicy) -> Result<RetentionPolicy> {
+        if self.copy_keep_last.is_none() && self.copy_max_age.is_none() {
+            return Ok(first.clone());
+        }
+        let keep_last = match self.copy_keep_last {
+            None => None,
+            Some(n) => Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+                SnapshotError::from(InvalidOption::input(
+                    "copy_keep_last",
+                    format!("must be from 1 to {}, not {n}", u32::MAX),
+                ))
+            })?),
+        };
+        let policy = RetentionPolicy {
+            keep_last,
+            max_age: self.copy_max_age,
+            ..RetentionPolicy::default()
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+}
+
+fn copy_max_age<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    duration(d, "copy_max_age")
+}
+
 fn default_level() -> i32 {
     DEFAULT_ZSTD_LEVEL
 }
@@ -194,6 +238,12 @@ pub struct SaveRequest {
     /// Prune every cluster folder of the store, not only the saved cluster's.
     #[serde(default)]
     pub all_clusters: bool,
+    /// Also copy the backup to this second store, read back there (with the backups of its
+    /// cluster an earlier save could not copy); a failure is a warning, never a failed save.
+    pub copy_to: Option<String>,
+    /// The second store's own retention (its saved cluster's folder only).
+    #[serde(flatten)]
+    pub copy_retention: CopyRetention,
     /// How the store is reached.
     #[serde(flatten)]
     pub store: StoreSettings,
@@ -226,6 +276,13 @@ pub struct Saved {
     /// Why the prune after the save failed: the backup is saved all the same.
     #[serde(skip)]
     pub prune_error: Option<Error>,
+    /// With `copy_to`: what was copied to the second store (absent when the copy failed: a
+    /// warning says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copied: Option<CopyReport>,
+    /// With `copy_to` and retention rules: what the second store's prune deleted and kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy_pruned: Option<PruneReport>,
     /// What went wrong on the side (the metrics file could not be written).
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -259,6 +316,8 @@ pub struct SavePreview {
 struct Checked {
     store: Store,
     policy: RetentionPolicy,
+    /// `copy_to`: the second store and its rules.
+    copy_to: Option<(Store, RetentionPolicy)>,
     save: etcd_snapshot::SaveRequest,
     openshift: Option<OpenshiftBackupRequest>,
 }
@@ -278,6 +337,13 @@ impl SaveRequest {
     fn check(&self) -> Result<Checked> {
         let store = self.store.open(&self.dest)?;
         let policy = self.retention.policy()?;
+        let copy_to = match &self.copy_to {
+            Some(url) => Some((
+                second_store(&self.store, &store, url)?,
+                self.copy_retention.policy(&policy)?,
+            )),
+            None => None,
+        };
         let encrypt_to = recipients(&self.encrypt_to, &self.encrypt_to_file)?;
         let openshift = match &self.openshift_backup_dir {
             Some(dir) => {
@@ -307,6 +373,7 @@ impl SaveRequest {
         Ok(Checked {
             store,
             policy,
+            copy_to,
             save,
             openshift,
         })
@@ -346,8 +413,13 @@ pub async fn save(
         openshift,
         pruned: None,
         prune_error: None,
+        copied: None,
+        copy_pruned: None,
         warnings,
     };
+    if let Some((second, policy)) = &checked.copy_to {
+        copy_saved_to(&checked.store, second, policy, request, &mut saved).await;
+    }
     if !checked.policy.is_empty() {
         let prune = saved.result.prune_request(
             checked.policy,
@@ -360,6 +432,53 @@ pub async fn save(
         }
     }
     Ok(saved)
+}
+
+/// The second store of `copy_to` (`url`), refused when it is the first (`first`).
+pub(crate) fn second_store(settings: &StoreSettings, first: &Store, url: &str) -> Result<Store> {
+    let second = settings.open(url)?;
+    if second.url().trim_end_matches('/') == first.url().trim_end_matches('/') {
+        let reason = format!(
+            "{} is the store backed up to; name a second store to copy to",
+            second.url()
+        );
+        return Err(SnapshotError::from(InvalidOption::input("copy_to", reason)).into());
+    }
+    Ok(second)
+}
+
+/// `copy_to`: copies the saved backup (and what an earlier save could not copy) to the
+/// second store, then prunes it by its rules; a failure of either is a warning.
+async fn copy_saved_to(
+    first: &Store,
+    second: &Store,
+    policy: &RetentionPolicy,
+    request: &SaveRequest,
+    saved: &mut Saved,
+) {
+    match copy_saved(first, second, &saved.result.manifest).await {
+        Ok(report) => saved.copied = Some(report),
+        Err(e) => {
+            saved.warnings.push(format!(
+                "the backup is saved in {}, but copying it to {} failed: {e}; the next save copies it, or `snapshot copy`",
+                first.url(),
+                second.url()
+            ));
+            return;
+        }
+    }
+    if policy.is_empty() {
+        return;
+    }
+    let prune = saved
+        .result
+        .prune_request(policy.clone(), false, request.retention.orphan_grace);
+    match prune_store(second, &prune, Utc::now()).await {
+        Ok(report) => saved.copy_pruned = Some(report),
+        Err(e) => saved
+            .warnings
+            .push(format!("pruning the second store {}: {e}", second.url())),
+    }
 }
 
 /// A backup taken from a member the endpoints given could not name: etcd refuses the member
@@ -391,6 +510,15 @@ pub async fn preview_save(config: &ClusterConfig, request: &SaveRequest) -> Resu
         pruned: None,
         warnings: Vec::new(),
     };
+    // The save would only warn about a second store it cannot write to.
+    if let Some((second, _)) = &checked.copy_to
+        && let Err(e) = second.probe().await
+    {
+        preview.warnings.push(format!(
+            "the backup could not be copied to {}: {e}",
+            second.url()
+        ));
+    }
     if checked.policy.is_empty() {
         return Ok(preview);
     }
@@ -541,6 +669,46 @@ mod tests {
         assert!(is_file_destination("/backups", true));
         assert!(is_file_destination("etcd-backup.snap", true));
         assert!(is_file_destination("etcd-2026-12-01", true));
+    }
+
+    #[test]
+    fn the_second_store_keeps_the_first_stores_rules_unless_given_its_own() {
+        let first = Retention {
+            keep_daily: Some(7),
+            ..Retention::default()
+        }
+        .policy()
+        .unwrap();
+        let none: SaveRequest = serde_json::from_value(serde_json::json!({
+            "store": "/b", "keep_daily": 7, "copy_to": "/dr"
+        }))
+        .unwrap();
+        assert_eq!(none.copy_to.as_deref(), Some("/dr"));
+        assert_eq!(none.copy_retention.policy(&first).unwrap(), first);
+        let own: SaveRequest = serde_json::from_value(serde_json::json!({
+            "store": "/b", "copy_to": "/dr", "copy_keep_last": 2, "copy_max_age": "30d"
+        }))
+        .unwrap();
+        let policy = own.copy_retention.policy(&first).unwrap();
+        assert_eq!(
+            (policy.keep_last, policy.keep_daily, policy.max_age),
+            (Some(2), None, Some(Duration::from_secs(30 * 86400)))
+        );
+        for bad in [0, -1] {
+            let refused = CopyRetention {
+                copy_keep_last: Some(bad),
+                copy_max_age: None,
+            }
+            .policy(&first)
+            .unwrap_err()
+            .to_string();
+            assert!(refused.contains("copy_keep_last"), "{refused}");
+        }
+        let store = Store::open("/b", &etcd_store::StoreOptions::default()).unwrap();
+        let same = second_store(&StoreSettings::default(), &store, "/b/")
+            .unwrap_err()
+            .to_string();
+        assert!(same.contains("name a second store"), "{same}");
     }
 
     #[test]

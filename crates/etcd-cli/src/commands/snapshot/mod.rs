@@ -10,8 +10,8 @@ use etcdops::client::ClusterConfig;
 use etcdops::guard::{Force, Guards};
 use etcdops::hints::{Style, with_hint};
 use etcdops::snapshot::{
-    CopyRequest, IdentitySettings, ListRequest, ListWarning, PruneRequest, RestoreRequest,
-    Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
+    CopyRequest, CopyRetention, IdentitySettings, ListRequest, ListWarning, PruneRequest,
+    RestoreRequest, Retention, SaveRequest, StatusRequest, StoreSettings, VerifyRequest,
 };
 use etcdops::snapshot::{
     Identities, NoProgress, Progress, PruneReport, SnapshotError, TrailerCheck, new_identity_file,
@@ -20,8 +20,8 @@ use etcdops::store::StoreOptions;
 
 use super::ExitStatus;
 use crate::flags::{
-    CompressionArg, IdentityFlags, LockModeArg, ObjectLockFlags, RestoreArgs, RetentionFlags,
-    SaveArgs, SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
+    CompressionArg, CopyToFlags, IdentityFlags, LockModeArg, ObjectLockFlags, RestoreArgs,
+    RetentionFlags, SaveArgs, SnapshotCommand, StatusArgs, StoreFlags, VerifyArgs,
 };
 use crate::output::{Render, note, warn};
 use crate::progress::BarProgress;
@@ -178,6 +178,14 @@ pub(crate) fn lock_mode(flags: &ObjectLockFlags) -> Option<etcdops::store::LockM
         LockModeArg::Governance => etcdops::store::LockMode::Governance,
         LockModeArg::Compliance => etcdops::store::LockMode::Compliance,
     })
+}
+
+/// The second store's own retention rules of the flags.
+pub(crate) fn copy_retention(flags: &CopyToFlags) -> CopyRetention {
+    CopyRetention {
+        copy_keep_last: flags.copy_keep_last.map(i64::from),
+        copy_max_age: flags.copy_max_age,
+    }
 }
 
 /// The options a refusal may name (retention rules such as `keep_last`, and
@@ -393,6 +401,8 @@ async fn save(
         metrics_file: args.metrics_file.clone(),
         retention: retention(&args.retention),
         all_clusters: args.all_clusters,
+        copy_to: args.copy.copy_to.clone(),
+        copy_retention: copy_retention(&args.copy),
         store: settings(&args.store_flags),
         object_lock_mode: lock_mode(&args.object_lock),
         object_lock_retain: args.object_lock.object_lock_retain,
@@ -446,6 +456,7 @@ fn store_only_flags(args: &SaveArgs) -> Vec<&'static str> {
             args.object_lock.object_lock_retain.is_some(),
             "--object-lock-retain",
         ),
+        (args.copy.copy_to.is_some(), "--copy-to"),
     ];
     given
         .into_iter()
