@@ -11,6 +11,7 @@
 mod against;
 mod catalog;
 mod consolidate;
+mod drill;
 mod local_copy;
 mod offline;
 mod restore;
@@ -24,6 +25,7 @@ pub use against::{AgainstCluster, MemberHash, MemberOutcome, Verdict, verify_aga
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
+pub use drill::{DrillSettings, Drilled, RestoreDrill, drill};
 pub use consolidate::{ConsolidateRequest, Consolidated, consolidate, preview_consolidate};
 /// The snapshot options errors name (`chain`, the retention rules).
 pub use etcd_snapshot::opts;
