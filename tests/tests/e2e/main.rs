@@ -85,6 +85,7 @@ mod snapshot_against_cluster;
 mod snapshot_compact;
 mod snapshot_compact_chains;
 mod snapshot_copy;
+mod snapshot_drill;
 mod snapshot_encryption;
 mod snapshot_failures;
 mod snapshot_learner;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use etcd_common::{Hint, options};
 use etcd_core::{Client, ClusterConfig, GetRequest, Targets};
 use etcd_data::{HashKv, HashKvRequest, hash_kv_data_dir};
 use etcd_snapshot::{
@@ -331,7 +332,15 @@ async fn run_drill(
         .stdout(log)
         .stderr(log_err)
         .spawn()
-        .map_err(io("start the restore drill's etcd", binary))?;
+        .map_err(|e| {
+            Error::invalid(
+                format!(
+                    "cannot start the etcd binary {} for the restore drill: {e}; give its path, or put etcd on PATH",
+                    binary.display()
+                ),
+                Some(Hint::option(options::ETCD_BINARY)),
+            )
+        })?;
     let mut etcd = Started(child);
     let config = ClusterConfig {
         endpoints: vec![client_url.clone()],
@@ -347,7 +356,7 @@ async fn run_drill(
         ..GetRequest::default()
     };
     let started = Instant::now();
-    let counted = loop {
+    loop {
         if let Ok(Some(status)) = etcd.0.try_wait() {
             drill.failures.push(format!(
                 "etcd ({}) exited ({status}) before it served the restored backup; its log: {}",
@@ -356,25 +365,40 @@ async fn run_drill(
             ));
             return Ok(drill);
         }
-        match client.kv().get_pages(&count, |_| Ok(())).await {
-            Ok(summary) => break summary.count,
-            Err(e) if started.elapsed() > SERVE_WITHIN => {
-                drill.failures.push(format!(
-                    "etcd ({}) did not serve the restored backup within {}s: {e}; its log: {}",
-                    binary.display(),
-                    SERVE_WITHIN.as_secs(),
-                    log_tail(&log_path)
-                ));
-                return Ok(drill);
-            }
-            // Not serving yet: asked again shortly.
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        let health = client.endpoints().health(Targets::Configured).await;
+        if health.as_ref().is_ok_and(|h| h.all_healthy) {
+            break;
         }
-    };
-    drill.etcd_keys = Some(counted);
+        if started.elapsed() > SERVE_WITHIN {
+            let why = match health {
+                Ok(h) => h
+                    .endpoints
+                    .into_iter()
+                    .find_map(|e| e.error)
+                    .unwrap_or_else(|| "unhealthy".into()),
+                Err(e) => e.to_string(),
+            };
+            drill.failures.push(format!(
+                "etcd ({}) did not serve the restored backup within {}s: {why}; its log: {}",
+                binary.display(),
+                SERVE_WITHIN.as_secs(),
+                log_tail(&log_path)
+            ));
+            return Ok(drill);
+        }
+        // Not serving yet: asked again shortly.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let revision = own.hash_revision;
+    match client.kv().get_pages(&count, |_| Ok(())).await {
+        Ok(summary) => drill.etcd_keys = Some(summary.count),
+        Err(e) => drill
+            .failures
+            .push(format!("etcd cannot count the keys at revision {revision}: {e}")),
+    }
     let report = client
         .endpoints()
-        .hashkv(Targets::Configured, own.hash_revision)
+        .hashkv(Targets::Configured, revision)
         .await;
     drop(etcd);
     let row = report?.endpoints.into_iter().next();
@@ -383,10 +407,9 @@ async fn run_drill(
         None => drill.failures.push("etcd gave no hash".into()),
         Some(r) => {
             if let Some(error) = &r.error {
-                drill.failures.push(format!(
-                    "etcd gave no hash at revision {}: {error}",
-                    own.hash_revision
-                ));
+                drill
+                    .failures
+                    .push(format!("etcd gave no hash at revision {revision}: {error}"));
             }
             if let Some(compact) = r.compact_revision.filter(|c| *c != own.compact_revision) {
                 drill.failures.push(format!(
@@ -398,14 +421,17 @@ async fn run_drill(
     }
     if let Some(hash) = drill.etcd_hash.filter(|h| *h != own.hash) {
         drill.failures.push(format!(
-            "etcd hashes revision {} as {hash} where the backup hashes it as {}",
-            own.hash_revision, own.hash
+            "etcd hashes revision {revision} as {hash} where the backup hashes it as {}",
+            own.hash
         ));
     }
-    if u64::try_from(counted).ok() != Some(own.live_keys) {
+    if let Some(counted) = drill
+        .etcd_keys
+        .filter(|c| u64::try_from(*c).ok() != Some(own.live_keys))
+    {
         drill.failures.push(format!(
-            "etcd counts {counted} keys at revision {} where the backup holds {}",
-            own.hash_revision, own.live_keys
+            "etcd counts {counted} keys at revision {revision} where the backup holds {}",
+            own.live_keys
         ));
     }
     drill.ok = drill.failures.is_empty();
