@@ -27,6 +27,7 @@ mod ansible_roles;
 mod ansible_service_role;
 mod ansible_shim;
 mod ansible_snapshot_compact;
+mod ansible_snapshot_drill;
 mod ansible_usage;
 mod auth;
 mod auth_tokens;
