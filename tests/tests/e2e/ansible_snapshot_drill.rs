@@ -74,7 +74,11 @@ fn assert_no_scratch(dir: &Path) {
 fn exiting_etcd(dir: &Path) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join("exiting-etcd");
-    std::fs::write(&path, "#!/bin/sh\necho 'cannot serve: on purpose' >&2\nexit 3\n").unwrap();
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'cannot serve: on purpose' >&2\nexit 3\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
 }
@@ -96,7 +100,13 @@ fn snapshot_info_drills_a_chain_in_check_mode_too_and_fails_on_another_cluster_o
     let other_store = other.dir().join("backups");
     let saved = crate::run(
         &other,
-        &["snapshot", "save", &other_store.display().to_string(), "-w", "json"],
+        &[
+            "snapshot",
+            "save",
+            &other_store.display().to_string(),
+            "-w",
+            "json",
+        ],
     );
     saved.expect_code(0);
     let other_url = format!(
@@ -153,7 +163,10 @@ fn snapshot_info_drills_a_chain_in_check_mode_too_and_fails_on_another_cluster_o
     }
     let differs = &results["differs"];
     assert_eq!(differs["failed"], true, "{differs:#}");
-    assert_eq!(differs["against_cluster"]["verdict"], "differs", "{differs:#}");
+    assert_eq!(
+        differs["against_cluster"]["verdict"], "differs",
+        "{differs:#}"
+    );
     let member = differs["against_cluster"]["members"][0]["member_id"]
         .as_str()
         .unwrap();
@@ -225,7 +238,10 @@ fn backup_role_drills_the_backup_it_took_fails_on_a_failed_drill_and_drills_none
     let (run, drilled) = backup_role(&collection, &endpoints, &vars, work.path(), &[]);
     assert_eq!(run.code, 0, "{run}");
     let drilled = drilled.unwrap_or_else(|| panic!("no drill result:\n{run}"));
-    assert_eq!(drilled["against_cluster"]["verdict"], "match", "{drilled:#}");
+    assert_eq!(
+        drilled["against_cluster"]["verdict"], "match",
+        "{drilled:#}"
+    );
     assert_eq!(drilled["restore_drill"]["ok"], true, "{drilled:#}");
     assert_eq!(drilled["restore_drill"]["etcd_keys"], 12, "{drilled:#}");
     assert_no_scratch(work.path());

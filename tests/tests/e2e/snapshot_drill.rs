@@ -37,7 +37,11 @@ fn tmp_dir(cluster: &Cluster, tag: &str) -> PathBuf {
 /// Nothing left in the drill's TMPDIR.
 fn assert_no_scratch(tmp: &Path) {
     let left: Vec<_> = std::fs::read_dir(tmp).unwrap().flatten().collect();
-    assert!(left.is_empty(), "the drill left {left:?} in {}", tmp.display());
+    assert!(
+        left.is_empty(),
+        "the drill left {left:?} in {}",
+        tmp.display()
+    );
 }
 
 /// This run's etcd release, as the drill's binary.
@@ -189,7 +193,13 @@ fn the_restore_drill_needs_no_cluster_and_a_failed_one_says_why_and_leaves_no_sc
     let store = cluster.dir().join("backups");
     let saved = crate::run(
         &cluster,
-        &["snapshot", "save", &store.display().to_string(), "-w", "json"],
+        &[
+            "snapshot",
+            "save",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ],
     );
     saved.expect_code(0);
     let manifest = saved.json()["manifest"].clone();
@@ -264,7 +274,8 @@ fn the_restore_drill_needs_no_cluster_and_a_failed_one_says_why_and_leaves_no_sc
     // No such binary: a one-line error naming the option, nothing left behind.
     let (run, _) = verify_code_only(&tmp, &url, "/nonexistent/etcd", 2);
     assert!(
-        run.stderr.contains("cannot start the etcd binary /nonexistent/etcd")
+        run.stderr
+            .contains("cannot start the etcd binary /nonexistent/etcd")
             && run.stderr.contains("--etcd-binary"),
         "{run:?}"
     );
@@ -273,9 +284,16 @@ fn the_restore_drill_needs_no_cluster_and_a_failed_one_says_why_and_leaves_no_sc
 
 /// `verify URL --restore-drill --etcd-binary BINARY` (no JSON expected).
 fn verify_code_only(tmp: &Path, url: &str, binary: &str, code: i32) -> (Run, ()) {
-    let args: Vec<String> = ["snapshot", "verify", url, "--restore-drill", "--etcd-binary", binary]
-        .map(String::from)
-        .to_vec();
+    let args: Vec<String> = [
+        "snapshot",
+        "verify",
+        url,
+        "--restore-drill",
+        "--etcd-binary",
+        binary,
+    ]
+    .map(String::from)
+    .to_vec();
     let tmp = tmp.display().to_string();
     let run = etcdops(&args, &[("TMPDIR", tmp.as_str())]);
     run.expect_code(code);

@@ -263,7 +263,15 @@ pub async fn open_chain_point(
     store_options: &StoreOptions,
     identities: &Identities,
 ) -> Result<PointInTimeSource, RestoreError> {
-    open_planned(request, store_url, Some(full), point, store_options, identities).await
+    open_planned(
+        request,
+        store_url,
+        Some(full),
+        point,
+        store_options,
+        identities,
+    )
+    .await
 }
 
 async fn open_planned(

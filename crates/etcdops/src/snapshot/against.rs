@@ -203,9 +203,7 @@ pub(super) async fn compare_with_cluster(
                                 revision,
                                 compact_revision: Some(compact),
                             };
-                            hash_db(&later)
-                                .map(|h| h.hash)
-                                .map_err(|e| e.to_string())
+                            hash_db(&later).map(|h| h.hash).map_err(|e| e.to_string())
                         })
                         .clone()
                 };

@@ -130,8 +130,7 @@ pub async fn drill(
     let own = scratch.hash(&HashKvRequest::default())?;
     if settings.against_cluster && segments > 0 {
         let hash = |asked: &HashKvRequest| hash_kv_data_dir(&scratch.data_dir, asked);
-        let mut against =
-            compare_with_cluster(config, &request.snapshot, segments, &hash).await?;
+        let mut against = compare_with_cluster(config, &request.snapshot, segments, &hash).await?;
         against.warnings = scratch.warnings.clone();
         drilled.against_cluster = Some(against);
     }
@@ -188,15 +187,14 @@ impl Scratch {
         chain: Option<&ChainReport>,
         ports: Option<(u16, u16)>,
     ) -> Result<Scratch> {
-        let dir = tempfile::Builder::new()
-            .prefix("etcdops-drill-")
-            .tempdir()
-            .map_err(|source| Error::Io {
-                action: "create a scratch dir in",
-                path: std::env::temp_dir(),
+        let tmp = std::env::temp_dir();
+        let dir = etcd_common::private::temp_dir_in(&tmp, "etcdops-drill-").map_err(|source| {
+            Error::Io {
+                action: "create a scratch dir for the drill in",
+                path: tmp.clone(),
                 source,
-            })?;
-        set_private(dir.path())?;
+            }
+        })?;
         let data_dir = dir.path().join("data");
         let peer_port = ports.map_or(2380, |(_, peer)| peer);
         let peer_url = format!("http://127.0.0.1:{peer_port}");
@@ -252,21 +250,8 @@ impl Scratch {
 
     /// The restored db's KV hash (offline; never while etcd runs on it).
     fn hash(&self, request: &HashKvRequest) -> Result<HashKv> {
-        hash_kv_data_dir(&self.data_dir, request)
-            .map_err(|e| SnapshotError::Data(e).into())
+        hash_kv_data_dir(&self.data_dir, request).map_err(|e| SnapshotError::Data(e).into())
     }
-}
-
-/// Makes `dir` readable by its owner only.
-fn set_private(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|source| {
-        Error::Io {
-            action: "make private",
-            path: dir.to_path_buf(),
-            source,
-        }
-    })
 }
 
 /// An etcd started by the drill: killed (by its PID) and reaped when dropped, whatever
@@ -315,7 +300,7 @@ async fn run_drill(
             source,
         }
     };
-    let log = std::fs::File::create(&log_path).map_err(io("create", &log_path))?;
+    let log = etcd_common::private::create_new_file(&log_path).map_err(io("create", &log_path))?;
     let log_err = log.try_clone().map_err(io("create", &log_path))?;
     let child = Command::new(binary)
         .arg("--name")
@@ -392,9 +377,9 @@ async fn run_drill(
     let revision = own.hash_revision;
     match client.kv().get_pages(&count, |_| Ok(())).await {
         Ok(summary) => drill.etcd_keys = Some(summary.count),
-        Err(e) => drill
-            .failures
-            .push(format!("etcd cannot count the keys at revision {revision}: {e}")),
+        Err(e) => drill.failures.push(format!(
+            "etcd cannot count the keys at revision {revision}: {e}"
+        )),
     }
     let report = client
         .endpoints()
@@ -468,5 +453,59 @@ fn log_tail(path: &Path) -> String {
         "its log is empty".into()
     } else {
         tail.join(" | ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drill_ports_differ_and_are_free_to_bind() {
+        let (client, peer) = free_ports().unwrap();
+        assert_ne!(client, peer);
+        for port in [client, peer] {
+            std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_log_tail_is_the_last_three_lines_cut_short() {
+        let dir = etcd_common::private::temp_dir_in(&std::env::temp_dir(), "drill-test-").unwrap();
+        let log = dir.path().join("etcd.log");
+        assert_eq!(log_tail(&log), "no log");
+        std::fs::write(&log, "").unwrap();
+        assert_eq!(log_tail(&log), "its log is empty");
+        let long = "x".repeat(1000);
+        std::fs::write(&log, format!("one\ntwo\nthree\n{long}\n")).unwrap();
+        let tail = log_tail(&log);
+        assert!(tail.starts_with("two | three | x"), "{tail}");
+        assert_eq!(tail.len(), "two | three | ".len() + 400);
+    }
+
+    #[test]
+    fn a_drill_says_what_passed_or_every_failure() {
+        let mut drill = RestoreDrill {
+            etcd_binary: "etcd".into(),
+            etcd_version: Some("3.5.1".into()),
+            revision: 9,
+            segments: 2,
+            backup_hash: 7,
+            etcd_hash: Some(7),
+            backup_keys: 3,
+            etcd_keys: Some(3),
+            ok: true,
+            failures: Vec::new(),
+        };
+        assert!(drill.message().contains("passed"), "{}", drill.message());
+        drill.ok = false;
+        drill.failures = vec!["a".into(), "b".into()];
+        assert_eq!(drill.message(), "the restore drill failed: a; b");
+        assert!(!DrillSettings::default().any());
+        let asked = DrillSettings {
+            restore_drill: true,
+            ..DrillSettings::default()
+        };
+        assert!(asked.any());
     }
 }

@@ -25,8 +25,8 @@ pub use against::{AgainstCluster, MemberHash, MemberOutcome, Verdict, verify_aga
 pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
-pub use drill::{DrillSettings, Drilled, RestoreDrill, drill};
 pub use consolidate::{ConsolidateRequest, Consolidated, consolidate, preview_consolidate};
+pub use drill::{DrillSettings, Drilled, RestoreDrill, drill};
 /// The snapshot options errors name (`chain`, the retention rules).
 pub use etcd_snapshot::opts;
 /// etcdutl's defaults for the restore flags not given (`--name`, `--initial-cluster`, ...):
