@@ -308,3 +308,96 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
 }
+
+#[test]
+fn an_interrupted_restore_drill_stops_its_etcd_and_removes_its_scratch_dir() {
+    if etcdops_tests::skip_on_etcd_3_4(
+        "the drill's own signal handling around an etcd stand-in that never serves",
+    ) {
+        return;
+    }
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/k/", 3);
+    let store = cluster.dir().join("backups");
+    let saved = crate::run(
+        &cluster,
+        &[
+            "snapshot",
+            "save",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ],
+    );
+    saved.expect_code(0);
+    let url = format!(
+        "{}/{}",
+        store.display(),
+        saved.json()["manifest"]["object"].as_str().unwrap()
+    );
+    let tmp = tmp_dir(&cluster, "interrupted");
+    let scripts = cluster.dir().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let pid_file = scripts.join("etcd.pid");
+    // An etcd that never serves (nor answers --version): the drill waits on it until
+    // interrupted.
+    let hangs = script(
+        &scripts,
+        "hangs",
+        &format!(
+            "[ \"$1\" = --version ] && exec sleep 600\necho $$ > {}\nexec sleep 600",
+            pid_file.display()
+        ),
+    );
+    let mut verify = std::process::Command::new(etcdops_tests::etcdops_path())
+        .args([
+            "snapshot",
+            "verify",
+            &url,
+            "--restore-drill",
+            "--etcd-binary",
+            &hangs,
+        ])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let etcd_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the drill never started its etcd"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let scratch: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+    assert_eq!(scratch.len(), 1, "the scratch dir while etcd runs");
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &verify.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = verify.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(verify.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    // At once, not after the stand-in's sleep.
+    assert!(
+        std::time::Instant::now() < deadline,
+        "the interrupted drill took until {deadline:?}"
+    );
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    // The etcd it started is gone (killed and reaped, not left running), and so is the dir.
+    assert!(
+        !Path::new(&format!("/proc/{etcd_pid}")).exists(),
+        "the drill's etcd {etcd_pid} is still running"
+    );
+    assert_no_scratch(&tmp);
+}

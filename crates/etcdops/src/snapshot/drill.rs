@@ -126,6 +126,32 @@ pub async fn drill(
     } else {
         None
     };
+    // SIGINT or SIGTERM while the scratch dir (and its etcd) exists: the drill is dropped,
+    // so its guards stop etcd and remove the dir before the error ends the program.
+    let interrupted = Interrupted::listen()?;
+    tokio::select! {
+        done = on_scratch(config, request, chain, settings, ports, drilled) => done,
+        () = interrupted.wait() => Err(Error::Io {
+            action: "finish the drill in",
+            path: std::env::temp_dir(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "interrupted (SIGINT or SIGTERM); its etcd was stopped and its scratch dir removed",
+            ),
+        }),
+    }
+}
+
+/// The drills that need the backup restored: into a scratch dir, hashed, served.
+async fn on_scratch(
+    config: &ClusterConfig,
+    request: &VerifyRequest,
+    chain: Option<&ChainReport>,
+    settings: &DrillSettings,
+    ports: Option<(u16, u16)>,
+    mut drilled: Drilled,
+) -> Result<Drilled> {
+    let segments = chain.map_or(0, |c| c.segments.len());
     let scratch = Scratch::restore(request, chain.filter(|_| segments > 0), ports).await?;
     let own = scratch.hash(&HashKvRequest::default())?;
     if settings.against_cluster && segments > 0 {
@@ -142,6 +168,36 @@ pub async fn drill(
         drilled.restore_drill = Some(run_drill(&scratch, &binary, client_port, &own).await?);
     }
     Ok(drilled)
+}
+
+/// SIGINT and SIGTERM, listened to while a drill runs.
+struct Interrupted {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Interrupted {
+    fn listen() -> Result<Interrupted> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| {
+            signal(kind).map_err(|source| Error::Io {
+                action: "listen for signals in",
+                path: PathBuf::from("/"),
+                source,
+            })
+        };
+        Ok(Interrupted {
+            int: listen(SignalKind::interrupt())?,
+            term: listen(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
 }
 
 /// The name and token of the one-member cluster a drill restores.
@@ -281,7 +337,7 @@ async fn run_drill(
     let client_url = format!("http://127.0.0.1:{client_port}");
     let mut drill = RestoreDrill {
         etcd_binary: binary.display().to_string(),
-        etcd_version: etcd_version(binary),
+        etcd_version: etcd_version(binary).await,
         revision: own.hash_revision,
         segments: scratch.segments,
         backup_hash: own.hash,
@@ -423,12 +479,20 @@ async fn run_drill(
     Ok(drill)
 }
 
-/// `etcd --version`'s first line's version (`etcd Version: 3.5.1`), when it runs.
-fn etcd_version(binary: &Path) -> Option<String> {
-    let out = Command::new(binary)
+/// `etcd --version`'s version (`etcd Version: 3.5.1`), when it answers within 10 s (a
+/// binary that does not is killed: the drill then fails on starting it, saying why).
+async fn etcd_version(binary: &Path) -> Option<String> {
+    let child = tokio::process::Command::new(binary)
         .arg("--version")
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .ok()?
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
