@@ -71,6 +71,8 @@ option_ids! {
     ENCRYPT_TO = value("encrypt_to");
     /// The endpoints to connect to.
     ENDPOINTS = value("endpoints");
+    /// The etcd binary a restore drill starts.
+    ETCD_BINARY = value("etcd_binary");
     /// Settings passed to etcd as they are.
     EXTRA = value("extra");
     /// Go ahead although a guard refused (the OpenShift operator, a quorum check).

@@ -76,6 +76,13 @@ fn hashkv_of_the_stopped_member_is_the_live_members_endpoint_hashkv() {
             .hash_kv("snapshot", &HashKvRequest::default())
             .unwrap();
         assert_eq!(from_snapshot, got, "{v}");
+        // The keys live at the latest revision: etcdutl 3.6's `totalKey` (a range's count).
+        let want = etcd.output("etcdutl-snapshot-status.json");
+        assert_eq!(
+            from_snapshot.live_keys,
+            want["totalKey"].as_u64().unwrap(),
+            "{v}"
+        );
         // An older revision hashes less; one below the compaction or past the end is refused.
         let older = snapshot
             .hash_kv(
@@ -88,6 +95,7 @@ fn hashkv_of_the_stopped_member_is_the_live_members_endpoint_hashkv() {
             .unwrap();
         assert_eq!(older.hash_revision, 30, "{v}");
         assert_ne!(older.hash, got.hash, "{v}");
+        assert!(older.live_keys <= got.live_keys + 30, "{v}");
         let err = snapshot
             .hash_kv(
                 "snapshot",

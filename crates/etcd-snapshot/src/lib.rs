@@ -126,7 +126,7 @@ pub use prune::{
 pub use restore::{
     MARKER_FILE, PointInTimeSource, RestoreError, RestoreGuard, RestoreMarker, RestoreRequest,
     RestoreResult, RestoreSource, RestoredMember, Unguarded, V2Snapshot, cluster_id, member_id,
-    open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
+    open_chain_point, open_point_in_time, open_restore_source, parse_initial_cluster, read_marker,
     restore_point_in_time, restore_snapshot, restore_spool_dir, restore_to_point,
     validate_restore_request, wal_usage,
 };

@@ -76,7 +76,7 @@ pub const MODULES: &[ModuleDef] = &[
     ModuleDef {
         name: "etcd_snapshot_info",
         options: ModuleSpec::of::<snapshot_info::Args>,
-        connection: false,
+        connection: true,
     },
     ModuleDef {
         name: "etcd_snapshot_copy",

@@ -1,10 +1,13 @@
 //! `etcd_snapshot_info`: the backups in a store (`store`), the status of one snapshot file or
 //! stored object (`snapshot`), and with `verify` a full integrity check of a stored backup
-//! against its manifest, then of its chain of delta segments. Read-only.
+//! against its manifest, then of its chain of delta segments; with `against_cluster` and
+//! `restore_drill` then the drills of `etcdops snapshot verify` (they imply `verify`).
+//! Read-only: the drill writes only a private scratch dir it removes, so it runs in check
+//! mode too.
 
 use etcdops::snapshot::{
-    IdentitySettings, ListRequest, NoProgress, StatusRequest, StoreSettings, VerifyRequest, list,
-    status, verify,
+    DrillSettings, IdentitySettings, ListRequest, NoProgress, StatusRequest, StoreSettings,
+    Verdict, VerifyRequest, drill, list, status, verify,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -21,6 +24,8 @@ pub(crate) struct Args {
     verify: bool,
     #[serde(default)]
     skip_hash_check: bool,
+    #[serde(flatten)]
+    drills: DrillSettings,
     #[serde(flatten)]
     identity: IdentitySettings,
     #[serde(flatten)]
@@ -69,16 +74,18 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
         );
         outcome = outcome.with("latest", latest).with_fields(&listed);
     }
+    // The drills run on a verified backup only.
+    let verify_it = args.verify || args.drills.any();
     let Some(source) = &args.snapshot else {
-        if args.verify {
+        if verify_it {
             return Err(ModuleError::new(
-                "etcd_snapshot_info: verify needs snapshot (the backup's URL or path)",
+                "etcd_snapshot_info: verify, against_cluster and restore_drill need snapshot (the backup's URL or path)",
             ));
         }
         outcome.msg = said.join("; ");
         return Ok(outcome);
     };
-    if args.verify {
+    if verify_it {
         let request = VerifyRequest {
             snapshot: source.clone(),
             identity: args.identity.clone(),
@@ -99,6 +106,37 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
             outcome.msg = format!("verify failed: {}", verified.failures.join("; "));
             return Ok(outcome);
         }
+        if args.drills.any() {
+            let config = if args.drills.against_cluster {
+                context.cluster()?
+            } else {
+                etcdops::client::ClusterConfig::default()
+            };
+            let drilled = drill(&config, &request, verified.chain.as_ref(), &args.drills).await?;
+            let mut failures = Vec::new();
+            if let Some(against) = &drilled.against_cluster {
+                outcome = outcome.with("against_cluster", against);
+                match against.verdict {
+                    Verdict::Match => said.push(against.message()),
+                    Verdict::Differs { .. } => failures.push(against.message()),
+                    // Not a failed backup: said, the task goes on.
+                    Verdict::CannotCompare { .. } => warn(&mut outcome, vec![against.message()]),
+                }
+            }
+            if let Some(restored) = &drilled.restore_drill {
+                outcome = outcome.with("restore_drill", restored);
+                if restored.ok {
+                    said.push(restored.message());
+                } else {
+                    failures.push(restored.message());
+                }
+            }
+            if !failures.is_empty() {
+                outcome.failed = true;
+                outcome.msg = format!("verify failed: {}", failures.join("; "));
+                return Ok(outcome);
+            }
+        }
     }
     let request = StatusRequest {
         snapshot: source.clone(),
@@ -115,7 +153,7 @@ pub async fn run(context: &Context) -> Result<Outcome, ModuleError> {
     outcome = outcome
         .with("status", &opened.status)
         .with("encrypted", opened.encrypted);
-    if args.verify {
+    if verify_it {
         said.push("verified".into());
     }
     outcome.msg = said.join("; ");

@@ -469,9 +469,19 @@ pub struct VerifyArgs {
     /// Also compare the backup with the live cluster (--endpoints): etcd's KV hash of the
     /// backup at its revision against each member's hashkv at that revision. Exit 1 when a
     /// member differs, 2 when none can be compared (compacted past the backup's revision).
-    /// A full backup only
+    /// A backup with delta segments is compared at its chain's last revision (replayed into
+    /// a private scratch dir)
     #[arg(long)]
     pub against_cluster: bool,
+    /// Also restore the backup (with delta segments: its chain's last revision) into a
+    /// private scratch dir, start etcd on it on free 127.0.0.1 ports and compare its hashkv
+    /// and key count with the backup's; etcd is stopped and the scratch dir removed
+    /// afterwards. Needs no cluster. Exit 1 when the drill fails
+    #[arg(long)]
+    pub restore_drill: bool,
+    /// The etcd binary the restore drill starts (default: etcd on PATH)
+    #[arg(long, value_name = "PATH", requires = "restore_drill")]
+    pub etcd_binary: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `snapshot keygen`.

@@ -40,6 +40,11 @@ pub struct HashKv {
     pub hash_revision: i64,
     /// The db's compaction revision (-1: never compacted).
     pub compact_revision: i64,
+    /// The keys live at `hash_revision` (their latest revision at or below it is not a
+    /// deletion): the count of a range over every key read at that revision. Not in the
+    /// output (etcdutl's `hashkv` has no such field).
+    #[serde(skip)]
+    pub live_keys: u64,
 }
 
 /// What a walk over the db can stop on.
@@ -219,6 +224,7 @@ pub fn hash_kv<S: PageSource>(name: &str, source: S, request: &HashKvRequest) ->
         hash,
         hash_revision: revision,
         compact_revision: compact,
+        live_keys: at_rev.values().filter(|(_, tombstone)| !tombstone).count() as u64,
     })
 }
 

@@ -19,7 +19,8 @@ pub(crate) use source::open_checked_object;
 /// The largest manifest read beside a local backup file (etcdops writes a few KiB).
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 pub use source::{
-    PointInTimeSource, RestoreSource, open_point_in_time, open_restore_source, restore_to_point,
+    PointInTimeSource, RestoreSource, open_chain_point, open_point_in_time, open_restore_source,
+    restore_to_point,
 };
 
 /// What a restore wrote; a point-in-time restore's [`ReplaySummary`] in `point_in_time`.

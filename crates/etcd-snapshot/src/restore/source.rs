@@ -249,6 +249,39 @@ pub async fn open_point_in_time(
     store_options: &StoreOptions,
     identities: &Identities,
 ) -> Result<PointInTimeSource, RestoreError> {
+    open_planned(request, store_url, None, point, store_options, identities).await
+}
+
+/// [`open_point_in_time`] over the chain of one full backup only: `full`, its object name in
+/// the store at `store_url` (as the catalog lists it). A point its chain does not reach is
+/// refused, even when another chain reaches it: what a drill of that very chain needs.
+pub async fn open_chain_point(
+    request: &mut RestoreRequest,
+    store_url: &str,
+    full: &str,
+    point: PointInTime,
+    store_options: &StoreOptions,
+    identities: &Identities,
+) -> Result<PointInTimeSource, RestoreError> {
+    open_planned(
+        request,
+        store_url,
+        Some(full),
+        point,
+        store_options,
+        identities,
+    )
+    .await
+}
+
+async fn open_planned(
+    request: &mut RestoreRequest,
+    store_url: &str,
+    only: Option<&str>,
+    point: PointInTime,
+    store_options: &StoreOptions,
+    identities: &Identities,
+) -> Result<PointInTimeSource, RestoreError> {
     // A backup's own URL names one full backup; a point in time is planned over the store's
     // chains.
     if let Some((store, _)) = crate::layout::split_backup_url(store_url) {
@@ -263,7 +296,11 @@ pub async fn open_point_in_time(
     // Best first; a full backup that already holds changes past the point gives way to the
     // chain before it (consecutive chains overlap for that).
     let mut last_refusal = None;
-    for plan in plan_candidates(&store, point).await? {
+    let plans = plan_candidates(&store, point).await?;
+    for plan in plans
+        .into_iter()
+        .filter(|plan| only.is_none_or(|full| plan.full == full))
+    {
         let snapshot = open_checked_object(&store, &plan.full, spool, identities).await?;
         let holds = db_revision(&snapshot).map_err(|source| RestoreError::Rewrite {
             name: plan.full.clone(),
@@ -299,10 +336,19 @@ pub async fn open_point_in_time(
             plan,
         });
     }
-    let (full, holds) = last_refusal.unwrap_or_default();
     let option = match point {
         PointInTime::Revision(_) => opts::TO_REVISION,
         PointInTime::Time(_) => opts::TO_TIME,
+    };
+    let (full, holds) = match (last_refusal, only) {
+        (Some(refused), _) => refused,
+        (None, Some(full)) => {
+            return Err(RestoreError::invalid_option(
+                option,
+                format!("the chain of the full backup {full} does not reach the point"),
+            ));
+        }
+        (None, None) => Default::default(),
     };
     Err(RestoreError::invalid_option(
         option,

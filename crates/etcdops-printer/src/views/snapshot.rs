@@ -401,6 +401,9 @@ pub struct VerifyView {
     /// `--against-cluster`: the backup's KV hash against each member's at its revision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub against_cluster: Option<AgainstCluster>,
+    /// `--restore-drill`: the backup restored and served by etcd.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore_drill: Option<etcdops::snapshot::RestoreDrill>,
 }
 
 impl Render for VerifyView {
@@ -492,6 +495,16 @@ impl Render for VerifyView {
             }
             rows.push(vec!["against cluster".into(), against.message()]);
         }
+        if let Some(drill) = &self.restore_drill {
+            rows.push(vec![
+                "restore drill etcd".into(),
+                match &drill.etcd_version {
+                    Some(version) => format!("{} ({version})", drill.etcd_binary),
+                    None => drill.etcd_binary.clone(),
+                },
+            ]);
+            rows.push(vec!["restore drill".into(), drill.message()]);
+        }
         rows
     }
 
@@ -514,6 +527,9 @@ impl Render for VerifyView {
         }
         if let Some(against) = &self.against_cluster {
             lines.push(format!("{}: {}", self.report.object, against.message()));
+        }
+        if let Some(drill) = &self.restore_drill {
+            lines.push(format!("{}: {}", self.report.object, drill.message()));
         }
         lines
     }

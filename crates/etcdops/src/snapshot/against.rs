@@ -1,7 +1,8 @@
 //! `snapshot verify --against-cluster`: a drill that compares a full backup with the live
 //! cluster. etcd's KV hash of the backup's db is computed offline at the backup's revision and
 //! compared with each member's `HashKV` at that same revision: equal hashes mean the backup
-//! holds exactly the history the cluster held at that revision.
+//! holds exactly the history the cluster held at that revision. A backup with delta segments
+//! is compared at its chain's last revision, restored into a scratch dir (see `drill.rs`).
 //!
 //! A member hashes the revisions above its compaction (and, at or below it, what the
 //! compaction keeps). When it compacted later than the backup (but not past its revision),
@@ -10,6 +11,7 @@
 //! all: that is "cannot compare", not a failed backup.
 
 use etcd_core::{Client, ClusterConfig, MemberId, Targets};
+use etcd_data::HashKv;
 use etcd_snapshot::{HashKvRequest, SnapshotError};
 use serde::Serialize;
 
@@ -80,7 +82,10 @@ pub enum Verdict {
 pub struct AgainstCluster {
     /// The backup's URL.
     pub snapshot: String,
-    /// The backup's revision: the revision every member hashed.
+    /// The delta segments replayed after the full backup (0: the full backup alone).
+    pub segments: usize,
+    /// The backup's revision (its chain's last with segments): the revision every member
+    /// hashed.
     pub revision: i64,
     /// The backup's own KV hash at its revision, above its own compaction.
     pub hash: u32,
@@ -99,13 +104,17 @@ pub struct AgainstCluster {
 impl AgainstCluster {
     /// One line: `matches`, what differs, or why it cannot be compared.
     pub fn message(&self) -> String {
+        let backup = match self.segments {
+            0 => "the backup".to_string(),
+            n => format!("the backup with its {n} delta segment(s)"),
+        };
         match &self.verdict {
             Verdict::Match => format!(
-                "the backup matches the cluster at revision {} (hash {})",
+                "{backup} matches the cluster at revision {} (hash {})",
                 self.revision, self.hash
             ),
             Verdict::Differs { differing } => format!(
-                "the backup differs from the cluster at revision {}: {} hash(es) it differently",
+                "{backup} differs from the cluster at revision {}: {} hash(es) it differently",
                 self.revision,
                 differing.join(", ")
             ),
@@ -132,9 +141,21 @@ pub async fn verify_against_cluster(
     };
     let (file, warnings) = open.open().await?;
     let name = request.snapshot.as_str();
-    let own = file
-        .hash_kv(name, &HashKvRequest::default())
-        .map_err(SnapshotError::Data)?;
+    let hash = |asked: &HashKvRequest| file.hash_kv(name, asked);
+    let mut against = compare_with_cluster(config, &request.snapshot, 0, &hash).await?;
+    against.warnings = warnings;
+    Ok(against)
+}
+
+/// Compares a db (`hash` hashes it, at its latest revision for a default request) with every
+/// member's `HashKV` at its revision; `segments`: the delta segments replayed into it.
+pub(super) async fn compare_with_cluster(
+    config: &ClusterConfig,
+    snapshot: &str,
+    segments: usize,
+    hash_db: &(dyn Fn(&HashKvRequest) -> std::result::Result<HashKv, etcd_data::Error> + Sync),
+) -> Result<AgainstCluster> {
+    let own = hash_db(&HashKvRequest::default()).map_err(SnapshotError::Data)?;
     let revision = own.hash_revision;
     let client = Client::new(config.clone());
     let report = client
@@ -182,9 +203,7 @@ pub async fn verify_against_cluster(
                                 revision,
                                 compact_revision: Some(compact),
                             };
-                            file.hash_kv(name, &later)
-                                .map(|h| h.hash)
-                                .map_err(|e| e.to_string())
+                            hash_db(&later).map(|h| h.hash).map_err(|e| e.to_string())
                         })
                         .clone()
                 };
@@ -206,13 +225,14 @@ pub async fn verify_against_cluster(
     }
     let verdict = verdict(&members);
     Ok(AgainstCluster {
-        snapshot: request.snapshot.clone(),
+        snapshot: snapshot.to_string(),
+        segments,
         revision,
         hash: own.hash,
         compact_revision: own.compact_revision,
         members,
         verdict,
-        warnings,
+        warnings: Vec::new(),
     })
 }
 

@@ -11,6 +11,7 @@
 mod against;
 mod catalog;
 mod consolidate;
+mod drill;
 mod local_copy;
 mod offline;
 mod restore;
@@ -25,6 +26,7 @@ pub use catalog::{
     CopyRequest, ListRequest, ListWarning, Listed, PruneRequest, copy, delete, list, prune,
 };
 pub use consolidate::{ConsolidateRequest, Consolidated, consolidate, preview_consolidate};
+pub use drill::{DrillSettings, Drilled, RestoreDrill, drill};
 /// The snapshot options errors name (`chain`, the retention rules).
 pub use etcd_snapshot::opts;
 /// etcdutl's defaults for the restore flags not given (`--name`, `--initial-cluster`, ...):

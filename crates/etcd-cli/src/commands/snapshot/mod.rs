@@ -238,28 +238,36 @@ pub(super) fn progress(bar: &Option<BarProgress>) -> &dyn Progress {
 }
 
 /// `snapshot verify`: the backup, then its chain; exit 1 when either fails the check. With
-/// `--against-cluster`, then the backup against the live cluster: exit 1 when a member
-/// differs, 2 when no member can be compared.
+/// `--against-cluster`, then the backup (its chain's last revision with segments) against the
+/// live cluster: exit 1 when a member differs, 2 when no member can be compared. With
+/// `--restore-drill`, the backup restored and served by a scratch etcd: exit 1 when it fails.
 async fn verify(config: &ClusterConfig, args: &VerifyArgs, printer: Printer) -> Result<ExitStatus> {
     let request = VerifyRequest {
         snapshot: args.backup.url.clone(),
         identity: identity_settings(&args.identity),
         store: settings(&args.backup.store_flags),
     };
+    let drills = etcdops::snapshot::DrillSettings {
+        against_cluster: args.against_cluster,
+        restore_drill: args.restore_drill,
+        etcd_binary: args.etcd_binary.clone(),
+    };
     let bar = bar("verify", args.backup.quiet, printer);
     let verified = etcdops::snapshot::verify(&request, progress(&bar)).await?;
     warn_all(&verified.warnings);
-    let against = match (&verified.report, args.against_cluster) {
-        (Some(_), true) if verified.ok() => {
-            Some(etcdops::snapshot::verify_against_cluster(config, &request).await?)
+    let drilled = match &verified.report {
+        Some(_) if verified.ok() && drills.any() => {
+            // The identity warnings were said by verify.
+            etcdops::snapshot::drill(config, &request, verified.chain.as_ref(), &drills).await?
         }
-        _ => None,
+        _ => etcdops::snapshot::Drilled::default(),
     };
     if let Some(report) = &verified.report {
         let view = VerifyView {
             report: report.clone(),
             chain: verified.chain.clone(),
-            against_cluster: against.clone(),
+            against_cluster: drilled.against_cluster.clone(),
+            restore_drill: drilled.restore_drill.clone(),
         };
         printer.print(&view)?;
     }
@@ -269,21 +277,30 @@ async fn verify(config: &ClusterConfig, args: &VerifyArgs, printer: Printer) -> 
     if !verified.ok() {
         return Ok(ExitStatus::Failure);
     }
-    let Some(against) = against else {
-        return Ok(ExitStatus::Success);
-    };
+    let mut status = ExitStatus::Success;
+    if let Some(drill) = &drilled.restore_drill
+        && !drill.ok
+    {
+        note(&format!("verify failed: {}", drill.message()));
+        status = ExitStatus::Failure;
+    }
     use etcdops::snapshot::Verdict;
-    Ok(match against.verdict {
-        Verdict::Match => ExitStatus::Success,
-        Verdict::Differs { .. } => {
-            note(&format!("verify failed: {}", against.message()));
-            ExitStatus::Failure
+    if let Some(against) = &drilled.against_cluster {
+        match against.verdict {
+            Verdict::Match => {}
+            Verdict::Differs { .. } => {
+                note(&format!("verify failed: {}", against.message()));
+                status = ExitStatus::Failure;
+            }
+            Verdict::CannotCompare { .. } => {
+                note(&against.message());
+                if status == ExitStatus::Success {
+                    status = ExitStatus::Error;
+                }
+            }
         }
-        Verdict::CannotCompare { .. } => {
-            note(&against.message());
-            ExitStatus::Error
-        }
-    })
+    }
+    Ok(status)
 }
 
 /// `snapshot restore`: from a file, a stored object, a member's data dir or a point in time.
