@@ -196,6 +196,24 @@ async fn recorded_db_size(store: &Store, name: &str) -> Result<Option<u64>> {
         .map(|m| m.db_size))
 }
 
+/// The manifest stored beside a backup (`source`: a store URL of the object, or a local file
+/// with its `.manifest.json` beside it); `None` when there is none or it cannot be read (a
+/// snapshot etcdctl saved has none).
+pub async fn recorded_manifest(source: &str, options: &StoreOptions) -> Option<Manifest> {
+    let (bytes, name) = match Location::parse(source) {
+        Location::Object { store, name } => {
+            let store = Store::open(&store, options).ok()?;
+            let manifest = Manifest::name_for(&name);
+            (store.get_small(&manifest).await.ok()?.to_vec(), manifest)
+        }
+        Location::File(path) => {
+            let manifest = Manifest::name_for(&path.display().to_string());
+            (std::fs::read(&manifest).ok()?, manifest)
+        }
+    };
+    Manifest::from_json(&name, &bytes).ok()
+}
+
 /// Downloads the object `name` from `store` into a temporary file in `spool_dir` (default: the
 /// system's temp dir), decompressing zstd (detected from its first bytes) as it arrives. An
 /// age-encrypted object is refused ([`etcd_data::Error::Encrypted`]): see

@@ -106,7 +106,7 @@ pub use etcd_data::offline::{
 pub use etcd_data::restore_defaults;
 pub use input::{
     SnapshotFile, open_snapshot, open_snapshot_file, open_snapshot_file_decrypting,
-    open_snapshot_object, open_snapshot_object_decrypting,
+    open_snapshot_object, open_snapshot_object_decrypting, recorded_manifest,
 };
 pub use layout::{
     LayoutKind, LayoutName, classify as classify_name, cluster_folder_id, cluster_of,

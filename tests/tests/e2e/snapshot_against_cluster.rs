@@ -1,8 +1,8 @@
 //! `snapshot verify --against-cluster` against real etcd: a good backup matches (also once the
 //! cluster compacted after it, below its revision: the backup is hashed as a member with that
 //! compaction would); a backup that differs from the cluster at its revision, with every
-//! checksum good, fails naming the member; a cluster compacted past the backup's revision
-//! cannot be compared (exit 2, said so).
+//! checksum good, fails naming the member (another cluster's backup is not compared, said
+//! so); a cluster compacted past the backup's revision cannot be compared (exit 2, said so).
 
 use etcdops_tests::{Cluster, Run, Security};
 use serde_json::Value;
@@ -20,6 +20,30 @@ fn save(cluster: &Cluster, store: &std::path::Path) -> (String, i64) {
         format!("{store_arg}/{object}"),
         manifest["revision"].as_i64().unwrap(),
     )
+}
+
+/// Rewrites the manifest of the local backup at `url` to name `cluster`'s ID: a changed backup
+/// passed off as that cluster's (no checksum covers the manifest's cluster ID).
+pub(crate) fn pass_off_as(url: &str, cluster: &Cluster) {
+    let (code, status) = crate::etcdctl_json(
+        cluster,
+        &[
+            "--endpoints",
+            &cluster.members[0].client_url,
+            "endpoint",
+            "status",
+            "-w",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{status}");
+    let id = status[0]["Status"]["header"]["cluster_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{status}"));
+    let path = format!("{url}.manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["cluster_id"] = Value::from(format!("{id:016x}"));
+    std::fs::write(&path, manifest.to_string()).unwrap();
 }
 
 /// Puts, an overwrite and a delete; returns the last revision.
@@ -122,6 +146,15 @@ fn a_backup_with_other_content_at_the_same_revision_fails_naming_the_member() {
     let (url, revision) = save(&other, &store);
     assert_eq!(revision, at);
     // The backup alone passes.
+    run(&live, &["snapshot", "verify", &url]).expect_code(0);
+    // As it is, its manifest names the other cluster: not compared, said so.
+    let (_, out) = verify_against(&live, &url, 2);
+    let reason = out["against_cluster"]["members"][0]["reason"].as_str();
+    assert!(
+        reason.is_some_and(|r| r.contains("not a backup of this cluster")),
+        "{out}"
+    );
+    pass_off_as(&url, &live);
     run(&live, &["snapshot", "verify", &url]).expect_code(0);
 
     let (verify, out) = verify_against(&live, &url, 1);

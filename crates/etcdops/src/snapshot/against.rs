@@ -109,10 +109,25 @@ impl AgainstCluster {
             n => format!("the backup with its {n} delta segment(s)"),
         };
         match &self.verdict {
-            Verdict::Match => format!(
-                "{backup} matches the cluster at revision {} (hash {})",
-                self.revision, self.hash
-            ),
+            Verdict::Match => {
+                let skipped: Vec<String> = self
+                    .members
+                    .iter()
+                    .filter_map(|m| match &m.outcome {
+                        MemberOutcome::CannotCompare(why) => Some(format!("{}: {why}", m.name())),
+                        _ => None,
+                    })
+                    .collect();
+                let skipped = if skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not compared: {}", skipped.join("; "))
+                };
+                format!(
+                    "{backup} matches the cluster at revision {} (hash {}){skipped}",
+                    self.revision, self.hash
+                )
+            }
             Verdict::Differs { differing } => format!(
                 "{backup} differs from the cluster at revision {}: {} hash(es) it differently",
                 self.revision,
@@ -142,16 +157,26 @@ pub async fn verify_against_cluster(
     let (file, warnings) = open.open().await?;
     let name = request.snapshot.as_str();
     let hash = |asked: &HashKvRequest| file.hash_kv(name, asked);
-    let mut against = compare_with_cluster(config, &request.snapshot, 0, &hash).await?;
+    let cluster = backup_cluster(request).await;
+    let mut against = compare_with_cluster(config, &request.snapshot, cluster, 0, &hash).await?;
     against.warnings = warnings;
     Ok(against)
 }
 
+/// The cluster a backup's manifest says it was taken of (`None` without a manifest).
+pub(super) async fn backup_cluster(request: &VerifyRequest) -> Option<MemberId> {
+    etcd_snapshot::recorded_manifest(&request.snapshot, &request.store.options())
+        .await
+        .map(|m| m.cluster_id)
+}
+
 /// Compares a db (`hash` hashes it, at its latest revision for a default request) with every
-/// member's `HashKV` at its revision; `segments`: the delta segments replayed into it.
+/// member's `HashKV` at its revision; `segments`: the delta segments replayed into it;
+/// `cluster`: the cluster the backup's manifest names (a member of another cannot compare).
 pub(super) async fn compare_with_cluster(
     config: &ClusterConfig,
     snapshot: &str,
+    cluster: Option<MemberId>,
     segments: usize,
     hash_db: &(dyn Fn(&HashKvRequest) -> std::result::Result<HashKv, etcd_data::Error> + Sync),
 ) -> Result<AgainstCluster> {
@@ -176,6 +201,16 @@ pub(super) async fn compare_with_cluster(
             backup_hash: None,
             outcome: MemberOutcome::Match,
         };
+        let answered = row.header.as_ref().map(|h| MemberId(h.cluster_id));
+        if let (Some(backup), Some(member_cluster)) = (cluster, answered)
+            && backup != member_cluster
+        {
+            member.outcome = MemberOutcome::CannotCompare(format!(
+                "the backup is of cluster {backup}, the member of cluster {member_cluster}: not a backup of this cluster"
+            ));
+            members.push(member);
+            continue;
+        }
         member.outcome = match (row.hash, row.compact_revision, &row.error) {
             (_, _, Some(error)) if error.contains("compacted") => MemberOutcome::CannotCompare(
                 format!("the cluster compacted past revision {revision}; cannot compare"),

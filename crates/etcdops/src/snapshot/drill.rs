@@ -23,7 +23,7 @@ use etcd_store::split_object_url;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::against::{AgainstCluster, compare_with_cluster};
+use super::against::{AgainstCluster, backup_cluster, compare_with_cluster};
 use super::verify::VerifyRequest;
 use crate::error::{Error, Result};
 
@@ -156,7 +156,9 @@ async fn on_scratch(
     let own = scratch.hash(&HashKvRequest::default())?;
     if settings.against_cluster && segments > 0 {
         let hash = |asked: &HashKvRequest| hash_kv_data_dir(&scratch.data_dir, asked);
-        let mut against = compare_with_cluster(config, &request.snapshot, segments, &hash).await?;
+        let cluster = backup_cluster(request).await;
+        let mut against =
+            compare_with_cluster(config, &request.snapshot, cluster, segments, &hash).await?;
         against.warnings = scratch.warnings.clone();
         drilled.against_cluster = Some(against);
     }
