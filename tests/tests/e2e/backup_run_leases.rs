@@ -15,10 +15,10 @@ use serde_json::Value;
 use crate::backup_run::{BackupRun, assert_restored, keys_at, restore_point};
 
 /// One lease as etcdctl reports it: ID, granted TTL, attached keys (etcdctl's base64).
-type LeaseState = (i64, i64, Vec<String>);
+pub(crate) type LeaseState = (i64, i64, Vec<String>);
 
 /// Every lease `cluster` holds, from etcdctl: `lease list`, then `lease timetolive --keys`.
-fn lease_state(cluster: &Cluster) -> Vec<LeaseState> {
+pub(crate) fn lease_state(cluster: &Cluster) -> Vec<LeaseState> {
     let endpoints = cluster.endpoints();
     let (code, listed) = crate::etcdctl_json(
         cluster,

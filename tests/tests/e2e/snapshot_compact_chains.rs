@@ -414,39 +414,10 @@ fn an_encrypted_chain_with_the_wrong_identity_is_refused_and_writes_nothing() {
 
 /// The leases `cluster` holds, each with its granted TTL, sorted (etcdctl's answers).
 fn leases_with_ttl(cluster: &Cluster) -> Vec<(i64, i64)> {
-    let endpoints = cluster.endpoints();
-    let (code, listed) = crate::etcdctl_json(
-        cluster,
-        &["--endpoints", &endpoints, "lease", "list", "-w", "json"],
-    );
-    assert_eq!(code, 0, "{listed}");
-    let mut out: Vec<(i64, i64)> = listed["leases"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|l| {
-            let id = l["id"].as_i64().unwrap();
-            let hex = format!("{id:x}");
-            let (code, ttl) = crate::etcdctl_json(
-                cluster,
-                &[
-                    "--endpoints",
-                    &endpoints,
-                    "lease",
-                    "timetolive",
-                    &hex,
-                    "-w",
-                    "json",
-                ],
-            );
-            assert_eq!(code, 0, "{ttl}");
-            let granted = ttl["granted-ttl"].as_i64();
-            (id, granted.unwrap_or_else(|| panic!("{hex}: {ttl}")))
-        })
-        .collect();
-    out.sort();
-    out
+    crate::backup_run_leases::lease_state(cluster)
+        .into_iter()
+        .map(|(id, ttl, _)| (id, ttl))
+        .collect()
 }
 
 #[test]
