@@ -177,6 +177,19 @@ impl Store {
         self.kind
     }
 
+    /// Whether `other` is this same store under another name: for local dirs, the same
+    /// directory once symlinks and `..` are resolved (`/b/../a`, a link to `a`); otherwise the
+    /// same URL. Two names for one store must never be used as two stores (the second's
+    /// retention would delete the first's backups).
+    pub fn same_place_as(&self, other: &Store) -> bool {
+        match (&*self.backend, &*other.backend) {
+            (Backend::Local(a), Backend::Local(b)) => {
+                local::resolved(&a.root) == local::resolved(&b.root)
+            }
+            _ => self.url.trim_end_matches('/') == other.url.trim_end_matches('/'),
+        }
+    }
+
     fn check(&self, name: &str) -> Result<()> {
         validate_name(name).map_err(|reason| StoreError::InvalidName {
             name: name.to_string(),
@@ -391,6 +404,37 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_dir_named_through_dot_dot_or_a_symlink_is_the_same_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(real.join("a")).unwrap();
+        std::os::unix::fs::symlink(real.join("a"), real.join("link")).unwrap();
+        let open = |path: std::path::PathBuf| {
+            Store::open(&path.display().to_string(), &StoreOptions::default()).unwrap()
+        };
+        let first = open(real.join("a"));
+        for same in [real.join("b/../a"), real.join("link"), real.join("a/./")] {
+            assert!(
+                first.same_place_as(&open(same.clone())),
+                "{}",
+                same.display()
+            );
+        }
+        for other in [real.join("a/sub"), real.join("b"), real.join("link/new/x")] {
+            assert!(
+                !first.same_place_as(&open(other.clone())),
+                "{}",
+                other.display()
+            );
+        }
+        assert_eq!(
+            local::resolved(&real.join("new/../a/./y")),
+            real.join("a/y"),
+            "a path not there yet"
+        );
+    }
 
     #[test]
     fn names_are_validated() {

@@ -41,6 +41,49 @@ pub(crate) struct LocalStore {
     pub url: String,
 }
 
+/// `dir` with symlinks and `..` resolved: its longest existing ancestor canonicalized, the
+/// rest joined with `.` and `..` applied as written.
+pub(crate) fn resolved(dir: &Path) -> PathBuf {
+    let mut existing = dir.to_path_buf();
+    let mut rest = Vec::new();
+    let base = loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            break real;
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => {
+                // Nothing of it exists (or `..` ends it): resolve what is written.
+                rest.clear();
+                break PathBuf::new();
+            }
+        }
+    };
+    let mut out = base;
+    let tail: PathBuf = rest.iter().rev().collect();
+    let path = if out.as_os_str().is_empty() {
+        dir.to_path_buf()
+    } else {
+        tail
+    };
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Whether a file name is a temporary upload name.
 pub(crate) fn is_partial_name(file_name: &str) -> bool {
     file_name.starts_with('.') && file_name.contains(PARTIAL_MARKER)

@@ -327,13 +327,50 @@ fn snapshot_save_copy_to_warns_when_the_second_store_is_down_and_catches_up_next
         "the first store keeps its own"
     );
 
-    // The second store is never the first.
-    let same = run(
-        &cluster,
-        &["snapshot", "save", &first_arg, "--copy-to", &first_arg],
+    // The second store is never the first, however it is named (its retention would delete
+    // the first's backups): the same path, through `..`, through a symlink.
+    let first_path = std::path::PathBuf::from(&first_arg);
+    let name = first_path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let dotted = first_path
+        .parent()
+        .unwrap()
+        .join("elsewhere/..")
+        .join(&name);
+    let link = cluster.dir().join("first-link");
+    std::os::unix::fs::symlink(&first_path, &link).unwrap();
+    for alias in [
+        first_arg.clone(),
+        dotted.display().to_string(),
+        link.display().to_string(),
+    ] {
+        let same = run(
+            &cluster,
+            &[
+                "snapshot",
+                "save",
+                &first_arg,
+                "--copy-to",
+                &alias,
+                "--copy-keep-last",
+                "1",
+            ],
+        );
+        same.expect_code(2);
+        assert!(
+            same.stderr.contains("name a second store"),
+            "{alias}: {same}"
+        );
+    }
+    assert_eq!(
+        stored(&first_arg, &[], &[]).0.len(),
+        3,
+        "the first store keeps its own"
     );
-    same.expect_code(2);
-    assert!(same.stderr.contains("name a second store"), "{same}");
 }
 
 #[test]

@@ -404,3 +404,58 @@ fn an_interrupted_restore_drill_stops_its_etcd_and_removes_its_scratch_dir() {
     );
     assert_no_scratch(&tmp);
 }
+
+#[test]
+fn a_drill_through_a_wrapper_script_leaves_no_etcd_behind() {
+    let cluster = Cluster::start(1, Security::Plain);
+    cluster.put_keys("/k/", 5);
+    let store = cluster.dir().join("backups");
+    let saved = crate::run(
+        &cluster,
+        &[
+            "snapshot",
+            "save",
+            &store.display().to_string(),
+            "-w",
+            "json",
+        ],
+    );
+    saved.expect_code(0);
+    let url = format!(
+        "{}/{}",
+        store.display(),
+        saved.json()["manifest"]["object"].as_str().unwrap()
+    );
+    // A wrapper that runs etcd as its child (no exec), in a path with a space.
+    let wrapper = cluster.dir().join("etcd wrapper");
+    std::fs::write(&wrapper, format!("#!/bin/sh\n'{}' \"$@\"\n", etcd_binary())).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let tmp = tmp_dir(&cluster, "wrapped");
+    let (_, out) = verify(
+        &[],
+        &tmp,
+        &[
+            &url,
+            "--restore-drill",
+            "--etcd-binary",
+            &wrapper.display().to_string(),
+        ],
+        0,
+    );
+    assert_eq!(out["restore_drill"]["ok"], true, "{out}");
+    assert_no_scratch(&tmp);
+    // No process still runs on the drill's scratch dir (the wrapper's etcd included).
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &tmp.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}

@@ -8,6 +8,7 @@
 //! cluster at all.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -312,12 +313,14 @@ impl Scratch {
     }
 }
 
-/// An etcd started by the drill: killed (by its PID) and reaped when dropped, whatever
-/// happened.
+/// An etcd started by the drill, in a process group of its own: the whole group killed (a
+/// wrapper script's etcd too) and the child reaped when dropped, whatever happened.
 struct Started(Child);
 
 impl Drop for Started {
     fn drop(&mut self) {
+        let group = rustix::process::Pid::from_child(&self.0);
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -361,6 +364,7 @@ async fn run_drill(
     let log = etcd_common::private::create_new_file(&log_path).map_err(io("create", &log_path))?;
     let log_err = log.try_clone().map_err(io("create", &log_path))?;
     let child = Command::new(binary)
+        .process_group(0)
         .arg("--name")
         .arg(DRILL_NAME)
         .arg("--data-dir")

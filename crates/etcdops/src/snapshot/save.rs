@@ -437,7 +437,7 @@ pub async fn save(
 /// The second store of `copy_to` (`url`), refused when it is the first (`first`).
 pub(crate) fn second_store(settings: &StoreSettings, first: &Store, url: &str) -> Result<Store> {
     let second = settings.open(url)?;
-    if second.url().trim_end_matches('/') == first.url().trim_end_matches('/') {
+    if second.same_place_as(first) {
         let reason = format!(
             "{} is the store backed up to; name a second store to copy to",
             second.url()
@@ -456,6 +456,13 @@ async fn copy_saved_to(
     request: &SaveRequest,
     saved: &mut Saved,
 ) {
+    if request.object_lock_mode.is_some() {
+        saved.warnings.push(format!(
+            "the copy in {} is not Object-Locked (only the backup in {} is): the second store's retention can delete it",
+            second.url(),
+            first.url()
+        ));
+    }
     match copy_saved(first, second, &saved.result.manifest).await {
         Ok(report) => saved.copied = Some(report),
         Err(e) => {
