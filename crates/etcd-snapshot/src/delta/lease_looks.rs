@@ -32,10 +32,22 @@ pub(super) struct LeaseTtls {
     /// The known lease asked again last; the next look goes on after it.
     refreshed_after: i64,
     /// When a failure to list was last reported (reported at most once a minute).
-    pub(super) reported_at: Option<std::time::Instant>,
+    reported_at: Option<std::time::Instant>,
 }
 
 impl LeaseTtls {
+    /// Whether a failure to list the leases is to be reported now: at most once a minute.
+    pub(super) fn report_failure(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        let quiet = self
+            .reported_at
+            .is_some_and(|at| now.duration_since(at) < std::time::Duration::from_secs(60));
+        if !quiet {
+            self.reported_at = Some(now);
+        }
+        !quiet
+    }
+
     /// The granted TTL of `id` when a look met it before.
     fn known_ttl(&self, id: i64) -> Option<i64> {
         self.ttls.get(&id).copied()

@@ -31,7 +31,7 @@ use super::copy_to::{CopyTarget, CopyTo};
 pub use super::events::{FailureReason, RunEvent, RunObserver, RunState};
 use super::format::{DeltaRecord, KeyValueFields, revision_key};
 use super::history::{cluster_id, one_line};
-use super::lease_looks::{LeaseLooks, LeaseTtls, granted_ttl, list_leases};
+use super::lease_looks::{LeaseLooks, LeaseTtls, granted_ttl};
 use super::lock::{LockKeeper, lock_ttl};
 use super::metrics::RunMetrics;
 use super::metrics_server::MetricsServer;
@@ -44,6 +44,10 @@ use crate::opts;
 use crate::retention::RetentionPolicy;
 use crate::save::{SaveRequest, SaveResult};
 use etcd_common::{InvalidOption, OptionId};
+
+#[path = "run_leases.rs"]
+mod leases;
+use leases::{cut_if_full, look_at_leases, mark, write_leases};
 
 /// Default cut size of a segment (uncompressed bytes).
 pub const DEFAULT_SEGMENT_BYTES: u64 = 8 << 20;
@@ -527,94 +531,6 @@ async fn publish<F: Future<Output = ()>>(
             }
         }
     }
-}
-
-fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
-
-/// Records a time mark: every change up to `revision` was received; and the look at the
-/// leases that waited for it.
-fn mark(runner: &mut Runner<'_>, follow: &mut Follow, revision: i64) -> Ended {
-    let mark = DeltaRecord::Mark {
-        revision,
-        unix_ms: now_ms(),
-    };
-    follow.segment.push(&mark).map_err(gap)?;
-    let leases = follow.leases.on_recorded(revision);
-    write_leases(runner, follow, leases)
-}
-
-/// Writes a look at the leases into the segment.
-fn write_leases(
-    runner: &mut Runner<'_>,
-    follow: &mut Follow,
-    record: Option<DeltaRecord>,
-) -> Ended {
-    let Some(record) = record else {
-        return Ok(());
-    };
-    follow.segment.push(&record).map_err(gap)?;
-    if let DeltaRecord::Leases { revision, leases } = record {
-        runner.emit(RunEvent::LeasesRecorded {
-            revision,
-            leases: leases.len(),
-        });
-    }
-    Ok(())
-}
-
-/// Lists the cluster's leases (see `lease_looks.rs`). A failure is reported (at most once a
-/// minute) and left to the next check; an answer of another cluster is not used.
-async fn look_at_leases(
-    runner: &mut Runner<'_>,
-    follow: &mut Follow,
-    client: &EndpointClient,
-) -> Ended {
-    match list_leases(client, &mut runner.lease_ttls).await {
-        Ok((revision, leases, cluster)) => {
-            if runner.check_cluster(client.endpoint(), cluster).is_err() {
-                return Ok(());
-            }
-            // Incomplete (a burst of new leases): written at a later check.
-            let Some(leases) = leases else {
-                return Ok(());
-            };
-            let record = follow.leases.seen(revision, leases);
-            write_leases(runner, follow, record)
-        }
-        Err(e) => {
-            let now = std::time::Instant::now();
-            let quiet = runner
-                .lease_ttls
-                .reported_at
-                .is_some_and(|at| now.duration_since(at) < Duration::from_secs(60));
-            if !quiet {
-                runner.lease_ttls.reported_at = Some(now);
-                runner.emit(RunEvent::Failed {
-                    reason: FailureReason::Leases,
-                    error: format!(
-                        "listing the leases on {}: {e}; restores keep the last lease set written",
-                        client.endpoint()
-                    ),
-                });
-            }
-            Ok(())
-        }
-    }
-}
-
-/// Cuts the segment when lease sets (which come without changes) filled it to its size.
-async fn cut_if_full<F: Future<Output = ()>>(
-    runner: &mut Runner<'_>,
-    chain: &mut ChainPosition,
-    follow: &mut Follow,
-    stop: &mut Stop<'_, F>,
-) -> Ended {
-    if follow.segment.raw_bytes() >= runner.request.segment_bytes {
-        cut(runner, chain, follow, stop).await?;
-    }
-    Ok(())
 }
 
 /// Cuts the segment and ends the chain when the next full backup is stored and every change
