@@ -115,6 +115,18 @@ impl BackupRun {
         self.events()
     }
 
+    /// SIGTERM, and no gap or failure was reported on the way.
+    pub(crate) fn stop_clean(self) -> Vec<Value> {
+        let events = self.stop();
+        assert!(
+            !events
+                .iter()
+                .any(|e| e["event"] == "gap" || e["event"] == "failed"),
+            "{events:#?}"
+        );
+        events
+    }
+
     pub(crate) fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -325,13 +337,7 @@ fn point_in_time_restores_serve_exactly_what_the_source_served_at_each_revision(
     let second = write_changes(&cluster, "b", 4);
     let last = *second.last().unwrap();
     backup.wait_published(last);
-    let events = backup.stop();
-    assert!(
-        !events
-            .iter()
-            .any(|e| e["event"] == "gap" || e["event"] == "failed"),
-        "{events:#?}"
-    );
+    backup.stop_clean();
 
     // Several revisions: inside a round, at round ends (after a lease revoke), the last one.
     let targets = [full_revision + 7, first[1], phase_one + 25, last];
