@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::run;
 
 /// Saves into `store` (a local dir) and returns the backup's URL and revision.
-fn save(cluster: &Cluster, store: &std::path::Path) -> (String, i64) {
+pub(crate) fn save(cluster: &Cluster, store: &std::path::Path) -> (String, i64) {
     let store_arg = store.display().to_string();
     let saved = run(cluster, &["snapshot", "save", &store_arg, "-w", "json"]);
     saved.expect_code(0);

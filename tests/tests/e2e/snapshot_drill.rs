@@ -188,24 +188,7 @@ fn the_restore_drill_needs_no_cluster_and_a_failed_one_says_why_and_leaves_no_sc
     cluster.put_keys("/k/", 20);
     cluster.delete("/k/0003");
     let store = cluster.dir().join("backups");
-    let saved = crate::run(
-        &cluster,
-        &[
-            "snapshot",
-            "save",
-            &store.display().to_string(),
-            "-w",
-            "json",
-        ],
-    );
-    saved.expect_code(0);
-    let manifest = saved.json()["manifest"].clone();
-    let url = format!(
-        "{}/{}",
-        store.display(),
-        manifest["object"].as_str().unwrap()
-    );
-    let revision = manifest["revision"].as_i64().unwrap();
+    let (url, revision) = crate::snapshot_against_cluster::save(&cluster, &store);
     // The cluster is gone: the drill needs only the backup.
     cluster.kill_member(0);
     let tmp = tmp_dir(&cluster, "alone");
@@ -316,22 +299,7 @@ fn an_interrupted_restore_drill_stops_its_etcd_and_removes_its_scratch_dir() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/k/", 3);
     let store = cluster.dir().join("backups");
-    let saved = crate::run(
-        &cluster,
-        &[
-            "snapshot",
-            "save",
-            &store.display().to_string(),
-            "-w",
-            "json",
-        ],
-    );
-    saved.expect_code(0);
-    let url = format!(
-        "{}/{}",
-        store.display(),
-        saved.json()["manifest"]["object"].as_str().unwrap()
-    );
+    let (url, _) = crate::snapshot_against_cluster::save(&cluster, &store);
     let tmp = tmp_dir(&cluster, "interrupted");
     let scripts = cluster.dir().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
@@ -404,22 +372,7 @@ fn a_drill_through_a_wrapper_script_leaves_no_etcd_behind() {
     let cluster = Cluster::start(1, Security::Plain);
     cluster.put_keys("/k/", 5);
     let store = cluster.dir().join("backups");
-    let saved = crate::run(
-        &cluster,
-        &[
-            "snapshot",
-            "save",
-            &store.display().to_string(),
-            "-w",
-            "json",
-        ],
-    );
-    saved.expect_code(0);
-    let url = format!(
-        "{}/{}",
-        store.display(),
-        saved.json()["manifest"]["object"].as_str().unwrap()
-    );
+    let (url, _) = crate::snapshot_against_cluster::save(&cluster, &store);
     // A wrapper that runs etcd as its child (no exec), in a path with a space.
     let wrapper = cluster.dir().join("etcd wrapper");
     std::fs::write(&wrapper, format!("#!/bin/sh\n'{}' \"$@\"\n", etcd_binary())).unwrap();
