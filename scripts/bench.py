@@ -42,6 +42,7 @@ import urllib.request
 
 ETCDOPS = os.environ["ETCDOPS"]
 FILL_KEYS = os.environ["FILL_KEYS"]
+WRITE_STORM = os.environ.get("WRITE_STORM", "")
 BIN35 = os.environ["ETCD35_BIN_DIR"]
 ETCD35, ETCDCTL35, ETCDUTL35 = (os.path.join(BIN35, n) for n in ("etcd", "etcdctl", "etcdutl"))
 ETCDCTL34 = "/usr/bin/etcdctl"
@@ -78,7 +79,8 @@ class Etcd:
         self.log = open(os.path.join(work, f"{log_name}.log"), "ab")
         self.proc = subprocess.Popen(
             [ETCD35, "--name", name, "--data-dir", data_dir,
-             "--quota-backend-bytes", str(8 << 30),
+             # Above the 8 GiB of the largest data set, so that filling it raises no NOSPACE alarm.
+             "--quota-backend-bytes", str(16 << 30),
              "--listen-client-urls", self.client, "--advertise-client-urls", self.client,
              "--listen-peer-urls", self.peer, "--initial-advertise-peer-urls", self.peer,
              "--initial-cluster", f"{name}={self.peer}"],
@@ -178,9 +180,12 @@ def row(label, cmd, env=None, before=None, after=None, vs=None):
 
 
 def ensure_snapshot(data, work, kind, keys, overwrites):
-    """DATA/KIND/snap.db: an etcdctl 3.5.1 snapshot of a filled etcd (made once, then reused)."""
-    snap = os.path.join(data, kind, "snap.db")
-    stamp = os.path.join(data, kind, "shape.json")
+    """DATA/KIND/snap.db (DATA/KIND-KEYS-OVERWRITES/snap.db for another shape than the default): an
+    etcdctl 3.5.1 snapshot of a filled etcd (made once, then reused)."""
+    default_shape = (keys, overwrites) == (1_001_000, 100_000)
+    folder = os.path.join(data, kind if default_shape else f"{kind}-{keys}-{overwrites}")
+    snap = os.path.join(folder, "snap.db")
+    stamp = os.path.join(folder, "shape.json")
     shape = {"keys": keys, "overwrites": overwrites, "values": kind}
     if os.path.exists(snap) and os.path.exists(stamp) and json.load(open(stamp)) == shape:
         return snap
@@ -207,7 +212,10 @@ def one_backup(store):
     return found[0], os.path.relpath(found[0], store)
 
 
-def bench_set(bench, kind, snap, parts, s3_server):
+def bench_set(bench, kind, snap, parts, s3_server, scale=False):
+    """Times PARTS on one data set. SCALE (multi-GiB sets) keeps the rows that show how cost
+    grows with the db: one reference, the floors and etcdops' defaults (no etcdctl 3.4, no
+    levels, no CPU hog, no get with values: etcdctl would hold every value in memory)."""
     work = bench.work
     rm = lambda *paths: (lambda: [shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p)
                                   else (os.path.exists(p) and os.remove(p)) for p in paths])
@@ -249,6 +257,8 @@ def bench_set(bench, kind, snap, parts, s3_server):
                 [ETCDOPS, *ep, "snapshot", "save", out + "-3", "--quiet", "--compression-level", "3"],
                 before=rm(out + "-3"), after=stored(out + "-3")),
         ]
+        if scale:
+            save_rows = [r for r in save_rows if "3.4.23" not in r[0] and "level " not in r[0]]
         if moto:
             save_rows.append(row(f"etcdops snapshot save to S3 ({s3_name}, default level)",
                                  [ETCDOPS, *ep, "snapshot", "save", f"s3://{bucket}/save", "--quiet", *s3],
@@ -257,6 +267,7 @@ def bench_set(bench, kind, snap, parts, s3_server):
                           f"db {db_bytes / 2**20:.0f} MiB, {keys} keys.")
         summary["save"] = med
         summary["stored"] = {os.path.basename(k): v for k, v in sizes.items()}
+    if "save" in parts and not scale:
         hog = Hog()
         hog_rows = [
             row("etcdctl 3.5.1 snapshot save, one core busy (reference)",
@@ -294,8 +305,12 @@ def bench_set(bench, kind, snap, parts, s3_server):
                 env={"ETCDCTL_API": "3"}),
             row("etcdops get --prefix --keys-only", [ETCDOPS, *ep, *long, "get", PREFIX, "--prefix", "--keys-only"]),
         ]
+        if scale:
+            get_rows = [r for r in get_rows if "3.4.23" not in r[0]]
         summary["get_keys"] = bench.group(f"get --prefix --keys-only, {kind} data set", get_rows,
                                           f"{keys} keys, output to /dev/null.")
+    if "get" in parts and not scale:
+        long = ["--command-timeout=300s"]
         get_rows = [
             row("etcdctl 3.5.1 get --prefix (reference)", [ETCDCTL35, *ep, *long, "get", PREFIX, "--prefix"]),
             row("etcdctl 3.4.23 get --prefix", [ETCDCTL34, *ep, *long, "get", PREFIX, "--prefix"],
@@ -304,6 +319,8 @@ def bench_set(bench, kind, snap, parts, s3_server):
         ]
         summary["get_values"] = bench.group(f"get --prefix with values, {kind} data set", get_rows,
                                             f"{keys} keys, output to /dev/null.")
+    if "compact" in parts:
+        summary["compact"] = bench_compact(bench, kind, etcd, zst)
     if "usage" in parts:
         # Keys per first two path segments, the most etcdctl can tell (no sizes, no history).
         awk = "awk -F/ 'NF {n[$2 \"/\" $3]++} END {for (p in n) print p, n[p]}'"
@@ -379,6 +396,8 @@ def bench_set(bench, kind, snap, parts, s3_server):
                 [ETCDOPS, "snapshot", "restore", f"file://{store}/{zst_name}", "--data-dir", target, *flags],
                 before=rm(target), after=started("etcdops file:// URL"), vs="floor: zstd -d -c obj > db && sync"),
         ]
+        if scale:
+            rows_ = [r for r in rows_ if "3.4.23" not in r[0] and "file://" not in r[0]]
         if s3_url:
             rows_.append(row(f"etcdops snapshot restore from S3 ({s3_name})",
                              [ETCDOPS, "snapshot", "restore", s3_url, "--data-dir", target, *flags, *s3],
@@ -390,6 +409,60 @@ def bench_set(bench, kind, snap, parts, s3_server):
         rm(floor_db, target)()
     rm(store)()
     return summary
+
+
+def bench_compact(bench, kind, etcd, zst):
+    """`snapshot compact` of a chain on top of the data set: `backup run` takes a full backup of
+    it and follows a write storm of COMPACT_SECONDS, then the chain (the full backup plus the
+    storm's events) is compacted into a new full backup, against the floor of decompressing the
+    data set's full backup ZST and compressing it again (what any compaction must do)."""
+    work = bench.work
+    chain = os.path.join(work, f"chain-{kind}")
+    shutil.rmtree(chain, ignore_errors=True)
+    seconds = int(os.environ.get("COMPACT_SECONDS", "20"))
+    log(f"a chain on the {kind} data set: backup run beside a {seconds} s write storm")
+    err = open(os.path.join(work, "compact-run.err"), "wb")
+    runner = subprocess.Popen([ETCDOPS, "--endpoints", etcd.client, "-w", "json", "backup", "run", chain,
+                               "--full-every", "24h", "--delta-every", "1s"],
+                              stdout=subprocess.PIPE, stderr=err, text=True)
+    # The run first takes a full backup of its own (its chain's base): wait for it.
+    for line in runner.stdout:
+        if json.loads(line)["event"] == "full_saved":
+            break
+    storm = json.loads(run([WRITE_STORM, etcd.client, "/storm/", str(seconds), "50000"],
+                           capture_output=True, text=True).stdout)
+    last = storm["last_revision"]
+    for line in runner.stdout:
+        e = json.loads(line)
+        if e["event"] == "segment_published" and e["to_revision"] >= last:
+            break
+    runner.terminate()
+    runner.wait()
+    listed = json.loads(run([ETCDOPS, "snapshot", "list", chain, "-w", "json"], capture_output=True).stdout)
+    base = next(b for b in listed["backups"] if b.get("deltas"))
+    events = sum(d["manifest"]["changes"] for d in base["deltas"])
+    before = {os.path.join(d, f) for d, _, fs in os.walk(chain) for f in fs}
+
+    def drop_new():
+        for d, _, fs in os.walk(chain):
+            for f in fs:
+                if os.path.join(d, f) not in before:
+                    os.remove(os.path.join(d, f))
+
+    floor_out = os.path.join(work, "recompressed.zst")
+    rows_ = [
+        row("floor: zstd -d -c full, piped to zstd -1 -c > new && sync (reference)",
+            f"zstd -q -d -c '{zst}' | zstd -q -1 -c > '{floor_out}' && sync '{floor_out}'",
+            after=lambda _rnd: os.remove(floor_out)),
+        row("etcdops snapshot compact (the full backup + the storm's events)",
+            [ETCDOPS, "snapshot", "compact", chain, "--chain", base["object"], "--work-dir", work],
+            after=lambda _rnd: drop_new()),
+    ]
+    result = bench.group(f"snapshot compact, {kind} data set", rows_,
+                         f"A chain: the data set's full backup (taken by `backup run`) and {events} events "
+                         f"of a {seconds} s write storm in {len(base['deltas'])} segments.")
+    shutil.rmtree(chain, ignore_errors=True)
+    return result
 
 
 def with_hog(hog, fn):
@@ -413,7 +486,9 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sets", default="random,json")
     p.add_argument("--parts", default="save,get,usage,status,restore",
-                   help="what to time; 'none' only fills (and keeps, with --data) the snapshots")
+                   help="what to time (also: compact); 'none' only fills (and keeps, with --data) the snapshots")
+    p.add_argument("--scale", action="store_true",
+                   help="multi-GiB sets: one reference, the floors and etcdops' defaults; get keys-only")
     p.add_argument("--data", default=os.environ.get("ETCDOPS_BENCH_DATA", ""),
                    help="keep the filled snapshots here and reuse them (default: a temp dir)")
     a = p.parse_args()
@@ -456,14 +531,14 @@ def main():
         bench = Bench(work, a.rounds)
         etcd_version = run([ETCD35, "--version"], capture_output=True, text=True).stdout.split()[2]
         print(f"Command: `scripts/bench --keys {a.keys} --overwrites {a.overwrites} --rounds {a.rounds} "
-              f"--sets {a.sets} --parts {a.parts}` on {os.cpu_count()} cores, "
+              f"--sets {a.sets} --parts {a.parts}{' --scale' if a.scale else ''}` on {os.cpu_count()} cores, "
               f"{time.strftime('%Y-%m-%d', time.gmtime())}, etcd {etcd_version} server.\n", flush=True)
         summaries = []
         for kind in a.sets.split(","):
             snap = ensure_snapshot(data, work, kind, a.keys, a.overwrites)
             if not parts - {"none"}:
                 continue
-            summaries.append(bench_set(bench, kind, snap, parts, (moto, s3_name)))
+            summaries.append(bench_set(bench, kind, snap, parts, (moto, s3_name), a.scale))
         print("```json\n" + json.dumps(summaries, indent=1) + "\n```")
     finally:
         if moto_proc:

@@ -183,6 +183,17 @@ pub enum RunEvent {
         /// The full backups deleted (with their chains).
         deleted: Vec<String>,
     },
+    /// A warning: the watch has not delivered changes the store made this long ago (the
+    /// member or this host cannot keep up with the write rate), so they are published late.
+    /// Once past 10 s behind, then once a minute while it stays behind; nothing is lost (the
+    /// changes are published once they arrive, or a gap is reported if etcd compacts them
+    /// first).
+    WatchBehind {
+        /// Revisions the watch was behind the store at the check.
+        revisions: i64,
+        /// Seconds since the store first reached a revision the watch has not delivered yet.
+        seconds: u64,
+    },
     /// A step failed and will be retried.
     Failed {
         /// What kind of step failed.
@@ -217,6 +228,9 @@ pub struct RunState {
     pub cluster_revision: i64,
     /// Revisions the watch was behind the store at the last check.
     pub lag_revisions: i64,
+    /// Seconds since the store first reached a revision the watch had not delivered at the
+    /// last check (0 when caught up).
+    pub watch_behind_seconds: f64,
     /// Whether the run holds the store's writer lock.
     pub lock_held: bool,
     /// Gaps since the start (a lost full backup counts as one).

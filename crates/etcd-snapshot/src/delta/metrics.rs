@@ -45,6 +45,7 @@ pub struct RunMetrics {
     cluster_revision: IntGauge,
     lag_revisions: IntGauge,
     lag_seconds: Gauge,
+    watch_behind_seconds: Gauge,
     lock_held: IntGauge,
     ready: IntGauge,
     gaps: IntCounter,
@@ -209,6 +210,11 @@ impl RunMetrics {
                 "etcdops_backup_run_lag_seconds",
                 "Seconds since the last publication (full backup or segment).",
             ),
+            watch_behind_seconds: gauge(
+                &r,
+                "etcdops_backup_run_watch_behind_seconds",
+                "Seconds since the cluster first reached a revision the watch had not delivered at the last check (0 when caught up): above a few seconds the run cannot keep up with the write rate.",
+            ),
             lock_held: int_gauge(
                 &r,
                 "etcdops_backup_run_lock_held",
@@ -283,6 +289,7 @@ impl RunMetrics {
         self.last_delta_revision.set(state.last_delta_revision);
         self.cluster_revision.set(state.cluster_revision);
         self.lag_revisions.set(state.lag_revisions);
+        self.watch_behind_seconds.set(state.watch_behind_seconds);
         self.lock_held.set(i64::from(state.lock_held));
         advance(&self.gaps, state.gaps);
         advance(&self.fulls_lost, state.fulls_lost);
@@ -402,6 +409,7 @@ mod tests {
             last_delta_revision: 130,
             cluster_revision: 132,
             lag_revisions: 2,
+            watch_behind_seconds: 3.5,
             lock_held: true,
             gaps: 1,
             fulls_lost: 0,
@@ -441,6 +449,7 @@ mod tests {
             ("etcdops_backup_run_cluster_revision", 132.0),
             ("etcdops_backup_run_lag_revisions", 2.0),
             ("etcdops_backup_run_lag_seconds", 1.25),
+            ("etcdops_backup_run_watch_behind_seconds", 3.5),
             ("etcdops_backup_run_full_interval_seconds", 3600.0),
             ("etcdops_backup_run_delta_interval_seconds", 10.0),
             ("etcdops_backup_run_lock_held", 1.0),

@@ -22,6 +22,7 @@ mod segment;
 #[cfg(test)]
 pub(crate) mod test_fixtures;
 mod timeline;
+mod watch_lag;
 
 pub use compact_after::CompactAfter;
 pub use copy_to::{CopyTarget, MAX_PENDING_CHAINS};
@@ -39,7 +40,7 @@ pub use plan::{PitrPlan, plan_candidates};
 #[cfg(test)]
 pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
-pub(crate) use read::{decode_segment, fetch_stored};
+pub(crate) use read::{decode_segment, fetch_segments_ahead, fetch_stored};
 pub use replay::{
     DeltaReplay, PlannedLeases, PointInTime, ReplayChanges, ReplaySummary, lease_entry,
     segment_needs_reading,

@@ -266,6 +266,49 @@ pub async fn fetch_delta_segment_at(
     decode_segment(object, manifest, &stored, identities)
 }
 
+/// Segments fetched and decoded ahead of the one being read.
+const SEGMENTS_AHEAD: usize = 2;
+
+/// The chain's `segments` (object as listed, manifest), in order, each fetched, checked and
+/// decoded as [`fetch_delta_segment_at`] does (`None` for one that
+/// [`super::segment_needs_reading`] says adds nothing), up to [`SEGMENTS_AHEAD`] ahead of the
+/// one the caller takes, decoding on a blocking thread: a replay of a long chain reads and
+/// spools one segment while the next are downloaded and decompressed on the other cores.
+/// Memory: at most that many decoded segments (each under [`MAX_SEGMENT_BYTES`]).
+pub(crate) fn fetch_segments_ahead(
+    store: &Store,
+    segments: Vec<(String, DeltaManifest)>,
+    identities: &Identities,
+) -> impl futures::Stream<Item = Result<Option<Vec<u8>>>> + use<> {
+    let jobs: Vec<_> = segments
+        .into_iter()
+        .map(|(object, manifest)| {
+            fetch_decoded(store.clone(), object, manifest, identities.clone())
+        })
+        .collect();
+    futures::stream::iter(jobs).buffered(SEGMENTS_AHEAD)
+}
+
+/// One segment for [`fetch_segments_ahead`], owning what it needs.
+async fn fetch_decoded(
+    store: Store,
+    object: String,
+    manifest: DeltaManifest,
+    identities: Identities,
+) -> Result<Option<Vec<u8>>> {
+    if !super::segment_needs_reading(&manifest) {
+        return Ok(None);
+    }
+    let stored = fetch_stored(&store, &object, &manifest).await?;
+    tokio::task::spawn_blocking(move || decode_segment(&object, &manifest, &stored, &identities))
+        .await
+        .map_err(|e| SnapshotError::Codec {
+            operation: "read delta segment",
+            reason: e.to_string(),
+        })?
+        .map(Some)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -83,6 +83,9 @@ pub struct DeltaReplay {
     pub summary: ReplaySummary,
 }
 
+/// The read buffer over a spooled segment: large reads, not one system call per 8 KiB.
+const SPOOL_READ_BUFFER: usize = 1 << 20;
+
 fn io_error(e: std::io::Error) -> SnapshotError {
     SnapshotError::Codec {
         operation: "spool delta segment",
@@ -297,7 +300,8 @@ impl DeltaReplay {
                 .map_err(|e| BoltError::Check {
                     problems: vec![format!("a spooled delta segment: {e}")],
                 })?;
-            let mut reader = SegmentReader::new(BufReader::new(file)).map_err(segment_error)?;
+            let mut reader = SegmentReader::new(BufReader::with_capacity(SPOOL_READ_BUFFER, file))
+                .map_err(segment_error)?;
             while let Some(record) = reader.next_record().map_err(segment_error)? {
                 if !visit(record)? {
                     return Ok(());
@@ -456,7 +460,10 @@ impl ReplayChanges<'_> {
         };
         let mut file = file.try_clone().map_err(spool)?;
         file.seek(SeekFrom::Start(0)).map_err(spool)?;
-        self.reader = Some(SegmentReader::new(BufReader::new(file)).map_err(segment_error)?);
+        self.reader = Some(
+            SegmentReader::new(BufReader::with_capacity(SPOOL_READ_BUFFER, file))
+                .map_err(segment_error)?,
+        );
         Ok(true)
     }
 

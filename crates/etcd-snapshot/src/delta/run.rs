@@ -38,6 +38,7 @@ use super::metrics_server::MetricsServer;
 use super::resume::resumable_chain;
 use super::runner::{Guard, Runner, Stop, StoreHeader, pause};
 use super::segment::{ChainPosition, SegmentBuilder, SegmentSource};
+use super::watch_lag::WatchLag;
 use crate::catalog::DEFAULT_ORPHAN_GRACE;
 use crate::error::{Result, SnapshotError};
 use crate::opts;
@@ -316,6 +317,8 @@ struct Follow {
     segment: SegmentBuilder,
     source: SegmentSource,
     leases: LeaseLooks,
+    /// How long the watch has been behind the store, in time.
+    watch_lag: WatchLag,
 }
 
 type Ended = std::result::Result<(), ChainEnd<SaveResult>>;
@@ -355,6 +358,7 @@ async fn follow_chain<F: Future<Output = ()>>(
             endpoint: endpoint.to_string(),
         },
         leases: LeaseLooks::new(chain.covered_revision),
+        watch_lag: WatchLag::default(),
     };
     loop {
         // A fused stop that already fired (while a full backup was finished) never fires
@@ -588,6 +592,17 @@ async fn check<F: Future<Output = ()>>(
         } => {
             runner.state.lag_revisions = lag;
             runner.state.cluster_revision = revision;
+            let in_time =
+                follow
+                    .watch_lag
+                    .on_check(std::time::Instant::now(), revision, revision - lag);
+            runner.state.watch_behind_seconds = in_time.behind.as_secs_f64();
+            if let Some(revisions) = in_time.warn {
+                runner.emit(RunEvent::WatchBehind {
+                    revisions,
+                    seconds: in_time.behind.as_secs(),
+                });
+            }
             if let Some(revision) = caught_up
                 && let Err(end) = mark(runner, follow, revision)
             {

@@ -10,6 +10,13 @@ use etcd_data::restore::{AppendChanges, LeasePlan, Replay, RestoreError, opts};
 use crate::delta::{DeltaReplay, ReplaySummary, lease_entry};
 use crate::error::SnapshotError;
 
+/// One change read from the segments (or the error that ended the reading).
+type ChangeItem = Result<(Vec<u8>, Vec<u8>), BoltError>;
+/// Changes per batch handed from the reading thread to the writing one.
+const BATCH: usize = 1024;
+/// Batches the reading thread may be ahead (with 1 KiB values, about 8 MiB).
+const BATCHES_AHEAD: usize = 8;
+
 impl Replay for DeltaReplay {
     type Summary = ReplaySummary;
 
@@ -46,6 +53,9 @@ impl Replay for DeltaReplay {
         })
     }
 
+    /// The segments are read and decoded on a second thread while this one writes the
+    /// pages (a million changes are about a second of each): batches of changes pass
+    /// through a bounded channel, so memory stays at a few batches.
     fn replay_into(
         &mut self,
         db_revision: i64,
@@ -53,9 +63,42 @@ impl Replay for DeltaReplay {
         write: &mut AppendChanges<'_>,
     ) -> Result<AppendReport, BoltError> {
         let mut summary = self.summary.clone();
-        let mut changes = self.changes(db_revision, detach);
-        let report = write(&mut changes)?;
-        changes.record_in(&mut summary);
+        let replay = &*self;
+        let (report, counted) = std::thread::scope(|scope| {
+            let (send, receive) = std::sync::mpsc::sync_channel::<Vec<ChangeItem>>(BATCHES_AHEAD);
+            let reader = scope.spawn(move || {
+                let mut changes = replay.changes(db_revision, detach);
+                let mut batch = Vec::with_capacity(BATCH);
+                for item in changes.by_ref() {
+                    batch.push(item);
+                    // A closed channel: the writer stopped (an error); so does the reader.
+                    if batch.len() == BATCH
+                        && send
+                            .send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+                            .is_err()
+                    {
+                        break;
+                    }
+                }
+                if !batch.is_empty() {
+                    let _ = send.send(batch);
+                }
+                let mut counted = ReplaySummary::default();
+                changes.record_in(&mut counted);
+                counted
+            });
+            let mut received = receive.into_iter().flatten();
+            let report = write(&mut received);
+            drop(received);
+            let counted = reader.join().map_err(|_| BoltError::Check {
+                problems: vec!["the thread reading the delta segments panicked".into()],
+            });
+            (report, counted)
+        });
+        let report = report?;
+        let counted = counted?;
+        summary.changes_applied = counted.changes_applied;
+        summary.changes_detached = counted.changes_detached;
         self.summary = summary;
         Ok(report)
     }

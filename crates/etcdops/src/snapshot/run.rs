@@ -204,6 +204,9 @@ pub fn event_line(event: &RunEvent) -> String {
             destination,
             deleted,
         } => format!("pruned in {destination}: {}", deleted.join(", ")),
+        RunEvent::WatchBehind { revisions, seconds } => format!(
+            "warning: the watch is {revisions} revisions behind the cluster, {seconds} s after it wrote the first of them: changes are published late (this member or host cannot keep up with the write rate)"
+        ),
         RunEvent::Failed { error, .. } => format!("failed, will retry: {error}"),
     }
 }
