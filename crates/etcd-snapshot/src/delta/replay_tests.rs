@@ -345,3 +345,112 @@ fn an_idle_segment_is_read_only_when_it_may_hold_a_lease_set() {
     idle.format_version = crate::delta::DELTA_FORMAT_VERSION;
     assert!(segment_needs_reading(&idle));
 }
+
+/// A replay of revisions 11..=`to` (one change each, leased to 9 every third), in segments
+/// of `per_segment` changes.
+fn long_replay(to: i64, per_segment: i64) -> DeltaReplay {
+    let mut replay = DeltaReplay::new("full", PointInTime::Revision(to), 10);
+    let mut after = 10;
+    let mut sequence = 1;
+    while after < to {
+        let end = (after + per_segment).min(to);
+        let records: Vec<DeltaRecord> = (after + 1..=end)
+            .map(|rev| {
+                put(
+                    rev,
+                    format!("k{rev}").as_bytes(),
+                    if rev % 3 == 0 { 9 } else { 0 },
+                )
+            })
+            .collect();
+        let bytes = segment(&records);
+        let m = manifest(sequence, after, end, (end - after) as u64);
+        replay
+            .add_segment(&m, &format!("s{sequence}"), Some(&bytes), None)
+            .unwrap();
+        after = end;
+        sequence += 1;
+    }
+    replay
+}
+
+#[test]
+fn changes_handed_to_the_writer_are_all_the_changes_in_order_and_counted() {
+    use etcd_data::restore::Replay;
+    let mut replay = long_replay(5_010, 700);
+    let detach = BTreeSet::from([9]);
+    let mut written = Vec::new();
+    let report = Replay::replay_into(&mut replay, 10, &detach, &mut |changes| {
+        for change in changes {
+            written.push(change?);
+        }
+        Ok(bbolt::AppendReport {
+            appended: written.len() as u64,
+            new_size: 0,
+            last_key: written.last().map(|(k, _)| k.clone()),
+        })
+    })
+    .unwrap();
+    assert_eq!(report.appended, 5_000);
+    let revisions: Vec<i64> = written
+        .iter()
+        .map(|(key, _)| parse_revision_key(key).unwrap().0)
+        .collect();
+    assert_eq!(revisions, (11..=5_010).collect::<Vec<_>>());
+    assert!(written.iter().all(|(_, value)| key_value_lease(value) == 0));
+    let summary = Replay::summary(&replay);
+    assert_eq!(summary.changes_applied, 5_000);
+    assert_eq!(
+        summary.changes_detached,
+        (11..=5_010).filter(|r| r % 3 == 0).count() as u64
+    );
+}
+
+#[test]
+fn a_writer_that_stops_on_an_error_ends_the_replay_with_it() {
+    use etcd_data::restore::Replay;
+    let mut replay = long_replay(50_010, 10_000);
+    let before = replay.summary.clone();
+    let err = Replay::replay_into(&mut replay, 10, &BTreeSet::new(), &mut |changes| {
+        let _ = changes.take(10).count();
+        Err(BoltError::Check {
+            problems: vec!["the disk is full".into()],
+        })
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("the disk is full"), "{err}");
+    assert_eq!(replay.summary, before);
+}
+
+#[test]
+fn a_damaged_spooled_segment_fails_the_replay_as_reading_it_does() {
+    use etcd_data::restore::Replay;
+    let mut replay = long_replay(5_010, 2_000);
+    // The second segment cut in the middle of a record.
+    let len = replay.segments[1].metadata().unwrap().len();
+    replay.segments[1].set_len(len / 2 + 3).unwrap();
+    let detach = BTreeSet::new();
+    let direct = replay
+        .changes(10, &detach)
+        .find_map(Result::err)
+        .expect("reading the cut segment fails")
+        .to_string();
+    assert!(direct.contains("cut off"), "{direct}");
+    let before = replay.summary.clone();
+    let mut seen = 0;
+    let err = Replay::replay_into(&mut replay, 10, &detach, &mut |changes| {
+        for change in changes {
+            change?;
+            seen += 1;
+        }
+        Ok(bbolt::AppendReport {
+            appended: seen,
+            new_size: 0,
+            last_key: None,
+        })
+    })
+    .unwrap_err();
+    assert_eq!(err.to_string(), direct);
+    assert!((2_000..4_000).contains(&seen), "{seen}");
+    assert_eq!(replay.summary, before);
+}
