@@ -43,6 +43,11 @@ impl WatchLag {
         store_revision: i64,
         received: i64,
     ) -> LagInTime {
+        if store_revision <= received {
+            // Caught up with the store as it is now: revisions noted above it were seen on a
+            // member (or a history) it does not have, and the watch holds back nothing.
+            self.unreceived.clear();
+        }
         while self
             .unreceived
             .front()
@@ -142,6 +147,26 @@ mod tests {
             [10, 70, 130]
         );
         assert_eq!(warnings[0].1, 10_500);
+    }
+
+    #[test]
+    fn a_watch_caught_up_with_a_store_now_lower_is_not_behind() {
+        // Seen at 1,000 (on a member since replaced by one behind it, or a history since
+        // restored to an earlier revision): the watch caught up with the store at 900.
+        let mut lag = WatchLag::default();
+        let start = Instant::now();
+        assert_eq!(lag.on_check(start, 1_000, 800).behind, Duration::ZERO);
+        for s in 1..=30 {
+            let found = lag.on_check(start + seconds(s), 900, 900);
+            assert_eq!(found.behind, Duration::ZERO, "at {s} s");
+            assert_eq!(found.warn, None, "at {s} s");
+        }
+        // Writes go on from there and the watch keeps up: still not behind.
+        for s in 31..=60 {
+            let revision = 900 + s as i64;
+            let found = lag.on_check(start + seconds(s), revision, revision);
+            assert_eq!(found.behind, Duration::ZERO, "at {s} s");
+        }
     }
 
     #[test]
