@@ -197,7 +197,9 @@ impl<F> RunMachine<F> {
     }
 
     /// The chain at `chain` ended as `end` (`stopped`: the run was asked to stop): what the
-    /// run counts and reports, and what it does next.
+    /// run counts and reports, and what it does next. Its watch ended with it: it holds back
+    /// nothing any more (the watch-behind gauge does not keep its last value through the
+    /// full backup that follows, or in the textfile of a stopped run).
     pub(super) fn on_chain_end(
         &mut self,
         state: &mut RunState,
@@ -205,6 +207,7 @@ impl<F> RunMachine<F> {
         end: ChainEnd<F>,
         stopped: bool,
     ) -> (AfterChain, Option<RunEvent>) {
+        state.watch_behind_seconds = 0.0;
         match end {
             ChainEnd::FullDue(full) => {
                 self.next = Some(*full);

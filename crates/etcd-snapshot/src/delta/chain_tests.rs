@@ -210,6 +210,26 @@ fn a_gap_is_counted_and_reported_and_a_new_full_backup_follows() {
 }
 
 #[test]
+fn a_chain_that_ends_leaves_no_watch_behind() {
+    let ends: [fn() -> ChainEnd<&'static str>; 5] = [
+        || ChainEnd::Gap("the watch fell behind a compaction".into()),
+        || ChainEnd::Lost,
+        || ChainEnd::FullDue(Box::new("next")),
+        || ChainEnd::Stopped,
+        || ChainEnd::TakenOver("lock held by host-b".into()),
+    ];
+    for (i, end) in ends.into_iter().enumerate() {
+        let mut run = RunMachine::<&str>::default();
+        let mut state = RunState {
+            watch_behind_seconds: 45.0,
+            ..RunState::default()
+        };
+        run.on_chain_end(&mut state, &position("base", 170), end(), false);
+        assert_eq!(state.watch_behind_seconds, 0.0, "end {i}");
+    }
+}
+
+#[test]
 fn a_takeover_or_a_stop_ends_the_run() {
     let mut run = RunMachine::<&str>::default();
     let mut state = RunState::default();
