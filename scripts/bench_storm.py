@@ -113,13 +113,14 @@ class BackupRun:
                     if e["event"] == "segment_published"]
 
     def gauge(self, name):
+        """The gauge's value in the metrics file (None while the file or the gauge is missing)."""
         try:
             for line in open(self.metrics):
                 if line.startswith(name + " "):
                     return float(line.split()[1])
         except OSError:
             pass
-        return 0.0
+        return None
 
     def stop(self):
         """SIGTERM; (wall seconds, peak RSS KiB)."""
@@ -218,7 +219,7 @@ def main():
         full = backup.wait_for("full backup", lambda e: e["event"] == "full_saved", 120)
         full_revision = full["revision"]
         cpu0, t0 = cpu_seconds(backup.pid), time.time()
-        rss_peak_live, behind_max = [0], [0.0]
+        rss_peak_live, behind_max = [0], [None]
         sampling = threading.Event()
 
         def sample():
@@ -229,7 +230,9 @@ def main():
                     rss_peak_live[0] = max(rss_peak_live[0], rss)
                 except (OSError, StopIteration):
                     pass
-                behind_max[0] = max(behind_max[0], backup.gauge("etcdops_backup_run_watch_behind_seconds"))
+                behind = backup.gauge("etcdops_backup_run_watch_behind_seconds")
+                if behind is not None:
+                    behind_max[0] = max(behind_max[0] or 0.0, behind)
                 time.sleep(0.5)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -285,7 +288,8 @@ def main():
             ("CPU per 1,000 events (user+system, full backup excluded)", f"{cpu / changes * 1000 * 1000:.1f} ms"),
             ("bytes stored per event (segments / events)", f"{delta_bytes / changes:.1f}"),
             ("gaps, failures, `watch_behind` warnings (max watch_behind_seconds)",
-             f"{gaps}, {len(failures)}, {warnings} ({behind_max[0]:.0f} s)"),
+             f"{gaps}, {len(failures)}, {warnings} "
+             + (f"({behind_max[0]:.1f} s)" if behind_max[0] is not None else "(**the gauge is missing**)")),
             ("no gap: every revision up to the storm's last published", "yes" if gapless else "**NO**"),
         ]
         for label, value in rows:

@@ -43,6 +43,7 @@ mod error;
 pub mod file;
 pub mod inspect;
 pub mod limit;
+mod live_keys;
 pub mod mvcc;
 pub mod offline;
 pub mod restore;

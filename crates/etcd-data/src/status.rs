@@ -5,10 +5,11 @@
 //! The db is read once, page by page (see [`crate::SnapshotFile`]), checking it as bbolt's
 //! `tx.Check()` does and computing the status in the same pass, while a second thread computes
 //! its SHA-256. Memory stays bounded: the tree's depth times its largest page, one bit per
-//! page, and 8 bytes per revision (for the live-key count). The hash is CRC-32C (Castagnoli, as Go's
+//! page, and 8 MiB for the live-key count (spilled to a temporary file beyond that). The hash
+//! is CRC-32C (Castagnoli, as Go's
 //! `crc32.MakeTable(crc32.Castagnoli)`), with the CPU's CRC instructions where it has them.
 
-use std::hash::Hasher;
+use crate::live_keys::{self, LiveKeys};
 
 use serde::{Deserialize, Serialize};
 
@@ -296,11 +297,10 @@ fn walk_status<S: PageSource>(
     };
     let full = mode == Scan::Full;
     let mut hash = 0u32;
-    // Distinct live keys: a 64-bit hash of each revision's key (its lowest bit set for a
-    // tombstone), in revision order, counted once the walk is done (bounded by the number of
-    // revisions, not their size; a collision would undercount by one). A hash set kept up to
-    // date instead cost a fifth of the walk's time, in cache misses.
-    let mut revisions: Vec<u64> = Vec::new();
+    // Distinct live keys: a 64-bit hash of each revision's key, in revision order, counted
+    // once the walk is done, in bounded memory (`live_keys`). A hash set kept up to date
+    // instead cost a fifth of the walk's time, in cache misses.
+    let mut live = LiveKeys::new();
     let mut in_key_bucket = false;
     let visit = |depth, entry: Entry<'_>| -> std::result::Result<(), Extra> {
         if depth == 0 {
@@ -351,9 +351,7 @@ fn walk_status<S: PageSource>(
                             "the value at revision {revision} is not an mvccpb.KeyValue"
                         ))
                     })?;
-                let mut hasher = std::hash::DefaultHasher::new();
-                hasher.write(user_key);
-                revisions.push((hasher.finish() & !1) | u64::from(tombstone));
+                live.push(live_keys::entry(user_key, tombstone));
             }
         }
         Ok(())
@@ -373,20 +371,15 @@ fn walk_status<S: PageSource>(
     };
     let free = walked.map_err(map)?;
     status.hash = hash;
-    status.live_keys = live_keys(revisions);
+    status.live_keys = live.count().map_err(|source| Error::WriteFile {
+        path: format!(
+            "{} (a temporary file counting live keys)",
+            std::env::temp_dir().display()
+        ),
+        source,
+    })?;
     read_extras(&bolt, &mut status).map_err(map)?;
     Ok((status, free))
-}
-
-/// The keys whose last revision in `revisions` (see [`walk_status`]) is not a tombstone.
-fn live_keys(mut revisions: Vec<u64>) -> u64 {
-    // Stable: each key's revisions stay in order, its last one last.
-    revisions.sort_by_key(|r| r >> 1);
-    let live = revisions
-        .chunk_by(|a, b| a >> 1 == b >> 1)
-        .filter(|key| key.last().is_some_and(|last| last & 1 == 0))
-        .count();
-    live as u64
 }
 
 enum Extra {
@@ -509,29 +502,6 @@ fn read_extras<S: PageSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn live_keys_are_the_keys_whose_last_revision_is_not_a_tombstone() {
-        let (put, tomb) = (|k: u64| k << 1, |k: u64| (k << 1) | 1);
-        // a: put, deleted. b: put, deleted, put again. c: put twice. d: only deleted.
-        // e: deleted, then put. Keys whose hashes sort apart from their revision order.
-        let revisions = vec![
-            put(9),
-            put(3),
-            tomb(9),
-            put(7),
-            tomb(3),
-            put(7),
-            tomb(1),
-            put(3),
-            tomb(5),
-            put(5),
-        ];
-        assert_eq!(live_keys(revisions), 3);
-        assert_eq!(live_keys(Vec::new()), 0);
-        assert_eq!(live_keys(vec![tomb(u64::MAX >> 1)]), 0);
-        assert_eq!(live_keys(vec![put(0), put(u64::MAX >> 1)]), 2);
-    }
 
     #[test]
     fn crc32c_matches_go_castagnoli() {

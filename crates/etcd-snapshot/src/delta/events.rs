@@ -191,7 +191,8 @@ pub enum RunEvent {
     WatchBehind {
         /// Revisions the watch was behind the store at the check.
         revisions: i64,
-        /// Seconds since the store first reached a revision the watch has not delivered yet.
+        /// Seconds the watch has held back changes (counted from the check before the store
+        /// first showed a revision the watch has not delivered yet).
         seconds: u64,
     },
     /// A step failed and will be retried.

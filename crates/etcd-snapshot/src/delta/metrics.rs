@@ -213,7 +213,7 @@ impl RunMetrics {
             watch_behind_seconds: gauge(
                 &r,
                 "etcdops_backup_run_watch_behind_seconds",
-                "Seconds since the cluster first reached a revision the watch had not delivered at the last check (0 when caught up): above a few seconds the run cannot keep up with the write rate.",
+                "How long the watch has held back changes at the last check: since the check before the cluster first showed a revision the watch had not delivered (0 when caught up; about one check interval under steady writes). Above a few seconds the run cannot keep up with the write rate.",
             ),
             lock_held: int_gauge(
                 &r,

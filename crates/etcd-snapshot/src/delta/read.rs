@@ -272,9 +272,11 @@ const SEGMENTS_AHEAD: usize = 2;
 /// The chain's `segments` (object as listed, manifest), in order, each fetched, checked and
 /// decoded as [`fetch_delta_segment_at`] does (`None` for one that
 /// [`super::segment_needs_reading`] says adds nothing), up to [`SEGMENTS_AHEAD`] ahead of the
-/// one the caller takes, decoding on a blocking thread: a replay of a long chain reads and
-/// spools one segment while the next are downloaded and decompressed on the other cores.
-/// Memory: at most that many decoded segments (each under [`MAX_SEGMENT_BYTES`]).
+/// one the caller takes: from an object store, the next downloads while one is spooled.
+/// Memory: at most that many segments (each under [`MAX_SEGMENT_BYTES`] decoded). Decoding
+/// stays on the caller's task: on a blocking thread each segment's buffers were freed by
+/// another thread than the one that allocated them, and the allocator's per-thread arenas
+/// kept three times the memory (160 MiB instead of 45 for a chain of a million changes).
 pub(crate) fn fetch_segments_ahead(
     store: &Store,
     segments: Vec<(String, DeltaManifest)>,
@@ -300,13 +302,7 @@ async fn fetch_decoded(
         return Ok(None);
     }
     let stored = fetch_stored(&store, &object, &manifest).await?;
-    tokio::task::spawn_blocking(move || decode_segment(&object, &manifest, &stored, &identities))
-        .await
-        .map_err(|e| SnapshotError::Codec {
-            operation: "read delta segment",
-            reason: e.to_string(),
-        })?
-        .map(Some)
+    decode_segment(&object, &manifest, &stored, &identities).map(Some)
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ pub(super) struct WatchLag {
     unreceived: VecDeque<(Instant, i64)>,
     /// When the run last warned, while it stays behind.
     warned_at: Option<Instant>,
+    /// When the last check was.
+    last_check: Option<Instant>,
 }
 
 /// What a check found about the watch's lag in time.
@@ -64,8 +66,13 @@ impl WatchLag {
             if self.unreceived.len() == MAX_CHECKS {
                 self.unreceived.pop_front();
             }
-            self.unreceived.push_back((now, store_revision));
+            // The store passed what the watch delivered after the last check, at the
+            // earliest: counted from there, a stall between two checks (a full backup taken
+            // in between, a starved process) shows as the time it lasted.
+            let since = self.last_check.unwrap_or(now);
+            self.unreceived.push_back((since, store_revision));
         }
+        self.last_check = Some(now);
         let behind = self
             .unreceived
             .front()
@@ -118,10 +125,11 @@ mod tests {
             lag.on_check(start + seconds(1), 300, 150).behind,
             seconds(1)
         );
-        // Everything up to 200 delivered: the oldest undelivered was seen at second 1.
+        // Everything up to 200 delivered: the store passed 200 after the check at second 0
+        // (seen at second 1): at most 3 s ago.
         assert_eq!(
             lag.on_check(start + seconds(3), 400, 250).behind,
-            seconds(2)
+            seconds(3)
         );
         assert_eq!(
             lag.on_check(start + seconds(4), 400, 400).behind,
@@ -178,5 +186,17 @@ mod tests {
         assert_eq!(lag.on_check(start + seconds(11), 20, 20).warn, None);
         assert_eq!(lag.on_check(start + seconds(12), 30, 20).warn, None);
         assert_eq!(lag.on_check(start + seconds(22), 40, 21).warn, Some(19));
+    }
+
+    #[test]
+    fn a_stall_between_two_checks_counts_from_the_check_before_it() {
+        // A caught-up check, then none for 12 s (a full backup taken in between, a process
+        // stopped): the store moved on meanwhile, the watch delivered nothing.
+        let mut lag = WatchLag::default();
+        let start = Instant::now();
+        assert_eq!(lag.on_check(start, 100, 100).behind, Duration::ZERO);
+        let found = lag.on_check(start + seconds(12), 200, 100);
+        assert_eq!(found.behind, seconds(12));
+        assert_eq!(found.warn, Some(100));
     }
 }
