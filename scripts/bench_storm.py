@@ -44,9 +44,13 @@ PREFIX = "/storm/"
 
 
 def storm(endpoint, seconds, keys, timeline=None):
-    """Runs the write storm; its summary (requests by kind, revisions, seconds)."""
-    cmd = [STORM, endpoint, PREFIX, str(seconds), str(keys), "0"] + ([timeline] if timeline else [])
-    return json.loads(run(cmd, capture_output=True, text=True).stdout)
+    """Runs the write storm; its summary (requests by kind, revisions, seconds). With TIMELINE
+    (a list), the store's revision every 100 ms, as (unix seconds, revision), is added to it."""
+    cmd = [STORM, endpoint, PREFIX, str(seconds), str(keys), "0"] + (["timeline"] if timeline is not None else [])
+    lines = run(cmd, capture_output=True, text=True).stdout.splitlines()
+    if timeline is not None:
+        timeline.extend((float(t), int(r)) for _, t, r in (line.split() for line in lines if line.startswith("t ")))
+    return json.loads(next(line for line in reversed(lines) if line.startswith("{")))
 
 
 def cpu_seconds(pid):
@@ -237,9 +241,9 @@ def main():
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        timeline_file = os.path.join(work, "timeline")
+        timeline = []
         log(f"the storm beside backup run --delta-every 1s for {a.seconds} s")
-        beside = storm(etcd.client, a.seconds, a.keys, timeline_file)
+        beside = storm(etcd.client, a.seconds, a.keys, timeline)
         t1, last_revision = time.time(), beside["last_revision"]
         deadline = time.monotonic() + 300
         while not any(r >= last_revision for _, r, _ in backup.published()):
@@ -257,7 +261,6 @@ def main():
         gaps = sum(1 for e in events if e["event"] in ("gap", "full_backup_lost"))
         failures = [e for e in events if e["event"] == "failed"]
         warnings = sum(1 for e in events if e["event"] == "watch_behind")
-        timeline = [(float(t), int(r)) for t, r in (line.split() for line in open(timeline_file))]
         lags = lag_samples(timeline, published, full_revision, t0, t1)
         changes = sum(c for _, r, c in published)
         segments = len(published)

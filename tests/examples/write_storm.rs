@@ -9,9 +9,10 @@
 //! - 1%: a lease replaced: a new one granted (TTL 600 s) and the old one revoked, which deletes
 //!   its keys (several delete events in one revision).
 //!
-//! TIMELINE, when given, gets `UNIX_SECONDS REVISION` every 100 ms: the highest revision any
-//! answer carried by then (the store's revision, observed without asking etcd for it). At the
-//! end one line of JSON on stdout: requests by kind, the first and last revision, seconds.
+//! With TIMELINE (the word `timeline`), a line `t UNIX_SECONDS REVISION` goes to stdout every
+//! 100 ms: the highest revision any answer carried by then (the store's revision, observed
+//! without asking etcd for it). At the end one line of JSON on stdout: requests by kind, the
+//! first and last revision, seconds.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -199,19 +200,15 @@ async fn main() -> ExitCode {
         }
     };
     storm.counts.saw(first_revision);
-    let timeline = args.get(6).map(|path| {
+    let timeline = (args.get(6).map(String::as_str) == Some("timeline")).then(|| {
         let storm = storm.clone();
-        let path = path.clone();
         tokio::spawn(async move {
-            let Ok(mut file) = std::fs::File::create(&path) else {
-                eprintln!("write_storm: cannot write {path}");
-                return;
-            };
+            let mut out = std::io::stdout();
             let mut tick = tokio::time::interval(Duration::from_millis(100));
             while Instant::now() < storm.until + Duration::from_millis(200) {
                 tick.tick().await;
                 let revision = storm.counts.highest_revision.load(Ordering::Relaxed);
-                let _ = writeln!(file, "{:.3} {revision}", unix_seconds());
+                let _ = writeln!(out, "t {:.3} {revision}", unix_seconds());
             }
         })
     });
