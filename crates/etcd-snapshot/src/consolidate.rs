@@ -13,9 +13,6 @@
 //! not disturbed: it never continues a compacted backup whose chain is still in the store.
 
 use std::path::{Path, PathBuf};
-use std::pin::pin;
-
-use futures::StreamExt;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -27,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{BackupEntry, DeltaEntry, list_backups, object_name, verify_backup};
 use crate::consolidate_lock::{Claim, ClaimKeeper, claim};
 use crate::crypt::{Identities, Recipients};
-use crate::delta::{DeltaReplay, PointInTime, fetch_segments_ahead};
+use crate::delta::{DeltaReplay, PointInTime, fetch_delta_segment_at, segment_needs_reading};
 use crate::error::SnapshotError;
 use crate::manifest::{CompactedFrom, Compression, Manifest, backup_object_name};
 use crate::opts::{CHAIN, WORK_DIR};
@@ -492,14 +489,12 @@ async fn build_db(
     );
     // Every covered segment, in order: the replay checks that they follow each other
     // without a hole; one without changes is not downloaded.
-    let segments = reach
-        .segments
-        .iter()
-        .map(|delta| (delta.object.clone(), delta.manifest.clone()))
-        .collect();
-    let mut fetched = pin!(fetch_segments_ahead(store, segments, identities));
     for delta in reach.segments {
-        let bytes = fetched.next().await.transpose()?.flatten();
+        let bytes = if segment_needs_reading(&delta.manifest) {
+            Some(fetch_delta_segment_at(store, &delta.object, &delta.manifest, identities).await?)
+        } else {
+            None
+        };
         replay.add_segment(&delta.manifest, &delta.object, bytes.as_deref(), Some(work))?;
     }
     replay.check_reach()?;

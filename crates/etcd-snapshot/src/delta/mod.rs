@@ -40,7 +40,7 @@ pub use plan::{PitrPlan, plan_candidates};
 #[cfg(test)]
 pub(crate) use read::tests::publish_segment;
 pub use read::{MAX_SEGMENT_BYTES, fetch_delta_segment, fetch_delta_segment_at};
-pub(crate) use read::{decode_segment, fetch_segments_ahead, fetch_stored};
+pub(crate) use read::{decode_segment, fetch_stored};
 pub use replay::{
     DeltaReplay, PlannedLeases, PointInTime, ReplayChanges, ReplaySummary, lease_entry,
     segment_needs_reading,

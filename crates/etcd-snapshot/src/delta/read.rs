@@ -266,45 +266,6 @@ pub async fn fetch_delta_segment_at(
     decode_segment(object, manifest, &stored, identities)
 }
 
-/// Segments fetched and decoded ahead of the one being read.
-const SEGMENTS_AHEAD: usize = 2;
-
-/// The chain's `segments` (object as listed, manifest), in order, each fetched, checked and
-/// decoded as [`fetch_delta_segment_at`] does (`None` for one that
-/// [`super::segment_needs_reading`] says adds nothing), up to [`SEGMENTS_AHEAD`] ahead of the
-/// one the caller takes: from an object store, the next downloads while one is spooled.
-/// Memory: at most that many segments (each under [`MAX_SEGMENT_BYTES`] decoded). Decoding
-/// stays on the caller's task: on a blocking thread each segment's buffers were freed by
-/// another thread than the one that allocated them, and the allocator's per-thread arenas
-/// kept three times the memory (160 MiB instead of 45 for a chain of a million changes).
-pub(crate) fn fetch_segments_ahead(
-    store: &Store,
-    segments: Vec<(String, DeltaManifest)>,
-    identities: &Identities,
-) -> impl futures::Stream<Item = Result<Option<Vec<u8>>>> + use<> {
-    let jobs: Vec<_> = segments
-        .into_iter()
-        .map(|(object, manifest)| {
-            fetch_decoded(store.clone(), object, manifest, identities.clone())
-        })
-        .collect();
-    futures::stream::iter(jobs).buffered(SEGMENTS_AHEAD)
-}
-
-/// One segment for [`fetch_segments_ahead`], owning what it needs.
-async fn fetch_decoded(
-    store: Store,
-    object: String,
-    manifest: DeltaManifest,
-    identities: Identities,
-) -> Result<Option<Vec<u8>>> {
-    if !super::segment_needs_reading(&manifest) {
-        return Ok(None);
-    }
-    let stored = fetch_stored(&store, &object, &manifest).await?;
-    decode_segment(&object, &manifest, &stored, &identities).map(Some)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

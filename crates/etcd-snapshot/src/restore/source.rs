@@ -1,9 +1,6 @@
 //! Where a restore reads from, opened the same way for every front-end.
 
 use std::path::Path;
-use std::pin::pin;
-
-use futures::StreamExt;
 
 use etcd_data::restore::opts;
 use etcd_store::{Location, Store, StoreOptions};
@@ -14,7 +11,10 @@ use super::{
 };
 use crate::catalog::object_name;
 use crate::crypt::Identities;
-use crate::delta::{DeltaReplay, PitrPlan, PointInTime, fetch_segments_ahead, plan_candidates};
+use crate::delta::{
+    DeltaReplay, PitrPlan, PointInTime, fetch_delta_segment_at, plan_candidates,
+    segment_needs_reading,
+};
 use crate::error::SnapshotError;
 use crate::input::{
     SnapshotFile, SpoolOptions, open_snapshot_file_decrypting, open_snapshot_file_with,
@@ -314,16 +314,12 @@ async fn open_planned(
         }
         let mut replay = DeltaReplay::new(&plan.full, point, plan.full_revision)
             .starting_at(plan.full_created_at, plan.prior_time);
-        let segments = plan.segments.iter().cloned();
-        let mut fetched = pin!(fetch_segments_ahead(
-            &store,
-            segments
-                .zip(plan.segment_manifests.iter().cloned())
-                .collect(),
-            identities
-        ));
         for (object, manifest) in plan.segments.iter().zip(&plan.segment_manifests) {
-            let bytes = fetched.next().await.transpose()?.flatten();
+            let bytes = if segment_needs_reading(manifest) {
+                Some(fetch_delta_segment_at(&store, object, manifest, identities).await?)
+            } else {
+                None
+            };
             replay.add_segment(manifest, object, bytes.as_deref(), spool)?;
         }
         replay.note_later(&plan.later_stamps);
