@@ -12,6 +12,11 @@ use std::process::ExitCode;
 use base64::Engine;
 use etcd_client::Client;
 
+#[path = "shared/load.rs"]
+mod load;
+
+use load::Rng;
+
 const IN_FLIGHT: usize = 64;
 
 /// What the values look like.
@@ -20,30 +25,6 @@ enum Values {
     Small,
     Random,
     Json,
-}
-
-/// A small, seedable generator (xorshift64*): the benchmark needs bytes that do not compress,
-/// not cryptographic randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n.div_ceil(8))
-            .flat_map(|_| self.next().to_le_bytes())
-            .take(n)
-            .collect()
-    }
-
-    fn hex(&mut self, n: usize) -> String {
-        hex::encode(self.bytes(n))
-    }
 }
 
 fn value(kind: Values, i: usize, round: usize, rng: &mut Rng) -> String {
@@ -57,7 +38,7 @@ fn value(kind: Values, i: usize, round: usize, rng: &mut Rng) -> String {
                 i % 7,
                 i % 97,
                 round,
-                rng.hex(24),
+                hex::encode(rng.bytes(24)),
                 // A certificate's worth of random bytes: real objects carry some.
                 base64::engine::general_purpose::STANDARD.encode(rng.bytes(80)),
             );
@@ -75,7 +56,7 @@ fn value(kind: Values, i: usize, round: usize, rng: &mut Rng) -> String {
                 "metadata": {
                     "name": format!("cm-{i}"),
                     "namespace": namespace,
-                    "uid": format!("{}-{}-{}-{}-{}", rng.hex(4), rng.hex(2), rng.hex(2), rng.hex(2), rng.hex(6)),
+                    "uid": format!("{}-{}-{}-{}-{}", hex::encode(rng.bytes(4)), hex::encode(rng.bytes(2)), hex::encode(rng.bytes(2)), hex::encode(rng.bytes(2)), hex::encode(rng.bytes(6))),
                     "resourceVersion": (rng.next() % 1_000_000_000).to_string(),
                     "creationTimestamp": "2026-11-30T12:00:00Z",
                     "labels": {"app": format!("app-{}", i % 97), "tier": "backend", "round": round.to_string()},
@@ -142,18 +123,8 @@ async fn main() -> ExitCode {
                 Ok::<_, etcd_client::Error>(())
             }));
         }
-        for task in tasks {
-            match task.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    eprintln!("fill_keys: write failed: {e}");
-                    return ExitCode::from(1);
-                }
-                Err(e) => {
-                    eprintln!("fill_keys: worker failed: {e}");
-                    return ExitCode::from(1);
-                }
-            }
+        if let Err(code) = load::join_workers("fill_keys", tasks).await {
+            return code;
         }
     }
     ExitCode::SUCCESS

@@ -24,26 +24,18 @@ use base64::Engine;
 use etcd_client::{Client, PutOptions};
 use tokio::sync::Mutex;
 
+#[path = "shared/load.rs"]
+mod load;
+
+use load::Rng;
+
 const IN_FLIGHT: usize = 64;
 const LEASES: usize = 256;
 const LEASE_TTL: i64 = 600;
 
-/// A small, seedable generator (xorshift64*): the storm needs values that do not compress,
-/// not cryptographic randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn value(&mut self) -> String {
-        let bytes: Vec<u8> = (0..96).flat_map(|_| self.next().to_le_bytes()).collect();
-        base64::engine::general_purpose::STANDARD.encode(bytes)[..1024].to_string()
-    }
+/// A value of 1 KiB: base64 of 768 random bytes.
+fn value(rng: &mut Rng) -> String {
+    base64::engine::general_purpose::STANDARD.encode(rng.bytes(768))
 }
 
 /// What the storm did, for its summary line.
@@ -87,7 +79,7 @@ impl Storm {
                 0..70 => {
                     self.counts.puts.fetch_add(1, Ordering::Relaxed);
                     client
-                        .put(key, rng.value(), None)
+                        .put(key, value(&mut rng), None)
                         .await?
                         .header()
                         .map(|h| h.revision())
@@ -108,7 +100,7 @@ impl Storm {
                     self.counts.leased_puts.fetch_add(1, Ordering::Relaxed);
                     let key = format!("{}leased/{:09}", self.prefix, rng.next() % self.keys);
                     let options = PutOptions::new().with_lease(lease);
-                    match client.put(key, rng.value(), Some(options)).await {
+                    match client.put(key, value(&mut rng), Some(options)).await {
                         Ok(answer) => answer.header().map(|h| h.revision()),
                         // The lease was replaced meanwhile: as a real client, go on.
                         Err(e) if e.to_string().contains("lease not found") => None,
@@ -219,18 +211,8 @@ async fn main() -> ExitCode {
             tokio::spawn(async move { storm.worker(client, worker).await })
         })
         .collect();
-    for task in tasks {
-        match task.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                eprintln!("write_storm: a request failed: {e}");
-                return ExitCode::from(1);
-            }
-            Err(e) => {
-                eprintln!("write_storm: a worker failed: {e}");
-                return ExitCode::from(1);
-            }
-        }
+    if let Err(code) = load::join_workers("write_storm", tasks).await {
+        return code;
     }
     let elapsed = started.elapsed().as_secs_f64();
     if let Some(timeline) = timeline {
