@@ -6,16 +6,15 @@
 //! `tx.Check()` does and computing the status in the same pass, while a second thread computes
 //! its SHA-256. Memory stays bounded: the tree's depth times its largest page, one bit per
 //! page, and 8 MiB for the live-key count (spilled to a temporary file beyond that). The hash
-//! is CRC-32C (Castagnoli, as Go's
-//! `crc32.MakeTable(crc32.Castagnoli)`), with the CPU's CRC instructions where it has them.
-
-use crate::live_keys::{self, LiveKeys};
+//! is CRC-32C (Castagnoli, as Go's `crc32.MakeTable(crc32.Castagnoli)`), with the CPU's CRC
+//! instructions where it has them.
 
 use serde::{Deserialize, Serialize};
 
 use bbolt::{BoltDb, DbFile, Entry, FreePages, PageSource, Readahead};
 
 use crate::error::{Error, Result};
+use crate::live_keys::{self, LiveKeys};
 use crate::file::{SnapshotFile, TRAILER_LEN, has_trailer, sha256_of};
 use crate::mvcc::{key_value_fields, parse_revision_key};
 /// How to read a snapshot.
