@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use bbolt::{BoltDb, DbFile, Entry, FreePages, PageSource, Readahead};
 
 use crate::error::{Error, Result};
-use crate::live_keys::{self, LiveKeys};
 use crate::file::{SnapshotFile, TRAILER_LEN, has_trailer, sha256_of};
+use crate::live_keys::{self, LiveKeys};
 use crate::mvcc::{key_value_fields, parse_revision_key};
 /// How to read a snapshot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
