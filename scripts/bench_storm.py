@@ -178,20 +178,6 @@ def keys_at(endpoint, revision=None):
             for kv in answer.get("kvs", [])}
 
 
-def find(answer, name):
-    """The first value named NAME anywhere in a JSON answer (None when absent)."""
-    if isinstance(answer, dict):
-        if name in answer:
-            return answer[name]
-        answer = list(answer.values())
-    if isinstance(answer, list):
-        for item in answer:
-            found = find(item, name)
-            if found is not None:
-                return found
-    return None
-
-
 def timed(cmd, work):
     """Wall seconds and peak RSS KiB of CMD, and its stdout."""
     subprocess.run(["sync"], check=True)
@@ -352,7 +338,7 @@ def main():
                 shutil.rmtree(target, ignore_errors=True)
                 pitr.append(timed([ETCDOPS, "-w", "json", "snapshot", "restore", store, "--to-revision", str(revision),
                                    "--data-dir", target, *flags], work))
-            replayed = find(json.loads(pitr[0][2]), "changes_applied")
+            replayed = json.loads(pitr[0][2])["point_in_time"]["changes_applied"]
             db_mib = os.path.getsize(os.path.join(target, "member", "snap", "db")) / 2**20
             # A full backup of the same data: saved from an etcd serving the restored dir.
             restored = Etcd(work, "p", target, peer_port=peer, log_name="restored")

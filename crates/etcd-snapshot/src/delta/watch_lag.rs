@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Behind for this long, the run warns (and again each [`WARN_EVERY`] while it stays behind).
-pub(super) const WARN_AFTER: Duration = Duration::from_secs(10);
+const WARN_AFTER: Duration = Duration::from_secs(10);
 /// How often a run that stays behind warns again.
-pub(super) const WARN_EVERY: Duration = Duration::from_secs(60);
+const WARN_EVERY: Duration = Duration::from_secs(60);
 /// Checks remembered at most (a check a second: an hour behind is still measured exactly;
 /// past it, the oldest are dropped and the lag reads as at least an hour).
 const MAX_CHECKS: usize = 3600;
